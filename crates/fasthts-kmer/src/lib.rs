@@ -1,0 +1,1 @@
+//! khmer-compatible k-mer work (in progress).

@@ -1,0 +1,3 @@
+//! fasthts: a parallel engine for BAM files.
+
+pub mod bgzf;
