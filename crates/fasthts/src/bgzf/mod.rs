@@ -1,5 +1,50 @@
 //! BGZF: block discovery, parallel inflate and parallel deflate.
+//!
+//! A BGZF file is a series of gzip members ("blocks") of at most 64 KiB, each
+//! announcing its own size, so a memory-mapped file can be cut into blocks by
+//! reading headers alone and the blocks inflated independently on all cores.
 
+mod block;
+mod reader;
 mod virtual_offset;
+mod writer;
 
+pub use block::{has_eof_marker, Block, EOF_MARKER, MAX_BLOCK_SIZE};
+pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
 pub use virtual_offset::{VirtualOffset, MAX_COMPRESSED_OFFSET};
+pub use writer::{compress_all, compress_block, BgzfWriter, BLOCK_DATA_SIZE, DEFAULT_LEVEL};
+
+/// What can be wrong with BGZF data. Offsets are compressed file offsets of
+/// the block concerned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BgzfError {
+    /// The bytes at `offset` are not a BGZF block header.
+    #[error("not BGZF data at offset {offset} (bad block header)")]
+    NotBgzf {
+        /// Offset of the bad header.
+        offset: u64,
+    },
+    /// The file ends inside the block starting at `offset`.
+    #[error("truncated BGZF block at offset {offset}")]
+    Truncated {
+        /// Offset of the incomplete block.
+        offset: u64,
+    },
+    /// The block at `offset` is damaged.
+    #[error("corrupt BGZF block at offset {offset}: {reason}")]
+    Corrupt {
+        /// Offset of the damaged block.
+        offset: u64,
+        /// What check failed.
+        reason: &'static str,
+    },
+}
+
+impl BgzfError {
+    /// Compressed offset of the block the error is about.
+    pub fn offset(&self) -> u64 {
+        match *self {
+            BgzfError::NotBgzf { offset } | BgzfError::Truncated { offset } | BgzfError::Corrupt { offset, .. } => offset,
+        }
+    }
+}

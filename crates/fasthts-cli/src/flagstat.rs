@@ -1,0 +1,46 @@
+//! `fasthts flagstat`: samtools flagstat, byte for byte.
+
+use crate::CmdResult;
+use clap::{Args, ValueEnum};
+use fasthts::bam::BamFile;
+use fasthts::flagstat;
+use std::path::PathBuf;
+
+/// Counts records by flag category (QC-passed + QC-failed), as samtools flagstat.
+#[derive(Args)]
+pub struct FlagstatArgs {
+    /// Worker threads (all cores by default).
+    #[arg(short = '@', long = "threads", value_name = "INT")]
+    pub threads: Option<usize>,
+    /// Output format.
+    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT", default_value = "default", ignore_case = true)]
+    pub format: OutputFormat,
+    /// Input BAM file.
+    #[arg(value_name = "IN.bam")]
+    pub input: PathBuf,
+}
+
+/// Output formats of samtools flagstat.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OutputFormat {
+    /// The classic text.
+    Default,
+    /// JSON.
+    Json,
+    /// Tab-separated.
+    Tsv,
+}
+
+pub fn run(args: FlagstatArgs) -> CmdResult {
+    crate::with_threads(args.threads, || {
+        let bam = BamFile::open(&args.input)?;
+        crate::warn_if_truncated(&bam);
+        let stats = flagstat::count_sequential(&bam)?;
+        let text = match args.format {
+            OutputFormat::Default => stats.to_default_text(),
+            OutputFormat::Json => stats.to_json(),
+            OutputFormat::Tsv => stats.to_tsv(),
+        };
+        crate::write_stdout(text.as_bytes())
+    })
+}

@@ -1,0 +1,96 @@
+//! The BAM header: magic, SAM text and the binary reference dictionary.
+
+use super::BamError;
+use crate::bgzf::BlockReader;
+
+/// One `@SQ` entry of the binary reference dictionary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reference {
+    /// Reference name.
+    pub name: String,
+    /// Reference length.
+    pub len: u32,
+}
+
+/// A parsed BAM header. The SAM text is kept verbatim.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    /// The SAM header text, as stored (may contain trailing NULs).
+    pub text: Vec<u8>,
+    /// References in id order.
+    pub references: Vec<Reference>,
+}
+
+/// Largest reference name accepted (htslib's limit is similar), to bound
+/// allocation from a corrupt length.
+const MAX_NAME_LEN: usize = 1 << 20;
+
+impl Header {
+    /// Reads the header from the start of a BAM stream, leaving `reader` at
+    /// the first record.
+    pub fn read(reader: &mut BlockReader<'_>) -> Result<Header, BamError> {
+        let magic = take(reader, 4, "magic")?;
+        if magic != *b"BAM\x01" {
+            return Err(BamError::NotBam);
+        }
+        let l_text = u32_le(&take(reader, 4, "header text length")?) as usize;
+        let text = take(reader, l_text, "header text")?;
+        let n_ref = i32_le(&take(reader, 4, "reference count")?);
+        if n_ref < 0 {
+            return Err(BamError::InvalidHeader("negative reference count"));
+        }
+        let mut references = Vec::new();
+        for _ in 0..n_ref {
+            let l_name = i32_le(&take(reader, 4, "reference name length")?);
+            if l_name < 1 || l_name as usize > MAX_NAME_LEN {
+                return Err(BamError::InvalidHeader("invalid reference name length"));
+            }
+            let mut name = take(reader, l_name as usize, "reference name")?;
+            if name.pop() != Some(0) {
+                return Err(BamError::InvalidHeader("reference name not NUL-terminated"));
+            }
+            let len = i32_le(&take(reader, 4, "reference length")?);
+            if len < 0 {
+                return Err(BamError::InvalidHeader("negative reference length"));
+            }
+            let name = String::from_utf8(name).map_err(|_| BamError::InvalidHeader("reference name is not UTF-8"))?;
+            references.push(Reference { name, len: len as u32 });
+        }
+        Ok(Header { text, references })
+    }
+
+    /// Serialises the header as it is stored at the start of a BAM stream.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(12 + self.text.len() + self.references.len() * 16);
+        b.extend_from_slice(b"BAM\x01");
+        b.extend_from_slice(&(self.text.len() as u32).to_le_bytes());
+        b.extend_from_slice(&self.text);
+        b.extend_from_slice(&(self.references.len() as u32).to_le_bytes());
+        for r in &self.references {
+            b.extend_from_slice(&(r.name.len() as u32 + 1).to_le_bytes());
+            b.extend_from_slice(r.name.as_bytes());
+            b.push(0);
+            b.extend_from_slice(&r.len.to_le_bytes());
+        }
+        b
+    }
+}
+
+fn take(reader: &mut BlockReader<'_>, n: usize, what: &'static str) -> Result<Vec<u8>, BamError> {
+    // Grows only with data actually present, so a corrupt length cannot
+    // make us allocate more than the file holds.
+    if reader.fill(n)? < n {
+        return Err(BamError::TruncatedHeader(what));
+    }
+    let v = reader.available()[..n].to_vec();
+    reader.consume(n);
+    Ok(v)
+}
+
+fn u32_le(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn i32_le(b: &[u8]) -> i32 {
+    u32_le(b) as i32
+}

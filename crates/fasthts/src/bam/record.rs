@@ -1,0 +1,659 @@
+//! A zero-copy view of one BAM record.
+
+use std::fmt;
+
+/// Byte ranges of the fixed fields of a record, counted from the start of
+/// the record's data (just after its 4-byte `block_size`).
+mod field {
+    use std::ops::Range;
+    pub const REF_ID: Range<usize> = 0..4;
+    pub const POS: Range<usize> = 4..8;
+    pub const L_READ_NAME: usize = 8;
+    pub const MAPQ: usize = 9;
+    pub const BIN: Range<usize> = 10..12;
+    pub const N_CIGAR_OP: Range<usize> = 12..14;
+    pub const FLAG: Range<usize> = 14..16;
+    pub const L_SEQ: Range<usize> = 16..20;
+    pub const NEXT_REF_ID: Range<usize> = 20..24;
+    pub const NEXT_POS: Range<usize> = 24..28;
+    pub const TLEN: Range<usize> = 28..32;
+    /// Length of the fixed part; the read name follows.
+    pub const FIXED_LEN: usize = 32;
+}
+pub use field::FIXED_LEN;
+
+/// SAM flag bits.
+pub mod flags {
+    /// Template has several segments.
+    pub const PAIRED: u16 = 0x1;
+    /// Each segment properly aligned.
+    pub const PROPER_PAIR: u16 = 0x2;
+    /// Segment unmapped.
+    pub const UNMAPPED: u16 = 0x4;
+    /// Next segment unmapped.
+    pub const MATE_UNMAPPED: u16 = 0x8;
+    /// Sequence reverse complemented.
+    pub const REVERSE: u16 = 0x10;
+    /// Next segment reverse complemented.
+    pub const MATE_REVERSE: u16 = 0x20;
+    /// First segment.
+    pub const READ1: u16 = 0x40;
+    /// Last segment.
+    pub const READ2: u16 = 0x80;
+    /// Secondary alignment.
+    pub const SECONDARY: u16 = 0x100;
+    /// Not passing quality controls.
+    pub const QC_FAIL: u16 = 0x200;
+    /// PCR or optical duplicate.
+    pub const DUPLICATE: u16 = 0x400;
+    /// Supplementary alignment.
+    pub const SUPPLEMENTARY: u16 = 0x800;
+}
+
+/// Why a record's bytes cannot be a BAM record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordDefect {
+    /// `block_size` is below the 32 bytes of fixed fields.
+    BlockSizeTooSmall,
+    /// `block_size` is larger than any valid record.
+    BlockSizeTooLarge,
+    /// `l_read_name` is zero.
+    EmptyReadName,
+    /// `l_seq` is negative.
+    NegativeSequenceLength,
+    /// Name, CIGAR, sequence and qualities do not fit in `block_size`.
+    FieldsOverrunRecord,
+    /// Reference id outside `-1..n_ref`.
+    RefIdOutOfRange,
+    /// Mate reference id outside `-1..n_ref`.
+    MateRefIdOutOfRange,
+    /// A mapped record whose CIGAR consumes a different number of bases
+    /// than its sequence has.
+    CigarSequenceMismatch,
+}
+
+impl fmt::Display for RecordDefect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RecordDefect::BlockSizeTooSmall => "block_size below 32",
+            RecordDefect::BlockSizeTooLarge => "block_size too large",
+            RecordDefect::EmptyReadName => "l_read_name is 0",
+            RecordDefect::NegativeSequenceLength => "negative l_seq",
+            RecordDefect::FieldsOverrunRecord => "name, CIGAR, sequence and qualities overrun block_size",
+            RecordDefect::RefIdOutOfRange => "reference id out of range",
+            RecordDefect::MateRefIdOutOfRange => "mate reference id out of range",
+            RecordDefect::CigarSequenceMismatch => "CIGAR and query sequence lengths differ",
+        })
+    }
+}
+
+/// A BAM record borrowed from a decompressed buffer. Fields are decoded on
+/// access; nothing is allocated.
+///
+/// A `RecordRef` is only built by [`RecordRef::new`], which checks that the
+/// variable-length fields lie within the record, so accessors never go out of
+/// bounds.
+#[derive(Clone, Copy)]
+pub struct RecordRef<'a> {
+    data: &'a [u8],
+}
+
+#[inline]
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+#[inline]
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+impl<'a> RecordRef<'a> {
+    /// Checks `data` (a record without its `block_size` prefix) against the
+    /// reference count of its header, as htslib's `sam_read1` does.
+    pub fn new(data: &'a [u8], n_ref: usize) -> Result<Self, RecordDefect> {
+        if data.len() < FIXED_LEN {
+            return Err(RecordDefect::BlockSizeTooSmall);
+        }
+        let r = RecordRef { data };
+        if r.name_len() == 0 {
+            return Err(RecordDefect::EmptyReadName);
+        }
+        let l_seq = i32_at(data, field::L_SEQ.start);
+        if l_seq < 0 {
+            return Err(RecordDefect::NegativeSequenceLength);
+        }
+        let needed = FIXED_LEN as u64
+            + r.name_len() as u64
+            + 4 * u64::from(r.n_cigar_op())
+            + (l_seq as u64).div_ceil(2)
+            + l_seq as u64;
+        if needed > data.len() as u64 {
+            return Err(RecordDefect::FieldsOverrunRecord);
+        }
+        let in_range = |id: i32| id >= -1 && (id as i64) < n_ref as i64;
+        if !in_range(r.ref_id()) {
+            return Err(RecordDefect::RefIdOutOfRange);
+        }
+        if !in_range(r.mate_ref_id()) {
+            return Err(RecordDefect::MateRefIdOutOfRange);
+        }
+        if l_seq > 0 && r.n_cigar_op() > 0 && r.flag() & flags::UNMAPPED == 0 && r.cigar().query_len() != i64::from(l_seq) {
+            return Err(RecordDefect::CigarSequenceMismatch);
+        }
+        Ok(r)
+    }
+
+    /// The record's bytes (without the `block_size` prefix).
+    pub fn as_bytes(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// Reference id (-1 when unplaced).
+    #[inline]
+    pub fn ref_id(&self) -> i32 {
+        i32_at(self.data, field::REF_ID.start)
+    }
+
+    /// 0-based leftmost position (-1 when unplaced).
+    #[inline]
+    pub fn pos(&self) -> i32 {
+        i32_at(self.data, field::POS.start)
+    }
+
+    /// Mapping quality.
+    #[inline]
+    pub fn mapq(&self) -> u8 {
+        self.data[field::MAPQ]
+    }
+
+    /// The BAI bin stored in the record (not recomputed).
+    #[inline]
+    pub fn bin(&self) -> u16 {
+        u16_at(self.data, field::BIN.start)
+    }
+
+    /// SAM flag.
+    #[inline]
+    pub fn flag(&self) -> u16 {
+        u16_at(self.data, field::FLAG.start)
+    }
+
+    /// Mate's reference id.
+    #[inline]
+    pub fn mate_ref_id(&self) -> i32 {
+        i32_at(self.data, field::NEXT_REF_ID.start)
+    }
+
+    /// Mate's 0-based position.
+    #[inline]
+    pub fn mate_pos(&self) -> i32 {
+        i32_at(self.data, field::NEXT_POS.start)
+    }
+
+    /// Observed template length.
+    #[inline]
+    pub fn template_len(&self) -> i32 {
+        i32_at(self.data, field::TLEN.start)
+    }
+
+    #[inline]
+    fn name_len(&self) -> usize {
+        usize::from(self.data[field::L_READ_NAME])
+    }
+
+    /// Number of CIGAR operations stored in the CIGAR field (see
+    /// [`RecordRef::cigar`] for the CG-tag form).
+    #[inline]
+    pub fn n_cigar_op(&self) -> u16 {
+        u16_at(self.data, field::N_CIGAR_OP.start)
+    }
+
+    /// Sequence length.
+    #[inline]
+    pub fn seq_len(&self) -> usize {
+        i32_at(self.data, field::L_SEQ.start) as usize
+    }
+
+    /// Read name without its NUL terminator.
+    pub fn name(&self) -> &'a [u8] {
+        let raw = &self.data[FIXED_LEN..FIXED_LEN + self.name_len()];
+        raw.strip_suffix(b"\0").unwrap_or(raw)
+    }
+
+    fn cigar_start(&self) -> usize {
+        FIXED_LEN + self.name_len()
+    }
+
+    fn seq_start(&self) -> usize {
+        self.cigar_start() + 4 * usize::from(self.n_cigar_op())
+    }
+
+    fn qual_start(&self) -> usize {
+        self.seq_start() + self.seq_len().div_ceil(2)
+    }
+
+    fn aux_start(&self) -> usize {
+        self.qual_start() + self.seq_len()
+    }
+
+    /// The CIGAR field as stored.
+    pub fn raw_cigar(&self) -> Cigar<'a> {
+        Cigar { raw: &self.data[self.cigar_start()..self.seq_start()] }
+    }
+
+    /// The alignment's CIGAR. Records whose CIGAR has more than 65535
+    /// operations store `<l_seq>S<ref_len>N` in the CIGAR field and the real
+    /// CIGAR in a `CG:B,I` tag; this returns the real one, following htslib's
+    /// rules for when the tag applies.
+    pub fn cigar(&self) -> Cigar<'a> {
+        let stored = self.raw_cigar();
+        if stored.is_empty() || self.ref_id() < 0 || self.pos() < 0 {
+            return stored;
+        }
+        let (op, len) = stored.get(0).expect("non-empty CIGAR");
+        if op != CigarOp::SoftClip || len as usize != self.seq_len() {
+            return stored;
+        }
+        match self.aux().find(*b"CG") {
+            Some(AuxValue::Array { subtype: b'I' | b'i', count, bytes })
+                if count >= stored.len() && count < (1 << 29) =>
+            {
+                Cigar { raw: bytes }
+            }
+            _ => stored,
+        }
+    }
+
+    /// The 4-bit encoded sequence (two bases per byte, `=ACMGRSVTWYHKDBN`).
+    pub fn seq_raw(&self) -> &'a [u8] {
+        &self.data[self.seq_start()..self.qual_start()]
+    }
+
+    /// The base at `i` as a 4-bit code.
+    #[inline]
+    pub fn base_code(&self, i: usize) -> u8 {
+        let b = self.data[self.seq_start() + i / 2];
+        if i % 2 == 0 { b >> 4 } else { b & 0xf }
+    }
+
+    /// The base at `i` as an ASCII letter.
+    #[inline]
+    pub fn base(&self, i: usize) -> u8 {
+        b"=ACMGRSVTWYHKDBN"[usize::from(self.base_code(i))]
+    }
+
+    /// Base qualities (raw Phred values; 0xff throughout when absent).
+    pub fn qual(&self) -> &'a [u8] {
+        &self.data[self.qual_start()..self.aux_start()]
+    }
+
+    /// The auxiliary fields.
+    pub fn aux(&self) -> Aux<'a> {
+        Aux { raw: &self.data[self.aux_start()..] }
+    }
+
+    /// End position as htslib's `bam_endpos`: `pos` plus the reference length
+    /// of the CIGAR, or plus 1 when unmapped or the CIGAR consumes no
+    /// reference.
+    pub fn end_pos(&self) -> i64 {
+        let rlen = if self.flag() & flags::UNMAPPED != 0 { 0 } else { self.cigar().reference_len() };
+        i64::from(self.pos()) + if rlen == 0 { 1 } else { rlen }
+    }
+}
+
+impl fmt::Debug for RecordRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordRef")
+            .field("name", &String::from_utf8_lossy(self.name()))
+            .field("flag", &self.flag())
+            .field("ref_id", &self.ref_id())
+            .field("pos", &self.pos())
+            .field("mapq", &self.mapq())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A CIGAR operation kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CigarOp {
+    /// `M`
+    Match,
+    /// `I`
+    Insertion,
+    /// `D`
+    Deletion,
+    /// `N`
+    Skip,
+    /// `S`
+    SoftClip,
+    /// `H`
+    HardClip,
+    /// `P`
+    Pad,
+    /// `=`
+    SequenceMatch,
+    /// `X`
+    SequenceMismatch,
+    /// Codes 9–15, invalid in SAM but representable in BAM.
+    Unknown(u8),
+}
+
+impl CigarOp {
+    /// Decodes the low 4 bits of a BAM CIGAR word.
+    #[inline]
+    pub fn from_code(code: u8) -> CigarOp {
+        match code {
+            0 => CigarOp::Match,
+            1 => CigarOp::Insertion,
+            2 => CigarOp::Deletion,
+            3 => CigarOp::Skip,
+            4 => CigarOp::SoftClip,
+            5 => CigarOp::HardClip,
+            6 => CigarOp::Pad,
+            7 => CigarOp::SequenceMatch,
+            8 => CigarOp::SequenceMismatch,
+            c => CigarOp::Unknown(c),
+        }
+    }
+
+    /// True for operations that advance along the reference (M D N = X).
+    #[inline]
+    pub fn consumes_reference(self) -> bool {
+        matches!(self, CigarOp::Match | CigarOp::Deletion | CigarOp::Skip | CigarOp::SequenceMatch | CigarOp::SequenceMismatch)
+    }
+
+    /// True for operations that advance along the read (M I S = X).
+    #[inline]
+    pub fn consumes_query(self) -> bool {
+        matches!(self, CigarOp::Match | CigarOp::Insertion | CigarOp::SoftClip | CigarOp::SequenceMatch | CigarOp::SequenceMismatch)
+    }
+
+    /// The SAM letter.
+    pub fn letter(self) -> u8 {
+        match self {
+            CigarOp::Match => b'M',
+            CigarOp::Insertion => b'I',
+            CigarOp::Deletion => b'D',
+            CigarOp::Skip => b'N',
+            CigarOp::SoftClip => b'S',
+            CigarOp::HardClip => b'H',
+            CigarOp::Pad => b'P',
+            CigarOp::SequenceMatch => b'=',
+            CigarOp::SequenceMismatch => b'X',
+            CigarOp::Unknown(_) => b'?',
+        }
+    }
+}
+
+/// A borrowed CIGAR: little-endian u32 words, `len << 4 | op`.
+#[derive(Clone, Copy)]
+pub struct Cigar<'a> {
+    raw: &'a [u8],
+}
+
+impl<'a> Cigar<'a> {
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.raw.len() / 4
+    }
+
+    /// True when there are no operations.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len() < 4
+    }
+
+    /// Operation `i` and its length.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<(CigarOp, u32)> {
+        let w = self.raw.get(4 * i..4 * i + 4)?;
+        let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        Some((CigarOp::from_code((w & 0xf) as u8), w >> 4))
+    }
+
+    /// The operations in order.
+    pub fn iter(&self) -> impl Iterator<Item = (CigarOp, u32)> + 'a {
+        self.raw.chunks_exact(4).map(|w| {
+            let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            (CigarOp::from_code((w & 0xf) as u8), w >> 4)
+        })
+    }
+
+    /// Reference bases covered (sum of M D N = X lengths).
+    pub fn reference_len(&self) -> i64 {
+        self.iter().filter(|(op, _)| op.consumes_reference()).map(|(_, n)| i64::from(n)).sum()
+    }
+
+    /// Query bases consumed (sum of M I S = X lengths).
+    pub fn query_len(&self) -> i64 {
+        self.iter().filter(|(op, _)| op.consumes_query()).map(|(_, n)| i64::from(n)).sum()
+    }
+}
+
+impl fmt::Display for Cigar<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return f.write_str("*");
+        }
+        for (op, n) in self.iter() {
+            write!(f, "{n}{}", op.letter() as char)?;
+        }
+        Ok(())
+    }
+}
+
+/// One auxiliary field's value, borrowed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AuxValue<'a> {
+    /// `A`: a printable character.
+    Char(u8),
+    /// Any integer type (`c C s S i I`), widened.
+    Int(i64),
+    /// `f`
+    Float(f32),
+    /// `d` (not in the SAM spec, accepted by htslib).
+    Double(f64),
+    /// `Z`: text without the NUL.
+    String(&'a [u8]),
+    /// `H`: hex text without the NUL.
+    Hex(&'a [u8]),
+    /// `B`: an array of `count` elements of `subtype` in little-endian `bytes`.
+    Array {
+        /// Element type: one of `cCsSiIf`.
+        subtype: u8,
+        /// Number of elements.
+        count: usize,
+        /// The elements' bytes.
+        bytes: &'a [u8],
+    },
+}
+
+/// The auxiliary fields of a record.
+#[derive(Clone, Copy)]
+pub struct Aux<'a> {
+    raw: &'a [u8],
+}
+
+/// Size of one element of a numeric aux type.
+fn aux_elem_size(t: u8) -> Option<usize> {
+    Some(match t {
+        b'A' | b'c' | b'C' => 1,
+        b's' | b'S' => 2,
+        b'i' | b'I' | b'f' => 4,
+        b'd' => 8,
+        _ => return None,
+    })
+}
+
+impl<'a> Aux<'a> {
+    /// The value of the first field tagged `tag`, if present and well formed.
+    pub fn find(&self, tag: [u8; 2]) -> Option<AuxValue<'a>> {
+        self.iter().map_while(Result::ok).find(|(t, _)| *t == tag).map(|(_, v)| v)
+    }
+
+    /// The fields in order; a malformed field ends iteration with an error.
+    pub fn iter(&self) -> AuxIter<'a> {
+        AuxIter { rest: self.raw }
+    }
+}
+
+/// Iterator over auxiliary fields.
+pub struct AuxIter<'a> {
+    rest: &'a [u8],
+}
+
+/// An auxiliary field that runs past the end of its record or has an unknown type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MalformedAux;
+
+impl<'a> Iterator for AuxIter<'a> {
+    type Item = Result<([u8; 2], AuxValue<'a>), MalformedAux>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let parsed = parse_aux(self.rest);
+        match parsed {
+            Some((tag, value, used)) => {
+                self.rest = &self.rest[used..];
+                Some(Ok((tag, value)))
+            }
+            None => {
+                self.rest = &[];
+                Some(Err(MalformedAux))
+            }
+        }
+    }
+}
+
+fn parse_aux(b: &[u8]) -> Option<([u8; 2], AuxValue<'_>, usize)> {
+    let tag = [*b.first()?, *b.get(1)?];
+    let t = *b.get(2)?;
+    let body = &b[3..];
+    let int = |n: usize| -> Option<&[u8]> { body.get(..n) };
+    let (value, len) = match t {
+        b'A' => (AuxValue::Char(*body.first()?), 1),
+        b'c' => (AuxValue::Int(i64::from(int(1)?[0] as i8)), 1),
+        b'C' => (AuxValue::Int(i64::from(int(1)?[0])), 1),
+        b's' => (AuxValue::Int(i64::from(i16::from_le_bytes(int(2)?.try_into().ok()?))), 2),
+        b'S' => (AuxValue::Int(i64::from(u16::from_le_bytes(int(2)?.try_into().ok()?))), 2),
+        b'i' => (AuxValue::Int(i64::from(i32::from_le_bytes(int(4)?.try_into().ok()?))), 4),
+        b'I' => (AuxValue::Int(i64::from(u32::from_le_bytes(int(4)?.try_into().ok()?))), 4),
+        b'f' => (AuxValue::Float(f32::from_le_bytes(int(4)?.try_into().ok()?)), 4),
+        b'd' => (AuxValue::Double(f64::from_le_bytes(int(8)?.try_into().ok()?)), 8),
+        b'Z' | b'H' => {
+            let nul = body.iter().position(|&c| c == 0)?;
+            let s = &body[..nul];
+            (if t == b'Z' { AuxValue::String(s) } else { AuxValue::Hex(s) }, nul + 1)
+        }
+        b'B' => {
+            let subtype = *body.first()?;
+            let size = aux_elem_size(subtype).filter(|_| subtype != b'A' && subtype != b'd')?;
+            let count = u32::from_le_bytes(body.get(1..5)?.try_into().ok()?) as usize;
+            let n = count.checked_mul(size)?;
+            let bytes = body.get(5..5 + n)?;
+            (AuxValue::Array { subtype, count, bytes }, 5 + n)
+        }
+        _ => return None,
+    };
+    Some((tag, value, 3 + len))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Encodes a record the slow, obvious way (test oracle for the view).
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode(
+        name: &str,
+        flag: u16,
+        ref_id: i32,
+        pos: i32,
+        mapq: u8,
+        cigar: &[(u8, u32)],
+        seq: &str,
+        aux: &[u8],
+    ) -> Vec<u8> {
+        let mut d = Vec::new();
+        d.extend_from_slice(&ref_id.to_le_bytes());
+        d.extend_from_slice(&pos.to_le_bytes());
+        d.push((name.len() + 1) as u8);
+        d.push(mapq);
+        d.extend_from_slice(&4680u16.to_le_bytes());
+        d.extend_from_slice(&(cigar.len() as u16).to_le_bytes());
+        d.extend_from_slice(&flag.to_le_bytes());
+        d.extend_from_slice(&(seq.len() as i32).to_le_bytes());
+        d.extend_from_slice(&(-1i32).to_le_bytes());
+        d.extend_from_slice(&(-1i32).to_le_bytes());
+        d.extend_from_slice(&0i32.to_le_bytes());
+        d.extend_from_slice(name.as_bytes());
+        d.push(0);
+        for &(op, n) in cigar {
+            d.extend_from_slice(&((n << 4) | u32::from(op)).to_le_bytes());
+        }
+        let code = |c: u8| b"=ACMGRSVTWYHKDBN".iter().position(|&x| x == c).unwrap() as u8;
+        let s = seq.as_bytes();
+        for pair in s.chunks(2) {
+            d.push((code(pair[0]) << 4) | pair.get(1).map_or(0, |&c| code(c)));
+        }
+        d.extend(std::iter::repeat(30).take(s.len()));
+        d.extend_from_slice(aux);
+        d
+    }
+
+    #[test]
+    fn fields_decode() {
+        let aux = b"NMC\x02XZZhello\0";
+        let d = encode("read1", 99, 0, 1234, 60, &[(4, 2), (0, 5), (2, 3), (0, 1)], "ACGTNAGC", aux);
+        let r = RecordRef::new(&d, 1).unwrap();
+        assert_eq!(r.name(), b"read1");
+        assert_eq!((r.flag(), r.ref_id(), r.pos(), r.mapq()), (99, 0, 1234, 60));
+        assert_eq!(r.cigar().to_string(), "2S5M3D1M");
+        assert_eq!(r.cigar().reference_len(), 9);
+        assert_eq!(r.cigar().query_len(), 8);
+        assert_eq!(r.end_pos(), 1243);
+        let bases: Vec<u8> = (0..r.seq_len()).map(|i| r.base(i)).collect();
+        assert_eq!(bases, b"ACGTNAGC");
+        assert_eq!(r.qual(), &[30; 8]);
+        assert_eq!(r.aux().find(*b"NM"), Some(AuxValue::Int(2)));
+        assert_eq!(r.aux().find(*b"XZ"), Some(AuxValue::String(b"hello")));
+        assert_eq!(r.aux().find(*b"ZZ"), None);
+    }
+
+    #[test]
+    fn long_cigar_comes_from_cg_tag() {
+        // Real CIGAR 3M1I4M in CG:B,I; stored CIGAR 8S7N.
+        let mut aux = b"CGBI".to_vec();
+        aux.extend_from_slice(&3u32.to_le_bytes());
+        for w in [(3u32 << 4), (1 << 4) | 1, (4 << 4)] {
+            aux.extend_from_slice(&w.to_le_bytes());
+        }
+        let d = encode("r", 0, 0, 10, 60, &[(4, 8), (3, 7)], "ACGTACGT", &aux);
+        let r = RecordRef::new(&d, 1).unwrap();
+        assert_eq!(r.raw_cigar().to_string(), "8S7N");
+        assert_eq!(r.cigar().to_string(), "3M1I4M");
+        assert_eq!(r.end_pos(), 17);
+        // Unplaced records keep their stored CIGAR, as in htslib.
+        let d = encode("r", 4, -1, -1, 0, &[(4, 8), (3, 7)], "ACGTACGT", &aux);
+        assert_eq!(RecordRef::new(&d, 1).unwrap().cigar().to_string(), "8S7N");
+    }
+
+    #[test]
+    fn defects_are_reported_not_panicked() {
+        let d = encode("r", 0, 0, 10, 60, &[(0, 4)], "ACGT", b"");
+        assert_eq!(RecordRef::new(&d[..20], 1).unwrap_err(), RecordDefect::BlockSizeTooSmall);
+        assert_eq!(RecordRef::new(&d[..d.len() - 1], 1).unwrap_err(), RecordDefect::FieldsOverrunRecord);
+        assert_eq!(RecordRef::new(&d, 0).unwrap_err(), RecordDefect::RefIdOutOfRange);
+        let mut e = d.clone();
+        e[8] = 0;
+        assert_eq!(RecordRef::new(&e, 1).unwrap_err(), RecordDefect::EmptyReadName);
+        let d = encode("r", 0, 0, 10, 60, &[(0, 5)], "ACGT", b"");
+        assert_eq!(RecordRef::new(&d, 1).unwrap_err(), RecordDefect::CigarSequenceMismatch);
+        // Truncated aux fields end iteration with an error.
+        let d = encode("r", 0, 0, 10, 60, &[(0, 4)], "ACGT", b"XBBi\xff\xff\xff\x7f");
+        let r = RecordRef::new(&d, 1).unwrap();
+        assert_eq!(r.aux().iter().next(), Some(Err(MalformedAux)));
+    }
+}

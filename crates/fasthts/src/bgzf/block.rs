@@ -1,0 +1,163 @@
+//! One BGZF block: header parsing and checked inflate.
+//!
+//! A BGZF block is a gzip member whose FEXTRA field carries a `BC` subfield
+//! with the member's total size, so blocks can be found by hopping from
+//! header to header without inflating anything.
+
+use super::BgzfError;
+use libdeflater::{DecompressionError, Decompressor};
+
+/// Fixed part of a gzip member header (ID1 ID2 CM FLG MTIME XFL OS XLEN).
+const FIXED_HEADER_LEN: usize = 12;
+/// CRC32 and ISIZE.
+pub const FOOTER_LEN: usize = 8;
+/// Largest size of a block, compressed or not.
+pub const MAX_BLOCK_SIZE: usize = 1 << 16;
+/// gzip FLG bit announcing an extra field.
+const FEXTRA: u8 = 4;
+
+/// The empty block htslib writes at the end of every BGZF file.
+pub const EOF_MARKER: [u8; 28] = [
+    0x1f, 0x8b, 0x08, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x06, 0x00, 0x42, 0x43, 0x02, 0x00,
+    0x1b, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+];
+
+/// Where a block sits in the file and what its trailer promises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Offset of the block's first byte in the file.
+    pub offset: u64,
+    /// Total size of the block on disk (header, deflate data, trailer).
+    pub size: u32,
+    /// Offset of the deflate data within the block.
+    pub data_start: u32,
+    /// Uncompressed size (ISIZE), at most 65536.
+    pub uncompressed_size: u32,
+    /// CRC32 of the uncompressed data.
+    pub crc32: u32,
+}
+
+impl Block {
+    /// Offset of the block that follows this one.
+    pub fn next_offset(&self) -> u64 {
+        self.offset + u64::from(self.size)
+    }
+
+    /// Parses the block starting at `offset` of `file` (the whole file), checking
+    /// the gzip magic, the BC subfield and that the block lies inside the file.
+    pub fn parse(file: &[u8], offset: u64) -> Result<Block, BgzfError> {
+        let start = usize::try_from(offset).map_err(|_| BgzfError::Truncated { offset })?;
+        let rest = file.get(start..).ok_or(BgzfError::Truncated { offset })?;
+        if rest.len() < FIXED_HEADER_LEN {
+            return Err(if rest.len() >= 2 && rest[..2] != [0x1f, 0x8b] {
+                BgzfError::NotBgzf { offset }
+            } else {
+                BgzfError::Truncated { offset }
+            });
+        }
+        if rest[0] != 0x1f || rest[1] != 0x8b || rest[2] != 8 || rest[3] & FEXTRA == 0 {
+            return Err(BgzfError::NotBgzf { offset });
+        }
+        let xlen = usize::from(u16::from_le_bytes([rest[10], rest[11]]));
+        let extra = rest
+            .get(FIXED_HEADER_LEN..FIXED_HEADER_LEN + xlen)
+            .ok_or(BgzfError::Truncated { offset })?;
+        let bsize = find_bc_subfield(extra).ok_or(BgzfError::NotBgzf { offset })?;
+        let size = usize::from(bsize) + 1;
+        let data_start = FIXED_HEADER_LEN + xlen;
+        if size < data_start + FOOTER_LEN {
+            return Err(BgzfError::Corrupt { offset, reason: "block size smaller than its header" });
+        }
+        let block = rest.get(..size).ok_or(BgzfError::Truncated { offset })?;
+        let trailer = &block[size - FOOTER_LEN..];
+        let crc32 = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+        let uncompressed_size = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
+        if uncompressed_size as usize > MAX_BLOCK_SIZE {
+            return Err(BgzfError::Corrupt { offset, reason: "uncompressed size over 64 KiB" });
+        }
+        Ok(Block { offset, size: size as u32, data_start: data_start as u32, uncompressed_size, crc32 })
+    }
+
+    /// The raw deflate stream of this block within `file`.
+    fn deflate_data<'a>(&self, file: &'a [u8]) -> &'a [u8] {
+        let start = self.offset as usize + self.data_start as usize;
+        let end = self.offset as usize + self.size as usize - FOOTER_LEN;
+        &file[start..end]
+    }
+
+    /// Inflates this block into `out`, which must be exactly
+    /// `uncompressed_size` bytes long, and checks ISIZE and CRC32.
+    pub fn inflate_into(&self, file: &[u8], decompressor: &mut Decompressor, out: &mut [u8]) -> Result<(), BgzfError> {
+        debug_assert_eq!(out.len(), self.uncompressed_size as usize);
+        let offset = self.offset;
+        let n = match decompressor.deflate_decompress(self.deflate_data(file), out) {
+            Ok(n) => n,
+            Err(DecompressionError::BadData) => return Err(BgzfError::Corrupt { offset, reason: "invalid deflate data" }),
+            Err(DecompressionError::InsufficientSpace) => {
+                return Err(BgzfError::Corrupt { offset, reason: "data longer than its ISIZE" })
+            }
+        };
+        if n != out.len() {
+            return Err(BgzfError::Corrupt { offset, reason: "data shorter than its ISIZE" });
+        }
+        if libdeflater::crc32(out) != self.crc32 {
+            return Err(BgzfError::Corrupt { offset, reason: "CRC32 mismatch" });
+        }
+        Ok(())
+    }
+}
+
+/// Finds the `BC` subfield in a gzip extra field and returns BSIZE.
+fn find_bc_subfield(mut extra: &[u8]) -> Option<u16> {
+    while extra.len() >= 4 {
+        let (si1, si2) = (extra[0], extra[1]);
+        let slen = usize::from(u16::from_le_bytes([extra[2], extra[3]]));
+        let payload = extra.get(4..4 + slen)?;
+        if si1 == b'B' && si2 == b'C' && slen == 2 {
+            return Some(u16::from_le_bytes([payload[0], payload[1]]));
+        }
+        extra = &extra[4 + slen..];
+    }
+    None
+}
+
+/// True when `file` ends with the BGZF EOF marker block.
+pub fn has_eof_marker(file: &[u8]) -> bool {
+    file.ends_with(&EOF_MARKER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eof_marker_parses_as_empty_block() {
+        let b = Block::parse(&EOF_MARKER, 0).unwrap();
+        assert_eq!(b.size, 28);
+        assert_eq!(b.uncompressed_size, 0);
+        assert_eq!(b.next_offset(), 28);
+        let mut d = Decompressor::new();
+        b.inflate_into(&EOF_MARKER, &mut d, &mut []).unwrap();
+    }
+
+    #[test]
+    fn truncated_and_foreign_inputs_are_errors() {
+        assert!(matches!(Block::parse(&EOF_MARKER[..20], 0), Err(BgzfError::Truncated { offset: 0 })));
+        assert!(matches!(Block::parse(&EOF_MARKER[..5], 0), Err(BgzfError::Truncated { offset: 0 })));
+        assert!(matches!(Block::parse(b"BAM\x01 not gzip at all", 0), Err(BgzfError::NotBgzf { offset: 0 })));
+        assert!(matches!(Block::parse(&EOF_MARKER, 28), Err(BgzfError::Truncated { offset: 28 })));
+        // Plain gzip (no FEXTRA) is not BGZF.
+        let mut plain = EOF_MARKER;
+        plain[3] = 0;
+        assert!(matches!(Block::parse(&plain, 0), Err(BgzfError::NotBgzf { .. })));
+    }
+
+    #[test]
+    fn flipped_crc_is_detected() {
+        let mut bad = EOF_MARKER;
+        bad[20] ^= 1;
+        let b = Block::parse(&bad, 0).unwrap();
+        let mut d = Decompressor::new();
+        assert!(matches!(b.inflate_into(&bad, &mut d, &mut []), Err(BgzfError::Corrupt { reason: "CRC32 mismatch", .. })));
+    }
+}

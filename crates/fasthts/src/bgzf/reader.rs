@@ -1,0 +1,313 @@
+//! Sequential reading of a BGZF file's uncompressed stream, inflating blocks
+//! in batches on all threads.
+
+use super::block::Block;
+use super::{BgzfError, VirtualOffset};
+use libdeflater::Decompressor;
+use rayon::prelude::*;
+use std::cell::RefCell;
+
+/// Uncompressed bytes gathered per refill, unless a record needs more.
+pub const DEFAULT_BATCH_BYTES: usize = 4 << 20;
+
+thread_local! {
+    // One decompressor per thread: libdeflate's state is not shareable and
+    // is too large to create per block.
+    static DECOMPRESSOR: RefCell<Decompressor> = RefCell::new(Decompressor::new());
+}
+
+/// Inflates `blocks` (consecutive or not) of `file` into `out`, which must be
+/// exactly the sum of their uncompressed sizes, in parallel on the current
+/// rayon pool. On failure the error of the earliest bad block is returned,
+/// whatever the thread count.
+pub fn inflate_blocks(file: &[u8], blocks: &[Block], out: &mut [u8]) -> Result<(), BgzfError> {
+    if blocks.len() <= 1 {
+        return DECOMPRESSOR.with(|d| {
+            let d = &mut d.borrow_mut();
+            blocks.iter().try_for_each(|b| b.inflate_into(file, d, out))
+        });
+    }
+    let mut slices = Vec::with_capacity(blocks.len());
+    let mut rest = out;
+    for b in blocks {
+        let (head, tail) = rest.split_at_mut(b.uncompressed_size as usize);
+        slices.push(head);
+        rest = tail;
+    }
+    let first_error = blocks
+        .par_iter()
+        .zip(slices)
+        .filter_map(|(b, out)| DECOMPRESSOR.with(|d| b.inflate_into(file, &mut d.borrow_mut(), out)).err())
+        .min_by_key(BgzfError::offset);
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Inflates a whole BGZF byte buffer (all its blocks, in order).
+pub fn decompress_all(file: &[u8]) -> Result<Vec<u8>, BgzfError> {
+    let mut blocks = Vec::new();
+    let mut offset = 0u64;
+    let mut total = 0usize;
+    while offset < file.len() as u64 {
+        let b = Block::parse(file, offset)?;
+        offset = b.next_offset();
+        total += b.uncompressed_size as usize;
+        blocks.push(b);
+    }
+    let mut out = vec![0; total];
+    inflate_blocks(file, &blocks, &mut out)?;
+    Ok(out)
+}
+
+/// A loaded block's place in the reader's buffer.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    offset: u64,
+    size: u32,
+    /// Start in the buffer; negative once compaction dropped its head.
+    start: isize,
+    len: usize,
+}
+
+/// Reads the uncompressed stream of a BGZF file from a virtual offset,
+/// refilling a contiguous buffer with batches of blocks inflated in parallel.
+///
+/// The buffer is reused: steady-state reading allocates nothing.
+pub struct BlockReader<'a> {
+    file: &'a [u8],
+    next_block: u64,
+    /// Blocks starting at or after this offset are not loaded.
+    limit: u64,
+    /// End offset of the last non-empty block loaded: the canonical position
+    /// once every loaded byte has been read.
+    loaded_end: u64,
+    buf: Vec<u8>,
+    filled: usize,
+    pos: usize,
+    spans: Vec<Span>,
+    blocks: Vec<Block>,
+    batch_bytes: usize,
+}
+
+impl<'a> BlockReader<'a> {
+    /// A reader positioned at `start` within `file` (the whole file).
+    pub fn new(file: &'a [u8], start: VirtualOffset) -> Result<Self, BgzfError> {
+        Self::with_batch_bytes(file, start, DEFAULT_BATCH_BYTES)
+    }
+
+    /// As [`BlockReader::new`], with the number of uncompressed bytes per refill.
+    pub fn with_batch_bytes(file: &'a [u8], start: VirtualOffset, batch_bytes: usize) -> Result<Self, BgzfError> {
+        let mut r = BlockReader {
+            file,
+            next_block: start.compressed(),
+            limit: file.len() as u64,
+            loaded_end: start.compressed(),
+            buf: Vec::new(),
+            filled: 0,
+            pos: 0,
+            spans: Vec::new(),
+            blocks: Vec::new(),
+            batch_bytes: batch_bytes.max(1),
+        };
+        let skip = usize::from(start.uncompressed());
+        if skip > 0 {
+            let offset = start.compressed();
+            let b = Block::parse(file, offset)?;
+            if skip > b.uncompressed_size as usize {
+                return Err(BgzfError::Corrupt { offset, reason: "virtual offset beyond the end of its block" });
+            }
+            r.load_batch(skip)?;
+            r.pos = skip;
+        }
+        Ok(r)
+    }
+
+    /// Stops loading blocks that start at or after `offset` (a compressed
+    /// file offset). Data already loaded stays readable.
+    pub fn set_limit(&mut self, offset: u64) {
+        self.limit = offset.min(self.file.len() as u64);
+    }
+
+    /// The unread bytes currently loaded.
+    pub fn available(&self) -> &[u8] {
+        &self.buf[self.pos..self.filled]
+    }
+
+    /// Marks `n` loaded bytes as read.
+    pub fn consume(&mut self, n: usize) {
+        debug_assert!(self.pos + n <= self.filled);
+        self.pos += n;
+    }
+
+    /// Makes at least `n` unread bytes available if the file has them; returns
+    /// how many are available (fewer than `n` only at the end of the data).
+    pub fn fill(&mut self, n: usize) -> Result<usize, BgzfError> {
+        while self.filled - self.pos < n {
+            if !self.load_batch(n - (self.filled - self.pos))? {
+                break;
+            }
+        }
+        Ok(self.filled - self.pos)
+    }
+
+    /// True when every block up to the limit has been loaded and read.
+    pub fn at_end(&self) -> bool {
+        self.pos == self.filled && self.next_block >= self.limit
+    }
+
+    /// Virtual offset of the next unread byte, in htslib's canonical form (a
+    /// position at the end of a block is the start of the next block).
+    pub fn virtual_offset(&self) -> VirtualOffset {
+        self.virtual_offset_at(0)
+    }
+
+    /// Virtual offset of the unread byte `ahead` bytes past the cursor.
+    pub fn virtual_offset_at(&self, ahead: usize) -> VirtualOffset {
+        let p = (self.pos + ahead) as isize;
+        let i = self.spans.partition_point(|s| s.start + s.len as isize <= p);
+        let (compressed, within) = match self.spans.get(i) {
+            Some(s) if s.start <= p => (s.offset, (p - s.start) as u64),
+            _ => (self.loaded_end, 0),
+        };
+        VirtualOffset::from((compressed << 16) | within)
+    }
+
+    /// Loads at least one more non-empty block (more, up to the batch size, or
+    /// `need` bytes if that is larger). Returns false at the end of the data.
+    fn load_batch(&mut self, need: usize) -> Result<bool, BgzfError> {
+        self.compact();
+        let want = need.max(self.batch_bytes);
+        self.blocks.clear();
+        let mut total = 0usize;
+        while total < want && self.next_block < self.limit {
+            let b = Block::parse(self.file, self.next_block)?;
+            self.next_block = b.next_offset();
+            if b.uncompressed_size == 0 {
+                continue;
+            }
+            total += b.uncompressed_size as usize;
+            self.blocks.push(b);
+        }
+        if total == 0 {
+            return Ok(false);
+        }
+        let end = self.filled + total;
+        if self.buf.len() < end {
+            self.buf.resize(end, 0);
+        }
+        inflate_blocks(self.file, &self.blocks, &mut self.buf[self.filled..end])?;
+        let mut start = self.filled as isize;
+        for b in &self.blocks {
+            let len = b.uncompressed_size as usize;
+            self.spans.push(Span { offset: b.offset, size: b.size, start, len });
+            start += len as isize;
+            self.loaded_end = b.next_offset();
+        }
+        self.filled = end;
+        Ok(true)
+    }
+
+    /// Moves unread bytes to the front of the buffer.
+    fn compact(&mut self) {
+        if self.pos == 0 {
+            return;
+        }
+        let shift = self.pos;
+        self.buf.copy_within(shift..self.filled, 0);
+        self.filled -= shift;
+        self.pos = 0;
+        let keep_from = self.spans.partition_point(|s| s.start + (s.len as isize) <= shift as isize);
+        self.spans.drain(..keep_from);
+        for s in &mut self.spans {
+            s.start -= shift as isize;
+        }
+        debug_assert!(self.spans.iter().all(|s| s.size > 0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bgzf::writer::compress_all;
+
+    fn sample(len: usize) -> Vec<u8> {
+        let mut x = 0x9e3779b97f4a7c15u64;
+        (0..len)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Compressible but not trivially so.
+                if i % 3 == 0 { b'A' + (x % 4) as u8 } else { (x >> 24) as u8 }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn roundtrip_through_reader_in_small_batches() {
+        let data = sample(300_000);
+        let bgzf = compress_all(&data, 1);
+        assert_eq!(decompress_all(&bgzf).unwrap(), data);
+        for batch in [1, 1000, 70_000, 1 << 22] {
+            let mut r = BlockReader::with_batch_bytes(&bgzf, VirtualOffset::default(), batch).unwrap();
+            let mut got = Vec::new();
+            loop {
+                let n = r.fill(12345).unwrap();
+                if n == 0 {
+                    break;
+                }
+                let take = n.min(12345);
+                got.extend_from_slice(&r.available()[..take]);
+                r.consume(take);
+            }
+            assert!(r.at_end());
+            assert_eq!(got, data);
+        }
+    }
+
+    #[test]
+    fn virtual_offsets_are_canonical_and_seekable() {
+        let data = sample(200_000);
+        let bgzf = compress_all(&data, 1);
+        let mut r = BlockReader::with_batch_bytes(&bgzf, VirtualOffset::default(), 100).unwrap();
+        // Walk in steps, record (voffset, position), then seek to each.
+        let mut marks = Vec::new();
+        let mut pos = 0usize;
+        while r.fill(7919).unwrap() >= 7919 {
+            marks.push((r.virtual_offset(), pos));
+            r.consume(7919);
+            pos += 7919;
+        }
+        let at_end = r.virtual_offset();
+        r.consume(r.available().len());
+        assert!(at_end.uncompressed() < 65535);
+        for (v, p) in marks {
+            let mut s = BlockReader::new(&bgzf, v).unwrap();
+            assert!(s.fill(10).unwrap() >= 10);
+            assert_eq!(&s.available()[..10], &data[p..p + 10], "seek to {v}");
+            // Canonical: never at the end of a block.
+            let b = Block::parse(&bgzf, v.compressed()).unwrap();
+            assert!(u32::from(v.uncompressed()) < b.uncompressed_size);
+        }
+    }
+
+    #[test]
+    fn corrupt_block_reports_earliest_offset() {
+        let data = sample(400_000);
+        let mut bgzf = compress_all(&data, 1);
+        // Corrupt the deflate data of the second and third blocks.
+        let b0 = Block::parse(&bgzf, 0).unwrap();
+        let b1 = Block::parse(&bgzf, b0.next_offset()).unwrap();
+        let b2 = Block::parse(&bgzf, b1.next_offset()).unwrap();
+        bgzf[(b1.offset + 40) as usize] ^= 0x55;
+        bgzf[(b2.offset + 40) as usize] ^= 0x55;
+        let err = decompress_all(&bgzf).unwrap_err();
+        assert_eq!(err.offset(), b1.offset);
+        // Truncation names the offset of the cut block.
+        let cut = &bgzf[..(b2.offset + 10) as usize];
+        let err = BlockReader::new(cut, VirtualOffset::from(b2.offset << 16)).unwrap().fill(1).unwrap_err();
+        assert!(matches!(err, BgzfError::Truncated { offset } if offset == b2.offset));
+    }
+}

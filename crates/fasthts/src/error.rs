@@ -1,0 +1,51 @@
+//! The library's error type.
+
+use crate::bam::BamError;
+use crate::bgzf::BgzfError;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Any error fasthts reports. Layers add context by wrapping
+/// (`WithPath`), so a message reads `in.bam: truncated BGZF block at offset 123`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system error.
+    #[error("{}", io_message(.0))]
+    Io(#[from] io::Error),
+    /// A directory was given where a file was expected.
+    #[error("is a directory")]
+    IsADirectory,
+    /// Damaged BGZF data.
+    #[error(transparent)]
+    Bgzf(#[from] BgzfError),
+    /// Damaged or invalid BAM data.
+    #[error(transparent)]
+    Bam(#[from] BamError),
+    /// Anything else, described.
+    #[error("{0}")]
+    Message(String),
+    /// An error about a particular file.
+    #[error("{}: {source}", path.display())]
+    WithPath {
+        /// The file concerned.
+        path: PathBuf,
+        /// What went wrong.
+        source: Box<Error>,
+    },
+}
+
+fn io_message(e: &io::Error) -> String {
+    // "No such file or directory (os error 2)" reads worse than the bare text.
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+impl Error {
+    /// Wraps this error with the file it concerns.
+    pub fn with_path(self, path: impl AsRef<Path>) -> Error {
+        Error::WithPath { path: path.as_ref().to_path_buf(), source: Box::new(self) }
+    }
+}

@@ -1,0 +1,273 @@
+//! `samtools flagstat`: counts of records by flag category, QC-passed and
+//! QC-failed apart, printed in samtools 1.16's three formats.
+//!
+//! ```
+//! use fasthts::flagstat::FlagStat;
+//! let stats = FlagStat::default();
+//! assert!(stats.to_default_text().starts_with("0 + 0 in total (QC-passed reads + QC-failed reads)\n"));
+//! ```
+
+use crate::bam::{flags, RecordRef};
+use std::fmt::Write;
+
+/// Counters for one QC class (passed or failed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// All records.
+    pub total: u64,
+    /// Neither secondary nor supplementary.
+    pub primary: u64,
+    /// Secondary (0x100).
+    pub secondary: u64,
+    /// Supplementary (0x800) and not secondary.
+    pub supplementary: u64,
+    /// Duplicates (0x400).
+    pub duplicates: u64,
+    /// Primary duplicates.
+    pub primary_duplicates: u64,
+    /// Mapped (no 0x4).
+    pub mapped: u64,
+    /// Primary and mapped.
+    pub primary_mapped: u64,
+    /// Primary and paired (0x1).
+    pub paired: u64,
+    /// Primary, paired, read 1.
+    pub read1: u64,
+    /// Primary, paired, read 2.
+    pub read2: u64,
+    /// Primary, paired, properly paired and mapped.
+    pub properly_paired: u64,
+    /// Primary, paired, both mapped.
+    pub both_mapped: u64,
+    /// Primary, paired, mapped with mate unmapped.
+    pub singletons: u64,
+    /// Primary, both mapped, mate on another reference.
+    pub mate_other_chr: u64,
+    /// As above with MAPQ >= 5.
+    pub mate_other_chr_mapq5: u64,
+}
+
+impl Counts {
+    fn merge(&mut self, o: &Counts) {
+        self.total += o.total;
+        self.primary += o.primary;
+        self.secondary += o.secondary;
+        self.supplementary += o.supplementary;
+        self.duplicates += o.duplicates;
+        self.primary_duplicates += o.primary_duplicates;
+        self.mapped += o.mapped;
+        self.primary_mapped += o.primary_mapped;
+        self.paired += o.paired;
+        self.read1 += o.read1;
+        self.read2 += o.read2;
+        self.properly_paired += o.properly_paired;
+        self.both_mapped += o.both_mapped;
+        self.singletons += o.singletons;
+        self.mate_other_chr += o.mate_other_chr;
+        self.mate_other_chr_mapq5 += o.mate_other_chr_mapq5;
+    }
+}
+
+/// Flag statistics: `[QC-passed, QC-failed]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlagStat(pub [Counts; 2]);
+
+impl FlagStat {
+    /// Counts one record, with samtools' rules.
+    #[inline]
+    pub fn add(&mut self, r: &RecordRef<'_>) {
+        let flag = r.flag();
+        let c = &mut self.0[usize::from(flag & flags::QC_FAIL != 0)];
+        let mapped = flag & flags::UNMAPPED == 0;
+        let dup = flag & flags::DUPLICATE != 0;
+        c.total += 1;
+        c.mapped += u64::from(mapped);
+        c.duplicates += u64::from(dup);
+        if flag & flags::SECONDARY != 0 {
+            c.secondary += 1;
+            return;
+        }
+        if flag & flags::SUPPLEMENTARY != 0 {
+            c.supplementary += 1;
+            return;
+        }
+        c.primary += 1;
+        c.primary_mapped += u64::from(mapped);
+        c.primary_duplicates += u64::from(dup);
+        if flag & flags::PAIRED != 0 {
+            let mate_mapped = flag & flags::MATE_UNMAPPED == 0;
+            c.paired += 1;
+            c.properly_paired += u64::from(flag & flags::PROPER_PAIR != 0 && mapped);
+            c.read1 += u64::from(flag & flags::READ1 != 0);
+            c.read2 += u64::from(flag & flags::READ2 != 0);
+            c.singletons += u64::from(mapped && !mate_mapped);
+            if mapped && mate_mapped {
+                c.both_mapped += 1;
+                if r.mate_ref_id() != r.ref_id() {
+                    c.mate_other_chr += 1;
+                    c.mate_other_chr_mapq5 += u64::from(r.mapq() >= 5);
+                }
+            }
+        }
+    }
+
+    /// Adds another set of counts (order does not matter).
+    pub fn merge(&mut self, other: &FlagStat) {
+        self.0[0].merge(&other.0[0]);
+        self.0[1].merge(&other.0[1]);
+    }
+
+    /// samtools' default text.
+    pub fn to_default_text(&self) -> String {
+        let [p, f] = &self.0;
+        let mut s = String::with_capacity(1024);
+        let mut line = |a: u64, b: u64, what: &str| {
+            let _ = writeln!(s, "{a} + {b} {what}");
+        };
+        line(p.total, f.total, "in total (QC-passed reads + QC-failed reads)");
+        line(p.primary, f.primary, "primary");
+        line(p.secondary, f.secondary, "secondary");
+        line(p.supplementary, f.supplementary, "supplementary");
+        line(p.duplicates, f.duplicates, "duplicates");
+        line(p.primary_duplicates, f.primary_duplicates, "primary duplicates");
+        let pct = |n: u64, t: u64| percent(n, t, "%", "N/A");
+        line(p.mapped, f.mapped, &format!("mapped ({} : {})", pct(p.mapped, p.total), pct(f.mapped, f.total)));
+        line(
+            p.primary_mapped,
+            f.primary_mapped,
+            &format!("primary mapped ({} : {})", pct(p.primary_mapped, p.primary), pct(f.primary_mapped, f.primary)),
+        );
+        line(p.paired, f.paired, "paired in sequencing");
+        line(p.read1, f.read1, "read1");
+        line(p.read2, f.read2, "read2");
+        line(
+            p.properly_paired,
+            f.properly_paired,
+            &format!("properly paired ({} : {})", pct(p.properly_paired, p.paired), pct(f.properly_paired, f.paired)),
+        );
+        line(p.both_mapped, f.both_mapped, "with itself and mate mapped");
+        line(p.singletons, f.singletons, &format!("singletons ({} : {})", pct(p.singletons, p.paired), pct(f.singletons, f.paired)));
+        line(p.mate_other_chr, f.mate_other_chr, "with mate mapped to a different chr");
+        line(p.mate_other_chr_mapq5, f.mate_other_chr_mapq5, "with mate mapped to a different chr (mapQ>=5)");
+        s
+    }
+
+    /// samtools' `-O tsv` text.
+    pub fn to_tsv(&self) -> String {
+        let [p, f] = &self.0;
+        let mut s = String::with_capacity(1024);
+        let mut line = |a: &dyn std::fmt::Display, b: &dyn std::fmt::Display, what: &str| {
+            let _ = writeln!(s, "{a}\t{b}\t{what}");
+        };
+        let pct = |n: u64, t: u64| percent(n, t, "%", "N/A");
+        line(&p.total, &f.total, "total (QC-passed reads + QC-failed reads)");
+        line(&p.primary, &f.primary, "primary");
+        line(&p.secondary, &f.secondary, "secondary");
+        line(&p.supplementary, &f.supplementary, "supplementary");
+        line(&p.duplicates, &f.duplicates, "duplicates");
+        line(&p.primary_duplicates, &f.primary_duplicates, "primary duplicates");
+        line(&p.mapped, &f.mapped, "mapped");
+        line(&pct(p.mapped, p.total), &pct(f.mapped, f.total), "mapped %");
+        line(&p.primary_mapped, &f.primary_mapped, "primary mapped");
+        line(&pct(p.primary_mapped, p.primary), &pct(f.primary_mapped, f.primary), "primary mapped %");
+        line(&p.paired, &f.paired, "paired in sequencing");
+        line(&p.read1, &f.read1, "read1");
+        line(&p.read2, &f.read2, "read2");
+        line(&p.properly_paired, &f.properly_paired, "properly paired");
+        line(&pct(p.properly_paired, p.paired), &pct(f.properly_paired, f.paired), "properly paired %");
+        line(&p.both_mapped, &f.both_mapped, "with itself and mate mapped");
+        line(&p.singletons, &f.singletons, "singletons");
+        line(&pct(p.singletons, p.paired), &pct(f.singletons, f.paired), "singletons %");
+        line(&p.mate_other_chr, &f.mate_other_chr, "with mate mapped to a different chr");
+        line(&p.mate_other_chr_mapq5, &f.mate_other_chr_mapq5, "with mate mapped to a different chr (mapQ>=5)");
+        s
+    }
+
+    /// samtools' `-O json` text (its exact spacing, trailing spaces included).
+    pub fn to_json(&self) -> String {
+        let mut s = String::from("{\n");
+        for (i, (c, title)) in self.0.iter().zip(["QC-passed reads", "QC-failed reads"]).enumerate() {
+            let pct = |n: u64, t: u64| percent(n, t, "", "null");
+            let fields: [(&str, String); 20] = [
+                ("total", c.total.to_string()),
+                ("primary", c.primary.to_string()),
+                ("secondary", c.secondary.to_string()),
+                ("supplementary", c.supplementary.to_string()),
+                ("duplicates", c.duplicates.to_string()),
+                ("primary duplicates", c.primary_duplicates.to_string()),
+                ("mapped", c.mapped.to_string()),
+                ("mapped %", pct(c.mapped, c.total)),
+                ("primary mapped", c.primary_mapped.to_string()),
+                ("primary mapped %", pct(c.primary_mapped, c.primary)),
+                ("paired in sequencing", c.paired.to_string()),
+                ("read1", c.read1.to_string()),
+                ("read2", c.read2.to_string()),
+                ("properly paired", c.properly_paired.to_string()),
+                ("properly paired %", pct(c.properly_paired, c.paired)),
+                ("with itself and mate mapped", c.both_mapped.to_string()),
+                ("singletons", c.singletons.to_string()),
+                ("singletons %", pct(c.singletons, c.paired)),
+                ("with mate mapped to a different chr", c.mate_other_chr.to_string()),
+                ("with mate mapped to a different chr (mapQ >= 5)", c.mate_other_chr_mapq5.to_string()),
+            ];
+            let _ = write!(s, " \"{title}\": {{ \n");
+            for (j, (k, v)) in fields.iter().enumerate() {
+                let sep = if j + 1 < fields.len() { "," } else { "" };
+                let _ = write!(s, "  \"{k}\": {v}{sep} \n");
+            }
+            s.push_str(if i == 0 { " },\n" } else { " }\n" });
+        }
+        s.push_str("}\n");
+        s
+    }
+}
+
+/// samtools' `percent`: single-precision division, then `%.2f` of it times
+/// 100 (in double), or `none` when the total is 0.
+fn percent(n: u64, total: u64, suffix: &str, none: &str) -> String {
+    if total == 0 {
+        return none.to_string();
+    }
+    let ratio = n as f32 / total as f32;
+    format!("{:.2}{suffix}", f64::from(ratio) * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_matches_c_rounding() {
+        // Values checked against printf("%.2f", (float)n/total*100.0).
+        assert_eq!(percent(1, 3, "%", "N/A"), "33.33%");
+        assert_eq!(percent(2, 3, "%", "N/A"), "66.67%");
+        assert_eq!(percent(1, 8, "", "null"), "12.50");
+        assert_eq!(percent(0, 0, "%", "N/A"), "N/A");
+        assert_eq!(percent(0, 0, "", "null"), "null");
+        assert_eq!(percent(7, 7, "%", "N/A"), "100.00%");
+        // A tie in binary: glibc rounds half to even on the exact value.
+        assert_eq!(format!("{:.2}", 0.125f64), "0.12");
+        assert_eq!(format!("{:.2}", 0.375f64), "0.38");
+    }
+
+    #[test]
+    fn json_shape_matches_samtools() {
+        let j = FlagStat::default().to_json();
+        assert!(j.starts_with("{\n \"QC-passed reads\": { \n  \"total\": 0, \n"));
+        assert!(j.contains("  \"mapped %\": null, \n"));
+        assert!(j.ends_with("  \"with mate mapped to a different chr (mapQ >= 5)\": 0 \n }\n}\n"));
+        assert!(j.contains(" },\n \"QC-failed reads\": { \n"));
+    }
+}
+
+/// Flag statistics of every record of `bam`, reading it in file order with
+/// blocks inflated in parallel on the current rayon pool.
+pub fn count_sequential(bam: &crate::bam::BamFile) -> Result<FlagStat, crate::Error> {
+    let mut records = bam.records()?;
+    let mut stats = FlagStat::default();
+    let wrap = |e: crate::bam::BamError| crate::Error::from(e).with_path(bam.path());
+    while let Some(r) = records.next_record().map_err(wrap)? {
+        stats.add(&r);
+    }
+    Ok(stats)
+}
