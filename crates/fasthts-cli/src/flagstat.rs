@@ -35,7 +35,10 @@ pub fn run(args: FlagstatArgs) -> CmdResult {
     crate::with_threads(args.threads, || {
         let bam = BamFile::open(&args.input)?;
         crate::warn_if_truncated(&bam);
-        let stats = flagstat::count_sequential(&bam)?;
+        let stats = match crate::find_index(&bam)? {
+            Some(index) if std::env::var_os("FASTHTS_EXPERIMENT_SEQ").is_none() => flagstat::count_indexed(&bam, &index, 8 << 20)?,
+            _ => flagstat::count_sequential(&bam)?,
+        };
         let text = match args.format {
             OutputFormat::Default => stats.to_default_text(),
             OutputFormat::Json => stats.to_json(),

@@ -6,6 +6,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 mod flagstat;
+mod idxstats;
+mod index;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
 /// `fasthts <subcommand>: <error>`, and the process exits with status 1.
@@ -22,18 +24,26 @@ struct Cli {
 enum Command {
     /// Counts records by flag category, as samtools flagstat.
     Flagstat(flagstat::FlagstatArgs),
+    /// Indexes a coordinate-sorted BAM (BAI or CSI), as samtools index.
+    Index(index::IndexArgs),
+    /// Per-reference record counts from the index, as samtools idxstats.
+    Idxstats(idxstats::IdxstatsArgs),
 }
 
 impl Command {
     fn name(&self) -> &'static str {
         match self {
             Command::Flagstat(_) => "flagstat",
+            Command::Index(_) => "index",
+            Command::Idxstats(_) => "idxstats",
         }
     }
 
     fn run(self) -> CmdResult {
         match self {
             Command::Flagstat(a) => flagstat::run(a),
+            Command::Index(a) => index::run(a),
+            Command::Idxstats(a) => idxstats::run(a),
         }
     }
 }
@@ -52,6 +62,35 @@ pub fn warn_if_truncated(bam: &fasthts::bam::BamFile) {
     if !bam.has_eof_marker() {
         eprintln!("fasthts: warning: {}: EOF marker is absent. The input is probably truncated", bam.path().display());
     }
+}
+
+/// Loads the index next to `bam` if there is one (`IN.csi`, `IN.bai`, or the
+/// same with the `.bam` extension replaced, in htslib's order). An index
+/// older than the BAM is not trusted: a warning is printed and `None` returned.
+pub fn find_index(bam: &fasthts::bam::BamFile) -> Result<Option<fasthts::index::Index>, fasthts::Error> {
+    let path = bam.path();
+    let mut candidates = Vec::new();
+    for ext in ["csi", "bai"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(format!(".{ext}"));
+        candidates.push(std::path::PathBuf::from(p));
+        if path.extension().is_some_and(|e| e == "bam") {
+            candidates.push(path.with_extension(ext));
+        }
+    }
+    let Some(found) = candidates.into_iter().find(|p| p.is_file()) else { return Ok(None) };
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(i), Some(b)) = (modified(&found), modified(path)) {
+        if i < b {
+            eprintln!(
+                "fasthts: warning: the index file {} is older than the data file {}; not using it",
+                found.display(),
+                path.display()
+            );
+            return Ok(None);
+        }
+    }
+    Ok(Some(fasthts::index::Index::from_path(&found).map_err(|e| fasthts::Error::from(e).with_path(&found))?))
 }
 
 /// Writes to stdout; a closed pipe is not an error.

@@ -2,6 +2,7 @@
 
 use crate::bam::BamError;
 use crate::bgzf::BgzfError;
+use crate::index::IndexError;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,9 @@ pub enum Error {
     /// Damaged or invalid BAM data.
     #[error(transparent)]
     Bam(#[from] BamError),
+    /// A damaged, unusable or unbuildable index.
+    #[error(transparent)]
+    Index(#[from] IndexError),
     /// Anything else, described.
     #[error("{0}")]
     Message(String),

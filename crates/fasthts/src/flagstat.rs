@@ -261,13 +261,31 @@ mod tests {
 }
 
 /// Flag statistics of every record of `bam`, reading it in file order with
-/// blocks inflated in parallel on the current rayon pool.
+/// blocks inflated on the current rayon pool while records are counted.
 pub fn count_sequential(bam: &crate::bam::BamFile) -> Result<FlagStat, crate::Error> {
-    let mut records = bam.records()?;
     let mut stats = FlagStat::default();
-    let wrap = |e: crate::bam::BamError| crate::Error::from(e).with_path(bam.path());
-    while let Some(r) = records.next_record().map_err(wrap)? {
-        stats.add(&r);
-    }
+    crate::bam::scan(bam, |r, _| {
+        stats.add(r);
+        Ok(())
+    })?;
     Ok(stats)
+}
+
+/// Flag statistics of every record of `bam`, with the genome cut into
+/// regions of about `region_bytes` compressed bytes by `index` and the
+/// regions counted in parallel.
+pub fn count_indexed(bam: &crate::bam::BamFile, index: &crate::index::Index, region_bytes: u64) -> Result<FlagStat, crate::Error> {
+    use crate::region::{self, Plan};
+    let regions = region::plan(bam, index, Plan::BalancedBytes(region_bytes));
+    let parts = region::scatter(bam, index, &regions, |_, records| {
+        let mut stats = FlagStat::default();
+        while let Some(r) = records.next_record()? {
+            stats.add(&r);
+        }
+        Ok(stats)
+    })?;
+    Ok(parts.iter().fold(FlagStat::default(), |mut acc, s| {
+        acc.merge(s);
+        acc
+    }))
 }

@@ -4,10 +4,12 @@ mod file;
 mod header;
 mod reader;
 pub mod record;
+mod scan;
 
 pub use file::BamFile;
 pub use header::{Header, Reference};
 pub use reader::RecordReader;
+pub use scan::{scan, RecordPlace};
 pub use record::{flags, Aux, AuxValue, Cigar, CigarOp, RecordRef};
 
 use crate::bgzf::{BgzfError, VirtualOffset};

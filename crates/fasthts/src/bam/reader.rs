@@ -35,12 +35,18 @@ impl<'a> RecordReader<'a> {
     /// The next record, or `None` at the end of the data.
     #[inline]
     pub fn next_record(&mut self) -> Result<Option<RecordRef<'_>>, BamError> {
+        Ok(if self.advance()? { Some(self.current()) } else { None })
+    }
+
+    /// Moves to the next record; false at the end of the data. The record is
+    /// then available from [`RecordReader::current`].
+    #[inline]
+    pub fn advance(&mut self) -> Result<bool, BamError> {
         self.blocks.consume(self.pending);
         self.pending = 0;
-        let avail = self.blocks.available().len();
-        if avail < 4 && self.blocks.fill(4)? < 4 {
+        if self.blocks.available().len() < 4 && self.blocks.fill(4)? < 4 {
             if self.blocks.available().is_empty() {
-                return Ok(None);
+                return Ok(false);
             }
             return Err(self.truncated());
         }
@@ -53,14 +59,22 @@ impl<'a> RecordReader<'a> {
         if b.len() < total && self.blocks.fill(total)? < total {
             return Err(self.truncated());
         }
-        let n_ref = self.n_ref;
-        match RecordRef::new(&self.blocks.available()[4..total], n_ref) {
-            Ok(record) => {
-                self.pending = total;
-                Ok(Some(record))
-            }
-            Err(defect) => Err(BamError::InvalidRecord { offset: self.blocks.virtual_offset(), defect }),
+        if let Err(defect) = RecordRef::new(&self.blocks.available()[4..total], self.n_ref) {
+            return Err(BamError::InvalidRecord { offset: self.blocks.virtual_offset(), defect });
         }
+        self.pending = total;
+        Ok(true)
+    }
+
+    /// The record [`RecordReader::advance`] moved to.
+    ///
+    /// # Panics
+    ///
+    /// If `advance` has not returned true since the reader was made.
+    #[inline]
+    pub fn current(&self) -> RecordRef<'_> {
+        assert!(self.pending >= 4, "RecordReader::current called before a successful advance");
+        RecordRef::new_prevalidated(&self.blocks.available()[4..self.pending])
     }
 
     /// Virtual offset of the start of the record last returned (or of the
@@ -78,6 +92,12 @@ impl<'a> RecordReader<'a> {
     /// Stops loading blocks that start at or after `offset`.
     pub fn set_limit(&mut self, offset: u64) {
         self.blocks.set_limit(offset);
+    }
+
+    /// Loads blocks from `offset` on one at a time (see
+    /// [`BlockReader::set_soft_limit`]).
+    pub fn set_soft_limit(&mut self, offset: u64) {
+        self.blocks.set_soft_limit(offset);
     }
 
     fn truncated(&self) -> BamError {

@@ -144,6 +144,12 @@ impl<'a> RecordRef<'a> {
         Ok(r)
     }
 
+    /// A view of bytes that [`RecordRef::new`] has already accepted.
+    pub(crate) fn new_prevalidated(data: &'a [u8]) -> Self {
+        debug_assert!(data.len() >= FIXED_LEN);
+        RecordRef { data }
+    }
+
     /// The record's bytes (without the `block_size` prefix).
     pub fn as_bytes(&self) -> &'a [u8] {
         self.data

@@ -1,0 +1,84 @@
+//! `fasthts index`: samtools index (BAI or CSI).
+
+use crate::CmdResult;
+use clap::Args;
+use fasthts::bam::BamFile;
+use fasthts::index::{IndexFormat, DEFAULT_MIN_SHIFT};
+use fasthts::indexer;
+use std::path::{Path, PathBuf};
+
+/// Indexes a coordinate-sorted BAM file, as samtools index.
+#[derive(Args)]
+#[command(after_help = "The index is written to IN.bam.bai (or IN.bam.csi with -c/-m) unless OUT or -o is given.")]
+pub struct IndexArgs {
+    /// Generate a BAI-format index [default].
+    #[arg(short = 'b', overrides_with = "csi")]
+    pub bai: bool,
+    /// Generate a CSI-format index.
+    #[arg(short = 'c', overrides_with = "bai")]
+    pub csi: bool,
+    /// Minimum interval size for CSI indices is 2^INT (implies -c).
+    #[arg(short = 'm', value_name = "INT")]
+    pub min_shift: Option<u32>,
+    /// Interpret all filename arguments as files to be indexed.
+    #[arg(short = 'M')]
+    pub multiple: bool,
+    /// Write the index to FILE (alternative to OUT as an argument).
+    #[arg(short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Worker threads (all cores by default).
+    #[arg(short = '@', long = "threads", value_name = "INT")]
+    pub threads: Option<usize>,
+    /// Input BAM file(s), optionally followed by the output index.
+    #[arg(value_name = "IN.bam [OUT.index]", required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+pub fn run(args: IndexArgs) -> CmdResult {
+    let mut inputs = args.files.clone();
+    let mut output = args.output.clone();
+    // samtools' legacy synopsis: `index IN OUT` when OUT does not exist or is an index.
+    if inputs.len() == 2 && output.is_none() && nonexistent_or_index(&inputs[1]) {
+        output = inputs.pop();
+    }
+    if inputs.len() > 1 && !args.multiple {
+        return Err("use -M to enable indexing more than one alignment file".into());
+    }
+    if output.is_some() && inputs.len() > 1 {
+        return Err("can't use -o with multiple input alignment files".into());
+    }
+    let csi = args.min_shift.is_some() || (args.csi && !args.bai);
+    let format = if csi {
+        IndexFormat::Csi { min_shift: args.min_shift.unwrap_or(DEFAULT_MIN_SHIFT), depth: 0 }
+    } else {
+        IndexFormat::Bai
+    };
+    crate::with_threads(args.threads, || -> CmdResult {
+        for input in &inputs {
+            let bam = BamFile::open(input)?;
+            crate::warn_if_truncated(&bam);
+            let index = indexer::build(&bam, format)?;
+            let target = output.clone().unwrap_or_else(|| {
+                let mut p = input.as_os_str().to_owned();
+                p.push(if csi { ".csi" } else { ".bai" });
+                PathBuf::from(p)
+            });
+            indexer::write_index(&index, &target)?;
+        }
+        Ok(())
+    })
+}
+
+/// True if `path` does not exist or starts like a BAI/CSI index.
+fn nonexistent_or_index(path: &Path) -> bool {
+    match std::fs::read(path) {
+        Err(_) => !path.exists(),
+        Ok(bytes) => {
+            bytes.starts_with(b"BAI\x01")
+                || bytes.starts_with(b"CSI\x01")
+                || fasthts::bgzf::decompress_all(&bytes[..bytes.len().min(1 << 16)])
+                    .map_or(false, |d| d.starts_with(b"CSI\x01"))
+                || bytes.starts_with(&[0x1f, 0x8b]) && path.extension().is_some_and(|e| e == "csi")
+        }
+    }
+}

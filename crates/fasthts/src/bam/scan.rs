@@ -1,0 +1,295 @@
+//! Whole-file record scans with inflate and record walking overlapped.
+//!
+//! A pull reader ([`super::RecordReader`]) inflates a batch on all threads,
+//! then walks it on one, leaving the other threads idle during the walk.
+//! `scan` instead walks batch *k* while the pool inflates batch *k + 1*, so a
+//! sequential pass over a BAM without an index runs at the inflate bound.
+
+use super::record::{RecordDefect, RecordRef};
+use super::{BamError, BamFile};
+use crate::bgzf::{inflate_blocks, Block, BgzfError, VirtualOffset, DEFAULT_BATCH_BYTES};
+use crate::Error;
+
+/// Room kept at the front of each buffer for the partial record carried over
+/// from the previous batch; larger tails are handled by moving the data.
+const CARRY_ROOM: usize = 1 << 17;
+/// Largest `block_size` accepted (see `RecordReader`).
+const MAX_RECORD_SIZE: usize = 1 << 31;
+
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    offset: u64,
+    /// Start in the buffer; negative for a block whose head was consumed
+    /// before its tail was carried into this buffer.
+    start: isize,
+    len: usize,
+}
+
+/// A batch of inflated blocks with the map from buffer positions back to
+/// virtual offsets.
+#[derive(Default)]
+struct Batch {
+    buf: Vec<u8>,
+    /// Unread data is `buf[pos..filled]`.
+    pos: usize,
+    filled: usize,
+    spans: Vec<Span>,
+    /// Offset just past the last block loaded into this batch.
+    end_offset: u64,
+}
+
+impl Batch {
+    fn virtual_offset(&self, p: usize) -> VirtualOffset {
+        let p = p as isize;
+        let i = self.spans.partition_point(|s| s.start + s.len as isize <= p);
+        let (c, u) = match self.spans.get(i) {
+            Some(s) if s.start <= p => (s.offset, (p - s.start) as u64),
+            _ => (self.end_offset, 0),
+        };
+        VirtualOffset::from((c << 16) | u)
+    }
+}
+
+/// Where the record handed to a [`scan`] callback lies in the file.
+#[derive(Clone, Copy)]
+pub struct RecordPlace<'b> {
+    batch: &'b Batch,
+    start: usize,
+    end: usize,
+}
+
+impl RecordPlace<'_> {
+    /// Virtual offset of the record's first byte.
+    pub fn start(&self) -> VirtualOffset {
+        self.batch.virtual_offset(self.start)
+    }
+
+    /// Virtual offset just past the record, canonical as htslib's
+    /// `bgzf_tell` after reading it.
+    pub fn end(&self) -> VirtualOffset {
+        self.batch.virtual_offset(self.end)
+    }
+}
+
+/// Calls `f` on every record of `bam` from the first, in file order. The
+/// callback runs on a pool thread while the next batch is inflated; an
+/// error it returns stops the scan. Returns the virtual offset where reading
+/// stopped (htslib's `bgzf_tell` at end of file).
+pub fn scan<F>(bam: &BamFile, mut f: F) -> Result<VirtualOffset, Error>
+where
+    F: FnMut(&RecordRef<'_>, RecordPlace<'_>) -> Result<(), Error> + Send,
+{
+    let file = bam.bytes();
+    let n_ref = bam.header().references.len();
+    let wrap = |e: BamError| Error::from(e).with_path(bam.path());
+    let start = bam.first_record_offset();
+    let mut next_block = start.compressed();
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut cur = Batch::default();
+    let mut next = Batch::default();
+
+    // Prime: the block holding the first record, then skip to it.
+    collect_blocks(file, &mut next_block, DEFAULT_BATCH_BYTES, &mut blocks).map_err(|e| wrap(e.into()))?;
+    fill(file, &blocks, &mut cur, CARRY_ROOM).map_err(|e| wrap(e.into()))?;
+    cur.pos = CARRY_ROOM + usize::from(start.uncompressed());
+    if cur.pos > cur.filled {
+        return Err(wrap(BgzfError::Corrupt { offset: start.compressed(), reason: "header ends beyond its block" }.into()));
+    }
+    let mut stop = cur.virtual_offset(cur.pos);
+    loop {
+        collect_blocks(file, &mut next_block, DEFAULT_BATCH_BYTES, &mut blocks).map_err(|e| wrap(e.into()))?;
+        let more = !blocks.is_empty();
+        let (walked, inflated) = rayon::join(
+            || walk(&mut cur, n_ref, &mut f),
+            || if more { fill(file, &blocks, &mut next, CARRY_ROOM) } else { Ok(()) },
+        );
+        walked?;
+        inflated.map_err(|e| wrap(e.into()))?;
+        if cur.pos == cur.filled {
+            stop = cur.virtual_offset(cur.pos);
+        }
+        if !more {
+            if cur.pos < cur.filled {
+                return Err(wrap(BamError::TruncatedRecord { offset: cur.virtual_offset(cur.pos) }));
+            }
+            return Ok(stop);
+        }
+        carry_tail(&mut cur, &mut next);
+        std::mem::swap(&mut cur, &mut next);
+    }
+}
+
+/// Walks complete records of `batch`, leaving a partial one unread.
+fn walk<F>(batch: &mut Batch, n_ref: usize, f: &mut F) -> Result<(), Error>
+where
+    F: FnMut(&RecordRef<'_>, RecordPlace<'_>) -> Result<(), Error>,
+{
+    let mut p = batch.pos;
+    let result = loop {
+        let rest = &batch.buf[p..batch.filled];
+        if rest.len() < 4 {
+            break Ok(());
+        }
+        let size = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        if size > MAX_RECORD_SIZE {
+            break Err(BamError::InvalidRecord { offset: batch.virtual_offset(p), defect: RecordDefect::BlockSizeTooLarge }.into());
+        }
+        if rest.len() < 4 + size {
+            break Ok(());
+        }
+        let rec = match RecordRef::new(&rest[4..4 + size], n_ref) {
+            Ok(r) => r,
+            Err(defect) => break Err(BamError::InvalidRecord { offset: batch.virtual_offset(p), defect }.into()),
+        };
+        if let Err(e) = f(&rec, RecordPlace { batch, start: p, end: p + 4 + size }) {
+            break Err(e);
+        }
+        p += 4 + size;
+    };
+    batch.pos = p;
+    result
+}
+
+/// Block headers from `*next` until about `want` uncompressed bytes.
+fn collect_blocks(file: &[u8], next: &mut u64, want: usize, blocks: &mut Vec<Block>) -> Result<(), BgzfError> {
+    blocks.clear();
+    let mut total = 0;
+    while total < want && *next < file.len() as u64 {
+        let b = Block::parse(file, *next)?;
+        *next = b.next_offset();
+        if b.uncompressed_size > 0 {
+            total += b.uncompressed_size as usize;
+            blocks.push(b);
+        }
+    }
+    Ok(())
+}
+
+/// Inflates `blocks` into `batch` after `room` reserved bytes.
+fn fill(file: &[u8], blocks: &[Block], batch: &mut Batch, room: usize) -> Result<(), BgzfError> {
+    let total: usize = blocks.iter().map(|b| b.uncompressed_size as usize).sum();
+    if batch.buf.len() < room + total {
+        batch.buf.resize(room + total, 0);
+    }
+    inflate_blocks(file, blocks, &mut batch.buf[room..room + total])?;
+    batch.spans.clear();
+    let mut start = room as isize;
+    for b in blocks {
+        batch.spans.push(Span { offset: b.offset, start, len: b.uncompressed_size as usize });
+        start += b.uncompressed_size as isize;
+    }
+    batch.pos = room;
+    batch.filled = room + total;
+    if let Some(b) = blocks.last() {
+        batch.end_offset = b.next_offset();
+    }
+    Ok(())
+}
+
+/// Moves `cur`'s unread tail in front of `next`'s data, with its spans.
+fn carry_tail(cur: &mut Batch, next: &mut Batch) {
+    let tail = cur.filled - cur.pos;
+    if tail == 0 {
+        return;
+    }
+    let data_start = next.pos;
+    let new_start = if tail <= data_start {
+        data_start - tail
+    } else {
+        // A tail larger than the reserved room (a record of over 128 KiB):
+        // shift the new data right to make space.
+        let shift = tail - data_start;
+        let end = next.filled + shift;
+        if next.buf.len() < end {
+            next.buf.resize(end, 0);
+        }
+        next.buf.copy_within(data_start..next.filled, data_start + shift);
+        for s in &mut next.spans {
+            s.start += shift as isize;
+        }
+        next.filled = end;
+        0
+    };
+    next.buf[new_start..new_start + tail].copy_from_slice(&cur.buf[cur.pos..cur.filled]);
+    let delta = new_start as isize - cur.pos as isize;
+    let first_kept = cur.spans.partition_point(|s| s.start + s.len as isize <= cur.pos as isize);
+    next.spans.splice(0..0, cur.spans[first_kept..].iter().map(|s| Span { start: s.start + delta, ..*s }));
+    next.pos = new_start;
+    cur.pos = cur.filled;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bam::record::tests::encode;
+    use crate::bam::{Header, Reference};
+    use crate::bgzf::BgzfWriter;
+    use std::io::Write;
+
+    /// A BAM with records of many sizes, some far larger than a block and
+    /// than the carry room, written with the header in its own block.
+    pub(crate) fn synthetic_bam(n: usize) -> Vec<u8> {
+        let header = Header {
+            text: b"@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:c1\tLN:100000000\n".to_vec(),
+            references: vec![Reference { name: "c1".into(), len: 100_000_000 }],
+        };
+        let mut w = BgzfWriter::new(Vec::new(), 1);
+        w.write_all(&header.to_bytes()).unwrap();
+        w.end_block().unwrap();
+        let mut x = 7u64;
+        for i in 0..n {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let big = if i % 97 == 5 { 300_000 } else if i % 31 == 3 { 70_000 } else { (x >> 52) as usize };
+            let mut aux = b"ZBBC".to_vec();
+            aux.extend_from_slice(&(big as u32).to_le_bytes());
+            aux.extend((0..big).map(|j| (j * 7 + i) as u8));
+            let rec = encode(&format!("r{i}"), 0, 0, i as i32 * 10, 60, &[(0, 4)], "ACGT", &aux);
+            w.write_all(&(rec.len() as u32).to_le_bytes()).unwrap();
+            w.write_all(&rec).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn scan_agrees_with_pull_reader_on_records_and_offsets() {
+        let bytes = synthetic_bam(600);
+        let dir = std::env::temp_dir().join(format!("fasthts-scan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.bam");
+        std::fs::write(&path, &bytes).unwrap();
+        let bam = BamFile::open(&path).unwrap();
+        let mut expected = Vec::new();
+        let mut rr = bam.records().unwrap();
+        while let Some(r) = rr.next_record().unwrap() {
+            let name = r.name().to_vec();
+            expected.push((name, rr.record_start(), rr.record_end()));
+        }
+        assert_eq!(expected.len(), 600);
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let mut got = Vec::new();
+            let end = pool.install(|| {
+                scan(&bam, |r, at| {
+                    got.push((r.name().to_vec(), at.start(), at.end()));
+                    Ok(())
+                })
+            });
+            let end = end.unwrap();
+            assert!(got == expected, "scan and pull reader disagree at {threads} threads");
+            assert_eq!(end, expected.last().unwrap().2);
+        }
+        // Every record start is a valid place to resume.
+        for (name, start, _) in expected.iter().step_by(37) {
+            let mut rr = bam.records_from(*start).unwrap();
+            assert_eq!(rr.next_record().unwrap().unwrap().name(), &name[..]);
+        }
+        // A cut anywhere inside the records is an error, never a short
+        // success (cutting only the EOF marker leaves complete records).
+        for cut in [bytes.len() - 29, bytes.len() / 2, bytes.len() / 3 + 5] {
+            std::fs::write(&path, &bytes[..cut]).unwrap();
+            let bam = BamFile::open(&path).unwrap();
+            assert!(scan(&bam, |_, _| Ok(())).is_err(), "cut at {cut}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,260 @@
+//! Scatter/gather over genomic regions (the mmbam idea).
+//!
+//! The genome is cut into regions; each region's records are read from the
+//! memory-mapped BAM, starting at an offset the index gives, by one worker
+//! of the rayon pool; per-region results come back in genome order.
+//!
+//! Records are assigned to regions by their **start**: a region
+//! `[start, end)` of reference `t` receives the records with `ref_id == t`
+//! and `start <= pos < end`. A read that starts before the region but
+//! overlaps it belongs to the region where it starts, so tiling regions see
+//! every placed record exactly once; [`Region::unplaced`] receives the
+//! records without a reference, stored at the end of a sorted file.
+//!
+//! ```no_run
+//! use fasthts::bam::BamFile;
+//! use fasthts::index::Index;
+//! use fasthts::region::{self, Plan};
+//!
+//! let bam = BamFile::open("in.bam")?;
+//! let index = Index::from_path("in.bam.bai")?;
+//! // Regions of about 8 MB of compressed data each, plus the unplaced reads.
+//! let regions = region::plan(&bam, &index, Plan::BalancedBytes(8 << 20));
+//! // Count each region's MAPQ >= 30 records on all cores...
+//! let counts = region::scatter(&bam, &index, &regions, |_region, records| {
+//!     let mut n = 0u64;
+//!     while let Some(r) = records.next_record()? {
+//!         n += u64::from(r.mapq() >= 30);
+//!     }
+//!     Ok(n)
+//! })?;
+//! // ...and gather them, in genome order.
+//! println!("{}", counts.iter().sum::<u64>());
+//! # Ok::<(), fasthts::Error>(())
+//! ```
+
+use crate::bam::{BamError, BamFile, RecordReader, RecordRef};
+use crate::bgzf::VirtualOffset;
+use crate::index::Index;
+use crate::Error;
+use rayon::prelude::*;
+use std::fmt;
+
+/// A half-open interval `[start, end)` of 0-based positions on reference
+/// `ref_id`, or the unplaced records (`ref_id == -1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Region {
+    /// Reference id; -1 for the unplaced records.
+    pub ref_id: i32,
+    /// First position (inclusive). `i64::MIN` takes records with position -1 too.
+    pub start: i64,
+    /// End position (exclusive). `i64::MAX` runs to the end of the reference.
+    pub end: i64,
+}
+
+impl Region {
+    /// The whole of reference `ref_id`, including records whose position lies
+    /// outside the reference's length.
+    pub fn whole(ref_id: i32) -> Region {
+        Region { ref_id, start: i64::MIN, end: i64::MAX }
+    }
+
+    /// The records with no reference (unmapped, unplaced).
+    pub fn unplaced() -> Region {
+        Region { ref_id: -1, start: i64::MIN, end: i64::MAX }
+    }
+
+    /// Where a record with this reference and position falls relative to the
+    /// region, in a coordinate-sorted file.
+    #[inline]
+    fn place(&self, ref_id: i32, pos: i32) -> Place {
+        if self.ref_id < 0 {
+            return if ref_id < 0 { Place::Inside } else { Place::Before };
+        }
+        if ref_id < 0 || ref_id > self.ref_id {
+            return Place::After;
+        }
+        if ref_id < self.ref_id {
+            return Place::Before;
+        }
+        let pos = i64::from(pos);
+        if pos < self.start {
+            Place::Before
+        } else if pos >= self.end {
+            Place::After
+        } else {
+            Place::Inside
+        }
+    }
+}
+
+impl fmt::Display for Region {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.ref_id < 0 {
+            return f.write_str("*");
+        }
+        write!(f, "#{}:", self.ref_id)?;
+        let bound = |f: &mut fmt::Formatter<'_>, v: i64| if v == i64::MIN || v == i64::MAX { Ok(()) } else { write!(f, "{v}") };
+        bound(f, self.start)?;
+        f.write_str("-")?;
+        bound(f, self.end)
+    }
+}
+
+enum Place {
+    Before,
+    Inside,
+    After,
+}
+
+/// How to cut the genome.
+#[derive(Clone, Copy, Debug)]
+pub enum Plan {
+    /// Windows of this many bases.
+    Windows(u64),
+    /// Windows holding about this many compressed bytes each, from the index.
+    BalancedBytes(u64),
+}
+
+/// Regions tiling every reference that has records in the index, plus the
+/// unplaced records: a whole-file job over them sees each record once.
+pub fn plan(bam: &BamFile, index: &Index, plan: Plan) -> Vec<Region> {
+    let mut regions = Vec::new();
+    for tid in 0..index.references().len() {
+        if !has_records(index, tid) {
+            continue;
+        }
+        let tid = tid as i32;
+        let mut cuts: Vec<i64> = Vec::new();
+        match plan {
+            Plan::Windows(width) => {
+                let len = i64::from(bam.header().references.get(tid as usize).map_or(0, |r| r.len));
+                let width = width.max(1) as i64;
+                cuts.extend((1..).map(|i| i * width).take_while(|&p| p < len));
+            }
+            Plan::BalancedBytes(target) => {
+                let mut last = index.reference_span(tid as usize).map_or(0, |c| c.start.compressed());
+                for (pos, off) in index.checkpoints(tid as usize) {
+                    if pos > 0 && off.compressed() >= last + target {
+                        cuts.push(pos);
+                        last = off.compressed();
+                    }
+                }
+            }
+        }
+        let mut start = i64::MIN;
+        for c in cuts {
+            regions.push(Region { ref_id: tid, start, end: c });
+            start = c;
+        }
+        regions.push(Region { ref_id: tid, start, end: i64::MAX });
+    }
+    regions.push(Region::unplaced());
+    regions
+}
+
+fn has_records(index: &Index, tid: usize) -> bool {
+    match index.reference(tid) {
+        Some(r) => match r.metadata() {
+            Some(m) => m.n_mapped + m.n_unmapped > 0,
+            None => !r.bins().is_empty(),
+        },
+        None => false,
+    }
+}
+
+/// A virtual offset at or before the first record of `ref_id` whose position
+/// is at least `pos`, and that is a record start; for `ref_id == -1`, where
+/// the unplaced records begin. `None` when the index has no records on
+/// `ref_id`.
+pub fn start_offset(bam: &BamFile, index: &Index, ref_id: i32, pos: i64) -> Option<VirtualOffset> {
+    let floor = bam.first_record_offset();
+    if ref_id < 0 {
+        // No placed records at all: the unplaced ones follow the header.
+        return Some(index.unplaced_start().map_or(floor, |v| v.max(floor)));
+    }
+    index.start_offset(ref_id as usize, pos).map(|v| v.max(floor))
+}
+
+/// The records of one region, read in file order.
+pub struct RegionReader<'a> {
+    records: RecordReader<'a>,
+    region: Region,
+    done: bool,
+}
+
+impl<'a> RegionReader<'a> {
+    /// Reads `region` of `bam` starting at `start` (a record start at or
+    /// before the region's first record); `soft_end` is the compressed offset
+    /// near which the region probably ends.
+    pub fn new(bam: &'a BamFile, region: Region, start: VirtualOffset, soft_end: Option<u64>) -> Result<Self, Error> {
+        let mut records = bam.records_from(start)?;
+        if let Some(end) = soft_end {
+            records.set_soft_limit(end);
+        }
+        Ok(RegionReader { records, region, done: false })
+    }
+
+    /// A reader of a region known to hold no records.
+    pub fn empty(bam: &'a BamFile, region: Region) -> Result<Self, Error> {
+        let mut r = Self::new(bam, region, bam.first_record_offset(), None)?;
+        r.done = true;
+        Ok(r)
+    }
+
+    /// The region being read.
+    pub fn region(&self) -> Region {
+        self.region
+    }
+
+    /// The next record that starts in the region.
+    #[inline]
+    pub fn next_record(&mut self) -> Result<Option<RecordRef<'_>>, BamError> {
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            if !self.records.advance()? {
+                self.done = true;
+                return Ok(None);
+            }
+            let r = self.records.current();
+            match self.region.place(r.ref_id(), r.pos()) {
+                Place::Before => continue,
+                Place::Inside => break,
+                Place::After => {
+                    self.done = true;
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(self.records.current()))
+    }
+}
+
+/// Runs `work` on each region's records on the current rayon pool and
+/// returns the results in the order of `regions`. If regions fail, the error
+/// of the first failing region (in that order) is returned, whatever the
+/// thread count.
+pub fn scatter<T, F>(bam: &BamFile, index: &Index, regions: &[Region], work: F) -> Result<Vec<T>, Error>
+where
+    T: Send,
+    F: Fn(&Region, &mut RegionReader<'_>) -> Result<T, BamError> + Sync,
+{
+    let starts: Vec<Option<VirtualOffset>> = regions.iter().map(|r| start_offset(bam, index, r.ref_id, r.start)).collect();
+    let results: Vec<Result<T, Error>> = regions
+        .par_iter()
+        .enumerate()
+        .map(|(i, region)| {
+            // The next region's start bounds this one's data, give or take a
+            // read that straddles the cut.
+            let soft_end = starts.get(i + 1).copied().flatten().map(|v| v.compressed() + 1);
+            let mut reader = match starts[i] {
+                Some(start) => RegionReader::new(bam, *region, start, soft_end)?,
+                None => RegionReader::empty(bam, *region)?,
+            };
+            work(region, &mut reader).map_err(|e| Error::from(e).with_path(bam.path()))
+        })
+        .collect();
+    results.into_iter().collect()
+}
