@@ -35,9 +35,22 @@ pub fn run(args: FlagstatArgs) -> CmdResult {
     crate::with_threads(args.threads, || {
         let bam = BamFile::open(&args.input)?;
         crate::warn_if_truncated(&bam);
-        let stats = match crate::find_index(&bam)? {
-            Some(index) if std::env::var_os("FASTHTS_EXPERIMENT_SEQ").is_none() => flagstat::count_indexed(&bam, &index, 8 << 20)?,
-            _ => flagstat::count_sequential(&bam)?,
+        let indexed = match crate::find_index(&bam) {
+            Ok(Some(index)) if std::env::var_os("FASTHTS_EXPERIMENT_SEQ").is_none() => Some(flagstat::count_indexed(&bam, &index, 8 << 20)),
+            _ => None,
+        };
+        let stats = match indexed {
+            Some(Ok(stats)) => stats,
+            // The index is only a way to parallelise: if it is unreadable or
+            // does not describe the file, count sequentially, which reports
+            // the file's own errors as samtools would.
+            Some(Err(e)) => {
+                if let fasthts::Error::IndexMismatch(_) = e {
+                    eprintln!("fasthts flagstat: warning: {}: {e}; reading the file sequentially", args.input.display());
+                }
+                flagstat::count_sequential(&bam)?
+            }
+            None => flagstat::count_sequential(&bam)?,
         };
         let text = match args.format {
             OutputFormat::Default => stats.to_default_text(),

@@ -26,7 +26,7 @@ pub fn run(args: IdxstatsArgs) -> CmdResult {
             Some(index) => indexer::idxstats(&bam, &index),
             None => {
                 eprintln!(
-                    "fasthts idxstats: no usable index for \"{}\", counting every record instead",
+                    "fasthts idxstats: warning: no usable index for \"{}\"; counting every record instead",
                     args.input.display()
                 );
                 indexer::idxstats_by_scan(&bam)?

@@ -25,6 +25,9 @@ pub enum Error {
     /// A damaged, unusable or unbuildable index.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// The index does not describe the data file.
+    #[error("the index does not match the data file ({0})")]
+    IndexMismatch(String),
     /// Anything else, described.
     #[error("{0}")]
     Message(String),

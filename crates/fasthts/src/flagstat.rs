@@ -273,11 +273,12 @@ pub fn count_sequential(bam: &crate::bam::BamFile) -> Result<FlagStat, crate::Er
 
 /// Flag statistics of every record of `bam`, with the genome cut into
 /// regions of about `region_bytes` compressed bytes by `index` and the
-/// regions counted in parallel.
+/// regions counted in parallel. Fails with [`crate::Error::IndexMismatch`]
+/// when the index does not describe the file (see
+/// [`crate::region::scatter_all`]).
 pub fn count_indexed(bam: &crate::bam::BamFile, index: &crate::index::Index, region_bytes: u64) -> Result<FlagStat, crate::Error> {
     use crate::region::{self, Plan};
-    let regions = region::plan(bam, index, Plan::BalancedBytes(region_bytes));
-    let parts = region::scatter(bam, index, &regions, |_, records| {
+    let parts = region::scatter_all(bam, index, Plan::BalancedBytes(region_bytes), |_, records| {
         let mut stats = FlagStat::default();
         while let Some(r) = records.next_record()? {
             stats.add(&r);

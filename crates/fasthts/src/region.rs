@@ -129,7 +129,7 @@ pub fn plan(bam: &BamFile, index: &Index, plan: Plan) -> Vec<Region> {
         match plan {
             Plan::Windows(width) => {
                 let len = i64::from(bam.header().references.get(tid as usize).map_or(0, |r| r.len));
-                let width = width.max(1) as i64;
+                let width = width.clamp(1, i64::MAX as u64) as i64;
                 cuts.extend((1..).map(|i| i * width).take_while(|&p| p < len));
             }
             Plan::BalancedBytes(target) => {
@@ -181,6 +181,10 @@ pub struct RegionReader<'a> {
     records: RecordReader<'a>,
     region: Region,
     done: bool,
+    /// Virtual offset of the first record in the region, once seen.
+    first: Option<VirtualOffset>,
+    /// Where reading stopped: the first record past the region, or the end.
+    stop: Option<VirtualOffset>,
 }
 
 impl<'a> RegionReader<'a> {
@@ -192,7 +196,7 @@ impl<'a> RegionReader<'a> {
         if let Some(end) = soft_end {
             records.set_soft_limit(end);
         }
-        Ok(RegionReader { records, region, done: false })
+        Ok(RegionReader { records, region, done: false, first: None, stop: None })
     }
 
     /// A reader of a region known to hold no records.
@@ -207,7 +211,9 @@ impl<'a> RegionReader<'a> {
         self.region
     }
 
-    /// The next record that starts in the region.
+    /// The next record that starts in the region. A record that sorts
+    /// before the region after records of the region have been seen means
+    /// the file is not coordinate-sorted: that is an error.
     #[inline]
     pub fn next_record(&mut self) -> Result<Option<RecordRef<'_>>, BamError> {
         if self.done {
@@ -216,19 +222,38 @@ impl<'a> RegionReader<'a> {
         loop {
             if !self.records.advance()? {
                 self.done = true;
+                self.stop = Some(self.records.record_start());
                 return Ok(None);
             }
             let r = self.records.current();
             match self.region.place(r.ref_id(), r.pos()) {
+                Place::Before if self.first.is_some() => {
+                    return Err(BamError::OutOfOrder { offset: self.records.record_start() })
+                }
                 Place::Before => continue,
-                Place::Inside => break,
+                Place::Inside => {
+                    if self.first.is_none() {
+                        self.first = Some(self.records.record_start());
+                    }
+                    break;
+                }
                 Place::After => {
                     self.done = true;
+                    self.stop = Some(self.records.record_start());
                     return Ok(None);
                 }
             }
         }
         Ok(Some(self.records.current()))
+    }
+
+    /// Reads to the end of the region and returns the span of the file it
+    /// covered: from its first record (or, if empty, where it stopped) to the
+    /// first record after it (or the end of the file).
+    fn finish(&mut self) -> Result<(VirtualOffset, VirtualOffset), BamError> {
+        while self.next_record()?.is_some() {}
+        let stop = self.stop.unwrap_or_default();
+        Ok((self.first.unwrap_or(stop), stop))
     }
 }
 
@@ -241,8 +266,47 @@ where
     T: Send,
     F: Fn(&Region, &mut RegionReader<'_>) -> Result<T, BamError> + Sync,
 {
+    Ok(scatter_with_spans(bam, index, regions, work)?.into_iter().map(|(t, _)| t).collect())
+}
+
+/// Runs `work` over every record of `bam`, region by region, as
+/// [`scatter`] over [`plan`]`(bam, index, plan)`, and checks that the
+/// regions together covered the file exactly: each region must end where
+/// the next begins, the first begin at the first record and the last end at
+/// the end of the file. An index that does not describe the file (stale,
+/// or made for another file) fails this check with [`Error::IndexMismatch`]
+/// instead of giving a silently wrong answer; the caller can fall back to a
+/// sequential scan.
+pub fn scatter_all<T, F>(bam: &BamFile, index: &Index, plan: Plan, work: F) -> Result<Vec<T>, Error>
+where
+    T: Send,
+    F: Fn(&Region, &mut RegionReader<'_>) -> Result<T, BamError> + Sync,
+{
+    let regions = self::plan(bam, index, plan);
+    let parts = scatter_with_spans(bam, index, &regions, work)?;
+    let mut expected = bam.first_record_offset();
+    for (region, (_, (first, stop))) in regions.iter().zip(&parts) {
+        if *first != expected {
+            return Err(Error::IndexMismatch(format!("region {region} starts at {first}, expected {expected}")));
+        }
+        expected = *stop;
+    }
+    let mut tail = bam.records_from(expected)?;
+    if tail.advance().map_err(|e| Error::from(e).with_path(bam.path()))? {
+        return Err(Error::IndexMismatch(format!("records after {expected} belong to no region")));
+    }
+    Ok(parts.into_iter().map(|(t, _)| t).collect())
+}
+
+type Span = (VirtualOffset, VirtualOffset);
+
+fn scatter_with_spans<T, F>(bam: &BamFile, index: &Index, regions: &[Region], work: F) -> Result<Vec<(T, Span)>, Error>
+where
+    T: Send,
+    F: Fn(&Region, &mut RegionReader<'_>) -> Result<T, BamError> + Sync,
+{
     let starts: Vec<Option<VirtualOffset>> = regions.iter().map(|r| start_offset(bam, index, r.ref_id, r.start)).collect();
-    let results: Vec<Result<T, Error>> = regions
+    let results: Vec<Result<(T, Span), Error>> = regions
         .par_iter()
         .enumerate()
         .map(|(i, region)| {
@@ -253,7 +317,10 @@ where
                 Some(start) => RegionReader::new(bam, *region, start, soft_end)?,
                 None => RegionReader::empty(bam, *region)?,
             };
-            work(region, &mut reader).map_err(|e| Error::from(e).with_path(bam.path()))
+            let wrap = |e: BamError| Error::from(e).with_path(bam.path());
+            let value = work(region, &mut reader).map_err(wrap)?;
+            let span = reader.finish().map_err(wrap)?;
+            Ok((value, span))
         })
         .collect();
     results.into_iter().collect()

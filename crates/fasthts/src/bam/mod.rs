@@ -39,6 +39,13 @@ pub enum BamError {
         /// Where the incomplete record starts.
         offset: VirtualOffset,
     },
+    /// A record sorts before records that precede it in a file read as
+    /// coordinate-sorted.
+    #[error("record at virtual offset {offset} is out of coordinate order")]
+    OutOfOrder {
+        /// Where the record starts.
+        offset: VirtualOffset,
+    },
     /// A record's fields are inconsistent.
     #[error("invalid BAM record at virtual offset {offset}: {defect}")]
     InvalidRecord {

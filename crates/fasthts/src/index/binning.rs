@@ -9,6 +9,21 @@
 //! These functions follow htslib's `hts_reg2bin`, `reg2bins` and `hts_bin_*`
 //! exactly, including their handling of the `[-1, 0)` interval that htslib
 //! uses for records without a coordinate.
+//!
+//! Supported parameters are `depth <= 10` and `min_shift + 3 * depth <= 62`
+//! ([`MAX_DEPTH`], [`MAX_SPAN_SHIFT`]); other values are clamped into that
+//! range rather than overflowing.
+
+/// Deepest binning supported (bin numbers must fit in 32 bits).
+pub const MAX_DEPTH: u32 = 10;
+/// Largest supported `min_shift + 3 * depth` (coordinates are `i64`).
+pub const MAX_SPAN_SHIFT: u32 = 62;
+
+/// `(min_shift, depth)` clamped into the supported range.
+pub(crate) fn clamp(min_shift: u32, depth: u32) -> (u32, u32) {
+    let depth = depth.min(MAX_DEPTH);
+    (min_shift.min(MAX_SPAN_SHIFT - 3 * depth), depth)
+}
 
 /// First bin number of level `level` (0 is the root): `(8^level - 1) / 7`.
 ///
@@ -19,6 +34,7 @@
 /// assert_eq!(bin_first(5), 4681);
 /// ```
 pub fn bin_first(level: u32) -> u32 {
+    let level = level.min(MAX_DEPTH + 1);
     (((1u64 << (3 * level)) - 1) / 7) as u32
 }
 
@@ -63,7 +79,8 @@ pub fn bin_level(bin: u32) -> u32 {
 /// assert_eq!(bin_bottom(2, 5), 4096);
 /// ```
 pub fn bin_bottom(bin: u32, depth: u32) -> u64 {
-    let level = bin_level(bin);
+    let depth = depth.min(MAX_DEPTH);
+    let level = bin_level(bin).min(depth);
     let shift = 3 * depth.saturating_sub(level);
     u64::from(bin - bin_first(level)) << shift
 }
@@ -76,7 +93,7 @@ pub fn bin_bottom(bin: u32, depth: u32) -> u64 {
 /// assert_eq!(bin_count(5), 37449);
 /// ```
 pub fn bin_count(depth: u32) -> u32 {
-    bin_first(depth + 1)
+    bin_first(depth.min(MAX_DEPTH) + 1)
 }
 
 /// The smallest bin that contains the whole zero-based, half-open interval
@@ -96,13 +113,14 @@ pub fn bin_count(depth: u32) -> u32 {
 /// assert_eq!(reg2bin(-1, 0, 14, 5), 4680);
 /// ```
 pub fn reg2bin(beg: i64, end: i64, min_shift: u32, depth: u32) -> u32 {
-    let end = end - 1;
+    let (min_shift, depth) = clamp(min_shift, depth);
+    let end = end.saturating_sub(1);
     let mut shift = min_shift;
     let mut first = i64::from(bin_first(depth));
     let mut level = depth;
     while level > 0 {
         if beg >> shift == end >> shift {
-            return (first + (beg >> shift)) as u32;
+            return first.wrapping_add(beg >> shift) as u32;
         }
         level -= 1;
         shift += 3;
@@ -113,7 +131,8 @@ pub fn reg2bin(beg: i64, end: i64, min_shift: u32, depth: u32) -> u32 {
 
 /// Every bin that may hold records overlapping the zero-based, half-open
 /// interval `[beg, end)`, level by level from the root (htslib's `reg2bins`).
-/// Empty when `beg >= end`; `end` is clipped to the index's coordinate space.
+/// Empty when `beg >= end`; a negative `beg` counts as 0 and `end` is
+/// clipped to the index's coordinate space.
 ///
 /// ```
 /// use fasthts::index::binning::reg2bins;
@@ -123,9 +142,11 @@ pub fn reg2bin(beg: i64, end: i64, min_shift: u32, depth: u32) -> u32 {
 /// ```
 pub fn reg2bins(beg: i64, end: i64, min_shift: u32, depth: u32) -> Vec<u32> {
     let mut bins = Vec::new();
+    let beg = beg.max(0);
     if beg >= end {
         return bins;
     }
+    let (min_shift, depth) = clamp(min_shift, depth);
     let mut shift = min_shift + 3 * depth;
     let limit = 1i64 << shift;
     let end = end.min(limit) - 1;

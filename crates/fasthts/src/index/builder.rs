@@ -69,6 +69,8 @@ struct Bins {
 /// ```
 #[derive(Debug, Clone)]
 pub struct IndexBuilder {
+    /// Unsupported CSI parameters, reported by `push` and `finish`.
+    invalid: Option<(u32, u32)>,
     format: IndexFormat,
     min_shift: u32,
     depth: u32,
@@ -93,7 +95,8 @@ pub struct IndexBuilder {
 impl IndexBuilder {
     /// A builder for `n_refs` references (from the header) whose first record
     /// starts at `offset_after_header` (the virtual offset just after the
-    /// BAM header). A record with a reference id outside `-1..n_refs` is an
+    /// BAM header). Unsupported CSI parameters (see
+    /// [`IndexFormat::validate`]) make `push` and `finish` fail. A record with a reference id outside `-1..n_refs` is an
     /// error, as htslib's reader refuses it.
     ///
     /// ```
@@ -106,6 +109,7 @@ impl IndexBuilder {
     pub fn new(format: IndexFormat, n_refs: usize, offset_after_header: VirtualOffset) -> Self {
         let off0 = u64::from(offset_after_header);
         Self {
+            invalid: format.validate().err().map(|_| (format.min_shift(), format.depth())),
             format,
             min_shift: format.min_shift(),
             depth: format.depth(),
@@ -148,6 +152,7 @@ impl IndexBuilder {
     /// assert_eq!(e.to_string(), "Region 536870912..536870922 cannot be stored in a bai index. Try using a csi index");
     /// ```
     pub fn push(&mut self, tid: i32, beg: i64, end: i64, record_end: VirtualOffset, is_mapped: bool) -> Result<(), IndexError> {
+        self.check_format()?;
         let (mut beg, mut end) = if tid < 0 { (-1, 0) } else { (beg, end) };
         if tid >= 0 && !(beg <= self.max_pos && end <= self.max_pos) {
             return Err(IndexError::OutOfRange { beg, end, is_csi: self.format.is_csi() });
@@ -215,6 +220,13 @@ impl IndexBuilder {
         Ok(())
     }
 
+    fn check_format(&self) -> Result<(), IndexError> {
+        match self.invalid {
+            Some((min_shift, depth)) => Err(IndexError::UnsupportedCsi { min_shift: i64::from(min_shift), depth: i64::from(depth) }),
+            None => Ok(()),
+        }
+    }
+
     /// htslib's `insert_to_b` on reference `tid` (ignored for `tid < 0`,
     /// which htslib never reaches).
     fn insert_bin(&mut self, tid: i32, bin: u32, beg: u64, end: u64) {
@@ -243,6 +255,7 @@ impl IndexBuilder {
     /// # Ok::<(), fasthts::index::IndexError>(())
     /// ```
     pub fn finish(mut self, final_offset: VirtualOffset) -> Result<Index, IndexError> {
+        self.check_format()?;
         let final_offset = u64::from(final_offset);
         if self.save_tid >= 0 {
             let t = self.save_tid;
@@ -415,6 +428,9 @@ mod tests {
         let mut b = IndexBuilder::new(IndexFormat::Bai, 1, vo(0, 10));
         assert!(matches!(b.push(1, 7, 9, vo(0, 130), true), Err(IndexError::InvalidReference { tid: 1, n_refs: 1 })));
         assert!(matches!(b.push(-2, 7, 9, vo(0, 130), true), Err(IndexError::InvalidReference { tid: -2, .. })));
+        let mut b = IndexBuilder::new(IndexFormat::Csi { min_shift: 60, depth: 3 }, 1, vo(0, 10));
+        assert!(matches!(b.push(0, 7, 9, vo(0, 130), true), Err(IndexError::UnsupportedCsi { min_shift: 60, depth: 3 })));
+        assert!(b.finish(vo(1, 0)).is_err());
 
         let mut b = IndexBuilder::new(IndexFormat::Csi { min_shift: 14, depth: 6 }, 1, vo(0, 10));
         b.push(0, 1 << 31, (1 << 31) + 5, vo(0, 130), true).unwrap();

@@ -112,7 +112,8 @@ impl Index {
         } else if magic == CSI_MAGIC {
             let min_shift = c.u32("CSI min_shift")? as i32;
             let depth = c.u32("CSI depth")? as i32;
-            if !(0..=10).contains(&depth) || min_shift < 0 || min_shift + 3 * depth > 62 {
+            let format = IndexFormat::Csi { min_shift: min_shift as u32, depth: depth as u32 };
+            if depth < 0 || min_shift < 0 || format.validate().is_err() {
                 return Err(IndexError::UnsupportedCsi { min_shift: i64::from(min_shift), depth: i64::from(depth) });
             }
             let offset = c.pos as u64;
@@ -126,7 +127,7 @@ impl Index {
                 });
             }
             let aux = c.take(l_aux as usize, "CSI auxiliary data")?.to_vec();
-            read_body(&mut c, IndexFormat::Csi { min_shift: min_shift as u32, depth: depth as u32 }, aux)
+            read_body(&mut c, format, aux)
         } else if magic == TBI_MAGIC {
             Err(IndexError::Tabix)
         } else {

@@ -127,7 +127,29 @@ impl IndexFormat {
     /// assert_eq!(IndexFormat::Bai.max_position(), 1 << 29);
     /// ```
     pub fn max_position(self) -> i64 {
-        1i64 << (self.min_shift() + 3 * self.depth())
+        let (min_shift, depth) = binning::clamp(self.min_shift(), self.depth());
+        1i64 << (min_shift + 3 * depth)
+    }
+
+    /// Checks that the parameters are supported: a CSI needs
+    /// `depth <= 10` and `min_shift + 3 * depth <= 62`.
+    ///
+    /// ```
+    /// use fasthts::index::IndexFormat;
+    /// assert!(IndexFormat::Csi { min_shift: 14, depth: 6 }.validate().is_ok());
+    /// assert!(IndexFormat::Csi { min_shift: 40, depth: 8 }.validate().is_err());
+    /// ```
+    pub fn validate(self) -> Result<(), IndexError> {
+        match self {
+            IndexFormat::Bai => Ok(()),
+            IndexFormat::Csi { min_shift, depth } => {
+                if depth <= binning::MAX_DEPTH && u64::from(min_shift) + 3 * u64::from(depth) <= u64::from(binning::MAX_SPAN_SHIFT) {
+                    Ok(())
+                } else {
+                    Err(IndexError::UnsupportedCsi { min_shift: i64::from(min_shift), depth: i64::from(depth) })
+                }
+            }
+        }
     }
 
     /// `"bai"` or `"csi"`.

@@ -325,3 +325,51 @@ fn max_offset(r: &ReferenceIndex, format: IndexFormat, end: i64) -> u64 {
         bin += 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::IndexBuilder;
+
+    fn vo(c: u64, u: u16) -> VirtualOffset {
+        VirtualOffset::new(c, u).unwrap()
+    }
+
+    #[test]
+    fn extreme_arguments_do_not_panic() {
+        for format in [
+            IndexFormat::Bai,
+            IndexFormat::Csi { min_shift: 14, depth: 0 },
+            IndexFormat::Csi { min_shift: 14, depth: 6 },
+            IndexFormat::Csi { min_shift: 32, depth: 10 },
+            IndexFormat::Csi { min_shift: 0, depth: 10 },
+        ] {
+            let mut b = IndexBuilder::new(format, 2, vo(0, 10));
+            let limit = format.max_position();
+            b.push(0, 0, 1, vo(0, 100), true).unwrap();
+            b.push(0, 5, 10_000, vo(0, 200), false).unwrap();
+            b.push(0, limit - 2, limit, vo(90_000, 0), true).unwrap();
+            assert!(b.push(0, limit, limit + 1, vo(90_000, 5), true).is_err() || format.max_position() == i64::MAX);
+            let index = b.finish(vo(200_000, 0)).unwrap();
+            let back = Index::from_bytes(&index.to_bytes()).unwrap();
+            assert_eq!(back, index);
+            let points = [i64::MIN, -1, 0, 1, 16_383, 16_384, limit - 1, limit, i64::MAX - 1, i64::MAX];
+            for tid in [0usize, 1, 2, usize::MAX] {
+                for &b in &points {
+                    for &e in &points {
+                        let chunks = index.query(tid, b, e);
+                        assert!(chunks.windows(2).all(|w| w[0].end <= w[1].start), "{format:?} {b} {e}");
+                    }
+                    let _ = index.start_offset(tid, b);
+                }
+                let _ = index.checkpoints(tid);
+                let _ = index.reference_span(tid);
+            }
+            // The first record is found from anywhere left of it.
+            assert_eq!(index.query(0, 0, 1).first().map(|c| c.start), Some(vo(0, 10)));
+            assert_eq!(index.query(0, i64::MIN, i64::MAX).first().map(|c| c.start), Some(vo(0, 10)));
+            let last = index.query(0, limit - 1, limit);
+            assert!(last.iter().any(|c| c.start <= vo(0, 200) && c.end > vo(0, 200)), "{format:?} {last:?}");
+        }
+    }
+}

@@ -565,3 +565,27 @@ fn samtools_fixtures_read_and_rebuild() {
     let err = build(&walk_bam(&std::fs::read(fixture("long.bam")).unwrap()), IndexFormat::Bai).unwrap_err();
     assert_eq!(err.to_string(), "Region 599999999..600000019 cannot be stored in a bai index. Try using a csi index");
 }
+
+/// A larger check on any sorted BAM: `FASTHTS_INDEX_TEST_BAM=x.bam cargo test
+/// -p fasthts --lib index::tests::external_bam -- --ignored` (CSI when
+/// `FASTHTS_INDEX_TEST_CSI` is set).
+#[test]
+#[ignore]
+fn external_bam_matches_samtools() {
+    let Ok(path) = std::env::var("FASTHTS_INDEX_TEST_BAM") else { return };
+    if !samtools_ok() {
+        return;
+    }
+    let bam_path = PathBuf::from(path);
+    let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
+    let dir = tmpdir("external");
+    let (format, flags) = if std::env::var("FASTHTS_INDEX_TEST_CSI").is_ok() {
+        let max = bam.names.iter().map(|n| n.1).max().unwrap_or(0);
+        (IndexFormat::Csi { min_shift: 14, depth: csi_depth(14, max) }, vec!["-c"])
+    } else {
+        (IndexFormat::Bai, vec![])
+    };
+    let (theirs, ours) = check_against_samtools(&dir, &bam_path, &bam, format, &flags);
+    samtools_agrees(&dir, &bam_path, &bam, &theirs, &ours);
+    let _ = std::fs::remove_dir_all(&dir);
+}
