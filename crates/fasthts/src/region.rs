@@ -193,6 +193,8 @@ impl<'a> RegionReader<'a> {
     /// near which the region probably ends.
     pub fn new(bam: &'a BamFile, region: Region, start: VirtualOffset, soft_end: Option<u64>) -> Result<Self, Error> {
         let mut records = bam.records_from(start)?;
+        // Regions are the unit of parallelism; each is read on one thread.
+        records.set_parallel(false);
         if let Some(end) = soft_end {
             records.set_soft_limit(end);
         }

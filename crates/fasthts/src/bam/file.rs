@@ -40,9 +40,12 @@ impl BamFile {
         // that the file is not truncated while mapped.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| with_path(e.into()))?;
         // One block at a time: the header is usually a block or two.
-        let mut reader = BlockReader::with_batch_bytes(&map, VirtualOffset::default(), 1).map_err(|e| with_path(BamError::from(e).into()))?;
-        let header = Header::read(&mut reader).map_err(|e| with_path(e.into()))?;
-        let first_record = reader.virtual_offset();
+        let (header, first_record) = {
+            let mut reader =
+                BlockReader::with_batch_bytes(&map, VirtualOffset::default(), 1).map_err(|e| with_path(BamError::from(e).into()))?;
+            let header = Header::read(&mut reader).map_err(|e| with_path(e.into()))?;
+            (header, reader.virtual_offset())
+        };
         let has_eof_marker = bgzf::has_eof_marker(&map);
         Ok(BamFile { path, map: Some(map), header, first_record, has_eof_marker })
     }
@@ -80,7 +83,9 @@ impl BamFile {
 
     /// Records starting at `offset`, which must be the start of a record.
     pub fn records_from(&self, offset: VirtualOffset) -> Result<RecordReader<'_>, Error> {
-        let blocks = BlockReader::new(self.bytes(), offset).map_err(|e| Error::from(BamError::from(e)).with_path(&self.path))?;
+        let mut blocks = BlockReader::new(self.bytes(), offset).map_err(|e| Error::from(BamError::from(e)).with_path(&self.path))?;
+        // SAFETY: `bytes()` is the read-only file mapping made in `open`.
+        unsafe { blocks.release_read_pages() };
         Ok(RecordReader::new(blocks, self.header.references.len()))
     }
 }

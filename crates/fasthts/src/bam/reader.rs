@@ -94,6 +94,11 @@ impl<'a> RecordReader<'a> {
         self.blocks.set_limit(offset);
     }
 
+    /// Inflates on the calling thread only (see [`BlockReader::set_parallel`]).
+    pub fn set_parallel(&mut self, parallel: bool) {
+        self.blocks.set_parallel(parallel);
+    }
+
     /// Loads blocks from `offset` on one at a time (see
     /// [`BlockReader::set_soft_limit`]).
     pub fn set_soft_limit(&mut self, offset: u64) {

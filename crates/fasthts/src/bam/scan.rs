@@ -96,6 +96,7 @@ where
         return Err(wrap(BgzfError::Corrupt { offset: start.compressed(), reason: "header ends beyond its block" }.into()));
     }
     let mut stop = cur.virtual_offset(cur.pos);
+    let mut released = start.compressed();
     loop {
         collect_blocks(file, &mut next_block, DEFAULT_BATCH_BYTES, &mut blocks).map_err(|e| wrap(e.into()))?;
         let more = !blocks.is_empty();
@@ -105,6 +106,12 @@ where
         );
         walked?;
         inflated.map_err(|e| wrap(e.into()))?;
+        if next_block >= released + crate::bgzf::RELEASE_STEP {
+            // SAFETY: `file` is the BamFile's read-only file mapping; every
+            // block before `next_block` has been inflated.
+            unsafe { crate::bgzf::release_pages(file, released, next_block) };
+            released = next_block;
+        }
         if cur.pos == cur.filled {
             stop = cur.virtual_offset(cur.pos);
         }

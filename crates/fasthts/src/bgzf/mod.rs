@@ -6,11 +6,13 @@
 
 mod block;
 mod reader;
+mod release;
 mod virtual_offset;
 mod writer;
 
 pub use block::{has_eof_marker, Block, EOF_MARKER, MAX_BLOCK_SIZE};
 pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
+pub use release::{release_pages, RELEASE_STEP};
 pub use virtual_offset::{VirtualOffset, MAX_COMPRESSED_OFFSET};
 pub use writer::{compress_all, compress_block, BgzfWriter, BLOCK_DATA_SIZE, DEFAULT_LEVEL};
 

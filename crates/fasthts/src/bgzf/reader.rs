@@ -24,10 +24,7 @@ thread_local! {
 /// whatever the thread count.
 pub fn inflate_blocks(file: &[u8], blocks: &[Block], out: &mut [u8]) -> Result<(), BgzfError> {
     if blocks.len() <= 1 {
-        return DECOMPRESSOR.with(|d| {
-            let d = &mut d.borrow_mut();
-            blocks.iter().try_for_each(|b| b.inflate_into(file, d, out))
-        });
+        return inflate_blocks_here(file, blocks, out);
     }
     let mut slices = Vec::with_capacity(blocks.len());
     let mut rest = out;
@@ -45,6 +42,20 @@ pub fn inflate_blocks(file: &[u8], blocks: &[Block], out: &mut [u8]) -> Result<(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// As [`inflate_blocks`], on the calling thread.
+pub fn inflate_blocks_here(file: &[u8], blocks: &[Block], out: &mut [u8]) -> Result<(), BgzfError> {
+    DECOMPRESSOR.with(|d| {
+        let d = &mut d.borrow_mut();
+        let mut rest = out;
+        for b in blocks {
+            let (head, tail) = rest.split_at_mut(b.uncompressed_size as usize);
+            b.inflate_into(file, d, head)?;
+            rest = tail;
+        }
+        Ok(())
+    })
 }
 
 /// Inflates a whole BGZF byte buffer (all its blocks, in order).
@@ -93,6 +104,11 @@ pub struct BlockReader<'a> {
     spans: Vec<Span>,
     blocks: Vec<Block>,
     batch_bytes: usize,
+    /// Inflate batches on the rayon pool (true) or on the calling thread.
+    parallel: bool,
+    /// When set, pages of `file` before this offset that are no longer
+    /// needed are released every `RELEASE_STEP` bytes (see `release_read_pages`).
+    released: Option<u64>,
 }
 
 impl<'a> BlockReader<'a> {
@@ -115,6 +131,8 @@ impl<'a> BlockReader<'a> {
             spans: Vec::new(),
             blocks: Vec::new(),
             batch_bytes: batch_bytes.max(1),
+            released: None,
+            parallel: true,
         };
         let skip = usize::from(start.uncompressed());
         if skip > 0 {
@@ -127,6 +145,23 @@ impl<'a> BlockReader<'a> {
             r.pos = skip;
         }
         Ok(r)
+    }
+
+    /// Releases the pages of the file behind the reader as it advances.
+    ///
+    /// # Safety
+    ///
+    /// The reader's `file` must be a read-only, file-backed memory map (see
+    /// [`super::release_pages`]).
+    pub unsafe fn release_read_pages(&mut self) {
+        self.released = Some(self.next_block);
+    }
+
+    /// Inflates on the calling thread only: for readers that are themselves
+    /// run in parallel (one per region), where nested parallelism only adds
+    /// scheduling and cache traffic.
+    pub fn set_parallel(&mut self, parallel: bool) {
+        self.parallel = parallel;
     }
 
     /// Stops loading blocks that start at or after `offset` (a compressed
@@ -212,7 +247,20 @@ impl<'a> BlockReader<'a> {
         if self.buf.len() < end {
             self.buf.resize(end, 0);
         }
-        inflate_blocks(self.file, &self.blocks, &mut self.buf[self.filled..end])?;
+        if self.parallel {
+            inflate_blocks(self.file, &self.blocks, &mut self.buf[self.filled..end])?;
+        } else {
+            inflate_blocks_here(self.file, &self.blocks, &mut self.buf[self.filled..end])?;
+        }
+        if let Some(released) = self.released {
+            // Inflated blocks' compressed bytes are never read again.
+            if self.next_block >= released + super::RELEASE_STEP {
+                // SAFETY: `released` is only set by `release_read_pages`,
+                // whose caller vouched for a read-only file mapping.
+                unsafe { super::release_pages(self.file, released, self.next_block) };
+                self.released = Some(self.next_block);
+            }
+        }
         let mut start = self.filled as isize;
         for b in &self.blocks {
             let len = b.uncompressed_size as usize;
@@ -239,6 +287,15 @@ impl<'a> BlockReader<'a> {
             s.start -= shift as isize;
         }
         debug_assert!(self.spans.iter().all(|s| s.size > 0));
+    }
+}
+
+impl Drop for BlockReader<'_> {
+    fn drop(&mut self) {
+        if let Some(released) = self.released {
+            // SAFETY: as in `load_batch`.
+            unsafe { super::release_pages(self.file, released, self.next_block) };
+        }
     }
 }
 

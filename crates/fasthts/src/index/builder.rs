@@ -78,7 +78,7 @@ pub struct IndexBuilder {
     meta_bin: u32,
     max_pos: i64,
     bidx: Vec<Option<KHash<Bins>>>,
-    lidx: Vec<Vec<u64>>,
+    lidx: Vec<Linear>,
     n_no_coor: u64,
     save_tid: i32,
     last_tid: i32,
@@ -117,7 +117,7 @@ impl IndexBuilder {
             meta_bin: format.metadata_bin(),
             max_pos: format.max_position(),
             bidx: vec![None; n_refs],
-            lidx: vec![Vec::new(); n_refs],
+            lidx: vec![Linear::default(); n_refs],
             n_no_coor: 0,
             save_tid: -1,
             last_tid: -1,
@@ -187,7 +187,7 @@ impl IndexBuilder {
             if end <= 0 {
                 end = 1;
             }
-            insert_to_linear(&mut self.lidx[t], beg, end, self.last_off, self.min_shift);
+            self.lidx[t].insert(beg, end, self.last_off, self.min_shift);
         } else {
             self.n_no_coor += 1;
         }
@@ -265,8 +265,7 @@ impl IndexBuilder {
         }
         let csi = self.format.is_csi();
         let mut references = Vec::with_capacity(self.bidx.len());
-        for (tid, (bidx, mut lidx)) in self.bidx.into_iter().zip(self.lidx).enumerate() {
-            fill_linear(&mut lidx);
+        for (tid, (bidx, lidx)) in self.bidx.into_iter().zip(self.lidx).enumerate() {
             let Some(mut h) = bidx else {
                 references.push(ReferenceIndex::new(Vec::new(), Vec::new(), None));
                 continue;
@@ -297,46 +296,80 @@ impl IndexBuilder {
             if metadata.is_none() {
                 slot = bins.len();
             }
-            let linear = if csi { Vec::new() } else { lidx.into_iter().map(VirtualOffset::from).collect() };
+            let linear = if csi { Vec::new() } else { lidx.dense().into_iter().map(VirtualOffset::from).collect() };
             references.push(ReferenceIndex::with_slot(bins, linear, metadata, slot));
         }
         Ok(Index::new(self.format, references, Some(self.n_no_coor)))
     }
 }
 
-/// htslib's `insert_to_l`: windows `[beg, end)` overlaps that have no offset
-/// yet get `offset`, the start of the current record.
-fn insert_to_linear(lidx: &mut Vec<u64>, beg: i64, end: i64, offset: u64, min_shift: u32) {
-    let b = (beg >> min_shift) as usize;
-    let e = ((end - 1) >> min_shift) as usize;
-    if lidx.len() < e + 1 {
-        lidx.resize(e + 1, UNSET);
-    }
-    for slot in &mut lidx[b..=e] {
-        if *slot == UNSET {
-            *slot = offset;
-        }
-    }
+/// The linear index of one reference while it is built: for each window of
+/// `2^min_shift` bases, the start of the first record overlapping it.
+///
+/// htslib keeps a dense array, which for a CSI with a small `min_shift` and a
+/// long reference can need gigabytes. Because records arrive sorted by start,
+/// the windows set so far always end in one contiguous stretch reaching the
+/// largest end seen, so the index is kept as runs of windows sharing an
+/// offset, appended in order: at most one run per record, usually one per
+/// window. Reading it back applies htslib's filling (`update_loff`): a window
+/// no record overlaps takes the next set window's offset.
+#[derive(Debug, Clone, Default)]
+struct Linear {
+    /// `(first window, last window, offset)`, increasing and disjoint.
+    runs: Vec<(u64, u64, u64)>,
+    /// htslib's `lidx->n`: one past the last window any record reached.
+    n: u64,
 }
 
-/// First half of htslib's `update_loff`: an empty window takes the value of
-/// the next one (the last window always has a record).
-fn fill_linear(lidx: &mut [u64]) {
-    for l in (0..lidx.len().saturating_sub(1)).rev() {
-        if lidx[l] == UNSET {
-            lidx[l] = lidx[l + 1];
+impl Linear {
+    /// htslib's `insert_to_l`: windows overlapping `[beg, end)` that have no
+    /// offset yet get `offset`, the start of the current record.
+    fn insert(&mut self, beg: i64, end: i64, offset: u64, min_shift: u32) {
+        let b = (beg >> min_shift) as u64;
+        let e = (end - 1) >> min_shift;
+        if e < 0 {
+            return;
         }
+        let e = e as u64;
+        self.n = self.n.max(e + 1);
+        let from = match self.runs.last() {
+            Some(&(_, last, _)) => b.max(last + 1),
+            None => b,
+        };
+        if from > e {
+            return;
+        }
+        match self.runs.last_mut() {
+            Some(run) if run.1 + 1 == from && run.2 == offset => run.1 = e,
+            _ => self.runs.push((from, e, offset)),
+        }
+    }
+
+    /// The filled value of window `w < n`: its run's offset, or for a window
+    /// no record overlaps the next run's; all-ones past the last run.
+    fn filled(&self, w: u64) -> u64 {
+        let i = self.runs.partition_point(|r| r.1 < w);
+        self.runs.get(i).map_or(UNSET, |r| r.2)
+    }
+
+    /// The filled linear index as htslib writes it in a BAI.
+    fn dense(&self) -> Vec<u64> {
+        (0..self.n).map(|w| self.filled(w)).collect()
     }
 }
 
 /// Second half of `update_loff`: each real bin's minimum offset is the linear
 /// index entry of its first window (0 when beyond the linear index).
-fn set_loffsets(h: &mut KHash<Bins>, lidx: &[u64], n_bins: u32, depth: u32) {
+fn set_loffsets(h: &mut KHash<Bins>, lidx: &Linear, n_bins: u32, depth: u32) {
     for k in 0..h.buckets() {
         let Some(id) = h.key_at(k) else { continue };
         let loff = if id < n_bins {
             let bot = bin_bottom(id, depth);
-            usize::try_from(bot).ok().and_then(|b| lidx.get(b)).copied().unwrap_or(0)
+            if bot < lidx.n {
+                lidx.filled(bot)
+            } else {
+                0
+            }
         } else {
             0
         };

@@ -5,7 +5,7 @@
 //! and keeps the records htslib's iterator keeps sees exactly what
 //! `samtools view IN REGION` prints.
 
-use super::binning::{bin_bottom, bin_first, bin_parent, reg2bins};
+use super::binning::{bin_bottom, bin_first, bin_parent};
 use super::{Bin, Chunk, Index, IndexFormat, ReferenceIndex};
 use crate::bgzf::VirtualOffset;
 
@@ -47,7 +47,7 @@ impl Index {
         if end < beg || r.n_bins_on_disk() == 0 || beg >= self.format.max_position() {
             return Vec::new();
         }
-        let (min_shift, depth) = (self.format.min_shift(), self.format.depth());
+        let (min_shift, depth) = super::binning::clamp(self.format.min_shift(), self.format.depth());
         // htslib keeps this count in a 32-bit variable.
         let unmapped = r.metadata().map_or(true, |m| m.n_unmapped as u32 != 0);
         let rel_off = (beg >> min_shift) as u64;
@@ -87,8 +87,7 @@ impl Index {
         let max_off = max_offset(r, self.format, end);
 
         let mut off: Vec<(u64, u64, u64)> = Vec::new();
-        for id in reg2bins(beg, end, min_shift, depth) {
-            let Some(bin) = r.bin(id) else { continue };
+        for bin in overlapping_bins(r, beg, end, min_shift, depth) {
             for (j, c) in bin.chunks.iter().enumerate() {
                 let (u, v) = (u64::from(c.start), u64::from(c.end));
                 if v > min_off && u < max_off {
@@ -157,7 +156,7 @@ impl Index {
         }
         let pos = pos.max(0);
         let floor = r.metadata().map_or(0, |m| u64::from(m.ref_beg));
-        let (min_shift, depth) = (self.format.min_shift(), self.format.depth());
+        let (min_shift, depth) = super::binning::clamp(self.format.min_shift(), self.format.depth());
         let v = match self.format {
             IndexFormat::Bai => {
                 let w = usize::try_from(pos >> min_shift).unwrap_or(usize::MAX);
@@ -240,7 +239,7 @@ impl Index {
     pub fn checkpoints(&self, tid: usize) -> Vec<(i64, VirtualOffset)> {
         let Some(r) = self.reference(tid) else { return Vec::new() };
         let floor = r.metadata().map_or(0, |m| u64::from(m.ref_beg));
-        let (min_shift, depth) = (self.format.min_shift(), self.format.depth());
+        let (min_shift, depth) = super::binning::clamp(self.format.min_shift(), self.format.depth());
         let mut points: Vec<(i64, u64)> = match self.format {
             IndexFormat::Bai => r
                 .effective_linear
@@ -278,6 +277,32 @@ impl Index {
     }
 }
 
+/// The reference's bins among `reg2bins(beg, end)`, in that order (level by
+/// level, increasing id), found by range look-ups in the sorted bin table so
+/// that a deep CSI does not enumerate millions of absent bins.
+fn overlapping_bins<'a>(r: &'a ReferenceIndex, beg: i64, end: i64, min_shift: u32, depth: u32) -> impl Iterator<Item = &'a Bin> + 'a {
+    let mut ranges = Vec::new();
+    if beg < end {
+        let mut shift = min_shift + 3 * depth;
+        let end = end.min(1i64 << shift) - 1;
+        let mut first = 0u64;
+        for level in 0..=depth {
+            let b = first + (beg >> shift) as u64;
+            let e = first + (end >> shift) as u64;
+            if b <= e {
+                ranges.push((b, e));
+            }
+            first += 1u64 << (3 * level);
+            shift = shift.saturating_sub(3);
+        }
+    }
+    ranges.into_iter().flat_map(move |(b, e)| {
+        let lo = r.lookup.partition_point(|&(id, _)| u64::from(id) < b);
+        let hi = r.lookup.partition_point(|&(id, _)| u64::from(id) <= e);
+        r.lookup[lo..hi].iter().filter_map(move |&(_, i)| r.bins.get(i as usize))
+    })
+}
+
 /// htslib's search for the bin whose minimum offset bounds a query: the bin
 /// `start` itself, else its left siblings, else its parent, and so on up to
 /// the root.
@@ -300,7 +325,7 @@ fn bin_at_or_before(r: &ReferenceIndex, start: u32) -> Option<&Bin> {
 /// each first child; `u64::MAX` when there is none. Reproduces htslib's
 /// 32-bit bin arithmetic for huge `end` (a whole-reference query).
 fn max_offset(r: &ReferenceIndex, format: IndexFormat, end: i64) -> u64 {
-    let (min_shift, depth) = (format.min_shift(), format.depth());
+    let (min_shift, depth) = super::binning::clamp(format.min_shift(), format.depth());
     let wide = i64::from(bin_first(depth)).wrapping_add((end.wrapping_sub(1) >> min_shift).wrapping_add(1));
     let mut bin = wide as i32;
     if bin >= format.bin_count() as i32 {

@@ -568,7 +568,8 @@ fn samtools_fixtures_read_and_rebuild() {
 
 /// A larger check on any sorted BAM: `FASTHTS_INDEX_TEST_BAM=x.bam cargo test
 /// -p fasthts --lib index::tests::external_bam -- --ignored` (CSI when
-/// `FASTHTS_INDEX_TEST_CSI` is set).
+/// `FASTHTS_INDEX_TEST_CSI` is set, with `-m $FASTHTS_INDEX_TEST_MIN_SHIFT`,
+/// default 14).
 #[test]
 #[ignore]
 fn external_bam_matches_samtools() {
@@ -579,13 +580,30 @@ fn external_bam_matches_samtools() {
     let bam_path = PathBuf::from(path);
     let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
     let dir = tmpdir("external");
+    let min_shift_arg = std::env::var("FASTHTS_INDEX_TEST_MIN_SHIFT").unwrap_or_else(|_| "14".into());
     let (format, flags) = if std::env::var("FASTHTS_INDEX_TEST_CSI").is_ok() {
         let max = bam.names.iter().map(|n| n.1).max().unwrap_or(0);
-        (IndexFormat::Csi { min_shift: 14, depth: csi_depth(14, max) }, vec!["-c"])
+        let min_shift: u32 = min_shift_arg.parse().unwrap();
+        (IndexFormat::Csi { min_shift, depth: csi_depth(min_shift, max) }, vec!["-m", min_shift_arg.as_str()])
     } else {
         (IndexFormat::Bai, vec![])
     };
     let (theirs, ours) = check_against_samtools(&dir, &bam_path, &bam, format, &flags);
     samtools_agrees(&dir, &bam_path, &bam, &theirs, &ours);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Builder throughput on `FASTHTS_INDEX_TEST_BAM` (records pushed per second).
+#[test]
+#[ignore]
+fn builder_throughput() {
+    let Ok(path) = std::env::var("FASTHTS_INDEX_TEST_BAM") else { return };
+    let bam = walk_bam(&std::fs::read(path).unwrap());
+    let t = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..10 {
+        n += build(&bam, IndexFormat::Bai).unwrap().references().len();
+    }
+    let dt = t.elapsed().as_secs_f64() / 10.0;
+    eprintln!("{} records: {:.1} ms per build, {:.0} M records/s ({n})", bam.records.len(), dt * 1e3, bam.records.len() as f64 / dt / 1e6);
 }

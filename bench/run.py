@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Time fasthts against its peers on the same BAM, alternating, in one run.
+
+    python3 bench/run.py [--bam FILE] [--runs N] [--threads N] [--out DIR]
+
+Without --bam, bench/data/1g.bam is made (or reused) with
+scripts/gen-bam.sh --target-bytes 3600M --seed 11 (about 0.9 GB, 9.2 M
+records) and indexed with samtools. Every tool's output is checked against
+samtools' before anything is timed; a fast wrong answer aborts the run.
+
+Reported per job: median wall seconds, median CPU seconds (user + sys),
+median peak RSS, and the ratio of the peer's median wall time to fasthts'.
+Also the physical limit: single-thread inflate of every block of the file
+(examples/inflate_bound), and the 2-core bound derived from it.
+Peers missing from PATH (sambamba) are skipped with a note.
+"""
+import argparse, datetime, json, os, platform, shutil, socket, statistics, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.expanduser("~/.cache/fasthts-target"))
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def timed(cmd, stdout=subprocess.DEVNULL):
+    """Runs cmd under /usr/bin/time; returns (wall, cpu, maxrss_kb)."""
+    with tempfile.NamedTemporaryFile("r") as t:
+        subprocess.run(["/usr/bin/time", "-o", t.name, "-f", "%e %U %S %M"] + cmd, check=True, stdout=stdout, stderr=subprocess.DEVNULL)
+        wall, user, sys_, rss = t.read().split()[-4:]
+    return float(wall), float(user) + float(sys_), int(rss)
+
+
+def build():
+    env = dict(os.environ, CARGO_TARGET_DIR=TARGET)
+    sh(["cargo", "build", "--quiet", "--release", "-p", "fasthts-cli", "-p", "fasthts", "--example", "inflate_bound"], cwd=ROOT, env=env)
+    return os.path.join(TARGET, "release", "fasthts"), os.path.join(TARGET, "release", "examples", "inflate_bound")
+
+
+def ensure_bam(path):
+    if path:
+        return path
+    path = os.path.join(ROOT, "bench", "data", "1g.bam")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        sh(["bash", os.path.join(ROOT, "scripts", "gen-bam.sh"), path, "--target-bytes", "3600M", "--seed", "11"])
+    if not os.path.exists(path + ".bai"):
+        sh(["samtools", "index", "-@2", path])
+    return path
+
+
+def output(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True).stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bam")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
+    ap.add_argument("--jobs", default="flagstat,index,inflate")
+    a = ap.parse_args()
+    fasthts, inflate_bound = build()
+    bam = ensure_bam(a.bam)
+    jobs = a.jobs.split(",")
+    t = str(a.threads)
+    tmp = tempfile.mkdtemp(prefix="fasthts-bench-")
+    results = {}
+    lines = []
+
+    def report(job, tool, runs, base=None):
+        wall = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[1] for r in runs)
+        rss = statistics.median(r[2] for r in runs)
+        results.setdefault(job, {})[tool] = {"runs": runs, "median_wall": wall, "median_cpu": cpu, "median_rss_kb": rss}
+        ratio = f"  ratio(peer/fasthts)={wall / base:.2f}x" if base else ""
+        line = f"{job:10s} {tool:10s} median wall {wall:7.2f} s  cpu {cpu:7.2f} s  peak RSS {rss / 1024:8.1f} MB{ratio}"
+        print(line, flush=True)
+        lines.append(line)
+        return wall
+
+    if "flagstat" in jobs:
+        expected = output(["samtools", "flagstat", "-@", t, bam])
+        assert output([fasthts, "flagstat", "-@", t, bam]) == expected, "fasthts flagstat differs from samtools"
+        tools = {"fasthts": [fasthts, "flagstat", "-@", t, bam], "samtools": ["samtools", "flagstat", "-@", t, bam]}
+        if shutil.which("sambamba"):
+            tools["sambamba"] = ["sambamba", "flagstat", "-t", t, bam]
+        else:
+            print("sambamba not found: skipped")
+        runs = {k: [] for k in tools}
+        for _ in range(a.runs):
+            for k, cmd in tools.items():
+                runs[k].append(timed(cmd))
+        base = report("flagstat", "fasthts", runs["fasthts"])
+        for k in tools:
+            if k != "fasthts":
+                report("flagstat", k, runs[k], base)
+
+    if "index" in jobs:
+        ours, theirs = os.path.join(tmp, "f.bai"), os.path.join(tmp, "s.bai")
+        tools = {"fasthts": [fasthts, "index", "-@", t, bam, ours], "samtools": ["samtools", "index", "-@", t, bam, theirs]}
+        runs = {k: [] for k in tools}
+        for _ in range(a.runs):
+            for k, cmd in tools.items():
+                runs[k].append(timed(cmd))
+        assert open(ours, "rb").read() == open(theirs, "rb").read(), "fasthts index differs from samtools index"
+        base = report("index", "fasthts", runs["fasthts"])
+        report("index", "samtools", runs["samtools"], base)
+
+    if "inflate" in jobs:
+        out = output([inflate_bound, bam, str(a.runs)]).decode()
+        fields = dict(f.split("=", 1) for f in out.split("\t")[1:])
+        one = float(fields["median_s"])
+        line = (f"inflate    1 thread   median wall {one:7.2f} s  ({fields['MB_per_s']} MB/s uncompressed, "
+                f"{fields['uncompressed']} bytes); 2-core bound {one / 2:.2f} s")
+        print(line)
+        lines.append(line)
+        results["inflate"] = fields
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    run_dir = os.path.join(a.out, f"{stamp}-{socket.gethostname()}")
+    os.makedirs(run_dir, exist_ok=True)
+    meta = {
+        "bam": bam, "bam_bytes": os.path.getsize(bam), "runs": a.runs, "threads": a.threads,
+        "machine": platform.platform(), "cpus": os.cpu_count(),
+        "load_before": os.getloadavg(),
+        "samtools": output(["samtools", "--version"]).decode().splitlines()[0],
+    }
+    with open(os.path.join(run_dir, "raw.json"), "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=1)
+    with open(os.path.join(run_dir, "summary.txt"), "w") as f:
+        f.write(json.dumps(meta) + "\n" + "\n".join(lines) + "\n")
+    shutil.rmtree(tmp)
+    print(f"results in {run_dir}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
