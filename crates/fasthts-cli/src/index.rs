@@ -11,15 +11,17 @@ use std::path::{Path, PathBuf};
 #[derive(Args)]
 #[command(after_help = "The index is written to IN.bam.bai (or IN.bam.csi with -c/-m) unless OUT or -o is given.")]
 pub struct IndexArgs {
+    // As in samtools, -b, -c and -m apply in order and the last one wins:
+    // `-m 12 -b` makes a BAI, `-b -m 12` a CSI.
     /// Generate a BAI-format index [default].
-    #[arg(short = 'b', overrides_with = "csi")]
+    #[arg(short = 'b', overrides_with_all = ["csi", "min_shift"])]
     pub bai: bool,
     /// Generate a CSI-format index.
     #[arg(short = 'c', overrides_with = "bai")]
     pub csi: bool,
-    /// Minimum interval size for CSI indices is 2^INT (implies -c).
-    #[arg(short = 'm', value_name = "INT")]
-    pub min_shift: Option<u32>,
+    /// Minimum interval size for CSI indices is 2^INT [14] (implies -c; 0 or less makes a BAI).
+    #[arg(short = 'm', value_name = "INT", overrides_with = "bai", allow_negative_numbers = true)]
+    pub min_shift: Option<i32>,
     /// Interpret all filename arguments as files to be indexed.
     #[arg(short = 'M')]
     pub multiple: bool,
@@ -47,12 +49,9 @@ pub fn run(args: IndexArgs) -> CmdResult {
     if output.is_some() && inputs.len() > 1 {
         return Err("can't use -o with multiple input alignment files".into());
     }
-    let csi = args.min_shift.is_some() || (args.csi && !args.bai);
-    let format = if csi {
-        IndexFormat::Csi { min_shift: args.min_shift.unwrap_or(DEFAULT_MIN_SHIFT), depth: 0 }
-    } else {
-        IndexFormat::Bai
-    };
+    let min_shift = args.min_shift.map_or(DEFAULT_MIN_SHIFT as i32, |m| m);
+    let csi = (args.csi || args.min_shift.is_some()) && min_shift > 0;
+    let format = if csi { IndexFormat::Csi { min_shift: min_shift as u32, depth: 0 } } else { IndexFormat::Bai };
     crate::with_threads(args.threads, || -> CmdResult {
         for input in &inputs {
             let bam = BamFile::open(input)?;

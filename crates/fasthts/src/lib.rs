@@ -1,4 +1,54 @@
 //! fasthts: a parallel engine for BAM files.
+//!
+//! BAM files are memory-mapped ([`bam::BamFile`]); BGZF blocks are found by
+//! their headers and inflated with libdeflate on all threads ([`bgzf`]);
+//! records are zero-copy views into the inflated bytes
+//! ([`bam::RecordRef`]); the BAI/CSI index ([`index`]) cuts the genome into
+//! regions that the rayon pool reads in parallel ([`region`]), with results
+//! gathered in genome order. [`flagstat`] and [`indexer`] reproduce
+//! `samtools flagstat`, `index` and `idxstats` byte for byte on top.
+//!
+//! # Count records per region, in parallel
+//!
+//! ```
+//! use fasthts::bam::BamFile;
+//! use fasthts::index::IndexFormat;
+//! use fasthts::region::{self, Plan};
+//!
+//! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/small.bam");
+//! let bam = BamFile::open(path)?;
+//! // Any index works: read one with `Index::from_path`, or build it.
+//! let index = fasthts::indexer::build(&bam, IndexFormat::Bai)?;
+//! // Regions of ~64 kB of compressed data, tiling every reference, plus
+//! // the unplaced reads at the end of the file.
+//! let regions = region::plan(&bam, &index, Plan::BalancedBytes(64 << 10));
+//! let counts = region::scatter(&bam, &index, &regions, |_region, records| {
+//!     let (mut n, mut mapq30) = (0u64, 0u64);
+//!     while let Some(r) = records.next_record()? {
+//!         n += 1;
+//!         mapq30 += u64::from(r.mapq() >= 30);
+//!     }
+//!     Ok((n, mapq30))
+//! })?;
+//! // Every record is seen exactly once, whatever the plan or thread count.
+//! let total: u64 = counts.iter().map(|c| c.0).sum();
+//! assert_eq!(total, fasthts::flagstat::count_sequential(&bam)?.0.iter().map(|c| c.total).sum::<u64>());
+//! # Ok::<(), fasthts::Error>(())
+//! ```
+//!
+//! # Read every record in file order
+//!
+//! ```
+//! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/small.bam");
+//! let bam = fasthts::bam::BamFile::open(path)?;
+//! let mut records = bam.records()?;
+//! let mut longest = 0;
+//! while let Some(r) = records.next_record()? {
+//!     longest = longest.max(r.seq_len());
+//! }
+//! assert!(longest > 0);
+//! # Ok::<(), fasthts::Error>(())
+//! ```
 
 pub mod bam;
 pub mod bgzf;

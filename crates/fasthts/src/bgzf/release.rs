@@ -6,7 +6,7 @@
 //! to memory limits). Readers therefore drop the pages behind them.
 
 /// Bytes read between two releases.
-pub const RELEASE_STEP: u64 = 8 << 20;
+pub const RELEASE_STEP: u64 = 2 << 20;
 
 /// Drops the process's mapping of the whole pages within `file[from..to]`
 /// (the data stays in the page cache and is simply faulted back in if read

@@ -13,21 +13,28 @@ pub const BLOCK_DATA_SIZE: usize = 0xff00;
 const HEADER_LEN: usize = 18;
 /// Blocks compressed per parallel batch.
 const BATCH_BLOCKS: usize = 64;
-/// The compression level htslib uses when none is given.
+/// The compression level htslib uses when none is given (zlib's scale).
 pub const DEFAULT_LEVEL: u32 = 6;
+
+/// The libdeflate level htslib uses for a zlib-scale level 0–9 (its
+/// `bgzf_compress` table), so output sizes match samtools' at equal `-l`.
+pub fn libdeflate_level(zlib_level: u32) -> i32 {
+    const TABLE: [i32; 10] = [0, 1, 2, 3, 5, 6, 7, 8, 10, 12];
+    TABLE[zlib_level.min(9) as usize]
+}
 
 thread_local! {
     static COMPRESSOR: RefCell<Option<(u32, Compressor)>> = const { RefCell::new(None) };
 }
 
-/// Compresses `data` (at most [`BLOCK_DATA_SIZE`] bytes) into one BGZF block,
-/// replacing the contents of `out`.
+/// Compresses `data` (at most [`BLOCK_DATA_SIZE`] bytes) into one BGZF block
+/// at zlib-scale `level`, replacing the contents of `out`.
 pub fn compress_block(data: &[u8], level: u32, out: &mut Vec<u8>) {
     debug_assert!(data.len() <= BLOCK_DATA_SIZE);
     COMPRESSOR.with(|slot| {
         let mut slot = slot.borrow_mut();
         if slot.as_ref().map(|(l, _)| *l) != Some(level) {
-            let lvl = CompressionLvl::new(level.min(12) as i32).unwrap_or_default();
+            let lvl = CompressionLvl::new(libdeflate_level(level)).unwrap_or_default();
             *slot = Some((level, Compressor::new(lvl)));
         }
         let (_, c) = slot.as_mut().expect("compressor was just set");
@@ -71,8 +78,9 @@ pub struct BgzfWriter<W: Write> {
 }
 
 impl<W: Write> BgzfWriter<W> {
-    /// A writer compressing at `level` (0–12, libdeflate's scale; 6 is
-    /// htslib's default).
+    /// A writer compressing at `level` (0–9 on zlib's scale, as samtools'
+    /// `-l`; mapped to libdeflate levels as htslib maps them; 6 is htslib's
+    /// default).
     pub fn new(inner: W, level: u32) -> Self {
         BgzfWriter {
             inner: Some(inner),
@@ -167,7 +175,7 @@ mod tests {
                 (x >> 56) as u8
             })
             .collect();
-        for level in [0, 1, 6, 12] {
+        for level in [0, 1, 6, 9] {
             let out = compress_all(&data, level);
             assert!(has_eof_marker(&out));
             let mut off = 0;
