@@ -7,7 +7,7 @@
 
 use super::record::{RecordDefect, RecordRef};
 use super::{BamError, BamFile};
-use crate::bgzf::{inflate_blocks, Block, BgzfError, VirtualOffset, DEFAULT_BATCH_BYTES};
+use crate::bgzf::{inflate_blocks, BgzfError, Block, BlockMap, VirtualOffset, DEFAULT_BATCH_BYTES};
 use crate::Error;
 
 /// Room kept at the front of each buffer for the partial record carried over
@@ -16,37 +16,23 @@ const CARRY_ROOM: usize = 1 << 17;
 /// Largest `block_size` accepted (see `RecordReader`).
 const MAX_RECORD_SIZE: usize = 1 << 31;
 
-#[derive(Clone, Copy, Debug)]
-struct Span {
-    offset: u64,
-    /// Start in the buffer; negative for a block whose head was consumed
-    /// before its tail was carried into this buffer.
-    start: isize,
-    len: usize,
-}
-
 /// A batch of inflated blocks with the map from buffer positions back to
 /// virtual offsets.
-#[derive(Default)]
 struct Batch {
     buf: Vec<u8>,
     /// Unread data is `buf[pos..filled]`.
     pos: usize,
     filled: usize,
-    spans: Vec<Span>,
-    /// Offset just past the last block loaded into this batch.
-    end_offset: u64,
+    map: BlockMap,
 }
 
 impl Batch {
+    fn new(end_offset: u64) -> Self {
+        Batch { buf: Vec::new(), pos: 0, filled: 0, map: BlockMap::new(end_offset) }
+    }
+
     fn virtual_offset(&self, p: usize) -> VirtualOffset {
-        let p = p as isize;
-        let i = self.spans.partition_point(|s| s.start + s.len as isize <= p);
-        let (c, u) = match self.spans.get(i) {
-            Some(s) if s.start <= p => (s.offset, (p - s.start) as u64),
-            _ => (self.end_offset, 0),
-        };
-        VirtualOffset::from((c << 16) | u)
+        self.map.virtual_offset(p)
     }
 }
 
@@ -85,8 +71,8 @@ where
     let start = bam.first_record_offset();
     let mut next_block = start.compressed();
     let mut blocks: Vec<Block> = Vec::new();
-    let mut cur = Batch::default();
-    let mut next = Batch::default();
+    let mut cur = Batch::new(start.compressed());
+    let mut next = Batch::new(start.compressed());
 
     // Prime: the block holding the first record, then skip to it.
     collect_blocks(file, &mut next_block, DEFAULT_BATCH_BYTES, &mut blocks).map_err(|e| wrap(e.into()))?;
@@ -179,21 +165,18 @@ fn fill(file: &[u8], blocks: &[Block], batch: &mut Batch, room: usize) -> Result
         batch.buf.resize(room + total, 0);
     }
     inflate_blocks(file, blocks, &mut batch.buf[room..room + total])?;
-    batch.spans.clear();
+    batch.map.clear();
     let mut start = room as isize;
     for b in blocks {
-        batch.spans.push(Span { offset: b.offset, start, len: b.uncompressed_size as usize });
+        batch.map.push(b, start);
         start += b.uncompressed_size as isize;
     }
     batch.pos = room;
     batch.filled = room + total;
-    if let Some(b) = blocks.last() {
-        batch.end_offset = b.next_offset();
-    }
     Ok(())
 }
 
-/// Moves `cur`'s unread tail in front of `next`'s data, with its spans.
+/// Moves `cur`'s unread tail in front of `next`'s data, with its blocks.
 fn carry_tail(cur: &mut Batch, next: &mut Batch) {
     let tail = cur.filled - cur.pos;
     if tail == 0 {
@@ -211,16 +194,12 @@ fn carry_tail(cur: &mut Batch, next: &mut Batch) {
             next.buf.resize(end, 0);
         }
         next.buf.copy_within(data_start..next.filled, data_start + shift);
-        for s in &mut next.spans {
-            s.start += shift as isize;
-        }
+        next.map.shift(shift as isize);
         next.filled = end;
         0
     };
     next.buf[new_start..new_start + tail].copy_from_slice(&cur.buf[cur.pos..cur.filled]);
-    let delta = new_start as isize - cur.pos as isize;
-    let first_kept = cur.spans.partition_point(|s| s.start + s.len as isize <= cur.pos as isize);
-    next.spans.splice(0..0, cur.spans[first_kept..].iter().map(|s| Span { start: s.start + delta, ..*s }));
+    next.map.prepend_from(&cur.map, cur.pos, new_start as isize - cur.pos as isize);
     next.pos = new_start;
     cur.pos = cur.filled;
 }

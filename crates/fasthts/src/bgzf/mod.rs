@@ -5,11 +5,13 @@
 //! reading headers alone and the blocks inflated independently on all cores.
 
 mod block;
+mod block_map;
 mod reader;
 mod release;
 mod virtual_offset;
 mod writer;
 
+pub use block_map::BlockMap;
 pub use block::{has_eof_marker, Block, EOF_MARKER, MAX_BLOCK_SIZE};
 pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
 pub use release::{release_pages, RELEASE_STEP};

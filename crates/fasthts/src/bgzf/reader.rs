@@ -2,6 +2,7 @@
 //! in batches on all threads.
 
 use super::block::Block;
+use super::block_map::BlockMap;
 use super::{BgzfError, VirtualOffset};
 use libdeflater::Decompressor;
 use rayon::prelude::*;
@@ -74,16 +75,6 @@ pub fn decompress_all(file: &[u8]) -> Result<Vec<u8>, BgzfError> {
     Ok(out)
 }
 
-/// A loaded block's place in the reader's buffer.
-#[derive(Clone, Copy, Debug)]
-struct Span {
-    offset: u64,
-    size: u32,
-    /// Start in the buffer; negative once compaction dropped its head.
-    start: isize,
-    len: usize,
-}
-
 /// Reads the uncompressed stream of a BGZF file from a virtual offset,
 /// refilling a contiguous buffer with batches of blocks inflated in parallel.
 ///
@@ -95,13 +86,11 @@ pub struct BlockReader<'a> {
     limit: u64,
     /// Past this offset, blocks are loaded one at a time (see `set_soft_limit`).
     soft_limit: u64,
-    /// End offset of the last non-empty block loaded: the canonical position
-    /// once every loaded byte has been read.
-    loaded_end: u64,
     buf: Vec<u8>,
     filled: usize,
     pos: usize,
-    spans: Vec<Span>,
+    /// Which block each buffered byte came from.
+    map: BlockMap,
     blocks: Vec<Block>,
     batch_bytes: usize,
     /// Inflate batches on the rayon pool (true) or on the calling thread.
@@ -124,11 +113,10 @@ impl<'a> BlockReader<'a> {
             next_block: start.compressed(),
             limit: file.len() as u64,
             soft_limit: u64::MAX,
-            loaded_end: start.compressed(),
             buf: Vec::new(),
             filled: 0,
             pos: 0,
-            spans: Vec::new(),
+            map: BlockMap::new(start.compressed()),
             blocks: Vec::new(),
             batch_bytes: batch_bytes.max(1),
             released: None,
@@ -212,13 +200,7 @@ impl<'a> BlockReader<'a> {
 
     /// Virtual offset of the unread byte `ahead` bytes past the cursor.
     pub fn virtual_offset_at(&self, ahead: usize) -> VirtualOffset {
-        let p = (self.pos + ahead) as isize;
-        let i = self.spans.partition_point(|s| s.start + s.len as isize <= p);
-        let (compressed, within) = match self.spans.get(i) {
-            Some(s) if s.start <= p => (s.offset, (p - s.start) as u64),
-            _ => (self.loaded_end, 0),
-        };
-        VirtualOffset::from((compressed << 16) | within)
+        self.map.virtual_offset(self.pos + ahead)
     }
 
     /// Loads at least one more non-empty block (more, up to the batch size, or
@@ -263,10 +245,8 @@ impl<'a> BlockReader<'a> {
         }
         let mut start = self.filled as isize;
         for b in &self.blocks {
-            let len = b.uncompressed_size as usize;
-            self.spans.push(Span { offset: b.offset, size: b.size, start, len });
-            start += len as isize;
-            self.loaded_end = b.next_offset();
+            self.map.push(b, start);
+            start += b.uncompressed_size as isize;
         }
         self.filled = end;
         Ok(true)
@@ -281,12 +261,7 @@ impl<'a> BlockReader<'a> {
         self.buf.copy_within(shift..self.filled, 0);
         self.filled -= shift;
         self.pos = 0;
-        let keep_from = self.spans.partition_point(|s| s.start + (s.len as isize) <= shift as isize);
-        self.spans.drain(..keep_from);
-        for s in &mut self.spans {
-            s.start -= shift as isize;
-        }
-        debug_assert!(self.spans.iter().all(|s| s.size > 0));
+        self.map.keep_from(shift, -(shift as isize));
     }
 }
 
