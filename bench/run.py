@@ -84,7 +84,12 @@ def main():
     if "flagstat" in jobs:
         expected = output(["samtools", "flagstat", "-@", t, bam])
         assert output([fasthts, "flagstat", "-@", t, bam]) == expected, "fasthts flagstat differs from samtools"
-        tools = {"fasthts": [fasthts, "flagstat", "-@", t, bam], "samtools": ["samtools", "flagstat", "-@", t, bam]}
+        # The same BAM without an index beside it: fasthts' sequential path.
+        noidx = os.path.join(tmp, "noindex.bam")
+        os.symlink(os.path.abspath(bam), noidx)
+        assert output([fasthts, "flagstat", "-@", t, noidx]) == expected, "fasthts flagstat (no index) differs"
+        tools = {"fasthts": [fasthts, "flagstat", "-@", t, bam], "fasthts-seq": [fasthts, "flagstat", "-@", t, noidx],
+                 "samtools": ["samtools", "flagstat", "-@", t, bam]}
         if shutil.which("sambamba"):
             tools["sambamba"] = ["sambamba", "flagstat", "-t", t, bam]
         else:
