@@ -116,7 +116,7 @@ def main():
 
     if "inflate" in jobs:
         out = output([inflate_bound, bam, str(a.runs)]).decode()
-        fields = dict(f.split("=", 1) for f in out.split("\t")[1:])
+        fields = dict(f.split("=", 1) for f in out.strip().split("\t")[1:])
         one = float(fields["median_s"])
         line = (f"inflate    1 thread   median wall {one:7.2f} s  ({fields['MB_per_s']} MB/s uncompressed, "
                 f"{fields['uncompressed']} bytes); 2-core bound {one / 2:.2f} s")
@@ -131,7 +131,7 @@ def main():
         "bam": bam, "bam_bytes": os.path.getsize(bam), "runs": a.runs, "threads": a.threads,
         "machine": platform.platform(), "cpus": os.cpu_count(),
         "load_before": os.getloadavg(),
-        "samtools": output(["samtools", "--version"]).decode().splitlines()[0],
+        "samtools": output(["samtools", "--version"]).decode(errors="replace").splitlines()[0],
     }
     with open(os.path.join(run_dir, "raw.json"), "w") as f:
         json.dump({"meta": meta, "results": results}, f, indent=1)
