@@ -8,6 +8,7 @@ use std::process::ExitCode;
 mod flagstat;
 mod idxstats;
 mod index;
+mod sort;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
 /// `fasthts <subcommand>: <error>`, and the process exits with status 1.
@@ -28,6 +29,8 @@ enum Command {
     Index(index::IndexArgs),
     /// Per-reference record counts from the index, as samtools idxstats.
     Idxstats(idxstats::IdxstatsArgs),
+    /// Sorts a BAM by coordinate, as samtools sort.
+    Sort(sort::SortArgs),
 }
 
 impl Command {
@@ -36,6 +39,7 @@ impl Command {
             Command::Flagstat(_) => "flagstat",
             Command::Index(_) => "index",
             Command::Idxstats(_) => "idxstats",
+            Command::Sort(_) => "sort",
         }
     }
 
@@ -44,6 +48,7 @@ impl Command {
             Command::Flagstat(a) => flagstat::run(a),
             Command::Index(a) => index::run(a),
             Command::Idxstats(a) => idxstats::run(a),
+            Command::Sort(a) => sort::run(a),
         }
     }
 }

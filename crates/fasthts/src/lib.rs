@@ -58,5 +58,6 @@ pub mod index;
 pub mod indexer;
 pub mod output;
 pub mod region;
+pub mod sort;
 
 pub use error::Error;

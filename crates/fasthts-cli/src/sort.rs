@@ -1,0 +1,102 @@
+//! `fasthts sort`: samtools sort (coordinate order from BAM input so far).
+
+use crate::CmdResult;
+use clap::Args;
+use fasthts::bam::BamFile;
+use fasthts::output::TempOutput;
+use fasthts::sort::{self, SortOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+/// Sorts a BAM file by coordinate, as samtools sort.
+#[derive(Args)]
+#[command(after_help = "Implemented so far: coordinate order from BAM input (queryname, tag, \
+template-coordinate and minimiser orders, SAM input and --write-index are not yet).")]
+pub struct SortArgs {
+    /// Compression level, from 0 (uncompressed) to 9 (best) [6].
+    #[arg(short = 'l', value_name = "INT", value_parser = clap::value_parser!(u32).range(0..=9))]
+    pub level: Option<u32>,
+    /// Output uncompressed BAM (equivalent to -l 0).
+    #[arg(short = 'u')]
+    pub uncompressed: bool,
+    /// Maximum memory per thread; suffix K/M/G recognised [768M].
+    #[arg(short = 'm', value_name = "INT", default_value = "768M", value_parser = parse_memory)]
+    pub memory: usize,
+    /// Write final output to FILE rather than standard output.
+    #[arg(short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Output format (only bam so far).
+    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT", default_value = "bam")]
+    pub format: String,
+    /// Write temporary files to PREFIX.* [beside the output, or ./].
+    #[arg(short = 'T', value_name = "PREFIX")]
+    pub temp_prefix: Option<PathBuf>,
+    /// Worker threads (all cores by default).
+    #[arg(short = '@', long = "threads", value_name = "INT")]
+    pub threads: Option<usize>,
+    /// Do not add a @PG line to the header.
+    #[arg(long = "no-PG")]
+    pub no_pg: bool,
+    /// Input BAM file.
+    #[arg(value_name = "IN.bam")]
+    pub input: PathBuf,
+}
+
+/// samtools' memory sizes: a number with an optional K, M or G (powers of 1024).
+fn parse_memory(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], 1usize << 10),
+        Some((i, 'm' | 'M')) => (&s[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: usize = num.parse().map_err(|_| format!("invalid memory size {s:?}"))?;
+    n.checked_mul(mult).ok_or_else(|| format!("memory size {s:?} is too large"))
+}
+
+pub fn run(args: SortArgs) -> CmdResult {
+    if !args.format.eq_ignore_ascii_case("bam") {
+        return Err(format!("output format {:?} is not supported yet (only bam)", args.format).into());
+    }
+    if args.input.as_os_str() == "-" {
+        return Err("reading from standard input is not supported yet; give a BAM file".into());
+    }
+    let threads = args.threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let level = if args.uncompressed { 0 } else { args.level.unwrap_or(fasthts::bgzf::DEFAULT_LEVEL) };
+    let temp_prefix = args.temp_prefix.clone().unwrap_or_else(|| match &args.output {
+        Some(o) => o.clone(),
+        None => PathBuf::from("fasthts-sort"),
+    });
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let opts = SortOptions {
+        memory: args.memory.saturating_mul(threads),
+        level,
+        temp_prefix,
+        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), command_line)),
+    };
+    crate::with_threads(Some(threads), || -> CmdResult {
+        let bam = BamFile::open(&args.input)?;
+        crate::warn_if_truncated(&bam);
+        match &args.output {
+            Some(path) => {
+                let (temp, file) = TempOutput::create(path)?;
+                let (_, out) = sort::sort_coordinate(&bam, &opts, BufWriter::with_capacity(1 << 20, file))?;
+                let file = out.into_inner().map_err(|e| e.into_error())?;
+                file.sync_all()?;
+                temp.commit()?;
+            }
+            None => {
+                let stdout = io::stdout().lock();
+                match sort::sort_coordinate(&bam, &opts, BufWriter::with_capacity(1 << 20, stdout)) {
+                    Err(fasthts::Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
+                    r => {
+                        r?;
+                    }
+                }
+                io::stdout().flush().ok();
+            }
+        }
+        Ok(())
+    })
+}

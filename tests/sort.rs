@@ -1,0 +1,85 @@
+//! fasthts sort against samtools sort 1.16: same records in the same order
+//! (ties included), same header edits, in memory and through run files, at
+//! several thread counts.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+fn view(bam: &Path) -> Vec<u8> {
+    let mut c = Command::new("samtools");
+    c.args(["view", "-h", "--no-PG"]).arg(bam);
+    let out = run(c);
+    assert!(out.status.success(), "samtools view {}: {}", bam.display(), text(&out.stderr));
+    out.stdout
+}
+
+#[test]
+fn coordinate_sort_matches_samtools() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sort");
+    let data = repo_root().join("tests/data");
+    let mut inputs = vec![data.join("unsorted.bam")];
+    // Name-sorted copies of the fixtures, so coordinate sorting has work to do.
+    for f in ["small.bam", "long_ref.bam", "huge_record.bam", "long_cigar.bam", "unmapped_only.bam", "header_only.bam"] {
+        let byname = dir.path(&format!("byname-{f}"));
+        let mut c = Command::new("samtools");
+        c.args(["sort", "-n", "--no-PG", "-o"]).arg(&byname).arg(data.join(f));
+        assert!(run(c).status.success());
+        inputs.push(byname);
+    }
+    for input in &inputs {
+        let theirs = dir.path("theirs.bam");
+        let mut c = Command::new("samtools");
+        c.args(["sort", "--no-PG", "-o"]).arg(&theirs).arg(input);
+        assert!(run(c).status.success());
+        let expected = view(&theirs);
+        for (threads, memory) in [("1", "768M"), ("4", "768M"), ("2", "1M"), ("1", "1K")] {
+            let ours = dir.path("ours.bam");
+            let mut c = fasthts();
+            c.args(["sort", "--no-PG", "-@", threads, "-m", memory, "-T"]).arg(dir.path("tmp")).arg("-o").arg(&ours).arg(input);
+            let out = run(c);
+            assert!(out.status.success(), "{}: {}", input.display(), text(&out.stderr));
+            assert!(view(&ours) == expected, "{} -@ {threads} -m {memory}: differs from samtools sort", input.display());
+            // No run files left behind.
+            let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains("runs")).collect();
+            assert!(left.is_empty(), "run files left: {left:?}");
+        }
+    }
+}
+
+#[test]
+fn sorted_output_indexes_and_carries_pg_and_so() {
+    let dir = TempDir::new("sortpg");
+    let out = dir.path("s.bam");
+    let mut c = fasthts();
+    c.args(["sort", "-o"]).arg(&out).arg(repo_root().join("tests/data/unsorted.bam"));
+    assert!(run(c).status.success());
+    let mut c = fasthts();
+    c.arg("index").arg(&out);
+    let r = run(c);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let bam = fasthts::bam::BamFile::open(&out).unwrap();
+    let header = text(&bam.header().text);
+    assert!(header.starts_with("@HD\tVN:") && header.lines().next().unwrap().contains("\tSO:coordinate"), "{header}");
+    assert!(header.lines().any(|l| l.starts_with("@PG\tID:fasthts") && l.contains("CL:")), "{header}");
+}
+
+#[test]
+fn sort_fails_cleanly_on_bad_input() {
+    let dir = TempDir::new("sortbad");
+    let good = std::fs::read(repo_root().join("tests/data/small.bam")).unwrap();
+    let bad = dir.path("cut.bam");
+    std::fs::write(&bad, &good[..good.len() / 2]).unwrap();
+    let out = dir.path("out.bam");
+    let mut c = fasthts();
+    c.args(["sort", "-m", "1K", "-T"]).arg(dir.path("tmp")).arg("-o").arg(&out).arg(&bad);
+    let r = run(c);
+    assert_eq!(r.status.code(), Some(1));
+    assert_eq!(text(&r.stderr).lines().filter(|l| !l.contains("warning")).count(), 1, "{}", text(&r.stderr));
+    let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("cut.bam")], "outputs or runs left behind");
+}
