@@ -16,7 +16,7 @@ fn view(bam: &Path) -> Vec<u8> {
 }
 
 #[test]
-fn coordinate_sort_matches_samtools() {
+fn coordinate_and_name_sorts_match_samtools() {
     if !have_samtools() {
         return;
     }
@@ -31,22 +31,37 @@ fn coordinate_sort_matches_samtools() {
         assert!(run(c).status.success());
         inputs.push(byname);
     }
+    // The coordinate-sorted fixtures are inputs for the name sort.
+    inputs.push(data.join("small.bam"));
+    inputs.push(data.join("long_cigar.bam"));
     for input in &inputs {
-        let theirs = dir.path("theirs.bam");
-        let mut c = Command::new("samtools");
-        c.args(["sort", "--no-PG", "-o"]).arg(&theirs).arg(input);
-        assert!(run(c).status.success());
-        let expected = view(&theirs);
-        for (threads, memory) in [("1", "768M"), ("4", "768M"), ("2", "1M"), ("1", "1K")] {
-            let ours = dir.path("ours.bam");
-            let mut c = fasthts();
-            c.args(["sort", "--no-PG", "-@", threads, "-m", memory, "-T"]).arg(dir.path("tmp")).arg("-o").arg(&ours).arg(input);
-            let out = run(c);
-            assert!(out.status.success(), "{}: {}", input.display(), text(&out.stderr));
-            assert!(view(&ours) == expected, "{} -@ {threads} -m {memory}: differs from samtools sort", input.display());
-            // No run files left behind.
-            let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains("runs")).collect();
-            assert!(left.is_empty(), "run files left: {left:?}");
+        for order in [&[][..], &["-n"][..]] {
+            let theirs = dir.path("theirs.bam");
+            let mut c = Command::new("samtools");
+            c.arg("sort").args(order).args(["--no-PG", "-o"]).arg(&theirs).arg(input);
+            assert!(run(c).status.success());
+            let expected = view(&theirs);
+            for (threads, memory) in [("1", "768M"), ("4", "768M"), ("2", "1M"), ("1", "1K")] {
+                let ours = dir.path("ours.bam");
+                let mut c = fasthts();
+                c.arg("sort")
+                    .args(order)
+                    .args(["--no-PG", "-@", threads, "-m", memory, "-T"])
+                    .arg(dir.path("tmp"))
+                    .arg("-o")
+                    .arg(&ours)
+                    .arg(input);
+                let out = run(c);
+                assert!(out.status.success(), "{}: {}", input.display(), text(&out.stderr));
+                assert!(view(&ours) == expected, "{} {order:?} -@ {threads} -m {memory}: differs from samtools sort", input.display());
+                // No run files left behind.
+                let left: Vec<_> = std::fs::read_dir(&dir.0)
+                    .unwrap()
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().contains("runs"))
+                    .collect();
+                assert!(left.is_empty(), "run files left: {left:?}");
+            }
         }
     }
 }

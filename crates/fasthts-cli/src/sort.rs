@@ -4,14 +4,14 @@ use crate::CmdResult;
 use clap::Args;
 use fasthts::bam::BamFile;
 use fasthts::output::TempOutput;
-use fasthts::sort::{self, SortOptions};
+use fasthts::sort::{self, SortOptions, SortOrder};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-/// Sorts a BAM file by coordinate, as samtools sort.
+/// Sorts a BAM file by coordinate (or name with -n), as samtools sort.
 #[derive(Args)]
-#[command(after_help = "Implemented so far: coordinate order from BAM input (queryname, tag, \
-template-coordinate and minimiser orders, SAM input and --write-index are not yet).")]
+#[command(after_help = "Implemented so far: coordinate and queryname (-n) orders from BAM input \
+(tag, template-coordinate and minimiser orders, SAM input and --write-index are not yet).")]
 pub struct SortArgs {
     /// Compression level, from 0 (uncompressed) to 9 (best) [6].
     #[arg(short = 'l', value_name = "INT", value_parser = clap::value_parser!(u32).range(0..=9))]
@@ -34,6 +34,9 @@ pub struct SortArgs {
     /// Worker threads (all cores by default).
     #[arg(short = '@', long = "threads", value_name = "INT")]
     pub threads: Option<usize>,
+    /// Sort by read name (samtools' natural order), not by coordinate.
+    #[arg(short = 'n')]
+    pub by_name: bool,
     /// Do not add a @PG line to the header.
     #[arg(long = "no-PG")]
     pub no_pg: bool,
@@ -70,6 +73,7 @@ pub fn run(args: SortArgs) -> CmdResult {
     });
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let opts = SortOptions {
+        order: if args.by_name { SortOrder::QueryName } else { SortOrder::Coordinate },
         memory: args.memory.saturating_mul(threads),
         level,
         temp_prefix,
@@ -81,14 +85,14 @@ pub fn run(args: SortArgs) -> CmdResult {
         match &args.output {
             Some(path) => {
                 let (temp, file) = TempOutput::create(path)?;
-                let (_, out) = sort::sort_coordinate(&bam, &opts, BufWriter::with_capacity(1 << 20, file))?;
+                let (_, out) = sort::sort_bam(&bam, &opts, BufWriter::with_capacity(1 << 20, file))?;
                 let file = out.into_inner().map_err(|e| e.into_error())?;
                 file.sync_all()?;
                 temp.commit()?;
             }
             None => {
                 let stdout = io::stdout().lock();
-                match sort::sort_coordinate(&bam, &opts, BufWriter::with_capacity(1 << 20, stdout)) {
+                match sort::sort_bam(&bam, &opts, BufWriter::with_capacity(1 << 20, stdout)) {
                     Err(fasthts::Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
                     r => {
                         r?;

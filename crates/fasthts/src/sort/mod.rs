@@ -5,28 +5,29 @@
 //! all threads (a stable sort, so ties keep input order as in samtools) and,
 //! if more input follows, written as a run file of raw records. Runs are
 //! merged in input order (again keeping ties stable) into the parallel BGZF
-//! writer. What is implemented so far: coordinate order from BAM input.
+//! writer. Implemented so far: coordinate and queryname orders from BAM
+//! input.
 
 mod header;
 mod key;
 mod run;
 
 pub use header::{add_pg_line, set_sort_order};
-pub use key::{coordinate_key, record_coordinate_key};
+pub use key::{coordinate_key, record_coordinate_key, strnum_cmp, SortOrder};
 pub use run::{RunDir, RunReader};
 
 use crate::bam::{BamFile, Header, RecordRef};
 use crate::bgzf::BgzfWriter;
 use crate::Error;
 use rayon::prelude::*;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io::Write;
 use std::path::PathBuf;
 
 /// How to sort.
 #[derive(Clone, Debug)]
 pub struct SortOptions {
+    /// The order.
+    pub order: SortOrder,
     /// Memory for record batches, in bytes, for all threads together
     /// (samtools' `-m` times its threads).
     pub memory: usize,
@@ -58,9 +59,9 @@ struct Arena {
 }
 
 impl Arena {
-    fn push(&mut self, r: &RecordRef<'_>) {
+    fn push(&mut self, r: &RecordRef<'_>, order: SortOrder) {
         let bytes = r.as_bytes();
-        self.entries.push((record_coordinate_key(r), self.data.len()));
+        self.entries.push((order.key(r), self.data.len()));
         self.data.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
         self.data.extend_from_slice(bytes);
     }
@@ -69,14 +70,20 @@ impl Arena {
         self.data.len() + self.entries.len() * ENTRY_BYTES
     }
 
-    fn sort(&mut self) {
-        // Stable: equal keys stay in input order, as samtools keeps them.
-        self.entries.par_sort_by_key(|e| e.0);
+    fn sort(&mut self, order: SortOrder) {
+        // Stable: equal records stay in input order, as samtools keeps them.
+        match order {
+            SortOrder::Coordinate => self.entries.par_sort_by_key(|e| e.0),
+            SortOrder::QueryName => {
+                let data = &self.data;
+                let rec = |off: usize| RecordRef::new_prevalidated(&record_at(data, off)[4..]);
+                self.entries.par_sort_by(|a, b| a.0.cmp(&b.0).then_with(|| order.compare(&rec(a.1), &rec(b.1))));
+            }
+        }
     }
 
     fn record(&self, offset: usize) -> &[u8] {
-        let n = u32::from_le_bytes(self.data[offset..offset + 4].try_into().expect("4 bytes")) as usize;
-        &self.data[offset..offset + 4 + n]
+        record_at(&self.data, offset)
     }
 
     fn sorted_records(&self) -> impl Iterator<Item = &[u8]> {
@@ -89,19 +96,26 @@ impl Arena {
     }
 }
 
-/// Sorts `bam` by coordinate into `out` (a BAM stream), as `samtools sort`,
-/// and returns `out` flushed.
-pub fn sort_coordinate<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> Result<(SortStats, W), Error> {
+/// The record (with its `block_size` prefix) stored at `offset` of an arena.
+fn record_at(data: &[u8], offset: usize) -> &[u8] {
+    let n = u32::from_le_bytes(data[offset..offset + 4].try_into().expect("4 bytes")) as usize;
+    &data[offset..offset + 4 + n]
+}
+
+/// Sorts `bam` into `out` (a BAM stream) as `samtools sort` does, and
+/// returns `out` flushed.
+pub fn sort_bam<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> Result<(SortStats, W), Error> {
+    let order = opts.order;
     let mut arena = Arena::default();
     let mut runs: Option<RunDir> = None;
     let mut run_paths = Vec::new();
     let mut stats = SortStats::default();
     let limit = opts.memory.max(1 << 20);
     crate::bam::scan(bam, |r, _| {
-        arena.push(r);
+        arena.push(r, order);
         stats.records += 1;
         if arena.footprint() >= limit {
-            arena.sort();
+            arena.sort(order);
             let dir = match &mut runs {
                 Some(d) => d,
                 None => runs.insert(RunDir::create(&opts.temp_prefix)?),
@@ -111,10 +125,10 @@ pub fn sort_coordinate<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> R
         }
         Ok(())
     })?;
-    arena.sort();
+    arena.sort(order);
     stats.runs = run_paths.len();
 
-    let mut text = set_sort_order(&bam.header().text, "coordinate");
+    let mut text = set_sort_order(&bam.header().text, order.header_value());
     if let Some((version, cl)) = &opts.program {
         text = add_pg_line(&text, "fasthts", version, cl);
     }
@@ -127,7 +141,7 @@ pub fn sort_coordinate<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> R
             w.write_all(r)?;
         }
     } else {
-        merge(&run_paths, &arena, &mut w)?;
+        merge(&run_paths, &arena, order, &mut w)?;
     }
     let out = w.finish()?;
     drop(runs);
@@ -136,35 +150,113 @@ pub fn sort_coordinate<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> R
 
 /// K-way merge of the runs (in input order) and the last in-memory batch,
 /// ties broken by source order so the sort stays stable.
-fn merge<W: Write>(run_paths: &[PathBuf], last: &Arena, w: &mut BgzfWriter<W>) -> Result<(), Error> {
+fn merge<W: Write>(run_paths: &[PathBuf], last: &Arena, order: SortOrder, w: &mut BgzfWriter<W>) -> Result<(), Error> {
     let mut readers = run_paths.iter().map(|p| RunReader::open(p)).collect::<Result<Vec<_>, _>>()?;
-    let key_of = |rec: &[u8]| record_coordinate_key(&RecordRef::new_prevalidated(&rec[4..]));
-    let mut heap = BinaryHeap::with_capacity(readers.len() + 1);
-    for (i, r) in readers.iter_mut().enumerate() {
-        if r.advance()? {
-            heap.push(Reverse((key_of(&r.record), i)));
-        }
-    }
     let mem = readers.len();
     let mut mem_next = 0usize;
-    if let Some(&(k, _)) = last.entries.first() {
-        heap.push(Reverse((k, mem)));
+    // The current record of each source; `None` once exhausted.
+    let mut live: Vec<bool> = Vec::with_capacity(mem + 1);
+    for r in readers.iter_mut() {
+        live.push(r.advance()?);
     }
-    while let Some(Reverse((_, src))) = heap.pop() {
-        if src == mem {
+    live.push(!last.entries.is_empty());
+    fn current<'a>(readers: &'a [RunReader], last: &'a Arena, mem_next: usize, order: SortOrder, src: usize) -> (u128, &'a [u8]) {
+        if src == readers.len() {
+            let (k, off) = last.entries[mem_next];
+            (k, last.record(off))
+        } else {
+            let rec = &readers[src].record;
+            (order.key(&RecordRef::new_prevalidated(&rec[4..])), rec.as_slice())
+        }
+    }
+    let less = |readers: &[RunReader], mem_next: usize, a: usize, b: usize| -> bool {
+        let (ka, ra) = current(readers, last, mem_next, order, a);
+        let (kb, rb) = current(readers, last, mem_next, order, b);
+        let by_record =
+            ka.cmp(&kb).then_with(|| order.compare(&RecordRef::new_prevalidated(&ra[4..]), &RecordRef::new_prevalidated(&rb[4..])));
+        by_record.then(a.cmp(&b)) == std::cmp::Ordering::Less
+    };
+    let mut heap = MergeHeap::default();
+    for (src, &alive) in live.iter().enumerate() {
+        if alive {
+            heap.push(src, |a, b| less(&readers, mem_next, a, b));
+        }
+    }
+    while let Some(src) = heap.peek() {
+        let more = if src == mem {
             let (_, off) = last.entries[mem_next];
             w.write_all(last.record(off))?;
             mem_next += 1;
-            if let Some(&(k, _)) = last.entries.get(mem_next) {
-                heap.push(Reverse((k, mem)));
-            }
+            mem_next < last.entries.len()
         } else {
-            let r = &mut readers[src];
-            w.write_all(&r.record)?;
-            if r.advance()? {
-                heap.push(Reverse((key_of(&r.record), src)));
-            }
+            w.write_all(&readers[src].record)?;
+            readers[src].advance()?
+        };
+        if more {
+            heap.replace_top(|a, b| less(&readers, mem_next, a, b));
+        } else {
+            heap.pop(|a, b| less(&readers, mem_next, a, b));
         }
     }
     Ok(())
+}
+
+/// A binary min-heap of source indices ordered by a caller-given
+/// comparison, which may look at each source's current record (so the heap
+/// holds no copies of records).
+#[derive(Default)]
+struct MergeHeap {
+    items: Vec<usize>,
+}
+
+impl MergeHeap {
+    fn peek(&self) -> Option<usize> {
+        self.items.first().copied()
+    }
+
+    fn push(&mut self, src: usize, less: impl Fn(usize, usize) -> bool) {
+        self.items.push(src);
+        let mut i = self.items.len() - 1;
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !less(self.items[i], self.items[parent]) {
+                break;
+            }
+            self.items.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    /// Restores order after the top source moved to its next record.
+    fn replace_top(&mut self, less: impl Fn(usize, usize) -> bool) {
+        self.sift_down(0, &less);
+    }
+
+    /// Removes the top source (exhausted).
+    fn pop(&mut self, less: impl Fn(usize, usize) -> bool) {
+        let last = self.items.pop();
+        if !self.items.is_empty() {
+            self.items[0] = last.expect("non-empty");
+            self.sift_down(0, &less);
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize, less: &impl Fn(usize, usize) -> bool) {
+        let n = self.items.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && less(self.items[l], self.items[m]) {
+                m = l;
+            }
+            if r < n && less(self.items[r], self.items[m]) {
+                m = r;
+            }
+            if m == i {
+                return;
+            }
+            self.items.swap(i, m);
+            i = m;
+        }
+    }
 }
