@@ -98,3 +98,36 @@ fn sort_fails_cleanly_on_bad_input() {
     let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
     assert_eq!(left, vec![std::ffi::OsString::from("cut.bam")], "outputs or runs left behind");
 }
+
+#[test]
+fn write_index_equals_samtools_index_of_the_output() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sortidx");
+    let input = dir.path("byname.bam");
+    let mut c = Command::new("samtools");
+    c.args(["sort", "-n", "-o"]).arg(&input).arg(repo_root().join("tests/data/small.bam"));
+    assert!(run(c).status.success());
+    for memory in ["768M", "1M"] {
+        // Default: OUT.csi.
+        let out = dir.path("out.bam");
+        let mut c = fasthts();
+        c.args(["sort", "--write-index", "-m", memory, "-o"]).arg(&out).arg(&input);
+        let r = run(c);
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        let mut s = Command::new("samtools");
+        s.args(["index", "-c"]).arg(&out).arg(dir.path("theirs.csi"));
+        assert!(run(s).status.success());
+        assert!(std::fs::read(dir.path("out.bam.csi")).unwrap() == std::fs::read(dir.path("theirs.csi")).unwrap(), "CSI -m {memory}");
+        // `##idx##` names a BAI.
+        let spec = format!("{}##idx##{}", dir.path("b.bam").display(), dir.path("b.bai").display());
+        let mut c = fasthts();
+        c.args(["sort", "--write-index", "-m", memory, "-o", &spec]).arg(&input);
+        assert!(run(c).status.success());
+        let mut s = Command::new("samtools");
+        s.arg("index").arg(dir.path("b.bam")).arg(dir.path("theirs.bai"));
+        assert!(run(s).status.success());
+        assert!(std::fs::read(dir.path("b.bai")).unwrap() == std::fs::read(dir.path("theirs.bai")).unwrap(), "BAI -m {memory}");
+    }
+}

@@ -3,6 +3,7 @@
 use crate::CmdResult;
 use clap::Args;
 use fasthts::bam::BamFile;
+use fasthts::index::{IndexFormat, DEFAULT_MIN_SHIFT};
 use fasthts::output::TempOutput;
 use fasthts::sort::{self, SortOptions, SortOrder};
 use std::io::{self, BufWriter, Write};
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 /// Sorts a BAM file by coordinate (or name with -n), as samtools sort.
 #[derive(Args)]
 #[command(after_help = "Implemented so far: coordinate and queryname (-n) orders from BAM input \
-(tag, template-coordinate and minimiser orders, SAM input and --write-index are not yet).")]
+(tag, template-coordinate and minimiser orders and SAM input are not yet).")]
 pub struct SortArgs {
     /// Compression level, from 0 (uncompressed) to 9 (best) [6].
     #[arg(short = 'l', value_name = "INT", value_parser = clap::value_parser!(u32).range(0..=9))]
@@ -37,6 +38,10 @@ pub struct SortArgs {
     /// Sort by read name (samtools' natural order), not by coordinate.
     #[arg(short = 'n')]
     pub by_name: bool,
+    /// Index the output as it is written: OUT.csi, or the path after
+    /// `##idx##` in `-o OUT##idx##INDEX` (a BAI when it ends in .bai).
+    #[arg(long = "write-index")]
+    pub write_index: bool,
     /// Do not add a @PG line to the header.
     #[arg(long = "no-PG")]
     pub no_pg: bool,
@@ -67,12 +72,29 @@ pub fn run(args: SortArgs) -> CmdResult {
     }
     let threads = args.threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let level = if args.uncompressed { 0 } else { args.level.unwrap_or(fasthts::bgzf::DEFAULT_LEVEL) };
-    let temp_prefix = args.temp_prefix.clone().unwrap_or_else(|| match &args.output {
-        Some(o) => o.clone(),
-        None => PathBuf::from("fasthts-sort"),
-    });
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    // samtools' `-o out.bam##idx##out.bam.bai` names the index.
+    let (output, index_path) = match args.output.as_ref().map(|o| o.to_string_lossy().into_owned()) {
+        Some(o) => match o.split_once("##idx##") {
+            Some((bam, idx)) => (Some(PathBuf::from(bam)), Some(PathBuf::from(idx))),
+            None => (Some(PathBuf::from(&o)), Some(PathBuf::from(format!("{o}.csi")))),
+        },
+        None => (None, None),
+    };
+    let temp_prefix = args.temp_prefix.clone().unwrap_or_else(|| output.clone().unwrap_or_else(|| PathBuf::from("fasthts-sort")));
+    let mut index = None;
+    if args.write_index {
+        if args.by_name {
+            eprintln!("fasthts sort: warning: ignoring --write-index as it only works for position sorted files");
+        } else if let Some(p) = &index_path {
+            let bai = p.extension().is_some_and(|e| e == "bai");
+            index = Some(if bai { IndexFormat::Bai } else { IndexFormat::Csi { min_shift: DEFAULT_MIN_SHIFT, depth: 0 } });
+        } else {
+            return Err("--write-index needs an output file (-o)".into());
+        }
+    }
     let opts = SortOptions {
+        index,
         order: if args.by_name { SortOrder::QueryName } else { SortOrder::Coordinate },
         memory: args.memory.saturating_mul(threads),
         level,
@@ -82,13 +104,16 @@ pub fn run(args: SortArgs) -> CmdResult {
     crate::with_threads(Some(threads), || -> CmdResult {
         let bam = BamFile::open(&args.input)?;
         crate::warn_if_truncated(&bam);
-        match &args.output {
+        match &output {
             Some(path) => {
                 let (temp, file) = TempOutput::create(path)?;
-                let (_, out) = sort::sort_bam(&bam, &opts, BufWriter::with_capacity(1 << 20, file))?;
+                let (stats, out) = sort::sort_bam(&bam, &opts, BufWriter::with_capacity(1 << 20, file))?;
                 let file = out.into_inner().map_err(|e| e.into_error())?;
                 file.sync_all()?;
                 temp.commit()?;
+                if let (Some(index), Some(p)) = (stats.index, &index_path) {
+                    fasthts::indexer::write_index(&index, p)?;
+                }
             }
             None => {
                 let stdout = io::stdout().lock();

@@ -10,7 +10,7 @@
 //! # Ok::<(), fasthts::Error>(())
 //! ```
 
-use crate::bam::{flags, BamFile};
+use crate::bam::{flags, BamFile, Header};
 use crate::index::{self, Index, IndexBuilder, IndexFormat};
 use crate::Error;
 use std::io::Write;
@@ -21,22 +21,27 @@ use std::path::Path;
 /// longest reference as in samtools). Blocks are inflated on the current
 /// rayon pool while records are indexed.
 pub fn build(bam: &BamFile, format: IndexFormat) -> Result<Index, Error> {
-    let format = match format {
-        IndexFormat::Bai => IndexFormat::Bai,
-        IndexFormat::Csi { min_shift, .. } => {
-            let longest = bam.header().references.iter().map(|r| u64::from(r.len)).max().unwrap_or(0);
-            IndexFormat::Csi { min_shift, depth: index::csi_depth(min_shift, longest) }
-        }
-    };
+    let format = format_for(bam.header(), format);
     let n_refs = bam.header().references.len();
     let mut builder = IndexBuilder::new(format, n_refs, bam.first_record_offset());
     let end = crate::bam::scan(bam, |r, at| {
         let mapped = r.flag() & flags::UNMAPPED == 0;
-        builder
-            .push(r.ref_id(), i64::from(r.pos()), r.end_pos(), at.end(), mapped)
-            .map_err(|e| Error::from(e).with_path(bam.path()))
+        builder.push(r.ref_id(), i64::from(r.pos()), r.end_pos(), at.end(), mapped).map_err(|e| Error::from(e).with_path(bam.path()))
     })?;
     builder.finish(end).map_err(|e| Error::from(e).with_path(bam.path()))
+}
+
+/// The index format for a BAM with `header`: a CSI's depth follows from the
+/// longest reference, as samtools computes it (the depth in `format` is
+/// ignored).
+pub fn format_for(header: &Header, format: IndexFormat) -> IndexFormat {
+    match format {
+        IndexFormat::Bai => IndexFormat::Bai,
+        IndexFormat::Csi { min_shift, .. } => {
+            let longest = header.references.iter().map(|r| u64::from(r.len)).max().unwrap_or(0);
+            IndexFormat::Csi { min_shift, depth: index::csi_depth(min_shift, longest) }
+        }
+    }
 }
 
 /// Writes `index` to `path` through a temporary file in the same directory,

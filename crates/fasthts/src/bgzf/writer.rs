@@ -1,6 +1,7 @@
 //! BGZF writing: blocks compressed in parallel, written in order.
 
 use super::block::{EOF_MARKER, FOOTER_LEN, MAX_BLOCK_SIZE};
+use super::VirtualOffset;
 use libdeflater::{CompressionLvl, Compressor};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -50,9 +51,7 @@ pub fn compress_block(data: &[u8], level: u32, out: &mut Vec<u8>) {
         };
         let total = HEADER_LEN + n + FOOTER_LEN;
         out.truncate(total);
-        out[..HEADER_LEN].copy_from_slice(&[
-            0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0, 0,
-        ]);
+        out[..HEADER_LEN].copy_from_slice(&[0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0, 0]);
         out[16..18].copy_from_slice(&((total - 1) as u16).to_le_bytes());
         out[total - 8..total - 4].copy_from_slice(&libdeflater::crc32(data).to_le_bytes());
         out[total - 4..].copy_from_slice(&(data.len() as u32).to_le_bytes());
@@ -75,6 +74,11 @@ pub struct BgzfWriter<W: Write> {
     compressed: Vec<Vec<u8>>,
     /// Compressed bytes written so far: the file offset of the next block.
     written: u64,
+    /// Uncompressed bytes in the blocks written so far.
+    flushed: u64,
+    /// `(uncompressed start, compressed offset)` of recent blocks, when
+    /// tracking virtual offsets for an index.
+    block_log: Option<std::collections::VecDeque<(u64, u64)>>,
 }
 
 impl<W: Write> BgzfWriter<W> {
@@ -88,6 +92,45 @@ impl<W: Write> BgzfWriter<W> {
             pending: Vec::with_capacity(BATCH_BLOCKS * BLOCK_DATA_SIZE),
             compressed: Vec::new(),
             written: 0,
+            flushed: 0,
+            block_log: None,
+        }
+    }
+
+    /// Keeps the information needed by [`BgzfWriter::virtual_offset_of`].
+    pub fn track_virtual_offsets(&mut self) {
+        self.block_log.get_or_insert_with(Default::default);
+    }
+
+    /// Uncompressed bytes accepted so far (the position of the next byte
+    /// written, in the uncompressed stream).
+    pub fn uncompressed_position(&self) -> u64 {
+        self.flushed + self.pending.len() as u64
+    }
+
+    /// The virtual offset of uncompressed position `pos`, in htslib's
+    /// canonical form (the end of a block is the start of the next), once
+    /// the block holding it has been written; `None` before that, or when
+    /// tracking is off or `pos` lies in a block already forgotten.
+    pub fn virtual_offset_of(&self, pos: u64) -> Option<VirtualOffset> {
+        let log = self.block_log.as_ref()?;
+        if pos == self.flushed {
+            return VirtualOffset::new(self.written, 0);
+        }
+        if pos > self.flushed {
+            return None;
+        }
+        let i = log.partition_point(|&(start, _)| start <= pos).checked_sub(1)?;
+        let (start, offset) = log[i];
+        VirtualOffset::new(offset, (pos - start) as u16)
+    }
+
+    /// Drops tracking information for blocks that end at or before `pos`.
+    pub fn forget_before(&mut self, pos: u64) {
+        if let Some(log) = self.block_log.as_mut() {
+            while log.len() >= 2 && log[1].0 <= pos {
+                log.pop_front();
+            }
         }
     }
 
@@ -127,10 +170,14 @@ impl<W: Write> BgzfWriter<W> {
             .zip(self.compressed[..n_blocks].par_iter_mut())
             .for_each(|(data, out)| compress_block(data, level, out));
         let inner = self.inner.as_mut().expect("writer used after finish");
-        for block in &self.compressed[..n_blocks] {
+        for (i, block) in self.compressed[..n_blocks].iter().enumerate() {
             inner.write_all(block)?;
+            if let Some(log) = self.block_log.as_mut() {
+                log.push_back((self.flushed + (i * BLOCK_DATA_SIZE) as u64, self.written));
+            }
             self.written += block.len() as u64;
         }
+        self.flushed += whole as u64;
         self.pending.drain(..whole);
         Ok(())
     }
@@ -189,6 +236,32 @@ mod tests {
             assert_eq!(n, 6 + 1);
             assert_eq!(crate::bgzf::decompress_all(&out).unwrap(), data);
         }
+    }
+
+    #[test]
+    fn tracked_virtual_offsets_point_at_the_right_bytes() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut w = BgzfWriter::new(Vec::new(), 1);
+        w.track_virtual_offsets();
+        let mut marks = Vec::new();
+        for (i, chunk) in data.chunks(7_001).enumerate() {
+            if i == 3 {
+                w.end_block().unwrap();
+            }
+            marks.push(w.uncompressed_position());
+            w.write_all(chunk).unwrap();
+        }
+        w.end_block().unwrap();
+        let end = w.uncompressed_position();
+        let voffsets: Vec<VirtualOffset> = marks.iter().map(|&p| w.virtual_offset_of(p).unwrap()).collect();
+        let end_voffset = w.virtual_offset_of(end).unwrap();
+        let file = w.finish().unwrap();
+        for (&p, &v) in marks.iter().zip(&voffsets) {
+            let mut r = crate::bgzf::BlockReader::new(&file, v).unwrap();
+            assert!(r.fill(10).unwrap() >= 10);
+            assert_eq!(&r.available()[..10], &data[p as usize..p as usize + 10]);
+        }
+        assert_eq!(end_voffset, VirtualOffset::new(file.len() as u64 - 28, 0).unwrap());
     }
 
     #[test]

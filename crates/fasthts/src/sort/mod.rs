@@ -18,8 +18,11 @@ pub use run::{RunDir, RunReader};
 
 use crate::bam::{BamFile, Header, RecordRef};
 use crate::bgzf::BgzfWriter;
+use crate::index::{Index, IndexBuilder, IndexFormat};
+use crate::indexer;
 use crate::Error;
 use rayon::prelude::*;
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -37,15 +40,20 @@ pub struct SortOptions {
     pub temp_prefix: PathBuf,
     /// `(version, command line)` for the `@PG` line, or `None` (`--no-PG`).
     pub program: Option<(String, String)>,
+    /// Build an index of the output while writing it (`--write-index`;
+    /// coordinate order only).
+    pub index: Option<IndexFormat>,
 }
 
-/// What a sort did, for reporting.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What a sort did.
+#[derive(Debug, Default)]
 pub struct SortStats {
     /// Records sorted.
     pub records: u64,
     /// Run files written (0: sorted in memory).
     pub runs: usize,
+    /// The index of the output, when asked for.
+    pub index: Option<Index>,
 }
 
 /// Bytes of bookkeeping per record besides its own bytes.
@@ -136,13 +144,23 @@ pub fn sort_bam<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> Result<(
     let mut w = BgzfWriter::new(out, opts.level);
     w.write_all(&header.to_bytes())?;
     w.end_block()?;
+    let mut sink = match opts.index {
+        Some(format) if order == SortOrder::Coordinate => {
+            w.track_virtual_offsets();
+            let start = w.virtual_offset_of(w.uncompressed_position()).expect("header blocks are written");
+            let builder = IndexBuilder::new(indexer::format_for(&header, format), header.references.len(), start);
+            Sink { index: Some((builder, VecDeque::new())) }
+        }
+        _ => Sink { index: None },
+    };
     if run_paths.is_empty() {
         for r in arena.sorted_records() {
-            w.write_all(r)?;
+            sink.write(&mut w, r)?;
         }
     } else {
-        merge(&run_paths, &arena, order, &mut w)?;
+        merge(&run_paths, &arena, order, &mut w, &mut sink)?;
     }
+    stats.index = sink.finish(&mut w)?;
     let out = w.finish()?;
     drop(runs);
     Ok((stats, out))
@@ -150,7 +168,7 @@ pub fn sort_bam<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> Result<(
 
 /// K-way merge of the runs (in input order) and the last in-memory batch,
 /// ties broken by source order so the sort stays stable.
-fn merge<W: Write>(run_paths: &[PathBuf], last: &Arena, order: SortOrder, w: &mut BgzfWriter<W>) -> Result<(), Error> {
+fn merge<W: Write>(run_paths: &[PathBuf], last: &Arena, order: SortOrder, w: &mut BgzfWriter<W>, sink: &mut Sink) -> Result<(), Error> {
     let mut readers = run_paths.iter().map(|p| RunReader::open(p)).collect::<Result<Vec<_>, _>>()?;
     let mem = readers.len();
     let mut mem_next = 0usize;
@@ -185,11 +203,11 @@ fn merge<W: Write>(run_paths: &[PathBuf], last: &Arena, order: SortOrder, w: &mu
     while let Some(src) = heap.peek() {
         let more = if src == mem {
             let (_, off) = last.entries[mem_next];
-            w.write_all(last.record(off))?;
+            sink.write(w, last.record(off))?;
             mem_next += 1;
             mem_next < last.entries.len()
         } else {
-            w.write_all(&readers[src].record)?;
+            sink.write(w, &readers[src].record)?;
             readers[src].advance()?
         };
         if more {
@@ -199,6 +217,66 @@ fn merge<W: Write>(run_paths: &[PathBuf], last: &Arena, order: SortOrder, w: &mu
         }
     }
     Ok(())
+}
+
+/// A record written whose end offset is not known yet (its block is still
+/// being compressed).
+struct Pending {
+    ref_id: i32,
+    beg: i64,
+    end: i64,
+    mapped: bool,
+    /// Uncompressed position just past the record.
+    end_pos: u64,
+}
+
+/// Where sorted records go: the BGZF writer, and the index builder when
+/// `--write-index` asked for one.
+struct Sink {
+    index: Option<(IndexBuilder, VecDeque<Pending>)>,
+}
+
+impl Sink {
+    fn write<W: Write>(&mut self, w: &mut BgzfWriter<W>, record: &[u8]) -> Result<(), Error> {
+        w.write_all(record)?;
+        if let Some((builder, pending)) = &mut self.index {
+            let r = RecordRef::new_prevalidated(&record[4..]);
+            pending.push_back(Pending {
+                ref_id: r.ref_id(),
+                beg: i64::from(r.pos()),
+                end: r.end_pos(),
+                mapped: r.flag() & crate::bam::flags::UNMAPPED == 0,
+                end_pos: w.uncompressed_position(),
+            });
+            Self::drain(builder, pending, w)?;
+        }
+        Ok(())
+    }
+
+    /// Indexes the pending records whose blocks have been written.
+    fn drain<W: Write>(builder: &mut IndexBuilder, pending: &mut VecDeque<Pending>, w: &mut BgzfWriter<W>) -> Result<(), Error> {
+        let mut last = None;
+        while let Some(p) = pending.front() {
+            let Some(end) = w.virtual_offset_of(p.end_pos) else { break };
+            builder.push(p.ref_id, p.beg, p.end, end, p.mapped)?;
+            last = Some(p.end_pos);
+            pending.pop_front();
+        }
+        if let Some(pos) = last {
+            w.forget_before(pos);
+        }
+        Ok(())
+    }
+
+    /// Flushes the writer's last block and completes the index.
+    fn finish<W: Write>(self, w: &mut BgzfWriter<W>) -> Result<Option<Index>, Error> {
+        let Some((mut builder, mut pending)) = self.index else { return Ok(None) };
+        w.end_block()?;
+        Self::drain(&mut builder, &mut pending, w)?;
+        debug_assert!(pending.is_empty());
+        let end = w.virtual_offset_of(w.uncompressed_position()).expect("all blocks are written");
+        Ok(Some(builder.finish(end)?))
+    }
 }
 
 /// A binary min-heap of source indices ordered by a caller-given

@@ -22,7 +22,9 @@ impl RunDir {
         let mut name = prefix.as_os_str().to_owned();
         name.push(format!(".fasthts-sort.{}.runs", std::process::id()));
         let path = PathBuf::from(name);
-        std::fs::create_dir_all(&path).map_err(|e| Error::from(e).with_path(&path))?;
+        // Not create_dir_all: a -T prefix in a missing directory is an error,
+        // and nothing should be left behind but what Drop removes.
+        std::fs::create_dir(&path).map_err(|e| Error::from(e).with_path(&path))?;
         Ok(RunDir { path, next: 0 })
     }
 
