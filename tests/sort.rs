@@ -131,3 +131,30 @@ fn write_index_equals_samtools_index_of_the_output() {
         assert!(std::fs::read(dir.path("b.bai")).unwrap() == std::fs::read(dir.path("theirs.bai")).unwrap(), "BAI -m {memory}");
     }
 }
+
+#[test]
+fn sorts_a_bam_from_standard_input_to_standard_output() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sortpipe");
+    let input = std::fs::read(repo_root().join("tests/data/unsorted.bam")).unwrap();
+    let mut c = fasthts();
+    c.args(["sort", "--no-PG", "-m", "1M", "-T"]).arg(dir.path("t"));
+    c.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let ours = dir.path("ours.bam");
+    std::fs::write(&ours, &out.stdout).unwrap();
+    let theirs = dir.path("theirs.bam");
+    let mut s = Command::new("samtools");
+    s.args(["sort", "--no-PG", "-o"]).arg(&theirs).arg(repo_root().join("tests/data/unsorted.bam"));
+    assert!(run(s).status.success());
+    assert!(view(&ours) == view(&theirs));
+    let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 2, "spool or runs left behind: {left:?}");
+}

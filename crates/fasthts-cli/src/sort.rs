@@ -45,8 +45,8 @@ pub struct SortArgs {
     /// Do not add a @PG line to the header.
     #[arg(long = "no-PG")]
     pub no_pg: bool,
-    /// Input BAM file.
-    #[arg(value_name = "IN.bam")]
+    /// Input BAM file, or - (the default) for standard input.
+    #[arg(value_name = "IN.bam", default_value = "-")]
     pub input: PathBuf,
 }
 
@@ -66,9 +66,6 @@ fn parse_memory(s: &str) -> Result<usize, String> {
 pub fn run(args: SortArgs) -> CmdResult {
     if !args.format.eq_ignore_ascii_case("bam") {
         return Err(format!("output format {:?} is not supported yet (only bam)", args.format).into());
-    }
-    if args.input.as_os_str() == "-" {
-        return Err("reading from standard input is not supported yet; give a BAM file".into());
     }
     let threads = args.threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let level = if args.uncompressed { 0 } else { args.level.unwrap_or(fasthts::bgzf::DEFAULT_LEVEL) };
@@ -102,7 +99,30 @@ pub fn run(args: SortArgs) -> CmdResult {
         program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), command_line)),
     };
     crate::with_threads(Some(threads), || -> CmdResult {
-        let bam = BamFile::open(&args.input)?;
+        // A pipe cannot be memory-mapped: its BAM is spooled to a temporary
+        // file next to the runs first (removed when done).
+        let stdin = args.input.as_os_str() == "-";
+        let spool = if stdin || !std::fs::metadata(&args.input).map(|m| m.is_file() || m.is_dir()).unwrap_or(true) {
+            let target = PathBuf::from(format!("{}.input", opts.temp_prefix.display()));
+            let (temp, file) = TempOutput::create(&target)?;
+            let mut w = BufWriter::with_capacity(1 << 20, file);
+            let copied = if stdin {
+                io::copy(&mut io::stdin().lock(), &mut w)
+            } else {
+                std::fs::File::open(&args.input).and_then(|mut f| io::copy(&mut f, &mut w))
+            };
+            copied.and_then(|_| w.flush()).map_err(|e| fasthts::Error::from(e).with_path(&args.input))?;
+            Some(temp)
+        } else {
+            None
+        };
+        let bam = match &spool {
+            Some(temp) => BamFile::open(temp.path()).map_err(|e| match e {
+                fasthts::Error::WithPath { source, .. } => source.with_path(&args.input),
+                e => e,
+            })?,
+            None => BamFile::open(&args.input)?,
+        };
         crate::warn_if_truncated(&bam);
         match &output {
             Some(path) => {

@@ -22,6 +22,11 @@ impl TempOutput {
         Ok((TempOutput { temp, target: target.to_path_buf(), committed: false }, file))
     }
 
+    /// The temporary file's path.
+    pub fn path(&self) -> &Path {
+        &self.temp
+    }
+
     /// Renames the temporary file to the target.
     pub fn commit(mut self) -> Result<(), Error> {
         fs::rename(&self.temp, &self.target).map_err(|e| Error::from(e).with_path(&self.target))?;

@@ -113,13 +113,27 @@ fn record_at(data: &[u8], offset: usize) -> &[u8] {
 /// Sorts `bam` into `out` (a BAM stream) as `samtools sort` does, and
 /// returns `out` flushed.
 pub fn sort_bam<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> Result<(SortStats, W), Error> {
+    sort_records(bam.header(), opts, out, |push| crate::bam::scan(bam, |r, _| push(r)).map(|_| ()))
+}
+
+/// A sink for records, handed to the input side of [`sort_records`].
+pub type Push<'p> = dyn FnMut(&RecordRef<'_>) -> Result<(), Error> + Send + 'p;
+
+/// Sorts the records that `feed` pushes (from any source: a BAM scan, a SAM
+/// parser) into `out` as a BAM stream with `header`, as `samtools sort`
+/// does, and returns `out` flushed.
+pub fn sort_records<W, F>(header: &Header, opts: &SortOptions, out: W, feed: F) -> Result<(SortStats, W), Error>
+where
+    W: Write,
+    F: FnOnce(&mut Push<'_>) -> Result<(), Error>,
+{
     let order = opts.order;
     let mut arena = Arena::default();
     let mut runs: Option<RunDir> = None;
     let mut run_paths = Vec::new();
     let mut stats = SortStats::default();
     let limit = opts.memory.max(1 << 20);
-    crate::bam::scan(bam, |r, _| {
+    feed(&mut |r: &RecordRef<'_>| {
         arena.push(r, order);
         stats.records += 1;
         if arena.footprint() >= limit {
@@ -136,11 +150,11 @@ pub fn sort_bam<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> Result<(
     arena.sort(order);
     stats.runs = run_paths.len();
 
-    let mut text = set_sort_order(&bam.header().text, order.header_value());
+    let mut text = set_sort_order(&header.text, order.header_value());
     if let Some((version, cl)) = &opts.program {
         text = add_pg_line(&text, "fasthts", version, cl);
     }
-    let header = Header { text, references: bam.header().references.clone() };
+    let header = Header { text, references: header.references.clone() };
     let mut w = BgzfWriter::new(out, opts.level);
     w.write_all(&header.to_bytes())?;
     w.end_block()?;
