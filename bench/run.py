@@ -60,7 +60,8 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", default="flagstat,index,inflate")
+    ap.add_argument("--jobs", default="flagstat,index,sort,inflate")
+    ap.add_argument("--sort-runs", type=int, default=3)
     a = ap.parse_args()
     fasthts, inflate_bound = build()
     bam = ensure_bam(a.bam)
@@ -113,6 +114,25 @@ def main():
         assert open(ours, "rb").read() == open(theirs, "rb").read(), "fasthts index differs from samtools index"
         base = report("index", "fasthts", runs["fasthts"])
         report("index", "samtools", runs["samtools"], base)
+
+    if "sort" in jobs:
+        # Coordinate sort of a name-sorted copy of the BAM (made once).
+        byname = bam[:-4] + ".byname.bam"
+        if not os.path.exists(byname):
+            sh(["samtools", "sort", "-n", "-@", t, "--no-PG", "-o", byname, bam])
+        ours, theirs = os.path.join(tmp, "f.bam"), os.path.join(tmp, "s.bam")
+        tools = {
+            "fasthts": [fasthts, "sort", "-@", t, "--no-PG", "-T", os.path.join(tmp, "f"), "-o", ours, byname],
+            "samtools": ["samtools", "sort", "-@", t, "--no-PG", "-T", os.path.join(tmp, "s"), "-o", theirs, byname],
+        }
+        runs = {k: [] for k in tools}
+        for _ in range(a.sort_runs):
+            for k, cmd in tools.items():
+                runs[k].append(timed(cmd))
+        view = lambda f: subprocess.run(["samtools", "view", "-h", "--no-PG", f], check=True, capture_output=True).stdout
+        assert view(ours) == view(theirs), "fasthts sort output differs from samtools sort"
+        base = report("sort", "fasthts", runs["fasthts"])
+        report("sort", "samtools", runs["samtools"], base)
 
     if "inflate" in jobs:
         out = output([inflate_bound, bam, str(a.runs)]).decode()
