@@ -101,7 +101,8 @@ pub fn corpus() -> Vec<PathBuf> {
     };
     add_dir(&repo_root().join("tests/data"));
     add_dir(&repo_root().join("../shared/golden/snp-pileup"));
-    for sub in ["dat", "bedcov", "quickcheck", "mpileup", "split", "stat", "merge", "index", "depth", "coverage", "markdup", "sort", "view"] {
+    for sub in ["dat", "bedcov", "quickcheck", "mpileup", "split", "stat", "merge", "index", "depth", "coverage", "markdup", "sort", "view"]
+    {
         add_dir(&Path::new("/usr/share/samtools/test").join(sub));
     }
     files
