@@ -8,6 +8,7 @@ use std::process::ExitCode;
 mod flagstat;
 mod idxstats;
 mod index;
+mod signals;
 mod sort;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
@@ -108,6 +109,7 @@ pub fn write_stdout(bytes: &[u8]) -> CmdResult {
 }
 
 fn main() -> ExitCode {
+    signals::install();
     let cli = Cli::parse();
     let name = cli.command.name();
     match cli.command.run() {

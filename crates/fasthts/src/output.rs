@@ -4,6 +4,38 @@ use crate::Error;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Temporary files and directories that exist right now, so that a signal
+/// handler can remove them before the process dies.
+static IN_PROGRESS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Records `path` as a temporary file or directory to remove if the process
+/// is interrupted (see [`remove_in_progress`]).
+pub fn register_temporary(path: &Path) {
+    if let Ok(mut v) = IN_PROGRESS.lock() {
+        v.push(path.to_path_buf());
+    }
+}
+
+/// Forgets `path` (it was renamed into place or removed).
+pub fn unregister_temporary(path: &Path) {
+    if let Ok(mut v) = IN_PROGRESS.lock() {
+        v.retain(|p| p != path);
+    }
+}
+
+/// Removes every registered temporary file and directory: for a handler
+/// of SIGINT/SIGTERM, so an interrupted run leaves nothing behind.
+pub fn remove_in_progress() {
+    if let Ok(v) = IN_PROGRESS.lock() {
+        for p in v.iter() {
+            if fs::remove_file(p).is_err() {
+                let _ = fs::remove_dir_all(p);
+            }
+        }
+    }
+}
 
 /// A temporary file beside its final path, removed on drop unless
 /// [`TempOutput::commit`] renamed it into place.
@@ -18,7 +50,14 @@ impl TempOutput {
     pub fn create(target: &Path) -> Result<(TempOutput, File), Error> {
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let temp = target.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
-        let file = File::create(&temp).map_err(|e| Error::from(e).with_path(&temp))?;
+        register_temporary(&temp);
+        let file = match File::create(&temp) {
+            Ok(f) => f,
+            Err(e) => {
+                unregister_temporary(&temp);
+                return Err(Error::from(e).with_path(&temp));
+            }
+        };
         Ok((TempOutput { temp, target: target.to_path_buf(), committed: false }, file))
     }
 
@@ -31,6 +70,7 @@ impl TempOutput {
     pub fn commit(mut self) -> Result<(), Error> {
         fs::rename(&self.temp, &self.target).map_err(|e| Error::from(e).with_path(&self.target))?;
         self.committed = true;
+        unregister_temporary(&self.temp);
         Ok(())
     }
 }
@@ -39,6 +79,7 @@ impl Drop for TempOutput {
     fn drop(&mut self) {
         if !self.committed {
             let _ = fs::remove_file(&self.temp);
+            unregister_temporary(&self.temp);
         }
     }
 }

@@ -25,6 +25,7 @@ impl RunDir {
         // Not create_dir_all: a -T prefix in a missing directory is an error,
         // and nothing should be left behind but what Drop removes.
         std::fs::create_dir(&path).map_err(|e| Error::from(e).with_path(&path))?;
+        crate::output::register_temporary(&path);
         Ok(RunDir { path, next: 0 })
     }
 
@@ -48,6 +49,7 @@ impl RunDir {
 impl Drop for RunDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+        crate::output::unregister_temporary(&self.path);
     }
 }
 
