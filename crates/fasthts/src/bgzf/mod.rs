@@ -16,7 +16,7 @@ pub use block::{has_eof_marker, Block, EOF_MARKER, MAX_BLOCK_SIZE};
 pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
 pub use release::{release_pages, RELEASE_STEP};
 pub use virtual_offset::{VirtualOffset, MAX_COMPRESSED_OFFSET};
-pub use writer::{compress_all, compress_block, BgzfWriter, BLOCK_DATA_SIZE, DEFAULT_LEVEL};
+pub use writer::{compress_all, compress_block, htslib_libdeflate_level, libdeflate_level, BgzfWriter, BLOCK_DATA_SIZE, DEFAULT_LEVEL};
 
 /// What can be wrong with BGZF data. Offsets are compressed file offsets of
 /// the block concerned.

@@ -175,7 +175,7 @@ impl Index {
         let raw = self.to_raw_bytes();
         match self.format {
             IndexFormat::Bai => raw,
-            IndexFormat::Csi { .. } => bgzf::compress_all(&raw, bgzf::DEFAULT_LEVEL),
+            IndexFormat::Csi { .. } => bgzf::compress_all(&raw, bgzf::htslib_libdeflate_level(bgzf::DEFAULT_LEVEL)),
         }
     }
 
