@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on the bundled example data: build fasthts, then run the
 # pipeline it supports so far on examples/example.bam (a small generated
-# tumour-like BAM, coordinate-sorted):
-#   index -> idxstats -> flagstat (three formats)
+# tumour-like BAM):
+#   sort -n -> sort --write-index -> index (BAI) -> idxstats -> flagstat (three formats)
 # Outputs go to examples/out/ (or $1).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -12,10 +12,10 @@ cargo build --quiet --release -p fasthts-cli --manifest-path "$root/Cargo.toml"
 fasthts=$CARGO_TARGET_DIR/release/fasthts
 
 mkdir -p "$out"
-cp "$root/examples/example.bam" "$out/example.bam"
 set -x
+"$fasthts" sort -n -o "$out/byname.bam" "$root/examples/example.bam"
+"$fasthts" sort --write-index -o "$out/example.bam" "$out/byname.bam"
 "$fasthts" index "$out/example.bam"
-"$fasthts" index -c "$out/example.bam"
 "$fasthts" idxstats "$out/example.bam" > "$out/idxstats.txt"
 "$fasthts" flagstat "$out/example.bam" > "$out/flagstat.txt"
 "$fasthts" flagstat -O json "$out/example.bam" > "$out/flagstat.json"
