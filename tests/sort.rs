@@ -35,7 +35,7 @@ fn coordinate_and_name_sorts_match_samtools() {
     inputs.push(data.join("small.bam"));
     inputs.push(data.join("long_cigar.bam"));
     for input in &inputs {
-        for order in [&[][..], &["-n"][..]] {
+        for order in [&[][..], &["-n"][..], &["-t", "RG"][..], &["-t", "NM", "-n"][..], &["-t", "XF"][..], &["-t", "ZZ"][..]] {
             let theirs = dir.path("theirs.bam");
             let mut c = Command::new("samtools");
             c.arg("sort").args(order).args(["--no-PG", "-o"]).arg(&theirs).arg(input);
@@ -182,4 +182,41 @@ fn sigterm_removes_temporary_files() {
     drop(stdin);
     let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
     assert!(left.is_empty(), "left behind after SIGTERM: {left:?}");
+}
+
+/// SAM text without `@PG` lines, as samtools' own test driver compares.
+fn without_pg(sam: &[u8]) -> Vec<u8> {
+    let t = text(sam);
+    t.lines().filter(|l| !l.starts_with("@PG")).map(|l| format!("{l}\n")).collect::<String>().into_bytes()
+}
+
+#[test]
+fn passes_samtools_own_sort_tests() {
+    let dir = std::path::Path::new("/usr/share/samtools/test");
+    if !have_samtools() || !dir.exists() {
+        eprintln!("samtools-test not installed: skipping");
+        return;
+    }
+    let input = dir.join("dat/test_input_1_a.bam");
+    let cases: [(&[&str], &str); 4] = [
+        (&[], "pos.sort.expected.sam"),
+        (&["-n"], "name.sort.expected.sam"),
+        (&["-t", "RG"], "tag.rg.sort.expected.sam"),
+        (&["-n", "-t", "RG"], "tag.rg.n.sort.expected.sam"),
+    ];
+    let tmp = TempDir::new("sorttests");
+    for (args, expected) in cases {
+        for threads in ["1", "2"] {
+            let out = tmp.path("out.bam");
+            let mut c = fasthts();
+            c.arg("sort").args(args).args(["-@", threads, "-m", "10M", "-o"]).arg(&out).arg(&input);
+            let r = run(c);
+            assert!(r.status.success(), "{expected}: {}", text(&r.stderr));
+            let mut v = Command::new("samtools");
+            v.args(["view", "-h"]).arg(&out);
+            let got = without_pg(&run(v).stdout);
+            let want = without_pg(&std::fs::read(dir.join("sort").join(expected)).unwrap());
+            assert!(got == want, "{expected} -@ {threads}:\n{}\n---\n{}", text(&got), text(&want));
+        }
+    }
 }

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 /// Sorts a BAM file by coordinate (or name with -n), as samtools sort.
 #[derive(Args)]
-#[command(after_help = "Implemented so far: coordinate and queryname (-n) orders from BAM input \
-(tag, template-coordinate and minimiser orders and SAM input are not yet).")]
+#[command(after_help = "Implemented so far: coordinate, queryname (-n) and tag (-t) orders from BAM input \
+(template-coordinate and minimiser orders and SAM input are not yet).")]
 pub struct SortArgs {
     /// Compression level, from 0 (uncompressed) to 9 (best) [6].
     #[arg(short = 'l', value_name = "INT", value_parser = clap::value_parser!(u32).range(0..=9))]
@@ -38,6 +38,9 @@ pub struct SortArgs {
     /// Sort by read name (samtools' natural order), not by coordinate.
     #[arg(short = 'n')]
     pub by_name: bool,
+    /// Sort by the value of TAG, then by position (or name with -n).
+    #[arg(short = 't', value_name = "TAG", value_parser = parse_tag)]
+    pub tag: Option<[u8; 2]>,
     /// Index the output as it is written: OUT.csi, or the path after
     /// `##idx##` in `-o OUT##idx##INDEX` (a BAI when it ends in .bai).
     #[arg(long = "write-index")]
@@ -48,6 +51,13 @@ pub struct SortArgs {
     /// Input BAM file, or - (the default) for standard input.
     #[arg(value_name = "IN.bam", default_value = "-")]
     pub input: PathBuf,
+}
+
+fn parse_tag(s: &str) -> Result<[u8; 2], String> {
+    match s.as_bytes() {
+        [a, b] => Ok([*a, *b]),
+        _ => Err(format!("invalid tag {s:?}: a tag has two characters")),
+    }
 }
 
 /// samtools' memory sizes: a number with an optional K, M or G (powers of 1024).
@@ -81,7 +91,7 @@ pub fn run(args: SortArgs) -> CmdResult {
     let temp_prefix = args.temp_prefix.clone().unwrap_or_else(|| output.clone().unwrap_or_else(|| PathBuf::from("fasthts-sort")));
     let mut index = None;
     if args.write_index {
-        if args.by_name {
+        if args.by_name || args.tag.is_some() {
             eprintln!("fasthts sort: warning: ignoring --write-index as it only works for position sorted files");
         } else if let Some(p) = &index_path {
             let bai = p.extension().is_some_and(|e| e == "bai");
@@ -92,7 +102,11 @@ pub fn run(args: SortArgs) -> CmdResult {
     }
     let opts = SortOptions {
         index,
-        order: if args.by_name { SortOrder::QueryName } else { SortOrder::Coordinate },
+        order: match args.tag {
+            Some(tag) => SortOrder::Tag { tag, then_by_name: args.by_name },
+            None if args.by_name => SortOrder::QueryName,
+            None => SortOrder::Coordinate,
+        },
         memory: args.memory.saturating_mul(threads),
         level,
         temp_prefix,

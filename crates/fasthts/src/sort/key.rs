@@ -1,6 +1,6 @@
 //! Sort orders and their comparisons, as samtools sort 1.16 defines them.
 
-use crate::bam::{flags, RecordRef};
+use crate::bam::{flags, AuxValue, RecordRef};
 use std::cmp::Ordering;
 
 /// Which order to sort in.
@@ -11,6 +11,14 @@ pub enum SortOrder {
     /// By read name in samtools' natural order, then READ1/READ2 flags
     /// (`samtools sort -n`).
     QueryName,
+    /// By the value of an aux tag (records without it first), then by
+    /// coordinate, or by name when `then_by_name` (`samtools sort -t TAG [-n]`).
+    Tag {
+        /// The tag.
+        tag: [u8; 2],
+        /// Name order rather than coordinate order among equal tag values.
+        then_by_name: bool,
+    },
 }
 
 impl SortOrder {
@@ -19,6 +27,7 @@ impl SortOrder {
         match self {
             SortOrder::Coordinate => "coordinate",
             SortOrder::QueryName => "queryname",
+            SortOrder::Tag { .. } => "unknown",
         }
     }
 
@@ -28,7 +37,7 @@ impl SortOrder {
     pub fn key(self, r: &RecordRef<'_>) -> u128 {
         match self {
             SortOrder::Coordinate => record_coordinate_key(r),
-            SortOrder::QueryName => 0,
+            SortOrder::QueryName | SortOrder::Tag { .. } => 0,
         }
     }
 
@@ -37,8 +46,68 @@ impl SortOrder {
     pub fn compare(self, a: &RecordRef<'_>, b: &RecordRef<'_>) -> Ordering {
         match self {
             SortOrder::Coordinate => Ordering::Equal,
-            SortOrder::QueryName => strnum_cmp(a.name(), b.name())
-                .then_with(|| (a.flag() & (flags::READ1 | flags::READ2)).cmp(&(b.flag() & (flags::READ1 | flags::READ2)))),
+            SortOrder::QueryName => by_name(a, b),
+            SortOrder::Tag { tag, then_by_name } => {
+                let core = || if then_by_name { by_name(a, b) } else { record_coordinate_key(a).cmp(&record_coordinate_key(b)) };
+                compare_tags(a.aux().find(tag), b.aux().find(tag)).unwrap_or_else(core)
+            }
+        }
+    }
+}
+
+/// samtools' name order: [`strnum_cmp`] of the names, then the READ1/READ2 bits.
+fn by_name(a: &RecordRef<'_>, b: &RecordRef<'_>) -> Ordering {
+    let pair = flags::READ1 | flags::READ2;
+    strnum_cmp(a.name(), b.name()).then_with(|| (a.flag() & pair).cmp(&(b.flag() & pair)))
+}
+
+/// samtools' `bam1_cmp_by_tag` up to its tie-break: records without the tag
+/// first; values compared within their normalised type (integers, floats —
+/// an integer against a float compares as floats —, characters, strings and
+/// hex); different types by their normalised type letter. `None` means equal
+/// here (or arrays, which samtools does not compare): fall back to the
+/// secondary order.
+fn compare_tags(a: Option<AuxValue<'_>>, b: Option<AuxValue<'_>>) -> Option<Ordering> {
+    let (a, b) = match (a, b) {
+        (None, None) => return None,
+        (None, Some(_)) => return Some(Ordering::Less),
+        (Some(_), None) => return Some(Ordering::Greater),
+        (Some(a), Some(b)) => (a, b),
+    };
+    // The type letters samtools normalises to, in its comparison order.
+    let class = |v: &AuxValue<'_>| match v {
+        AuxValue::Char(_) => b'A',
+        AuxValue::Array { .. } => b'B',
+        AuxValue::String(_) | AuxValue::Hex(_) => b'H',
+        AuxValue::Int(_) => b'c',
+        AuxValue::Float(_) | AuxValue::Double(_) => b'f',
+    };
+    let as_f64 = |v: &AuxValue<'_>| match *v {
+        AuxValue::Int(i) => i as f64,
+        AuxValue::Float(f) => f64::from(f),
+        AuxValue::Double(d) => d,
+        _ => 0.0,
+    };
+    // samtools returns "less" when a < b and "greater" otherwise for
+    // unequal values, so incomparable floats (NaN) sort after.
+    let unequal = |less: bool| Some(if less { Ordering::Less } else { Ordering::Greater });
+    let (ca, cb) = (class(&a), class(&b));
+    let numeric = |c: u8| c == b'c' || c == b'f';
+    if ca != cb && !(numeric(ca) && numeric(cb)) {
+        return Some(ca.cmp(&cb));
+    }
+    match (a, b) {
+        (AuxValue::Int(x), AuxValue::Int(y)) => (x != y).then(|| x.cmp(&y)),
+        (AuxValue::Char(x), AuxValue::Char(y)) => (x != y).then(|| x.cmp(&y)),
+        (AuxValue::String(x) | AuxValue::Hex(x), AuxValue::String(y) | AuxValue::Hex(y)) => (x != y).then(|| x.cmp(y)),
+        (AuxValue::Array { .. }, AuxValue::Array { .. }) => None,
+        (x, y) => {
+            let (x, y) = (as_f64(&x), as_f64(&y));
+            if x != y {
+                unequal(x < y)
+            } else {
+                None
+            }
         }
     }
 }

@@ -82,7 +82,7 @@ impl Arena {
         // Stable: equal records stay in input order, as samtools keeps them.
         match order {
             SortOrder::Coordinate => self.entries.par_sort_by_key(|e| e.0),
-            SortOrder::QueryName => {
+            SortOrder::QueryName | SortOrder::Tag { .. } => {
                 let data = &self.data;
                 let rec = |off: usize| RecordRef::new_prevalidated(&record_at(data, off)[4..]);
                 self.entries.par_sort_by(|a, b| a.0.cmp(&b.0).then_with(|| order.compare(&rec(a.1), &rec(b.1))));
