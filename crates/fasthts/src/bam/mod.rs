@@ -4,6 +4,7 @@ mod file;
 mod header;
 mod reader;
 pub mod record;
+pub mod sam;
 mod scan;
 
 pub use file::BamFile;
