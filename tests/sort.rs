@@ -197,19 +197,22 @@ fn passes_samtools_own_sort_tests() {
         eprintln!("samtools-test not installed: skipping");
         return;
     }
-    let input = dir.join("dat/test_input_1_a.bam");
-    let cases: [(&[&str], &str); 4] = [
-        (&[], "pos.sort.expected.sam"),
-        (&["-n"], "name.sort.expected.sam"),
-        (&["-t", "RG"], "tag.rg.sort.expected.sam"),
-        (&["-n", "-t", "RG"], "tag.rg.n.sort.expected.sam"),
+    let bam = dir.join("dat/test_input_1_a.bam");
+    let sam = dir.join("dat/test_input_1_d.sam");
+    let cases: [(&[&str], &Path, &str); 6] = [
+        (&[], &bam, "pos.sort.expected.sam"),
+        (&["-n"], &bam, "name.sort.expected.sam"),
+        (&["-t", "RG"], &bam, "tag.rg.sort.expected.sam"),
+        (&["-n", "-t", "RG"], &bam, "tag.rg.n.sort.expected.sam"),
+        (&["-t", "AS"], &sam, "tag.as.sort.expected.sam"),
+        (&["-t", "FI"], &sam, "tag.fi.sort.expected.sam"),
     ];
     let tmp = TempDir::new("sorttests");
-    for (args, expected) in cases {
+    for (args, input, expected) in cases {
         for threads in ["1", "2"] {
             let out = tmp.path("out.bam");
             let mut c = fasthts();
-            c.arg("sort").args(args).args(["-@", threads, "-m", "10M", "-o"]).arg(&out).arg(&input);
+            c.arg("sort").args(args).args(["-@", threads, "-m", "10M", "-o"]).arg(&out).arg(input);
             let r = run(c);
             assert!(r.status.success(), "{expected}: {}", text(&r.stderr));
             let mut v = Command::new("samtools");
@@ -218,5 +221,37 @@ fn passes_samtools_own_sort_tests() {
             let want = without_pg(&std::fs::read(dir.join("sort").join(expected)).unwrap());
             assert!(got == want, "{expected} -@ {threads}:\n{}\n---\n{}", text(&got), text(&want));
         }
+    }
+}
+
+#[test]
+fn sorts_sam_from_a_pipe_like_samtools() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sortsam");
+    let mut v = Command::new("samtools");
+    v.args(["view", "-h", "--no-PG"]).arg(repo_root().join("tests/data/unsorted.bam"));
+    let sam = run(v).stdout;
+    let sam_path = dir.path("in.sam");
+    std::fs::write(&sam_path, &sam).unwrap();
+    let theirs = dir.path("theirs.bam");
+    let mut s = Command::new("samtools");
+    s.args(["sort", "--no-PG", "-o"]).arg(&theirs).arg(&sam_path);
+    assert!(run(s).status.success());
+    for memory in ["768M", "1M"] {
+        let mut c = fasthts();
+        c.args(["sort", "--no-PG", "-m", memory, "-T"]).arg(dir.path("t"));
+        c.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let input = sam.clone();
+        let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let ours = dir.path("ours.bam");
+        std::fs::write(&ours, &out.stdout).unwrap();
+        assert!(view(&ours) == view(&theirs), "-m {memory}");
     }
 }

@@ -2,8 +2,8 @@
 
 use crate::CmdResult;
 use clap::Args;
-use fasthts::bam::BamFile;
 use fasthts::index::{IndexFormat, DEFAULT_MIN_SHIFT};
+use fasthts::input::Input;
 use fasthts::output::TempOutput;
 use fasthts::sort::{self, SortOptions, SortOrder};
 use std::io::{self, BufWriter, Write};
@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 /// Sorts a BAM file by coordinate (or name with -n), as samtools sort.
 #[derive(Args)]
-#[command(after_help = "Implemented so far: coordinate, queryname (-n) and tag (-t) orders from BAM input \
-(template-coordinate and minimiser orders and SAM input are not yet).")]
+#[command(after_help = "Input: BAM or plain SAM, from a file or standard input. Implemented so far: coordinate, \
+queryname (-n) and tag (-t) orders (template-coordinate and minimiser orders are not yet).")]
 pub struct SortArgs {
     /// Compression level, from 0 (uncompressed) to 9 (best) [6].
     #[arg(short = 'l', value_name = "INT", value_parser = clap::value_parser!(u32).range(0..=9))]
@@ -48,7 +48,7 @@ pub struct SortArgs {
     /// Do not add a @PG line to the header.
     #[arg(long = "no-PG")]
     pub no_pg: bool,
-    /// Input BAM file, or - (the default) for standard input.
+    /// Input BAM or SAM file, or - (the default) for standard input.
     #[arg(value_name = "IN.bam", default_value = "-")]
     pub input: PathBuf,
 }
@@ -113,35 +113,14 @@ pub fn run(args: SortArgs) -> CmdResult {
         program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), command_line)),
     };
     crate::with_threads(Some(threads), || -> CmdResult {
-        // A pipe cannot be memory-mapped: its BAM is spooled to a temporary
-        // file next to the runs first (removed when done).
-        let stdin = args.input.as_os_str() == "-";
-        let spool = if stdin || !std::fs::metadata(&args.input).map(|m| m.is_file() || m.is_dir()).unwrap_or(true) {
-            let target = PathBuf::from(format!("{}.input", opts.temp_prefix.display()));
-            let (temp, file) = TempOutput::create(&target)?;
-            let mut w = BufWriter::with_capacity(1 << 20, file);
-            let copied = if stdin {
-                io::copy(&mut io::stdin().lock(), &mut w)
-            } else {
-                std::fs::File::open(&args.input).and_then(|mut f| io::copy(&mut f, &mut w))
-            };
-            copied.and_then(|_| w.flush()).map_err(|e| fasthts::Error::from(e).with_path(&args.input))?;
-            Some(temp)
-        } else {
-            None
-        };
-        let bam = match &spool {
-            Some(temp) => BamFile::open(temp.path()).map_err(|e| match e {
-                fasthts::Error::WithPath { source, .. } => source.with_path(&args.input),
-                e => e,
-            })?,
-            None => BamFile::open(&args.input)?,
-        };
-        crate::warn_if_truncated(&bam);
+        let mut input = fasthts::input::open(&args.input, &opts.temp_prefix)?;
+        if let Input::Bam(bam, _) = &input {
+            crate::warn_if_truncated(bam);
+        }
         match &output {
             Some(path) => {
                 let (temp, file) = TempOutput::create(path)?;
-                let (stats, out) = sort::sort_bam(&bam, &opts, BufWriter::with_capacity(1 << 20, file))?;
+                let (stats, out) = sort::sort_input(&mut input, &opts, BufWriter::with_capacity(1 << 20, file))?;
                 let file = out.into_inner().map_err(|e| e.into_error())?;
                 file.sync_all()?;
                 temp.commit()?;
@@ -151,7 +130,7 @@ pub fn run(args: SortArgs) -> CmdResult {
             }
             None => {
                 let stdout = io::stdout().lock();
-                match sort::sort_bam(&bam, &opts, BufWriter::with_capacity(1 << 20, stdout)) {
+                match sort::sort_input(&mut input, &opts, BufWriter::with_capacity(1 << 20, stdout)) {
                     Err(fasthts::Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
                     r => {
                         r?;

@@ -22,6 +22,9 @@ pub enum Error {
     /// Damaged or invalid BAM data.
     #[error(transparent)]
     Bam(#[from] BamError),
+    /// Unparsable SAM text.
+    #[error(transparent)]
+    Sam(#[from] crate::bam::sam::SamError),
     /// A damaged, unusable or unbuildable index.
     #[error(transparent)]
     Index(#[from] IndexError),

@@ -56,6 +56,7 @@ mod error;
 pub mod flagstat;
 pub mod index;
 pub mod indexer;
+pub mod input;
 pub mod output;
 pub mod region;
 pub mod sort;

@@ -116,6 +116,17 @@ pub fn sort_bam<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> Result<(
     sort_records(bam.header(), opts, out, |push| crate::bam::scan(bam, |r, _| push(r)).map(|_| ()))
 }
 
+/// Sorts an opened input, BAM or SAM (see [`crate::input::open`]).
+pub fn sort_input<W: Write>(input: &mut crate::input::Input, opts: &SortOptions, out: W) -> Result<(SortStats, W), Error> {
+    match input {
+        crate::input::Input::Bam(bam, _) => sort_bam(bam, opts, out),
+        crate::input::Input::Sam(sam) => {
+            let header = sam.header().clone();
+            sort_records(&header, opts, out, |push| sam.for_each_record(|r| push(&r)))
+        }
+    }
+}
+
 /// A sink for records, handed to the input side of [`sort_records`].
 pub type Push<'p> = dyn FnMut(&RecordRef<'_>) -> Result<(), Error> + Send + 'p;
 

@@ -1,0 +1,125 @@
+//! Opening an alignment input that may be BAM or SAM, a file or a pipe.
+//!
+//! BAM files are memory-mapped; BAM arriving on a pipe is first spooled to
+//! a temporary file (removed afterwards) so it can be mapped too. SAM is
+//! parsed as a stream, from a file or a pipe alike.
+
+use crate::bam::sam::SamReader;
+use crate::bam::BamFile;
+use crate::bgzf::{Block, BlockReader, VirtualOffset};
+use crate::output::TempOutput;
+use crate::Error;
+use std::fs::File;
+use std::io::{self, BufWriter, Cursor, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// What the first bytes of an input say it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// BGZF whose first block starts with `BAM\1`.
+    Bam,
+    /// Plain text (SAM).
+    Sam,
+    /// gzip or BGZF holding something else (compressed SAM): not supported.
+    Compressed,
+    /// No bytes at all.
+    Empty,
+}
+
+/// Bytes read to recognise an input (a BGZF block is at most 64 KiB).
+const SNIFF_BYTES: usize = 1 << 16;
+
+/// Recognises an input from its first bytes (up to 64 KiB).
+///
+/// ```
+/// use fasthts::input::{sniff, Kind};
+/// assert_eq!(sniff(b"@HD\tVN:1.6\n"), Kind::Sam);
+/// assert_eq!(sniff(b""), Kind::Empty);
+/// assert_eq!(sniff(&[0x1f, 0x8b, 8, 0]), Kind::Compressed);
+/// ```
+pub fn sniff(prefix: &[u8]) -> Kind {
+    if prefix.is_empty() {
+        return Kind::Empty;
+    }
+    if !prefix.starts_with(&[0x1f, 0x8b]) {
+        return Kind::Sam;
+    }
+    // One block at a time: the prefix may end inside the second block.
+    let is_bam = Block::parse(prefix, 0).ok().is_some_and(|_| {
+        BlockReader::with_batch_bytes(prefix, VirtualOffset::default(), 1)
+            .and_then(|mut r| r.fill(4).map(|n| n >= 4 && r.available()[..4] == *b"BAM\x01"))
+            .unwrap_or(false)
+    });
+    // A truncated first block still says BGZF: let the BAM reader report it.
+    if is_bam || (prefix.len() < SNIFF_BYTES && prefix.starts_with(&[0x1f, 0x8b, 8, 4])) {
+        Kind::Bam
+    } else {
+        Kind::Compressed
+    }
+}
+
+/// An opened input.
+pub enum Input {
+    /// A memory-mapped BAM; the spool file, if any, is removed on drop.
+    Bam(BamFile, Option<TempOutput>),
+    /// A SAM stream with its header read.
+    Sam(Box<SamReader<Box<dyn Read + Send>>>),
+}
+
+/// Opens `path` (`-` for standard input). BAM from a pipe is spooled to
+/// `spool_prefix` + `.input`.
+pub fn open(path: &Path, spool_prefix: &Path) -> Result<Input, Error> {
+    let stdin = path.as_os_str() == "-";
+    let with_path = |e: Error| e.with_path(path);
+    let meta = if stdin { None } else { Some(std::fs::metadata(path).map_err(|e| with_path(e.into()))?) };
+    if meta.as_ref().is_some_and(|m| m.is_dir()) {
+        return Err(with_path(Error::IsADirectory));
+    }
+    let regular = meta.as_ref().is_some_and(|m| m.is_file());
+    let mut reader: Box<dyn Read + Send> =
+        if stdin { Box::new(io::stdin()) } else { Box::new(File::open(path).map_err(|e| with_path(e.into()))?) };
+    let mut prefix = Vec::with_capacity(SNIFF_BYTES);
+    (&mut reader).take(SNIFF_BYTES as u64).read_to_end(&mut prefix).map_err(|e| with_path(e.into()))?;
+    match sniff(&prefix) {
+        Kind::Empty => Err(with_path(Error::Message("empty input".into()))),
+        Kind::Compressed => {
+            Err(with_path(Error::Message("compressed SAM (or other gzip data) is not supported; give BAM or plain SAM".into())))
+        }
+        Kind::Sam => {
+            let chained: Box<dyn Read + Send> = Box::new(Cursor::new(prefix).chain(reader));
+            let sam = SamReader::new(chained).map_err(|e| with_path(e.into()))?;
+            Ok(Input::Sam(Box::new(sam)))
+        }
+        Kind::Bam if regular => Ok(Input::Bam(BamFile::open(path)?, None)),
+        Kind::Bam => {
+            let target = PathBuf::from(format!("{}.input", spool_prefix.display()));
+            let (temp, file) = TempOutput::create(&target)?;
+            let mut w = BufWriter::with_capacity(1 << 20, file);
+            w.write_all(&prefix)
+                .and_then(|()| io::copy(&mut reader, &mut w).map(|_| ()))
+                .and_then(|()| w.flush())
+                .map_err(|e| with_path(e.into()))?;
+            let bam = BamFile::open(temp.path()).map_err(|e| match e {
+                Error::WithPath { source, .. } => source.with_path(path),
+                e => e,
+            })?;
+            Ok(Input::Bam(bam, Some(temp)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bam_prefix_is_bam_even_when_cut_mid_block() {
+        let bam = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/small.bam")).unwrap();
+        for cut in [bam.len(), SNIFF_BYTES, 100, 19] {
+            assert_eq!(sniff(&bam[..cut.min(bam.len())]), Kind::Bam, "cut at {cut}");
+        }
+        // gzip-compressed text is not BAM.
+        let text = crate::bgzf::compress_all(b"@HD\tVN:1.6\n", 1);
+        assert_eq!(sniff(&text), Kind::Compressed);
+    }
+}
