@@ -255,3 +255,37 @@ fn sorts_sam_from_a_pipe_like_samtools() {
         assert!(view(&ours) == view(&theirs), "-m {memory}");
     }
 }
+
+#[test]
+fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sortfan");
+    // ~30 MB of records, so 1 MB batches make ~30 runs; 40 open files
+    // leave a fan-in of 8.
+    let big = dir.path("big.bam");
+    let mut c = Command::new("samtools");
+    c.args(["cat", "-o"]).arg(&big);
+    for _ in 0..16 {
+        c.arg(repo_root().join("tests/data/small.bam"));
+    }
+    assert!(run(c).status.success());
+    let theirs = dir.path("theirs.bam");
+    let mut s = Command::new("samtools");
+    s.args(["sort", "--no-PG", "-o"]).arg(&theirs).arg(&big);
+    assert!(run(s).status.success());
+    let ours = dir.path("ours.bam");
+    let script = format!(
+        "ulimit -n 40 && exec {} sort --no-PG -@ 2 -m 1M -T {} -o {} {}",
+        env!("CARGO_BIN_EXE_fasthts"),
+        dir.path("t").display(),
+        ours.display(),
+        big.display()
+    );
+    let mut c = Command::new("sh");
+    c.args(["-c", &script]);
+    let r = run(c);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert!(view(&ours) == view(&theirs));
+}

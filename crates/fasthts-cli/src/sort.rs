@@ -101,6 +101,7 @@ pub fn run(args: SortArgs) -> CmdResult {
         }
     }
     let opts = SortOptions {
+        max_fan_in: None,
         index,
         order: match args.tag {
             Some(tag) => SortOrder::Tag { tag, then_by_name: args.by_name },

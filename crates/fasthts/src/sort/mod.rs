@@ -14,7 +14,7 @@ mod run;
 
 pub use header::{add_pg_line, set_sort_order};
 pub use key::{coordinate_key, record_coordinate_key, strnum_cmp, SortOrder};
-pub use run::{RunDir, RunReader};
+pub use run::{max_fan_in, RunDir, RunReader, RunWriter};
 
 use crate::bam::{BamFile, Header, RecordRef};
 use crate::bgzf::BgzfWriter;
@@ -43,6 +43,8 @@ pub struct SortOptions {
     /// Build an index of the output while writing it (`--write-index`;
     /// coordinate order only).
     pub index: Option<IndexFormat>,
+    /// Most runs merged at once; `None`: from the open-file limit.
+    pub max_fan_in: Option<usize>,
 }
 
 /// What a sort did.
@@ -52,6 +54,8 @@ pub struct SortStats {
     pub records: u64,
     /// Run files written (0: sorted in memory).
     pub runs: usize,
+    /// Intermediate merges needed because runs outnumbered the fan-in.
+    pub merge_passes: usize,
     /// The index of the output, when asked for.
     pub index: Option<Index>,
 }
@@ -183,7 +187,21 @@ where
             sink.write(&mut w, r)?;
         }
     } else {
-        merge(&run_paths, &arena, order, &mut w, &mut sink)?;
+        // More runs than files may be open: merge consecutive groups into
+        // bigger runs first (consecutive, so ties keep input order).
+        let fan_in = opts.max_fan_in.unwrap_or_else(max_fan_in).max(2);
+        let dir = runs.as_mut().expect("runs were written");
+        while run_paths.len() + 1 > fan_in {
+            let group: Vec<PathBuf> = run_paths.drain(..fan_in).collect();
+            let mut out = dir.create_run()?;
+            merge(&group, None, order, &mut |r| out.put(r))?;
+            for p in &group {
+                let _ = std::fs::remove_file(p);
+            }
+            run_paths.insert(0, out.finish()?);
+            stats.merge_passes += 1;
+        }
+        merge(&run_paths, Some(&arena), order, &mut |r| sink.write(&mut w, r))?;
     }
     stats.index = sink.finish(&mut w)?;
     let out = w.finish()?;
@@ -193,7 +211,14 @@ where
 
 /// K-way merge of the runs (in input order) and the last in-memory batch,
 /// ties broken by source order so the sort stays stable.
-fn merge<W: Write>(run_paths: &[PathBuf], last: &Arena, order: SortOrder, w: &mut BgzfWriter<W>, sink: &mut Sink) -> Result<(), Error> {
+fn merge(
+    run_paths: &[PathBuf],
+    last: Option<&Arena>,
+    order: SortOrder,
+    put: &mut dyn FnMut(&[u8]) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let empty = Arena::default();
+    let last = last.unwrap_or(&empty);
     let mut readers = run_paths.iter().map(|p| RunReader::open(p)).collect::<Result<Vec<_>, _>>()?;
     let mem = readers.len();
     let mut mem_next = 0usize;
@@ -228,11 +253,11 @@ fn merge<W: Write>(run_paths: &[PathBuf], last: &Arena, order: SortOrder, w: &mu
     while let Some(src) = heap.peek() {
         let more = if src == mem {
             let (_, off) = last.entries[mem_next];
-            sink.write(w, last.record(off))?;
+            put(last.record(off))?;
             mem_next += 1;
             mem_next < last.entries.len()
         } else {
-            sink.write(w, &readers[src].record)?;
+            put(&readers[src].record)?;
             readers[src].advance()?
         };
         if more {

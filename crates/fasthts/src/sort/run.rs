@@ -31,19 +31,49 @@ impl RunDir {
 
     /// Writes `records` (each `block_size` + data, already in order) as a new run.
     pub fn write_run<'a>(&mut self, records: impl Iterator<Item = &'a [u8]>) -> Result<PathBuf, Error> {
+        let mut w = self.create_run()?;
+        for r in records {
+            w.put(r)?;
+        }
+        w.finish()
+    }
+
+    /// Starts a new run, to be filled record by record.
+    pub fn create_run(&mut self) -> Result<RunWriter, Error> {
         let path = self.path.join(format!("{:06}.run", self.next));
         self.next += 1;
         let file = File::create(&path).map_err(|e| Error::from(e).with_path(&path))?;
-        let mut w = BufWriter::with_capacity(1 << 20, file);
-        let written: io::Result<()> = (|| {
-            for r in records {
-                w.write_all(r)?;
-            }
-            w.flush()
-        })();
-        written.map_err(|e| Error::from(e).with_path(&path))?;
-        Ok(path)
+        Ok(RunWriter { writer: BufWriter::with_capacity(1 << 20, file), path })
     }
+}
+
+/// A run being written.
+pub struct RunWriter {
+    writer: BufWriter<File>,
+    path: PathBuf,
+}
+
+impl RunWriter {
+    /// Appends one record (`block_size` + data).
+    pub fn put(&mut self, record: &[u8]) -> Result<(), Error> {
+        self.writer.write_all(record).map_err(|e| Error::from(e).with_path(&self.path))
+    }
+
+    /// Flushes the run and returns its path.
+    pub fn finish(mut self) -> Result<PathBuf, Error> {
+        self.writer.flush().map_err(|e| Error::from(e).with_path(&self.path))?;
+        Ok(self.path)
+    }
+}
+
+/// How many runs one merge may read at once: the open-file limit
+/// (`getrlimit`), less room for the process's other files, at least 2.
+pub fn max_fan_in() -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct we own.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    let soft = if ok { lim.rlim_cur.min(1 << 20) as usize } else { 1024 };
+    soft.saturating_sub(32).max(2)
 }
 
 impl Drop for RunDir {
