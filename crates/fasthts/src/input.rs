@@ -44,17 +44,26 @@ pub fn sniff(prefix: &[u8]) -> Kind {
     if !prefix.starts_with(&[0x1f, 0x8b]) {
         return Kind::Sam;
     }
-    // One block at a time: the prefix may end inside the second block.
-    let is_bam = Block::parse(prefix, 0).ok().is_some_and(|_| {
-        BlockReader::with_batch_bytes(prefix, VirtualOffset::default(), 1)
-            .and_then(|mut r| r.fill(4).map(|n| n >= 4 && r.available()[..4] == *b"BAM\x01"))
-            .unwrap_or(false)
-    });
-    // A truncated first block still says BGZF: let the BAM reader report it.
-    if is_bam || (prefix.len() < SNIFF_BYTES && prefix.starts_with(&[0x1f, 0x8b, 8, 4])) {
-        Kind::Bam
-    } else {
-        Kind::Compressed
+    match Block::parse(prefix, 0) {
+        // A whole first block: its contents decide.
+        Ok(_) => {
+            let mut first = [0u8; 4];
+            // One block at a time: the prefix may end inside the second block.
+            let read = BlockReader::with_batch_bytes(prefix, VirtualOffset::default(), 1).and_then(|mut r| {
+                let n = r.fill(4)?.min(4);
+                first[..n].copy_from_slice(&r.available()[..n]);
+                Ok(n)
+            });
+            match read {
+                Ok(4) if first == *b"BAM\x01" => Kind::Bam,
+                Ok(_) => Kind::Compressed,
+                // A damaged first block: let the BAM reader say what is wrong.
+                Err(_) => Kind::Bam,
+            }
+        }
+        // A cut BGZF header is a (truncated) BAM as far as we can tell.
+        Err(_) if prefix.starts_with(&[0x1f, 0x8b, 8, 4]) => Kind::Bam,
+        Err(_) => Kind::Compressed,
     }
 }
 

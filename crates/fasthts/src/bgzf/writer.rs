@@ -12,8 +12,10 @@ use std::io::{self, Write};
 pub const BLOCK_DATA_SIZE: usize = 0xff00;
 /// Header of a block written by fasthts: gzip fixed header plus the BC subfield.
 const HEADER_LEN: usize = 18;
-/// Blocks compressed per parallel batch.
-const BATCH_BLOCKS: usize = 64;
+/// Blocks compressed per parallel batch: 16 blocks keep two to eight threads
+/// busy while holding only 2 MiB (input and output), so a sort at a small
+/// `-m` stays within samtools' memory.
+const BATCH_BLOCKS: usize = 16;
 /// The compression level htslib uses when none is given (zlib's scale).
 pub const DEFAULT_LEVEL: u32 = 6;
 

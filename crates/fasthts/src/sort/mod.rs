@@ -120,6 +120,24 @@ pub fn sort_bam<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> Result<(
     sort_records(bam.header(), opts, out, |push| crate::bam::scan(bam, |r, _| push(r)).map(|_| ()))
 }
 
+type SpillResult = Result<(PathBuf, Arena), Error>;
+
+/// Waits for the background spill to answer, running pool work meanwhile:
+/// with one thread, the spill task itself runs here (a blocking receive
+/// would deadlock).
+fn wait_for_spill(rx: &std::sync::Mutex<&mut std::sync::mpsc::Receiver<SpillResult>>) -> SpillResult {
+    loop {
+        match rx.lock().expect("not poisoned").try_recv() {
+            Ok(answer) => return answer,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => unreachable!("the spill task always answers"),
+            Err(std::sync::mpsc::TryRecvError::Empty) => {}
+        }
+        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+}
+
 /// Sorts an opened input, BAM or SAM (see [`crate::input::open`]).
 pub fn sort_input<W: Write>(input: &mut crate::input::Input, opts: &SortOptions, out: W) -> Result<(SortStats, W), Error> {
     match input {
@@ -140,28 +158,58 @@ pub type Push<'p> = dyn FnMut(&RecordRef<'_>) -> Result<(), Error> + Send + 'p;
 pub fn sort_records<W, F>(header: &Header, opts: &SortOptions, out: W, feed: F) -> Result<(SortStats, W), Error>
 where
     W: Write,
-    F: FnOnce(&mut Push<'_>) -> Result<(), Error>,
+    F: FnOnce(&mut Push<'_>) -> Result<(), Error> + Send,
 {
     let order = opts.order;
     let mut arena = Arena::default();
     let mut runs: Option<RunDir> = None;
     let mut run_paths = Vec::new();
     let mut stats = SortStats::default();
-    let limit = opts.memory.max(1 << 20);
-    feed(&mut |r: &RecordRef<'_>| {
-        arena.push(r, order);
-        stats.records += 1;
-        if arena.footprint() >= limit {
-            arena.sort(order);
-            let dir = match &mut runs {
-                Some(d) => d,
-                None => runs.insert(RunDir::create(&opts.temp_prefix)?),
-            };
-            run_paths.push(dir.write_run(arena.sorted_records())?);
-            arena.clear();
+    // Two arenas share the memory: one filling while the other, full, is
+    // sorted and written as a run in the background.
+    let limit = (opts.memory / 2).max(1 << 20);
+    let (done_tx, mut done_rx) = std::sync::mpsc::sync_channel::<SpillResult>(1);
+    let mut in_flight = false;
+    let fed = rayon::scope(|scope| -> Result<(), Error> {
+        // The feed may run on any pool thread; the receiver is not Sync.
+        let rx = std::sync::Mutex::new(&mut done_rx);
+        let fed = feed(&mut |r: &RecordRef<'_>| {
+            arena.push(r, order);
+            stats.records += 1;
+            if arena.footprint() >= limit {
+                // Runs must stay in input order: take the previous spill's
+                // result (and its arena, for reuse) before starting the next.
+                let spare = if in_flight {
+                    let (path, mut spent) = wait_for_spill(&rx)?;
+                    run_paths.push(path);
+                    spent.clear();
+                    spent
+                } else {
+                    Arena::default()
+                };
+                let mut full = std::mem::replace(&mut arena, spare);
+                let dir = match &mut runs {
+                    Some(d) => d,
+                    None => runs.insert(RunDir::create(&opts.temp_prefix)?),
+                };
+                let mut run = dir.create_run()?;
+                let done = done_tx.clone();
+                in_flight = true;
+                scope.spawn(move |_| {
+                    full.sort(order);
+                    let written = full.sorted_records().try_for_each(|r| run.put(r)).and_then(|()| run.finish());
+                    let _ = done.send(written.map(|path| (path, full)));
+                });
+            }
+            Ok(())
+        });
+        if in_flight {
+            let (path, _) = wait_for_spill(&rx)?;
+            run_paths.push(path);
         }
-        Ok(())
-    })?;
+        fed
+    });
+    fed?;
     arena.sort(order);
     stats.runs = run_paths.len();
 
@@ -194,14 +242,14 @@ where
         while run_paths.len() + 1 > fan_in {
             let group: Vec<PathBuf> = run_paths.drain(..fan_in).collect();
             let mut out = dir.create_run()?;
-            merge(&group, None, order, &mut |r| out.put(r))?;
+            merge(&group, None, order, opts.memory, &mut |r| out.put(r))?;
             for p in &group {
                 let _ = std::fs::remove_file(p);
             }
             run_paths.insert(0, out.finish()?);
             stats.merge_passes += 1;
         }
-        merge(&run_paths, Some(&arena), order, &mut |r| sink.write(&mut w, r))?;
+        merge(&run_paths, Some(&arena), order, opts.memory, &mut |r| sink.write(&mut w, r))?;
     }
     stats.index = sink.finish(&mut w)?;
     let out = w.finish()?;
@@ -215,11 +263,15 @@ fn merge(
     run_paths: &[PathBuf],
     last: Option<&Arena>,
     order: SortOrder,
+    memory: usize,
     put: &mut dyn FnMut(&[u8]) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let empty = Arena::default();
     let last = last.unwrap_or(&empty);
-    let mut readers = run_paths.iter().map(|p| RunReader::open(p)).collect::<Result<Vec<_>, _>>()?;
+    // Read buffers share a quarter of the memory budget (the last arena may
+    // hold half of it), between 64 KiB and 1 MiB each.
+    let buffer = (memory / 4 / run_paths.len().max(1)).clamp(64 << 10, 1 << 20);
+    let mut readers = run_paths.iter().map(|p| RunReader::open(p, buffer)).collect::<Result<Vec<_>, _>>()?;
     let mem = readers.len();
     let mut mem_next = 0usize;
     // The current record of each source; `None` once exhausted.

@@ -92,10 +92,10 @@ pub struct RunReader {
 }
 
 impl RunReader {
-    /// Opens a run file.
-    pub fn open(path: &Path) -> Result<RunReader, Error> {
+    /// Opens a run file, reading it through a buffer of `buffer` bytes.
+    pub fn open(path: &Path, buffer: usize) -> Result<RunReader, Error> {
         let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
-        Ok(RunReader { reader: BufReader::with_capacity(1 << 20, file), path: path.to_path_buf(), record: Vec::new() })
+        Ok(RunReader { reader: BufReader::with_capacity(buffer, file), path: path.to_path_buf(), record: Vec::new() })
     }
 
     /// Loads the next record into `self.record`; false at the end.
