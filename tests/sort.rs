@@ -141,12 +141,7 @@ fn sorts_a_bam_from_standard_input_to_standard_output() {
     let input = std::fs::read(repo_root().join("tests/data/unsorted.bam")).unwrap();
     let mut c = fasthts();
     c.args(["sort", "--no-PG", "-m", "1M", "-T"]).arg(dir.path("t"));
-    c.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
+    let out = run_with_stdin(c, input);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let ours = dir.path("ours.bam");
     std::fs::write(&ours, &out.stdout).unwrap();
@@ -242,13 +237,7 @@ fn sorts_sam_from_a_pipe_like_samtools() {
     for memory in ["768M", "1M"] {
         let mut c = fasthts();
         c.args(["sort", "--no-PG", "-m", memory, "-T"]).arg(dir.path("t"));
-        c.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let input = sam.clone();
-        let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
-        let out = child.wait_with_output().unwrap();
-        writer.join().unwrap().unwrap();
+        let out = run_with_stdin(c, sam.clone());
         assert!(out.status.success(), "{}", text(&out.stderr));
         let ours = dir.path("ours.bam");
         std::fs::write(&ours, &out.stdout).unwrap();

@@ -52,6 +52,18 @@ pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
     Output { status, stdout: t_out.join().unwrap(), stderr: t_err.join().unwrap() }
 }
 
+/// Runs `cmd` with `input` written to its standard input (from another
+/// thread, so a child that writes while reading cannot deadlock).
+pub fn run_with_stdin(mut cmd: Command, input: Vec<u8>) -> Output {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let writer = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer thread").expect("write to child's stdin");
+    out
+}
+
 /// Runs and returns output, with a generous timeout.
 pub fn run(cmd: Command) -> Output {
     run_with_timeout(cmd, Duration::from_secs(120))
