@@ -10,6 +10,7 @@ mod idxstats;
 mod index;
 mod signals;
 mod sort;
+mod snp_pileup;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
 /// `fasthts <subcommand>: <error>`, and the process exits with status 1.
@@ -30,8 +31,10 @@ enum Command {
     Index(index::IndexArgs),
     /// Per-reference record counts from the index, as samtools idxstats.
     Idxstats(idxstats::IdxstatsArgs),
-    /// Sorts a BAM by coordinate, as samtools sort.
+    /// Sorts a BAM or SAM by coordinate, name or tag, as samtools sort.
     Sort(sort::SortArgs),
+    /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
+    SnpPileup(snp_pileup::SnpPileupArgs),
 }
 
 impl Command {
@@ -41,6 +44,7 @@ impl Command {
             Command::Index(_) => "index",
             Command::Idxstats(_) => "idxstats",
             Command::Sort(_) => "sort",
+            Command::SnpPileup(_) => "snp-pileup",
         }
     }
 
@@ -50,6 +54,7 @@ impl Command {
             Command::Index(a) => index::run(a),
             Command::Idxstats(a) => idxstats::run(a),
             Command::Sort(a) => sort::run(a),
+            Command::SnpPileup(a) => snp_pileup::run(a),
         }
     }
 }

@@ -58,6 +58,7 @@ pub mod index;
 pub mod indexer;
 pub mod input;
 pub mod output;
+pub mod pileup;
 pub mod region;
 pub mod sort;
 

@@ -1,0 +1,206 @@
+//! `fasthts snp-pileup`: FACETS' snp-pileup (same options, defaults, CSV
+//! and messages), on all cores. The work is in `fasthts::pileup::snp`.
+
+use crate::CmdResult;
+use clap::Args;
+use fasthts::bam::BamFile;
+use fasthts::bgzf::{BgzfWriter, DEFAULT_LEVEL};
+use fasthts::output::TempOutput;
+use fasthts::pileup::snp::{self, SnpPileupOptions};
+use fasthts::pileup::vcf::Sites;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// C `atoi`: optional blanks and sign, then digits; junk reads as 0.
+fn atoi(s: &str) -> Result<i32, std::convert::Infallible> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for c in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = (v * 10 + i64::from(c - b'0')).min(i64::from(i32::MAX) + 1);
+    }
+    let v = if neg { -v } else { v };
+    Ok(v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32)
+}
+
+/// Counts, at every SNP of a VCF, the reads of each BAM showing the reference
+/// allele, the alternate allele, another base or a deletion (FACETS snp-pileup).
+#[derive(Args)]
+#[command(after_help = "Output: CSV with columns Chromosome,Position,Ref,Alt,File1R,File1A,File1E,File1D,... \
+    identical to FACETS snp-pileup. BAMs must be coordinate-sorted and indexed (fasthts index).")]
+pub struct SnpPileupArgs {
+    /// Do not discard anomalous read pairs.
+    #[arg(short = 'A', long = "count-orphans")]
+    pub count_orphans: bool,
+    /// Sets the maximum depth. Default is 4000.
+    #[arg(short = 'd', long = "max-depth", value_name = "DEPTH", value_parser = atoi, default_value = "4000", allow_hyphen_values = true)]
+    pub max_depth: i32,
+    /// Compresses the output file with BGZF.
+    #[arg(short = 'g', long = "gzip")]
+    pub gzip: bool,
+    /// Every MULTIPLE positions, if there is no SNP, insert a blank record with the total count at the position.
+    #[arg(short = 'P', long = "pseudo-snps", value_name = "MULTIPLE", value_parser = atoi, default_value = "0", allow_hyphen_values = true)]
+    pub pseudo_snps: i32,
+    /// Show a progress bar.
+    #[arg(short = 'p', long = "progress")]
+    pub progress: bool,
+    /// Sets the minimum threshold for mapping quality. Default is 0.
+    #[arg(short = 'q', long = "min-map-quality", value_name = "QUALITY", value_parser = atoi, default_value = "0", allow_hyphen_values = true)]
+    pub min_map_quality: i32,
+    /// Sets the minimum threshold for base quality. Default is 0.
+    #[arg(short = 'Q', long = "min-base-quality", value_name = "QUALITY", value_parser = atoi, default_value = "0", allow_hyphen_values = true)]
+    pub min_base_quality: i32,
+    /// Comma separated list of minimum read counts for a position to be output. Default is 0.
+    #[arg(short = 'r', long = "min-read-counts", value_name = "READS", allow_hyphen_values = true)]
+    pub min_read_counts: Vec<String>,
+    /// Show detailed messages.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+    /// Disable read-pair overlap detection.
+    #[arg(short = 'x', long = "ignore-overlaps")]
+    pub ignore_overlaps: bool,
+    /// Worker threads (all cores by default).
+    #[arg(short = '@', long = "threads", value_name = "INT")]
+    pub threads: Option<usize>,
+    /// Region size in bases for the parallel walk (output does not depend on it).
+    #[arg(long = "region-size", value_name = "BASES", hide = true)]
+    pub region_size: Option<i64>,
+    /// Bases before a region from which its reads are loaded (output does not depend on it).
+    #[arg(long = "warmup", value_name = "BASES", hide = true)]
+    pub warmup: Option<i64>,
+    /// <vcf file> <output file> <sequence files...>
+    #[arg(value_name = "FILES")]
+    pub files: Vec<String>,
+}
+
+/// Process CPU seconds (what FACETS' `clock()` reports), from /proc.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    // Fields after the command name (which is in parentheses).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 (1-based), 11 and 12 here.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn usage_exit() -> ! {
+    eprintln!("Usage: fasthts snp-pileup [OPTION...] <vcf file> <output file> <sequence files...>");
+    eprintln!("Try `fasthts snp-pileup --help' for more information.");
+    std::process::exit(64);
+}
+
+pub fn run(args: SnpPileupArgs) -> CmdResult {
+    if args.files.len() < 3 {
+        usage_exit();
+    }
+    let vcf = &args.files[0];
+    let output = &args.files[1];
+    let bam_paths = &args.files[2..];
+    let mut min_read_counts = Vec::new();
+    for r in &args.min_read_counts {
+        min_read_counts.extend(r.split(',').filter(|t| !t.is_empty()).map(|t| atoi(t).unwrap_or(0)));
+    }
+    let mut opts = SnpPileupOptions {
+        count_orphans: args.count_orphans,
+        max_depth: args.max_depth,
+        ignore_overlaps: args.ignore_overlaps,
+        min_map_quality: args.min_map_quality,
+        min_base_quality: args.min_base_quality,
+        pseudo_snps: args.pseudo_snps,
+        min_read_counts,
+        ..SnpPileupOptions::default()
+    };
+    if let Some(w) = args.warmup {
+        opts.warmup = w.max(0);
+    }
+    if let Some(size) = args.region_size {
+        opts.region_size = size.max(1);
+    }
+
+    let mut stdout = String::new();
+    let sites = Sites::read(Path::new(vcf)).map_err(|e| format!("Failed to read VCF file: {e}"))?;
+    if args.progress {
+        stdout.push_str("Calculating SNP count...done.\n");
+    }
+    let mut bams = Vec::with_capacity(bam_paths.len());
+    let mut indexes = Vec::with_capacity(bam_paths.len());
+    for (i, p) in bam_paths.iter().enumerate() {
+        let bam = match BamFile::open(p) {
+            Ok(b) => b,
+            Err(e) => {
+                crate::write_stdout(stdout.as_bytes())?;
+                return Err(format!("Failed to read sequence file {p} ({})", strip_path(&e.to_string(), p)).into());
+            }
+        };
+        if args.verbose {
+            stdout.push_str(&format!("Detected format for file {}: BAM version 1 compressed sequence data\n", i + 1));
+        }
+        crate::warn_if_truncated(&bam);
+        let index = match crate::find_index(&bam)? {
+            Some(ix) => ix,
+            None => {
+                crate::write_stdout(stdout.as_bytes())?;
+                if let Some(order) = declared_sort_order(&bam) {
+                    if order != "coordinate" {
+                        return Err(format!("{p}: not coordinate-sorted (header says SO:{order}); sort it (fasthts sort) and index it (fasthts index) first").into());
+                    }
+                }
+                return Err(
+                    format!("{p}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {p}` first)").into()
+                );
+            }
+        };
+        bams.push(bam);
+        indexes.push(index);
+    }
+    if args.verbose {
+        stdout.push_str(&format!("Max per-file depth set to {}.\n", opts.max_depth));
+    }
+    let mut target = output.clone();
+    if args.gzip && !target.ends_with(".gz") {
+        target.push_str(".gz");
+    }
+    if Path::new(&target).exists() {
+        crate::write_stdout(stdout.as_bytes())?;
+        return Err(format!("Output file {output} already exists!").into());
+    }
+    crate::write_stdout(stdout.as_bytes())?;
+    let (temp, file) = TempOutput::create(Path::new(&target)).map_err(|e| format!("Failed to open output file for writing: {e}"))?;
+    crate::with_threads(args.threads, || -> CmdResult {
+        if args.gzip {
+            let mut w = BgzfWriter::new(BufWriter::new(file), DEFAULT_LEVEL);
+            snp::run(&sites, &bams, &indexes, &opts, &mut w)?;
+            let mut inner = w.finish()?;
+            inner.flush()?;
+        } else {
+            let mut w = BufWriter::with_capacity(1 << 20, file);
+            snp::run(&sites, &bams, &indexes, &opts, &mut w)?;
+            w.flush()?;
+        }
+        Ok(())
+    })?;
+    temp.commit()?;
+    let mut tail = String::new();
+    if args.progress {
+        tail.push_str(&snp::progress_text(sites.n_records));
+    }
+    tail.push_str(&format!("Finished in {:.6} seconds.\n", cpu_seconds()));
+    crate::write_stdout(tail.as_bytes())
+}
+
+/// The `SO` value of the `@HD` header line, if any.
+fn declared_sort_order(bam: &BamFile) -> Option<String> {
+    let text = String::from_utf8_lossy(&bam.header().text).into_owned();
+    let hd = text.lines().find(|l| l.starts_with("@HD"))?;
+    hd.split('\t').find_map(|f| f.strip_prefix("SO:")).map(str::to_string)
+}
+
+/// "missing.bam: No such file or directory" → "No such file or directory".
+fn strip_path(msg: &str, path: &str) -> String {
+    msg.strip_prefix(path).and_then(|m| m.strip_prefix(": ")).unwrap_or(msg).to_string()
+}

@@ -1,0 +1,804 @@
+//! One file's pileup, step for step as htslib 1.16's `bam_plp_*` (sam.c):
+//! the read buffer, the `maxcnt` test on push, the column loop with its
+//! jumps, `resolve_cigar2` and the mate-overlap quality adjustment
+//! (`overlap_push` / `tweak_overlap_quality`). Written from reading
+//! htslib, not copied.
+//!
+//! Nodes live in an arena and are recycled through a LIFO free list, as
+//! htslib's memory pool recycles `lbnode_t`s; their byte buffers are reused,
+//! so once the buffer has reached its working size no record allocates.
+
+use super::PileupError;
+use crate::bam::RecordRef;
+use std::collections::HashMap;
+
+const CMATCH: u32 = 0;
+const CINS: u32 = 1;
+const CDEL: u32 = 2;
+const CREF_SKIP: u32 = 3;
+const CSOFT_CLIP: u32 = 4;
+const CHARD_CLIP: u32 = 5;
+const CPAD: u32 = 6;
+const CEQUAL: u32 = 7;
+const CDIFF: u32 = 8;
+
+const FPAIRED: u16 = 0x1;
+const FPROPER_PAIR: u16 = 0x2;
+const FUNMAP: u16 = 0x4;
+const FMUNMAP: u16 = 0x8;
+
+#[inline]
+fn is_match(op: u32) -> bool {
+    op == CMATCH || op == CEQUAL || op == CDIFF
+}
+
+#[inline]
+fn is_ref_op(op: u32) -> bool {
+    is_match(op) || op == CDEL || op == CREF_SKIP
+}
+
+/// htslib's `cstate_t`: where a read's CIGAR walk stands.
+#[derive(Clone, Copy, Debug, Default)]
+struct CState {
+    /// Index of the CIGAR operation being processed (-1: not started).
+    k: i64,
+    /// Reference coordinate of the start of operation `k`.
+    x: i64,
+    /// Query coordinate of the start of operation `k`.
+    y: i64,
+    /// Last reference position covered.
+    end: i64,
+    /// Last position resolved.
+    last: i64,
+}
+
+/// A buffered read: a copy of the fields the pileup needs.
+#[derive(Default, Debug)]
+pub(crate) struct Node {
+    pub(crate) tid: i32,
+    pub(crate) beg: i64,
+    pub(crate) end: i64,
+    pub(crate) flag: u16,
+    pub(crate) mapq: u8,
+    pub(crate) mtid: i32,
+    pub(crate) mpos: i64,
+    pub(crate) isize: i32,
+    pub(crate) l_qseq: i64,
+    s: CState,
+    /// Read name (no NUL).
+    pub(crate) name: Vec<u8>,
+    name_hash: u64,
+    /// CIGAR as BAM's packed u32 words (`len << 4 | op`).
+    cigar: Vec<u32>,
+    /// 4-bit packed sequence.
+    pub(crate) seq: Vec<u8>,
+    /// Base qualities (mutable: overlap adjustment rewrites them).
+    pub(crate) qual: Vec<u8>,
+}
+
+impl Node {
+    fn fill(&mut self, b: &RecordRef<'_>) {
+        self.tid = b.ref_id();
+        self.beg = i64::from(b.pos());
+        self.flag = b.flag();
+        self.mapq = b.mapq();
+        self.mtid = b.mate_ref_id();
+        self.mpos = i64::from(b.mate_pos());
+        self.isize = b.template_len();
+        self.l_qseq = b.seq_len() as i64;
+        self.name.clear();
+        self.name.extend_from_slice(b.name());
+        self.name_hash = name_key(&self.name);
+        self.cigar.clear();
+        let mut rlen = 0i64;
+        for (op, len) in b.cigar().iter() {
+            let code = op_code(op);
+            if code == CMATCH || code == CDEL || code == CREF_SKIP || code == CEQUAL || code == CDIFF {
+                rlen += i64::from(len);
+            }
+            self.cigar.push(len << 4 | code);
+        }
+        self.seq.clear();
+        self.seq.extend_from_slice(b.seq_raw());
+        self.qual.clear();
+        self.qual.extend_from_slice(b.qual());
+        // Raw reference length, not bam_endpos (which turns 0 into 1).
+        self.end = self.beg + rlen;
+        self.s = CState { k: -1, x: 0, y: 0, end: self.end - 1, last: -1 };
+    }
+
+    /// The 4-bit base code at query position `i` (15, N, past the end).
+    #[inline]
+    pub(crate) fn base_code(&self, i: usize) -> u8 {
+        match self.seq.get(i / 2) {
+            Some(&b) => {
+                if i % 2 == 0 {
+                    b >> 4
+                } else {
+                    b & 0xf
+                }
+            }
+            None => 15,
+        }
+    }
+}
+
+fn op_code(op: crate::bam::CigarOp) -> u32 {
+    use crate::bam::CigarOp::*;
+    match op {
+        Match => CMATCH,
+        Insertion => CINS,
+        Deletion => CDEL,
+        Skip => CREF_SKIP,
+        SoftClip => CSOFT_CLIP,
+        HardClip => CHARD_CLIP,
+        Pad => CPAD,
+        SequenceMatch => CEQUAL,
+        SequenceMismatch => CDIFF,
+        Unknown(c) => u32::from(c),
+    }
+}
+
+/// A 64-bit key for a read name (FNV-1a); collisions are resolved by
+/// comparing the names themselves.
+fn name_key(name: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &c in name {
+        h ^= u64::from(c);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// htslib's `__ac_X31_hash_string` (over C `char`, signed on x86) followed
+/// by `__ac_Wang_hash`.
+pub(crate) fn htslib_name_hash(name: &[u8]) -> u32 {
+    let mut h: u32 = 0;
+    if let Some((&first, rest)) = name.split_first() {
+        h = first as i8 as i32 as u32;
+        for &c in rest {
+            h = (h << 5).wrapping_sub(h).wrapping_add(c as i8 as i32 as u32);
+        }
+    }
+    let mut key = h;
+    key = key.wrapping_add(!(key << 15));
+    key ^= key >> 10;
+    key = key.wrapping_add(key << 3);
+    key ^= key >> 6;
+    key = key.wrapping_add(!(key << 11));
+    key ^= key >> 16;
+    key
+}
+
+/// One read at a pileup column (htslib's `bam_pileup1_t`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Entry {
+    pub(crate) node: u32,
+    pub(crate) qpos: i64,
+    pub(crate) indel: i32,
+    pub(crate) is_del: bool,
+    pub(crate) is_refskip: bool,
+    pub(crate) is_head: bool,
+    pub(crate) is_tail: bool,
+}
+
+/// Reads the overlap table maps to, by name. Keys are name hashes; the
+/// (practically never used) `collided` map holds names whose hash is taken
+/// by a different name.
+#[derive(Default)]
+struct Overlaps {
+    by_hash: HashMap<u64, u32>,
+    collided: HashMap<Vec<u8>, u32>,
+}
+
+impl Overlaps {
+    fn get(&self, nodes: &[Node], name: &[u8], key: u64) -> Option<u32> {
+        match self.by_hash.get(&key) {
+            Some(&n) if nodes[n as usize].name == name => Some(n),
+            _ if !self.collided.is_empty() => self.collided.get(name).copied(),
+            _ => None,
+        }
+    }
+
+    fn remove(&mut self, nodes: &[Node], name: &[u8], key: u64) {
+        match self.by_hash.get(&key) {
+            Some(&n) if nodes[n as usize].name == name => {
+                self.by_hash.remove(&key);
+            }
+            _ if !self.collided.is_empty() => {
+                self.collided.remove(name);
+            }
+            _ => {}
+        }
+    }
+
+    fn insert(&mut self, nodes: &[Node], name: &[u8], key: u64, node: u32) {
+        match self.by_hash.get(&key) {
+            Some(&n) if nodes[n as usize].name != name => {
+                self.collided.insert(name.to_vec(), node);
+            }
+            _ => {
+                self.by_hash.insert(key, node);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.by_hash.clear();
+        self.collided.clear();
+    }
+}
+
+/// A buffered read's place in the list, with the fields the column loop
+/// tests kept contiguous (the nodes themselves are large).
+#[derive(Clone, Copy, Debug)]
+struct Active {
+    id: u32,
+    tid: i32,
+    beg: i64,
+    end: i64,
+}
+
+/// htslib's `bam_plp_t` for one file.
+pub(crate) struct PlpFile {
+    pub(crate) nodes: Vec<Node>,
+    /// Free nodes, most recently freed last (htslib's pool is LIFO).
+    pool: Vec<u32>,
+    /// Buffered reads in insertion order (htslib's list from head to tail).
+    active: Vec<Active>,
+    /// The spare node that the next read is copied into.
+    tail: u32,
+    pub(crate) tid: i32,
+    pub(crate) pos: i64,
+    max_tid: i32,
+    max_pos: i64,
+    is_eof: bool,
+    pub(crate) maxcnt: i32,
+    overlaps: Option<Overlaps>,
+    /// The last column's reads (when resolved).
+    pub(crate) plp: Vec<Entry>,
+    /// The last column's number of reads (htslib `n_plp`).
+    pub(crate) n_plp: usize,
+    /// Largest node count seen when a read was pushed (for exactness checks).
+    pub(crate) max_cnt_seen: i64,
+    /// Reads dropped by the depth cap.
+    pub(crate) dropped: u64,
+}
+
+impl PlpFile {
+    pub(crate) fn new(maxcnt: i32, overlaps: bool) -> Self {
+        PlpFile {
+            nodes: vec![Node::default()],
+            pool: Vec::new(),
+            active: Vec::new(),
+            tail: 0,
+            tid: 0,
+            pos: 0,
+            max_tid: -1,
+            max_pos: -1,
+            is_eof: false,
+            maxcnt,
+            overlaps: overlaps.then(Overlaps::default),
+            plp: Vec::new(),
+            n_plp: 0,
+            max_cnt_seen: 0,
+            dropped: 0,
+        }
+    }
+
+    /// htslib's `mp->cnt`: buffered nodes plus the spare tail.
+    #[inline]
+    fn cnt(&self) -> i64 {
+        self.active.len() as i64 + 1
+    }
+
+    fn alloc(&mut self) -> u32 {
+        match self.pool.pop() {
+            Some(n) => n,
+            None => {
+                self.nodes.push(Node::default());
+                (self.nodes.len() - 1) as u32
+            }
+        }
+    }
+
+    fn overlap_remove_name(&mut self, node: u32) {
+        if let Some(o) = self.overlaps.as_mut() {
+            let n = &self.nodes[node as usize];
+            o.remove(&self.nodes, &n.name, n.name_hash);
+        }
+    }
+
+    fn overlap_remove_record(&mut self, b: &RecordRef<'_>) {
+        if let Some(o) = self.overlaps.as_mut() {
+            let name = b.name();
+            o.remove(&self.nodes, name, name_key(name));
+        }
+    }
+
+    /// `bam_plp_push(iter, b)`; `None` marks the end of input.
+    pub(crate) fn push(&mut self, b: Option<&RecordRef<'_>>) -> Result<(), PileupError> {
+        let Some(b) = b else {
+            self.is_eof = true;
+            return Ok(());
+        };
+        if b.ref_id() < 0 || b.flag() & FUNMAP != 0 {
+            self.overlap_remove_record(b);
+            return Ok(());
+        }
+        let cnt = self.cnt();
+        self.max_cnt_seen = self.max_cnt_seen.max(cnt);
+        if self.tid == b.ref_id() && self.pos == i64::from(b.pos()) && cnt > i64::from(self.maxcnt) {
+            self.overlap_remove_record(b);
+            self.dropped += 1;
+            return Ok(());
+        }
+        let t = self.tail;
+        self.nodes[t as usize].fill(b);
+        let (tid, beg, end) = {
+            let n = &self.nodes[t as usize];
+            (n.tid, n.beg, n.end)
+        };
+        if tid < self.max_tid {
+            return Err(PileupError::Unsorted { tid, pos: beg, what: "references out of order" });
+        }
+        if tid == self.max_tid && beg < self.max_pos {
+            return Err(PileupError::Unsorted { tid, pos: beg, what: "reads out of order" });
+        }
+        self.max_tid = tid;
+        self.max_pos = beg;
+        if end > self.pos || tid > self.tid {
+            let next = self.alloc();
+            self.overlap_push(t)?;
+            self.active.push(Active { id: t, tid, beg, end });
+            self.tail = next;
+        }
+        Ok(())
+    }
+
+    /// htslib's `overlap_push`.
+    fn overlap_push(&mut self, node: u32) -> Result<(), PileupError> {
+        let Some(o) = self.overlaps.as_mut() else { return Ok(()) };
+        let n = &self.nodes[node as usize];
+        if n.flag & FMUNMAP != 0 || n.flag & FPROPER_PAIR == 0 {
+            return Ok(());
+        }
+        if (n.mtid >= 0 && n.tid != n.mtid) || (i64::from(n.isize).abs() >= 2 * n.l_qseq && n.mpos >= n.end) {
+            return Ok(());
+        }
+        match o.get(&self.nodes, &n.name, n.name_hash) {
+            None => {
+                if n.mpos >= n.beg || (n.flag & FPAIRED != 0 && n.mpos == -1) {
+                    o.insert(&self.nodes, &n.name, n.name_hash, node);
+                }
+                Ok(())
+            }
+            Some(a) => {
+                let key = n.name_hash;
+                // Remove first (by name), then adjust, as htslib does.
+                let name = std::mem::take(&mut self.nodes[node as usize].name);
+                o.remove(&self.nodes, &name, key);
+                self.nodes[node as usize].name = name;
+                tweak_overlap_quality(&mut self.nodes, a, node)
+            }
+        }
+    }
+
+    /// `bam_plp64_next`: the next column with reads, if the buffer holds
+    /// enough to know it. Returns `Some((tid, pos))` with `self.plp` filled.
+    ///
+    /// Reads are resolved (query position, deletion state) only at columns
+    /// where `want(tid, pos)` holds; elsewhere only their number is known.
+    pub(crate) fn next(&mut self, want: &dyn Fn(i32, i64) -> bool) -> Result<Option<(i32, i64)>, PileupError> {
+        if self.is_eof && self.active.is_empty() {
+            return Ok(None);
+        }
+        while self.is_eof || self.max_tid > self.tid || (self.max_tid == self.tid && self.max_pos > self.pos) {
+            self.plp.clear();
+            self.n_plp = 0;
+            let (ctid, cpos) = (self.tid, self.pos);
+            let resolve = want(ctid, cpos);
+            // Remove finished reads (in list order, compacting in place)
+            // and collect the column.
+            let mut w = 0;
+            for r in 0..self.active.len() {
+                let a = self.active[r];
+                if a.tid < ctid || (a.tid == ctid && a.end <= cpos) {
+                    self.overlap_remove_name(a.id);
+                    self.pool.push(a.id);
+                    continue;
+                }
+                if a.tid == ctid && a.beg <= cpos {
+                    self.n_plp += 1;
+                    if resolve {
+                        let e = resolve_cigar2(&mut self.nodes[a.id as usize], a.id, cpos)?;
+                        self.plp.push(e);
+                    }
+                }
+                self.active[w] = a;
+                w += 1;
+            }
+            self.active.truncate(w);
+            // An empty list's head is the spare tail node (htslib reads its
+            // stale fields).
+            let (htid, hbeg) = match self.active.first() {
+                Some(a) => (a.tid, a.beg),
+                None => {
+                    let h = &self.nodes[self.tail as usize];
+                    (h.tid, h.beg)
+                }
+            };
+            if !self.active.is_empty() && self.tid > htid {
+                return Err(PileupError::Unsorted { tid: htid, pos: hbeg, what: "pileup went backwards" });
+            }
+            if self.tid < htid {
+                self.tid = htid;
+                self.pos = hbeg;
+            } else if self.pos < hbeg {
+                self.pos = hbeg;
+            } else {
+                self.pos += 1;
+            }
+            if self.n_plp > 0 {
+                return Ok(Some((ctid, cpos)));
+            }
+            if self.is_eof && self.active.is_empty() {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
+    /// The end of input has been pushed.
+    pub(crate) fn is_eof_pub(&self) -> bool {
+        self.is_eof
+    }
+
+    /// Forgets everything (htslib's `bam_plp_reset`).
+    #[allow(dead_code)]
+    pub(crate) fn reset(&mut self) {
+        if let Some(o) = self.overlaps.as_mut() {
+            o.clear();
+        }
+        self.max_tid = -1;
+        self.max_pos = -1;
+        self.tid = 0;
+        self.pos = 0;
+        self.is_eof = false;
+        for a in self.active.drain(..) {
+            self.pool.push(a.id);
+        }
+    }
+}
+
+/// htslib's `resolve_cigar2`.
+fn resolve_cigar2(n: &mut Node, id: u32, pos: i64) -> Result<Entry, PileupError> {
+    let cig = &n.cigar;
+    let nc = cig.len() as i64;
+    let op_at = |k: i64| cig[k as usize] & 0xf;
+    let len_at = |k: i64| i64::from(cig[k as usize] >> 4);
+    let s = &mut n.s;
+    let beg = n.beg;
+    let bad = || PileupError::BadCigar { tid: n.tid, pos: n.beg };
+    let first = s.k == -1;
+    if first {
+        if nc == 1 {
+            if is_match(op_at(0)) {
+                s.k = 0;
+                s.x = n.beg;
+                s.y = 0;
+            } else {
+                return Err(bad());
+            }
+        } else {
+            s.x = n.beg;
+            s.y = 0;
+            let mut k = 0;
+            while k < nc {
+                let op = op_at(k);
+                if is_ref_op(op) {
+                    break;
+                } else if op == CINS || op == CSOFT_CLIP {
+                    s.y += len_at(k);
+                }
+                k += 1;
+            }
+            if k >= nc {
+                return Err(bad());
+            }
+            s.k = k;
+        }
+    }
+    // htslib resolves every column and steps at most one operation each
+    // time; columns may be skipped here, so then step until the operation
+    // covering `pos` (the state htslib would have reached).
+    if !first || pos > beg {
+        let consecutive = !first && pos == s.last + 1;
+        while pos - s.x >= len_at(s.k) {
+            let l = len_at(s.k);
+            if s.k + 1 >= nc {
+                return Err(bad());
+            }
+            let op = op_at(s.k + 1);
+            if is_ref_op(op) {
+                if is_match(op_at(s.k)) {
+                    s.y += l;
+                }
+                s.x += l;
+                s.k += 1;
+            } else {
+                if is_match(op_at(s.k)) {
+                    s.y += l;
+                }
+                s.x += l;
+                let mut k = s.k + 1;
+                while k < nc {
+                    let op = op_at(k);
+                    if is_ref_op(op) {
+                        break;
+                    } else if op == CINS || op == CSOFT_CLIP {
+                        s.y += len_at(k);
+                    }
+                    k += 1;
+                }
+                s.k = k;
+            }
+            if s.k >= nc {
+                return Err(bad());
+            }
+            if consecutive {
+                break;
+            }
+        }
+    }
+    s.last = pos;
+    let op = op_at(s.k);
+    let l = len_at(s.k);
+    let mut e = Entry { node: id, ..Entry::default() };
+    if s.x + l - 1 == pos && s.k + 1 < nc {
+        let op2 = op_at(s.k + 1);
+        let l2 = len_at(s.k + 1);
+        if op2 == CDEL {
+            e.indel = -(l2 as i32);
+        } else if op2 == CINS {
+            e.indel = l2 as i32;
+        } else if op2 == CPAD && s.k + 2 < nc {
+            let mut l3 = 0i64;
+            let mut k = s.k + 2;
+            while k < nc {
+                let o = op_at(k);
+                let ll = len_at(k);
+                if o == CINS {
+                    l3 += ll;
+                } else if o == CDEL || is_match(o) || o == CREF_SKIP {
+                    break;
+                }
+                k += 1;
+            }
+            if l3 > 0 {
+                e.indel = l3 as i32;
+            }
+        }
+    }
+    if is_match(op) {
+        e.qpos = s.y + (pos - s.x);
+    } else if op == CDEL || op == CREF_SKIP {
+        e.is_del = true;
+        e.qpos = s.y;
+        e.is_refskip = op == CREF_SKIP;
+    }
+    e.is_head = pos == n.beg;
+    e.is_tail = pos == s.end;
+    Ok(e)
+}
+
+/// Cursor over a CIGAR for `cigar_iref2iseq_set` / `_next`.
+struct IrefCursor {
+    k: usize,
+    icig: i64,
+    iseq: i64,
+    iref: i64,
+}
+
+/// `cigar_iref2iseq_set`: returns 0 (CMATCH) on success, -1 when not
+/// covered, -2 on an unexpected operation.
+fn iref_set(cig: &[u32], c: &mut IrefCursor) -> i32 {
+    let mut pos = c.iref;
+    if pos < 0 {
+        return -1;
+    }
+    c.icig = 0;
+    c.iseq = 0;
+    c.iref = 0;
+    while c.k < cig.len() {
+        let op = cig[c.k] & 0xf;
+        let n = i64::from(cig[c.k] >> 4);
+        if op == CSOFT_CLIP {
+            c.k += 1;
+            c.iseq += n;
+            c.icig = 0;
+            continue;
+        }
+        if op == CHARD_CLIP || op == CPAD {
+            c.k += 1;
+            c.icig = 0;
+            continue;
+        }
+        if is_match(op) {
+            pos -= n;
+            if pos < 0 {
+                c.icig = n + pos;
+                c.iseq += c.icig;
+                c.iref += c.icig;
+                return 0;
+            }
+            c.k += 1;
+            c.iseq += n;
+            c.icig = 0;
+            c.iref += n;
+            continue;
+        }
+        if op == CINS {
+            c.k += 1;
+            c.iseq += n;
+            c.icig = 0;
+            continue;
+        }
+        if op == CDEL || op == CREF_SKIP {
+            pos -= n;
+            if pos < 0 {
+                pos = 0;
+            }
+            c.k += 1;
+            c.icig = 0;
+            c.iref += n;
+            continue;
+        }
+        return -2;
+    }
+    c.iseq = -1;
+    -1
+}
+
+/// `cigar_iref2iseq_next`.
+fn iref_next(cig: &[u32], c: &mut IrefCursor) -> i32 {
+    while c.k < cig.len() {
+        let op = cig[c.k] & 0xf;
+        let n = i64::from(cig[c.k] >> 4);
+        if is_match(op) {
+            if c.icig >= n - 1 {
+                c.icig = -1;
+                c.k += 1;
+                continue;
+            }
+            c.iseq += 1;
+            c.icig += 1;
+            c.iref += 1;
+            return 0;
+        }
+        if op == CDEL || op == CREF_SKIP {
+            c.k += 1;
+            c.iref += n;
+            c.icig = -1;
+            continue;
+        }
+        if op == CINS || op == CSOFT_CLIP {
+            c.k += 1;
+            c.iseq += n;
+            c.icig = -1;
+            continue;
+        }
+        if op == CHARD_CLIP || op == CPAD {
+            c.k += 1;
+            c.icig = -1;
+            continue;
+        }
+        return -2;
+    }
+    c.iseq = -1;
+    c.iref = -1;
+    -1
+}
+
+/// htslib's `tweak_overlap_quality(a, b)`: `a` is the earlier mate.
+fn tweak_overlap_quality(nodes: &mut [Node], a_id: u32, b_id: u32) -> Result<(), PileupError> {
+    if a_id == b_id {
+        return Ok(());
+    }
+    let (a, b) = if a_id < b_id {
+        let (lo, hi) = nodes.split_at_mut(b_id as usize);
+        (&mut lo[a_id as usize], &mut hi[0])
+    } else {
+        let (lo, hi) = nodes.split_at_mut(a_id as usize);
+        (&mut hi[0], &mut lo[b_id as usize])
+    };
+    let err = || PileupError::BadCigar { tid: b.tid, pos: b.beg };
+    let mut iref = b.beg;
+    let mut ac = IrefCursor { k: 0, icig: 0, iseq: 0, iref: iref - a.beg };
+    let mut bc = IrefCursor { k: 0, icig: 0, iseq: 0, iref: iref - b.beg };
+    let mut a_ret = iref_set(&a.cigar, &mut ac);
+    if a_ret < 0 {
+        return if a_ret < -1 { Err(err()) } else { Ok(()) };
+    }
+    let mut b_ret = iref_set(&b.cigar, &mut bc);
+    if b_ret < 0 {
+        return if b_ret < -1 { Err(err()) } else { Ok(()) };
+    }
+    let (amul, bmul): (u32, u32) = if htslib_name_hash(&a.name) & 1 != 0 { (1, 0) } else { (0, 1) };
+    loop {
+        while a_ret >= 0 && ac.iref >= 0 && ac.iref < iref - a.beg {
+            a_ret = iref_next(&a.cigar, &mut ac);
+        }
+        if a_ret < 0 {
+            return if a_ret < -1 { Err(err()) } else { Ok(()) };
+        }
+        if iref < ac.iref + a.beg {
+            iref = ac.iref + a.beg;
+        }
+        while b_ret >= 0 && bc.iref >= 0 && bc.iref < iref - b.beg {
+            b_ret = iref_next(&b.cigar, &mut bc);
+        }
+        if b_ret < 0 {
+            return if b_ret < -1 { Err(err()) } else { Ok(()) };
+        }
+        if iref < bc.iref + b.beg {
+            iref = bc.iref + b.beg;
+        }
+        iref += 1;
+        if ac.iref + a.beg != bc.iref + b.beg {
+            continue;
+        }
+        if ac.iseq > a.l_qseq || bc.iseq > b.l_qseq {
+            return Err(err());
+        }
+        let (ai, bi) = (ac.iseq as usize, bc.iseq as usize);
+        // htslib would touch memory past the qualities here (SEQ `*`);
+        // there is nothing to adjust.
+        if ai >= a.qual.len() || bi >= b.qual.len() {
+            continue;
+        }
+        let (qa, qb) = (a.qual[ai], b.qual[bi]);
+        if a.base_code(ai) == b.base_code(bi) {
+            let q = (u32::from(qa) + u32::from(qb)).min(200);
+            a.qual[ai] = (amul * q) as u8;
+            b.qual[bi] = (bmul * q) as u8;
+        } else if qa > qb {
+            a.qual[ai] = (0.8 * f64::from(qa)) as u8;
+            b.qual[bi] = 0;
+        } else if qa < qb {
+            b.qual[bi] = (0.8 * f64::from(qb)) as u8;
+            a.qual[ai] = 0;
+        } else {
+            a.qual[ai] = (f64::from(amul) * 0.8 * f64::from(qa)) as u8;
+            b.qual[bi] = (f64::from(bmul) * 0.8 * f64::from(qb)) as u8;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_hash_matches_htslib_formula() {
+        // X31 of "a" is 97; Wang hash computed by hand from htslib's code.
+        let mut key: u32 = 97;
+        key = key.wrapping_add(!(key << 15));
+        key ^= key >> 10;
+        key = key.wrapping_add(key << 3);
+        key ^= key >> 6;
+        key = key.wrapping_add(!(key << 11));
+        key ^= key >> 16;
+        assert_eq!(htslib_name_hash(b"a"), key);
+        assert_eq!(htslib_name_hash(b""), {
+            let mut k: u32 = 0;
+            k = k.wrapping_add(!(k << 15));
+            k ^= k >> 10;
+            k = k.wrapping_add(k << 3);
+            k ^= k >> 6;
+            k = k.wrapping_add(!(k << 11));
+            k ^= k >> 16;
+            k
+        });
+    }
+}

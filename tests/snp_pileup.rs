@@ -1,0 +1,430 @@
+//! `fasthts snp-pileup` against the real FACETS binary's outputs (issue 5):
+//! the 27 golden commands of `shared/golden/snp-pileup/commands.txt`, byte
+//! for byte (gzip outputs decompressed, the CPU-time line excepted), at
+//! `-@ 1` and `-@ 2`; independence from thread count and region size; and
+//! bad input (one error line, non-zero exit, no output left).
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn golden() -> Option<PathBuf> {
+    let d = repo_root().join("../shared/golden/snp-pileup");
+    if d.join("commands.txt").is_file() {
+        Some(d)
+    } else {
+        eprintln!("golden snp-pileup data not found: skipping");
+        None
+    }
+}
+
+/// One golden case: its arguments (output under `out/`), and what FACETS
+/// printed and returned.
+struct Case {
+    args: Vec<String>,
+    stdout: String,
+    exit: i32,
+}
+
+/// Cases of `stdout_and_exit_codes.txt` (which repeats commands.txt's lines).
+fn cases(dir: &Path) -> Vec<Case> {
+    let text = std::fs::read_to_string(dir.join("out/stdout_and_exit_codes.txt")).unwrap();
+    let mut out = Vec::new();
+    for block in text.split("### ").skip(1) {
+        let mut lines = block.splitn(4, '\n');
+        let _name = lines.next().unwrap();
+        let cmd = lines.next().unwrap().strip_prefix("$ snp-pileup ").unwrap();
+        let exit: i32 = lines.next().unwrap().strip_prefix("exit=").unwrap().parse().unwrap();
+        let stdout = lines.next().unwrap_or("").to_string();
+        out.push(Case { args: cmd.split(' ').map(String::from).collect(), stdout, exit });
+    }
+    out
+}
+
+/// The output argument of a case (the second positional one).
+fn output_arg(args: &[String]) -> usize {
+    let mut positional = 0;
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a.starts_with('-') && a.len() > 1 {
+            // Options with a separate value.
+            if matches!(a.as_str(), "-d" | "-P" | "-q" | "-Q" | "-r") {
+                i += 1;
+            }
+        } else {
+            positional += 1;
+            if positional == 2 {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("no output argument in {args:?}");
+}
+
+fn gunzip(path: &Path) -> Vec<u8> {
+    let o = Command::new("gzip").arg("-dc").arg(path).output().expect("gzip");
+    assert!(o.status.success(), "{} is not gzip", path.display());
+    o.stdout
+}
+
+/// Drops FACETS' "Finished in ... seconds." line (CPU time).
+fn without_time(s: &str) -> String {
+    match s.find("Finished in ") {
+        Some(i) => {
+            let rest = &s[i..];
+            let end = rest.find('\n').map_or(rest.len(), |e| e + 1);
+            format!("{}{}", &s[..i], &rest[end..])
+        }
+        None => s.to_string(),
+    }
+}
+
+/// Runs every successful golden case with `extra` options and compares.
+fn check_golden(extra: &[&str], only: Option<&[&str]>) {
+    let Some(dir) = golden() else { return };
+    let tmp = TempDir::new("snp-golden");
+    let mut checked = 0;
+    for case in cases(&dir) {
+        if case.exit != 0 {
+            continue;
+        }
+        let oi = output_arg(&case.args);
+        let rel = case.args[oi].clone();
+        let name = rel.strip_prefix("out/").unwrap().to_string();
+        if let Some(only) = only {
+            if !only.contains(&name.as_str()) {
+                continue;
+            }
+        }
+        let mut args = case.args.clone();
+        args[oi] = tmp.path(&name).to_string_lossy().into_owned();
+        let mut cmd = fasthts();
+        cmd.current_dir(&dir).arg("snp-pileup").args(extra).args(&args);
+        let o = run(cmd);
+        assert_eq!(o.status.code(), Some(0), "{name} {extra:?}: {}", text(&o.stderr));
+        let gz = args.iter().any(|a| a == "-g");
+        let (ours, theirs) = if gz {
+            let ours = if name.ends_with(".gz") { tmp.path(&name) } else { tmp.path(&format!("{name}.gz")) };
+            let theirs = if name.ends_with(".gz") { dir.join(&rel) } else { dir.join(format!("{rel}.gz")) };
+            let raw = std::fs::read(&ours).unwrap();
+            assert!(
+                raw.ends_with(&[31, 139, 8, 4, 0, 0, 0, 0, 0, 255, 6, 0, 66, 67, 2, 0, 27, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+                "{name}: no BGZF EOF block"
+            );
+            (gunzip(&ours), gunzip(&theirs))
+        } else {
+            (std::fs::read(tmp.path(&name)).unwrap(), std::fs::read(dir.join(&rel)).unwrap())
+        };
+        assert!(ours == theirs, "{name} {extra:?}: output differs from FACETS");
+        assert_eq!(without_time(&text(&o.stdout)), without_time(&case.stdout), "{name}: stdout");
+        assert!(text(&o.stdout).contains("Finished in "), "{name}: no Finished line");
+        checked += 1;
+    }
+    assert!(checked >= if only.is_some() { 1 } else { 27 }, "only {checked} golden cases ran");
+}
+
+#[test]
+fn golden_outputs_one_thread() {
+    check_golden(&["-@", "1"], None);
+}
+
+#[test]
+fn golden_outputs_two_threads() {
+    check_golden(&["-@", "2"], None);
+}
+
+/// Region cuts anywhere (small regions, short warm-up so that some cuts are
+/// refused and whole references redone) give the same bytes.
+#[test]
+fn output_independent_of_threads_and_region_size() {
+    let only = ["P7_Q20.csv", "d20.csv", "d0.csv", "Q42.csv", "A_P50_r20,30.csv", "three_bams_q15_Q20_P50_r25,0,10_d30.csv"];
+    for (threads, size, warmup) in [("1", "997", "300"), ("4", "3000", "50"), ("2", "20000", "2000")] {
+        check_golden(&["-@", threads, "--region-size", size, "--warmup", warmup], Some(&only));
+    }
+}
+
+fn golden_case(name: &str) -> Option<(PathBuf, Case)> {
+    let dir = golden()?;
+    let c = cases(&dir).into_iter().find(|c| c.args.iter().any(|a| a.contains(name)))?;
+    Some((dir, c))
+}
+
+/// Asserts one stderr line, the exit status, and that nothing is left in `tmp`.
+fn assert_failed(o: &std::process::Output, code: i32, tmp: &TempDir, what: &str) -> String {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{what}: {err}");
+    assert!(!err.contains("panicked"), "{what}: {err}");
+    let lines = err.lines().count();
+    assert!(lines == 1 || (code == 64 && lines == 2), "{what}: expected one error line, got {err:?}");
+    let left: Vec<_> = std::fs::read_dir(&tmp.0).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+    assert!(
+        left.iter().all(|n| n.to_string_lossy().ends_with(".bam")
+            || n.to_string_lossy().ends_with(".bai")
+            || n.to_string_lossy().ends_with(".vcf")),
+        "{what}: left {left:?}"
+    );
+    err
+}
+
+#[test]
+fn golden_error_cases() {
+    let Some(dir) = golden() else { return };
+    let tmp = TempDir::new("snp-err");
+    // Missing VCF, missing BAM, too few arguments: FACETS' exit statuses.
+    for (name, code) in [("err1.csv", 1), ("err2.csv", 1), ("err3.csv", 64)] {
+        let (_, c) = golden_case(name).unwrap();
+        assert_eq!(c.exit, code);
+        let mut args = c.args.clone();
+        let oi = args.iter().position(|a| a.contains(name)).unwrap();
+        args[oi] = tmp.path(name).to_string_lossy().into_owned();
+        let mut cmd = fasthts();
+        cmd.current_dir(&dir).arg("snp-pileup").args(&args);
+        let o = run(cmd);
+        let err = assert_failed(&o, code, &tmp, name);
+        match name {
+            "err1.csv" => assert!(err.contains("Failed to read VCF file") && err.contains("No such file"), "{err}"),
+            "err2.csv" => assert!(err.contains("Failed to read sequence file missing.bam (No such file or directory)"), "{err}"),
+            _ => assert!(err.contains("Usage:"), "{err}"),
+        }
+    }
+    // Existing output: refused, left untouched.
+    let existing = tmp.path("exists.csv");
+    std::fs::write(&existing, b"keep me").unwrap();
+    let mut cmd = fasthts();
+    cmd.current_dir(&dir).args(["snp-pileup", "sites.vcf.gz"]).arg(&existing).args(["normal.bam", "tumour.bam"]);
+    let o = run(cmd);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("already exists!"), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
+    // With -g the name checked is the one with .gz added.
+    std::fs::write(tmp.path("g.csv.gz"), b"x").unwrap();
+    let mut cmd = fasthts();
+    cmd.current_dir(&dir).args(["snp-pileup", "-g", "sites.vcf.gz"]).arg(tmp.path("g.csv")).args(["normal.bam"]);
+    let o = run(cmd);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("g.csv already exists!"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn missing_index_is_a_clear_error() {
+    let Some(dir) = golden() else { return };
+    let tmp = TempDir::new("snp-noindex");
+    let bam = tmp.path("noindex.bam");
+    std::fs::copy(dir.join("normal.bam"), &bam).unwrap();
+    let out = tmp.path("o.csv");
+    let mut cmd = fasthts();
+    cmd.arg("snp-pileup").arg(dir.join("sites.vcf")).arg(&out).arg(&bam);
+    let o = run(cmd);
+    let err = assert_failed(&o, 1, &tmp, "missing index");
+    assert!(err.contains("fasthts index"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn malformed_vcf_is_a_clear_error() {
+    let Some(dir) = golden() else { return };
+    let tmp = TempDir::new("snp-badvcf");
+    let vcf = tmp.path("bad.vcf");
+    std::fs::write(&vcf, "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\nI\t100\t.\tA\tC\nI\tnot_a_number\t.\tA\tC\n").unwrap();
+    let out = tmp.path("o.csv");
+    let mut cmd = fasthts();
+    cmd.arg("snp-pileup").arg(&vcf).arg(&out).arg(dir.join("normal.bam"));
+    let o = run(cmd);
+    let err = assert_failed(&o, 1, &tmp, "malformed VCF");
+    assert!(err.contains("line 4"), "{err}");
+    assert!(!out.exists());
+}
+
+/// A BAM whose records are not in coordinate order (name-sorted), with the
+/// index of the sorted file beside it: an error, not output.
+#[test]
+fn unsorted_bam_is_an_error() {
+    let Some(dir) = golden() else { return };
+    if !have_samtools() {
+        return;
+    }
+    let tmp = TempDir::new("snp-unsorted");
+    let bam = tmp.path("unsorted.bam");
+    let o = Command::new("samtools").args(["sort", "-n", "-o"]).arg(&bam).arg(dir.join("normal.bam")).output().unwrap();
+    assert!(o.status.success());
+    // An index made for a different (sorted) file.
+    std::fs::copy(dir.join("normal.bam.bai"), tmp.path("unsorted.bam.bai")).unwrap();
+    let out = tmp.path("o.csv");
+    let mut cmd = fasthts();
+    cmd.arg("snp-pileup").arg(dir.join("sites.vcf")).arg(&out).arg(&bam);
+    let o = run(cmd);
+    assert_failed(&o, 1, &tmp, "unsorted BAM");
+    assert!(!out.exists());
+    // Without an index: the header's sort order is named.
+    std::fs::remove_file(tmp.path("unsorted.bam.bai")).unwrap();
+    let mut cmd = fasthts();
+    cmd.arg("snp-pileup").arg(dir.join("sites.vcf")).arg(&out).arg(&bam);
+    let o = run(cmd);
+    let err = assert_failed(&o, 1, &tmp, "unsorted BAM without index");
+    assert!(err.contains("not coordinate-sorted"), "{err}");
+}
+
+/// Per-column counts from `samtools mpileup` output: depth, bases by letter
+/// (A C G T N), deletions, ref-skips.
+fn parse_mpileup(line: &str) -> (String, i64, [u32; 8]) {
+    let f: Vec<&str> = line.split('\t').collect();
+    let mut c = [0u32; 8];
+    c[0] = f[3].parse().unwrap();
+    // With nothing passing the quality filter samtools prints a lone `*`.
+    let b = if c[0] == 0 { &[][..] } else { f[4].as_bytes() };
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'^' => i += 1,
+            b'$' => {}
+            b'+' | b'-' => {
+                let mut j = i + 1;
+                let mut n = 0usize;
+                while j < b.len() && b[j].is_ascii_digit() {
+                    n = n * 10 + usize::from(b[j] - b'0');
+                    j += 1;
+                }
+                i = j + n - 1;
+            }
+            b'*' | b'#' => c[6] += 1,
+            b'>' | b'<' => c[7] += 1,
+            x => {
+                let k = match x.to_ascii_uppercase() {
+                    b'A' => 1,
+                    b'C' => 2,
+                    b'G' => 3,
+                    b'T' => 4,
+                    _ => 5,
+                };
+                c[k] += 1;
+            }
+        }
+        i += 1;
+    }
+    (f[0].to_string(), f[1].parse().unwrap(), c)
+}
+
+/// A second user of the pileup engine: per-position depth and allele counts
+/// with samtools mpileup's filters (`-B -d 0`, MAPQ 0 kept, orphans
+/// dropped), checked against `samtools mpileup` with and without overlap
+/// detection and at two base-quality thresholds.
+#[test]
+fn engine_matches_samtools_mpileup() {
+    use fasthts::bam::BamFile;
+    use fasthts::pileup::{FileRecords, Pileup, PileupOptions, ReadFilter};
+    let Some(dir) = golden() else { return };
+    if !have_samtools() {
+        return;
+    }
+    let path = dir.join("tumour.bam");
+    let bam = BamFile::open(&path).unwrap();
+    let names: Vec<String> = bam.header().references.iter().map(|r| r.name.clone()).collect();
+    for (overlaps, min_q) in [(true, 0u8), (true, 20), (false, 20)] {
+        let mut cmd = Command::new("samtools");
+        cmd.args(["mpileup", "-B", "-d", "0", "-Q", &min_q.to_string()]);
+        if !overlaps {
+            cmd.arg("-x");
+        }
+        let o = cmd.arg(&path).output().unwrap();
+        assert!(o.status.success());
+        let theirs: Vec<(String, i64, [u32; 8])> = text(&o.stdout).lines().map(parse_mpileup).collect();
+        let opts = PileupOptions { max_depth: i32::MAX, overlaps, filter: ReadFilter { skip_mapq_zero: false, ..ReadFilter::default() } };
+        let mut p = Pileup::new(vec![FileRecords::new(&bam).unwrap()], &opts);
+        let mut ours = Vec::new();
+        while let Some((tid, pos)) = p.next_column().unwrap() {
+            let mut c = [0u32; 8];
+            for r in p.reads(0) {
+                if r.qual() < min_q {
+                    continue;
+                }
+                c[0] += 1;
+                let k = if r.is_refskip() {
+                    7
+                } else if r.is_del() {
+                    6
+                } else {
+                    match r.base() {
+                        b'A' => 1,
+                        b'C' => 2,
+                        b'G' => 3,
+                        b'T' => 4,
+                        _ => 5,
+                    }
+                };
+                c[k] += 1;
+            }
+            ours.push((names[tid as usize].clone(), pos + 1, c));
+        }
+        assert_eq!(ours.len(), theirs.len(), "columns (overlaps {overlaps}, Q {min_q})");
+        for (a, b) in ours.iter().zip(&theirs) {
+            assert_eq!(a, b, "overlaps {overlaps}, Q {min_q}");
+        }
+    }
+}
+
+/// The pileup's index reader returns what `samtools view -c BAM REGION`
+/// counts: every record overlapping the region.
+#[test]
+fn region_records_match_samtools_view() {
+    use fasthts::bam::BamFile;
+    use fasthts::index::Index;
+    use fasthts::pileup::{RecordSource, RegionRecords};
+    let Some(dir) = golden() else { return };
+    if !have_samtools() {
+        return;
+    }
+    let path = dir.join("tumour.bam");
+    let bam = BamFile::open(&path).unwrap();
+    let index = Index::from_path(dir.join("tumour.bam.bai")).unwrap();
+    for (tid, name, beg, end) in [
+        (0, "I", 0, 1),
+        (0, "I", 999, 2000),
+        (0, "I", 29_950, 31_050),
+        (1, "II", 19_990, 20_900),
+        (3, "MtDNA", 0, 5000),
+        (2, "X", 29_990, 40_000),
+    ] {
+        let mut r = RegionRecords::new(&bam, &index, tid, beg, end);
+        let mut n = 0;
+        while r.advance().unwrap() {
+            n += 1;
+        }
+        let o = Command::new("samtools").args(["view", "-c"]).arg(&path).arg(format!("{name}:{}-{end}", beg + 1)).output().unwrap();
+        assert_eq!(text(&o.stdout).trim(), n.to_string(), "{name}:{}-{end}", beg + 1);
+    }
+}
+
+/// Resolving reads only at some columns (what snp-pileup does) gives the
+/// same reads there as resolving every column (htslib's way), with the
+/// same columns visited.
+#[test]
+fn skipping_columns_changes_nothing() {
+    use fasthts::bam::BamFile;
+    use fasthts::pileup::{FileRecords, Pileup, PileupOptions};
+    let Some(dir) = golden() else { return };
+    let a = BamFile::open(dir.join("tumour.bam")).unwrap();
+    let b = BamFile::open(dir.join("normal.bam")).unwrap();
+    let opts = PileupOptions::default();
+    let snapshot = |p: &Pileup<FileRecords<'_>>| -> Vec<(usize, Vec<(usize, bool, bool, u8, u8)>)> {
+        (0..2).map(|i| (p.depth(i), p.reads(i).map(|r| (r.qpos(), r.is_del(), r.is_refskip(), r.qual(), r.base())).collect())).collect()
+    };
+    let mut full = Pileup::new(vec![FileRecords::new(&a).unwrap(), FileRecords::new(&b).unwrap()], &opts);
+    let mut sparse = Pileup::new(vec![FileRecords::new(&a).unwrap(), FileRecords::new(&b).unwrap()], &opts);
+    let want = |_t: i32, pos: i64| pos % 37 == 0 || pos % 101 < 3;
+    let mut n = 0;
+    while let Some(c) = full.next_column().unwrap() {
+        let s = sparse.next_column_where(&want).unwrap();
+        assert_eq!(Some(c), s);
+        if want(c.0, c.1) {
+            assert!(snapshot(&full) == snapshot(&sparse), "column {c:?}");
+            n += 1;
+        } else {
+            assert_eq!((full.depth(0), full.depth(1)), (sparse.depth(0), sparse.depth(1)));
+        }
+    }
+    assert!(sparse.next_column_where(&want).unwrap().is_none());
+    assert!(n > 1000);
+}
