@@ -10,6 +10,7 @@ mod idxstats;
 mod index;
 mod signals;
 mod sort;
+mod kmer;
 mod snp_pileup;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
@@ -35,6 +36,9 @@ enum Command {
     Sort(sort::SortArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
+    /// khmer-compatible k-mer counting, normalisation and trimming.
+    #[command(subcommand)]
+    Kmer(kmer::KmerCommand),
 }
 
 impl Command {
@@ -45,6 +49,7 @@ impl Command {
             Command::Idxstats(_) => "idxstats",
             Command::Sort(_) => "sort",
             Command::SnpPileup(_) => "snp-pileup",
+            Command::Kmer(_) => "kmer",
         }
     }
 
@@ -55,6 +60,7 @@ impl Command {
             Command::Idxstats(a) => idxstats::run(a),
             Command::Sort(a) => sort::run(a),
             Command::SnpPileup(a) => snp_pileup::run(a),
+            Command::Kmer(c) => c.run(),
         }
     }
 }

@@ -63,3 +63,6 @@ pub mod region;
 pub mod sort;
 
 pub use error::Error;
+/// khmer-compatible k-mer counting, normalisation and trimming (the
+/// `fasthts-kmer` crate).
+pub use fasthts_kmer as kmer;

@@ -1,0 +1,475 @@
+//! Differential tests: `fasthts kmer ...` against khmer 3.0's scripts on
+//! small seeded inputs (N, lower case, IUPAC, short reads, pairs, poly-A
+//! reads that saturate into bigcount, multi-line FASTA, gzip input).
+//! Outputs are compared byte for byte. Skipped (with a message) when khmer is
+//! not installed.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const KHMER_BIN: &str = "/usr/lib/khmer/bin";
+
+fn fasthts() -> &'static str {
+    env!("CARGO_BIN_EXE_fasthts")
+}
+
+fn khmer_available() -> bool {
+    let ok = Path::new(KHMER_BIN).join("load-into-counting.py").exists()
+        && Command::new("/usr/bin/python3").args(["-c", "import khmer"]).output().map(|o| o.status.success()).unwrap_or(false);
+    if !ok {
+        eprintln!("khmer is not installed (Debian package `khmer`): skipping differential test");
+    }
+    ok
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn frac(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn revcomp(s: &[u8]) -> Vec<u8> {
+    s.iter()
+        .rev()
+        .map(|&c| match c {
+            b'A' => b'T',
+            b'T' => b'A',
+            b'C' => b'G',
+            b'G' => b'C',
+            b'a' => b't',
+            b't' => b'a',
+            b'c' => b'g',
+            b'g' => b'c',
+            x => x,
+        })
+        .collect()
+}
+
+/// Test data in `dir`: r.fq (pairs /1 /2, some Casava-named), r.fa
+/// (multi-line), r.fq.gz, single.fq.
+fn make_data(dir: &Path, seed: u64) {
+    let mut rng = Rng(seed);
+    let genome: Vec<u8> = (0..4000).map(|_| b"ACGT"[rng.below(4) as usize]).collect();
+    let mutate = |s: &[u8], rng: &mut Rng| -> Vec<u8> {
+        s.iter()
+            .map(|&c| {
+                let r = rng.frac();
+                if r < 0.01 {
+                    b"ACGT"[rng.below(4) as usize]
+                } else if r < 0.013 {
+                    b'N'
+                } else if r < 0.016 {
+                    c.to_ascii_lowercase()
+                } else if r < 0.017 {
+                    b"RYKMn."[rng.below(6) as usize]
+                } else {
+                    c
+                }
+            })
+            .collect()
+    };
+    let read = |rng: &mut Rng, len: usize, i: usize| -> Vec<u8> {
+        if i % 40 == 0 {
+            return vec![b'A'; len];
+        }
+        let p = rng.below((genome.len() - len) as u64) as usize;
+        let s = mutate(&genome[p..p + len], rng);
+        if rng.below(2) == 0 {
+            revcomp(&s)
+        } else {
+            s
+        }
+    };
+    let lens = [150usize, 150, 100, 30, 21, 20, 19, 5, 150];
+    let mut fq = Vec::new();
+    for i in 0..1500 {
+        for mate in 1..=2 {
+            let len = lens[rng.below(lens.len() as u64) as usize];
+            let s = read(&mut rng, len, i);
+            let name = if i % 7 == 3 { format!("frag{i} {mate}:N:0:ACGT") } else { format!("frag{i}/{mate} x") };
+            // an occasional orphan
+            if i % 13 == 5 && mate == 2 {
+                continue;
+            }
+            write!(fq, "@{name}\n{}\n+\n{}\n", String::from_utf8_lossy(&s), "I".repeat(s.len())).unwrap();
+        }
+    }
+    fs::write(dir.join("r.fq"), &fq).unwrap();
+    let mut gz = fasthts_kmer::flate2::write::GzEncoder::new(Vec::new(), fasthts_kmer::flate2::Compression::default());
+    gz.write_all(&fq).unwrap();
+    fs::write(dir.join("r.fq.gz"), gz.finish().unwrap()).unwrap();
+    // multi-member gzip (as BGZF is): two members, split mid-file at a record
+    let cut = fq.len() / 2;
+    let cut = cut + fq[cut..].windows(2).position(|w| w == b"\n@").unwrap() + 1;
+    let mut mm = Vec::new();
+    for part in [&fq[..cut], &fq[cut..]] {
+        let mut gz = fasthts_kmer::flate2::write::GzEncoder::new(Vec::new(), fasthts_kmer::flate2::Compression::fast());
+        gz.write_all(part).unwrap();
+        mm.extend(gz.finish().unwrap());
+    }
+    fs::write(dir.join("mm.fq.gz"), mm).unwrap();
+    let mut fa = Vec::new();
+    for i in 0..600 {
+        let len = [150usize, 60, 25, 33][rng.below(4) as usize];
+        let s = read(&mut rng, len, i + 1);
+        write!(fa, ">seq{i} desc\n{}\n{}\n", String::from_utf8_lossy(&s[..len / 2]), String::from_utf8_lossy(&s[len / 2..])).unwrap();
+    }
+    fs::write(dir.join("r.fa"), &fa).unwrap();
+}
+
+struct Dirs {
+    root: PathBuf,
+    k: PathBuf,
+    f: PathBuf,
+}
+
+fn dirs(name: &str) -> Dirs {
+    let root = std::env::temp_dir().join(format!("fasthts-kmer-vs-khmer-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    fs::create_dir_all(&root).unwrap();
+    make_data(&root, 0x5eed_1234 ^ name.len() as u64);
+    Dirs { k: root.join("k"), f: root.join("f"), root }
+}
+
+impl Dirs {
+    fn fresh(&self) {
+        for d in [&self.k, &self.f] {
+            let _ = fs::remove_dir_all(d);
+            fs::create_dir_all(d).unwrap();
+        }
+    }
+    /// Run the khmer script and the fasthts subcommand with the same
+    /// arguments, each in its own directory; `../` reaches the data.
+    fn run(&self, script: &str, sub: &str, args: &[&str]) -> (i32, i32) {
+        self.fresh();
+        let k = Command::new("/usr/bin/python3").arg(Path::new(KHMER_BIN).join(script)).args(args).current_dir(&self.k).output().unwrap();
+        let f = Command::new(fasthts()).args(["kmer", sub]).args(args).current_dir(&self.f).output().unwrap();
+        (k.status.code().unwrap_or(-1), f.status.code().unwrap_or(-1))
+    }
+    /// Every file khmer wrote must exist in fasthts' directory with the same
+    /// bytes (`.gz` files compared decompressed), and no extra files.
+    fn compare(&self, what: &str) {
+        self.compare_files(what, false)
+    }
+    /// With `subset`, fasthts may leave out files khmer leaves behind on an
+    /// error path (khmer touches its outputs before failing).
+    fn compare_files(&self, what: &str, subset: bool) {
+        let mut kn: Vec<String> = fs::read_dir(&self.k).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut fnames: Vec<String> =
+            fs::read_dir(&self.f).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        kn.sort();
+        fnames.sort();
+        if subset {
+            assert!(fnames.iter().all(|n| kn.contains(n)), "{what}: extra output files {fnames:?} vs {kn:?}");
+        } else {
+            assert_eq!(kn, fnames, "{what}: output file names differ");
+        }
+        for n in &fnames {
+            let a = read_maybe_gz(&self.k.join(n));
+            let b = read_maybe_gz(&self.f.join(n));
+            assert!(a == b, "{what}: {n} differs ({} vs {} bytes)", a.len(), b.len());
+        }
+    }
+}
+
+fn read_maybe_gz(p: &Path) -> Vec<u8> {
+    let raw = fs::read(p).unwrap();
+    if raw.len() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
+        use std::io::Read;
+        let mut d = fasthts_kmer::flate2::read::MultiGzDecoder::new(&raw[..]);
+        let mut v = Vec::new();
+        d.read_to_end(&mut v).unwrap();
+        v
+    } else {
+        raw
+    }
+}
+
+fn check(d: &Dirs, script: &str, sub: &str, args: &[&str]) {
+    let (kc, fc) = d.run(script, sub, args);
+    let what = format!("{sub} {}", args.join(" "));
+    assert_eq!(kc, fc, "{what}: exit codes differ (khmer {kc}, fasthts {fc})");
+    d.compare_files(&what, kc != 0);
+}
+
+#[test]
+fn count_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("count");
+    let cases: &[&[&str]] = &[
+        &["-k", "20", "-x", "1e5", "-s", "json", "out.ct", "../r.fq", "../r.fa"],
+        &["-k", "4", "-x", "300", "-N", "2", "-f", "-s", "tsv", "out.ct", "../r.fq"], // many bigcounts
+        &["-k", "4", "-x", "300", "-N", "2", "out.ct", "../r.fq"],                    // fp > 0.2: exit 1 after save
+        &["-k", "6", "-x", "5000", "out.ct.gz", "../r.fq.gz", "../r.fa"],
+        &["-k", "9", "-x", "1e5", "out.ct", "../mm.fq.gz"],
+        &["-k", "5", "-x", "1000", "-N", "3", "-b", "out.ct", "../r.fa"],
+        &["-k", "32", "-M", "4e5", "out.ct", "../r.fq"],
+        &["-k", "12", "-N", "1", "-x", "4e5", "-T", "1", "out.ct", "../r.fq"],
+        &["-k", "12", "-x", "1e5", "-M", "1e6", "out.ct", "../r.fq"], // -x with -M: usage error
+        &["-k", "33", "out.ct", "../r.fq"],
+        &["-k", "12", "-N", "21", "out.ct", "../r.fq"],
+        &["-k", "12", "out.ct", "../missing.fq"],
+    ];
+    for c in cases {
+        check(&d, "load-into-counting.py", "count", c);
+    }
+    // threads: fasthts -T 2/3 gives khmer's -T 1 file (khmer's own
+    // multi-threaded occupied count and bigcount order race)
+    for (extra, t) in
+        [(&["-k", "5", "-x", "1e5"][..], "2"), (&["-k", "4", "-x", "300", "-N", "3", "-f"][..], "3"), (&["-k", "12", "-N", "1"][..], "2")]
+    {
+        d.fresh();
+        let k = Command::new("/usr/bin/python3")
+            .arg(Path::new(KHMER_BIN).join("load-into-counting.py"))
+            .args(extra)
+            .args(["-T", "1", "out.ct", "../r.fq"])
+            .current_dir(&d.k)
+            .output()
+            .unwrap();
+        let f = Command::new(fasthts())
+            .args(["kmer", "count"])
+            .args(extra)
+            .args(["-T", t, "out.ct", "../r.fq"])
+            .current_dir(&d.f)
+            .output()
+            .unwrap();
+        assert_eq!(k.status.code(), f.status.code());
+        d.compare(&format!("count {extra:?} -T {t} vs khmer -T 1"));
+    }
+    let _ = fs::remove_dir_all(&d.root);
+}
+
+fn make_ct(d: &Dirs, name: &str, args: &[&str], inputs: &[&str]) {
+    let st = Command::new("/usr/bin/python3")
+        .arg(Path::new(KHMER_BIN).join("load-into-counting.py"))
+        .arg("-q")
+        .args(args)
+        .arg(name)
+        .args(inputs)
+        .current_dir(&d.root)
+        .output()
+        .unwrap();
+    assert!(st.status.success() || args.contains(&"-f"), "making {name}");
+}
+
+#[test]
+fn abundance_dist_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("abund");
+    make_ct(&d, "g.ct", &["-k", "15", "-x", "4e5", "-N", "3"], &["r.fq", "r.fa"]);
+    make_ct(&d, "g4.ct", &["-k", "4", "-x", "300", "-N", "2", "-f"], &["r.fq"]);
+    make_ct(&d, "nb.ct", &["-k", "5", "-x", "1e4", "-b"], &["r.fq"]);
+    let cases: &[&[&str]] = &[
+        &["../g.ct", "../r.fq", "out.csv"],
+        &["-z", "../g.ct", "../r.fq", "out.csv"],
+        &["-b", "../g.ct", "../r.fa", "out.csv"],
+        &["../g4.ct", "../r.fa", "out.csv"],
+        &["-z", "-b", "../g4.ct", "../r.fq.gz", "out.csv"],
+        &["../nb.ct", "../r.fq", "out.csv"],
+        &["../g.ct", "../missing.fq", "out.csv"],
+    ];
+    for c in cases {
+        check(&d, "abundance-dist.py", "abundance-dist", c);
+    }
+    // fasthts' -T (an extension here) gives khmer's single-thread CSV
+    for ct in ["../g.ct", "../g4.ct"] {
+        d.fresh();
+        let k = Command::new("/usr/bin/python3")
+            .arg(Path::new(KHMER_BIN).join("abundance-dist.py"))
+            .args([ct, "../r.fq", "out.csv"])
+            .current_dir(&d.k)
+            .output()
+            .unwrap();
+        let f = Command::new(fasthts())
+            .args(["kmer", "abundance-dist", "-T", "2", ct, "../r.fq", "out.csv"])
+            .current_dir(&d.f)
+            .output()
+            .unwrap();
+        assert_eq!(k.status.code(), f.status.code());
+        d.compare(&format!("abundance-dist -T 2 {ct}"));
+    }
+    let _ = fs::remove_dir_all(&d.root);
+}
+
+#[test]
+fn normalize_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("norm");
+    make_ct(&d, "g.ct", &["-k", "15", "-x", "4e5", "-N", "3"], &["r.fq"]);
+    let cases: &[&[&str]] = &[
+        &["-C", "5", "-k", "15", "-x", "4e5", "../r.fq", "../r.fa"],
+        &["-C", "3", "-k", "12", "-x", "1e4", "-N", "3", "../r.fq.gz"],
+        &["-C", "5", "-k", "15", "-x", "4e5", "--force_single", "../r.fq"],
+        &["-C", "20", "-k", "20", "-x", "1e5", "-R", "rep.txt", "--report-frequency", "300", "../r.fq", "../r.fa"],
+        &["-C", "2", "-k", "15", "-x", "4e5", "-s", "saved.ct", "../r.fa"],
+        &["-C", "0", "-k", "15", "../r.fq"],
+        &["-C", "4", "-k", "10", "-x", "3e3", "-N", "2", "-o", "out.fq", "../r.fq", "../r.fa"],
+        &["-p", "-C", "5", "-k", "15", "-x", "4e5", "../r.fa"], // unpaired with -p: exit 1
+        &["-C", "5", "-k", "15", "-x", "4e5", "-l", "../g.ct", "-s", "saved.ct", "../r.fa"],
+        &["-C", "5", "-k", "15", "-x", "4e5", "-u", "../r.fa", "-o", "-", "../r.fq"],
+        &["-C", "5", "-k", "15", "-x", "4e5", "--gzip", "../r.fa"],
+        &["-C", "256", "../r.fa"],
+        &["--force_single", "-p", "../r.fa"],
+    ];
+    for c in cases {
+        check(&d, "normalize-by-median.py", "normalize", c);
+    }
+    // fasthts' -T (an extension here) gives khmer's output
+    d.fresh();
+    let args = ["-C", "5", "-k", "15", "-x", "4e5", "-R", "rep.txt", "../r.fq", "../r.fa"];
+    let k = Command::new("/usr/bin/python3")
+        .arg(Path::new(KHMER_BIN).join("normalize-by-median.py"))
+        .args(args)
+        .current_dir(&d.k)
+        .output()
+        .unwrap();
+    let f = Command::new(fasthts()).args(["kmer", "normalize", "-T", "2"]).args(args).current_dir(&d.f).output().unwrap();
+    assert_eq!(k.status.code(), f.status.code());
+    d.compare("normalize -T 2");
+    let _ = fs::remove_dir_all(&d.root);
+}
+
+#[test]
+fn filter_abund_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("filter");
+    make_ct(&d, "g.ct", &["-k", "15", "-x", "4e5", "-N", "3"], &["r.fq", "r.fa"]);
+    make_ct(&d, "g4.ct.gz", &["-k", "4", "-x", "300", "-N", "2", "-f"], &["r.fq"]);
+    let cases: &[&[&str]] = &[
+        &["../g.ct", "../r.fq", "../r.fa"],
+        &["-C", "5", "../g.ct", "../r.fq.gz"],
+        &["-C", "3", "-V", "-Z", "4", "../g.ct", "../r.fq", "../r.fa"],
+        &["-C", "0", "-T", "2", "../g.ct", "../r.fq"],
+        &["-C", "200", "-o", "all.fq", "../g4.ct.gz", "../r.fq", "../r.fa"],
+        &["-C", "2", "--gzip", "../g.ct", "../r.fa"],
+    ];
+    for c in cases {
+        check(&d, "filter-abund.py", "filter-abund", c);
+    }
+    let _ = fs::remove_dir_all(&d.root);
+}
+
+#[test]
+fn trim_low_abund_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("trim");
+    let cases: &[&[&str]] = &[
+        &["../r.fq", "../r.fa"],
+        &["-V", "../r.fq", "../r.fa"],
+        &["-C", "3", "-k", "15", "-x", "4e5", "../r.fq"],
+        &["-V", "-Z", "10", "-C", "3", "-k", "12", "../r.fq", "../r.fa"],
+        &["--ignore-pairs", "-k", "15", "../r.fq"],
+        &["--single-pass", "-k", "15", "../r.fq", "../r.fa"],
+        &["--diginorm", "-k", "15", "-C", "3", "../r.fq"],
+        &["-k", "15", "-o", "all.fq", "-s", "saved.ct", "../r.fq", "../r.fa"],
+        &["-Z", "10", "../r.fq"], // -Z without -V: exit 1
+        &["-V", "-k", "15", "-o", "out.fq", "--summary-info", "json", "../r.fq", "../r.fa"],
+        &["-V", "-Z", "5", "-C", "3", "-k", "12", "-o", "out.fq", "--summary-info", "tsv", "../r.fq"],
+    ];
+    for c in cases {
+        check(&d, "trim-low-abund.py", "trim-low-abund", c);
+    }
+    let _ = fs::remove_dir_all(&d.root);
+}
+
+/// Bad input: one clear error line, non-zero exit, no partial output.
+#[test]
+fn bad_input_fails_cleanly() {
+    let root = std::env::temp_dir().join(format!("fasthts-kmer-bad-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    fs::create_dir_all(&root).unwrap();
+    make_data(&root, 7);
+    let fq = fs::read(root.join("r.fq.gz")).unwrap();
+    fs::write(root.join("trunc.fq.gz"), &fq[..fq.len() / 2]).unwrap();
+    fs::write(root.join("mismatch.fq"), b"@a\nACGTACGT\n+\nIIII\n").unwrap();
+    fs::write(root.join("garbage.fq"), [0u8, 159, 146, 150, 1, 2, 3, 4, 5]).unwrap();
+    fs::write(root.join("empty.fq"), b"").unwrap();
+    let ok = Command::new(fasthts()).args(["kmer", "count", "-q", "-k", "12", "good.ct", "r.fq"]).current_dir(&root).status().unwrap();
+    assert!(ok.success());
+    let ct = fs::read(root.join("good.ct")).unwrap();
+    let mut v4 = ct.clone();
+    v4[4] = 3;
+    fs::write(root.join("version.ct"), &v4).unwrap();
+    fs::write(root.join("trunc.ct"), &ct[..ct.len() / 2]).unwrap();
+
+    for input in ["trunc.fq.gz", "mismatch.fq", "garbage.fq", "empty.fq"] {
+        for t in ["1", "2"] {
+            let out = Command::new(fasthts())
+                .args(["kmer", "count", "-q", "-k", "12", "-T", t, "bad.ct", input])
+                .current_dir(&root)
+                .output()
+                .unwrap();
+            assert!(!out.status.success(), "{input}: should fail");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!err.contains("panicked"), "{input}: {err}");
+            assert!(!root.join("bad.ct").exists(), "{input}: no .ct should be written");
+            assert!(!root.join("bad.ct.info").exists(), "{input}: no .info should be left");
+        }
+        let out =
+            Command::new(fasthts()).args(["kmer", "filter-abund", "-o", "bad.out", "good.ct", input]).current_dir(&root).output().unwrap();
+        assert!(!out.status.success(), "filter {input}: should fail");
+        assert!(!root.join("bad.out").exists(), "filter {input}: no partial output");
+    }
+    for ct in ["version.ct", "trunc.ct", "r.fq"] {
+        let out =
+            Command::new(fasthts()).args(["kmer", "abundance-dist", "-q", ct, "r.fq", "bad.csv"]).current_dir(&root).output().unwrap();
+        assert!(!out.status.success(), "{ct}: should fail");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked") && err.trim().lines().count() == 1, "{ct}: {err}");
+        assert!(!root.join("bad.csv").exists());
+    }
+    let _ = fs::remove_dir_all(&root);
+}
+
+/// The k > 32 extension (`--long-k`): counts never under-estimate the exact
+/// counts, and khmer's k <= 32 error stays the default.
+#[test]
+fn long_k_extension_counts() {
+    let root = std::env::temp_dir().join(format!("fasthts-kmer-longk-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    fs::create_dir_all(&root).unwrap();
+    make_data(&root, 11);
+    let out = Command::new(fasthts()).args(["kmer", "count", "-q", "-k", "40", "l.ct", "r.fq"]).current_dir(&root).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let out = Command::new(fasthts())
+        .args(["kmer", "count", "-q", "--long-k", "-k", "40", "-x", "2e5", "l.ct", "r.fq"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let g = fasthts_kmer::Countgraph::load(&root.join("l.ct")).unwrap();
+    assert_eq!(g.ksize(), 40);
+    let mut exact = std::collections::HashMap::new();
+    for r in fasthts_kmer::seqio::read_all(root.join("r.fq").to_str().unwrap()).unwrap() {
+        for h in fasthts_kmer::KmerIter::new(&r.seq, 40, fasthts_kmer::Cleaning::CppParser) {
+            *exact.entry(h).or_insert(0u64) += 1;
+        }
+    }
+    assert!(!exact.is_empty());
+    for (&h, &c) in &exact {
+        assert!(g.get(h) as u64 >= c.min(65535), "under-estimate");
+    }
+    let _ = fs::remove_dir_all(&root);
+}
