@@ -97,6 +97,8 @@ pub struct BlockReader<'a> {
     batch_bytes: usize,
     /// Inflate batches on the rayon pool (true) or on the calling thread.
     parallel: bool,
+    /// Compressed offset of the first block this reader read.
+    origin: u64,
     /// When set, pages of `file` before this offset that are no longer
     /// needed are released every `RELEASE_STEP` bytes (see `release_read_pages`).
     released: Option<u64>,
@@ -122,6 +124,7 @@ impl<'a> BlockReader<'a> {
             blocks: Vec::new(),
             batch_bytes: batch_bytes.max(1),
             released: None,
+            origin: start.compressed(),
             parallel: true,
         };
         let skip = usize::from(start.uncompressed());
@@ -144,7 +147,9 @@ impl<'a> BlockReader<'a> {
     /// The reader's `file` must be a read-only, file-backed memory map (see
     /// [`super::release_pages`]).
     pub unsafe fn release_read_pages(&mut self) {
-        self.released = Some(self.next_block);
+        // From the first block this reader touched: a reader made at a
+        // virtual offset inside a block has already loaded it.
+        self.released = Some(self.origin);
     }
 
     /// Inflates on the calling thread only: for readers that are themselves
