@@ -718,10 +718,16 @@ fn above_tab(c: u8) -> bool {
 /// htslib's `hts_str2uint`: returns the value and the index after it.
 fn str2uint(s: &[u8], mut i: usize, bits: u32, overflow: &mut bool) -> (u64, usize) {
     let limit: u64 = if bits < 64 { (1u64 << bits) - 1 } else { u64::MAX };
-    let mut fast = bits * 1000 / 3322 + 1;
+    let fast = bits * 1000 / 3322 + 1;
     if at(s, i) == b'+' {
         i += 1;
     }
+    unsigned_digits(s, i, fast, limit, overflow)
+}
+
+/// The digits of an htslib integer from `i`: up to `fast - 1` of them
+/// without overflow checks, the rest checked against `limit`.
+fn unsigned_digits(s: &[u8], mut i: usize, mut fast: u32, limit: u64, overflow: &mut bool) -> (u64, usize) {
     let mut n: u64 = 0;
     loop {
         fast -= 1;
@@ -741,7 +747,7 @@ fn str2uint(s: &[u8], mut i: usize, bits: u32, overflow: &mut bool) -> (u64, usi
 /// htslib's `hts_str2int`.
 fn str2int(s: &[u8], mut i: usize, bits: u32, overflow: &mut bool) -> (i64, usize) {
     let mut limit: u64 = (1u64 << (bits - 1)) - 1;
-    let mut fast = (bits - 1) * 1000 / 3322 + 1;
+    let fast = (bits - 1) * 1000 / 3322 + 1;
     let mut neg = false;
     match at(s, i) {
         b'-' => {
@@ -752,19 +758,7 @@ fn str2int(s: &[u8], mut i: usize, bits: u32, overflow: &mut bool) -> (i64, usiz
         b'+' => i += 1,
         _ => {}
     }
-    let mut n: u64 = 0;
-    loop {
-        fast -= 1;
-        let d = at(s, i);
-        if fast == 0 || !d.is_ascii_digit() {
-            break;
-        }
-        n = n * 10 + u64::from(d - b'0');
-        i += 1;
-    }
-    if fast == 0 {
-        slow_digits(s, &mut i, &mut n, limit, overflow);
-    }
+    let (n, i) = unsigned_digits(s, i, fast, limit, overflow);
     let v = if n != 0 && neg { -((n - 1) as i64) - 1 } else { n as i64 };
     (v, i)
 }
