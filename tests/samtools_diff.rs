@@ -231,3 +231,38 @@ fn flagstat_of_sam_matches_samtools() {
     eprintln!("compared flagstat on {compared} SAM files");
     assert!(files.is_empty() || compared > 100);
 }
+
+#[test]
+fn quickcheck_matches_samtools() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("quickcheck");
+    let good = std::fs::read(repo_root().join("tests/data/small.bam")).unwrap();
+    let mut files: Vec<std::path::PathBuf> = corpus();
+    let mut add = |name: &str, bytes: &[u8]| {
+        let p = dir.path(name);
+        std::fs::write(&p, bytes).unwrap();
+        files.push(p);
+    };
+    add("empty.bam", b"");
+    add("text.txt", b"this is not a BAM file\n");
+    add("cut.bam", &good[..good.len() / 3]);
+    add("noeof.bam", &good[..good.len() - 28]);
+    add("noref.sam", b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\tI\n");
+    files.push(dir.path("missing.bam"));
+    files.push(dir.0.clone());
+    for flags in [&["-v"][..], &["-u"][..], &["-q", "-v"][..]] {
+        for f in &files {
+            let mut c = fasthts();
+            c.arg("quickcheck").args(flags).arg(f);
+            let got = run(c);
+            let mut s = Command::new("samtools");
+            s.arg("quickcheck").args(flags).arg(f);
+            let expected = run(s);
+            assert_eq!(got.status.code(), expected.status.code(), "{} {flags:?}", f.display());
+            assert_eq!(text(&got.stdout), text(&expected.stdout), "{} {flags:?}", f.display());
+            assert_eq!(text(&got.stderr), text(&expected.stderr), "{} {flags:?}", f.display());
+        }
+    }
+}

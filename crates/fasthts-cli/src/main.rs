@@ -8,6 +8,7 @@ use std::process::ExitCode;
 mod flagstat;
 mod idxstats;
 mod index;
+mod quickcheck;
 mod signals;
 mod sort;
 mod kmer;
@@ -32,6 +33,8 @@ enum Command {
     Index(index::IndexArgs),
     /// Per-reference record counts from the index, as samtools idxstats.
     Idxstats(idxstats::IdxstatsArgs),
+    /// Checks that files look like intact BAM/SAM, as samtools quickcheck.
+    Quickcheck(quickcheck::QuickcheckArgs),
     /// Sorts a BAM or SAM by coordinate, name or tag, as samtools sort.
     Sort(sort::SortArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
@@ -48,6 +51,7 @@ impl Command {
             Command::Index(_) => "index",
             Command::Idxstats(_) => "idxstats",
             Command::Sort(_) => "sort",
+            Command::Quickcheck(_) => "quickcheck",
             Command::SnpPileup(_) => "snp-pileup",
             Command::Kmer(_) => "kmer",
         }
@@ -59,6 +63,10 @@ impl Command {
             Command::Index(a) => index::run(a),
             Command::Idxstats(a) => idxstats::run(a),
             Command::Sort(a) => sort::run(a),
+            Command::Quickcheck(a) => match quickcheck::run(a) {
+                0 => Ok(()),
+                status => std::process::exit(i32::from(status)),
+            },
             Command::SnpPileup(a) => snp_pileup::run(a),
             Command::Kmer(c) => c.run(),
         }

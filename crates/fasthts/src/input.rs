@@ -24,6 +24,8 @@ pub enum Kind {
     Compressed,
     /// No bytes at all.
     Empty,
+    /// Something else (text that does not look like SAM, binary data).
+    Unknown,
 }
 
 /// Bytes read to recognise an input (a BGZF block is at most 64 KiB).
@@ -34,6 +36,8 @@ const SNIFF_BYTES: usize = 1 << 16;
 /// ```
 /// use fasthts::input::{sniff, Kind};
 /// assert_eq!(sniff(b"@HD\tVN:1.6\n"), Kind::Sam);
+/// assert_eq!(sniff(b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\tI\n"), Kind::Sam);
+/// assert_eq!(sniff(b"this is not a BAM file\n"), Kind::Unknown);
 /// assert_eq!(sniff(b""), Kind::Empty);
 /// assert_eq!(sniff(&[0x1f, 0x8b, 8, 0]), Kind::Compressed);
 /// ```
@@ -42,7 +46,7 @@ pub fn sniff(prefix: &[u8]) -> Kind {
         return Kind::Empty;
     }
     if !prefix.starts_with(&[0x1f, 0x8b]) {
-        return Kind::Sam;
+        return if looks_like_sam(prefix) { Kind::Sam } else { Kind::Unknown };
     }
     match Block::parse(prefix, 0) {
         // A whole first block: its contents decide.
@@ -61,10 +65,38 @@ pub fn sniff(prefix: &[u8]) -> Kind {
                 Err(_) => Kind::Bam,
             }
         }
-        // A cut BGZF header is a (truncated) BAM as far as we can tell.
-        Err(_) if prefix.starts_with(&[0x1f, 0x8b, 8, 4]) => Kind::Bam,
+        // A BGZF header cut short is a (truncated) BAM as far as we can tell;
+        // gzip without the BC subfield is not BGZF.
+        Err(crate::bgzf::BgzfError::Truncated { .. }) if prefix.starts_with(&[0x1f, 0x8b, 8, 4]) => Kind::Bam,
         Err(_) => Kind::Compressed,
     }
+}
+
+/// htslib's test for SAM text (`hts_detect_format`): a header line starting
+/// `@HD`, `@SQ`, `@RG`, `@PG` or `@CO` and a tab, or a first line whose
+/// tab-separated columns look like a record (name, integer flag, reference,
+/// integer position and MAPQ, CIGAR or `*`, mate reference, integer mate
+/// position and length, sequence, qualities; 9 columns suffice if the line is
+/// cut off by the end of the prefix).
+fn looks_like_sam(prefix: &[u8]) -> bool {
+    if [&b"@HD\t"[..], b"@SQ\t", b"@RG\t", b"@PG\t", b"@CO\t"].iter().any(|h| prefix.starts_with(h)) {
+        return true;
+    }
+    let end = prefix.iter().position(|&c| c == b'\n');
+    let line = &prefix[..end.unwrap_or(prefix.len())];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().any(|&c| c < b' ' && c != b'\t') {
+        return false;
+    }
+    let cols: Vec<&[u8]> = line.split(|&c| c == b'\t').collect();
+    let int = |c: &[u8]| {
+        let d = c.strip_prefix(b"-").or_else(|| c.strip_prefix(b"+")).unwrap_or(c);
+        !d.is_empty() && d.iter().all(u8::is_ascii_digit)
+    };
+    let cigar = |c: &[u8]| c == b"*" || (!c.is_empty() && c.iter().all(|&b| b.is_ascii_digit() || b"MIDNSHP=XB".contains(&b)));
+    let shape = [None, Some(int as fn(&[u8]) -> bool), None, Some(int), Some(int), Some(cigar), None, Some(int), Some(int), None, None];
+    let matching = cols.iter().zip(shape.iter()).take_while(|(c, want)| want.map_or(true, |f| f(c))).count();
+    matching >= if end.is_some() { 11 } else { 9 }
 }
 
 /// An opened input.
@@ -91,6 +123,7 @@ pub fn open(path: &Path, spool_prefix: &Path) -> Result<Input, Error> {
     (&mut reader).take(SNIFF_BYTES as u64).read_to_end(&mut prefix).map_err(|e| with_path(e.into()))?;
     match sniff(&prefix) {
         Kind::Empty => Err(with_path(Error::Message("empty input".into()))),
+        Kind::Unknown => Err(with_path(Error::Message("not a BAM or SAM file".into()))),
         Kind::Compressed => {
             Err(with_path(Error::Message("compressed SAM (or other gzip data) is not supported; give BAM or plain SAM".into())))
         }
