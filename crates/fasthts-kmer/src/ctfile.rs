@@ -235,25 +235,7 @@ impl Countgraph {
     pub fn read_ct<R: Read + ?Sized>(r: &mut R) -> Result<Countgraph, CtError> {
         let mut hdr = [0u8; 20];
         read_exact_or_magic(r, &mut hdr)?;
-        if &hdr[0..4] != MAGIC {
-            return Err(CtError::BadMagic);
-        }
-        if hdr[4] != VERSION {
-            return Err(CtError::BadVersion(hdr[4]));
-        }
-        if hdr[5] != TYPE_COUNTING {
-            return Err(CtError::BadType(hdr[5]));
-        }
-        let use_bigcount = hdr[6] != 0;
-        let k = u32::from_le_bytes(hdr[7..11].try_into().unwrap());
-        let n = hdr[11] as usize;
-        let occupied = u64::from_le_bytes(hdr[12..20].try_into().unwrap());
-        if k == 0 || k > crate::hash::MAX_K_EXT {
-            return Err(CtError::BadHeader(format!("k-mer size {k} in countgraph file is not supported (1..=64)")));
-        }
-        if n == 0 {
-            return Err(CtError::BadHeader("countgraph file has no tables".into()));
-        }
+        let CtHeader { use_bigcount, k, n, occupied } = parse_header(&hdr)?;
         let mut sizes = Vec::with_capacity(n);
         let mut tables = Vec::with_capacity(n);
         for _ in 0..n {
@@ -311,25 +293,7 @@ impl Countgraph {
             let mut r = f;
             read_exact_or_magic(&mut r, &mut hdr)?;
         }
-        if &hdr[0..4] != MAGIC {
-            return Err(CtError::BadMagic);
-        }
-        if hdr[4] != VERSION {
-            return Err(CtError::BadVersion(hdr[4]));
-        }
-        if hdr[5] != TYPE_COUNTING {
-            return Err(CtError::BadType(hdr[5]));
-        }
-        let use_bigcount = hdr[6] != 0;
-        let k = u32::from_le_bytes(hdr[7..11].try_into().unwrap());
-        let n = hdr[11] as usize;
-        let occupied = u64::from_le_bytes(hdr[12..20].try_into().unwrap());
-        if k == 0 || k > crate::hash::MAX_K_EXT {
-            return Err(CtError::BadHeader(format!("k-mer size {k} in countgraph file is not supported (1..=64)")));
-        }
-        if n == 0 {
-            return Err(CtError::BadHeader("countgraph file has no tables".into()));
-        }
+        let CtHeader { use_bigcount, k, n, occupied } = parse_header(&hdr)?;
         let truncated = || CtError::Io(io::Error::new(io::ErrorKind::UnexpectedEof, "truncated"));
         let mut sizes = Vec::with_capacity(n);
         let mut offsets = Vec::with_capacity(n);
@@ -478,4 +442,36 @@ mod tests {
         assert!(!is_gz_name(Path::new("x.tgz")));
         assert!(!is_gz_name(Path::new("x.GZ")));
     }
+}
+
+/// The fixed 20-byte `.ct` header, checked.
+struct CtHeader {
+    use_bigcount: bool,
+    k: u32,
+    n: usize,
+    occupied: u64,
+}
+
+/// Checks magic, version and type and reads k, the table count and the
+/// occupied count (shared by the stream and the file loaders).
+fn parse_header(hdr: &[u8; 20]) -> Result<CtHeader, CtError> {
+    if &hdr[0..4] != MAGIC {
+        return Err(CtError::BadMagic);
+    }
+    if hdr[4] != VERSION {
+        return Err(CtError::BadVersion(hdr[4]));
+    }
+    if hdr[5] != TYPE_COUNTING {
+        return Err(CtError::BadType(hdr[5]));
+    }
+    let k = u32::from_le_bytes([hdr[7], hdr[8], hdr[9], hdr[10]]);
+    let n = usize::from(hdr[11]);
+    if k == 0 || k > crate::hash::MAX_K_EXT {
+        return Err(CtError::BadHeader(format!("k-mer size {k} in countgraph file is not supported (1..=64)")));
+    }
+    if n == 0 {
+        return Err(CtError::BadHeader("countgraph file has no tables".into()));
+    }
+    let occupied = u64::from_le_bytes([hdr[12], hdr[13], hdr[14], hdr[15], hdr[16], hdr[17], hdr[18], hdr[19]]);
+    Ok(CtHeader { use_bigcount: hdr[6] != 0, k, n, occupied })
 }
