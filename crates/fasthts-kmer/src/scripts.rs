@@ -746,6 +746,27 @@ impl TrimStats {
     }
 }
 
+/// Trims `r` at k-mers below `cutoff`, emits what is left (if anything)
+/// and counts it in `stats`.
+fn trim_and_emit(
+    graph: &Countgraph,
+    r: &OwnedRecord,
+    cutoff: u16,
+    stats: &mut TrimStats,
+    emit: &mut dyn FnMut(&OwnedRecord) -> io::Result<()>,
+) -> io::Result<()> {
+    let (t, did) = trim_record(graph, r, cutoff, false, 0);
+    if did {
+        stats.trimmed_reads += 1;
+    }
+    if let Some(t) = t {
+        emit(&t)?;
+        stats.written_reads += 1;
+        stats.written_bp += t.seq.len() as u64;
+    }
+    Ok(())
+}
+
 /// trim-low-abund pass 1 over one file: emit (via `emit`) trimmed reads of
 /// high-coverage units, consume and save (to `saver`) the others.
 pub fn trim_pass1(
@@ -780,15 +801,7 @@ pub fn trim_pass1(
         }
         if min_cov >= opt.trim_at_coverage {
             for r in &reads {
-                let (t, did) = trim_record(graph, r, opt.cutoff, false, 0);
-                if did {
-                    stats.trimmed_reads += 1;
-                }
-                if let Some(t) = t {
-                    emit(&t)?;
-                    stats.written_reads += 1;
-                    stats.written_bp += t.seq.len() as u64;
-                }
+                trim_and_emit(graph, r, opt.cutoff, stats, emit)?;
             }
         } else {
             for r in &reads {
@@ -820,15 +833,7 @@ pub fn trim_pass2(
         let trim = !opt.variable_coverage || reads.iter().all(|r| graph.median_at_least(&r.seq, opt.trim_at_coverage, Cleaning::CppParser));
         for r in &reads {
             if trim {
-                let (t, did) = trim_record(graph, r, opt.cutoff, false, 0);
-                if did {
-                    stats.trimmed_reads += 1;
-                }
-                if let Some(t) = t {
-                    emit(&t)?;
-                    stats.written_reads += 1;
-                    stats.written_bp += t.seq.len() as u64;
-                }
+                trim_and_emit(graph, r, opt.cutoff, stats, emit)?;
             } else {
                 stats.n_skipped += 1;
                 stats.bp_skipped += 1;
