@@ -194,13 +194,15 @@ fn passes_samtools_own_sort_tests() {
     }
     let bam = dir.join("dat/test_input_1_a.bam");
     let sam = dir.join("dat/test_input_1_d.sam");
-    let cases: [(&[&str], &Path, &str); 6] = [
+    let template = dir.join("sort/template-coordinate.sort.sam");
+    let cases: [(&[&str], &Path, &str); 7] = [
         (&[], &bam, "pos.sort.expected.sam"),
         (&["-n"], &bam, "name.sort.expected.sam"),
         (&["-t", "RG"], &bam, "tag.rg.sort.expected.sam"),
         (&["-n", "-t", "RG"], &bam, "tag.rg.n.sort.expected.sam"),
         (&["-t", "AS"], &sam, "tag.as.sort.expected.sam"),
         (&["-t", "FI"], &sam, "tag.fi.sort.expected.sam"),
+        (&["--template-coordinate"], &template, "template-coordinate.sort.expected.sam"),
     ];
     let tmp = TempDir::new("sorttests");
     for (args, input, expected) in cases {
@@ -277,4 +279,89 @@ fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
     let r = run(c);
     assert!(r.status.success(), "{}", text(&r.stderr));
     assert!(view(&ours) == view(&theirs));
+}
+
+/// Generated pairs with `MC` tags (from `samtools fixmate -m`) and `MI`
+/// tags (some with `/A`, `/B` strand suffixes), many unplaced reads, in
+/// name-hash order: input for template-coordinate and minimiser orders.
+fn template_input(dir: &TempDir) -> Option<std::path::PathBuf> {
+    let mut gen = testgen()?;
+    gen.args(["--seed", "17", "--reads", "3000", "--unsorted", "--unmapped-fraction", "0.3"]);
+    let generated = run(gen);
+    assert!(generated.status.success(), "{}", text(&generated.stderr));
+    let raw = dir.path("generated.sam");
+    std::fs::write(&raw, &generated.stdout).unwrap();
+    // fixmate gives MC tags to primary records only, as template order needs.
+    let by_name = dir.path("by-name.bam");
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("samtools view -u -F 0x900 \"$1\" | samtools sort -n -u - | samtools fixmate -m -O sam - \"$2\"")
+        .arg("sh")
+        .arg(&raw)
+        .arg(&by_name);
+    let out = run(c);
+    assert!(out.status.success(), "fixmate: {}", text(&out.stderr));
+    let mut with_mi = Vec::new();
+    for (i, line) in std::fs::read(&by_name).unwrap().split(|&c| c == b'\n').filter(|l| !l.is_empty()).enumerate() {
+        with_mi.extend_from_slice(line);
+        if !line.starts_with(b"@") {
+            let molecule = line.iter().map(|&c| usize::from(c)).sum::<usize>() % 7;
+            match i % 3 {
+                0 => with_mi.extend_from_slice(format!("\tMI:Z:{molecule}/{}", if i % 2 == 0 { 'A' } else { 'B' }).as_bytes()),
+                1 => with_mi.extend_from_slice(format!("\tMI:Z:{molecule}").as_bytes()),
+                _ => {}
+            }
+        }
+        with_mi.push(b'\n');
+    }
+    let input = dir.path("template-input.sam");
+    std::fs::write(&input, with_mi).unwrap();
+    Some(input)
+}
+
+#[test]
+fn template_coordinate_and_minimiser_orders_match_samtools() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sort-template");
+    let Some(input) = template_input(&dir) else { return };
+    let orders: [&[&str]; 6] =
+        [&["--template-coordinate"], &["-M"], &["-M", "-K", "7"], &["-n", "-M"], &["-M", "-n"], &["--template-coordinate", "-t", "MI"]];
+    for order in orders {
+        let theirs = dir.path("theirs.bam");
+        let mut c = Command::new("samtools");
+        c.arg("sort").args(order).args(["--no-PG", "-o"]).arg(&theirs).arg(&input);
+        let out = run(c);
+        assert!(out.status.success(), "samtools sort {order:?}: {}", text(&out.stderr));
+        let expected = view(&theirs);
+        for (threads, memory) in [("1", "768M"), ("2", "1M"), ("2", "20K")] {
+            let ours = dir.path("ours.bam");
+            let mut c = fasthts();
+            c.arg("sort")
+                .args(order)
+                .args(["--no-PG", "-@", threads, "-m", memory, "-T"])
+                .arg(dir.path("tmp"))
+                .arg("-o")
+                .arg(&ours)
+                .arg(&input);
+            let out = run(c);
+            assert!(out.status.success(), "{order:?}: {}", text(&out.stderr));
+            assert!(view(&ours) == expected, "{order:?} -@ {threads} -m {memory}: differs from samtools sort");
+        }
+    }
+}
+
+#[test]
+fn template_coordinate_refuses_pairs_without_mc_like_samtools() {
+    let dir = TempDir::new("sort-nomc");
+    let sam = dir.path("in.sam");
+    std::fs::write(&sam, "@SQ\tSN:c\tLN:100\nr1\t99\tc\t1\t60\t4M\t=\t10\t13\tACGT\tIIII\n").unwrap();
+    let out_bam = dir.path("out.bam");
+    let mut c = fasthts();
+    c.args(["sort", "--template-coordinate", "-o"]).arg(&out_bam).arg(&sam);
+    let out = run(c);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("no MC tag. Please run samtools fixmate on file first."), "{}", text(&out.stderr));
+    assert!(!out_bam.exists(), "no output is left behind");
 }

@@ -1,4 +1,4 @@
-//! `fasthts sort`: samtools sort (coordinate order from BAM input so far).
+//! `fasthts sort`: samtools sort.
 
 use crate::CmdResult;
 use clap::Args;
@@ -9,10 +9,9 @@ use fasthts::sort::{self, SortOptions, SortOrder};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-/// Sorts a BAM file by coordinate (or name with -n), as samtools sort.
+/// Sorts a BAM or SAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
 #[derive(Args)]
-#[command(after_help = "Input: BAM or plain SAM, from a file or standard input. Implemented so far: coordinate, \
-queryname (-n) and tag (-t) orders (template-coordinate and minimiser orders are not yet).")]
+#[command(after_help = "Input: BAM or plain SAM, from a file or standard input.")]
 pub struct SortArgs {
     /// Compression level, from 0 (uncompressed) to 9 (best) [6].
     #[arg(short = 'l', value_name = "INT", value_parser = clap::value_parser!(u32).range(0..=9))]
@@ -36,8 +35,18 @@ pub struct SortArgs {
     #[arg(short = '@', long = "threads", value_name = "INT")]
     pub threads: Option<usize>,
     /// Sort by read name (samtools' natural order), not by coordinate.
-    #[arg(short = 'n')]
+    #[arg(short = 'n', overrides_with_all = ["template_coordinate", "minimiser"])]
     pub by_name: bool,
+    /// Sort by template-coordinate: the unclipped 5' ends of both reads of
+    /// a pair, then library, MI tag and name (pairs need MC tags).
+    #[arg(long = "template-coordinate", overrides_with_all = ["by_name", "minimiser"])]
+    pub template_coordinate: bool,
+    /// Use minimiser for clustering unaligned/unplaced reads.
+    #[arg(short = 'M', overrides_with_all = ["by_name", "template_coordinate"])]
+    pub minimiser: bool,
+    /// Kmer size to use for minimiser (clamped to 1..=31) [20].
+    #[arg(short = 'K', value_name = "INT", default_value = "20", value_parser = parse_kmer)]
+    pub kmer: u8,
     /// Sort by the value of TAG, then by position (or name with -n).
     #[arg(short = 't', value_name = "TAG", value_parser = parse_tag)]
     pub tag: Option<[u8; 2]>,
@@ -51,6 +60,15 @@ pub struct SortArgs {
     /// Input BAM or SAM file, or - (the default) for standard input.
     #[arg(value_name = "IN.bam", default_value = "-")]
     pub input: PathBuf,
+}
+
+/// samtools reads -K with atoi and clamps it to 1..=31.
+fn parse_kmer(s: &str) -> Result<u8, String> {
+    let s = s.trim_start();
+    let sign = if s.starts_with('-') { -1 } else { 1 };
+    let digits: String = s.trim_start_matches(['+', '-']).chars().take_while(char::is_ascii_digit).collect();
+    let n = digits.parse::<i64>().unwrap_or(if digits.is_empty() { 0 } else { i64::MAX }) * sign;
+    Ok(n.clamp(1, 31) as u8)
 }
 
 fn parse_tag(s: &str) -> Result<[u8; 2], String> {
@@ -89,9 +107,18 @@ pub fn run(args: SortArgs) -> CmdResult {
         None => (None, None),
     };
     let temp_prefix = args.temp_prefix.clone().unwrap_or_else(|| output.clone().unwrap_or_else(|| PathBuf::from("fasthts-sort")));
+    // As in samtools, the last of -n, -M and --template-coordinate wins,
+    // and -t turns it into tag order (by name with -n, else by position).
+    let order = match args.tag {
+        Some(tag) => SortOrder::Tag { tag, then_by_name: args.by_name },
+        None if args.by_name => SortOrder::QueryName,
+        None if args.template_coordinate => SortOrder::TemplateCoordinate,
+        None if args.minimiser => SortOrder::Minimiser { kmer: args.kmer },
+        None => SortOrder::Coordinate,
+    };
     let mut index = None;
     if args.write_index {
-        if args.by_name || args.tag.is_some() {
+        if !order.is_positional() {
             eprintln!("fasthts sort: warning: ignoring --write-index as it only works for position sorted files");
         } else if let Some(p) = &index_path {
             let bai = p.extension().is_some_and(|e| e == "bai");
@@ -103,11 +130,7 @@ pub fn run(args: SortArgs) -> CmdResult {
     let opts = SortOptions {
         max_fan_in: None,
         index,
-        order: match args.tag {
-            Some(tag) => SortOrder::Tag { tag, then_by_name: args.by_name },
-            None if args.by_name => SortOrder::QueryName,
-            None => SortOrder::Coordinate,
-        },
+        order,
         memory: args.memory.saturating_mul(threads),
         level,
         temp_prefix,

@@ -1,19 +1,21 @@
-//! `samtools sort`: coordinate order, in bounded memory.
+//! `samtools sort`, in bounded memory: coordinate, queryname, tag,
+//! template-coordinate and minimiser orders, from BAM or SAM input.
 //!
 //! Records are copied from the inflated input into one contiguous arena per
 //! batch, with their sort keys extracted once; a full batch is sorted on
 //! all threads (a stable sort, so ties keep input order as in samtools) and,
-//! if more input follows, written as a run file of raw records. Runs are
-//! merged in input order (again keeping ties stable) into the parallel BGZF
-//! writer. Implemented so far: coordinate and queryname orders from BAM
-//! input.
+//! if more input follows, written as a run file of raw records in the
+//! background while the next batch fills. Runs are merged in input order
+//! (again keeping ties stable) into the parallel BGZF writer.
 
 mod header;
 mod key;
 mod run;
 
 pub use header::{add_pg_line, set_sort_order};
-pub use key::{coordinate_key, record_coordinate_key, strnum_cmp, SortOrder};
+pub use key::{
+    coordinate_key, minimiser, prepare_for_minimiser, record_coordinate_key, restore_minimiser_fields, strnum_cmp, Comparator, SortOrder,
+};
 pub use run::{max_fan_in, RunDir, RunReader, RunWriter};
 
 use crate::bam::{BamFile, Header, RecordRef};
@@ -71,25 +73,30 @@ struct Arena {
 }
 
 impl Arena {
-    fn push(&mut self, r: &RecordRef<'_>, order: SortOrder) {
+    fn push(&mut self, r: &RecordRef<'_>, cmp: &Comparator) {
         let bytes = r.as_bytes();
-        self.entries.push((order.key(r), self.data.len()));
+        let at = self.data.len();
         self.data.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
         self.data.extend_from_slice(bytes);
+        let stored = &mut self.data[at + 4..];
+        if let SortOrder::Minimiser { kmer } = cmp.order() {
+            prepare_for_minimiser(stored, kmer);
+        }
+        self.entries.push((cmp.key(&RecordRef::new_prevalidated(stored)), at));
     }
 
     fn footprint(&self) -> usize {
         self.data.len() + self.entries.len() * ENTRY_BYTES
     }
 
-    fn sort(&mut self, order: SortOrder) {
+    fn sort(&mut self, cmp: &Comparator) {
         // Stable: equal records stay in input order, as samtools keeps them.
-        match order {
-            SortOrder::Coordinate => self.entries.par_sort_by_key(|e| e.0),
-            SortOrder::QueryName | SortOrder::Tag { .. } => {
+        match cmp.order() {
+            SortOrder::Coordinate | SortOrder::Minimiser { .. } => self.entries.par_sort_by_key(|e| e.0),
+            SortOrder::QueryName | SortOrder::Tag { .. } | SortOrder::TemplateCoordinate => {
                 let data = &self.data;
                 let rec = |off: usize| RecordRef::new_prevalidated(&record_at(data, off)[4..]);
-                self.entries.par_sort_by(|a, b| a.0.cmp(&b.0).then_with(|| order.compare(&rec(a.1), &rec(b.1))));
+                self.entries.par_sort_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp.compare(&rec(a.1), &rec(b.1))));
             }
         }
     }
@@ -161,6 +168,8 @@ where
     F: FnOnce(&mut Push<'_>) -> Result<(), Error> + Send,
 {
     let order = opts.order;
+    let cmp = Comparator::new(order, &header.text);
+    let cmp = &cmp;
     let mut arena = Arena::default();
     let mut runs: Option<RunDir> = None;
     let mut run_paths = Vec::new();
@@ -174,7 +183,8 @@ where
         // The feed may run on any pool thread; the receiver is not Sync.
         let rx = std::sync::Mutex::new(&mut done_rx);
         let fed = feed(&mut |r: &RecordRef<'_>| {
-            arena.push(r, order);
+            cmp.check(r).map_err(Error::Message)?;
+            arena.push(r, cmp);
             stats.records += 1;
             if arena.footprint() >= limit {
                 // Runs must stay in input order: take the previous spill's
@@ -196,7 +206,7 @@ where
                 let done = done_tx.clone();
                 in_flight = true;
                 scope.spawn(move |_| {
-                    full.sort(order);
+                    full.sort(cmp);
                     let written = full.sorted_records().try_for_each(|r| run.put(r)).and_then(|()| run.finish());
                     let _ = done.send(written.map(|path| (path, full)));
                 });
@@ -210,10 +220,10 @@ where
         fed
     });
     fed?;
-    arena.sort(order);
+    arena.sort(cmp);
     stats.runs = run_paths.len();
 
-    let mut text = set_sort_order(&header.text, order.header_value());
+    let mut text = set_sort_order(&header.text, order);
     if let Some((version, cl)) = &opts.program {
         text = add_pg_line(&text, "fasthts", version, cl);
     }
@@ -221,14 +231,15 @@ where
     let mut w = BgzfWriter::new(out, opts.level);
     w.write_all(&header.to_bytes())?;
     w.end_block()?;
+    let restore = matches!(order, SortOrder::Minimiser { .. });
     let mut sink = match opts.index {
-        Some(format) if order == SortOrder::Coordinate => {
+        Some(format) if order.is_positional() => {
             w.track_virtual_offsets();
             let start = w.virtual_offset_of(w.uncompressed_position()).expect("header blocks are written");
             let builder = IndexBuilder::new(indexer::format_for(&header, format), header.references.len(), start);
-            Sink { index: Some((builder, VecDeque::new())) }
+            Sink { index: Some((builder, VecDeque::new())), restore_minimiser: restore, scratch: Vec::new() }
         }
-        _ => Sink { index: None },
+        _ => Sink { index: None, restore_minimiser: restore, scratch: Vec::new() },
     };
     if run_paths.is_empty() {
         for r in arena.sorted_records() {
@@ -242,14 +253,14 @@ where
         while run_paths.len() + 1 > fan_in {
             let group: Vec<PathBuf> = run_paths.drain(..fan_in).collect();
             let mut out = dir.create_run()?;
-            merge(&group, None, order, opts.memory, &mut |r| out.put(r))?;
+            merge(&group, None, cmp, opts.memory, &mut |r| out.put(r))?;
             for p in &group {
                 let _ = std::fs::remove_file(p);
             }
             run_paths.insert(0, out.finish()?);
             stats.merge_passes += 1;
         }
-        merge(&run_paths, Some(&arena), order, opts.memory, &mut |r| sink.write(&mut w, r))?;
+        merge(&run_paths, Some(&arena), cmp, opts.memory, &mut |r| sink.write(&mut w, r))?;
     }
     stats.index = sink.finish(&mut w)?;
     let out = w.finish()?;
@@ -262,7 +273,7 @@ where
 fn merge(
     run_paths: &[PathBuf],
     last: Option<&Arena>,
-    order: SortOrder,
+    cmp: &Comparator,
     memory: usize,
     put: &mut dyn FnMut(&[u8]) -> Result<(), Error>,
 ) -> Result<(), Error> {
@@ -280,20 +291,20 @@ fn merge(
         live.push(r.advance()?);
     }
     live.push(!last.entries.is_empty());
-    fn current<'a>(readers: &'a [RunReader], last: &'a Arena, mem_next: usize, order: SortOrder, src: usize) -> (u128, &'a [u8]) {
+    fn current<'a>(readers: &'a [RunReader], last: &'a Arena, mem_next: usize, cmp: &Comparator, src: usize) -> (u128, &'a [u8]) {
         if src == readers.len() {
             let (k, off) = last.entries[mem_next];
             (k, last.record(off))
         } else {
             let rec = &readers[src].record;
-            (order.key(&RecordRef::new_prevalidated(&rec[4..])), rec.as_slice())
+            (cmp.key(&RecordRef::new_prevalidated(&rec[4..])), rec.as_slice())
         }
     }
     let less = |readers: &[RunReader], mem_next: usize, a: usize, b: usize| -> bool {
-        let (ka, ra) = current(readers, last, mem_next, order, a);
-        let (kb, rb) = current(readers, last, mem_next, order, b);
+        let (ka, ra) = current(readers, last, mem_next, cmp, a);
+        let (kb, rb) = current(readers, last, mem_next, cmp, b);
         let by_record =
-            ka.cmp(&kb).then_with(|| order.compare(&RecordRef::new_prevalidated(&ra[4..]), &RecordRef::new_prevalidated(&rb[4..])));
+            ka.cmp(&kb).then_with(|| cmp.compare(&RecordRef::new_prevalidated(&ra[4..]), &RecordRef::new_prevalidated(&rb[4..])));
         by_record.then(a.cmp(&b)) == std::cmp::Ordering::Less
     };
     let mut heap = MergeHeap::default();
@@ -336,10 +347,22 @@ struct Pending {
 /// `--write-index` asked for one.
 struct Sink {
     index: Option<(IndexBuilder, VecDeque<Pending>)>,
+    /// Minimiser order: unplaced records get back the fields that carried
+    /// their hash.
+    restore_minimiser: bool,
+    scratch: Vec<u8>,
 }
 
 impl Sink {
     fn write<W: Write>(&mut self, w: &mut BgzfWriter<W>, record: &[u8]) -> Result<(), Error> {
+        let record = if self.restore_minimiser {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(record);
+            restore_minimiser_fields(&mut self.scratch[4..]);
+            &self.scratch[..]
+        } else {
+            record
+        };
         w.write_all(record)?;
         if let Some((builder, pending)) = &mut self.index {
             let r = RecordRef::new_prevalidated(&record[4..]);
