@@ -5,9 +5,12 @@ use clap::Args;
 use fasthts::index::{IndexFormat, DEFAULT_MIN_SHIFT};
 use fasthts::input::Input;
 use fasthts::output::TempOutput;
-use fasthts::sort::{self, SortOptions, SortOrder};
+use fasthts::sort::{self, SortOptions, SortOrder, SortProgress};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Sorts a BAM or SAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
 #[derive(Args)]
@@ -127,6 +130,8 @@ pub fn run(args: SortArgs) -> CmdResult {
             return Err("--write-index needs an output file (-o)".into());
         }
     }
+    let progress = crate::progress::on_terminal().then(|| Arc::new(SortProgress::default()));
+    let _ticker = progress.clone().map(|p| crate::progress::Ticker::start(move |elapsed| progress_line(&p, elapsed)));
     let opts = SortOptions {
         max_fan_in: None,
         index,
@@ -135,6 +140,7 @@ pub fn run(args: SortArgs) -> CmdResult {
         level,
         temp_prefix,
         program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), command_line)),
+        progress: progress.clone(),
     };
     crate::with_threads(Some(threads), || -> CmdResult {
         let mut input = fasthts::input::open(&args.input, &opts.temp_prefix)?;
@@ -165,4 +171,18 @@ pub fn run(args: SortArgs) -> CmdResult {
         }
         Ok(())
     })
+}
+
+/// The status line: records read and runs written, then merge progress.
+fn progress_line(p: &SortProgress, elapsed: Duration) -> String {
+    let read = p.records_read.load(Relaxed);
+    let runs = p.runs_written.load(Relaxed);
+    let secs = elapsed.as_secs_f64();
+    if p.input_done.load(Relaxed) {
+        let written = p.records_written.load(Relaxed);
+        let percent = if read == 0 { 100.0 } else { 100.0 * written as f64 / read as f64 };
+        format!("sort: {read} records read, {runs} runs; writing {written} ({percent:.0}%) [{secs:.0}s]")
+    } else {
+        format!("sort: {read} records read, {runs} runs written [{secs:.0}s]")
+    }
 }

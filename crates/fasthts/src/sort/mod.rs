@@ -27,6 +27,7 @@ use rayon::prelude::*;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 /// How to sort.
 #[derive(Clone, Debug)]
@@ -47,7 +48,26 @@ pub struct SortOptions {
     pub index: Option<IndexFormat>,
     /// Most runs merged at once; `None`: from the open-file limit.
     pub max_fan_in: Option<usize>,
+    /// Counters a progress display may read while the sort runs.
+    pub progress: Option<std::sync::Arc<SortProgress>>,
 }
+
+/// How far a sort has got, updated every few thousand records (relaxed
+/// atomics: a display reads them from another thread).
+#[derive(Debug, Default)]
+pub struct SortProgress {
+    /// Records read so far.
+    pub records_read: AtomicU64,
+    /// Run files written so far.
+    pub runs_written: AtomicU64,
+    /// Records written to the output so far (once the input is read).
+    pub records_written: AtomicU64,
+    /// Set when all input has been read.
+    pub input_done: AtomicBool,
+}
+
+/// Records between progress counter updates.
+const PROGRESS_EVERY: u64 = 1 << 12;
 
 /// What a sort did.
 #[derive(Debug, Default)]
@@ -170,6 +190,7 @@ where
     let order = opts.order;
     let cmp = Comparator::new(order, &header.text);
     let cmp = &cmp;
+    let progress = opts.progress.as_deref();
     let mut arena = Arena::default();
     let mut runs: Option<RunDir> = None;
     let mut run_paths = Vec::new();
@@ -186,12 +207,20 @@ where
             cmp.check(r).map_err(Error::Message)?;
             arena.push(r, cmp);
             stats.records += 1;
+            if stats.records % PROGRESS_EVERY == 0 {
+                if let Some(p) = progress {
+                    p.records_read.store(stats.records, Relaxed);
+                }
+            }
             if arena.footprint() >= limit {
                 // Runs must stay in input order: take the previous spill's
                 // result (and its arena, for reuse) before starting the next.
                 let spare = if in_flight {
                     let (path, mut spent) = wait_for_spill(&rx)?;
                     run_paths.push(path);
+                    if let Some(p) = progress {
+                        p.runs_written.store(run_paths.len() as u64, Relaxed);
+                    }
                     spent.clear();
                     spent
                 } else {
@@ -220,6 +249,11 @@ where
         fed
     });
     fed?;
+    if let Some(p) = progress {
+        p.records_read.store(stats.records, Relaxed);
+        p.runs_written.store(run_paths.len() as u64, Relaxed);
+        p.input_done.store(true, Relaxed);
+    }
     arena.sort(cmp);
     stats.runs = run_paths.len();
 
@@ -237,9 +271,9 @@ where
             w.track_virtual_offsets();
             let start = w.virtual_offset_of(w.uncompressed_position()).expect("header blocks are written");
             let builder = IndexBuilder::new(indexer::format_for(&header, format), header.references.len(), start);
-            Sink { index: Some((builder, VecDeque::new())), restore_minimiser: restore, scratch: Vec::new() }
+            Sink { index: Some((builder, VecDeque::new())), restore_minimiser: restore, scratch: Vec::new(), progress, written: 0 }
         }
-        _ => Sink { index: None, restore_minimiser: restore, scratch: Vec::new() },
+        _ => Sink { index: None, restore_minimiser: restore, scratch: Vec::new(), progress, written: 0 },
     };
     if run_paths.is_empty() {
         for r in arena.sorted_records() {
@@ -345,15 +379,17 @@ struct Pending {
 
 /// Where sorted records go: the BGZF writer, and the index builder when
 /// `--write-index` asked for one.
-struct Sink {
+struct Sink<'p> {
     index: Option<(IndexBuilder, VecDeque<Pending>)>,
+    progress: Option<&'p SortProgress>,
+    written: u64,
     /// Minimiser order: unplaced records get back the fields that carried
     /// their hash.
     restore_minimiser: bool,
     scratch: Vec<u8>,
 }
 
-impl Sink {
+impl Sink<'_> {
     fn write<W: Write>(&mut self, w: &mut BgzfWriter<W>, record: &[u8]) -> Result<(), Error> {
         let record = if self.restore_minimiser {
             self.scratch.clear();
@@ -364,6 +400,12 @@ impl Sink {
             record
         };
         w.write_all(record)?;
+        self.written += 1;
+        if self.written % PROGRESS_EVERY == 0 {
+            if let Some(p) = self.progress {
+                p.records_written.store(self.written, Relaxed);
+            }
+        }
         if let Some((builder, pending)) = &mut self.index {
             let r = RecordRef::new_prevalidated(&record[4..]);
             pending.push_back(Pending {
@@ -395,6 +437,9 @@ impl Sink {
 
     /// Flushes the writer's last block and completes the index.
     fn finish<W: Write>(self, w: &mut BgzfWriter<W>) -> Result<Option<Index>, Error> {
+        if let Some(p) = self.progress {
+            p.records_written.store(self.written, Relaxed);
+        }
         let Some((mut builder, mut pending)) = self.index else { return Ok(None) };
         w.end_block()?;
         Self::drain(&mut builder, &mut pending, w)?;
