@@ -41,7 +41,7 @@ fn coordinate_and_name_sorts_match_samtools() {
             c.arg("sort").args(order).args(["--no-PG", "-o"]).arg(&theirs).arg(input);
             assert!(run(c).status.success());
             let expected = view(&theirs);
-            for (threads, memory) in [("1", "768M"), ("4", "768M"), ("2", "1M"), ("1", "1K")] {
+            for (threads, memory) in [("1", "768M"), ("4", "768M"), ("2", "1M"), ("1", "1M")] {
                 let ours = dir.path("ours.bam");
                 let mut c = fasthts();
                 c.arg("sort")
@@ -91,7 +91,7 @@ fn sort_fails_cleanly_on_bad_input() {
     std::fs::write(&bad, &good[..good.len() / 2]).unwrap();
     let out = dir.path("out.bam");
     let mut c = fasthts();
-    c.args(["sort", "-m", "1K", "-T"]).arg(dir.path("tmp")).arg("-o").arg(&out).arg(&bad);
+    c.args(["sort", "-m", "1M", "-T"]).arg(dir.path("tmp")).arg("-o").arg(&out).arg(&bad);
     let r = run(c);
     assert_eq!(r.status.code(), Some(1));
     assert_eq!(text(&r.stderr).lines().filter(|l| !l.contains("warning")).count(), 1, "{}", text(&r.stderr));
@@ -335,7 +335,7 @@ fn template_coordinate_and_minimiser_orders_match_samtools() {
         let out = run(c);
         assert!(out.status.success(), "samtools sort {order:?}: {}", text(&out.stderr));
         let expected = view(&theirs);
-        for (threads, memory) in [("1", "768M"), ("2", "1M"), ("2", "20K")] {
+        for (threads, memory) in [("1", "768M"), ("2", "1M"), ("1", "1M")] {
             let ours = dir.path("ours.bam");
             let mut c = fasthts();
             c.arg("sort")
@@ -364,4 +364,40 @@ fn template_coordinate_refuses_pairs_without_mc_like_samtools() {
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("no MC tag. Please run samtools fixmate on file first."), "{}", text(&out.stderr));
     assert!(!out_bam.exists(), "no output is left behind");
+}
+
+#[test]
+fn samtools_sort_flags_are_accepted_or_refused_clearly() {
+    let dir = TempDir::new("sort-flags");
+    let input = repo_root().join("tests/data/small.bam");
+    let out = dir.path("out.bam");
+    // Accepted: format options, CRAM-only input options, --reference, --verbosity.
+    for extra in [
+        &["-O", "BAM,level=1"][..],
+        &["--output-fmt", "bam", "--output-fmt-option", "level=9"],
+        &["--input-fmt-option", "decode_md=0", "--reference", "/nonexistent.fa", "--verbosity", "3"],
+        &["-M", "-K", "0"],
+        &["-M", "-K", "99x"],
+    ] {
+        let mut c = fasthts();
+        c.arg("sort").args(extra).arg("-o").arg(&out).arg(&input);
+        let r = run(c);
+        assert!(r.status.success(), "{extra:?}: {}", text(&r.stderr));
+    }
+    // Refused with one line and nothing written.
+    std::fs::remove_file(&out).unwrap();
+    for (extra, message) in [
+        (&["-m", "1000K"][..], "-m setting (1000K bytes) is less than the minimum required (1M)"),
+        (&["-O", "cram"], "CRAM output is not supported"),
+        (&["-O", "bam,level=12"], "level is 0 to 9"),
+        (&["--input-fmt-option", "filter=mapq>10"], "input option \"filter=mapq>10\" is not supported"),
+    ] {
+        let mut c = fasthts();
+        c.arg("sort").args(extra).arg("-o").arg(&out).arg(&input);
+        let r = run(c);
+        assert!(!r.status.success(), "{extra:?} should fail");
+        let err = text(&r.stderr);
+        assert!(err.contains(message) && err.lines().count() == 1, "{extra:?}: {err}");
+        assert!(!out.exists());
+    }
 }

@@ -28,9 +28,27 @@ pub struct SortArgs {
     /// Write final output to FILE rather than standard output.
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Output format (only bam so far).
-    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT", default_value = "bam")]
+    /// Output format, BAM or SAM, with options: FORMAT[,OPT[=VAL]]...
+    /// (level=INT sets the compression level).
+    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT[,OPT[=VAL]]...", default_value = "bam")]
     pub format: String,
+    /// A single output format option, OPT or OPT=VAL (as in -O).
+    #[arg(long = "output-fmt-option", value_name = "OPT[=VAL]")]
+    pub output_options: Vec<String>,
+    /// Input format; accepted for samtools compatibility (BAM and SAM are
+    /// recognised from their bytes).
+    #[arg(long = "input-fmt", value_name = "FORMAT[,OPT[=VAL]]...")]
+    pub input_format: Option<String>,
+    /// A single input format option; the CRAM-only ones are accepted and
+    /// have no effect on BAM or SAM.
+    #[arg(long = "input-fmt-option", value_name = "OPT[=VAL]")]
+    pub input_options: Vec<String>,
+    /// Reference sequence FASTA file (used by CRAM only; accepted, no effect).
+    #[arg(long = "reference", value_name = "FILE")]
+    pub reference: Option<PathBuf>,
+    /// Set level of verbosity (accepted for samtools compatibility).
+    #[arg(long = "verbosity", value_name = "INT")]
+    pub verbosity: Option<i32>,
     /// Write temporary files to PREFIX.* [beside the output, or ./].
     #[arg(short = 'T', value_name = "PREFIX")]
     pub temp_prefix: Option<PathBuf>,
@@ -94,12 +112,101 @@ fn parse_memory(s: &str) -> Result<usize, String> {
     n.checked_mul(mult).ok_or_else(|| format!("memory size {s:?} is too large"))
 }
 
+/// Smallest -m samtools accepts: fewer bytes would mean a run file for
+/// every few records.
+const MIN_MEMORY_PER_THREAD: usize = 1 << 20;
+
+/// Output formats sort can write.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum OutputFormat {
+    Bam,
+    Sam,
+}
+
+/// Parses `-O FORMAT[,OPT[=VAL]]...` and `--output-fmt-option`s: the
+/// format, and the compression level if an option sets one.
+fn parse_output_format(spec: &str, extra: &[String]) -> Result<(OutputFormat, Option<u32>), String> {
+    let mut parts = spec.split(',');
+    let name = parts.next().unwrap_or("");
+    let format = match name.to_ascii_lowercase().as_str() {
+        "bam" => OutputFormat::Bam,
+        "sam" => OutputFormat::Sam,
+        "cram" => return Err("CRAM output is not supported; use BAM or SAM".into()),
+        _ => return Err(format!("unknown output format {name:?}; use BAM or SAM")),
+    };
+    let mut level = None;
+    for opt in parts.chain(extra.iter().map(String::as_str)).filter(|o| !o.is_empty()) {
+        let (key, value) = opt.split_once('=').unwrap_or((opt, ""));
+        match key.to_ascii_lowercase().as_str() {
+            "level" => match value.parse::<u32>() {
+                Ok(l) if l <= 9 => level = Some(l),
+                _ => return Err(format!("invalid output option {opt:?}: level is 0 to 9")),
+            },
+            // Thread counts come from -@; the rest are CRAM's.
+            "nthreads"
+            | "reference"
+            | "version"
+            | "embed_ref"
+            | "no_ref"
+            | "seqs_per_slice"
+            | "bases_per_slice"
+            | "slices_per_container"
+            | "use_bzip2"
+            | "use_lzma"
+            | "use_tok"
+            | "use_fqz"
+            | "use_arith"
+            | "lossy_names"
+            | "store_md"
+            | "store_nm" => {}
+            _ => return Err(format!("output option {opt:?} is not supported")),
+        }
+    }
+    Ok((format, level))
+}
+
+/// Checks `--input-fmt`/`--input-fmt-option`: options that only change how
+/// CRAM is decoded are accepted; others (such as `filter`) are refused
+/// rather than silently ignored.
+fn check_input_options(format: Option<&str>, options: &[String]) -> Result<(), String> {
+    let mut parts = format.map(|f| f.split(',')).into_iter().flatten();
+    if let Some(name) = parts.next() {
+        if !matches!(name.to_ascii_lowercase().as_str(), "bam" | "sam" | "") {
+            return Err(format!("input format {name:?} is not supported; BAM and SAM are"));
+        }
+    }
+    for opt in parts.chain(options.iter().map(String::as_str)).filter(|o| !o.is_empty()) {
+        let key = opt.split_once('=').map_or(opt, |(k, _)| k).to_ascii_lowercase();
+        if !matches!(key.as_str(), "nthreads" | "reference" | "decode_md" | "required_fields" | "ignore_md5" | "fastq_name2") {
+            return Err(format!("input option {opt:?} is not supported"));
+        }
+    }
+    Ok(())
+}
+
+/// samtools' complaint about a too small -m, sizes shown as it shows them.
+fn memory_too_small(bytes: usize) -> String {
+    let (mut n, mut suffix) = (bytes, "");
+    for next in ["K", "M"] {
+        if n > 9 << 10 {
+            n >>= 10;
+            suffix = next;
+        }
+    }
+    format!("-m setting ({n}{suffix} bytes) is less than the minimum required (1M)")
+}
+
 pub fn run(args: SortArgs) -> CmdResult {
-    if !args.format.eq_ignore_ascii_case("bam") {
-        return Err(format!("output format {:?} is not supported yet (only bam)", args.format).into());
+    let (format, format_level) = parse_output_format(&args.format, &args.output_options)?;
+    check_input_options(args.input_format.as_deref(), &args.input_options)?;
+    if format == OutputFormat::Sam {
+        return Err("SAM output is not supported yet; use BAM".into());
+    }
+    if args.memory < MIN_MEMORY_PER_THREAD {
+        return Err(memory_too_small(args.memory).into());
     }
     let threads = args.threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let level = if args.uncompressed { 0 } else { args.level.unwrap_or(fasthts::bgzf::DEFAULT_LEVEL) };
+    let level = if args.uncompressed { 0 } else { args.level.or(format_level).unwrap_or(fasthts::bgzf::DEFAULT_LEVEL) };
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     // samtools' `-o out.bam##idx##out.bam.bai` names the index.
     let (output, index_path) = match args.output.as_ref().map(|o| o.to_string_lossy().into_owned()) {
