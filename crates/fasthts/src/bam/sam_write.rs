@@ -626,52 +626,68 @@ fn has_sq_line(text: &[u8]) -> bool {
     text.windows(4).enumerate().any(|(i, w)| w == b"@SQ\t" && (i == 0 || text[i - 1] == b'\n'))
 }
 
+/// Formats batches of records on the rayon pool, in order, into buffers it
+/// keeps between batches (so a stream of batches allocates nothing once
+/// the buffers have grown to the batch size).
+#[derive(Default)]
+pub struct ParallelFormatter {
+    /// One buffer per group of [`ParallelFormatter::GROUP`] records; only
+    /// the first `used` hold the current batch.
+    parts: Vec<Vec<u8>>,
+    used: usize,
+}
+
+impl ParallelFormatter {
+    /// Records per task: big enough to amortise a task, small enough to
+    /// balance the threads.
+    const GROUP: usize = 2048;
+
+    /// A formatter with no buffers yet.
+    pub fn new() -> ParallelFormatter {
+        ParallelFormatter::default()
+    }
+
+    /// Formats `records`, replacing the previous batch. The same bytes as
+    /// [`format_record`] on each in turn; on error the first failing
+    /// record's error is returned and the batch is empty.
+    pub fn format(&mut self, records: &[RecordRef<'_>], refs: &[Reference]) -> Result<(), Error> {
+        use rayon::prelude::*;
+        let groups = records.len().div_ceil(Self::GROUP);
+        if self.parts.len() < groups {
+            self.parts.resize_with(groups, Vec::new);
+        }
+        self.used = groups;
+        let result = self.parts[..groups].par_iter_mut().zip(records.par_chunks(Self::GROUP)).try_for_each(|(buf, chunk)| {
+            buf.clear();
+            chunk.iter().try_for_each(|r| format_record(r, refs, buf))
+        });
+        if result.is_err() {
+            self.used = 0;
+        }
+        result
+    }
+
+    /// The batch's text, in pieces, in record order.
+    pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        self.parts[..self.used].iter().map(Vec::as_slice)
+    }
+
+    /// Appends the batch's text to `out`.
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.parts().map(<[u8]>::len).sum());
+        self.parts().for_each(|p| out.extend_from_slice(p));
+    }
+}
+
 /// Formats `records` on the rayon pool and appends their lines to `out` in
-/// order. The same bytes as calling [`format_record`] on each in turn; on
+/// order: the same bytes as calling [`format_record`] on each in turn. On
 /// error `out` is left as it was and the first failing record's error is
-/// returned.
+/// returned. For a stream of batches, [`ParallelFormatter`] (or
+/// [`SamWriter::write_records`]) reuses its buffers.
 pub fn format_records_parallel(records: &[RecordRef<'_>], refs: &[Reference], out: &mut Vec<u8>) -> Result<(), Error> {
-    use rayon::prelude::*;
-    // Chunks big enough to amortise a task, small enough to balance.
-    const CHUNK: usize = 2048;
-    if records.len() <= CHUNK {
-        let start = out.len();
-        for r in records {
-            if let Err(e) = format_record(r, refs, out) {
-                out.truncate(start);
-                return Err(e);
-            }
-        }
-        return Ok(());
-    }
-    let parts: Vec<Result<Vec<u8>, Error>> = records
-        .par_chunks(CHUNK)
-        .map(|chunk| {
-            let mut buf = Vec::with_capacity(chunk.len() * 256);
-            for r in chunk {
-                format_record(r, refs, &mut buf)?;
-            }
-            Ok(buf)
-        })
-        .collect();
-    let mut total = 0;
-    for p in &parts {
-        match p {
-            Ok(b) => total += b.len(),
-            Err(_) => break,
-        }
-    }
-    out.reserve(total);
-    let start = out.len();
-    for p in parts {
-        match p {
-            Ok(b) => out.extend_from_slice(&b),
-            Err(e) => {
-                out.truncate(start);
-                return Err(e);
-            }
-        }
-    }
+    let mut f = ParallelFormatter::new();
+    f.format(records, refs)?;
+    f.append_to(out);
     Ok(())
 }
 
@@ -681,6 +697,7 @@ pub struct SamWriter<W: Write> {
     out: W,
     header: Header,
     buf: Vec<u8>,
+    parallel: ParallelFormatter,
 }
 
 /// Bytes gathered before a write to the underlying writer.
@@ -689,7 +706,7 @@ const FLUSH_BYTES: usize = 1 << 16;
 impl<W: Write> SamWriter<W> {
     /// A writer for records of `header`'s references.
     pub fn new(out: W, header: &Header) -> SamWriter<W> {
-        SamWriter { out, header: header.clone(), buf: Vec::with_capacity(2 * FLUSH_BYTES) }
+        SamWriter { out, header: header.clone(), buf: Vec::with_capacity(2 * FLUSH_BYTES), parallel: ParallelFormatter::new() }
     }
 
     /// Writes the header text (see [`format_header`]).
@@ -704,16 +721,16 @@ impl<W: Write> SamWriter<W> {
         self.flush_if_full()
     }
 
-    /// Writes lines already formatted (e.g. by [`format_records_parallel`]).
-    pub fn write_formatted(&mut self, lines: &[u8]) -> Result<(), Error> {
+    /// Writes a batch of records' lines, formatted on the rayon pool (the
+    /// same bytes as [`SamWriter::write_record`] on each). On error nothing
+    /// of the batch is written.
+    pub fn write_records(&mut self, records: &[RecordRef<'_>]) -> Result<(), Error> {
+        self.parallel.format(records, &self.header.references)?;
         self.flush_buf()?;
-        self.out.write_all(lines)?;
+        for part in self.parallel.parts() {
+            self.out.write_all(part)?;
+        }
         Ok(())
-    }
-
-    /// The header's references, for [`format_records_parallel`].
-    pub fn references(&self) -> &[Reference] {
-        &self.header.references
     }
 
     fn flush_if_full(&mut self) -> Result<(), Error> {
@@ -1010,5 +1027,23 @@ mod tests {
         let mut par = b"x".to_vec();
         format_records_parallel(&recs, &refs(), &mut par).unwrap();
         assert_eq!(&par[1..], &serial[..]);
+        // A reused formatter: a smaller batch leaves nothing of the last one.
+        let mut f = ParallelFormatter::new();
+        f.format(&recs, &refs()).unwrap();
+        f.format(&recs[..3000], &refs()).unwrap();
+        let mut again = Vec::new();
+        f.append_to(&mut again);
+        let end_of_3000 = serial.iter().enumerate().filter(|(_, &c)| c == b'\n').nth(2999).unwrap().0 + 1;
+        assert_eq!(again, &serial[..end_of_3000]);
+        // A corrupt record anywhere fails the batch, which is then empty.
+        let bad = encode("bad", 4, -1, -1, 0, &[], "", b"XZZno-nul");
+        let mut with_bad = recs.clone();
+        with_bad[4000] = RecordRef::new(&bad, 2).unwrap();
+        assert!(f.format(&with_bad, &refs()).is_err());
+        assert_eq!(f.parts().count(), 0);
+        let mut w = SamWriter::new(Vec::new(), &Header { text: Vec::new(), references: refs() });
+        w.write_records(&recs[..10]).unwrap();
+        assert!(w.write_records(&with_bad).is_err());
+        assert_eq!(w.finish().unwrap(), &serial[..serial.iter().enumerate().filter(|(_, &c)| c == b'\n').nth(9).unwrap().0 + 1]);
     }
 }
