@@ -204,17 +204,14 @@ fn passes_samtools_own_sort_tests() {
         (&["-t", "FI"], &sam, "tag.fi.sort.expected.sam"),
         (&["--template-coordinate"], &template, "template-coordinate.sort.expected.sam"),
     ];
-    let tmp = TempDir::new("sorttests");
     for (args, input, expected) in cases {
         for threads in ["1", "2"] {
-            let out = tmp.path("out.bam");
+            // As samtools' test.pl runs them: SAM on standard output.
             let mut c = fasthts();
-            c.arg("sort").args(args).args(["-@", threads, "-m", "10M", "-o"]).arg(&out).arg(input);
+            c.arg("sort").args(args).args(["-@", threads, "-m", "10M"]).arg(input).args(["-O", "SAM", "-o", "-"]);
             let r = run(c);
             assert!(r.status.success(), "{expected}: {}", text(&r.stderr));
-            let mut v = Command::new("samtools");
-            v.args(["view", "-h"]).arg(&out);
-            let got = without_pg(&run(v).stdout);
+            let got = without_pg(&r.stdout);
             let want = without_pg(&std::fs::read(dir.join("sort").join(expected)).unwrap());
             assert!(got == want, "{expected} -@ {threads}:\n{}\n---\n{}", text(&got), text(&want));
         }
@@ -400,4 +397,54 @@ fn samtools_sort_flags_are_accepted_or_refused_clearly() {
         assert!(err.contains(message) && err.lines().count() == 1, "{extra:?}: {err}");
         assert!(!out.exists());
     }
+}
+
+#[test]
+fn sam_output_is_byte_identical_to_samtools() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sort-sam-out");
+    let Some(input) = template_input(&dir) else { return };
+    for order in [&[][..], &["-n"], &["-M"], &["--template-coordinate"], &["-t", "RG"]] {
+        let mut c = Command::new("samtools");
+        c.arg("sort").args(order).args(["--no-PG", "-O", "sam"]).arg(&input);
+        let expected = run(c);
+        assert!(expected.status.success(), "{}", text(&expected.stderr));
+        for memory in ["768M", "1M"] {
+            // -O sam, the .sam and .sam.gz extensions, standard output.
+            let mut c = fasthts();
+            c.arg("sort").args(order).args(["--no-PG", "-@", "2", "-m", memory, "-T"]).arg(dir.path("t")).args(["-O", "sam"]).arg(&input);
+            let out = run(c);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            assert!(out.stdout == expected.stdout, "{order:?} -m {memory}: -O sam differs from samtools");
+            for name in ["out.sam", "out.sam.gz"] {
+                let path = dir.path(name);
+                let mut c = fasthts();
+                c.arg("sort").args(order).args(["--no-PG", "-m", memory, "-o"]).arg(&path).arg(&input);
+                assert!(run(c).status.success());
+                let bytes = std::fs::read(&path).unwrap();
+                let plain = if name.ends_with(".gz") { fasthts::bgzf::decompress_all(&bytes).unwrap() } else { bytes };
+                assert!(plain == expected.stdout, "{order:?} -m {memory} -o {name}: differs from samtools");
+            }
+        }
+    }
+}
+
+#[test]
+fn dash_and_dev_stdout_write_to_standard_output() {
+    let input = repo_root().join("tests/data/small.bam");
+    let mut reference = fasthts();
+    reference.args(["sort", "--no-PG", "-O", "sam"]).arg(&input);
+    let expected = run(reference);
+    assert!(expected.status.success() && !expected.stdout.is_empty());
+    let dir = TempDir::new("sort-dash");
+    for target in ["-", "/dev/stdout"] {
+        let mut c = fasthts();
+        c.current_dir(&dir.0).args(["sort", "--no-PG", "-O", "sam", "-o", target]).arg(&input);
+        let out = run(c);
+        assert!(out.status.success(), "-o {target}: {}", text(&out.stderr));
+        assert!(out.stdout == expected.stdout, "-o {target}: not the same output on stdout");
+    }
+    assert!(!dir.path("-").exists(), "no file named '-' is written");
 }

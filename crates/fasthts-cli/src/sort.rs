@@ -5,7 +5,7 @@ use clap::Args;
 use fasthts::index::{IndexFormat, DEFAULT_MIN_SHIFT};
 use fasthts::input::Input;
 use fasthts::output::TempOutput;
-use fasthts::sort::{self, SortOptions, SortOrder, SortProgress};
+use fasthts::sort::{self, OutputFormat, SortOptions, SortOrder, SortProgress};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -30,8 +30,9 @@ pub struct SortArgs {
     pub output: Option<PathBuf>,
     /// Output format, BAM or SAM, with options: FORMAT[,OPT[=VAL]]...
     /// (level=INT sets the compression level).
-    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT[,OPT[=VAL]]...", default_value = "bam")]
-    pub format: String,
+    /// (Without -O: from the -o file's extension, .sam or .sam.gz, else BAM.)
+    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT[,OPT[=VAL]]...")]
+    pub format: Option<String>,
     /// A single output format option, OPT or OPT=VAL (as in -O).
     #[arg(long = "output-fmt-option", value_name = "OPT[=VAL]")]
     pub output_options: Vec<String>,
@@ -116,13 +117,6 @@ fn parse_memory(s: &str) -> Result<usize, String> {
 /// every few records.
 const MIN_MEMORY_PER_THREAD: usize = 1 << 20;
 
-/// Output formats sort can write.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum OutputFormat {
-    Bam,
-    Sam,
-}
-
 /// Parses `-O FORMAT[,OPT[=VAL]]...` and `--output-fmt-option`s: the
 /// format, and the compression level if an option sets one.
 fn parse_output_format(spec: &str, extra: &[String]) -> Result<(OutputFormat, Option<u32>), String> {
@@ -131,6 +125,7 @@ fn parse_output_format(spec: &str, extra: &[String]) -> Result<(OutputFormat, Op
     let format = match name.to_ascii_lowercase().as_str() {
         "bam" => OutputFormat::Bam,
         "sam" => OutputFormat::Sam,
+        "sam.gz" => OutputFormat::SamGz,
         "cram" => return Err("CRAM output is not supported; use BAM or SAM".into()),
         _ => return Err(format!("unknown output format {name:?}; use BAM or SAM")),
     };
@@ -184,6 +179,25 @@ fn check_input_options(format: Option<&str>, options: &[String]) -> Result<(), S
     Ok(())
 }
 
+/// The format htslib's `sam_open_mode` picks from an output file name
+/// (its extension, `.gz` taking the one before it), if it knows it.
+fn format_of_extension(path: &str) -> Option<&'static str> {
+    let path = path.split("##idx##").next().unwrap_or(path);
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let (stem, gz) = match name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bgz")).or_else(|| name.strip_suffix(".bgzf")) {
+        Some(stem) => (stem.to_string(), true),
+        None => (name, false),
+    };
+    let ext = stem.rsplit_once('.').map(|(_, e)| e)?;
+    match (ext, gz) {
+        ("bam", false) => Some("bam"),
+        ("sam", false) => Some("sam"),
+        ("sam", true) => Some("sam.gz"),
+        ("cram", false) => Some("cram"),
+        _ => None,
+    }
+}
+
 /// samtools' complaint about a too small -m, sizes shown as it shows them.
 fn memory_too_small(bytes: usize) -> String {
     let (mut n, mut suffix) = (bytes, "");
@@ -197,10 +211,16 @@ fn memory_too_small(bytes: usize) -> String {
 }
 
 pub fn run(args: SortArgs) -> CmdResult {
-    let (format, format_level) = parse_output_format(&args.format, &args.output_options)?;
+    // As samtools: -O, else the output file's extension, else BAM.
+    let spec = match (&args.format, &args.output) {
+        (Some(f), _) => f.clone(),
+        (None, Some(o)) => format_of_extension(&o.to_string_lossy()).unwrap_or("bam").to_string(),
+        (None, None) => "bam".to_string(),
+    };
+    let (format, format_level) = parse_output_format(&spec, &args.output_options)?;
     check_input_options(args.input_format.as_deref(), &args.input_options)?;
-    if format == OutputFormat::Sam {
-        return Err("SAM output is not supported yet; use BAM".into());
+    if args.write_index && format != OutputFormat::Bam {
+        return Err("--write-index is only supported with BAM output".into());
     }
     if args.memory < MIN_MEMORY_PER_THREAD {
         return Err(memory_too_small(args.memory).into());
@@ -209,7 +229,8 @@ pub fn run(args: SortArgs) -> CmdResult {
     let level = if args.uncompressed { 0 } else { args.level.or(format_level).unwrap_or(fasthts::bgzf::DEFAULT_LEVEL) };
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     // samtools' `-o out.bam##idx##out.bam.bai` names the index.
-    let (output, index_path) = match args.output.as_ref().map(|o| o.to_string_lossy().into_owned()) {
+    // `-o -` is standard output, as in samtools.
+    let (output, index_path) = match args.output.as_ref().map(|o| o.to_string_lossy().into_owned()).filter(|o| o != "-") {
         Some(o) => match o.split_once("##idx##") {
             Some((bam, idx)) => (Some(PathBuf::from(bam)), Some(PathBuf::from(idx))),
             None => (Some(PathBuf::from(&o)), Some(PathBuf::from(format!("{o}.csi")))),
@@ -248,6 +269,7 @@ pub fn run(args: SortArgs) -> CmdResult {
         temp_prefix,
         program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), command_line)),
         progress: progress.clone(),
+        format,
     };
     crate::with_threads(Some(threads), || -> CmdResult {
         let mut input = fasthts::input::open(&args.input, &opts.temp_prefix)?;
@@ -259,7 +281,7 @@ pub fn run(args: SortArgs) -> CmdResult {
                 let (temp, file) = TempOutput::create(path)?;
                 let (stats, out) = sort::sort_input(&mut input, &opts, BufWriter::with_capacity(1 << 20, file))?;
                 let file = out.into_inner().map_err(|e| e.into_error())?;
-                file.sync_all()?;
+                fasthts::output::sync_if_file(&file)?;
                 temp.commit()?;
                 if let (Some(index), Some(p)) = (stats.index, &index_path) {
                     fasthts::indexer::write_index(&index, p)?;

@@ -50,6 +50,20 @@ pub struct SortOptions {
     pub max_fan_in: Option<usize>,
     /// Counters a progress display may read while the sort runs.
     pub progress: Option<std::sync::Arc<SortProgress>>,
+    /// What to write: BAM, or SAM text (plain or BGZF-compressed).
+    pub format: OutputFormat,
+}
+
+/// Formats sort can write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// BAM (BGZF-compressed binary records).
+    #[default]
+    Bam,
+    /// SAM text, uncompressed.
+    Sam,
+    /// SAM text in BGZF blocks (samtools' `.sam.gz`).
+    SamGz,
 }
 
 /// How far a sort has got, updated every few thousand records (relaxed
@@ -262,19 +276,35 @@ where
         text = add_pg_line(&text, "fasthts", version, cl);
     }
     let header = Header { text, references: header.references.clone() };
-    let mut w = BgzfWriter::new(out, opts.level);
-    w.write_all(&header.to_bytes())?;
-    w.end_block()?;
-    let restore = matches!(order, SortOrder::Minimiser { .. });
-    let mut sink = match opts.index {
-        Some(format) if order.is_positional() => {
-            w.track_virtual_offsets();
-            let start = w.virtual_offset_of(w.uncompressed_position()).expect("header blocks are written");
-            let builder = IndexBuilder::new(indexer::format_for(&header, format), header.references.len(), start);
-            Sink { index: Some((builder, VecDeque::new())), restore_minimiser: restore, scratch: Vec::new(), progress, written: 0 }
+    let mut w = match opts.format {
+        OutputFormat::Bam => {
+            let mut w = BgzfWriter::new(out, opts.level);
+            w.write_all(&header.to_bytes())?;
+            w.end_block()?;
+            Out::Bgzf(w)
         }
-        _ => Sink { index: None, restore_minimiser: restore, scratch: Vec::new(), progress, written: 0 },
+        OutputFormat::Sam | OutputFormat::SamGz => {
+            let mut text = Vec::new();
+            crate::bam::sam_write::format_header(&header, &mut text)?;
+            let mut w = if opts.format == OutputFormat::Sam { Out::Plain(out) } else { Out::Bgzf(BgzfWriter::new(out, opts.level)) };
+            w.write_all(&text)?;
+            w
+        }
     };
+    let mut sink = Sink {
+        index: None,
+        text: (opts.format != OutputFormat::Bam).then(|| SamText::new(&header)),
+        restore_minimiser: matches!(order, SortOrder::Minimiser { .. }),
+        scratch: Vec::new(),
+        progress,
+        written: 0,
+    };
+    if let (Some(format), true, OutputFormat::Bam, Out::Bgzf(w)) = (opts.index, order.is_positional(), opts.format, &mut w) {
+        w.track_virtual_offsets();
+        let start = w.virtual_offset_of(w.uncompressed_position()).expect("header blocks are written");
+        let builder = IndexBuilder::new(indexer::format_for(&header, format), header.references.len(), start);
+        sink.index = Some((builder, VecDeque::new()));
+    }
     if run_paths.is_empty() {
         for r in arena.sorted_records() {
             sink.write(&mut w, r)?;
@@ -377,10 +407,78 @@ struct Pending {
     end_pos: u64,
 }
 
-/// Where sorted records go: the BGZF writer, and the index builder when
-/// `--write-index` asked for one.
+/// The output stream: BGZF blocks (BAM, SAM.gz) or plain bytes (SAM).
+enum Out<W: Write> {
+    Bgzf(BgzfWriter<W>),
+    Plain(W),
+}
+
+impl<W: Write> Out<W> {
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Out::Bgzf(w) => w.write_all(bytes),
+            Out::Plain(w) => w.write_all(bytes),
+        }
+    }
+
+    fn finish(self) -> std::io::Result<W> {
+        match self {
+            Out::Bgzf(w) => w.finish(),
+            Out::Plain(mut w) => w.flush().map(|()| w),
+        }
+    }
+}
+
+/// SAM output: records are gathered into batches and formatted on all
+/// threads, in order.
+struct SamText {
+    references: Vec<crate::bam::Reference>,
+    /// The batch's records, each with its `block_size` prefix.
+    staged: Vec<u8>,
+    count: usize,
+    formatter: crate::bam::sam_write::ParallelFormatter,
+}
+
+impl SamText {
+    /// Records per formatting batch.
+    const BATCH: usize = 1 << 14;
+
+    fn new(header: &Header) -> SamText {
+        SamText { references: header.references.clone(), staged: Vec::new(), count: 0, formatter: Default::default() }
+    }
+
+    fn push<W: Write>(&mut self, record: &[u8], out: &mut Out<W>) -> Result<(), Error> {
+        self.staged.extend_from_slice(record);
+        self.count += 1;
+        if self.count == Self::BATCH {
+            self.flush(out)?;
+        }
+        Ok(())
+    }
+
+    fn flush<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
+        let mut records = Vec::with_capacity(self.count);
+        let mut at = 0;
+        while at < self.staged.len() {
+            let n = u32::from_le_bytes(self.staged[at..at + 4].try_into().expect("4 bytes")) as usize;
+            records.push(RecordRef::new_prevalidated(&self.staged[at + 4..at + 4 + n]));
+            at += 4 + n;
+        }
+        self.formatter.format(&records, &self.references)?;
+        for part in self.formatter.parts() {
+            out.write_all(part)?;
+        }
+        self.staged.clear();
+        self.count = 0;
+        Ok(())
+    }
+}
+
+/// Where sorted records go: the output (BAM records, or SAM lines), and
+/// the index builder when `--write-index` asked for one (BAM only).
 struct Sink<'p> {
     index: Option<(IndexBuilder, VecDeque<Pending>)>,
+    text: Option<SamText>,
     progress: Option<&'p SortProgress>,
     written: u64,
     /// Minimiser order: unplaced records get back the fields that carried
@@ -390,7 +488,7 @@ struct Sink<'p> {
 }
 
 impl Sink<'_> {
-    fn write<W: Write>(&mut self, w: &mut BgzfWriter<W>, record: &[u8]) -> Result<(), Error> {
+    fn write<W: Write>(&mut self, out: &mut Out<W>, record: &[u8]) -> Result<(), Error> {
         let record = if self.restore_minimiser {
             self.scratch.clear();
             self.scratch.extend_from_slice(record);
@@ -399,14 +497,17 @@ impl Sink<'_> {
         } else {
             record
         };
-        w.write_all(record)?;
+        match &mut self.text {
+            Some(text) => text.push(record, out)?,
+            None => out.write_all(record)?,
+        }
         self.written += 1;
         if self.written % PROGRESS_EVERY == 0 {
             if let Some(p) = self.progress {
                 p.records_written.store(self.written, Relaxed);
             }
         }
-        if let Some((builder, pending)) = &mut self.index {
+        if let (Some((builder, pending)), Out::Bgzf(w)) = (&mut self.index, out) {
             let r = RecordRef::new_prevalidated(&record[4..]);
             pending.push_back(Pending {
                 ref_id: r.ref_id(),
@@ -435,12 +536,16 @@ impl Sink<'_> {
         Ok(())
     }
 
-    /// Flushes the writer's last block and completes the index.
-    fn finish<W: Write>(self, w: &mut BgzfWriter<W>) -> Result<Option<Index>, Error> {
+    /// Writes what is still batched, flushes the writer's last block and
+    /// completes the index.
+    fn finish<W: Write>(mut self, out: &mut Out<W>) -> Result<Option<Index>, Error> {
         if let Some(p) = self.progress {
             p.records_written.store(self.written, Relaxed);
         }
-        let Some((mut builder, mut pending)) = self.index else { return Ok(None) };
+        if let Some(text) = &mut self.text {
+            text.flush(out)?;
+        }
+        let (Some((mut builder, mut pending)), Out::Bgzf(w)) = (self.index, out) else { return Ok(None) };
         w.end_block()?;
         Self::drain(&mut builder, &mut pending, w)?;
         debug_assert!(pending.is_empty());
@@ -631,6 +736,7 @@ mod tests {
                     index: None,
                     max_fan_in: Some(3),
                     progress: None,
+                    format: OutputFormat::Bam,
                 };
                 std::fs::create_dir_all(&dir).unwrap();
                 let feed = |push: &mut Push<'_>| input.iter().try_for_each(|r| push(&RecordRef::new_prevalidated(r)));
