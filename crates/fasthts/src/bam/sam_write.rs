@@ -575,6 +575,14 @@ pub fn put_kputd(out: &mut Vec<u8>, d: f64) {
 ///
 /// Fails as htslib does ("Malformed SAM header at line N") when a line of
 /// the text does not start with `@`.
+///
+/// A header edited through htslib's header API (as by `samtools sort`, or
+/// `view` when it adds its `@PG` line) is written differently: as text
+/// rebuilt from the parsed lines, without NULs, and with a stub
+/// `@SQ\tSN:name\tLN:len` line, after the last `@SQ` line (or at the end),
+/// for each reference the text lacks. Give such a header already rebuilt;
+/// a text with an `@SQ` line, no NUL and a final newline passes through
+/// unchanged.
 pub fn format_header(header: &Header, out: &mut Vec<u8>) -> Result<(), Error> {
     let mut text = header.text.clone();
     sanitise_header_text(&mut text)?;
