@@ -14,7 +14,7 @@ Also the physical limit: single-thread inflate of every block of the file
 (examples/inflate_bound), and the 2-core bound derived from it.
 Peers missing from PATH (sambamba, biobambam2's bamsort) are skipped with a
 note. The sort jobs use a shuffled BAM of about 300 MB (bench/data/
-300m.shuffled.bam, generated with --unsorted --target-bytes 1200M --seed 12):
+300m.shuffled.bam, generated with --unsorted --target-bytes 870M --seed 12):
 default settings, -m 64M, -l 1, and SAM on standard input.
 """
 import argparse, datetime, json, os, platform, shutil, socket, statistics, subprocess, sys, tempfile
@@ -135,7 +135,7 @@ def main():
         # kind as the 1 GB BAM, in shuffled order), made once.
         shuffled = a.sort_bam or os.path.join(ROOT, "bench", "data", "300m.shuffled.bam")
         if not os.path.exists(shuffled):
-            sh(["bash", os.path.join(ROOT, "scripts", "gen-bam.sh"), shuffled, "--unsorted", "--target-bytes", "1200M", "--seed", "12"])
+            sh(["bash", os.path.join(ROOT, "scripts", "gen-bam.sh"), shuffled, "--unsorted", "--target-bytes", "870M", "--seed", "12"])
         sam = os.path.join(tmp, "shuffled.sam")
         with open(sam, "wb") as f:
             sh(["samtools", "view", "-h", "--no-PG", shuffled], stdout=f)

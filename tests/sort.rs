@@ -448,3 +448,31 @@ fn dash_and_dev_stdout_write_to_standard_output() {
     }
     assert!(!dir.path("-").exists(), "no file named '-' is written");
 }
+
+#[test]
+fn header_is_rebuilt_as_htslib_rebuilds_it() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sort-header");
+    // @HD not first, @PG chains with a @CO after them.
+    let sam = dir.path("in.sam");
+    std::fs::write(
+        &sam,
+        "@CO\tfirst\n@HD\tVN:1.5\tGO:query\n@SQ\tSN:c\tLN:10\n@PG\tID:a\tPN:a\n@PG\tID:b\tPN:b\tPP:a\n@PG\tID:c\tPN:c\n\
+         @PG\tID:d\tPN:d\tPP:c\n@CO\tz\nr\t0\tc\t1\t60\t2M\t*\t0\t0\tAC\tII\n",
+    )
+    .unwrap();
+    let normalise = |out: &[u8], program: &str| {
+        let pg_without_version = |l: &str| if l.starts_with("@PG") { l.split("\tVN:").next().unwrap().to_string() } else { l.to_string() };
+        text(out).lines().map(|l| pg_without_version(l).replace(program, "PROGRAM") + "\n").collect::<String>()
+    };
+    let mut s = Command::new("samtools");
+    s.args(["sort", "-O", "sam"]).arg(&sam);
+    let theirs = run(s);
+    let mut f = fasthts();
+    f.args(["sort", "-O", "sam"]).arg(&sam);
+    let ours = run(f);
+    assert!(ours.status.success());
+    assert_eq!(normalise(&ours.stdout, "fasthts"), normalise(&theirs.stdout, "samtools"));
+}

@@ -12,7 +12,7 @@ mod header;
 mod key;
 mod run;
 
-pub use header::{add_pg_line, set_sort_order};
+pub use header::{add_missing_sq_lines, add_pg_line, set_sort_order};
 pub use key::{
     coordinate_key, minimiser, prepare_for_minimiser, record_coordinate_key, restore_minimiser_fields, strnum_cmp, Comparator, SortOrder,
 };
@@ -271,7 +271,7 @@ where
     arena.sort(cmp);
     stats.runs = run_paths.len();
 
-    let mut text = set_sort_order(&header.text, order);
+    let mut text = add_missing_sq_lines(&set_sort_order(&header.text, order), &header.references);
     if let Some((version, cl)) = &opts.program {
         text = add_pg_line(&text, "fasthts", version, cl);
     }
