@@ -155,3 +155,22 @@ fn index_of_another_bam_is_refused_not_read_through() {
     std::fs::copy(repo_root().join("tests/data/refs_without_reads.bam.bai"), dir.path("y.bam.bai")).unwrap();
     assert_clean_failure("idxstats with another BAM's index", &run_quick(&["idxstats"], &p));
 }
+
+#[test]
+fn kmer_count_that_cannot_save_leaves_no_info_file() {
+    // The table cannot be saved (its name is a directory): the .info file
+    // written while counting went on being left behind.
+    let dir = TempDir::new("kmerinfo");
+    let fq = dir.path("r.fq");
+    std::fs::write(&fq, "@r\nACGTACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIIIIIII\n").unwrap();
+    let out = dir.path("out.ct");
+    std::fs::create_dir_all(out.join("occupied")).unwrap();
+    let mut c = fasthts();
+    c.args(["kmer", "count", "-q", "-x", "10000"]).arg(&out).arg(&fq);
+    let run = run_with_timeout(c, Duration::from_secs(20));
+    assert!(!run.status.success(), "{}", text(&run.stderr));
+    assert!(!text(&run.stderr).contains("panicked"));
+    let mut left: Vec<String> = std::fs::read_dir(&dir.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["out.ct", "r.fq"], "left behind");
+}
