@@ -129,3 +129,48 @@ fn bai_refuses_positions_past_2_pow_29_but_csi_works() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(dir.path("long.bam.csi").exists());
 }
+
+#[test]
+fn index_of_another_bam_is_refused_not_read_through() {
+    // A BAM whose header lists no references, beside an index with seven:
+    // snp-pileup used to find none of the sites' contigs and print an empty
+    // pileup with exit status 0.
+    let dir = TempDir::new("otherindex");
+    let p = dir.path("x.bam");
+    let header = fasthts::bam::Header { text: b"@HD\tVN:1.6\tSO:coordinate\n".to_vec(), references: vec![] };
+    std::fs::write(&p, fasthts::bgzf::compress_all(&header.to_bytes(), 6)).unwrap();
+    std::fs::copy(repo_root().join("tests/data/small.bam.bai"), dir.path("x.bam.bai")).unwrap();
+    let vcf = dir.path("s.vcf");
+    std::fs::write(&vcf, "chr1\t1000\t.\tA\tC\n").unwrap();
+    let out = dir.path("out.csv");
+    let mut c = fasthts();
+    c.arg("snp-pileup").arg(&vcf).arg(&out).arg(&p);
+    let run = run_with_timeout(c, Duration::from_secs(20));
+    assert_clean_failure("snp-pileup with another BAM's index", &run);
+    assert!(text(&run.stderr).contains("does not match"), "{}", text(&run.stderr));
+    assert!(!out.exists());
+    // idxstats would report the other file's counts.
+    let p = dir.path("y.bam");
+    std::fs::copy(repo_root().join(SMALL), &p).unwrap();
+    std::fs::copy(repo_root().join("tests/data/refs_without_reads.bam.bai"), dir.path("y.bam.bai")).unwrap();
+    assert_clean_failure("idxstats with another BAM's index", &run_quick(&["idxstats"], &p));
+}
+
+#[test]
+fn kmer_count_that_cannot_save_leaves_no_info_file() {
+    // The table cannot be saved (its name is a directory): the .info file
+    // written while counting went on being left behind.
+    let dir = TempDir::new("kmerinfo");
+    let fq = dir.path("r.fq");
+    std::fs::write(&fq, "@r\nACGTACGTACGTACGTACGTACGTACGT\n+\nIIIIIIIIIIIIIIIIIIIIIIIIIIII\n").unwrap();
+    let out = dir.path("out.ct");
+    std::fs::create_dir_all(out.join("occupied")).unwrap();
+    let mut c = fasthts();
+    c.args(["kmer", "count", "-q", "-x", "10000"]).arg(&out).arg(&fq);
+    let run = run_with_timeout(c, Duration::from_secs(20));
+    assert!(!run.status.success(), "{}", text(&run.stderr));
+    assert!(!text(&run.stderr).contains("panicked"));
+    let mut left: Vec<String> = std::fs::read_dir(&dir.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["out.ct", "r.fq"], "left behind");
+}

@@ -316,7 +316,15 @@ impl OutFile {
                 (Box::new(File::create(p)?), None)
             } else {
                 let t = temp_path(p);
-                (Box::new(File::create(&t)?), Some(t))
+                // Removed by the signal handler if interrupted.
+                fasthts::output::register_temporary(&t);
+                match File::create(&t) {
+                    Ok(f) => (Box::new(f), Some(t)),
+                    Err(e) => {
+                        fasthts::output::unregister_temporary(&t);
+                        return Err(e);
+                    }
+                }
             }
         };
         let buf = BufWriter::with_capacity(1 << 20, raw);
@@ -337,7 +345,12 @@ impl OutFile {
         w.flush()?;
         drop(w); // finishes a gzip stream
         if let Some(t) = self.tmp.take() {
-            std::fs::rename(&t, &self.path)?;
+            let renamed = std::fs::rename(&t, &self.path);
+            if renamed.is_err() {
+                let _ = std::fs::remove_file(&t);
+            }
+            fasthts::output::unregister_temporary(&t);
+            renamed?;
         }
         Ok(())
     }
@@ -347,9 +360,20 @@ impl Drop for OutFile {
     fn drop(&mut self) {
         self.w.take();
         if let Some(t) = self.tmp.take() {
-            let _ = std::fs::remove_file(t);
+            let _ = std::fs::remove_file(&t);
+            fasthts::output::unregister_temporary(&t);
         }
     }
+}
+
+/// Saves `g` to `path` (atomically, see `Countgraph::save`), with its
+/// temporary file known to the signal handler.
+fn save_graph(g: &mut Countgraph, path: &str) -> io::Result<()> {
+    let temp = temp_path(Path::new(path));
+    fasthts::output::register_temporary(&temp);
+    let saved = g.save(Path::new(path));
+    fasthts::output::unregister_temporary(&temp);
+    saved
 }
 
 fn basename(path: &str) -> String {
@@ -397,9 +421,17 @@ fn append_line(path: &str, line: &str) -> io::Result<()> {
 }
 
 fn run_count(a: CountArgs) -> crate::CmdResult {
-    match count_inner(a) {
+    let info = PathBuf::from(format!("{}.info", a.output_countgraph_filename));
+    let result = count_inner(a);
+    // The .info file is written as counting goes (as khmer does): it is
+    // part of the output, so it goes when the count fails or is interrupted.
+    fasthts::output::unregister_temporary(&info);
+    match result {
         Ok(()) => Ok(()),
-        Err(e) => exit_with(e),
+        Err(e) => {
+            let _ = std::fs::remove_file(&info);
+            exit_with(e)
+        }
     }
 }
 
@@ -416,6 +448,7 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
         eprintln!("Saving k-mer countgraph to {base}");
         eprintln!("Loading kmers from sequences in {}", py_list(&a.input_sequence_filename));
     }
+    fasthts::output::register_temporary(Path::new(&info));
     std::fs::write(&info, format!("khmer version: {KHMER_VERSION}\n")).map_err(|e| Exit::msg(1, &format!("{info}: {e}")))?;
     if !q {
         eprintln!("making countgraph");
@@ -451,7 +484,7 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
             if !q {
                 eprintln!("mid-save {base}");
             }
-            g.save(Path::new(&base)).map_err(|e| Exit::msg(1, &format!("{base}: {e}")))?;
+            save_graph(&mut g, &base).map_err(|e| Exit::msg(1, &format!("{base}: {e}")))?;
         }
         append_line(&info, &format!("through {f}\n")).map_err(|e| Exit::msg(1, &e.to_string()))?;
         total_reads += r.n_reads;
@@ -467,7 +500,7 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
         eprintln!("saving {base}");
     }
     let t_save = Instant::now();
-    g.save(Path::new(&base)).map_err(|e| Exit::msg(1, &format!("{base}: {e}")))?;
+    save_graph(&mut g, &base).map_err(|e| Exit::msg(1, &format!("{base}: {e}")))?;
     let save_secs = t_save.elapsed().as_secs_f64();
     let fp = g.fp_rate();
     if fp > 0.2 {
@@ -601,7 +634,11 @@ fn run_abundance_dist(a: AbundArgs) -> crate::CmdResult {
     scripts::write_abundance_csv(&hist, a.no_zero, of.writer())?;
     of.commit()?;
     if let Some(p) = &a.plot {
-        fasthts_kmer::plot::write_plot(&hist, p)?;
+        let temp = temp_path(Path::new(p));
+        fasthts::output::register_temporary(&temp);
+        let written = fasthts_kmer::plot::write_plot(&hist, p);
+        fasthts::output::unregister_temporary(&temp);
+        written?;
     }
     Ok(())
 }
@@ -782,7 +819,7 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
         if !q {
             eprintln!("...saving to {s}");
         }
-        g.save(Path::new(s)).map_err(|e| format!("{s}: {e}"))?;
+        save_graph(&mut g, s).map_err(|e| format!("{s}: {e}"))?;
     }
     let fp = g.fp_rate();
     if fp > 0.8 {
@@ -994,11 +1031,13 @@ fn run_trim(a: TrimArgs) -> crate::CmdResult {
         }
     };
     let tempdir = make_tempdir(&a.tempdir)?;
+    fasthts::output::register_temporary(&tempdir);
     let result = trim_with_tempdir(&a, &mut g, &tempdir);
     let _ = std::fs::remove_dir_all(&tempdir);
+    fasthts::output::unregister_temporary(&tempdir);
     let stats = result?;
     if let Some(s) = &a.savegraph {
-        g.save(Path::new(s)).map_err(|e| format!("{s}: {e}"))?;
+        save_graph(&mut g, s).map_err(|e| format!("{s}: {e}"))?;
     }
     if !q && stats.n_reads > 0 {
         eprintln!("read {} reads, {} bp", stats.n_reads, stats.n_bp);

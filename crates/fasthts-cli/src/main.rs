@@ -112,7 +112,16 @@ pub fn find_index(bam: &fasthts::bam::BamFile) -> Result<Option<fasthts::index::
             return Ok(None);
         }
     }
-    Ok(Some(fasthts::index::Index::from_path(&found).map_err(|e| fasthts::Error::from(e).with_path(&found))?))
+    let index = fasthts::index::Index::from_path(&found).map_err(|e| fasthts::Error::from(e).with_path(&found))?;
+    // htslib writes one entry per header reference, so another count means
+    // the index was made for another file: reading through it would skip
+    // data silently.
+    let (in_index, in_header) = (index.references().len(), bam.header().references.len());
+    if in_index != in_header {
+        let what = format!("{in_index} references in the index, {in_header} in the header of {}", path.display());
+        return Err(fasthts::Error::IndexMismatch(what).with_path(&found));
+    }
+    Ok(Some(index))
 }
 
 /// Writes to stdout; a closed pipe is not an error.

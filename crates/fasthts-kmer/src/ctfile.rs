@@ -245,12 +245,19 @@ impl Countgraph {
             if size == 0 || size > (1u64 << 40) {
                 return Err(CtError::BadHeader(format!("implausible table size {size} in countgraph file")));
             }
-            // calloc'd (lazy) memory: a truncated file fails before touching
-            // pages it does not fill
-            let mut t = ByteTable::zeroed(size as usize);
-            r.read_exact(t.as_bytes_mut())?;
+            // The stream's length is unknown: grow the table with the bytes
+            // actually read, so a corrupt size fails at the end of the data
+            // instead of allocating what it claims up front.
+            let mut bytes = Vec::new();
+            while (bytes.len() as u64) < size {
+                let start = bytes.len();
+                let step = (size - start as u64).min(TABLE_READ_STEP) as usize;
+                bytes.try_reserve(step).map_err(|_| CtError::BadHeader(format!("table of {size} bytes does not fit in memory")))?;
+                bytes.resize(start + step, 0);
+                r.read_exact(&mut bytes[start..])?;
+            }
             sizes.push(size);
-            tables.push(t);
+            tables.push(ByteTable::from_vec(bytes));
         }
         let mut g = Countgraph::from_tables(k, sizes, tables);
         g.set_use_bigcount(use_bigcount);
@@ -436,6 +443,25 @@ mod tests {
     }
 
     #[test]
+    fn stream_with_absurd_table_size_fails_without_allocating_it() {
+        let mut g = Countgraph::new(6, 1000, 2).unwrap();
+        g.consume(b"AAAAAAAACGTTGCA", Cleaning::CppParser);
+        let mut bytes = Vec::new();
+        g.write_ct(&mut bytes).unwrap();
+        // The first table claims 512 GiB (it used to be allocated up front:
+        // an abort, not an error).
+        bytes[20..28].copy_from_slice(&(1u64 << 39).to_le_bytes());
+        assert!(matches!(Countgraph::read_ct(&mut &bytes[..]), Err(CtError::Io(_))));
+        // Intact streams still read back, tables and all.
+        let mut good = Vec::new();
+        g.write_ct(&mut good).unwrap();
+        let mut h = Countgraph::read_ct(&mut &good[..]).unwrap();
+        let mut again = Vec::new();
+        h.write_ct(&mut again).unwrap();
+        assert_eq!(again, good);
+    }
+
+    #[test]
     fn gz_rule() {
         assert!(is_gz_name(Path::new("x.ct.gz")));
         assert!(!is_gz_name(Path::new("x.ct")));
@@ -443,6 +469,9 @@ mod tests {
         assert!(!is_gz_name(Path::new("x.GZ")));
     }
 }
+
+/// Bytes of a table read from a stream per step.
+const TABLE_READ_STEP: u64 = 64 << 20;
 
 /// The fixed 20-byte `.ct` header, checked.
 struct CtHeader {

@@ -50,7 +50,10 @@ pub(crate) struct ByteTable {
 
 impl ByteTable {
     pub(crate) fn zeroed(n: usize) -> Self {
-        let v: Vec<u8> = vec![0u8; n];
+        Self::from_vec(vec![0u8; n])
+    }
+    /// A table holding `v`'s bytes.
+    pub(crate) fn from_vec(v: Vec<u8>) -> Self {
         let b = v.into_boxed_slice();
         advise_hugepages(b.as_ptr(), b.len());
         let raw = Box::into_raw(b) as *mut [AtomicU8];

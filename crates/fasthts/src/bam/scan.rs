@@ -153,6 +153,9 @@ fn collect_blocks(file: &[u8], next: &mut u64, want: usize, blocks: &mut Vec<Blo
         if b.uncompressed_size > 0 {
             total += b.uncompressed_size as usize;
             blocks.push(b);
+        } else {
+            // An empty block (the EOF marker) is checked all the same.
+            crate::bgzf::inflate_blocks(file, &[b], &mut [])?;
         }
     }
     Ok(())
@@ -277,5 +280,20 @@ mod tests {
             assert!(scan(&bam, |_, _| Ok(())).is_err(), "cut at {cut}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn damaged_eof_marker_is_an_error() {
+        let mut bytes = synthetic_bam(20);
+        let eof = bytes.len() - crate::bgzf::EOF_MARKER.len();
+        bytes[eof + 20] ^= 1; // its CRC32
+        let dir = std::env::temp_dir().join(format!("fasthts-scan-eof-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.bam");
+        std::fs::write(&path, &bytes).unwrap();
+        let bam = BamFile::open(&path).unwrap();
+        let result = scan(&bam, |_, _| Ok(()));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(result.is_err(), "a damaged EOF marker block passed the scan");
     }
 }

@@ -15,6 +15,9 @@ pub const FOOTER_LEN: usize = 8;
 pub const MAX_BLOCK_SIZE: usize = 1 << 16;
 /// gzip FLG bit announcing an extra field.
 const FEXTRA: u8 = 4;
+/// gzip FLG bits reserved by RFC 1952, which must be zero (zlib, and so
+/// htslib's format detection, refuses a member with any of them set).
+const FLG_RESERVED: u8 = 0xe0;
 
 /// The empty block htslib writes at the end of every BGZF file.
 pub const EOF_MARKER: [u8; 28] = [
@@ -55,7 +58,7 @@ impl Block {
                 BgzfError::Truncated { offset }
             });
         }
-        if rest[0] != 0x1f || rest[1] != 0x8b || rest[2] != 8 || rest[3] & FEXTRA == 0 {
+        if rest[0] != 0x1f || rest[1] != 0x8b || rest[2] != 8 || rest[3] & FEXTRA == 0 || rest[3] & FLG_RESERVED != 0 {
             return Err(BgzfError::NotBgzf { offset });
         }
         let xlen = usize::from(u16::from_le_bytes([rest[10], rest[11]]));
@@ -150,6 +153,19 @@ mod tests {
         let mut plain = EOF_MARKER;
         plain[3] = 0;
         assert!(matches!(Block::parse(&plain, 0), Err(BgzfError::NotBgzf { .. })));
+    }
+
+    #[test]
+    fn reserved_flag_bits_are_refused() {
+        for bit in [0x20, 0x40, 0x80] {
+            let mut bad = EOF_MARKER;
+            bad[3] |= bit;
+            assert!(matches!(Block::parse(&bad, 0), Err(BgzfError::NotBgzf { offset: 0 })), "FLG bit {bit:#x}");
+        }
+        // FTEXT (bit 0) is only a hint and stays accepted.
+        let mut text = EOF_MARKER;
+        text[3] |= 1;
+        assert!(Block::parse(&text, 0).is_ok());
     }
 
     #[test]

@@ -224,6 +224,10 @@ impl<'a> BlockReader<'a> {
             let b = Block::parse(self.file, self.next_block)?;
             self.next_block = b.next_offset();
             if b.uncompressed_size == 0 {
+                // Nothing to read, but damage to an empty block (the EOF
+                // marker) is still damage: htslib inflates it and checks
+                // its CRC too.
+                inflate_blocks_here(self.file, &[b], &mut [])?;
                 continue;
             }
             total += b.uncompressed_size as usize;
@@ -344,6 +348,30 @@ mod tests {
             // Canonical: never at the end of a block.
             let b = Block::parse(&bgzf, v.compressed()).unwrap();
             assert!(u32::from(v.uncompressed()) < b.uncompressed_size);
+        }
+    }
+
+    #[test]
+    fn damaged_empty_blocks_are_errors() {
+        let data = sample(1000);
+        let good = compress_all(&data, 1);
+        let eof = good.len() - crate::bgzf::EOF_MARKER.len();
+        // Deflate data, CRC32 and XLEN of the EOF marker block.
+        for at in [18, 20, 10] {
+            let mut bad = good.clone();
+            bad[eof + at] ^= 1;
+            let mut r = BlockReader::new(&bad, VirtualOffset::default()).unwrap();
+            let mut failed = false;
+            for _ in 0..3 {
+                match r.fill(1 << 20) {
+                    Ok(n) => r.consume(n),
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            assert!(failed, "damage at EOF block byte {at} not detected");
         }
     }
 

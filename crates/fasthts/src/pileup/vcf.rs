@@ -47,15 +47,26 @@ pub fn read_text(path: &Path) -> Result<Vec<u8>, PileupError> {
     Ok(raw)
 }
 
+/// The largest expansion deflate allows (a run of 258 bytes in one bit).
+const MAX_DEFLATE_RATIO: usize = 1032;
+
+/// The first and the largest output buffer sizes for inflating the gzip
+/// member `data` (at least 18 bytes): the first from its ISIZE (size mod
+/// 2^32), both capped by deflate's largest expansion, so a damaged trailer
+/// cannot make us allocate gigabytes.
+fn gunzip_buffer_bounds(data: &[u8]) -> (usize, usize) {
+    let most = data.len().saturating_mul(MAX_DEFLATE_RATIO).max(1 << 16);
+    let isize = u32::from_le_bytes(data[data.len() - 4..].try_into().unwrap()) as usize;
+    (isize.clamp(1 << 16, most), most)
+}
+
 /// Plain (non-BGZF) gzip with a single member.
 fn gunzip(data: &[u8]) -> Option<Vec<u8>> {
     if data.len() < 18 {
         return None;
     }
     let mut d = libdeflater::Decompressor::new();
-    // Size hint from the member's ISIZE (size mod 2^32); grow until it fits.
-    let isize = u32::from_le_bytes(data[data.len() - 4..].try_into().ok()?) as usize;
-    let mut cap = isize.max(1 << 16);
+    let (mut cap, most) = gunzip_buffer_bounds(data);
     loop {
         let mut buf = vec![0u8; cap];
         match d.gzip_decompress(data, &mut buf) {
@@ -63,7 +74,7 @@ fn gunzip(data: &[u8]) -> Option<Vec<u8>> {
                 buf.truncate(n);
                 return Some(buf);
             }
-            Err(libdeflater::DecompressionError::InsufficientSpace) if cap < (1 << 36) => cap = cap.saturating_mul(2),
+            Err(libdeflater::DecompressionError::InsufficientSpace) if cap < most => cap = cap.saturating_mul(2).min(most),
             Err(_) => return None,
         }
     }
@@ -151,6 +162,24 @@ mod tests {
                 Site { contig: 0, pos: 9, ref_base: b'N', alt_base: b'N' },
             ]
         );
+    }
+
+    #[test]
+    fn gzip_with_absurd_isize_is_refused_without_a_huge_allocation() {
+        use std::io::Write;
+        let text = b"#CHROM\tPOS\tID\tREF\tALT\n1\t5\t.\tA\tC\n".repeat(100);
+        let mut e = fasthts_kmer::flate2::write::GzEncoder::new(Vec::new(), fasthts_kmer::flate2::Compression::default());
+        e.write_all(&text).unwrap();
+        let mut gz = e.finish().unwrap();
+        assert_eq!(gunzip(&gz).unwrap(), text);
+        let n = gz.len();
+        // ISIZE claims 4 GiB: the buffer stays within deflate's bound
+        // (it was 4 GiB, an abort under `ulimit -v`), and the member is
+        // refused as damaged.
+        gz[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
+        let (first, most) = gunzip_buffer_bounds(&gz);
+        assert!(first <= most && most <= (n * MAX_DEFLATE_RATIO).max(1 << 16), "{first} {most}");
+        assert!(gunzip(&gz).is_none());
     }
 
     #[test]

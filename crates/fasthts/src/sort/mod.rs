@@ -230,6 +230,9 @@ where
                 // Runs must stay in input order: take the previous spill's
                 // result (and its arena, for reuse) before starting the next.
                 let spare = if in_flight {
+                    // Answered, even if with an error: nothing is in flight
+                    // any more (the final wait below would never end).
+                    in_flight = false;
                     let (path, mut spent) = wait_for_spill(&rx)?;
                     run_paths.push(path);
                     if let Some(p) = progress {
@@ -748,5 +751,46 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_run_that_cannot_be_written_is_an_error_not_a_hang() {
+        let dir = std::env::temp_dir().join(format!("fasthts-sort-runfail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let header = Header {
+            text: b"@HD\tVN:1.6\n@SQ\tSN:c1\tLN:1000000\n".to_vec(),
+            references: vec![Reference { name: "c1".into(), len: 1_000_000 }],
+        };
+        let opts = SortOptions {
+            order: SortOrder::Coordinate,
+            memory: 2 << 20,
+            level: 1,
+            temp_prefix: dir.join("t"),
+            program: None,
+            index: None,
+            max_fan_in: None,
+            progress: None,
+            format: OutputFormat::Bam,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let runs = dir.clone();
+        std::thread::spawn(move || {
+            let result = sort_records(&header, &opts, Vec::new(), |push| {
+                for i in 0..100_000 {
+                    // The run directory vanishes (as on a full or failing
+                    // disk) once the first run is being written: the next
+                    // run cannot be created.
+                    if i == 8_000 {
+                        std::fs::remove_dir_all(&runs).unwrap();
+                    }
+                    let rec = encode(&format!("r{i}"), 0, 0, (i * 7919 % 100_000) as i32, 60, &[(0, 100)], &"A".repeat(100), &[]);
+                    push(&RecordRef::new(&rec, 1).unwrap())?;
+                }
+                Ok(())
+            });
+            let _ = tx.send(result.map(|_| ()));
+        });
+        let result = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("sort hung after a run failed");
+        assert!(result.is_err());
     }
 }
