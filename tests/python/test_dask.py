@@ -75,3 +75,43 @@ def test_count_kmers_bigcount_tables_equal(client, fastq):
             assert g == w or (w > 255 and g == 255)
             above += w > 255
     assert above > 0
+
+
+SNP_CASES = [
+    {},
+    {"gzip": True},
+    {"min_map_quality": 15, "min_base_quality": 20, "pseudo_snps": 100, "min_read_counts": [25, 0]},
+    {"pseudo_snps": 7, "min_base_quality": 20},
+    {"count_orphans": True, "ignore_overlaps": True},
+    {"max_depth": 20},
+]
+
+
+@pytest.mark.parametrize("options", SNP_CASES)
+def test_snp_pileup_equals_single_machine(client, golden, tmp_path, options):
+    bams = [str(golden / "normal.bam"), str(golden / "tumour.bam")]
+    gz = ".gz" if options.get("gzip") else ""
+    want = tmp_path / f"one.csv{gz}"
+    rows = fasthts.snp_pileup(str(golden / "sites.vcf.gz"), str(want), bams, **options)
+    for tasks in [None, 1, 3, 10000]:  # 10000: a block per contig
+        got = tmp_path / f"dask{tasks}.csv{gz}"
+        assert fdask.snp_pileup(client, str(golden / "sites.vcf.gz"), str(got), bams, tasks=tasks, **options) == rows
+        assert got.read_bytes() == want.read_bytes(), tasks
+
+
+def test_snp_pileup_blocks_cut_at_contig_changes(golden):
+    from fasthts import _fasthts
+
+    blocks = _fasthts.snp_pileup_blocks(str(golden / "sites.vcf"), str(golden / "normal.bam"), 10000)
+    # sites.vcf: V, I, II, IV, chrX, MtDNA, chrM (V, IV, chrM are not in the BAM).
+    assert [b[2] for b in blocks] == [-1, 0, 1, -1, 2, 3, -1]
+    assert all(a < b for a, b, _ in blocks) and blocks[0][0] == 0
+    assert all(blocks[i][1] == blocks[i + 1][0] for i in range(len(blocks) - 1))
+
+
+def test_snp_pileup_refuses_to_overwrite(client, golden, tmp_path):
+    out = tmp_path / "exists.csv"
+    out.write_text("x")
+    with pytest.raises(fasthts.Error, match="already exists"):
+        fdask.snp_pileup(client, str(golden / "sites.vcf"), str(out), [str(golden / "normal.bam")])
+    assert out.read_text() == "x"

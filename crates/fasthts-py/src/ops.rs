@@ -27,6 +27,10 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(snp_pileup, m)?)?;
     m.add_function(wrap_pyfunction!(flagstat_regions, m)?)?;
     m.add_function(wrap_pyfunction!(check_coverage, m)?)?;
+    m.add_function(wrap_pyfunction!(snp_pileup_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(snp_pileup_block, m)?)?;
+    m.add_function(wrap_pyfunction!(write_csv, m)?)?;
+    m.add("SNP_WALK_EXHAUSTED", snp::EXHAUSTED)?;
     Ok(())
 }
 
@@ -338,6 +342,90 @@ fn sort_fn(
     .map_err(to_py)
 }
 
+/// snp-pileup's options, FACETS' defaults, from the Python arguments.
+#[allow(clippy::too_many_arguments)]
+fn snp_options(
+    count_orphans: bool,
+    max_depth: i32,
+    pseudo_snps: i32,
+    min_map_quality: i32,
+    min_base_quality: i32,
+    min_read_counts: Vec<i32>,
+    ignore_overlaps: bool,
+) -> SnpPileupOptions {
+    SnpPileupOptions {
+        count_orphans,
+        max_depth,
+        ignore_overlaps,
+        min_map_quality,
+        min_base_quality,
+        pseudo_snps,
+        min_read_counts,
+        ..SnpPileupOptions::default()
+    }
+}
+
+/// The VCF's sites and the BAMs with their indexes, with the CLI's messages.
+fn snp_inputs(vcf: &std::path::Path, bams: &[PathBuf]) -> Result<(Sites, Vec<LibBam>, Vec<Index>), String> {
+    if bams.is_empty() {
+        return Err("snp_pileup needs at least one BAM".into());
+    }
+    let sites = Sites::read(vcf).map_err(|e| format!("Failed to read VCF file: {e}"))?;
+    let mut libbams = Vec::with_capacity(bams.len());
+    let mut indexes = Vec::with_capacity(bams.len());
+    for p in bams {
+        let bam = LibBam::open(p).map_err(|e| format!("Failed to read sequence file {} ({e})", p.display()))?;
+        let Some(ip) = usable_index_path(p) else {
+            return Err(format!(
+                "{}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {}` first)",
+                p.display(),
+                p.display()
+            ));
+        };
+        let ix = Index::from_path(&ip).map_err(|e| fasthts::Error::from(e).with_path(&ip).to_string())?;
+        libbams.push(bam);
+        indexes.push(ix);
+    }
+    Ok((sites, libbams, indexes))
+}
+
+/// The output path (`.gz` added with gzip, as FACETS), refusing to overwrite.
+fn snp_target(output: &std::path::Path, gzip: bool) -> Result<PathBuf, String> {
+    let mut target = output.as_os_str().to_owned();
+    if gzip && !output.to_string_lossy().ends_with(".gz") {
+        target.push(".gz");
+    }
+    let target = PathBuf::from(target);
+    if target.exists() {
+        return Err(format!("Output file {} already exists!", output.display()));
+    }
+    Ok(target)
+}
+
+/// Writes `write`'s bytes to `target` atomically, BGZF-compressed (as the
+/// CLI's `-g`) or plain.
+fn write_output(
+    target: &std::path::Path,
+    gzip: bool,
+    write: impl FnOnce(&mut (dyn Write + Send)) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+) -> Result<(), String> {
+    let (temp, file) = TempOutput::create(target).map_err(|e| format!("Failed to open output file for writing: {e}"))?;
+    let r = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        if gzip {
+            let mut w = BgzfWriter::new(BufWriter::new(file), DEFAULT_LEVEL);
+            write(&mut w)?;
+            w.finish()?.flush()?;
+        } else {
+            let mut w = BufWriter::with_capacity(1 << 20, file);
+            write(&mut w)?;
+            w.flush()?;
+        }
+        Ok(())
+    })();
+    r.map_err(|e| e.to_string())?;
+    temp.commit().map_err(|e| e.to_string())
+}
+
 /// FACETS snp-pileup: the allele counts of `bams` at the SNPs of `vcf`,
 /// written to `output` (`.gz` added with `gzip=True`), byte-identical to
 /// `fasthts snp-pileup` with the same options. The BAMs must be indexed.
@@ -360,63 +448,104 @@ fn snp_pileup(
     ignore_overlaps: bool,
     threads: Option<usize>,
 ) -> PyResult<u64> {
-    if bams.is_empty() {
-        return Err(PyValueError::new_err("snp_pileup needs at least one BAM"));
-    }
-    let opts = SnpPileupOptions {
-        count_orphans,
-        max_depth,
-        ignore_overlaps,
-        min_map_quality,
-        min_base_quality,
-        pseudo_snps,
-        min_read_counts,
-        ..SnpPileupOptions::default()
-    };
+    let opts = snp_options(count_orphans, max_depth, pseudo_snps, min_map_quality, min_base_quality, min_read_counts, ignore_overlaps);
     let result = py.detach(|| -> Result<u64, String> {
-        let sites = Sites::read(&vcf).map_err(|e| format!("Failed to read VCF file: {e}"))?;
-        let mut libbams = Vec::with_capacity(bams.len());
-        let mut indexes = Vec::with_capacity(bams.len());
-        for p in &bams {
-            let bam = LibBam::open(p).map_err(|e| format!("Failed to read sequence file {} ({e})", p.display()))?;
-            let Some(ip) = usable_index_path(p) else {
-                return Err(format!(
-                    "{}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {}` first)",
-                    p.display(),
-                    p.display()
-                ));
-            };
-            let ix = Index::from_path(&ip).map_err(|e| fasthts::Error::from(e).with_path(&ip).to_string())?;
-            libbams.push(bam);
-            indexes.push(ix);
-        }
-        let mut target = output.as_os_str().to_owned();
-        if gzip && !output.to_string_lossy().ends_with(".gz") {
-            target.push(".gz");
-        }
-        let target = PathBuf::from(target);
-        if target.exists() {
-            return Err(format!("Output file {} already exists!", output.display()));
-        }
-        let (temp, file) = TempOutput::create(&target).map_err(|e| format!("Failed to open output file for writing: {e}"))?;
-        let stats = with_threads(threads, || -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
-            if gzip {
-                let mut w = BgzfWriter::new(BufWriter::new(file), DEFAULT_LEVEL);
-                let s = snp::run(&sites, &libbams, &indexes, &opts, &mut w)?;
-                w.finish()?.flush()?;
-                Ok(s)
-            } else {
-                let mut w = BufWriter::with_capacity(1 << 20, file);
-                let s = snp::run(&sites, &libbams, &indexes, &opts, &mut w)?;
-                w.flush()?;
-                Ok(s)
-            }
-        })
-        .map_err(|e| e.to_string())?;
-        temp.commit().map_err(|e| e.to_string())?;
-        Ok(stats.rows)
+        let (sites, libbams, indexes) = snp_inputs(&vcf, &bams)?;
+        let target = snp_target(&output, gzip)?;
+        let mut rows = 0;
+        write_output(&target, gzip, |w| {
+            rows = with_threads(threads, || snp::run(&sites, &libbams, &indexes, &opts, w))?.rows;
+            Ok(())
+        })?;
+        Ok(rows)
     });
     result.map_err(err)
+}
+
+/// For `fasthts.dask.snp_pileup`: the VCF's usable sites (file order) cut
+/// into about `parts` consecutive blocks `[(first, end, tid), ...]`,
+/// cutting only where the contig changes; `tid` is the reference id of
+/// the block's contig in `bam` (FACETS' matching; -1: none).
+#[pyfunction]
+fn snp_pileup_blocks(py: Python<'_>, vcf: PathBuf, bam: PathBuf, parts: usize) -> PyResult<Vec<(usize, usize, i32)>> {
+    let (sites, names) = py
+        .detach(|| -> Result<_, String> {
+            let sites = Sites::read(&vcf).map_err(|e| format!("Failed to read VCF file: {e}"))?;
+            let b = LibBam::open(&bam).map_err(|e| format!("Failed to read sequence file {} ({e})", bam.display()))?;
+            let names: Vec<String> = b.header().references.iter().map(|r| r.name.clone()).collect();
+            Ok((sites, names))
+        })
+        .map_err(err)?;
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let n = sites.sites.len();
+    let target = n.div_ceil(parts.max(1)).max(1);
+    let mut blocks = Vec::new();
+    let mut start = 0;
+    for i in 1..=n {
+        let cut = i == n || (i - start >= target && sites.sites[i].contig != sites.sites[i - 1].contig);
+        if cut && i > start {
+            let tid = snp::map_contig(&sites.contigs[sites.sites[start].contig as usize], &names);
+            blocks.push((start, i, tid));
+            start = i;
+        }
+    }
+    Ok(blocks)
+}
+
+/// One dask task of `fasthts.dask.snp_pileup`: the CSV rows (no header)
+/// of the VCF's sites `first..end`, with FACETS' walk starting at `state`,
+/// and the state it ends in (`snp::run_from`).
+#[pyfunction]
+#[pyo3(signature = (vcf, bams, first, end, state, count_orphans=false, max_depth=4000, pseudo_snps=0, min_map_quality=0, min_base_quality=0, min_read_counts=Vec::new(), ignore_overlaps=false, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn snp_pileup_block<'py>(
+    py: Python<'py>,
+    vcf: PathBuf,
+    bams: Vec<PathBuf>,
+    first: usize,
+    end: usize,
+    state: Option<(i32, i64)>,
+    count_orphans: bool,
+    max_depth: i32,
+    pseudo_snps: i32,
+    min_map_quality: i32,
+    min_base_quality: i32,
+    min_read_counts: Vec<i32>,
+    ignore_overlaps: bool,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, pyo3::types::PyBytes>, Option<(i32, i64)>)> {
+    let opts = snp_options(count_orphans, max_depth, pseudo_snps, min_map_quality, min_base_quality, min_read_counts, ignore_overlaps);
+    let (text, state) = py
+        .detach(|| -> Result<(Vec<u8>, Option<(i32, i64)>), String> {
+            let (sites, libbams, indexes) = snp_inputs(&vcf, &bams)?;
+            let block = sites.sites.get(first..end).ok_or("site block out of range")?.to_vec();
+            let part = Sites { contigs: sites.contigs.clone(), sites: block, n_records: 0 };
+            let mut out = Vec::new();
+            let (_, end_state) =
+                with_threads(threads, || snp::run_from(&part, &libbams, &indexes, &opts, &mut out, state)).map_err(|e| e.to_string())?;
+            let header = out.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1);
+            Ok((out.split_off(header), end_state))
+        })
+        .map_err(err)?;
+    Ok((pyo3::types::PyBytes::new(py, &text), state))
+}
+
+/// Writes snp-pileup's output from its rows: the header for `n_files`
+/// BAMs, then `chunks`, to `output` (`.gz` added and BGZF with `gzip`, as
+/// the CLI), atomically; refuses to overwrite.
+#[pyfunction]
+fn write_csv(py: Python<'_>, output: PathBuf, n_files: usize, chunks: Vec<Vec<u8>>, gzip: bool) -> PyResult<()> {
+    py.detach(|| -> Result<(), String> {
+        let target = snp_target(&output, gzip)?;
+        write_output(&target, gzip, |w| {
+            w.write_all(snp::header(n_files).as_bytes())?;
+            for c in &chunks {
+                w.write_all(c)?;
+            }
+            Ok(())
+        })
+    })
+    .map_err(err)
 }
 
 /// One dask task of `fasthts.dask.flagstat`: the flag statistics of the

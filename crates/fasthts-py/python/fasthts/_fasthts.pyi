@@ -150,3 +150,21 @@ def flagstat_regions(path: _Path, regions: Sequence[_RegionLike], threads: Optio
 def check_coverage(path: _Path, spans: Sequence[Tuple[int, int]]) -> None: ...
 def seqfile_split(path: str, parts: int) -> List[Tuple[int, Optional[int]]]: ...
 def _countgraph_from_bytes(data: bytes) -> Countgraph: ...
+SNP_WALK_EXHAUSTED: Tuple[int, int]
+def snp_pileup_blocks(vcf: _Path, bam: _Path, parts: int) -> List[Tuple[int, int, int]]: ...
+def snp_pileup_block(
+    vcf: _Path,
+    bams: Sequence[_Path],
+    first: int,
+    end: int,
+    state: Optional[Tuple[int, int]],
+    count_orphans: bool = False,
+    max_depth: int = 4000,
+    pseudo_snps: int = 0,
+    min_map_quality: int = 0,
+    min_base_quality: int = 0,
+    min_read_counts: Sequence[int] = ...,
+    ignore_overlaps: bool = False,
+    threads: Optional[int] = None,
+) -> Tuple[bytes, Optional[Tuple[int, int]]]: ...
+def write_csv(output: _Path, n_files: int, chunks: Sequence[bytes], gzip: bool) -> None: ...

@@ -20,7 +20,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from . import _fasthts
 from . import BamFile, Countgraph, FlagStat, Region, _progress
 
-__all__ = ["flagstat", "count_kmers"]
+__all__ = ["flagstat", "snp_pileup", "count_kmers"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -85,6 +85,71 @@ def flagstat(
             # sequentially gives the answer, or the file's own error.
             pass
     return client.submit(_fasthts.flagstat, path, pure=False).result()
+
+
+def snp_pileup(
+    client: Any,
+    vcf: PathLike,
+    output: PathLike,
+    bams: Sequence[PathLike],
+    tasks: Optional[int] = None,
+    progress: Optional[bool] = None,
+    **options: Any,
+) -> int:
+    """``fasthts.snp_pileup(vcf, output, bams, **options)`` on the cluster;
+    the same output bytes. Returns the number of rows.
+
+    The VCF's sites are cut into ``tasks`` consecutive blocks (default: 2
+    per worker thread; cuts only where the contig changes); each block's
+    pileup runs on a worker, reading the BAMs by path through their
+    indexes. FACETS' output depends on where its walk over the pileup
+    stands when a block begins (the walk can run past a contig's last site
+    into the next contig): every block is first run as if it started the
+    file, and a block whose real starting state (the previous block's end
+    state) could make a difference is run again from that state. The rows
+    are then written in order, by the client, to ``output``.
+    """
+    vcf, output = os.fspath(vcf), os.fspath(output)
+    bams = [os.fspath(b) for b in bams]
+    target = output + (".gz" if options.get("gzip") and not output.endswith(".gz") else "")
+    if os.path.exists(target):
+        raise _fasthts.Error(f"Output file {output} already exists!")
+    gzip = bool(options.pop("gzip", False))
+    if not bams:
+        raise ValueError("snp_pileup needs at least one BAM")
+    blocks = _fasthts.snp_pileup_blocks(vcf, bams[0], tasks or 2 * _n_threads(client))
+    def submit(a: int, b: int, state: Optional[Tuple[int, int]]) -> Any:
+        return client.submit(_fasthts.snp_pileup_block, vcf, bams, a, b, state, pure=False, **options)
+
+    def safe(entry: Optional[Tuple[int, int]], vt: int) -> bool:
+        # A walk standing before the block's first contig acts as one that
+        # has not started (see fasthts::pileup::snp::run_from).
+        return entry is None or (vt >= 0 and entry[0] < vt)
+
+    # Round 1, in parallel: every block as if it started the file.
+    first = [submit(a, b, None) for a, b, _ in blocks]
+    _watch(first, progress, "snp_pileup")
+    runs = {(i, None): r for i, r in enumerate(client.gather(first))}
+    # Round 2, in parallel: blocks whose entry state (the end state of the
+    # block before, as run in round 1) matters, from that state.
+    guess = [None] + [runs[(i, None)][1] for i in range(len(blocks) - 1)]
+    again = {i: submit(a, b, guess[i]) for i, (a, b, vt) in enumerate(blocks) if not safe(guess[i], vt) and guess[i] != _fasthts.SNP_WALK_EXHAUSTED}
+    for i, r in zip(again, client.gather(list(again.values()))):
+        runs[(i, guess[i])] = r
+    # Gather in order; a block whose real entry state differs from both
+    # guesses (its predecessor's end changed in round 2) runs once more.
+    chunks: List[bytes] = []
+    state: Optional[Tuple[int, int]] = None
+    for i, (a, b, vt) in enumerate(blocks):
+        if state == _fasthts.SNP_WALK_EXHAUSTED:
+            break  # FACETS stopped: no later site is looked at
+        key = (i, None) if safe(state, vt) else (i, state)
+        if key not in runs:
+            runs[key] = submit(a, b, state).result()
+        text, state = runs[key]
+        chunks.append(text)
+    _fasthts.write_csv(output, len(bams), chunks, gzip)
+    return sum(c.count(b"\n") for c in chunks)
 
 
 def _count_part(k: int, table_size: int, n_tables: int, bigcount: bool, path: str, start, end, threads: int) -> Countgraph:
