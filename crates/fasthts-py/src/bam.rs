@@ -309,7 +309,7 @@ impl BamFile {
         let cols = match region {
             Some(r) => {
                 let r = region_arg(&sh.names, r)?;
-                py.detach(|| with_threads(threads, || read_columns(&sh, &[r]))).map_err(to_py)?.pop().unwrap_or_default()
+                py.detach(|| with_threads(threads, || region_columns(&sh, r))).map_err(to_py)?
             }
             None => py.detach(|| with_threads(threads, || whole_file_columns(&sh))).map_err(to_py)?,
         };
@@ -422,6 +422,34 @@ fn read_columns(sh: &Shared, regions: &[LibRegion]) -> Result<Vec<Columns>, fast
         }
         Ok(c)
     })
+}
+
+/// Compressed bytes per piece when one region is read on several threads.
+const PIECE_BYTES: u64 = 1 << 20;
+
+/// One region's columns, read on the current pool: the region is cut at
+/// the boundaries of the plan of pieces of about `PIECE_BYTES` (regions are
+/// start-based, so the pieces partition its records), the pieces read in
+/// parallel and concatenated in order.
+fn region_columns(sh: &Shared, r: LibRegion) -> Result<Columns, fasthts::Error> {
+    let ix = sh.index()?;
+    let mut pieces = vec![r];
+    if r.ref_id >= 0 && rayon::current_num_threads() > 1 {
+        pieces.clear();
+        let mut start = r.start;
+        for cut in region::plan(&sh.bam, &ix, Plan::BalancedBytes(PIECE_BYTES)).iter().filter(|p| p.ref_id == r.ref_id).map(|p| p.end) {
+            if cut > start && cut < r.end {
+                pieces.push(LibRegion { ref_id: r.ref_id, start, end: cut });
+                start = cut;
+            }
+        }
+        pieces.push(LibRegion { ref_id: r.ref_id, start, end: r.end });
+    }
+    let mut all = Columns::default();
+    for p in read_columns(sh, &pieces)? {
+        all.append(p);
+    }
+    Ok(all)
 }
 
 /// Every record's columns, in file order: through the index in parallel

@@ -27,6 +27,16 @@ fn seq_err(e: SeqError) -> PyErr {
 /// sketch). Counts and `.ct` files are khmer 3.0's. `bigcount=True` tracks
 /// counts above 255 (up to 65535) as load-into-counting does; khmer's
 /// `Countgraph` constructor leaves it off.
+///
+/// >>> g = Countgraph(4, 1000, 2)
+/// >>> g.consume("ACGTACGT")
+/// 5
+/// >>> g.get("ACGT"), g.get("TTTT")
+/// (2, 0)
+/// >>> g.get_median_count("ACGTACGT")[0]
+/// 2
+/// >>> (g + g).get("ACGT")
+/// 4
 #[pyclass(module = "fasthts._fasthts")]
 pub struct Countgraph {
     g: LibGraph,

@@ -98,6 +98,12 @@ fn counts_from(v: &[u64]) -> Counts {
 
 /// samtools flagstat's counters: QC-passed and QC-failed. `str()` / `text()`
 /// is the CLI's output; `a + b` adds counts (results of parts of a file).
+///
+/// >>> s = flagstat("tests/data/small.bam")
+/// >>> print(s.text().splitlines()[0])
+/// 3125 + 170 in total (QC-passed reads + QC-failed reads)
+/// >>> s.as_dict()["passed"]["mapped"], (s + s).as_dict()["passed"]["total"]
+/// (3074, 6250)
 #[pyclass(frozen, module = "fasthts._fasthts")]
 #[derive(Clone)]
 pub struct FlagStat {
