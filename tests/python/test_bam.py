@@ -147,6 +147,10 @@ def test_region_parsing_errors():
         bam.columns("chr1:10-5")
     with pytest.raises(TypeError):
         bam.columns(42)
+    with pytest.raises(ValueError, match="not in the file"):
+        bam.columns(fasthts.Region(99))
+    with pytest.raises(ValueError, match="before its start"):
+        bam.columns_many([fasthts.Region(0, 10, 5)])
     r = bam.region("chr1:1,001-2,000")
     assert (r.contig, r.start, r.end) == ("chr1", 1000, 2000)
     assert str(r) == "chr1:1001-2000"

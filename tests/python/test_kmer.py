@@ -103,6 +103,8 @@ def test_errors(tmp_path):
     g = fasthts.Countgraph(K, X, N)
     with pytest.raises(fasthts.Error, match="missing.fq"):
         g.consume_seqfile(str(tmp_path / "missing.fq"))
+    with pytest.raises(FileNotFoundError, match="missing.fq"):
+        fasthts.seqfile_split(str(tmp_path / "missing.fq"), 2)
     bad = tmp_path / "bad.ct"
     bad.write_bytes(b"nope")
     with pytest.raises(fasthts.Error, match="bad.ct"):

@@ -161,7 +161,18 @@ impl Region {
 /// open ends).
 pub(crate) fn region_arg(names: &[String], obj: &Bound<'_, PyAny>) -> PyResult<LibRegion> {
     if let Ok(r) = obj.cast::<Region>() {
-        return Ok(r.get().lib());
+        let r = r.get().lib();
+        if r.ref_id < -1 || r.ref_id >= names.len() as i32 {
+            return Err(PyValueError::new_err(format!(
+                "region reference id {} is not in the file (-1 to {})",
+                r.ref_id,
+                names.len() as i64 - 1
+            )));
+        }
+        if r.start > r.end {
+            return Err(PyValueError::new_err(format!("region end {} is before its start {}", r.end, r.start)));
+        }
+        return Ok(r);
     }
     let tid = |name: &str| -> PyResult<i32> {
         names.iter().position(|n| n == name).map(|i| i as i32).ok_or_else(|| PyValueError::new_err(format!("unknown reference {name:?}")))

@@ -275,7 +275,7 @@ fn countgraph_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Countgraph> {
 /// a line starting `>`. Compressed files come back whole: `[(0, None)]`.
 #[pyfunction]
 fn seqfile_split(py: Python<'_>, path: String, parts: usize) -> PyResult<Vec<(u64, Option<u64>)>> {
-    py.detach(|| split_file(Path::new(&path), parts.max(1))).map_err(|e| err(format!("{path}: {e}")))
+    py.detach(|| split_file(Path::new(&path), parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&path)))
 }
 
 fn split_file(path: &Path, parts: usize) -> std::io::Result<Vec<(u64, Option<u64>)>> {
