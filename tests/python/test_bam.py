@@ -203,3 +203,11 @@ def test_bad_input_raises_clear_errors(tmp_path):
         fasthts.flagstat(str(cut))
     with pytest.raises(OSError):
         fasthts.flagstat(str(tmp_path))
+
+
+def test_progress_bar_only_when_asked(capsys):
+    fasthts.scatter(str(SMALL), None, lambda r, c: 0, progress=True)
+    err = capsys.readouterr().err
+    assert "scatter [" in err and err.rstrip().endswith("5/5")
+    fasthts.scatter(str(SMALL), None, lambda r, c: 0)  # stderr is not a terminal here
+    assert capsys.readouterr().err == ""

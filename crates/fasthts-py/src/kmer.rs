@@ -26,7 +26,9 @@ fn seq_err(e: SeqError) -> PyErr {
 /// sizes are the largest odd primes below `table_size` (a count-min
 /// sketch). Counts and `.ct` files are khmer 3.0's. `bigcount=True` tracks
 /// counts above 255 (up to 65535) as load-into-counting does; khmer's
-/// `Countgraph` constructor leaves it off.
+/// `Countgraph` constructor leaves it off. k is 1 to 32 as in khmer, or up
+/// to 64 (a fasthts extension, the CLI's `--long-k`: khmer cannot read
+/// such tables).
 ///
 /// >>> g = Countgraph(4, 1000, 2)
 /// >>> g.consume("ACGTACGT")
