@@ -118,6 +118,9 @@ def snp_pileup(
     if not bams:
         raise ValueError("snp_pileup needs at least one BAM")
     blocks = _fasthts.snp_pileup_blocks(vcf, bams[0], tasks or 2 * _n_threads(client))
+    # One thread per task unless told otherwise: the parallelism is the tasks.
+    options.setdefault("threads", 1)
+
     def submit(a: int, b: int, state: Optional[Tuple[int, int]]) -> Any:
         return client.submit(_fasthts.snp_pileup_block, vcf, bams, a, b, state, pure=False, **options)
 
