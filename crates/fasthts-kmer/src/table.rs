@@ -1382,4 +1382,46 @@ mod tests {
         assert!(!g.median_at_least(b"AAAACGTCC", 2, Cleaning::Raw));
         assert_eq!(g.median_count(s, Cleaning::Raw), 5);
     }
+
+    #[test]
+    fn merge_of_parts_equals_one_graph_fed_both() {
+        let mut rng = Rng(7);
+        let hashes: Vec<u64> = (0..20000).map(|_| rng.next() % 5000).collect();
+        let (a_part, b_part) = hashes.split_at(12000);
+        let mut whole = Countgraph::new(11, 1000, 3).unwrap();
+        whole.consume_hashes(&hashes, 0);
+        let mut a = Countgraph::new(11, 1000, 3).unwrap();
+        a.consume_hashes(a_part, 0);
+        let mut b = Countgraph::new(11, 1000, 3).unwrap();
+        b.consume_hashes(b_part, 0);
+        a.merge_from(&b).unwrap();
+        for (i, t) in whole.tables.iter_mut().enumerate() {
+            assert_eq!(t.as_bytes(), a.tables[i].as_bytes(), "table {i}");
+        }
+        assert_eq!(a.n_occupied(), whole.n_occupied());
+        assert_eq!(a.n_unique_kmers(), 0);
+        assert_eq!(a.merge_from(&Countgraph::new(11, 2000, 3).unwrap()), Err(TableError::Incompatible));
+    }
+
+    #[test]
+    fn merge_sums_bigcounts_of_either_part() {
+        let h = hash_kmer(b"ACGT").2;
+        let graph = |n: usize| {
+            let mut g = Countgraph::new(4, 100, 2).unwrap();
+            g.set_use_bigcount(true);
+            for _ in 0..n {
+                g.add(h);
+            }
+            g
+        };
+        let mut a = graph(300);
+        a.merge_from(&graph(100)).unwrap();
+        assert_eq!(a.get(h), 400);
+        let mut c = graph(200);
+        c.merge_from(&graph(200)).unwrap();
+        assert_eq!(c.get(h), 255, "past 255 only in the sum: saturated, no entry");
+        let mut d = graph(60000);
+        d.merge_from(&graph(60000)).unwrap();
+        assert_eq!(d.get(h), MAX_BIGCOUNT);
+    }
 }
