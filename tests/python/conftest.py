@@ -89,3 +89,29 @@ def fastq_gz(fastq) -> Path:
     with open(fastq, "rb") as src, gzip.open(p, "wb") as dst:
         dst.write(src.read())
     return p
+
+
+def write_bgzf(data: bytes, path: Path, block: int = 4000) -> None:
+    """BGZF (blocks of `block` input bytes, small so that files have many
+    blocks), with the EOF marker block."""
+    import struct
+    import zlib
+
+    out = bytearray()
+    for i in range(0, len(data) + 1, block):
+        chunk = data[i : i + block]
+        if not chunk and i:
+            break
+        c = zlib.compressobj(6, zlib.DEFLATED, -15)
+        cdata = c.compress(chunk) + c.flush()
+        out += b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00BC\x02\x00"
+        out += struct.pack("<H", len(cdata) + 25) + cdata + struct.pack("<II", zlib.crc32(chunk), len(chunk))
+    out += bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+    path.write_bytes(bytes(out))
+
+
+@pytest.fixture(scope="session")
+def fastq_bgzf(fastq) -> Path:
+    p = fastq.with_suffix(".bgzf.fq.gz")
+    write_bgzf(fastq.read_bytes(), p)
+    return p

@@ -52,12 +52,12 @@ def test_flagstat_bad_input(client, tmp_path):
         fdask.flagstat(client, str(bad))
 
 
-def test_count_kmers_equals_single_machine(client, fastq, fastq_gz):
+def test_count_kmers_equals_single_machine(client, fastq, fastq_gz, fastq_bgzf):
     k, x, n = 21, 200003, 4
     whole = fasthts.Countgraph(k, x, n)
-    whole.consume_seqfile(str(fastq))
-    whole.consume_seqfile(str(fastq_gz))
-    got = fdask.count_kmers(client, [str(fastq), str(fastq_gz)], k, x, n, bigcount=False, parts_per_file=3)
+    for f in [fastq, fastq_gz, fastq_bgzf]:
+        whole.consume_seqfile(str(f))
+    got = fdask.count_kmers(client, [str(fastq), str(fastq_gz), str(fastq_bgzf)], k, x, n, bigcount=False, parts_per_file=3)
     assert got.to_bytes() == whole.to_bytes()
 
 

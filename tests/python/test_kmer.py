@@ -16,9 +16,9 @@ def cli_count(cli, tmp_path, reads, *extra):
     return ct
 
 
-def test_consume_seqfile_equals_cli(cli, fastq, fastq_gz, tmp_path):
+def test_consume_seqfile_equals_cli(cli, fastq, fastq_gz, fastq_bgzf, tmp_path):
     ct = cli_count(cli, tmp_path, fastq)
-    for reads in [fastq, fastq_gz]:
+    for reads in [fastq, fastq_gz, fastq_bgzf]:
         for threads in [1, 2]:
             g = fasthts.Countgraph(K, X, N, bigcount=True)
             n_reads, n_kmers = g.consume_seqfile(str(reads), threads)
@@ -109,3 +109,42 @@ def test_errors(tmp_path):
     bad.write_bytes(b"nope")
     with pytest.raises(fasthts.Error, match="bad.ct"):
         fasthts.Countgraph.load(str(bad))
+
+
+@pytest.mark.parametrize("parts", [2, 5, 17])
+def test_bgzf_ranges_partition_the_reads(fastq, fastq_bgzf, parts):
+    whole = fasthts.Countgraph(K, X, N)
+    whole.consume_seqfile(str(fastq))
+    ranges = fasthts.seqfile_split(str(fastq_bgzf), parts)
+    assert len(ranges) == parts and ranges[0][0] == 0 and ranges[-1][1] is None
+    assert all(ranges[i][1] == ranges[i + 1][0] for i in range(len(ranges) - 1))
+    merged, n = None, 0
+    for s, e in ranges:
+        g = fasthts.Countgraph(K, X, N)
+        n += g.consume_seqfile(str(fastq_bgzf), 1, s, e)[0]
+        merged = g if merged is None else merged + g
+    assert n == 6000
+    assert merged.to_bytes() == whole.to_bytes()
+
+
+def test_plain_gzip_is_one_part(fastq_gz):
+    assert fasthts.seqfile_split(str(fastq_gz), 4) == [(0, None)]
+
+
+def test_fasta_ranges_plain_and_bgzf(fastq, tmp_path):
+    from conftest import write_bgzf
+
+    lines = fastq.read_text().split("\n")
+    fa = tmp_path / "reads.fa"
+    fa.write_text("".join(f">{lines[i][1:]}\n{lines[i + 1]}\n" for i in range(0, len(lines) - 1, 4)))
+    fz = tmp_path / "reads.fa.gz"
+    write_bgzf(fa.read_bytes(), fz)
+    whole = fasthts.Countgraph(K, X, N)
+    whole.consume_seqfile(str(fa))
+    for path in [fa, fz]:
+        merged = None
+        for s, e in fasthts.seqfile_split(str(path), 4):
+            g = fasthts.Countgraph(K, X, N)
+            g.consume_seqfile(str(path), 1, s, e)
+            merged = g if merged is None else merged + g
+        assert merged.to_bytes() == whole.to_bytes(), path

@@ -117,7 +117,8 @@ impl Countgraph {
     /// BGZF), as `fasthts kmer count` (load-into-counting); `threads`
     /// counting threads give the same table as one. Returns
     /// `(n_reads, n_kmers)`. With `start`/`end`, only the records of that
-    /// byte range of a plain file (record-aligned, from `seqfile_split`).
+    /// part of the file (record-aligned, from `seqfile_split`): byte offsets
+    /// in a plain file, BGZF virtual offsets in a BGZF-compressed one.
     #[pyo3(signature = (path, threads=1, start=None, end=None))]
     fn consume_seqfile(
         &mut self,
@@ -130,9 +131,14 @@ impl Countgraph {
         let g = &mut self.g;
         let r = py
             .detach(|| -> Result<scripts::ConsumeResult, SeqError> {
+                let io = |e: std::io::Error| SeqError { msg: format!("{path}: {e}"), empty_sequence: false };
                 let reader = match (start, end) {
                     // From the start to the end: the whole file, compressed or not.
                     (None | Some(0), None) => SeqReader::open(&path)?,
+                    (s, e) if is_bgzf(Path::new(&path)).map_err(io)? => {
+                        let src = bgzf_range(Path::new(&path), s.unwrap_or(0), e).map_err(io)?;
+                        SeqReader::from_reader(src, &path)
+                    }
                     (s, e) => {
                         let s = s.unwrap_or(0);
                         let mut f = File::open(&path).map_err(|e| SeqError { msg: format!("{path}: {e}"), empty_sequence: false })?;
@@ -270,11 +276,12 @@ fn countgraph_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Countgraph> {
     Ok(Countgraph { g })
 }
 
-/// Cuts a plain (uncompressed) FASTA/FASTQ file into about `parts` byte
-/// ranges `[(start, end), ...]` that begin at record starts, for
-/// distributed counting. FASTQ must be 4 lines per record (a cut goes to a
-/// line starting `@` whose next-but-one line starts `+`); FASTA cuts go to
-/// a line starting `>`. Compressed files come back whole: `[(0, None)]`.
+/// Cuts a FASTA/FASTQ file into about `parts` ranges `[(start, end), ...]`
+/// that begin at record starts, for distributed counting: byte offsets of
+/// a plain file, or BGZF virtual offsets (`block << 16 | offset in block`)
+/// of a BGZF-compressed one. FASTQ must be 4 lines per record (a cut goes
+/// to a line starting `@` whose next-but-one line starts `+`); FASTA cuts go
+/// to a line starting `>`. Other gzip files come back whole: `[(0, None)]`.
 #[pyfunction]
 fn seqfile_split(py: Python<'_>, path: String, parts: usize) -> PyResult<Vec<(u64, Option<u64>)>> {
     py.detach(|| split_file(Path::new(&path), parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&path)))
@@ -285,8 +292,11 @@ fn split_file(path: &Path, parts: usize) -> std::io::Result<Vec<(u64, Option<u64
     let len = f.metadata()?.len();
     let mut head = [0u8; 2];
     let n = f.read(&mut head)?;
-    if n == 2 && head == [0x1f, 0x8b] || parts == 1 || len == 0 {
+    if parts == 1 || len == 0 {
         return Ok(vec![(0, None)]);
+    }
+    if n == 2 && head == [0x1f, 0x8b] {
+        return if is_bgzf(path)? { split_bgzf(path, parts) } else { Ok(vec![(0, None)]) };
     }
     let fasta = head[0] == b'>';
     let mut cuts = vec![0u64];
@@ -341,4 +351,174 @@ fn record_start_after(f: &mut File, pos: u64, fasta: bool) -> std::io::Result<Op
         }
         lines.remove(0);
     }
+}
+
+/// One BGZF block: where it starts, its compressed size, its inflated size.
+#[derive(Clone, Copy)]
+struct BgzfBlock {
+    offset: u64,
+    size: u64,
+    isize: u64,
+}
+
+/// The BGZF header of the block at `offset` (None at the end of the file or
+/// when the data is not BGZF there).
+fn bgzf_block_at(f: &mut File, offset: u64) -> std::io::Result<Option<BgzfBlock>> {
+    let mut h = [0u8; 18];
+    f.seek(SeekFrom::Start(offset))?;
+    let mut got = 0;
+    while got < h.len() {
+        match f.read(&mut h[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    if got < 18 || h[..4] != [0x1f, 0x8b, 8, 4] || &h[12..14] != b"BC" || h[14..16] != [2, 0] {
+        return Ok(None);
+    }
+    let size = u64::from(u16::from_le_bytes([h[16], h[17]])) + 1;
+    let mut tail = [0u8; 4];
+    f.seek(SeekFrom::Start(offset + size - 4))?;
+    f.read_exact(&mut tail)?;
+    Ok(Some(BgzfBlock { offset, size, isize: u64::from(u32::from_le_bytes(tail)) }))
+}
+
+/// Whether `path` starts with a BGZF block.
+fn is_bgzf(path: &Path) -> std::io::Result<bool> {
+    Ok(bgzf_block_at(&mut File::open(path)?, 0)?.is_some())
+}
+
+/// Every block of a BGZF file, from the headers (nothing is inflated).
+fn bgzf_blocks(f: &mut File, len: u64) -> std::io::Result<Vec<BgzfBlock>> {
+    let mut blocks = Vec::new();
+    let mut at = 0;
+    while at < len {
+        match bgzf_block_at(f, at)? {
+            Some(b) => {
+                at += b.size;
+                blocks.push(b);
+            }
+            None => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not BGZF data at offset {at}"))),
+        }
+    }
+    Ok(blocks)
+}
+
+/// The inflated bytes of the BGZF file from virtual offset `start` to
+/// `end` (None: the end of the file).
+fn bgzf_range(path: &Path, start: u64, end: Option<u64>) -> std::io::Result<Box<dyn Read + Send>> {
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let blocks = bgzf_blocks(&mut f, len)?;
+    let (b0, u0) = (start >> 16, start & 0xffff);
+    let first = blocks.iter().position(|b| b.offset == b0).ok_or_else(|| bad_offset(start))?;
+    let (stop_at, inflated) = match end {
+        None => (len, None),
+        Some(e) => {
+            let (b1, u1) = (e >> 16, e & 0xffff);
+            let last = blocks.iter().position(|b| b.offset == b1).ok_or_else(|| bad_offset(e))?;
+            if last < first || (last == first && u1 < u0) {
+                return Err(bad_offset(e));
+            }
+            let whole: u64 = blocks[first..last].iter().map(|b| b.isize).sum();
+            let stop = if u1 > 0 { blocks[last].offset + blocks[last].size } else { blocks[last].offset };
+            (stop, Some(whole + u1 - u0))
+        }
+    };
+    f.seek(SeekFrom::Start(b0))?;
+    let compressed = BufReader::with_capacity(1 << 20, f.take(stop_at - b0));
+    let mut inflate = fasthts::kmer::flate2::read::MultiGzDecoder::new(compressed);
+    std::io::copy(&mut (&mut inflate).take(u0), &mut std::io::sink())?;
+    Ok(match inflated {
+        Some(n) => Box::new(inflate.take(n)),
+        None => Box::new(inflate),
+    })
+}
+
+fn bad_offset(v: u64) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("virtual offset {v} is not in the file"))
+}
+
+/// `split_file` for BGZF: cuts at the first record start after the first
+/// block boundary past each target, as virtual offsets.
+fn split_bgzf(path: &Path, parts: usize) -> std::io::Result<Vec<(u64, Option<u64>)>> {
+    let mut f = File::open(path)?;
+    let len = f.metadata()?.len();
+    let blocks = bgzf_blocks(&mut f, len)?;
+    let fasta = {
+        let mut head = [0u8; 1];
+        bgzf_range(path, 0, None)?.read_exact(&mut head).map(|()| head[0] == b'>').unwrap_or(false)
+    };
+    let mut cuts: Vec<u64> = vec![0];
+    for i in 1..parts {
+        let target = len * i as u64 / parts as u64;
+        let Some(k) = blocks.iter().position(|b| b.offset >= target) else { break };
+        if blocks[k].offset <= *cuts.last().unwrap_or(&0) >> 16 {
+            continue;
+        }
+        // Inflate from this block on until a record start is found (the
+        // window of `record_start_in` needs three more lines).
+        let mut text = Vec::new();
+        let mut r = bgzf_range(path, blocks[k].offset << 16, None)?;
+        let mut found = None;
+        let mut chunk = vec![0u8; 1 << 16];
+        loop {
+            let n = r.read(&mut chunk)?;
+            text.extend_from_slice(&chunk[..n]);
+            if let Some(at) = record_start_in(&text, fasta, n == 0) {
+                found = Some(at);
+                break;
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        let Some(mut at) = found.map(|a| a as u64) else { break };
+        // Offset in the inflated stream -> virtual offset.
+        let mut j = k;
+        while j < blocks.len() && at >= blocks[j].isize {
+            at -= blocks[j].isize;
+            j += 1;
+        }
+        if j >= blocks.len() {
+            break;
+        }
+        let v = (blocks[j].offset << 16) | at;
+        if v > *cuts.last().unwrap_or(&0) {
+            cuts.push(v);
+        }
+    }
+    let mut out = Vec::new();
+    for (i, &c) in cuts.iter().enumerate() {
+        out.push((c, cuts.get(i + 1).copied()));
+    }
+    Ok(out)
+}
+
+/// In `text` (starting anywhere), the offset of the first record start
+/// after the first newline: a line starting `>` (FASTA), or `@` with a line
+/// starting `+` two lines later (FASTQ). None if `text` may be too short
+/// to tell (unless `at_end`).
+fn record_start_in(text: &[u8], fasta: bool, at_end: bool) -> Option<usize> {
+    let mut starts = Vec::new();
+    let mut i = text.iter().position(|&c| c == b'\n')? + 1;
+    while i < text.len() {
+        starts.push(i);
+        match text[i..].iter().position(|&c| c == b'\n') {
+            Some(n) => i += n + 1,
+            None => break,
+        }
+    }
+    // Lines whose end was seen (the last start may be a partial line).
+    let complete = if text.ends_with(b"\n") || at_end { starts.len() } else { starts.len().saturating_sub(1) };
+    for (k, &s) in starts.iter().enumerate().take(complete) {
+        if fasta {
+            if text[s] == b'>' {
+                return Some(s);
+            }
+        } else if text[s] == b'@' && k + 2 < complete && text[starts[k + 2]] == b'+' {
+            return Some(s);
+        }
+    }
+    None
 }

@@ -182,10 +182,10 @@ def count_kmers(
     """``Countgraph(k, table_size, n_tables)`` fed every read of ``paths``,
     counted on the cluster (load-into-counting, distributed).
 
-    Each file is a task, and plain (uncompressed) FASTA/FASTQ files are
-    further cut into ``parts_per_file`` record-aligned byte ranges (default:
-    enough for 2 tasks per worker thread); compressed files are one task
-    each. Each task counts into its own graph on a worker; the graphs are
+    Each file is a task, and plain or BGZF-compressed FASTA/FASTQ files are
+    further cut into ``parts_per_file`` record-aligned ranges (default:
+    enough for 2 tasks per worker thread; ``fasthts.seqfile_split``); other
+    gzip files are one task each. Each task counts into its own graph on a worker; the graphs are
     merged pairwise on the workers (``Countgraph.merge``), and the result
     is returned.
 
