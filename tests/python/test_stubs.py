@@ -41,8 +41,10 @@ def test_stub_names_match_module():
             stub_names.add(node.name)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             stub_names.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            stub_names.update(t.id for t in node.targets if isinstance(t, ast.Name))
     runtime = {n for n in dir(_fasthts) if not n.startswith("__") or n == "__version__"}
-    assert stub_names - {"_Path", "_RegionLike"} == runtime
+    assert stub_names - {"_Path", "_RegionLike", "__all__"} == runtime
 
 
 def test_stub_signatures_match_module():
@@ -58,10 +60,10 @@ def test_stub_signatures_match_module():
                 if isinstance(item, ast.FunctionDef) and not any(
                     isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list
                 ):
-                    if item.name.startswith("__") and item.name != "__init__":
+                    if item.name.startswith("__") and item.name != "__new__":
                         assert hasattr(cls, item.name), (node.name, item.name)
                         continue
-                    target = cls if item.name == "__init__" else getattr(cls, item.name)
+                    target = cls if item.name == "__new__" else getattr(cls, item.name)
                     rt = runtime_params(target)
                     if rt is not None:
                         assert rt == params(item), (node.name, item.name)
@@ -71,3 +73,16 @@ def test_stub_signatures_match_module():
                 elif isinstance(item, ast.AnnAssign):
                     assert hasattr(cls, item.target.id) or node.name in ("Region",), (node.name, item.target.id)
     assert checked > 20
+
+
+def test_mypy_stubtest_finds_no_difference():
+    """mypy's stubtest: the stubs against the built module, signatures and
+    types of defaults included."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    pytest.importorskip("mypy")
+    r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "fasthts._fasthts"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
