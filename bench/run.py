@@ -12,7 +12,10 @@ Reported per job: median wall seconds, median CPU seconds (user + sys),
 median peak RSS, and the ratio of the peer's median wall time to fasthts'.
 Also the physical limit: single-thread inflate of every block of the file
 (examples/inflate_bound), and the 2-core bound derived from it.
-Peers missing from PATH (sambamba) are skipped with a note.
+Peers missing from PATH (sambamba, biobambam2's bamsort) are skipped with a
+note. The sort jobs use a shuffled BAM of about 300 MB (bench/data/
+300m.shuffled.bam, generated with --unsorted --target-bytes 1200M --seed 12):
+default settings, -m 64M, -l 1, and SAM on standard input.
 """
 import argparse, datetime, json, os, platform, shutil, socket, statistics, subprocess, sys, tempfile
 
@@ -73,6 +76,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
     ap.add_argument("--jobs", default="flagstat,index,sort,inflate")
     ap.add_argument("--sort-runs", type=int, default=3)
+    ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     a = ap.parse_args()
     fasthts, inflate_bound = build()
     bam = ensure_bam(a.bam)
@@ -127,22 +131,61 @@ def main():
         report("index", "samtools", runs["samtools"], base)
 
     if "sort" in jobs:
-        # Coordinate sort of a name-sorted copy of the BAM (made once).
-        byname = bam[:-4] + ".byname.bam"
-        if not os.path.exists(byname):
-            sh(["samtools", "sort", "-n", "-@", t, "--no-PG", "-o", byname, bam])
-        ours, theirs = os.path.join(tmp, "f.bam"), os.path.join(tmp, "s.bam")
+        # The issue's bar: a shuffled BAM of about 300 MB (records of the same
+        # kind as the 1 GB BAM, in shuffled order), made once.
+        shuffled = a.sort_bam or os.path.join(ROOT, "bench", "data", "300m.shuffled.bam")
+        if not os.path.exists(shuffled):
+            sh(["bash", os.path.join(ROOT, "scripts", "gen-bam.sh"), shuffled, "--unsorted", "--target-bytes", "1200M", "--seed", "12"])
+        sam = os.path.join(tmp, "shuffled.sam")
+        with open(sam, "wb") as f:
+            sh(["samtools", "view", "-h", "--no-PG", shuffled], stdout=f)
+        out = {k: os.path.join(tmp, k + ".bam") for k in ("f", "s", "b", "m")}
+        variants = [
+            ("default", [], []),
+            ("-m 64M", ["-m", "64M"], ["-m", "64M"]),
+            ("-l 1", ["-l", "1"], ["-l", "1"]),
+        ]
+        for name, ours_args, theirs_args in variants:
+            tools = {
+                "fasthts": [fasthts, "sort", "-@", t, "--no-PG", *ours_args, "-T", os.path.join(tmp, "f"), "-o", out["f"], shuffled],
+                "samtools": ["samtools", "sort", "-@", t, "--no-PG", *theirs_args, "-T", os.path.join(tmp, "s"), "-o", out["s"], shuffled],
+            }
+            if name == "default":
+                if shutil.which("sambamba"):
+                    tools["sambamba"] = ["sambamba", "sort", "-t", t, "--tmpdir", tmp, "-o", out["m"], shuffled]
+                else:
+                    print("sambamba not found: skipped")
+                if shutil.which("bamsort"):
+                    tools["bamsort"] = ["sh", "-c", f"bamsort SO=coordinate inputthreads={t} outputthreads={t} "
+                                        f"tmpfile={tmp}/bb < {shuffled} > {out['b']}"]
+                else:
+                    print("biobambam2 bamsort not found: skipped")
+            runs = {k: [] for k in tools}
+            for _ in range(a.sort_runs):
+                for k, cmd in tools.items():
+                    runs[k].append(timed(cmd))
+            assert view_digest(out["f"]) == view_digest(out["s"]), f"fasthts sort {name} output differs from samtools sort"
+            job = f"sort {name}"
+            base = report(job, "fasthts", runs["fasthts"])
+            for k in tools:
+                if k != "fasthts":
+                    report(job, k, runs[k], base)
+            size = os.path.getsize(out["f"]) / os.path.getsize(out["s"])
+            line = f"{job:10s} output size fasthts/samtools = {size:.4f}"
+            print(line)
+            lines.append(line)
+        # SAM on standard input, as an aligner streams it.
         tools = {
-            "fasthts": [fasthts, "sort", "-@", t, "--no-PG", "-T", os.path.join(tmp, "f"), "-o", ours, byname],
-            "samtools": ["samtools", "sort", "-@", t, "--no-PG", "-T", os.path.join(tmp, "s"), "-o", theirs, byname],
+            "fasthts": ["sh", "-c", f"{fasthts} sort -@ {t} --no-PG -T {tmp}/f -o {out['f']} < {sam}"],
+            "samtools": ["sh", "-c", f"samtools sort -@ {t} --no-PG -T {tmp}/s -o {out['s']} < {sam}"],
         }
         runs = {k: [] for k in tools}
         for _ in range(a.sort_runs):
             for k, cmd in tools.items():
                 runs[k].append(timed(cmd))
-        assert view_digest(ours) == view_digest(theirs), "fasthts sort output differs from samtools sort"
-        base = report("sort", "fasthts", runs["fasthts"])
-        report("sort", "samtools", runs["samtools"], base)
+        assert view_digest(out["f"]) == view_digest(out["s"]), "fasthts sort (SAM stdin) output differs from samtools sort"
+        base = report("sort SAM stdin", "fasthts", runs["fasthts"])
+        report("sort SAM stdin", "samtools", runs["samtools"], base)
 
     if "inflate" in jobs:
         out = output([inflate_bound, bam, str(a.runs)]).decode()

@@ -41,7 +41,7 @@ fn coordinate_and_name_sorts_match_samtools() {
             c.arg("sort").args(order).args(["--no-PG", "-o"]).arg(&theirs).arg(input);
             assert!(run(c).status.success());
             let expected = view(&theirs);
-            for (threads, memory) in [("1", "768M"), ("4", "768M"), ("2", "1M"), ("1", "1K")] {
+            for (threads, memory) in [("1", "768M"), ("4", "768M"), ("2", "1M"), ("1", "1M")] {
                 let ours = dir.path("ours.bam");
                 let mut c = fasthts();
                 c.arg("sort")
@@ -91,7 +91,7 @@ fn sort_fails_cleanly_on_bad_input() {
     std::fs::write(&bad, &good[..good.len() / 2]).unwrap();
     let out = dir.path("out.bam");
     let mut c = fasthts();
-    c.args(["sort", "-m", "1K", "-T"]).arg(dir.path("tmp")).arg("-o").arg(&out).arg(&bad);
+    c.args(["sort", "-m", "1M", "-T"]).arg(dir.path("tmp")).arg("-o").arg(&out).arg(&bad);
     let r = run(c);
     assert_eq!(r.status.code(), Some(1));
     assert_eq!(text(&r.stderr).lines().filter(|l| !l.contains("warning")).count(), 1, "{}", text(&r.stderr));
@@ -194,25 +194,24 @@ fn passes_samtools_own_sort_tests() {
     }
     let bam = dir.join("dat/test_input_1_a.bam");
     let sam = dir.join("dat/test_input_1_d.sam");
-    let cases: [(&[&str], &Path, &str); 6] = [
+    let template = dir.join("sort/template-coordinate.sort.sam");
+    let cases: [(&[&str], &Path, &str); 7] = [
         (&[], &bam, "pos.sort.expected.sam"),
         (&["-n"], &bam, "name.sort.expected.sam"),
         (&["-t", "RG"], &bam, "tag.rg.sort.expected.sam"),
         (&["-n", "-t", "RG"], &bam, "tag.rg.n.sort.expected.sam"),
         (&["-t", "AS"], &sam, "tag.as.sort.expected.sam"),
         (&["-t", "FI"], &sam, "tag.fi.sort.expected.sam"),
+        (&["--template-coordinate"], &template, "template-coordinate.sort.expected.sam"),
     ];
-    let tmp = TempDir::new("sorttests");
     for (args, input, expected) in cases {
         for threads in ["1", "2"] {
-            let out = tmp.path("out.bam");
+            // As samtools' test.pl runs them: SAM on standard output.
             let mut c = fasthts();
-            c.arg("sort").args(args).args(["-@", threads, "-m", "10M", "-o"]).arg(&out).arg(input);
+            c.arg("sort").args(args).args(["-@", threads, "-m", "10M"]).arg(input).args(["-O", "SAM", "-o", "-"]);
             let r = run(c);
             assert!(r.status.success(), "{expected}: {}", text(&r.stderr));
-            let mut v = Command::new("samtools");
-            v.args(["view", "-h"]).arg(&out);
-            let got = without_pg(&run(v).stdout);
+            let got = without_pg(&r.stdout);
             let want = without_pg(&std::fs::read(dir.join("sort").join(expected)).unwrap());
             assert!(got == want, "{expected} -@ {threads}:\n{}\n---\n{}", text(&got), text(&want));
         }
@@ -277,4 +276,175 @@ fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
     let r = run(c);
     assert!(r.status.success(), "{}", text(&r.stderr));
     assert!(view(&ours) == view(&theirs));
+}
+
+/// Generated pairs with `MC` tags (from `samtools fixmate -m`) and `MI`
+/// tags (some with `/A`, `/B` strand suffixes), many unplaced reads, in
+/// name-hash order: input for template-coordinate and minimiser orders.
+fn template_input(dir: &TempDir) -> Option<std::path::PathBuf> {
+    let mut gen = testgen()?;
+    gen.args(["--seed", "17", "--reads", "3000", "--unsorted", "--unmapped-fraction", "0.3"]);
+    let generated = run(gen);
+    assert!(generated.status.success(), "{}", text(&generated.stderr));
+    let raw = dir.path("generated.sam");
+    std::fs::write(&raw, &generated.stdout).unwrap();
+    // fixmate gives MC tags to primary records only, as template order needs.
+    let by_name = dir.path("by-name.bam");
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("samtools view -u -F 0x900 \"$1\" | samtools sort -n -u - | samtools fixmate -m -O sam - \"$2\"")
+        .arg("sh")
+        .arg(&raw)
+        .arg(&by_name);
+    let out = run(c);
+    assert!(out.status.success(), "fixmate: {}", text(&out.stderr));
+    let mut with_mi = Vec::new();
+    for (i, line) in std::fs::read(&by_name).unwrap().split(|&c| c == b'\n').filter(|l| !l.is_empty()).enumerate() {
+        with_mi.extend_from_slice(line);
+        if !line.starts_with(b"@") {
+            let molecule = line.iter().map(|&c| usize::from(c)).sum::<usize>() % 7;
+            match i % 3 {
+                0 => with_mi.extend_from_slice(format!("\tMI:Z:{molecule}/{}", if i % 2 == 0 { 'A' } else { 'B' }).as_bytes()),
+                1 => with_mi.extend_from_slice(format!("\tMI:Z:{molecule}").as_bytes()),
+                _ => {}
+            }
+        }
+        with_mi.push(b'\n');
+    }
+    let input = dir.path("template-input.sam");
+    std::fs::write(&input, with_mi).unwrap();
+    Some(input)
+}
+
+#[test]
+fn template_coordinate_and_minimiser_orders_match_samtools() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sort-template");
+    let Some(input) = template_input(&dir) else { return };
+    let orders: [&[&str]; 6] =
+        [&["--template-coordinate"], &["-M"], &["-M", "-K", "7"], &["-n", "-M"], &["-M", "-n"], &["--template-coordinate", "-t", "MI"]];
+    for order in orders {
+        let theirs = dir.path("theirs.bam");
+        let mut c = Command::new("samtools");
+        c.arg("sort").args(order).args(["--no-PG", "-o"]).arg(&theirs).arg(&input);
+        let out = run(c);
+        assert!(out.status.success(), "samtools sort {order:?}: {}", text(&out.stderr));
+        let expected = view(&theirs);
+        for (threads, memory) in [("1", "768M"), ("2", "1M"), ("1", "1M")] {
+            let ours = dir.path("ours.bam");
+            let mut c = fasthts();
+            c.arg("sort")
+                .args(order)
+                .args(["--no-PG", "-@", threads, "-m", memory, "-T"])
+                .arg(dir.path("tmp"))
+                .arg("-o")
+                .arg(&ours)
+                .arg(&input);
+            let out = run(c);
+            assert!(out.status.success(), "{order:?}: {}", text(&out.stderr));
+            assert!(view(&ours) == expected, "{order:?} -@ {threads} -m {memory}: differs from samtools sort");
+        }
+    }
+}
+
+#[test]
+fn template_coordinate_refuses_pairs_without_mc_like_samtools() {
+    let dir = TempDir::new("sort-nomc");
+    let sam = dir.path("in.sam");
+    std::fs::write(&sam, "@SQ\tSN:c\tLN:100\nr1\t99\tc\t1\t60\t4M\t=\t10\t13\tACGT\tIIII\n").unwrap();
+    let out_bam = dir.path("out.bam");
+    let mut c = fasthts();
+    c.args(["sort", "--template-coordinate", "-o"]).arg(&out_bam).arg(&sam);
+    let out = run(c);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("no MC tag. Please run samtools fixmate on file first."), "{}", text(&out.stderr));
+    assert!(!out_bam.exists(), "no output is left behind");
+}
+
+#[test]
+fn samtools_sort_flags_are_accepted_or_refused_clearly() {
+    let dir = TempDir::new("sort-flags");
+    let input = repo_root().join("tests/data/small.bam");
+    let out = dir.path("out.bam");
+    // Accepted: format options, CRAM-only input options, --reference, --verbosity.
+    for extra in [
+        &["-O", "BAM,level=1"][..],
+        &["--output-fmt", "bam", "--output-fmt-option", "level=9"],
+        &["--input-fmt-option", "decode_md=0", "--reference", "/nonexistent.fa", "--verbosity", "3"],
+        &["-M", "-K", "0"],
+        &["-M", "-K", "99x"],
+    ] {
+        let mut c = fasthts();
+        c.arg("sort").args(extra).arg("-o").arg(&out).arg(&input);
+        let r = run(c);
+        assert!(r.status.success(), "{extra:?}: {}", text(&r.stderr));
+    }
+    // Refused with one line and nothing written.
+    std::fs::remove_file(&out).unwrap();
+    for (extra, message) in [
+        (&["-m", "1000K"][..], "-m setting (1000K bytes) is less than the minimum required (1M)"),
+        (&["-O", "cram"], "CRAM output is not supported"),
+        (&["-O", "bam,level=12"], "level is 0 to 9"),
+        (&["--input-fmt-option", "filter=mapq>10"], "input option \"filter=mapq>10\" is not supported"),
+    ] {
+        let mut c = fasthts();
+        c.arg("sort").args(extra).arg("-o").arg(&out).arg(&input);
+        let r = run(c);
+        assert!(!r.status.success(), "{extra:?} should fail");
+        let err = text(&r.stderr);
+        assert!(err.contains(message) && err.lines().count() == 1, "{extra:?}: {err}");
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn sam_output_is_byte_identical_to_samtools() {
+    if !have_samtools() {
+        return;
+    }
+    let dir = TempDir::new("sort-sam-out");
+    let Some(input) = template_input(&dir) else { return };
+    for order in [&[][..], &["-n"], &["-M"], &["--template-coordinate"], &["-t", "RG"]] {
+        let mut c = Command::new("samtools");
+        c.arg("sort").args(order).args(["--no-PG", "-O", "sam"]).arg(&input);
+        let expected = run(c);
+        assert!(expected.status.success(), "{}", text(&expected.stderr));
+        for memory in ["768M", "1M"] {
+            // -O sam, the .sam and .sam.gz extensions, standard output.
+            let mut c = fasthts();
+            c.arg("sort").args(order).args(["--no-PG", "-@", "2", "-m", memory, "-T"]).arg(dir.path("t")).args(["-O", "sam"]).arg(&input);
+            let out = run(c);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            assert!(out.stdout == expected.stdout, "{order:?} -m {memory}: -O sam differs from samtools");
+            for name in ["out.sam", "out.sam.gz"] {
+                let path = dir.path(name);
+                let mut c = fasthts();
+                c.arg("sort").args(order).args(["--no-PG", "-m", memory, "-o"]).arg(&path).arg(&input);
+                assert!(run(c).status.success());
+                let bytes = std::fs::read(&path).unwrap();
+                let plain = if name.ends_with(".gz") { fasthts::bgzf::decompress_all(&bytes).unwrap() } else { bytes };
+                assert!(plain == expected.stdout, "{order:?} -m {memory} -o {name}: differs from samtools");
+            }
+        }
+    }
+}
+
+#[test]
+fn dash_and_dev_stdout_write_to_standard_output() {
+    let input = repo_root().join("tests/data/small.bam");
+    let mut reference = fasthts();
+    reference.args(["sort", "--no-PG", "-O", "sam"]).arg(&input);
+    let expected = run(reference);
+    assert!(expected.status.success() && !expected.stdout.is_empty());
+    let dir = TempDir::new("sort-dash");
+    for target in ["-", "/dev/stdout"] {
+        let mut c = fasthts();
+        c.current_dir(&dir.0).args(["sort", "--no-PG", "-O", "sam", "-o", target]).arg(&input);
+        let out = run(c);
+        assert!(out.status.success(), "-o {target}: {}", text(&out.stderr));
+        assert!(out.stdout == expected.stdout, "-o {target}: not the same output on stdout");
+    }
+    assert!(!dir.path("-").exists(), "no file named '-' is written");
 }

@@ -11,6 +11,19 @@ pub fn fasthts() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fasthts"))
 }
 
+/// The seeded SAM generator (crates/fasthts-testgen), built beside the
+/// binary under test by `cargo test --workspace`; `None` (with a note)
+/// when it has not been built.
+pub fn testgen() -> Option<Command> {
+    let exe = Path::new(env!("CARGO_BIN_EXE_fasthts")).with_file_name("fasthts-testgen");
+    if exe.exists() {
+        Some(Command::new(exe))
+    } else {
+        eprintln!("{} not built: skipping generated-data checks (run cargo test --workspace)", exe.display());
+        None
+    }
+}
+
 /// Whether samtools is installed; differential tests print a note and
 /// pass vacuously without it (CI installs it, see `.ci/run`).
 pub fn have_samtools() -> bool {

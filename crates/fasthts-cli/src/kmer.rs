@@ -22,7 +22,7 @@ use fasthts_kmer::scripts::{self, Diagnostics, TrimOptions, TrimStats};
 use fasthts_kmer::seqio::OwnedRecord;
 use fasthts_kmer::Countgraph;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -275,7 +275,7 @@ struct Progress {
 
 impl Progress {
     fn new(quiet: bool) -> Self {
-        let on = !quiet && io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+        let on = !quiet && crate::progress::on_terminal();
         Progress { on, start: Instant::now(), last: std::sync::Mutex::new(Instant::now()) }
     }
     fn update(&self, reads: u64, bases: u64) {

@@ -8,11 +8,12 @@ use std::process::ExitCode;
 mod flagstat;
 mod idxstats;
 mod index;
+mod kmer;
+mod progress;
 mod quickcheck;
 mod signals;
-mod sort;
-mod kmer;
 mod snp_pileup;
+mod sort;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
 /// `fasthts <subcommand>: <error>`, and the process exits with status 1.
@@ -98,11 +99,7 @@ pub fn find_index(bam: &fasthts::bam::BamFile) -> Result<Option<fasthts::index::
     let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     if let (Some(i), Some(b)) = (modified(&found), modified(path)) {
         if i < b {
-            eprintln!(
-                "fasthts: warning: the index file {} is older than the data file {}; not using it",
-                found.display(),
-                path.display()
-            );
+            eprintln!("fasthts: warning: the index file {} is older than the data file {}; not using it", found.display(), path.display());
             return Ok(None);
         }
     }

@@ -1,18 +1,20 @@
-//! `fasthts sort`: samtools sort (coordinate order from BAM input so far).
+//! `fasthts sort`: samtools sort.
 
 use crate::CmdResult;
 use clap::Args;
 use fasthts::index::{IndexFormat, DEFAULT_MIN_SHIFT};
 use fasthts::input::Input;
 use fasthts::output::TempOutput;
-use fasthts::sort::{self, SortOptions, SortOrder};
+use fasthts::sort::{self, OutputFormat, SortOptions, SortOrder, SortProgress};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
 
-/// Sorts a BAM file by coordinate (or name with -n), as samtools sort.
+/// Sorts a BAM or SAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
 #[derive(Args)]
-#[command(after_help = "Input: BAM or plain SAM, from a file or standard input. Implemented so far: coordinate, \
-queryname (-n) and tag (-t) orders (template-coordinate and minimiser orders are not yet).")]
+#[command(after_help = "Input: BAM or plain SAM, from a file or standard input.")]
 pub struct SortArgs {
     /// Compression level, from 0 (uncompressed) to 9 (best) [6].
     #[arg(short = 'l', value_name = "INT", value_parser = clap::value_parser!(u32).range(0..=9))]
@@ -26,9 +28,28 @@ pub struct SortArgs {
     /// Write final output to FILE rather than standard output.
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Output format (only bam so far).
-    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT", default_value = "bam")]
-    pub format: String,
+    /// Output format, BAM or SAM, with options: FORMAT[,OPT[=VAL]]...
+    /// (level=INT sets the compression level).
+    /// (Without -O: from the -o file's extension, .sam or .sam.gz, else BAM.)
+    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT[,OPT[=VAL]]...")]
+    pub format: Option<String>,
+    /// A single output format option, OPT or OPT=VAL (as in -O).
+    #[arg(long = "output-fmt-option", value_name = "OPT[=VAL]")]
+    pub output_options: Vec<String>,
+    /// Input format; accepted for samtools compatibility (BAM and SAM are
+    /// recognised from their bytes).
+    #[arg(long = "input-fmt", value_name = "FORMAT[,OPT[=VAL]]...")]
+    pub input_format: Option<String>,
+    /// A single input format option; the CRAM-only ones are accepted and
+    /// have no effect on BAM or SAM.
+    #[arg(long = "input-fmt-option", value_name = "OPT[=VAL]")]
+    pub input_options: Vec<String>,
+    /// Reference sequence FASTA file (used by CRAM only; accepted, no effect).
+    #[arg(long = "reference", value_name = "FILE")]
+    pub reference: Option<PathBuf>,
+    /// Set level of verbosity (accepted for samtools compatibility).
+    #[arg(long = "verbosity", value_name = "INT")]
+    pub verbosity: Option<i32>,
     /// Write temporary files to PREFIX.* [beside the output, or ./].
     #[arg(short = 'T', value_name = "PREFIX")]
     pub temp_prefix: Option<PathBuf>,
@@ -36,8 +57,18 @@ pub struct SortArgs {
     #[arg(short = '@', long = "threads", value_name = "INT")]
     pub threads: Option<usize>,
     /// Sort by read name (samtools' natural order), not by coordinate.
-    #[arg(short = 'n')]
+    #[arg(short = 'n', overrides_with_all = ["template_coordinate", "minimiser"])]
     pub by_name: bool,
+    /// Sort by template-coordinate: the unclipped 5' ends of both reads of
+    /// a pair, then library, MI tag and name (pairs need MC tags).
+    #[arg(long = "template-coordinate", overrides_with_all = ["by_name", "minimiser"])]
+    pub template_coordinate: bool,
+    /// Use minimiser for clustering unaligned/unplaced reads.
+    #[arg(short = 'M', overrides_with_all = ["by_name", "template_coordinate"])]
+    pub minimiser: bool,
+    /// Kmer size to use for minimiser (clamped to 1..=31) [20].
+    #[arg(short = 'K', value_name = "INT", default_value = "20", value_parser = parse_kmer)]
+    pub kmer: u8,
     /// Sort by the value of TAG, then by position (or name with -n).
     #[arg(short = 't', value_name = "TAG", value_parser = parse_tag)]
     pub tag: Option<[u8; 2]>,
@@ -51,6 +82,15 @@ pub struct SortArgs {
     /// Input BAM or SAM file, or - (the default) for standard input.
     #[arg(value_name = "IN.bam", default_value = "-")]
     pub input: PathBuf,
+}
+
+/// samtools reads -K with atoi and clamps it to 1..=31.
+fn parse_kmer(s: &str) -> Result<u8, String> {
+    let s = s.trim_start();
+    let sign = if s.starts_with('-') { -1 } else { 1 };
+    let digits: String = s.trim_start_matches(['+', '-']).chars().take_while(char::is_ascii_digit).collect();
+    let n = digits.parse::<i64>().unwrap_or(if digits.is_empty() { 0 } else { i64::MAX }) * sign;
+    Ok(n.clamp(1, 31) as u8)
 }
 
 fn parse_tag(s: &str) -> Result<[u8; 2], String> {
@@ -73,15 +113,124 @@ fn parse_memory(s: &str) -> Result<usize, String> {
     n.checked_mul(mult).ok_or_else(|| format!("memory size {s:?} is too large"))
 }
 
+/// Smallest -m samtools accepts: fewer bytes would mean a run file for
+/// every few records.
+const MIN_MEMORY_PER_THREAD: usize = 1 << 20;
+
+/// Parses `-O FORMAT[,OPT[=VAL]]...` and `--output-fmt-option`s: the
+/// format, and the compression level if an option sets one.
+fn parse_output_format(spec: &str, extra: &[String]) -> Result<(OutputFormat, Option<u32>), String> {
+    let mut parts = spec.split(',');
+    let name = parts.next().unwrap_or("");
+    let format = match name.to_ascii_lowercase().as_str() {
+        "bam" => OutputFormat::Bam,
+        "sam" => OutputFormat::Sam,
+        "sam.gz" => OutputFormat::SamGz,
+        "cram" => return Err("CRAM output is not supported; use BAM or SAM".into()),
+        _ => return Err(format!("unknown output format {name:?}; use BAM or SAM")),
+    };
+    let mut level = None;
+    for opt in parts.chain(extra.iter().map(String::as_str)).filter(|o| !o.is_empty()) {
+        let (key, value) = opt.split_once('=').unwrap_or((opt, ""));
+        match key.to_ascii_lowercase().as_str() {
+            "level" => match value.parse::<u32>() {
+                Ok(l) if l <= 9 => level = Some(l),
+                _ => return Err(format!("invalid output option {opt:?}: level is 0 to 9")),
+            },
+            // Thread counts come from -@; the rest are CRAM's.
+            "nthreads"
+            | "reference"
+            | "version"
+            | "embed_ref"
+            | "no_ref"
+            | "seqs_per_slice"
+            | "bases_per_slice"
+            | "slices_per_container"
+            | "use_bzip2"
+            | "use_lzma"
+            | "use_tok"
+            | "use_fqz"
+            | "use_arith"
+            | "lossy_names"
+            | "store_md"
+            | "store_nm" => {}
+            _ => return Err(format!("output option {opt:?} is not supported")),
+        }
+    }
+    Ok((format, level))
+}
+
+/// Checks `--input-fmt`/`--input-fmt-option`: options that only change how
+/// CRAM is decoded are accepted; others (such as `filter`) are refused
+/// rather than silently ignored.
+fn check_input_options(format: Option<&str>, options: &[String]) -> Result<(), String> {
+    let mut parts = format.map(|f| f.split(',')).into_iter().flatten();
+    if let Some(name) = parts.next() {
+        if !matches!(name.to_ascii_lowercase().as_str(), "bam" | "sam" | "") {
+            return Err(format!("input format {name:?} is not supported; BAM and SAM are"));
+        }
+    }
+    for opt in parts.chain(options.iter().map(String::as_str)).filter(|o| !o.is_empty()) {
+        let key = opt.split_once('=').map_or(opt, |(k, _)| k).to_ascii_lowercase();
+        if !matches!(key.as_str(), "nthreads" | "reference" | "decode_md" | "required_fields" | "ignore_md5" | "fastq_name2") {
+            return Err(format!("input option {opt:?} is not supported"));
+        }
+    }
+    Ok(())
+}
+
+/// The format htslib's `sam_open_mode` picks from an output file name
+/// (its extension, `.gz` taking the one before it), if it knows it.
+fn format_of_extension(path: &str) -> Option<&'static str> {
+    let path = path.split("##idx##").next().unwrap_or(path);
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let (stem, gz) = match name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bgz")).or_else(|| name.strip_suffix(".bgzf")) {
+        Some(stem) => (stem.to_string(), true),
+        None => (name, false),
+    };
+    let ext = stem.rsplit_once('.').map(|(_, e)| e)?;
+    match (ext, gz) {
+        ("bam", false) => Some("bam"),
+        ("sam", false) => Some("sam"),
+        ("sam", true) => Some("sam.gz"),
+        ("cram", false) => Some("cram"),
+        _ => None,
+    }
+}
+
+/// samtools' complaint about a too small -m, sizes shown as it shows them.
+fn memory_too_small(bytes: usize) -> String {
+    let (mut n, mut suffix) = (bytes, "");
+    for next in ["K", "M"] {
+        if n > 9 << 10 {
+            n >>= 10;
+            suffix = next;
+        }
+    }
+    format!("-m setting ({n}{suffix} bytes) is less than the minimum required (1M)")
+}
+
 pub fn run(args: SortArgs) -> CmdResult {
-    if !args.format.eq_ignore_ascii_case("bam") {
-        return Err(format!("output format {:?} is not supported yet (only bam)", args.format).into());
+    // As samtools: -O, else the output file's extension, else BAM.
+    let spec = match (&args.format, &args.output) {
+        (Some(f), _) => f.clone(),
+        (None, Some(o)) => format_of_extension(&o.to_string_lossy()).unwrap_or("bam").to_string(),
+        (None, None) => "bam".to_string(),
+    };
+    let (format, format_level) = parse_output_format(&spec, &args.output_options)?;
+    check_input_options(args.input_format.as_deref(), &args.input_options)?;
+    if args.write_index && format != OutputFormat::Bam {
+        return Err("--write-index is only supported with BAM output".into());
+    }
+    if args.memory < MIN_MEMORY_PER_THREAD {
+        return Err(memory_too_small(args.memory).into());
     }
     let threads = args.threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let level = if args.uncompressed { 0 } else { args.level.unwrap_or(fasthts::bgzf::DEFAULT_LEVEL) };
+    let level = if args.uncompressed { 0 } else { args.level.or(format_level).unwrap_or(fasthts::bgzf::DEFAULT_LEVEL) };
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     // samtools' `-o out.bam##idx##out.bam.bai` names the index.
-    let (output, index_path) = match args.output.as_ref().map(|o| o.to_string_lossy().into_owned()) {
+    // `-o -` is standard output, as in samtools.
+    let (output, index_path) = match args.output.as_ref().map(|o| o.to_string_lossy().into_owned()).filter(|o| o != "-") {
         Some(o) => match o.split_once("##idx##") {
             Some((bam, idx)) => (Some(PathBuf::from(bam)), Some(PathBuf::from(idx))),
             None => (Some(PathBuf::from(&o)), Some(PathBuf::from(format!("{o}.csi")))),
@@ -89,9 +238,18 @@ pub fn run(args: SortArgs) -> CmdResult {
         None => (None, None),
     };
     let temp_prefix = args.temp_prefix.clone().unwrap_or_else(|| output.clone().unwrap_or_else(|| PathBuf::from("fasthts-sort")));
+    // As in samtools, the last of -n, -M and --template-coordinate wins,
+    // and -t turns it into tag order (by name with -n, else by position).
+    let order = match args.tag {
+        Some(tag) => SortOrder::Tag { tag, then_by_name: args.by_name },
+        None if args.by_name => SortOrder::QueryName,
+        None if args.template_coordinate => SortOrder::TemplateCoordinate,
+        None if args.minimiser => SortOrder::Minimiser { kmer: args.kmer },
+        None => SortOrder::Coordinate,
+    };
     let mut index = None;
     if args.write_index {
-        if args.by_name || args.tag.is_some() {
+        if !order.is_positional() {
             eprintln!("fasthts sort: warning: ignoring --write-index as it only works for position sorted files");
         } else if let Some(p) = &index_path {
             let bai = p.extension().is_some_and(|e| e == "bai");
@@ -100,18 +258,18 @@ pub fn run(args: SortArgs) -> CmdResult {
             return Err("--write-index needs an output file (-o)".into());
         }
     }
+    let progress = crate::progress::on_terminal().then(|| Arc::new(SortProgress::default()));
+    let _ticker = progress.clone().map(|p| crate::progress::Ticker::start(move |elapsed| progress_line(&p, elapsed)));
     let opts = SortOptions {
         max_fan_in: None,
         index,
-        order: match args.tag {
-            Some(tag) => SortOrder::Tag { tag, then_by_name: args.by_name },
-            None if args.by_name => SortOrder::QueryName,
-            None => SortOrder::Coordinate,
-        },
+        order,
         memory: args.memory.saturating_mul(threads),
         level,
         temp_prefix,
         program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), command_line)),
+        progress: progress.clone(),
+        format,
     };
     crate::with_threads(Some(threads), || -> CmdResult {
         let mut input = fasthts::input::open(&args.input, &opts.temp_prefix)?;
@@ -123,7 +281,7 @@ pub fn run(args: SortArgs) -> CmdResult {
                 let (temp, file) = TempOutput::create(path)?;
                 let (stats, out) = sort::sort_input(&mut input, &opts, BufWriter::with_capacity(1 << 20, file))?;
                 let file = out.into_inner().map_err(|e| e.into_error())?;
-                file.sync_all()?;
+                fasthts::output::sync_if_file(&file)?;
                 temp.commit()?;
                 if let (Some(index), Some(p)) = (stats.index, &index_path) {
                     fasthts::indexer::write_index(&index, p)?;
@@ -142,4 +300,18 @@ pub fn run(args: SortArgs) -> CmdResult {
         }
         Ok(())
     })
+}
+
+/// The status line: records read and runs written, then merge progress.
+fn progress_line(p: &SortProgress, elapsed: Duration) -> String {
+    let read = p.records_read.load(Relaxed);
+    let runs = p.runs_written.load(Relaxed);
+    let secs = elapsed.as_secs_f64();
+    if p.input_done.load(Relaxed) {
+        let written = p.records_written.load(Relaxed);
+        let percent = if read == 0 { 100.0 } else { 100.0 * written as f64 / read as f64 };
+        format!("sort: {read} records read, {runs} runs; writing {written} ({percent:.0}%) [{secs:.0}s]")
+    } else {
+        format!("sort: {read} records read, {runs} runs written [{secs:.0}s]")
+    }
 }

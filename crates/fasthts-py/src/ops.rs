@@ -328,6 +328,8 @@ fn sort_fn(
         level: level.unwrap_or(DEFAULT_LEVEL),
         temp_prefix: temp_prefix.unwrap_or_else(|| output.clone()),
         program: (!no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), format!("fasthts.sort({:?}, {:?})", input, output))),
+        progress: None,
+        format: sort::OutputFormat::Bam,
     };
     py.detach(|| {
         with_threads(Some(n), || -> Result<(), fasthts::Error> {

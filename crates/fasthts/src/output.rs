@@ -46,8 +46,15 @@ pub struct TempOutput {
 }
 
 impl TempOutput {
-    /// Creates `.<name>.tmp.<pid>` next to `target`.
+    /// Creates `.<name>.tmp.<pid>` next to `target`. A target that exists
+    /// and is not a regular file (`/dev/stdout`, a FIFO, a terminal) is
+    /// opened and written directly: it cannot be renamed over, and what is
+    /// written there is not a file that could be left half-written.
     pub fn create(target: &Path) -> Result<(TempOutput, File), Error> {
+        if fs::metadata(target).is_ok_and(|m| !m.is_file()) {
+            let file = fs::OpenOptions::new().write(true).open(target).map_err(|e| Error::from(e).with_path(target))?;
+            return Ok((TempOutput { temp: target.to_path_buf(), target: target.to_path_buf(), committed: true }, file));
+        }
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let temp = target.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
         register_temporary(&temp);
@@ -68,6 +75,9 @@ impl TempOutput {
 
     /// Renames the temporary file to the target.
     pub fn commit(mut self) -> Result<(), Error> {
+        if self.committed {
+            return Ok(());
+        }
         fs::rename(&self.temp, &self.target).map_err(|e| Error::from(e).with_path(&self.target))?;
         self.committed = true;
         unregister_temporary(&self.temp);
@@ -84,6 +94,16 @@ impl Drop for TempOutput {
     }
 }
 
+/// Flushes a written file to the disk before it is renamed into place
+/// (pipes and devices, written directly, have nothing to sync).
+pub fn sync_if_file(file: &File) -> io::Result<()> {
+    if file.metadata()?.is_file() {
+        file.sync_all()
+    } else {
+        Ok(())
+    }
+}
+
 /// Writes `path` by calling `write` on a buffered temporary file, syncing
 /// it, and renaming it into place; on any error nothing is left behind.
 pub fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), Error> {
@@ -91,7 +111,7 @@ pub fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<File>) ->
     let mut w = BufWriter::new(file);
     let done = write(&mut w)
         .and_then(|()| w.flush())
-        .and_then(|()| w.get_ref().sync_all());
+        .and_then(|()| sync_if_file(w.get_ref()));
     done.map_err(|e| Error::from(e).with_path(path))?;
     temp.commit()
 }

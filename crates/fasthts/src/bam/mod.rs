@@ -5,6 +5,7 @@ mod header;
 mod reader;
 pub mod record;
 pub mod sam;
+pub mod sam_write;
 mod scan;
 
 pub use file::BamFile;

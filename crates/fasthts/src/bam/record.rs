@@ -294,6 +294,12 @@ impl<'a> RecordRef<'a> {
         &self.data[self.qual_start()..self.aux_start()]
     }
 
+    /// The auxiliary fields' bytes as stored, up to the end of the record
+    /// (for writers that must reproduce them exactly, malformed or not).
+    pub fn aux_bytes(&self) -> &'a [u8] {
+        &self.data[self.aux_start()..]
+    }
+
     /// The auxiliary fields.
     pub fn aux(&self) -> Aux<'a> {
         Aux { raw: &self.data[self.aux_start()..] }

@@ -1611,7 +1611,6 @@ pub struct SamReader<R: Read> {
     eof: bool,
     line_no: u64,
     sam_header: SamHeader,
-    scratch: Vec<u8>,
     warnings: Vec<RecordWarning>,
     warning_count: u64,
 }
@@ -1632,7 +1631,6 @@ impl<R: Read> SamReader<R> {
             eof: false,
             line_no: 0,
             sam_header: SamHeader { header: Header::default(), names: RefNames::default(), warnings: Vec::new() },
-            scratch: Vec::new(),
             warnings: Vec::new(),
             warning_count: 0,
         };
@@ -1773,32 +1771,206 @@ impl<R: Read> SamReader<R> {
     }
 
     /// Calls `f` with each record in turn (a view of its encoded bytes,
-    /// checked like a BAM record).
+    /// checked like a BAM record). Text is read in chunks that are parsed
+    /// on all threads of the current rayon pool, the next chunk while `f`
+    /// takes the records of the previous one, in order; an error stops at
+    /// the first bad line, after `f` has seen every record before it.
     pub fn for_each_record<E, F>(&mut self, mut f: F) -> Result<(), E>
+    where
+        E: From<SamError> + Send,
+        F: FnMut(RecordRef<'_>) -> Result<(), E> + Send,
+    {
+        let n_ref = self.sam_header.header.references.len();
+        let mut parsed = match self.read_chunk().map_err(|e| E::from(SamError::Io(e)))? {
+            Some(text) => parse_chunk(&text, self.line_no, &self.sam_header.names, n_ref),
+            None => return Ok(()),
+        };
+        loop {
+            self.line_no += parsed.lines();
+            let next = self.read_chunk().map_err(|e| E::from(SamError::Io(e)))?;
+            let names = &self.sam_header.names;
+            let next_first_line = self.line_no;
+            let (delivered, next_parsed) =
+                rayon::join(|| parsed.deliver(&mut f), || next.map(|text| parse_chunk(&text, next_first_line, names, n_ref)));
+            // Pieces after a failed one were parsed ahead: their warnings
+            // are not the input's (it stops at the error).
+            let failed = parsed.pieces.iter().position(|p| p.error.is_some() || p.failed);
+            let read = failed.map_or(parsed.pieces.len(), |i| i + 1);
+            for piece in &mut parsed.pieces[..read] {
+                self.warning_count += piece.warning_count;
+                for w in piece.warnings.drain(..) {
+                    if self.warnings.len() < MAX_KEPT_WARNINGS {
+                        self.warnings.push(w);
+                    }
+                }
+            }
+            delivered?;
+            match next_parsed {
+                Some(p) => parsed = p,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// The next run of whole lines, at least [`PARSE_CHUNK_BYTES`] of them
+    /// unless the input ends first; `None` at end of input.
+    fn read_chunk(&mut self) -> io::Result<Option<Vec<u8>>> {
+        loop {
+            let have = self.end - self.start;
+            if self.eof || have >= PARSE_CHUNK_BYTES {
+                if let Some(last_nl) = memrchr(b'\n', &self.buf[self.start..self.end]) {
+                    let cut = self.start + last_nl + 1;
+                    let text = self.buf[self.start..cut].to_vec();
+                    self.start = cut;
+                    return Ok(Some(text));
+                }
+                if self.eof {
+                    if have == 0 {
+                        return Ok(None);
+                    }
+                    let text = self.buf[self.start..self.end].to_vec();
+                    self.start = self.end;
+                    return Ok(Some(text));
+                }
+            }
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            }
+            if self.end == self.buf.len() {
+                let n = (self.buf.len() * 2).max(2 * PARSE_CHUNK_BYTES);
+                self.buf.resize(n, 0);
+            }
+            self.read_more()?;
+        }
+    }
+}
+
+/// Text parsed per chunk of [`SamReader::for_each_record`].
+const PARSE_CHUNK_BYTES: usize = 4 << 20;
+/// Smallest piece of a chunk given to one thread.
+const PARSE_PIECE_BYTES: usize = 256 << 10;
+
+fn memrchr(needle: u8, h: &[u8]) -> Option<usize> {
+    h.iter().rposition(|&c| c == needle)
+}
+
+/// Records encoded from one piece of text, or the error that stopped it.
+struct ParsedPiece {
+    /// `block_size` + record, back to back, each already checked.
+    arena: Vec<u8>,
+    lines: u64,
+    warnings: Vec<RecordWarning>,
+    warning_count: u64,
+    error: Option<SamError>,
+    /// Its error has been handed on.
+    failed: bool,
+}
+
+/// A chunk's pieces, in order.
+struct ParsedChunk {
+    pieces: Vec<ParsedPiece>,
+}
+
+impl ParsedChunk {
+    fn lines(&self) -> u64 {
+        self.pieces.iter().map(|p| p.lines).sum()
+    }
+
+    /// Hands the records to `f` in order, up to the first error.
+    fn deliver<E, F>(&mut self, f: &mut F) -> Result<(), E>
     where
         E: From<SamError>,
         F: FnMut(RecordRef<'_>) -> Result<(), E>,
     {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let n_ref = self.sam_header.header.references.len();
-        let result = loop {
-            scratch.clear();
-            match self.encode_next(&mut scratch) {
-                Ok(false) => break Ok(()),
-                Ok(true) => {}
-                Err(e) => break Err(E::from(e)),
+        for piece in &mut self.pieces {
+            let mut at = 0;
+            while at < piece.arena.len() {
+                let n = u32::from_le_bytes(piece.arena[at..at + 4].try_into().expect("4 bytes")) as usize;
+                f(RecordRef::new_prevalidated(&piece.arena[at + 4..at + 4 + n]))?;
+                at += 4 + n;
             }
-            let rec = match RecordRef::new(&scratch[4..], n_ref) {
-                Ok(r) => r,
-                Err(defect) => break Err(E::from(SamError::InvalidRecord { line: self.line_no, defect })),
-            };
-            if let Err(e) = f(rec) {
-                break Err(e);
+            if let Some(e) = piece.error.take() {
+                piece.failed = true;
+                return Err(E::from(e));
             }
-        };
-        self.scratch = scratch;
-        result
+        }
+        Ok(())
     }
+}
+
+/// Encodes the lines of `text` (whole lines) on the current rayon pool,
+/// in pieces split at line ends; line numbers count from `first_line + 1`.
+fn parse_chunk(text: &[u8], first_line: u64, names: &RefNames, n_ref: usize) -> ParsedChunk {
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads().max(1);
+    let piece_bytes = (text.len() / (4 * threads)).max(PARSE_PIECE_BYTES);
+    let mut bounds = vec![0];
+    while let Some(&last) = bounds.last() {
+        if last >= text.len() {
+            break;
+        }
+        let target = (last + piece_bytes).min(text.len());
+        let cut = match text[target..].iter().position(|&c| c == b'\n') {
+            Some(k) if target < text.len() => target + k + 1,
+            _ => text.len(),
+        };
+        bounds.push(cut);
+    }
+    let mut pieces: Vec<ParsedPiece> = bounds.par_windows(2).map(|w| parse_piece(&text[w[0]..w[1]], names, n_ref)).collect();
+    // Line numbers were counted from each piece's start: make them global.
+    let mut base = first_line;
+    for piece in &mut pieces {
+        for w in &mut piece.warnings {
+            w.line += base;
+        }
+        match &mut piece.error {
+            Some(SamError::Record { line, .. }) | Some(SamError::InvalidRecord { line, .. }) => *line += base,
+            _ => {}
+        }
+        base += piece.lines;
+    }
+    ParsedChunk { pieces }
+}
+
+/// Encodes whole lines, stopping at the first bad one; line numbers from 1.
+fn parse_piece(text: &[u8], names: &RefNames, n_ref: usize) -> ParsedPiece {
+    let mut piece =
+        ParsedPiece { arena: Vec::with_capacity(text.len()), lines: 0, warnings: Vec::new(), warning_count: 0, error: None, failed: false };
+    let mut at = 0;
+    while at < text.len() {
+        let nl = find2(&text[at..], b'\n', b'\n').map_or(text.len(), |k| at + k);
+        let mut le = nl;
+        if le > at && text[le - 1] == b'\r' {
+            le -= 1;
+        }
+        let line = &text[at..le];
+        at = nl + 1;
+        piece.lines += 1;
+        let start = piece.arena.len();
+        match encode_record(line, names, &mut piece.arena) {
+            Ok(w) => {
+                if !w.is_empty() {
+                    piece.warning_count += 1;
+                    if piece.warnings.len() < MAX_KEPT_WARNINGS {
+                        piece.warnings.push(RecordWarning { line: piece.lines, name: qname_of(line), warnings: w });
+                    }
+                }
+                if let Err(defect) = RecordRef::new(&piece.arena[start + 4..], n_ref) {
+                    piece.arena.truncate(start);
+                    piece.error = Some(SamError::InvalidRecord { line: piece.lines, defect });
+                    break;
+                }
+            }
+            Err(source) => {
+                piece.arena.truncate(start);
+                piece.error = Some(SamError::Record { line: piece.lines, name: qname_of(line), source });
+                break;
+            }
+        }
+    }
+    piece
 }
 
 fn qname_of(line: &[u8]) -> String {
@@ -2094,6 +2266,40 @@ mod tests {
 
     /// Lines htslib rejects: samtools must fail and so must we, without
     /// panicking.
+    #[test]
+    fn parallel_parsing_keeps_order_line_numbers_and_stops_at_the_first_error() {
+        // Enough lines for several pieces per chunk; warnings and one bad
+        // line deep inside must carry their own line numbers.
+        let mut text = String::from("@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:100000\n");
+        for i in 0..40_000 {
+            if i == 30_000 {
+                text.push_str("bad\tline\n");
+            } else if i % 9_999 == 0 {
+                // Mapped mate at position 0: htslib's warning, treated as unmapped.
+                text.push_str(&format!("r{i}\t1\tchr1\t{}\t60\t4M\tchr1\t0\t0\tACGT\tIIII\n", i + 1));
+            } else {
+                text.push_str(&format!("r{i}\t0\tchr1\t{}\t60\t4M\t*\t0\t0\tACGT\tIIII\n", i + 1));
+            }
+        }
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        pool.install(|| {
+            let mut sam = SamReader::new(text.as_bytes()).unwrap();
+            let mut seen = 0u64;
+            let result: Result<(), SamError> = sam.for_each_record(|r| {
+                assert_eq!(r.pos() as u64, seen, "records in input order");
+                seen += 1;
+                Ok(())
+            });
+            assert_eq!(seen, 30_000, "every record before the bad line, none after");
+            match result {
+                Err(SamError::Record { line, name, .. }) => assert_eq!((line, name.as_str()), (2 + 30_001, "bad")),
+                other => panic!("expected the bad line's error, got {other:?}"),
+            }
+            let lines: Vec<u64> = sam.take_warnings().iter().map(|w| w.line).collect();
+            assert_eq!(lines, vec![3, 3 + 9_999, 3 + 19_998, 3 + 29_997]);
+        });
+    }
+
     #[test]
     fn malformed_lines_are_errors() {
         let have = samtools_available();
