@@ -62,6 +62,19 @@ def test_sort_equals_cli(cli, gen_bam, tmp_path, args, kw):
     assert a.read_bytes() == b.read_bytes()
 
 
+@pytest.mark.parametrize("fmt", ["sam", "sam.gz"])
+def test_sort_sam_output_equals_cli(cli, gen_bam, tmp_path, fmt):
+    a, b = tmp_path / f"cli.{fmt}", tmp_path / f"py.{fmt}"
+    run(cli, "sort", "--no-PG", "-@", "2", "-o", a, gen_bam)
+    fasthts.sort(str(gen_bam), str(b), no_pg=True, threads=2)
+    assert a.read_bytes() == b.read_bytes()
+    c = tmp_path / "explicit.out"
+    fasthts.sort(str(gen_bam), str(c), no_pg=True, threads=2, format=fmt)
+    assert c.read_bytes() == a.read_bytes()
+    with pytest.raises(ValueError, match="only supported with BAM"):
+        fasthts.sort(str(gen_bam), str(tmp_path / "x.sam"), write_index=True)
+
+
 def test_sort_bad_input_leaves_no_output(tmp_path):
     bad = tmp_path / "bad.bam"
     bad.write_bytes(b"not a bam at all\n")

@@ -286,8 +286,10 @@ fn memory_arg(v: &Bound<'_, PyAny>) -> PyResult<usize> {
 /// Sorts a BAM or SAM file into `output` as `fasthts sort -o OUTPUT`
 /// (samtools sort): by coordinate, by name (`by_name`), or by a tag. The
 /// output appears only when complete. `memory` is per thread, as `-m`.
+/// `format`: "bam", "sam" or "sam.gz" (default: from the output's
+/// extension, as the CLI).
 #[pyfunction]
-#[pyo3(name = "sort", signature = (input, output, by_name=false, tag=None, level=None, memory=None, threads=None, write_index=false, temp_prefix=None, no_pg=false))]
+#[pyo3(name = "sort", signature = (input, output, by_name=false, tag=None, level=None, memory=None, threads=None, write_index=false, temp_prefix=None, no_pg=false, format=None))]
 #[allow(clippy::too_many_arguments)]
 fn sort_fn(
     py: Python<'_>,
@@ -301,7 +303,22 @@ fn sort_fn(
     write_index: bool,
     temp_prefix: Option<PathBuf>,
     no_pg: bool,
+    format: Option<String>,
 ) -> PyResult<()> {
+    // As the CLI: the format given, else from the output's extension.
+    let name = output.to_string_lossy().to_ascii_lowercase();
+    let format = match format.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        Some("bam") => sort::OutputFormat::Bam,
+        Some("sam") => sort::OutputFormat::Sam,
+        Some("sam.gz") => sort::OutputFormat::SamGz,
+        Some(f) => return Err(PyValueError::new_err(format!("unknown output format {f:?}; use bam, sam or sam.gz"))),
+        None if name.ends_with(".sam") => sort::OutputFormat::Sam,
+        None if name.ends_with(".sam.gz") => sort::OutputFormat::SamGz,
+        None => sort::OutputFormat::Bam,
+    };
+    if write_index && format != sort::OutputFormat::Bam {
+        return Err(PyValueError::new_err("write_index is only supported with BAM output"));
+    }
     let tag = match tag.as_deref().map(str::as_bytes) {
         None => None,
         Some([a, b]) => Some([*a, *b]),
@@ -329,7 +346,7 @@ fn sort_fn(
         temp_prefix: temp_prefix.unwrap_or_else(|| output.clone()),
         program: (!no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), format!("fasthts.sort({:?}, {:?})", input, output))),
         progress: None,
-        format: sort::OutputFormat::Bam,
+        format,
     };
     py.detach(|| {
         with_threads(Some(n), || -> Result<(), fasthts::Error> {

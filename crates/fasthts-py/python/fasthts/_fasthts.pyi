@@ -141,6 +141,7 @@ def sort(
     write_index: bool = False,
     temp_prefix: Optional[_Path] = None,
     no_pg: bool = False,
+    format: Optional[str] = None,
 ) -> None: ...
 def snp_pileup(
     vcf: _Path,
