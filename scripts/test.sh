@@ -25,3 +25,10 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/fasthts-target}
 cd "$root"
 # Release mode: the differential tests run the real binary on real files.
 cargo test --release --workspace
+
+# The Python package (tests/python): install it (maturin builds it into the
+# same cargo target dir, so only the bindings are compiled again) with its
+# test dependencies, then run its tests against the binary built above.
+python3 -m pip install -q --disable-pip-version-check maturin pytest numpy pysam "dask[distributed]" mypy
+python3 -m pip install -q --disable-pip-version-check --no-build-isolation "$root"
+FASTHTS_BIN="$CARGO_TARGET_DIR/release/fasthts" python3 -m pytest -q "$root/tests/python"

@@ -95,16 +95,7 @@ pub fn warn_if_truncated(bam: &fasthts::bam::BamFile) {
 /// older than the BAM is not trusted: a warning is printed and `None` returned.
 pub fn find_index(bam: &fasthts::bam::BamFile) -> Result<Option<fasthts::index::Index>, fasthts::Error> {
     let path = bam.path();
-    let mut candidates = Vec::new();
-    for ext in ["csi", "bai"] {
-        let mut p = path.as_os_str().to_owned();
-        p.push(format!(".{ext}"));
-        candidates.push(std::path::PathBuf::from(p));
-        if path.extension().is_some_and(|e| e == "bam") {
-            candidates.push(path.with_extension(ext));
-        }
-    }
-    let Some(found) = candidates.into_iter().find(|p| p.is_file()) else { return Ok(None) };
+    let Some(found) = fasthts::indexer::locate(path) else { return Ok(None) };
     let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     if let (Some(i), Some(b)) = (modified(&found), modified(path)) {
         if i < b {

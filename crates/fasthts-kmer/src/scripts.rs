@@ -62,9 +62,19 @@ pub fn consume_seqfile(
     threads: usize,
     progress: Option<&(dyn Fn(u64, u64) + Sync)>,
 ) -> Result<ConsumeResult, SeqError> {
+    consume_reader(graph, SeqReader::open(path)?, threads, progress)
+}
+
+/// [`consume_seqfile`] over an opened reader (e.g. one part of a file, for
+/// the Python package's distributed counting).
+pub fn consume_reader(
+    graph: &mut Countgraph,
+    mut reader: SeqReader,
+    threads: usize,
+    progress: Option<&(dyn Fn(u64, u64) + Sync)>,
+) -> Result<ConsumeResult, SeqError> {
     let workers = threads.max(1).min(graph.n_tables());
     let (tx, rx) = sync_channel::<Result<Arc<HashBatch>, SeqError>>(4);
-    let mut reader = SeqReader::open(path)?;
     let empty_at: Arc<Mutex<Option<u64>>> = Arc::new(Mutex::new(None));
     let empty_at2 = empty_at.clone();
     let k = graph.ksize();

@@ -151,6 +151,8 @@ pub enum TableError {
     },
     /// Zero tables.
     NoTables,
+    /// Graphs of different k or table sizes cannot be merged.
+    Incompatible,
 }
 
 impl std::fmt::Display for TableError {
@@ -159,6 +161,7 @@ impl std::fmt::Display for TableError {
             TableError::BadK(k) => write!(f, "k-mer size must be between 1 and {MAX_K_EXT}, got {k}"),
             TableError::NoPrimes { n, x } => write!(f, "unable to find {n} prime numbers < {x}"),
             TableError::NoTables => write!(f, "the number of tables must be at least 1"),
+            TableError::Incompatible => write!(f, "cannot merge countgraphs of different k or table sizes"),
         }
     }
 }
@@ -461,6 +464,52 @@ impl Countgraph {
     pub(crate) fn load_bigcount(&mut self, h: u64, count: u16) {
         let pos = (self.next_order.fetch_add(1, Relaxed) as u128) << 64;
         self.big.get_mut().unwrap().map.insert(h, (count, pos));
+    }
+
+    /// Adds `other`'s counts to this graph's (the Python package's `+`):
+    /// every bin becomes the saturating sum `min(255, a + b)`, which is
+    /// exactly the bin a single graph fed both inputs would hold. Bigcount
+    /// entries (when this graph has bigcount on) are the union of both maps
+    /// with value `min(65535, get_a(h) + get_b(h))`: exact for a k-mer that
+    /// went past 255 in at least one part and had no collisions; a k-mer
+    /// that passes 255 only in the sum reads 255 (no part saw it saturate).
+    /// `occupied` is recounted from table 0; `n_unique_kmers` (a running
+    /// statistic of adds, not of contents) becomes 0, as after a load.
+    /// Entries of this graph keep their order, `other`'s new ones follow.
+    pub fn merge_from(&mut self, other: &Countgraph) -> Result<(), TableError> {
+        if self.k != other.k || self.sizes != other.sizes {
+            return Err(TableError::Incompatible);
+        }
+        let mut big: Vec<(u64, u16)> = Vec::new();
+        if self.use_bigcount {
+            let mine = self.big.get_mut().unwrap().map.keys().copied().collect::<Vec<_>>();
+            let theirs = other.big.lock().unwrap().map.keys().copied().collect::<Vec<_>>();
+            for h in mine.into_iter().chain(theirs) {
+                let v = (u32::from(self.get(h)) + u32::from(other.get(h))).min(u32::from(MAX_BIGCOUNT)) as u16;
+                big.push((h, v));
+            }
+        }
+        for (a, b) in self.tables.iter_mut().zip(&other.tables) {
+            let dst = a.as_bytes_mut();
+            for (i, d) in dst.iter_mut().enumerate() {
+                *d = d.saturating_add(b.cell(i).load(Relaxed));
+            }
+        }
+        let occupied = self.tables[0].as_bytes().iter().filter(|&&c| c != 0).count() as u64;
+        self.occupied.store(occupied, Relaxed);
+        self.n_unique.store(0, Relaxed);
+        for (h, v) in big {
+            let next = &self.next_order;
+            let map = &mut self.big.get_mut().unwrap().map;
+            match map.get_mut(&h) {
+                Some(e) => e.0 = v,
+                None => {
+                    let pos = (next.fetch_add(1, Relaxed) as u128) << 64;
+                    map.insert(h, (v, pos));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Bigcount entries in khmer's file order (libstdc++ `unordered_map`
@@ -1335,5 +1384,47 @@ mod tests {
         assert!(g.median_at_least(s, 2, Cleaning::Raw)); // 3 of 6 k-mers >= 2, ceil(6/2) = 3
         assert!(!g.median_at_least(b"AAAACGTCC", 2, Cleaning::Raw));
         assert_eq!(g.median_count(s, Cleaning::Raw), 5);
+    }
+
+    #[test]
+    fn merge_of_parts_equals_one_graph_fed_both() {
+        let mut rng = Rng(7);
+        let hashes: Vec<u64> = (0..20000).map(|_| rng.next() % 5000).collect();
+        let (a_part, b_part) = hashes.split_at(12000);
+        let mut whole = Countgraph::new(11, 1000, 3).unwrap();
+        whole.consume_hashes(&hashes, 0);
+        let mut a = Countgraph::new(11, 1000, 3).unwrap();
+        a.consume_hashes(a_part, 0);
+        let mut b = Countgraph::new(11, 1000, 3).unwrap();
+        b.consume_hashes(b_part, 0);
+        a.merge_from(&b).unwrap();
+        for (i, t) in whole.tables.iter_mut().enumerate() {
+            assert_eq!(t.as_bytes(), a.tables[i].as_bytes(), "table {i}");
+        }
+        assert_eq!(a.n_occupied(), whole.n_occupied());
+        assert_eq!(a.n_unique_kmers(), 0);
+        assert_eq!(a.merge_from(&Countgraph::new(11, 2000, 3).unwrap()), Err(TableError::Incompatible));
+    }
+
+    #[test]
+    fn merge_sums_bigcounts_of_either_part() {
+        let h = hash_kmer(b"ACGT").2;
+        let graph = |n: usize| {
+            let mut g = Countgraph::new(4, 100, 2).unwrap();
+            g.set_use_bigcount(true);
+            for _ in 0..n {
+                g.add(h);
+            }
+            g
+        };
+        let mut a = graph(300);
+        a.merge_from(&graph(100)).unwrap();
+        assert_eq!(a.get(h), 400);
+        let mut c = graph(200);
+        c.merge_from(&graph(200)).unwrap();
+        assert_eq!(c.get(h), 255, "past 255 only in the sum: saturated, no entry");
+        let mut d = graph(60000);
+        d.merge_from(&graph(60000)).unwrap();
+        assert_eq!(d.get(h), MAX_BIGCOUNT);
     }
 }

@@ -86,3 +86,18 @@ pub fn idxstats_by_scan(bam: &BamFile) -> Result<String, Error> {
     out.push_str(&format!("*\t0\t{}\t{}\n", counts[0][0], counts[0][1]));
     Ok(out)
 }
+
+/// The index file beside `bam_path`, if there is one: `IN.csi`, `IN.bai`,
+/// or the same with a `.bam` extension replaced, in htslib's order.
+pub fn locate(bam_path: &Path) -> Option<std::path::PathBuf> {
+    let mut candidates = Vec::new();
+    for ext in ["csi", "bai"] {
+        let mut p = bam_path.as_os_str().to_owned();
+        p.push(format!(".{ext}"));
+        candidates.push(std::path::PathBuf::from(p));
+        if bam_path.extension().is_some_and(|e| e == "bam") {
+            candidates.push(bam_path.with_extension(ext));
+        }
+    }
+    candidates.into_iter().find(|p| p.is_file())
+}

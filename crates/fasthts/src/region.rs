@@ -249,6 +249,14 @@ impl<'a> RegionReader<'a> {
         Ok(Some(self.records.current()))
     }
 
+    /// The virtual offset just past the record last returned by
+    /// [`Self::next_record`]: a record start from which a new reader of the
+    /// same region resumes reading (the Python bindings read regions in
+    /// batches this way).
+    pub fn record_end(&self) -> VirtualOffset {
+        self.records.record_end()
+    }
+
     /// Reads to the end of the region and returns the span of the file it
     /// covered: from its first record (or, if empty, where it stopped) to the
     /// first record after it (or the end of the file).
@@ -300,9 +308,15 @@ where
     Ok(parts.into_iter().map(|(t, _)| t).collect())
 }
 
-type Span = (VirtualOffset, VirtualOffset);
+/// The part of the file a region's reader covered: from its first record
+/// (or, if empty, where it stopped) to the first record after it.
+pub type Span = (VirtualOffset, VirtualOffset);
 
-fn scatter_with_spans<T, F>(bam: &BamFile, index: &Index, regions: &[Region], work: F) -> Result<Vec<(T, Span)>, Error>
+/// As [`scatter`], also returning each region's [`Span`], so that a caller
+/// that runs the regions of one plan in several calls (or on several
+/// machines) can check that they covered the file exactly, as
+/// [`scatter_all`] does.
+pub fn scatter_with_spans<T, F>(bam: &BamFile, index: &Index, regions: &[Region], work: F) -> Result<Vec<(T, Span)>, Error>
 where
     T: Send,
     F: Fn(&Region, &mut RegionReader<'_>) -> Result<T, BamError> + Sync,

@@ -389,6 +389,30 @@ pub fn run(
     opts: &SnpPileupOptions,
     out: &mut dyn Write,
 ) -> Result<SnpPileupStats, PileupError> {
+    run_from(sites, bams, indexes, opts, out, None).map(|(stats, _)| stats)
+}
+
+/// Where FACETS' walk stands: the pileup column (reference id, 0-based
+/// position) it last stopped at; `None` before the first.
+pub type WalkState = Option<(i32, i64)>;
+
+/// The walk's state once the pileup has no more columns: past every site.
+pub const EXHAUSTED: (i32, i64) = (i32::MAX, i64::MAX);
+
+/// [`run`] with the walk starting at `state` instead of before the first
+/// column, also returning the state after the last site. Running the sites
+/// of a VCF in consecutive blocks, each from the state the previous block
+/// ended in, writes exactly what one run over all of them writes (each
+/// block with its header line); the Python package's dask layer runs the
+/// blocks on several machines this way.
+pub fn run_from(
+    sites: &Sites,
+    bams: &[BamFile],
+    indexes: &[Index],
+    opts: &SnpPileupOptions,
+    out: &mut dyn Write,
+    state: WalkState,
+) -> Result<(SnpPileupStats, WalkState), PileupError> {
     let n = bams.len();
     if n == 0 || indexes.len() != n {
         return Err(PileupError::Message("snp-pileup needs at least one BAM and an index for each".into()));
@@ -485,9 +509,9 @@ pub fn run(
 
     let mut w = Walk { facts: &facts, names: &names, n, opts, out, rows: 0, line: String::new() };
     w.out.write_all(header(n).as_bytes()).map_err(io_err)?;
-    w.walk(&resolved, &site_counts)?;
+    let end = w.walk(&resolved, &site_counts, state)?;
     stats.rows = w.rows;
-    Ok(stats)
+    Ok((stats, end))
 }
 
 fn io_err(e: std::io::Error) -> PileupError {
@@ -581,9 +605,16 @@ impl Walk<'_> {
         Ok(())
     }
 
-    fn walk(&mut self, sites: &[(i32, i64, u8, u8)], counts: &[Option<Vec<Counts>>]) -> Result<(), PileupError> {
-        // The pileup's current column; None before the first.
-        let mut state: Option<(i32, i64)> = None;
+    /// Replays the walk over `sites` from `state`; returns the state after
+    /// the last site ([`EXHAUSTED`] once the columns have run out: FACETS
+    /// stops there, and every later site is skipped).
+    fn walk(
+        &mut self,
+        sites: &[(i32, i64, u8, u8)],
+        counts: &[Option<Vec<Counts>>],
+        mut state: WalkState,
+    ) -> Result<WalkState, PileupError> {
+        // `state`: the pileup's current column; None before the first.
         for (k, site) in sites.iter().enumerate() {
             let (vt, vp) = (site.0, site.1);
             if let Some((t, p)) = state {
@@ -596,12 +627,12 @@ impl Walk<'_> {
                 None => self.next_covered(0, 0),
                 Some((t, p)) => self.next_covered(t, p + 1),
             };
-            let Some(mut c) = first else { return Ok(()) };
+            let Some(mut c) = first else { return Ok(Some(EXHAUSTED)) };
             if vt > c.0 {
                 // Columns before the site's reference: nothing happens there.
                 match self.next_covered(vt, 0) {
                     Some(x) => c = x,
-                    None => return Ok(()),
+                    None => return Ok(Some(EXHAUSTED)),
                 }
             }
             if c.0 == vt && c.1 < vp {
@@ -609,7 +640,7 @@ impl Walk<'_> {
                 self.pseudo_range(vt, c.1, vp)?;
                 match self.next_covered(vt, vp) {
                     Some(x) => c = x,
-                    None => return Ok(()),
+                    None => return Ok(Some(EXHAUSTED)),
                 }
             }
             state = Some(c);
@@ -620,7 +651,7 @@ impl Walk<'_> {
             self.pseudo_check(c.0, c.1)?;
             // Here c is past the site: stop advancing.
         }
-        Ok(())
+        Ok(state)
     }
 }
 

@@ -1,0 +1,157 @@
+"""fasthts: samtools/khmer/FACETS-compatible BAM, pileup and k-mer work, fast.
+
+The engine is Rust (the ``fasthts`` crate); every call that reads or
+writes data releases the GIL and runs on all cores. Results equal the
+``fasthts`` command line's (and so samtools', khmer's and FACETS').
+
+Open a BAM and get a region's records as numpy arrays:
+
+>>> import fasthts, numpy as np
+>>> bam = fasthts.BamFile("tests/data/small.bam")
+>>> cols = bam.columns("chr1:1-100000")
+>>> len(cols["pos"]), int(np.count_nonzero(cols["mapq"] >= 30))
+(272, 250)
+
+Regions are start-based: a record belongs to the region where it
+**starts** (its POS), so regions that tile the genome see every record
+exactly once. See ``docs/python.md`` for the tutorial.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, TypeVar, Union
+
+import numpy as np
+
+from . import _fasthts
+from ._fasthts import (
+    Countgraph,
+    Error,
+    FlagStat,
+    Record,
+    Region,
+    __version__,
+    flagstat,
+    index,
+    seqfile_split,
+    snp_pileup,
+    sort,
+)
+
+__all__ = [
+    "BamFile",
+    "Countgraph",
+    "Error",
+    "FlagStat",
+    "Record",
+    "Region",
+    "flagstat",
+    "index",
+    "scatter",
+    "seqfile_split",
+    "snp_pileup",
+    "sort",
+    "__version__",
+]
+
+T = TypeVar("T")
+RegionLike = Union[Region, str, tuple]
+
+
+def _arrays(d: Dict[str, Any]) -> Dict[str, np.ndarray]:
+    # The bytearrays come from Rust; frombuffer wraps them without a copy.
+    return {k: np.frombuffer(buf, dtype=dt) for k, (buf, dt) in d.items()}
+
+
+class BamFile(_fasthts.BamFile):
+    """A BAM file, memory-mapped, with its index.
+
+    ``BamFile(path, index=None)``: the index is ``index`` if given, else
+    the ``.csi``/``.bai`` beside the file (ignored if older than the BAM,
+    as the CLI does), else built in memory on the first region query.
+
+    A ``BamFile`` pickles as its path: a worker process maps the file
+    itself (a shared filesystem is assumed).
+
+    >>> bam = fasthts.BamFile("tests/data/small.bam")
+    >>> [(r.pos, r.cigarstring, r.get_tag("RG")) for r in bam.fetch("chr1:1-2000")][:2]
+    [(597, '132M', 'rg1'), (597, '132M', 'rg1')]
+    """
+
+    def columns(self, region: Optional[RegionLike] = None, threads: Optional[int] = None) -> Dict[str, np.ndarray]:
+        """The records starting in ``region`` as numpy arrays.
+
+        Keys: ``tid`` (int32), ``pos`` (int32, 0-based), ``end`` (int64,
+        htslib's ``bam_endpos``), ``flag`` (uint16), ``mapq`` (uint8),
+        ``len`` (int32, sequence length), ``mate_tid``, ``mate_pos``,
+        ``tlen`` (int32). ``region=None`` reads the whole file (through the
+        index, region by region, on ``threads`` threads). Built in Rust
+        with the GIL released.
+        """
+        return _arrays(self._columns(region, threads))
+
+    def columns_many(self, regions: Iterable[RegionLike], threads: Optional[int] = None) -> List[Dict[str, np.ndarray]]:
+        """``columns`` of many regions, read in parallel; in the order given."""
+        return [_arrays(d) for d in self._columns_many(list(regions), threads)]
+
+
+def _progress(total: int, enabled: Optional[bool], label: str):
+    """A minimal text progress bar on stderr (tqdm-like); off unless
+    ``enabled`` is True, or None and stderr is a terminal."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    lock = threading.Lock()
+    done = [0]
+
+    def tick() -> None:
+        if not enabled:
+            return
+        with lock:
+            done[0] += 1
+            n = done[0]
+            width = 30
+            filled = width * n // max(total, 1)
+            sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {n}/{total}")
+            if n == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    return tick
+
+
+def scatter(
+    bam: Union[BamFile, str, os.PathLike],
+    regions: Optional[Sequence[RegionLike]],
+    fn: Callable[[Region, Dict[str, np.ndarray]], T],
+    threads: Optional[int] = None,
+    progress: Optional[bool] = None,
+) -> List[T]:
+    """Runs ``fn(region, columns)`` for every region on a thread pool.
+
+    ``columns`` is ``bam.columns(region)``, read in Rust with the GIL
+    released, so the reading of one region overlaps the Python work of
+    others. ``regions=None`` uses ``bam.plan()`` (tiles of the genome plus
+    the unplaced records: every record once). Results come back in the
+    order of ``regions``; the first exception raised is re-raised.
+
+    >>> def mean_mapq(region, cols):
+    ...     return round(float(cols["mapq"].mean()), 1) if len(cols["mapq"]) else 0.0
+    >>> fasthts.scatter("tests/data/small.bam", None, mean_mapq)
+    [53.0, 52.0, 50.4, 27.4, 0.0]
+    """
+    if not isinstance(bam, BamFile):
+        bam = BamFile(os.fspath(bam))
+    regs: List[Region] = bam.plan() if regions is None else [bam.region(r) for r in regions]
+    tick = _progress(len(regs), progress, "scatter")
+
+    def one(r: Region) -> T:
+        out = fn(r, bam.columns(r, threads=1))
+        tick()
+        return out
+
+    with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
+        return list(pool.map(one, regs))

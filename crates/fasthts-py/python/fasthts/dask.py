@@ -1,0 +1,219 @@
+"""fasthts on a dask.distributed cluster.
+
+The same scatter/gather as one machine, with the tasks on the workers of a
+``distributed.Client`` that you pass in. Workers open files **by path**
+(a shared filesystem is assumed): no BAM or read file is ever pickled.
+Results are those of the single-machine functions.
+
+>>> from dask.distributed import Client, LocalCluster          # doctest: +SKIP
+>>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
+>>> stats = fasthts.dask.flagstat(client, "in.bam")            # doctest: +SKIP
+>>> stats == fasthts.flagstat("in.bam")                        # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+from . import _fasthts
+from . import BamFile, Countgraph, FlagStat, Region, _progress
+
+__all__ = ["flagstat", "snp_pileup", "count_kmers"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _n_threads(client: Any) -> int:
+    info = client.scheduler_info()
+    return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
+
+
+def _chunks(items: Sequence[Any], n: int) -> List[List[Any]]:
+    """``items`` cut into ``n`` consecutive, nearly equal chunks (order kept)."""
+    n = max(1, min(n, len(items)))
+    k, r = divmod(len(items), n)
+    out, i = [], 0
+    for j in range(n):
+        size = k + (1 if j < r else 0)
+        out.append(list(items[i : i + size]))
+        i += size
+    return out
+
+
+def _watch(futures: List[Any], progress: Optional[bool], label: str) -> None:
+    tick = _progress(len(futures), progress, label)
+    for f in futures:
+        f.add_done_callback(lambda _f: tick())
+
+
+def flagstat(
+    client: Any,
+    path: PathLike,
+    region_bytes: int = 8 << 20,
+    tasks: Optional[int] = None,
+    progress: Optional[bool] = None,
+) -> FlagStat:
+    """``fasthts.flagstat(path)`` on the cluster.
+
+    The genome is cut into regions of about ``region_bytes`` compressed
+    bytes through the BAM's index (as the CLI does on one machine); the
+    regions are grouped into ``tasks`` tasks (default: 2 per worker
+    thread), each counted on a worker, and the counts added. The regions'
+    spans are checked to cover the file exactly (a stale or foreign index
+    fails that check), and then, as the CLI, the file is counted
+    sequentially on one worker instead. A BAM without an index file (or a
+    SAM) is counted by one task.
+    """
+    path = os.fspath(path)
+    try:
+        bam: Optional[BamFile] = BamFile(path)
+    except _fasthts.Error:
+        bam = None  # SAM (or bad input: the single task reports it as the CLI)
+    if bam is not None and bam.has_index:
+        regions = bam.plan(region_bytes)
+        groups = _chunks(regions, tasks or 2 * _n_threads(client))
+        futures = [client.submit(_fasthts.flagstat_regions, path, g, 1, pure=False) for g in groups]
+        _watch(futures, progress, "flagstat")
+        try:
+            parts = client.gather(futures)
+            _fasthts.check_coverage(path, [s for _, sp in parts for s in sp])
+            return sum((p for p, _ in parts), FlagStat())
+        except _fasthts.Error:
+            # As the CLI: the index is only a way to parallelise; counting
+            # sequentially gives the answer, or the file's own error.
+            pass
+    return client.submit(_fasthts.flagstat, path, pure=False).result()
+
+
+def snp_pileup(
+    client: Any,
+    vcf: PathLike,
+    output: PathLike,
+    bams: Sequence[PathLike],
+    tasks: Optional[int] = None,
+    progress: Optional[bool] = None,
+    **options: Any,
+) -> int:
+    """``fasthts.snp_pileup(vcf, output, bams, **options)`` on the cluster;
+    the same output bytes. Returns the number of rows.
+
+    The VCF's sites are cut into ``tasks`` consecutive blocks (default: 2
+    per worker thread; cuts only where the contig changes); each block's
+    pileup runs on a worker, reading the BAMs by path through their
+    indexes. FACETS' output depends on where its walk over the pileup
+    stands when a block begins (the walk can run past a contig's last site
+    into the next contig): every block is first run as if it started the
+    file, and a block whose real starting state (the previous block's end
+    state) could make a difference is run again from that state. The rows
+    are then written in order, by the client, to ``output``.
+    """
+    vcf, output = os.fspath(vcf), os.fspath(output)
+    bams = [os.fspath(b) for b in bams]
+    target = output + (".gz" if options.get("gzip") and not output.endswith(".gz") else "")
+    if os.path.exists(target):
+        raise _fasthts.Error(f"Output file {output} already exists!")
+    gzip = bool(options.pop("gzip", False))
+    if not bams:
+        raise ValueError("snp_pileup needs at least one BAM")
+    blocks = _fasthts.snp_pileup_blocks(vcf, bams[0], tasks or 2 * _n_threads(client))
+    # One thread per task unless told otherwise: the parallelism is the tasks.
+    options.setdefault("threads", 1)
+
+    def submit(a: int, b: int, state: Optional[Tuple[int, int]]) -> Any:
+        return client.submit(_fasthts.snp_pileup_block, vcf, bams, a, b, state, pure=False, **options)
+
+    def safe(entry: Optional[Tuple[int, int]], vt: int) -> bool:
+        # A walk standing before the block's first contig acts as one that
+        # has not started (see fasthts::pileup::snp::run_from).
+        return entry is None or (vt >= 0 and entry[0] < vt)
+
+    # Round 1, in parallel: every block as if it started the file.
+    first = [submit(a, b, None) for a, b, _ in blocks]
+    _watch(first, progress, "snp_pileup")
+    runs = {(i, None): r for i, r in enumerate(client.gather(first))}
+    # Round 2, in parallel: blocks whose entry state (the end state of the
+    # block before, as run in round 1) matters, from that state.
+    guess = [None] + [runs[(i, None)][1] for i in range(len(blocks) - 1)]
+    again = {i: submit(a, b, guess[i]) for i, (a, b, vt) in enumerate(blocks) if not safe(guess[i], vt) and guess[i] != _fasthts.SNP_WALK_EXHAUSTED}
+    for i, r in zip(again, client.gather(list(again.values()))):
+        runs[(i, guess[i])] = r
+    # Gather in order; a block whose real entry state differs from both
+    # guesses (its predecessor's end changed in round 2) runs once more.
+    chunks: List[bytes] = []
+    state: Optional[Tuple[int, int]] = None
+    for i, (a, b, vt) in enumerate(blocks):
+        if state == _fasthts.SNP_WALK_EXHAUSTED:
+            break  # FACETS stopped: no later site is looked at
+        key = (i, None) if safe(state, vt) else (i, state)
+        if key not in runs:
+            runs[key] = submit(a, b, state).result()
+        text, state = runs[key]
+        chunks.append(text)
+    _fasthts.write_csv(output, len(bams), chunks, gzip)
+    return sum(c.count(b"\n") for c in chunks)
+
+
+def _count_part(k: int, table_size: int, n_tables: int, bigcount: bool, path: str, start, end, threads: int) -> Countgraph:
+    g = Countgraph(k, table_size, n_tables, bigcount)
+    g.consume_seqfile(path, threads, start, end)
+    return g
+
+
+def _merge(graphs: List[Countgraph]) -> Countgraph:
+    acc = graphs[0]
+    for g in graphs[1:]:
+        acc.merge(g)
+    return acc
+
+
+def count_kmers(
+    client: Any,
+    paths: Sequence[PathLike],
+    k: int,
+    table_size: int,
+    n_tables: int,
+    bigcount: bool = True,
+    parts_per_file: Optional[int] = None,
+    threads: int = 1,
+    progress: Optional[bool] = None,
+) -> Countgraph:
+    """``Countgraph(k, table_size, n_tables)`` fed every read of ``paths``,
+    counted on the cluster (load-into-counting, distributed).
+
+    Each file is a task, and plain or BGZF-compressed FASTA/FASTQ files are
+    further cut into ``parts_per_file`` record-aligned ranges (default:
+    enough for 2 tasks per worker thread; ``fasthts.seqfile_split``); other
+    gzip files are one task each. Each task counts into its own graph on a worker; the graphs are
+    merged pairwise on the workers (``Countgraph.merge``), and the result
+    is returned.
+
+    The tables (every bin, hence every count up to 255, ``n_occupied`` and
+    the ``.ct`` table bytes) equal single-machine counting's. With bigcount
+    on, a k-mer that goes past 255 only when the parts are added reads 255
+    instead of its count, and ``n_unique_kmers()`` is 0 (see
+    ``Countgraph.merge``); the bigcount entries can be in another order.
+    Note that every task holds a full table: memory is
+    ``table_size * n_tables`` bytes per running task.
+    """
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise ValueError("count_kmers needs at least one file")
+    per = parts_per_file or max(1, (2 * _n_threads(client) + len(paths) - 1) // len(paths))
+    pieces: List[Tuple[str, Any, Any]] = []
+    for p in paths:
+        for start, end in _fasthts.seqfile_split(p, per):
+            pieces.append((p, start, end))
+    futures = [
+        client.submit(_count_part, k, table_size, n_tables, bigcount, p, s, e, threads, pure=False) for p, s, e in pieces
+    ]
+    _watch(futures, progress, "count_kmers")
+    # Pairwise merges on the workers: only the final table travels to the client.
+    while len(futures) > 1:
+        nxt = []
+        for i in range(0, len(futures), 2):
+            pair = futures[i : i + 2]
+            nxt.append(client.submit(_merge, pair, pure=False) if len(pair) == 2 else pair[0])
+        futures = nxt
+    return futures[0].result()

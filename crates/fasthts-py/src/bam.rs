@@ -1,0 +1,731 @@
+//! `BamFile`, `Region`, `Record`: a memory-mapped BAM, its regions, its
+//! records as objects, and a region's records as columns.
+
+use crate::{err, to_py, with_threads};
+use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
+use fasthts::bgzf::VirtualOffset;
+use fasthts::index::{Index, IndexFormat};
+use fasthts::region::{self, Plan, Region as LibRegion, RegionReader};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyDict, PyList, PyTuple};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<BamFile>()?;
+    m.add_class::<Region>()?;
+    m.add_class::<Record>()?;
+    m.add_class::<RecordIter>()?;
+    Ok(())
+}
+
+/// Records read per GIL release when iterating records as objects.
+const BATCH: usize = 4096;
+
+/// Compressed bytes per region in the default plan (as the CLI's flagstat).
+pub(crate) const REGION_BYTES: u64 = 8 << 20;
+
+/// A BAM opened once and shared by iterators and worker threads.
+pub(crate) struct Shared {
+    pub(crate) bam: LibBam,
+    index_path: Option<PathBuf>,
+    index: Mutex<Option<Arc<Index>>>,
+    names: Arc<Vec<String>>,
+}
+
+impl Shared {
+    pub(crate) fn open(path: &Path, index_path: Option<PathBuf>) -> Result<Shared, fasthts::Error> {
+        let bam = LibBam::open(path)?;
+        let names = Arc::new(bam.header().references.iter().map(|r| r.name.clone()).collect());
+        Ok(Shared { bam, index_path, index: Mutex::new(None), names })
+    }
+
+    /// The index: the file given, else the one beside the BAM (unless it is
+    /// older than the BAM, as the CLI), else one built in memory.
+    pub(crate) fn index(&self) -> Result<Arc<Index>, fasthts::Error> {
+        let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ix) = slot.as_ref() {
+            return Ok(ix.clone());
+        }
+        let found = self.index_path.clone().or_else(|| usable_index_path(self.bam.path()));
+        let ix = match found {
+            Some(p) => Index::from_path(&p).map_err(|e| fasthts::Error::from(e).with_path(&p))?,
+            None => fasthts::indexer::build(&self.bam, IndexFormat::Bai)?,
+        };
+        let ix = Arc::new(ix);
+        *slot = Some(ix.clone());
+        Ok(ix)
+    }
+
+    /// Whether an index file (given or found, not stale) exists.
+    pub(crate) fn has_index_file(&self) -> bool {
+        self.index_path.is_some() || usable_index_path(self.bam.path()).is_some()
+    }
+}
+
+/// The index beside `bam`, unless it is older than the BAM (the CLI warns
+/// and does not use such an index either).
+pub(crate) fn usable_index_path(bam: &Path) -> Option<PathBuf> {
+    let found = fasthts::indexer::locate(bam)?;
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    match (modified(&found), modified(bam)) {
+        (Some(i), Some(b)) if i < b => None,
+        _ => Some(found),
+    }
+}
+
+/// A genomic region: records of reference `ref_id` whose **start** position
+/// lies in `[start, end)` (0-based, half-open; `None` = unbounded), or the
+/// unplaced records (`ref_id == -1`). A record belongs to the region where it
+/// starts, so tiling regions see every record exactly once.
+#[pyclass(frozen, module = "fasthts._fasthts")]
+#[derive(Clone)]
+pub struct Region {
+    /// Reference id (-1: the unplaced records).
+    #[pyo3(get)]
+    pub ref_id: i32,
+    /// First position (0-based, inclusive), or None from the very start.
+    #[pyo3(get)]
+    pub start: Option<i64>,
+    /// End position (exclusive), or None to the end of the reference.
+    #[pyo3(get)]
+    pub end: Option<i64>,
+    /// Reference name, or None for the unplaced records.
+    #[pyo3(get)]
+    pub contig: Option<String>,
+}
+
+impl Region {
+    pub(crate) fn lib(&self) -> LibRegion {
+        LibRegion { ref_id: self.ref_id, start: self.start.unwrap_or(i64::MIN), end: self.end.unwrap_or(i64::MAX) }
+    }
+
+    fn from_lib(r: LibRegion, names: &[String]) -> Region {
+        Region {
+            ref_id: r.ref_id,
+            start: (r.start != i64::MIN).then_some(r.start),
+            end: (r.end != i64::MAX).then_some(r.end),
+            contig: usize::try_from(r.ref_id).ok().and_then(|i| names.get(i).cloned()),
+        }
+    }
+}
+
+#[pymethods]
+impl Region {
+    #[new]
+    #[pyo3(signature = (ref_id, start=None, end=None, contig=None))]
+    fn new(ref_id: i32, start: Option<i64>, end: Option<i64>, contig: Option<String>) -> Self {
+        Region { ref_id, start, end, contig }
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let r = slf.get();
+        let args = (r.ref_id, r.start, r.end, r.contig.clone());
+        PyTuple::new(slf.py(), [slf.get_type().into_any(), args.into_pyobject(slf.py())?.into_any()])
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Region({})", self.__str__())
+    }
+
+    /// samtools notation (1-based, inclusive): `chr1:1001-2000`, `chr1`, `*`.
+    fn __str__(&self) -> String {
+        let name = match (&self.contig, self.ref_id) {
+            (_, r) if r < 0 => return "*".into(),
+            (Some(n), _) => n.clone(),
+            (None, r) => format!("#{r}"),
+        };
+        match (self.start, self.end) {
+            (None, None) => name,
+            (s, e) => format!("{name}:{}-{}", s.map_or(String::new(), |s| (s + 1).to_string()), e.map_or(String::new(), |e| e.to_string())),
+        }
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Region>().is_ok_and(|o| o.get().lib() == self.lib())
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.lib().hash(&mut h);
+        h.finish()
+    }
+}
+
+/// Parses a region argument: a `Region`, a string in samtools notation
+/// (`chr1`, `chr1:1000-2000` (1-based, inclusive), `chr1:1000`, `*`), or a
+/// tuple `(contig, start, end)` with 0-based half-open bounds (None for
+/// open ends).
+pub(crate) fn region_arg(names: &[String], obj: &Bound<'_, PyAny>) -> PyResult<LibRegion> {
+    if let Ok(r) = obj.cast::<Region>() {
+        let r = r.get().lib();
+        if r.ref_id < -1 || r.ref_id >= names.len() as i32 {
+            return Err(PyValueError::new_err(format!(
+                "region reference id {} is not in the file (-1 to {})",
+                r.ref_id,
+                names.len() as i64 - 1
+            )));
+        }
+        if r.start > r.end {
+            return Err(PyValueError::new_err(format!("region end {} is before its start {}", r.end, r.start)));
+        }
+        return Ok(r);
+    }
+    let tid = |name: &str| -> PyResult<i32> {
+        names.iter().position(|n| n == name).map(|i| i as i32).ok_or_else(|| PyValueError::new_err(format!("unknown reference {name:?}")))
+    };
+    if let Ok(s) = obj.extract::<String>() {
+        return parse_region(names, &s);
+    }
+    if let Ok((contig, start, end)) = obj.extract::<(Option<String>, Option<i64>, Option<i64>)>() {
+        let Some(contig) = contig else { return Ok(LibRegion::unplaced()) };
+        let r = LibRegion { ref_id: tid(&contig)?, start: start.unwrap_or(i64::MIN), end: end.unwrap_or(i64::MAX) };
+        if r.start > r.end {
+            return Err(PyValueError::new_err(format!("region end {} is before its start {}", r.end, r.start)));
+        }
+        return Ok(r);
+    }
+    Err(PyTypeError::new_err("a region is a Region, a string such as 'chr1:1001-2000', or a tuple (contig, start, end)"))
+}
+
+fn parse_region(names: &[String], s: &str) -> PyResult<LibRegion> {
+    if s == "*" {
+        return Ok(LibRegion::unplaced());
+    }
+    if let Some(i) = names.iter().position(|n| n == s) {
+        return Ok(LibRegion::whole(i as i32));
+    }
+    let bad = || PyValueError::new_err(format!("invalid region {s:?} (expected CONTIG, CONTIG:BEG-END or *, 1-based)"));
+    let (name, range) = s.rsplit_once(':').ok_or_else(|| PyValueError::new_err(format!("unknown reference {s:?}")))?;
+    let Some(tid) = names.iter().position(|n| n == name) else {
+        return Err(PyValueError::new_err(format!("unknown reference {name:?}")));
+    };
+    let num = |t: &str| -> PyResult<Option<i64>> {
+        let t: String = t.chars().filter(|&c| c != ',').collect();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        t.parse::<i64>().map(Some).map_err(|_| bad())
+    };
+    let (beg, end) = match range.split_once('-') {
+        Some((b, e)) => (num(b)?, num(e)?),
+        None => (num(range)?, None),
+    };
+    let start = match beg {
+        Some(b) if b < 1 => return Err(bad()),
+        Some(b) => b - 1,
+        None => i64::MIN,
+    };
+    let end = end.unwrap_or(i64::MAX);
+    if end < start {
+        return Err(bad());
+    }
+    Ok(LibRegion { ref_id: tid as i32, start, end })
+}
+
+/// A BAM file, memory-mapped, with its index.
+#[pyclass(frozen, subclass, module = "fasthts._fasthts")]
+pub struct BamFile {
+    pub(crate) shared: Arc<Shared>,
+}
+
+#[pymethods]
+impl BamFile {
+    #[new]
+    #[pyo3(signature = (path, index=None))]
+    fn new(py: Python<'_>, path: PathBuf, index: Option<PathBuf>) -> PyResult<Self> {
+        let shared = py.detach(|| Shared::open(&path, index)).map_err(to_py)?;
+        Ok(BamFile { shared: Arc::new(shared) })
+    }
+
+    /// The path the file was opened with.
+    #[getter]
+    fn path(&self) -> String {
+        self.shared.bam.path().display().to_string()
+    }
+
+    /// `[(name, length), ...]` in reference-id order.
+    #[getter]
+    fn references(&self) -> Vec<(String, u32)> {
+        self.shared.bam.header().references.iter().map(|r| (r.name.clone(), r.len)).collect()
+    }
+
+    /// The SAM header text (trailing NULs removed).
+    #[getter]
+    fn header_text(&self) -> String {
+        let t = &self.shared.bam.header().text;
+        let end = t.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+        String::from_utf8_lossy(&t[..end]).into_owned()
+    }
+
+    /// Whether an index file is beside the BAM (or was given); without one,
+    /// region queries build the index in memory first.
+    #[getter]
+    fn has_index(&self) -> bool {
+        self.shared.has_index_file()
+    }
+
+    /// Reference id of `name`.
+    fn tid(&self, name: &str) -> PyResult<i32> {
+        self.shared.names.iter().position(|n| n == name).map(|i| i as i32).ok_or_else(|| PyKeyError::new_err(name.to_string()))
+    }
+
+    /// Regions tiling every reference with records, plus the unplaced
+    /// records: about `region_bytes` compressed bytes each (from the index),
+    /// or `window` bases each when given.
+    #[pyo3(signature = (region_bytes=REGION_BYTES, window=None))]
+    fn plan(&self, py: Python<'_>, region_bytes: u64, window: Option<u64>) -> PyResult<Vec<Region>> {
+        let sh = self.shared.clone();
+        let plan = match window {
+            Some(w) => Plan::Windows(w),
+            None => Plan::BalancedBytes(region_bytes),
+        };
+        let regions = py.detach(|| -> Result<_, fasthts::Error> { Ok(region::plan(&sh.bam, &*sh.index()?, plan)) }).map_err(to_py)?;
+        Ok(regions.into_iter().map(|r| Region::from_lib(r, &self.shared.names)).collect())
+    }
+
+    /// Parses a region argument into a `Region`.
+    fn region(&self, region: &Bound<'_, PyAny>) -> PyResult<Region> {
+        Ok(Region::from_lib(region_arg(&self.shared.names, region)?, &self.shared.names))
+    }
+
+    /// Iterates the records starting in `region` (all records, in file
+    /// order, when None) as `Record` objects.
+    #[pyo3(signature = (region=None))]
+    fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>) -> PyResult<RecordIter> {
+        let sh = self.shared.clone();
+        let Some(region) = region else {
+            return Ok(RecordIter { shared: sh.clone(), region: None, next: Some(sh.bam.first_record_offset()), buf: VecDeque::new() });
+        };
+        let r = region_arg(&sh.names, region)?;
+        let start = py
+            .detach(|| -> Result<_, fasthts::Error> {
+                let ix = sh.index()?;
+                Ok(region::start_offset(&sh.bam, &ix, r.ref_id, r.start))
+            })
+            .map_err(to_py)?;
+        Ok(RecordIter { shared: sh, region: Some(r), next: start, buf: VecDeque::new() })
+    }
+
+    /// The records starting in `region` (the whole file when None) as
+    /// columns: `{name: (bytearray, dtype)}`; `fasthts.BamFile.columns`
+    /// wraps them as numpy arrays. The whole file is read region by region
+    /// on `threads` threads; the GIL is released throughout.
+    #[pyo3(signature = (region=None, threads=None))]
+    fn _columns<'py>(&self, py: Python<'py>, region: Option<&Bound<'py, PyAny>>, threads: Option<usize>) -> PyResult<Bound<'py, PyDict>> {
+        let sh = self.shared.clone();
+        let cols = match region {
+            Some(r) => {
+                let r = region_arg(&sh.names, r)?;
+                py.detach(|| with_threads(threads, || region_columns(&sh, r))).map_err(to_py)?
+            }
+            None => py.detach(|| with_threads(threads, || whole_file_columns(&sh))).map_err(to_py)?,
+        };
+        cols.into_py(py)
+    }
+
+    /// As `_columns` for many regions, read in parallel: a list of dicts.
+    #[pyo3(signature = (regions, threads=None))]
+    fn _columns_many<'py>(
+        &self,
+        py: Python<'py>,
+        regions: &Bound<'py, PyAny>,
+        threads: Option<usize>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let sh = self.shared.clone();
+        let mut rs = Vec::new();
+        for r in regions.try_iter()? {
+            rs.push(region_arg(&sh.names, &r?)?);
+        }
+        let all = py.detach(|| with_threads(threads, || read_columns(&sh, &rs))).map_err(to_py)?;
+        all.into_iter().map(|c| c.into_py(py)).collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("BamFile({:?})", self.shared.bam.path().display().to_string())
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        // Pickled by path: a worker opens (maps) the file itself.
+        let s = slf.get();
+        let args = (s.shared.bam.path().to_path_buf(), s.shared.index_path.clone());
+        PyTuple::new(slf.py(), [slf.get_type().into_any(), args.into_pyobject(slf.py())?.into_any()])
+    }
+}
+
+/// Per-record columns of a region.
+#[derive(Default)]
+pub(crate) struct Columns {
+    tid: Vec<i32>,
+    pos: Vec<i32>,
+    end: Vec<i64>,
+    flag: Vec<u16>,
+    mapq: Vec<u8>,
+    len: Vec<i32>,
+    mate_tid: Vec<i32>,
+    mate_pos: Vec<i32>,
+    tlen: Vec<i32>,
+}
+
+impl Columns {
+    #[inline]
+    fn push(&mut self, r: &RecordRef<'_>) {
+        self.tid.push(r.ref_id());
+        self.pos.push(r.pos());
+        self.end.push(r.end_pos());
+        self.flag.push(r.flag());
+        self.mapq.push(r.mapq());
+        self.len.push(r.seq_len() as i32);
+        self.mate_tid.push(r.mate_ref_id());
+        self.mate_pos.push(r.mate_pos());
+        self.tlen.push(r.template_len());
+    }
+
+    fn append(&mut self, mut o: Columns) {
+        self.tid.append(&mut o.tid);
+        self.pos.append(&mut o.pos);
+        self.end.append(&mut o.end);
+        self.flag.append(&mut o.flag);
+        self.mapq.append(&mut o.mapq);
+        self.len.append(&mut o.len);
+        self.mate_tid.append(&mut o.mate_tid);
+        self.mate_pos.append(&mut o.mate_pos);
+        self.tlen.append(&mut o.tlen);
+    }
+
+    fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+        let d = PyDict::new(py);
+        put(&d, "tid", &self.tid, "=i4")?;
+        put(&d, "pos", &self.pos, "=i4")?;
+        put(&d, "end", &self.end, "=i8")?;
+        put(&d, "flag", &self.flag, "=u2")?;
+        put(&d, "mapq", &self.mapq, "=u1")?;
+        put(&d, "len", &self.len, "=i4")?;
+        put(&d, "mate_tid", &self.mate_tid, "=i4")?;
+        put(&d, "mate_pos", &self.mate_pos, "=i4")?;
+        put(&d, "tlen", &self.tlen, "=i4")?;
+        Ok(d)
+    }
+}
+
+/// Plain integers: any bit pattern is a valid value, no padding.
+trait Plain: Copy {}
+impl Plain for u8 {}
+impl Plain for u16 {}
+impl Plain for i32 {}
+impl Plain for i64 {}
+
+fn put<T: Plain>(d: &Bound<'_, PyDict>, name: &str, v: &[T], dtype: &str) -> PyResult<()> {
+    // SAFETY: T is a plain integer type (no padding, every byte initialised).
+    let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) };
+    d.set_item(name, (PyByteArray::new(d.py(), bytes), dtype))
+}
+
+fn read_columns(sh: &Shared, regions: &[LibRegion]) -> Result<Vec<Columns>, fasthts::Error> {
+    let ix = sh.index()?;
+    region::scatter(&sh.bam, &ix, regions, |_, rd| {
+        let mut c = Columns::default();
+        while let Some(r) = rd.next_record()? {
+            c.push(&r);
+        }
+        Ok(c)
+    })
+}
+
+/// Compressed bytes per piece when one region is read on several threads.
+const PIECE_BYTES: u64 = 1 << 20;
+
+/// One region's columns, read on the current pool: the region is cut at
+/// the boundaries of the plan of pieces of about `PIECE_BYTES` (regions are
+/// start-based, so the pieces partition its records), the pieces read in
+/// parallel and concatenated in order.
+fn region_columns(sh: &Shared, r: LibRegion) -> Result<Columns, fasthts::Error> {
+    let ix = sh.index()?;
+    let mut pieces = vec![r];
+    if r.ref_id >= 0 && rayon::current_num_threads() > 1 {
+        pieces.clear();
+        let mut start = r.start;
+        for cut in region::plan(&sh.bam, &ix, Plan::BalancedBytes(PIECE_BYTES)).iter().filter(|p| p.ref_id == r.ref_id).map(|p| p.end) {
+            if cut > start && cut < r.end {
+                pieces.push(LibRegion { ref_id: r.ref_id, start, end: cut });
+                start = cut;
+            }
+        }
+        pieces.push(LibRegion { ref_id: r.ref_id, start, end: r.end });
+    }
+    let mut all = Columns::default();
+    for p in read_columns(sh, &pieces)? {
+        all.append(p);
+    }
+    Ok(all)
+}
+
+/// Every record's columns, in file order: through the index in parallel
+/// (checked to cover the file exactly), or sequentially when there is no
+/// index file.
+fn whole_file_columns(sh: &Shared) -> Result<Columns, fasthts::Error> {
+    let parts = if sh.has_index_file() {
+        let ix = sh.index()?;
+        region::scatter_all(&sh.bam, &ix, Plan::BalancedBytes(REGION_BYTES), |_, rd| {
+            let mut c = Columns::default();
+            while let Some(r) = rd.next_record()? {
+                c.push(&r);
+            }
+            Ok(c)
+        })?
+    } else {
+        let mut c = Columns::default();
+        fasthts::bam::scan(&sh.bam, |r, _| {
+            c.push(r);
+            Ok(())
+        })?;
+        vec![c]
+    };
+    let mut all = Columns::default();
+    for p in parts {
+        all.append(p);
+    }
+    Ok(all)
+}
+
+/// Iterator over a region's records (or the whole file's) as `Record`s,
+/// read `BATCH` at a time with the GIL released.
+#[pyclass(module = "fasthts._fasthts")]
+pub struct RecordIter {
+    shared: Arc<Shared>,
+    /// None: the whole file in file order.
+    region: Option<LibRegion>,
+    /// Where the next batch starts; None when done.
+    next: Option<VirtualOffset>,
+    buf: VecDeque<Vec<u8>>,
+}
+
+fn read_batch(
+    sh: &Shared,
+    region: Option<LibRegion>,
+    start: VirtualOffset,
+) -> Result<(VecDeque<Vec<u8>>, Option<VirtualOffset>), fasthts::Error> {
+    let mut out = VecDeque::with_capacity(BATCH);
+    let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(sh.bam.path());
+    match region {
+        Some(region) => {
+            let mut rd = RegionReader::new(&sh.bam, region, start, None)?;
+            while out.len() < BATCH {
+                match rd.next_record().map_err(wrap)? {
+                    Some(r) => out.push_back(r.as_bytes().to_vec()),
+                    None => return Ok((out, None)),
+                }
+            }
+            Ok((out, Some(rd.record_end())))
+        }
+        None => {
+            let mut rd = sh.bam.records_from(start)?;
+            while out.len() < BATCH {
+                match rd.next_record().map_err(wrap)? {
+                    Some(r) => out.push_back(r.as_bytes().to_vec()),
+                    None => return Ok((out, None)),
+                }
+            }
+            Ok((out, Some(rd.record_end())))
+        }
+    }
+}
+
+#[pymethods]
+impl RecordIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(mut slf: PyRefMut<'_, Self>, py: Python<'_>) -> PyResult<Option<Record>> {
+        if slf.buf.is_empty() {
+            let Some(start) = slf.next else { return Ok(None) };
+            let sh = slf.shared.clone();
+            let region = slf.region;
+            let (buf, next) = match py.detach(|| read_batch(&sh, region, start)) {
+                Ok(v) => v,
+                Err(e) => {
+                    slf.next = None;
+                    return Err(to_py(e));
+                }
+            };
+            slf.buf = buf;
+            slf.next = next;
+        }
+        let names = slf.shared.names.clone();
+        Ok(slf.buf.pop_front().map(|data| Record { data, names }))
+    }
+}
+
+/// One BAM record (a copy of its bytes), decoded on access.
+#[pyclass(frozen, module = "fasthts._fasthts")]
+pub struct Record {
+    data: Vec<u8>,
+    names: Arc<Vec<String>>,
+}
+
+impl Record {
+    fn r(&self) -> RecordRef<'_> {
+        // The bytes were validated when the record was read.
+        RecordRef::new(&self.data, self.names.len()).expect("record validated when read")
+    }
+}
+
+const CIGAR_LETTERS: &[u8] = b"MIDNSHP=XB";
+
+fn aux_value<'py>(py: Python<'py>, v: AuxValue<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        AuxValue::Char(c) => (c as char).to_string().into_pyobject(py)?.into_any(),
+        AuxValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        AuxValue::Float(f) => f64::from(f).into_pyobject(py)?.into_any(),
+        AuxValue::Double(f) => f.into_pyobject(py)?.into_any(),
+        AuxValue::String(s) | AuxValue::Hex(s) => String::from_utf8_lossy(s).into_pyobject(py)?.into_any(),
+        AuxValue::Array { subtype, count, bytes } => {
+            let size = match subtype {
+                b'c' | b'C' => 1,
+                b's' | b'S' => 2,
+                _ => 4,
+            };
+            let list = PyList::empty(py);
+            for i in 0..count {
+                let b = &bytes[i * size..(i + 1) * size];
+                let item = match subtype {
+                    b'c' => (b[0] as i8).into_pyobject(py)?.into_any(),
+                    b'C' => b[0].into_pyobject(py)?.into_any(),
+                    b's' => i16::from_le_bytes([b[0], b[1]]).into_pyobject(py)?.into_any(),
+                    b'S' => u16::from_le_bytes([b[0], b[1]]).into_pyobject(py)?.into_any(),
+                    b'i' => i32::from_le_bytes([b[0], b[1], b[2], b[3]]).into_pyobject(py)?.into_any(),
+                    b'I' => u32::from_le_bytes([b[0], b[1], b[2], b[3]]).into_pyobject(py)?.into_any(),
+                    _ => f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])).into_pyobject(py)?.into_any(),
+                };
+                list.append(item)?;
+            }
+            list.into_any()
+        }
+    })
+}
+
+#[pymethods]
+impl Record {
+    /// Read name (QNAME).
+    #[getter]
+    fn name(&self) -> String {
+        String::from_utf8_lossy(self.r().name()).into_owned()
+    }
+    /// FLAG.
+    #[getter]
+    fn flag(&self) -> u16 {
+        self.r().flag()
+    }
+    /// Reference id (-1: none).
+    #[getter]
+    fn tid(&self) -> i32 {
+        self.r().ref_id()
+    }
+    /// Reference name, or None.
+    #[getter(r#ref)]
+    fn reference(&self) -> Option<String> {
+        usize::try_from(self.r().ref_id()).ok().and_then(|i| self.names.get(i).cloned())
+    }
+    /// 0-based leftmost position (-1: none).
+    #[getter]
+    fn pos(&self) -> i32 {
+        self.r().pos()
+    }
+    /// End position, exclusive, as htslib's `bam_endpos` (pos + 1 when
+    /// unmapped or the CIGAR consumes no reference).
+    #[getter]
+    fn end(&self) -> i64 {
+        self.r().end_pos()
+    }
+    /// Mapping quality.
+    #[getter]
+    fn mapq(&self) -> u8 {
+        self.r().mapq()
+    }
+    /// CIGAR as `[(op, length), ...]` with pysam's op codes (M=0 I=1 D=2
+    /// N=3 S=4 H=5 P=6 '='=7 X=8 B=9); a CIGAR longer than 65535 ops is
+    /// taken from the CG tag, as htslib does.
+    #[getter]
+    fn cigar(&self) -> Vec<(u8, u32)> {
+        self.r().cigar().iter().map(|(op, len)| (CIGAR_LETTERS.iter().position(|&c| c == op.letter()).unwrap_or(9) as u8, len)).collect()
+    }
+    /// CIGAR text ("" when there is none).
+    #[getter]
+    fn cigarstring(&self) -> String {
+        self.r().cigar().iter().map(|(op, len)| format!("{len}{}", op.letter() as char)).collect()
+    }
+    /// Sequence ("" when absent).
+    #[getter]
+    fn seq(&self) -> String {
+        let r = self.r();
+        (0..r.seq_len()).map(|i| r.base(i) as char).collect()
+    }
+    /// Base qualities (phred values, not +33), or None when absent (0xff).
+    #[getter]
+    fn qual<'py>(&self, py: Python<'py>) -> Option<Bound<'py, pyo3::types::PyBytes>> {
+        let q = self.r().qual();
+        if q.is_empty() || q[0] == 0xff {
+            return None;
+        }
+        Some(pyo3::types::PyBytes::new(py, q))
+    }
+    /// Mate's reference id.
+    #[getter]
+    fn mate_tid(&self) -> i32 {
+        self.r().mate_ref_id()
+    }
+    /// Mate's position.
+    #[getter]
+    fn mate_pos(&self) -> i32 {
+        self.r().mate_pos()
+    }
+    /// Template length (TLEN).
+    #[getter]
+    fn tlen(&self) -> i32 {
+        self.r().template_len()
+    }
+    /// Auxiliary fields as `[(tag, value), ...]` in record order; arrays as
+    /// lists, characters and hex strings as str.
+    #[getter]
+    fn tags<'py>(&self, py: Python<'py>) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+        let mut out = Vec::new();
+        for t in self.r().aux().iter() {
+            let (tag, v) = t.map_err(|_| err("malformed auxiliary field"))?;
+            out.push((String::from_utf8_lossy(&tag).into_owned(), aux_value(py, v)?));
+        }
+        Ok(out)
+    }
+    /// The value of one tag; KeyError when absent.
+    fn get_tag<'py>(&self, py: Python<'py>, tag: &str) -> PyResult<Bound<'py, PyAny>> {
+        let b = tag.as_bytes();
+        if b.len() != 2 {
+            return Err(PyValueError::new_err(format!("invalid tag {tag:?}")));
+        }
+        match self.r().aux().find([b[0], b[1]]) {
+            Some(v) => aux_value(py, v),
+            None => Err(PyKeyError::new_err(tag.to_string())),
+        }
+    }
+    /// The record's BAM bytes (without the 4-byte length).
+    #[getter]
+    fn raw<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
+        pyo3::types::PyBytes::new(py, &self.data)
+    }
+
+    fn __repr__(&self) -> String {
+        let r = self.r();
+        format!(
+            "Record(name={:?}, flag={}, ref={}, pos={}, mapq={}, cigar={:?})",
+            String::from_utf8_lossy(r.name()),
+            r.flag(),
+            self.reference().map_or("None".to_string(), |n| format!("{n:?}")),
+            r.pos(),
+            r.mapq(),
+            self.cigarstring()
+        )
+    }
+}

@@ -1,0 +1,117 @@
+"""Fixtures of the Python package's tests: the CLI binary, a generated BAM,
+the golden snp-pileup inputs, and a FASTQ for the k-mer tests."""
+
+import gzip
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def target_dir() -> Path:
+    return Path(os.environ.get("CARGO_TARGET_DIR", Path.home() / ".cache/fasthts-target"))
+
+
+@pytest.fixture(scope="session")
+def cli() -> str:
+    """The `fasthts` binary (FASTHTS_BIN, or the release build of the
+    cargo target dir, which scripts/test.sh builds before running pytest)."""
+    b = os.environ.get("FASTHTS_BIN") or str(target_dir() / "release" / "fasthts")
+    if not Path(b).is_file():
+        pytest.skip(f"fasthts binary not found at {b} (cargo build --release -p fasthts-cli)")
+    return b
+
+
+def run(*args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in args], check=True, capture_output=True, **kw)
+
+
+@pytest.fixture(scope="session")
+def gen_bam(tmp_path_factory) -> Path:
+    """A generated, sorted, indexed BAM of a few thousand records
+    (scripts/gen-bam.sh; needs samtools)."""
+    if not shutil.which("samtools"):
+        pytest.skip("samtools not installed (scripts/gen-bam.sh needs it)")
+    d = tmp_path_factory.mktemp("gen")
+    out = d / "gen.bam"
+    env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir()))
+    tg = target_dir() / "release" / "fasthts-testgen"
+    if tg.is_file():
+        env["FASTHTS_TESTGEN"] = str(tg)
+    subprocess.run(["bash", str(ROOT / "scripts/gen-bam.sh"), str(out), "--seed", "7", "--reads", "3000"], check=True, env=env)
+    import fasthts
+
+    fasthts.index(str(out))
+    return out
+
+
+def golden_dir() -> Path:
+    for d in [ROOT.parent / "shared/golden/snp-pileup", Path("/work/shared/golden/snp-pileup")]:
+        if (d / "normal.bam").is_file():
+            return d
+    pytest.skip("golden snp-pileup inputs (../shared/golden/snp-pileup) not found")
+
+
+@pytest.fixture(scope="session")
+def golden() -> Path:
+    return golden_dir()
+
+
+@pytest.fixture(scope="session")
+def fastq(tmp_path_factory) -> Path:
+    """Reads of a random 20 kb genome, with a few very abundant reads (so
+    some k-mers pass 255: bigcount) and some N bases."""
+    rng = random.Random(11)
+    genome = "".join(rng.choice("ACGT") for _ in range(20000))
+    d = tmp_path_factory.mktemp("reads")
+    p = d / "reads.fq"
+    with open(p, "w") as f:
+        for i in range(6000):
+            if i % 20 == 0:
+                s = genome[1000:1100]  # ~300 copies
+            else:
+                a = rng.randrange(0, len(genome) - 100)
+                s = genome[a : a + 100]
+            if i % 97 == 0:
+                s = s[:50] + "N" + s[51:]
+            f.write(f"@r{i}\n{s}\n+\n{'I' * len(s)}\n")
+    return p
+
+
+@pytest.fixture(scope="session")
+def fastq_gz(fastq) -> Path:
+    p = fastq.with_suffix(".fq.gz")
+    with open(fastq, "rb") as src, gzip.open(p, "wb") as dst:
+        dst.write(src.read())
+    return p
+
+
+def write_bgzf(data: bytes, path: Path, block: int = 4000) -> None:
+    """BGZF (blocks of `block` input bytes, small so that files have many
+    blocks), with the EOF marker block."""
+    import struct
+    import zlib
+
+    out = bytearray()
+    for i in range(0, len(data) + 1, block):
+        chunk = data[i : i + block]
+        if not chunk and i:
+            break
+        c = zlib.compressobj(6, zlib.DEFLATED, -15)
+        cdata = c.compress(chunk) + c.flush()
+        out += b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00BC\x02\x00"
+        out += struct.pack("<H", len(cdata) + 25) + cdata + struct.pack("<II", zlib.crc32(chunk), len(chunk))
+    out += bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+    path.write_bytes(bytes(out))
+
+
+@pytest.fixture(scope="session")
+def fastq_bgzf(fastq) -> Path:
+    p = fastq.with_suffix(".bgzf.fq.gz")
+    write_bgzf(fastq.read_bytes(), p)
+    return p

@@ -1,0 +1,213 @@
+"""BamFile, records, columns, regions and scatter, checked against pysam
+and against each other."""
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fasthts
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = ROOT / "tests/data/small.bam"
+
+CIGAR_OPS = "MIDNSHP=XB"
+
+
+def pysam_tags(a):
+    out = []
+    for tag, value, vtype in a.get_tags(with_value_type=True):
+        if hasattr(value, "tolist"):
+            value = value.tolist()
+        elif isinstance(value, bytes):
+            value = value.decode()
+        elif vtype == "I" and value < 0:
+            # pysam returns uint32 ('I') tags above 2^31 as negative
+            # numbers; samtools view (and fasthts) print the unsigned value.
+            value += 1 << 32
+        out.append((tag, value))
+    return out
+
+
+def norm_tags(tags):
+    # float tags: compare as float32 round trips.
+    return [(t, [float(np.float32(x)) for x in v] if isinstance(v, list) and v and isinstance(v[0], float) else (float(np.float32(v)) if isinstance(v, float) else v)) for t, v in tags]
+
+
+def cross_check(path: Path, limit=None):
+    pysam = pytest.importorskip("pysam")
+    bam = fasthts.BamFile(str(path))
+    n = 0
+    with pysam.AlignmentFile(str(path), "rb") as ps:
+        assert [(r, l) for r, l in bam.references] == list(zip(ps.references, ps.lengths))
+        mine = bam.fetch()
+        for a in ps.fetch(until_eof=True):
+            r = next(mine)
+            assert r.name == a.query_name
+            assert r.flag == a.flag
+            assert r.tid == a.reference_id
+            assert r.ref == (a.reference_name if a.reference_id >= 0 else None)
+            assert r.pos == a.reference_start
+            assert r.mapq == a.mapping_quality
+            assert r.cigar == [tuple(c) for c in (a.cigartuples or [])]
+            assert r.cigarstring == (a.cigarstring or "")
+            assert r.seq == (a.query_sequence or "")
+            q = a.query_qualities
+            assert r.qual == (None if q is None else bytes(q))
+            assert r.mate_tid == a.next_reference_id
+            assert r.mate_pos == a.next_reference_start
+            assert r.tlen == a.template_length
+            assert norm_tags(r.tags) == norm_tags(pysam_tags(a))
+            if not a.is_unmapped and a.reference_end is not None and a.reference_end > a.reference_start:
+                assert r.end == a.reference_end
+            n += 1
+            if limit and n >= limit:
+                return n
+        with pytest.raises(StopIteration):
+            next(mine)
+    return n
+
+
+def test_pysam_crosscheck_generated(gen_bam):
+    assert cross_check(gen_bam) > 4096  # more than one read batch
+
+
+def test_pysam_crosscheck_small():
+    cross_check(SMALL)
+
+
+@pytest.mark.parametrize("name", ["normal.bam", "tumour.bam"])
+def test_pysam_crosscheck_golden(golden, name):
+    assert cross_check(golden / name, limit=20000) > 1000
+
+
+def test_columns_equal_records(gen_bam):
+    bam = fasthts.BamFile(str(gen_bam))
+    cols = bam.columns()
+    recs = list(bam.fetch())
+    assert len(cols["pos"]) == len(recs)
+    for key, get in [
+        ("tid", lambda r: r.tid),
+        ("pos", lambda r: r.pos),
+        ("end", lambda r: r.end),
+        ("flag", lambda r: r.flag),
+        ("mapq", lambda r: r.mapq),
+        ("len", lambda r: len(r.seq)),
+        ("mate_tid", lambda r: r.mate_tid),
+        ("mate_pos", lambda r: r.mate_pos),
+        ("tlen", lambda r: r.tlen),
+    ]:
+        assert cols[key].tolist() == [get(r) for r in recs], key
+
+
+def test_columns_any_thread_count_or_plan(gen_bam):
+    bam = fasthts.BamFile(str(gen_bam))
+    whole = bam.columns(threads=1)
+    for threads in [1, 2]:
+        for plan in [bam.plan(4096), bam.plan(window=10000), bam.plan()]:
+            parts = bam.columns_many(plan, threads=threads)
+            for k in whole:
+                assert np.array_equal(np.concatenate([p[k] for p in parts]), whole[k]), k
+
+
+def test_region_is_start_based(gen_bam):
+    bam = fasthts.BamFile(str(gen_bam))
+    whole = bam.columns()
+    name, length = bam.references[0]
+    cols = bam.columns(f"{name}:1001-5000")
+    sel = (whole["tid"] == 0) & (whole["pos"] >= 1000) & (whole["pos"] < 5000)
+    assert len(cols["pos"]) == sel.sum() > 0
+    assert np.array_equal(cols["pos"], whole["pos"][sel])
+    # The same region as a tuple (0-based, half-open) and as a Region.
+    assert np.array_equal(bam.columns((name, 1000, 5000))["pos"], cols["pos"])
+    assert np.array_equal(bam.columns(bam.region(f"{name}:1001-5000"))["pos"], cols["pos"])
+    # Records as objects: the same ones.
+    assert [r.pos for r in bam.fetch(f"{name}:1001-5000")] == cols["pos"].tolist()
+    # Unplaced records.
+    unplaced = bam.columns("*")
+    assert (unplaced["tid"] == -1).all()
+    assert len(unplaced["tid"]) == (whole["tid"] == -1).sum()
+
+
+def test_whole_contig_fetch_crosses_batches(gen_bam):
+    bam = fasthts.BamFile(str(gen_bam))
+    whole = bam.columns()
+    name = bam.references[0][0]
+    got = [(r.pos, r.flag) for r in bam.fetch(name)]
+    sel = whole["tid"] == 0
+    assert got == list(zip(whole["pos"][sel].tolist(), whole["flag"][sel].tolist()))
+
+
+def test_region_parsing_errors():
+    bam = fasthts.BamFile(str(SMALL))
+    with pytest.raises(ValueError, match="unknown reference"):
+        bam.columns("nope:1-10")
+    with pytest.raises(ValueError, match="invalid region"):
+        bam.columns("chr1:10-5")
+    with pytest.raises(TypeError):
+        bam.columns(42)
+    with pytest.raises(ValueError, match="not in the file"):
+        bam.columns(fasthts.Region(99))
+    with pytest.raises(ValueError, match="before its start"):
+        bam.columns_many([fasthts.Region(0, 10, 5)])
+    r = bam.region("chr1:1,001-2,000")
+    assert (r.contig, r.start, r.end) == ("chr1", 1000, 2000)
+    assert str(r) == "chr1:1001-2000"
+
+
+def test_pickles_by_path():
+    bam = fasthts.BamFile(str(SMALL))
+    b2 = pickle.loads(pickle.dumps(bam))
+    assert isinstance(b2, fasthts.BamFile) and b2.path == bam.path
+    assert len(pickle.dumps(bam)) < 1000  # the path, not the data
+    r = bam.plan()[0]
+    assert pickle.loads(pickle.dumps(r)) == r
+
+
+def test_scatter_runs_fn_per_region_in_order(gen_bam):
+    bam = fasthts.BamFile(str(gen_bam))
+    regions = bam.plan(4096)
+    got = fasthts.scatter(bam, regions, lambda r, c: (r, len(c["pos"]), int(c["mapq"].sum())), threads=2)
+    assert [g[0] for g in got] == regions
+    whole = bam.columns()
+    assert sum(g[1] for g in got) == len(whole["pos"])
+    assert sum(g[2] for g in got) == int(whole["mapq"].sum())
+    # regions=None: the default plan, every record once.
+    assert sum(fasthts.scatter(str(gen_bam), None, lambda r, c: len(c["pos"]))) == len(whole["pos"])
+
+
+def test_scatter_reraises():
+    def boom(r, c):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        fasthts.scatter(str(SMALL), None, boom)
+
+
+def test_bad_input_raises_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No such file"):
+        fasthts.BamFile(str(tmp_path / "missing.bam"))
+    text = tmp_path / "text.bam"
+    text.write_text("hello\n")
+    with pytest.raises(fasthts.Error, match="text.bam"):
+        fasthts.BamFile(str(text))
+    # A truncated BAM: an error when reading, never a crash.
+    data = SMALL.read_bytes()
+    cut = tmp_path / "cut.bam"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(fasthts.Error):
+        b = fasthts.BamFile(str(cut))
+        list(b.fetch())
+    with pytest.raises(fasthts.Error):
+        fasthts.flagstat(str(cut))
+    with pytest.raises(OSError):
+        fasthts.flagstat(str(tmp_path))
+
+
+def test_progress_bar_only_when_asked(capsys):
+    fasthts.scatter(str(SMALL), None, lambda r, c: 0, progress=True)
+    err = capsys.readouterr().err
+    assert "scatter [" in err and err.rstrip().endswith("5/5")
+    fasthts.scatter(str(SMALL), None, lambda r, c: 0)  # stderr is not a terminal here
+    assert capsys.readouterr().err == ""

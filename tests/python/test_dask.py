@@ -1,0 +1,117 @@
+"""fasthts.dask on a LocalCluster of 2 worker processes equals the
+single-machine results."""
+
+import os
+import shutil
+
+import pytest
+
+import fasthts
+
+distributed = pytest.importorskip("distributed")
+import fasthts.dask as fdask  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def test_cluster_has_two_worker_processes(client):
+    assert len(client.scheduler_info()["workers"]) == 2
+
+
+def test_flagstat_equals_single_machine(client, gen_bam):
+    want = fasthts.flagstat(str(gen_bam))
+    for region_bytes in [4096, 64 << 10, 8 << 20]:
+        for tasks in [None, 1, 3]:
+            assert fdask.flagstat(client, str(gen_bam), region_bytes=region_bytes, tasks=tasks) == want
+
+
+def test_flagstat_stale_or_missing_index(client, gen_bam, tmp_path):
+    want = fasthts.flagstat(str(gen_bam))
+    bare = tmp_path / "bare.bam"
+    shutil.copy(gen_bam, bare)
+    assert fdask.flagstat(client, str(bare)) == want  # no index: one task
+    # An index of another file, newer than the BAM: the coverage check
+    # catches it and the file is counted sequentially.
+    other = tmp_path / "other.bam"
+    shutil.copy(os.path.join(os.path.dirname(__file__), "../data/small.bam"), other)
+    fasthts.index(str(other), str(bare) + ".bai")
+    assert fdask.flagstat(client, str(bare), region_bytes=4096) == want
+
+
+def test_flagstat_bad_input(client, tmp_path):
+    bad = tmp_path / "bad.bam"
+    bad.write_text("not a bam\n")
+    with pytest.raises(fasthts.Error, match="bad.bam"):
+        fdask.flagstat(client, str(bad))
+
+
+def test_count_kmers_equals_single_machine(client, fastq, fastq_gz, fastq_bgzf):
+    k, x, n = 21, 200003, 4
+    whole = fasthts.Countgraph(k, x, n)
+    for f in [fastq, fastq_gz, fastq_bgzf]:
+        whole.consume_seqfile(str(f))
+    got = fdask.count_kmers(client, [str(fastq), str(fastq_gz), str(fastq_bgzf)], k, x, n, bigcount=False, parts_per_file=3)
+    assert got.to_bytes() == whole.to_bytes()
+
+
+def test_count_kmers_bigcount_tables_equal(client, fastq):
+    k, x, n = 21, 200003, 4
+    whole = fasthts.Countgraph(k, x, n, True)
+    whole.consume_seqfile(str(fastq))
+    got = fdask.count_kmers(client, [str(fastq)], k, x, n, bigcount=True, parts_per_file=2)
+    seqs = open(fastq).read().split("\n")[1::4]
+    # Counts up to 255 are exact; a k-mer that passes 255 only when the
+    # parts are added reads 255 (see Countgraph.merge).
+    above = 0
+    for s in seqs[:200]:
+        for g, w in zip(got.get_kmer_counts(s), whole.get_kmer_counts(s)):
+            assert g == w or (w > 255 and g == 255)
+            above += w > 255
+    assert above > 0
+
+
+SNP_CASES = [
+    {},
+    {"gzip": True},
+    {"min_map_quality": 15, "min_base_quality": 20, "pseudo_snps": 100, "min_read_counts": [25, 0]},
+    {"pseudo_snps": 7, "min_base_quality": 20},
+    {"count_orphans": True, "ignore_overlaps": True},
+    {"max_depth": 20},
+]
+
+
+@pytest.mark.parametrize("options", SNP_CASES)
+def test_snp_pileup_equals_single_machine(client, golden, tmp_path, options):
+    bams = [str(golden / "normal.bam"), str(golden / "tumour.bam")]
+    gz = ".gz" if options.get("gzip") else ""
+    want = tmp_path / f"one.csv{gz}"
+    rows = fasthts.snp_pileup(str(golden / "sites.vcf.gz"), str(want), bams, **options)
+    for tasks in [None, 1, 3, 10000]:  # 10000: a block per contig
+        got = tmp_path / f"dask{tasks}.csv{gz}"
+        assert fdask.snp_pileup(client, str(golden / "sites.vcf.gz"), str(got), bams, tasks=tasks, **options) == rows
+        assert got.read_bytes() == want.read_bytes(), tasks
+
+
+def test_snp_pileup_blocks_cut_at_contig_changes(golden):
+    from fasthts import _fasthts
+
+    blocks = _fasthts.snp_pileup_blocks(str(golden / "sites.vcf"), str(golden / "normal.bam"), 10000)
+    # sites.vcf: V, I, II, IV, chrX, MtDNA, chrM (V, IV, chrM are not in the BAM).
+    assert [b[2] for b in blocks] == [-1, 0, 1, -1, 2, 3, -1]
+    assert all(a < b for a, b, _ in blocks) and blocks[0][0] == 0
+    assert all(blocks[i][1] == blocks[i + 1][0] for i in range(len(blocks) - 1))
+
+
+def test_snp_pileup_refuses_to_overwrite(client, golden, tmp_path):
+    out = tmp_path / "exists.csv"
+    out.write_text("x")
+    with pytest.raises(fasthts.Error, match="already exists"):
+        fdask.snp_pileup(client, str(golden / "sites.vcf"), str(out), [str(golden / "normal.bam")])
+    assert out.read_text() == "x"
