@@ -224,6 +224,12 @@ impl Exit {
 }
 
 fn exit_with(e: Exit) -> ! {
+    if fasthts::output::interrupted() {
+        // Ending on a signal (see main): its status, not this error.
+        loop {
+            std::thread::park();
+        }
+    }
     if !e.msg.is_empty() {
         eprintln!("{}", e.msg);
     }

@@ -131,6 +131,14 @@ fn main() -> ExitCode {
     match cli.command.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            if fasthts::output::interrupted() {
+                // The signal thread removed the temporaries under us and is
+                // ending the process with the signal's status: this error
+                // (a vanished run file) is a consequence, not news.
+                loop {
+                    std::thread::park();
+                }
+            }
             eprintln!("fasthts {name}: {e}");
             ExitCode::FAILURE
         }

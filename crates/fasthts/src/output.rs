@@ -4,6 +4,7 @@ use crate::Error;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// Temporary files and directories that exist right now, so that a signal
@@ -25,16 +26,48 @@ pub fn unregister_temporary(path: &Path) {
     }
 }
 
+/// Set once [`remove_in_progress`] has started: the process is ending on
+/// a signal.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
 /// Removes every registered temporary file and directory: for a handler
 /// of SIGINT/SIGTERM, so an interrupted run leaves nothing behind.
+///
+/// The registry stays locked afterwards, so a thread that goes on working
+/// until the process exits cannot register (and then create) a new
+/// temporary that nobody would remove: it waits in [`register_temporary`].
 pub fn remove_in_progress() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
     if let Ok(v) = IN_PROGRESS.lock() {
-        for p in v.iter() {
-            if fs::remove_file(p).is_err() {
-                let _ = fs::remove_dir_all(p);
+        // Workers keep running meanwhile: one may create a file in a run
+        // directory being removed (remove_dir_all then fails, not empty)
+        // or create a temporary it registered just before. Passes repeat
+        // until one finds nothing left; once a directory is gone nothing
+        // can be created in it.
+        for _ in 0..20 {
+            let mut left = false;
+            for p in v.iter() {
+                if fs::remove_file(p).is_err() && fs::remove_dir_all(p).is_err() {
+                    left |= fs::symlink_metadata(p).is_ok();
+                }
+            }
+            if !left {
+                // One more look after the workers had a moment.
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                if v.iter().all(|p| fs::symlink_metadata(p).is_err()) {
+                    break;
+                }
             }
         }
+        std::mem::forget(v);
     }
+}
+
+/// True once [`remove_in_progress`] has run: errors seen after that (files
+/// vanishing under a worker) are consequences of the interruption, and
+/// the process should end as the signal says rather than report them.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// A temporary file beside its final path, removed on drop unless
