@@ -353,10 +353,11 @@ fn sort_completes_under_a_small_open_file_limit() {
     let reference = dir.path("ref.bam");
     let out = fasthts().args(["sort", "--no-PG", "-o"]).arg(&reference).arg(&i.unsorted).output().unwrap();
     assert!(out.status.success());
-    // 64 KiB per thread makes hundreds of runs: more than 64 descriptors.
+    // The smallest -m samtools accepts: 1 MiB arenas make hundreds of runs,
+    // more than 64 descriptors.
     let out_bam = dir.path("out.bam");
     let mut cmd = fasthts();
-    cmd.args(["sort", "--no-PG", "-@", "2", "-m", "64K", "-T"]).arg(dir.path("run")).arg("-o").arg(&out_bam).arg(&i.unsorted);
+    cmd.args(["sort", "--no-PG", "-@", "2", "-m", "1M", "-T"]).arg(dir.path("run")).arg("-o").arg(&out_bam).arg(&i.unsorted);
     limit(&mut cmd, None, Some(64));
     let run = run_measured(cmd, Duration::from_secs(300));
     assert!(run.success(), "sort under ulimit -n 64: {}", run.stderr_text());
