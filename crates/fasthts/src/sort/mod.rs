@@ -463,9 +463,9 @@ impl SamText {
         let mut records = Vec::with_capacity(self.count);
         let mut at = 0;
         while at < self.staged.len() {
-            let n = u32::from_le_bytes(self.staged[at..at + 4].try_into().expect("4 bytes")) as usize;
-            records.push(RecordRef::new_prevalidated(&self.staged[at + 4..at + 4 + n]));
-            at += 4 + n;
+            let record = record_at(&self.staged, at);
+            records.push(RecordRef::new_prevalidated(&record[4..]));
+            at += record.len();
         }
         self.formatter.format(&records, &self.references)?;
         for part in self.formatter.parts() {
