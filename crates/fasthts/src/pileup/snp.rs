@@ -180,6 +180,9 @@ struct RegionResult {
     site_counts: Vec<Option<Vec<Counts>>>,
     /// Whether the region's pileup state is known to equal FACETS'.
     exact: bool,
+    /// When the region was inexact only because of condition (b): the
+    /// start of the first read that broke it.
+    long_read_start: Option<i64>,
 }
 
 /// Watches the reads a region loads for condition (b) of the module docs.
@@ -187,16 +190,24 @@ struct Watch<S> {
     inner: S,
     warm_start: i64,
     region_start: i64,
-    violated: bool,
+    /// Only reads that enter the pileup matter.
+    filter: ReadFilter,
+    /// Start of the first read breaking condition (b); no more reads are
+    /// given once it is set (the region will be run again).
+    violated: Option<i64>,
 }
 
 impl<S: RecordSource> RecordSource for Watch<S> {
     fn advance(&mut self) -> Result<bool, PileupError> {
+        if self.violated.is_some() {
+            return Ok(false);
+        }
         let more = self.inner.advance()?;
         if more && self.warm_start > 0 {
             let r = self.inner.current();
-            if i64::from(r.pos()) <= self.warm_start && r.end_pos() > self.region_start - 1 {
-                self.violated = true;
+            if i64::from(r.pos()) <= self.warm_start && r.end_pos() > self.region_start - 1 && self.filter.keep(&r) {
+                self.violated = Some(i64::from(r.pos()));
+                return Ok(false);
             }
         }
         Ok(more)
@@ -225,111 +236,125 @@ impl Ctx<'_> {
         for (bam, index) in self.bams.iter().zip(self.indexes) {
             let mut inner = RegionRecords::new(bam, index, job.tid, warm_start, i64::MAX);
             inner.expect_end(index, job.end);
-            sources.push(Watch { inner, warm_start, region_start: job.start, violated: false });
+            sources.push(Watch { inner, warm_start, region_start: job.start, filter: self.popts.filter.clone(), violated: None });
         }
         let mut pileup = Pileup::new(sources, &self.popts);
         let mut res = RegionResult::default();
         let p = i64::from(self.opts.pseudo_snps);
         let min_q = self.opts.min_base_quality;
-        let mut next_site = job.sites.0;
         res.site_counts = vec![None; job.sites.1 - job.sites.0];
-        // Columns whose reads are looked at: sites and pseudo-SNP
-        // candidates in the region (a bitmap), and a candidate lookahead.
-        let (start, end) = (job.start, job.end);
-        let span = (end - start).max(0) as usize;
-        let mut marks = vec![0u64; span.div_ceil(64)];
-        let mut mark = |pos: i64| {
-            if pos >= start && pos < end {
-                let o = (pos - start) as usize;
-                marks[o / 64] |= 1 << (o % 64);
-            }
-        };
-        for &k in &self.order[job.sites.0..job.sites.1] {
-            mark(self.sites[k].1);
-        }
-        if p > 0 {
-            // Candidates are k * p - 1.
-            let mut c = ((start + 1 + p - 1) / p) * p - 1;
-            while c < end {
-                mark(c);
-                c += p;
-            }
-        }
-        let want = |_tid: i32, pos: i64| {
-            if pos < start {
-                false
-            } else if pos < end {
-                let o = (pos - start) as usize;
-                marks[o / 64] & (1 << (o % 64)) != 0
-            } else {
-                p > 0 && (pos + 1) % p == 0
-            }
-        };
-        while let Some((tid, pos)) = pileup.next_column_where(&want)? {
-            if tid as usize != job.tid {
+        let (tid, start, end) = (job.tid as i32, job.start, job.end);
+        // Columns whose reads are looked at, in order: the sites and the
+        // pseudo-SNP candidates ((pos + 1) % p == 0) of the region.
+        let sites = &self.order[job.sites.0..job.sites.1];
+        let mut next_site = 0;
+        let mut next_pseudo = if p > 0 { ((start + 1 + p - 1) / p) * p - 1 } else { i64::MAX };
+        loop {
+            let site_pos = sites.get(next_site).map_or(i64::MAX, |&k| self.sites[k].1);
+            let pos = site_pos.min(next_pseudo);
+            if pos >= end {
                 break;
             }
-            if pos < job.start {
-                continue;
+            let covered = pileup.goto(tid, pos)?;
+            if pileup.sources.iter().any(|s| s.violated.is_some()) {
+                break;
             }
-            let lookahead = pos >= job.end;
-            match res.covered.last_mut() {
-                Some(last) if last.1 == pos => last.1 = pos + 1,
-                _ => res.covered.push((pos, pos + 1)),
-            }
-            if p > 0 && (pos + 1) % p == 0 {
-                res.pseudo.push(pos);
-                for i in 0..n {
-                    let pass = pileup.reads(i).filter(|r| r.qual() != 0 && i32::from(r.qual()) >= min_q).count();
-                    res.pseudo_counts.push((pileup.depth(i) as u32, pass as u32));
+            if covered {
+                if pos == next_pseudo {
+                    res.pseudo.push(pos);
+                    self.pseudo_counts(&pileup, min_q, &mut res.pseudo_counts);
                 }
-            }
-            if lookahead {
-                break;
-            }
-            while next_site < job.sites.1 && self.sites[self.order[next_site]].1 < pos {
-                next_site += 1;
-            }
-            while next_site < job.sites.1 && self.sites[self.order[next_site]].1 == pos {
-                let (_, _, rb, ab) = self.sites[self.order[next_site]];
-                let mut counts = Vec::with_capacity(n);
-                for i in 0..n {
-                    let mut c = Counts { n: pileup.depth(i) as u32, ..Counts::default() };
-                    for r in pileup.reads(i) {
-                        let q = r.qual();
-                        if q == 0 || i32::from(q) < min_q {
-                            continue;
-                        }
-                        if r.is_del() {
-                            c.d += 1;
-                        } else {
-                            let b = r.base();
-                            if b == rb {
-                                c.r += 1;
-                            } else if b == ab {
-                                c.a += 1;
+                while next_site < sites.len() && self.sites[sites[next_site]].1 == pos {
+                    let (_, _, rb, ab) = self.sites[sites[next_site]];
+                    let mut counts = Vec::with_capacity(n);
+                    for i in 0..n {
+                        let mut c = Counts { n: pileup.depth(i) as u32, ..Counts::default() };
+                        for r in pileup.reads(i) {
+                            let q = r.qual();
+                            if q == 0 || i32::from(q) < min_q {
+                                continue;
+                            }
+                            if r.is_del() {
+                                c.d += 1;
                             } else {
-                                c.e += 1;
+                                let b = r.base();
+                                if b == rb {
+                                    c.r += 1;
+                                } else if b == ab {
+                                    c.a += 1;
+                                } else {
+                                    c.e += 1;
+                                }
                             }
                         }
+                        counts.push(c);
                     }
-                    counts.push(c);
+                    res.site_counts[next_site] = Some(counts);
+                    next_site += 1;
                 }
-                res.site_counts[next_site - job.sites.0] = Some(counts);
+            }
+            while next_site < sites.len() && self.sites[sites[next_site]].1 == pos {
                 next_site += 1;
             }
+            if pos == next_pseudo {
+                next_pseudo += p;
+            }
         }
-        let violated = pileup.sources_violated();
+        // Every column of the region, then the first one after it.
+        let mut intervals = Vec::new();
+        pileup.coverage_until(tid, end, &mut intervals)?;
+        intervals.retain(|&(t, _, e)| t == tid && e > start);
+        intervals.sort_unstable_by_key(|&(_, s, _)| s);
+        for (_, s, e) in intervals {
+            let (s, e) = (s.max(start), e.min(end));
+            match res.covered.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => res.covered.push((s, e)),
+            }
+        }
+        if let Some((t, la)) = pileup.next_covered(tid, end)? {
+            if t == tid {
+                res.covered.push((la, la + 1));
+                if p > 0 && (la + 1) % p == 0 && pileup.goto(tid, la)? {
+                    res.pseudo.push(la);
+                    self.pseudo_counts(&pileup, min_q, &mut res.pseudo_counts);
+                }
+            }
+        }
+        let violated = pileup.sources.iter().filter_map(|s| s.violated).min();
         // Loaded from the reference's start: FACETS' own state. Otherwise
         // conditions (a) and (b) of the module docs.
-        res.exact = warm_start == 0 || (!violated && pileup.max_buffered() <= i64::from(self.opts.max_depth));
+        let capped = pileup.max_buffered() > i64::from(self.opts.max_depth);
+        res.exact = warm_start == 0 || (violated.is_none() && !capped);
+        if !res.exact && !capped {
+            res.long_read_start = violated;
+        }
         Ok(res)
     }
 }
 
-impl<S: RecordSource> Pileup<Watch<S>> {
-    fn sources_violated(&self) -> bool {
-        self.sources.iter().any(|s| s.violated)
+impl Ctx<'_> {
+    /// [`Ctx::run_region`], loading reads from further back while a read
+    /// that starts before the warm-up reaches the region (long deletions,
+    /// ref-skips, long reads): from the warm-up length before that read's
+    /// start, until the region is exact or the cut fails for another reason.
+    fn run_region_widening(&self, job: &Job) -> Result<RegionResult, PileupError> {
+        let mut warmup = self.opts.warmup;
+        loop {
+            let r = self.run_region(job, warmup)?;
+            match r.long_read_start {
+                Some(s) if !r.exact && s < job.start - warmup + 1 => warmup = job.start - (s - self.opts.warmup).max(0),
+                _ => return Ok(r),
+            }
+        }
+    }
+
+    /// Per file: (depth, reads with a usable quality) at the current column.
+    fn pseudo_counts<S: RecordSource>(&self, pileup: &Pileup<S>, min_q: i32, out: &mut Vec<(u32, u32)>) {
+        for i in 0..pileup.n_files() {
+            let pass = pileup.reads(i).filter(|r| r.qual() != 0 && i32::from(r.qual()) >= min_q).count();
+            out.push((pileup.depth(i) as u32, pass as u32));
+        }
     }
 }
 
@@ -435,7 +460,7 @@ pub fn run(
     }
 
     let ctx = Ctx { bams, indexes, opts, popts: opts.pileup_options(), sites: &resolved, order: &order };
-    let mut results: Vec<RegionResult> = jobs.par_iter().map(|j| ctx.run_region(j, opts.warmup)).collect::<Result<_, _>>()?;
+    let mut results: Vec<RegionResult> = jobs.par_iter().map(|j| ctx.run_region_widening(j)).collect::<Result<_, _>>()?;
     let mut stats = SnpPileupStats { regions: jobs.len(), ..SnpPileupStats::default() };
 
     // References where some cut was not safe: one region from 0.
