@@ -140,7 +140,17 @@ fn golden_outputs_two_threads() {
 /// refused and whole references redone) give the same bytes.
 #[test]
 fn output_independent_of_threads_and_region_size() {
-    let only = ["P7_Q20.csv", "d20.csv", "d0.csv", "Q42.csv", "A_P50_r20,30.csv", "three_bams_q15_Q20_P50_r25,0,10_d30.csv"];
+    let only = [
+        "P7_Q20.csv",
+        "d20.csv",
+        "d0.csv",
+        "Q42.csv",
+        "A_P50_r20,30.csv",
+        "three_bams_q15_Q20_P50_r25,0,10_d30.csv",
+        "default.csv",
+        "x.csv",
+        "recommended_g_q15_Q20_P100_r25,0.csv.gz",
+    ];
     for (threads, size, warmup) in [("1", "997", "300"), ("4", "3000", "50"), ("2", "20000", "2000")] {
         check_golden(&["-@", threads, "--region-size", size, "--warmup", warmup], Some(&only));
     }

@@ -10,8 +10,7 @@
 
 use super::PileupError;
 use crate::bam::RecordRef;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 const CMATCH: u32 = 0;
 const CINS: u32 = 1;
@@ -140,15 +139,26 @@ fn op_code(op: crate::bam::CigarOp) -> u32 {
     }
 }
 
-/// A 64-bit key for a read name (FNV-1a); collisions are resolved by
+/// A 64-bit key for a read name, eight bytes at a time (every read's name
+/// is hashed, so this is on the hot path); collisions are resolved by
 /// comparing the names themselves.
 fn name_key(name: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &c in name {
-        h ^= u64::from(c);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h: u64 = name.len() as u64;
+    let mut chunks = name.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h ^ w).wrapping_mul(K);
+        h ^= h >> 29;
     }
-    h
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut b = [0u8; 8];
+        b[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(b)).wrapping_mul(K);
+        h ^= h >> 29;
+    }
+    h.wrapping_mul(K) ^ (h >> 32)
 }
 
 /// htslib's `__ac_X31_hash_string` (over C `char`, signed on x86) followed
@@ -269,8 +279,8 @@ fn before(t: i32, p: i64, u: i32, q: i64) -> bool {
 /// every column before it has been produced, and its buffer holds exactly
 /// the kept reads that end at or after that position. That is all the
 /// depth cap and the overlap table depend on, so both are reproduced at push
-/// time (reads leave the buffer, and the overlap table, through a heap of
-/// end positions), and no work is done at columns nobody looks at: the
+/// time (reads leave the buffer, and the overlap table, in order of their end
+/// positions), and no work is done at columns nobody looks at: the
 /// visited columns are the union of the kept reads' spans
 /// ([`PlpFile::coverage`]), and a column's reads are collected on request
 /// ([`PlpFile::column`]).
@@ -284,8 +294,9 @@ pub(crate) struct PlpFile {
     active: Vec<Active>,
     /// Whether node `i` has left htslib's buffer.
     gone: Vec<bool>,
-    /// (reference, end, node) of the reads in htslib's buffer, by end.
-    ends: BinaryHeap<Reverse<(i32, i64, u32)>>,
+    /// (reference, end, node) of the reads in htslib's buffer, sorted
+    /// (reads have similar lengths, so insertion from the back is short).
+    ends: VecDeque<(i32, i64, u32)>,
     /// htslib's `iter->tid` / `iter->pos` at the next push: the start of the
     /// last read added (`max_tid` / `max_pos`), (0, 0) at first.
     cur_tid: i32,
@@ -297,6 +308,9 @@ pub(crate) struct PlpFile {
     overlaps: Option<Overlaps>,
     /// The lowest column the caller may still ask for.
     floor: (i32, i64),
+    /// `active` is compacted when it grows past this (twice what the last
+    /// compaction left, so compaction stays linear overall).
+    compact_at: usize,
     /// Visited columns not yet consumed: the union of the kept reads'
     /// spans, as merged `(tid, beg, end)` intervals in order.
     pub(crate) coverage: VecDeque<(i32, i64, i64)>,
@@ -317,7 +331,7 @@ impl PlpFile {
             pool: Vec::new(),
             active: Vec::new(),
             gone: Vec::new(),
-            ends: BinaryHeap::new(),
+            ends: VecDeque::new(),
             cur_tid: 0,
             cur_pos: 0,
             max_tid: -1,
@@ -326,6 +340,7 @@ impl PlpFile {
             maxcnt,
             overlaps: overlaps.then(Overlaps::default),
             floor: (-1, -1),
+            compact_at: 64,
             coverage: VecDeque::new(),
             plp: Vec::new(),
             n_plp: 0,
@@ -355,11 +370,11 @@ impl PlpFile {
     /// Reads that htslib's column loop has removed by now (every column
     /// before `(cur_tid, cur_pos)` produced): they leave the overlap table.
     fn retire(&mut self) {
-        while let Some(&Reverse((tid, end, id))) = self.ends.peek() {
+        while let Some(&(tid, end, id)) = self.ends.front() {
             if !(tid < self.cur_tid || (tid == self.cur_tid && end < self.cur_pos)) {
                 break;
             }
-            self.ends.pop();
+            self.ends.pop_front();
             self.gone[id as usize] = true;
             if let Some(o) = self.overlaps.as_mut() {
                 let n = &self.nodes[id as usize];
@@ -382,6 +397,14 @@ impl PlpFile {
             w += 1;
         }
         self.active.truncate(w);
+        self.compact_at = (2 * self.active.len()).max(64);
+    }
+
+    /// Columns before `(tid, pos)` will not be asked for.
+    pub(crate) fn raise_floor(&mut self, tid: i32, pos: i64) {
+        if before(self.floor.0, self.floor.1, tid, pos) {
+            self.floor = (tid, pos);
+        }
     }
 
     /// The file's reads have all been pushed.
@@ -433,14 +456,18 @@ impl PlpFile {
         }
         self.overlap_push(t)?;
         self.active.push(Active { id: t, tid, beg, end });
-        self.ends.push(Reverse((tid, end, t)));
+        let mut at = self.ends.len();
+        while at > 0 && (tid, end) < (self.ends[at - 1].0, self.ends[at - 1].1) {
+            at -= 1;
+        }
+        self.ends.insert(at, (tid, end, t));
         if end > beg {
             match self.coverage.back_mut() {
                 Some(last) if last.0 == tid && beg <= last.2 => last.2 = last.2.max(end),
                 _ => self.coverage.push_back((tid, beg, end)),
             }
         }
-        if self.active.len() > 2 * self.ends.len() + 64 {
+        if self.active.len() > self.compact_at {
             self.compact();
         }
         Ok(())

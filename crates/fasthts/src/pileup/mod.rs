@@ -251,7 +251,8 @@ impl RecordSource for RegionRecords<'_> {
                 self.done = true;
                 return Ok(false);
             }
-            if r.end_pos() > self.beg {
+            // (The end is only worked out for reads starting before `beg`.)
+            if i64::from(r.pos()) >= self.beg || r.end_pos() > self.beg {
                 return Ok(true);
             }
         }
@@ -313,6 +314,8 @@ impl<S: RecordSource> Pileup<S> {
 
     /// Pushes file `i`'s reads until column `(tid, pos)` is settled.
     fn settle(&mut self, i: usize, tid: i32, pos: i64) -> Result<(), PileupError> {
+        // The caller asks for this column next: reads ending before it can go.
+        self.files[i].raise_floor(tid, pos);
         while !self.files[i].settled(tid, pos) {
             self.push_next(i)?;
         }
