@@ -10,7 +10,8 @@
 //! can reproduce samtools/FACETS numbers. Reads come from any
 //! [`RecordSource`]: a whole file ([`FileRecords`]) or an index query
 //! ([`RegionRecords`], htslib's iterator semantics: every read overlapping
-//! the interval).
+//! the interval). Two users: FACETS' snp-pileup ([`snp`]) and counts at
+//! arbitrary positions as samtools mpileup shows them ([`counts`]).
 //!
 //! Nothing is allocated per read once the buffers have grown to the depth
 //! of the data: read copies live in recycled nodes.
@@ -31,6 +32,7 @@
 //! # Ok::<(), fasthts::pileup::PileupError>(())
 //! ```
 
+pub mod counts;
 mod engine;
 pub mod snp;
 pub mod vcf;
