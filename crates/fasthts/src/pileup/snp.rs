@@ -18,6 +18,14 @@
 //!    columns, so no walk quirk can cross a region cut: any position is a
 //!    valid cut *for the walk*.
 //!
+//! The two run interleaved so that memory does not follow the genome or
+//! the VCF: a first pass over the VCF only notes which tiles hold sites
+//! (to plan the regions); the walk then reads the VCF again, and regions
+//! are run a batch (2 x threads) at a time when it reaches them, their
+//! facts dropped once it has passed them. The walk only moves forward in
+//! genome order, and a record it can still emit lies in a region whose
+//! batch read the VCF up to the first record beyond that batch.
+//!
 //! What a cut must preserve is the *pileup state* at the region start:
 //! htslib's depth cap (`-d`) and mate-overlap table depend on reads seen
 //! before. A region starting at `X > 0` therefore loads reads from
@@ -26,10 +34,13 @@
 //! nothing, here or in FACETS' run, whose buffers can only be smaller), and
 //! (b) every read starting at or before `L` ends before `X` (so reads FACETS
 //! saw before `L` cannot reach `X`, and the overlap adjustments they took
-//! part in lie before `X`). Otherwise the reference is redone as one region
-//! from position 0, where the state is exactly FACETS' (the buffer is
-//! empty when a new reference starts). A region starting at 0 is always
-//! exact.
+//! part in lie before `X`). When (b) fails the region is run again with
+//! `L` before the offending read (long ref-skips and deletions are seen in
+//! the first reads, so the failed run costs little); when (a) fails the
+//! reference is redone as one region from position 0, where the state is
+//! exactly FACETS' (the buffer is empty when a new reference starts) —
+//! then memory follows that reference's sites. A region starting at 0 is
+//! always exact.
 
 use super::vcf::{VcfReader, VcfSummary};
 use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource, RegionRecords};
