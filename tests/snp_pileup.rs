@@ -140,7 +140,17 @@ fn golden_outputs_two_threads() {
 /// refused and whole references redone) give the same bytes.
 #[test]
 fn output_independent_of_threads_and_region_size() {
-    let only = ["P7_Q20.csv", "d20.csv", "d0.csv", "Q42.csv", "A_P50_r20,30.csv", "three_bams_q15_Q20_P50_r25,0,10_d30.csv"];
+    let only = [
+        "P7_Q20.csv",
+        "d20.csv",
+        "d0.csv",
+        "Q42.csv",
+        "A_P50_r20,30.csv",
+        "three_bams_q15_Q20_P50_r25,0,10_d30.csv",
+        "default.csv",
+        "x.csv",
+        "recommended_g_q15_Q20_P100_r25,0.csv.gz",
+    ];
     for (threads, size, warmup) in [("1", "997", "300"), ("4", "3000", "50"), ("2", "20000", "2000")] {
         check_golden(&["-@", threads, "--region-size", size, "--warmup", warmup], Some(&only));
     }
@@ -398,8 +408,8 @@ fn region_records_match_samtools_view() {
 }
 
 /// Resolving reads only at some columns (what snp-pileup does) gives the
-/// same reads there as resolving every column (htslib's way), with the
-/// same columns visited.
+/// same reads there as resolving every column (htslib's way), and finds the
+/// same covered columns.
 #[test]
 fn skipping_columns_changes_nothing() {
     use fasthts::bam::BamFile;
@@ -413,18 +423,193 @@ fn skipping_columns_changes_nothing() {
     };
     let mut full = Pileup::new(vec![FileRecords::new(&a).unwrap(), FileRecords::new(&b).unwrap()], &opts);
     let mut sparse = Pileup::new(vec![FileRecords::new(&a).unwrap(), FileRecords::new(&b).unwrap()], &opts);
-    let want = |_t: i32, pos: i64| pos % 37 == 0 || pos % 101 < 3;
+    let want = |pos: i64| pos % 37 == 0 || pos % 101 < 3;
     let mut n = 0;
+    let mut last: Option<(i32, i64)> = None;
     while let Some(c) = full.next_column().unwrap() {
-        let s = sparse.next_column_where(&want).unwrap();
-        assert_eq!(Some(c), s);
-        if want(c.0, c.1) {
+        if want(c.1) {
+            // The sparse pileup jumps from the last wanted column to this one.
+            let from = last.map_or((0, 0), |(t, p)| (t, p + 1));
+            let next = sparse.next_covered(from.0, from.1).unwrap();
+            assert!(next.is_some_and(|x| x <= c), "{next:?} after {from:?}, full pileup at {c:?}");
+            assert!(sparse.goto(c.0, c.1).unwrap());
             assert!(snapshot(&full) == snapshot(&sparse), "column {c:?}");
+            last = Some(c);
             n += 1;
-        } else {
-            assert_eq!((full.depth(0), full.depth(1)), (sparse.depth(0), sparse.depth(1)));
         }
     }
-    assert!(sparse.next_column_where(&want).unwrap().is_none());
     assert!(n > 1000);
+}
+
+/// A small seeded generator of indices (the test needs no quality RNG).
+fn lcg(state: &mut u64, below: usize) -> usize {
+    *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    ((*state >> 33) % below as u64) as usize
+}
+
+/// The engine's second user, `pileup::counts::counts_at`, at random
+/// positions against `samtools mpileup` with the same filters: on generated
+/// data (`tests/data/small.bam`, made by fasthts-testgen: ref-skips, soft and
+/// hard clips, `=`/`X` operations, SEQ and QUAL `*`, MAPQ 0, overlapping
+/// mates on a deep chrM) and on the golden tumour/normal pair, with and
+/// without overlap detection and at three base-quality thresholds. Positions
+/// are drawn from the covered columns and uniformly (mostly uncovered on
+/// the sparse generated file).
+#[test]
+fn counts_at_random_positions_match_samtools_mpileup() {
+    use fasthts::bam::BamFile;
+    use fasthts::index::Index;
+    use fasthts::pileup::counts::counts_at;
+    use fasthts::pileup::{PileupOptions, ReadFilter};
+    if !have_samtools() {
+        return;
+    }
+    let mut files = vec![repo_root().join("tests/data/small.bam")];
+    if let Some(d) = golden() {
+        files.push(d.join("tumour.bam"));
+        files.push(d.join("normal.bam"));
+    }
+    let mut seed = 7u64;
+    for path in files {
+        let bam = BamFile::open(&path).unwrap();
+        let index = Index::from_path(format!("{}.bai", path.display())).unwrap();
+        let refs: Vec<(String, i64)> = bam.header().references.iter().map(|r| (r.name.clone(), i64::from(r.len))).collect();
+        let tid_of = |name: &str| refs.iter().position(|r| r.0 == name).unwrap();
+        let mut checked_covered = 0;
+        for (overlaps, min_q) in [(true, 13u8), (false, 0), (true, 30)] {
+            let mut cmd = Command::new("samtools");
+            cmd.args(["mpileup", "-B", "-d", "0", "-Q", &min_q.to_string()]);
+            if !overlaps {
+                cmd.arg("-x");
+            }
+            let o = cmd.arg(&path).output().unwrap();
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            let theirs: Vec<(String, i64, [u32; 8])> = text(&o.stdout).lines().map(parse_mpileup).collect();
+            let by_pos: std::collections::HashMap<(usize, i64), [u32; 8]> =
+                theirs.iter().map(|(c, p, v)| ((tid_of(c), p - 1), *v)).collect();
+            let mut positions: Vec<(usize, i64)> = Vec::new();
+            for _ in 0..300 {
+                let (c, p, _) = &theirs[lcg(&mut seed, theirs.len())];
+                positions.push((tid_of(c), p - 1));
+            }
+            for _ in 0..100 {
+                let t = lcg(&mut seed, refs.len());
+                positions.push((t, lcg(&mut seed, refs[t].1.max(1) as usize) as i64));
+            }
+            let opts =
+                PileupOptions { max_depth: i32::MAX, overlaps, filter: ReadFilter { skip_mapq_zero: false, ..ReadFilter::default() } };
+            let ours = counts_at(&[BamFile::open(&path).unwrap()], &[index.clone()], &positions, &opts, min_q).unwrap();
+            for (&(t, p), c) in positions.iter().zip(&ours) {
+                let c = c[0];
+                let got = [c.depth, c.bases[0], c.bases[1], c.bases[2], c.bases[3], c.bases[4], c.deletions, c.ref_skips];
+                let want = by_pos.get(&(t, p)).copied().unwrap_or([0; 8]);
+                assert_eq!(got, want, "{} {}:{} (overlaps {overlaps}, Q {min_q})", path.display(), refs[t].0, p + 1);
+                checked_covered += usize::from(want[0] > 0);
+            }
+        }
+        assert!(checked_covered > 300, "{}: only {checked_covered} covered positions checked", path.display());
+    }
+}
+
+/// snp-pileup on generated data (`tests/data/small.bam`: ref-skips, soft
+/// and hard clips, deletions, insertions, `=`/`X`, QUAL `*`, overlapping
+/// mates that may disagree, a deep chrM) with a VCF of random sites, sites
+/// at both ends of every contig, sites on a contig absent from the BAM,
+/// multi-allelic and indel records: every row written has the counts that
+/// `samtools mpileup` shows there with FACETS' filters (`-B -q1 -Q20
+/// -d 4000`: MAPQ 0 and anomalous pairs dropped, overlap detection on), the
+/// deletions and ref-skips together in D; and the output does not depend on
+/// threads or region size.
+#[test]
+fn generated_data_rows_match_samtools_mpileup() {
+    if !have_samtools() {
+        return;
+    }
+    let bam = repo_root().join("tests/data/small.bam");
+    let tmp = TempDir::new("snp-generated");
+    let o = Command::new("samtools").args(["mpileup", "-B", "-q1", "-Q20", "-d", "4000"]).arg(&bam).output().unwrap();
+    assert!(o.status.success());
+    let theirs: Vec<(String, i64, [u32; 8])> = text(&o.stdout).lines().map(parse_mpileup).collect();
+    let by_pos: std::collections::HashMap<(String, i64), [u32; 8]> = theirs.iter().map(|(c, p, v)| ((c.clone(), *p), *v)).collect();
+    let o = Command::new("samtools").args(["view", "-H"]).arg(&bam).output().unwrap();
+    let refs: Vec<(String, i64)> = text(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("@SQ"))
+        .map(|l| {
+            let f = |k: &str| l.split('\t').find_map(|x| x.strip_prefix(k)).unwrap().to_string();
+            (f("SN:"), f("LN:").parse().unwrap())
+        })
+        .collect();
+    // Sites: ends of every contig, every 7th covered column, random ALT.
+    let mut seed = 11u64;
+    let letters = [b'A', b'C', b'G', b'T'];
+    let mut sites: Vec<(usize, i64)> = Vec::new();
+    for (t, (_, len)) in refs.iter().enumerate() {
+        sites.extend([(t, 1), (t, 2), (t, len - 1), (t, *len)]);
+    }
+    for (k, (c, p, _)) in theirs.iter().enumerate() {
+        if k % 7 == 0 {
+            sites.push((refs.iter().position(|r| &r.0 == c).unwrap(), *p));
+        }
+    }
+    sites.sort_unstable();
+    sites.dedup();
+    let mut vcf = String::from("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nchrZ\t5\t.\tA\tG\t.\t.\t.\n");
+    for &(t, p) in &sites {
+        let r = letters[lcg(&mut seed, 4)];
+        let a = letters[(letters.iter().position(|&x| x == r).unwrap() + 1 + lcg(&mut seed, 3)) % 4];
+        let name = &refs[t].0;
+        match lcg(&mut seed, 20) {
+            0 => vcf.push_str(&format!("{name}\t{p}\t.\t{}\t{},T\t.\t.\t.\n", r as char, a as char)),
+            1 => vcf.push_str(&format!("{name}\t{p}\t.\t{}A\t{}\t.\t.\t.\n", r as char, r as char)),
+            _ => {}
+        }
+        vcf.push_str(&format!("{name}\t{p}\t.\t{}\t{}\t.\t.\t.\n", r as char, a as char));
+    }
+    std::fs::write(tmp.path("sites.vcf"), vcf).unwrap();
+    let mut outputs = Vec::new();
+    for (threads, size) in [("1", None), ("2", Some("5000")), ("2", Some("137"))] {
+        let out = tmp.path(&format!("out{}.csv", outputs.len()));
+        let mut cmd = fasthts();
+        cmd.args(["snp-pileup", "-@", threads, "-q15", "-Q20"]);
+        if let Some(s) = size {
+            cmd.args(["--region-size", s, "--warmup", "100"]);
+        }
+        cmd.arg(tmp.path("sites.vcf")).arg(&out).arg(&bam);
+        let o = run(cmd);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        outputs.push(std::fs::read_to_string(&out).unwrap());
+    }
+    assert_eq!(outputs[0], outputs[1], "-@2 --region-size 5000 differs from -@1");
+    assert_eq!(outputs[0], outputs[2], "--region-size 137 differs from -@1");
+    let rows = outputs[0].lines().count() - 1;
+    assert!(rows > 50, "only {rows} rows");
+    // Row by row at -q1 (FACETS' MAPQ 0 rule only), which mpileup's -q1
+    // reproduces.
+    let out = tmp.path("q1.csv");
+    let mut cmd = fasthts();
+    cmd.args(["snp-pileup", "-q1", "-Q20"]).arg(tmp.path("sites.vcf")).arg(&out).arg(&bam);
+    assert_eq!(run(cmd).status.code(), Some(0));
+    let mut checked = 0;
+    let mut d_rows = 0;
+    for line in std::fs::read_to_string(&out).unwrap().lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let pos: i64 = f[1].parse().unwrap();
+        let c = by_pos.get(&(f[0].to_string(), pos)).copied().unwrap_or([0; 8]);
+        let idx = |b: &str| match b {
+            "A" => 1,
+            "C" => 2,
+            "G" => 3,
+            "T" => 4,
+            _ => unreachable!(),
+        };
+        let (r, a) = (c[idx(f[2])], c[idx(f[3])]);
+        let d = c[6] + c[7];
+        let e = c[0] - r - a - d;
+        let want = format!("{},{},{},{},{r},{a},{e},{d}", f[0], f[1], f[2], f[3]);
+        assert_eq!(line, want, "mpileup: {c:?}");
+        checked += 1;
+        d_rows += usize::from(d > 0);
+    }
+    assert!(checked > 50 && d_rows > 0, "{checked} rows checked, {d_rows} with deletions or ref-skips");
 }

@@ -7,7 +7,7 @@ use fasthts::bam::BamFile;
 use fasthts::bgzf::{BgzfWriter, DEFAULT_LEVEL};
 use fasthts::output::TempOutput;
 use fasthts::pileup::snp::{self, SnpPileupOptions};
-use fasthts::pileup::vcf::Sites;
+use fasthts::pileup::vcf;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -123,7 +123,8 @@ pub fn run(args: SnpPileupArgs) -> CmdResult {
     }
 
     let mut stdout = String::new();
-    let sites = Sites::read(Path::new(vcf)).map_err(|e| format!("Failed to read VCF file: {e}"))?;
+    // A first pass checks the VCF and plans the work; the walk reads it again.
+    let summary = vcf::scan(Path::new(vcf), opts.region_size).map_err(|e| format!("Failed to read VCF file: {e}"))?;
     if args.progress {
         stdout.push_str("Calculating SNP count...done.\n");
     }
@@ -174,12 +175,12 @@ pub fn run(args: SnpPileupArgs) -> CmdResult {
     crate::with_threads(args.threads, || -> CmdResult {
         if args.gzip {
             let mut w = BgzfWriter::new(BufWriter::new(file), DEFAULT_LEVEL);
-            snp::run(&sites, &bams, &indexes, &opts, &mut w)?;
+            snp::run(Path::new(vcf), &summary, &bams, &indexes, &opts, &mut w)?;
             let mut inner = w.finish()?;
             inner.flush()?;
         } else {
             let mut w = BufWriter::with_capacity(1 << 20, file);
-            snp::run(&sites, &bams, &indexes, &opts, &mut w)?;
+            snp::run(Path::new(vcf), &summary, &bams, &indexes, &opts, &mut w)?;
             w.flush()?;
         }
         Ok(())
@@ -187,7 +188,7 @@ pub fn run(args: SnpPileupArgs) -> CmdResult {
     temp.commit()?;
     let mut tail = String::new();
     if args.progress {
-        tail.push_str(&snp::progress_text(sites.n_records));
+        tail.push_str(&snp::progress_text(summary.n_records));
     }
     tail.push_str(&format!("Finished in {:.6} seconds.\n", cpu_seconds()));
     crate::write_stdout(tail.as_bytes())

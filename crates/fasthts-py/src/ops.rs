@@ -10,7 +10,7 @@ use fasthts::index::{Index, IndexFormat, DEFAULT_MIN_SHIFT};
 use fasthts::input::Input;
 use fasthts::output::TempOutput;
 use fasthts::pileup::snp::{self, SnpPileupOptions};
-use fasthts::pileup::vcf::Sites;
+use fasthts::pileup::vcf::{self, VcfSummary};
 use fasthts::region;
 use fasthts::sort::{self, SortOptions, SortOrder};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -390,12 +390,19 @@ fn snp_options(
     }
 }
 
-/// The VCF's sites and the BAMs with their indexes, with the CLI's messages.
-fn snp_inputs(vcf: &std::path::Path, bams: &[PathBuf]) -> Result<(Sites, Vec<LibBam>, Vec<Index>), String> {
+/// The plan of a run over the VCF's used records `records` (its first
+/// pass, checking every line) and the BAMs with their indexes, with the
+/// CLI's messages.
+fn snp_inputs(
+    vcf: &std::path::Path,
+    bams: &[PathBuf],
+    opts: &SnpPileupOptions,
+    records: std::ops::Range<u64>,
+) -> Result<(VcfSummary, Vec<LibBam>, Vec<Index>), String> {
     if bams.is_empty() {
         return Err("snp_pileup needs at least one BAM".into());
     }
-    let sites = Sites::read(vcf).map_err(|e| format!("Failed to read VCF file: {e}"))?;
+    let sites = vcf::scan_records(vcf, opts.region_size, records).map_err(|e| format!("Failed to read VCF file: {e}"))?;
     let mut libbams = Vec::with_capacity(bams.len());
     let mut indexes = Vec::with_capacity(bams.len());
     for p in bams {
@@ -475,11 +482,11 @@ fn snp_pileup(
 ) -> PyResult<u64> {
     let opts = snp_options(count_orphans, max_depth, pseudo_snps, min_map_quality, min_base_quality, min_read_counts, ignore_overlaps);
     let result = py.detach(|| -> Result<u64, String> {
-        let (sites, libbams, indexes) = snp_inputs(&vcf, &bams)?;
+        let (summary, libbams, indexes) = snp_inputs(&vcf, &bams, &opts, 0..u64::MAX)?;
         let target = snp_target(&output, gzip)?;
         let mut rows = 0;
         write_output(&target, gzip, |w| {
-            rows = with_threads(threads, || snp::run(&sites, &libbams, &indexes, &opts, w))?.rows;
+            rows = with_threads(threads, || snp::run(&vcf, &summary, &libbams, &indexes, &opts, w))?.rows;
             Ok(())
         })?;
         Ok(rows)
@@ -487,38 +494,22 @@ fn snp_pileup(
     result.map_err(err)
 }
 
-/// For `fasthts.dask.snp_pileup`: the VCF's usable sites (file order) cut
+/// For `fasthts.dask.snp_pileup`: the VCF's used records (file order) cut
 /// into about `parts` consecutive blocks `[(first, end, tid), ...]`,
 /// cutting only where the contig changes; `tid` is the reference id of
 /// the block's contig in `bam` (FACETS' matching; -1: none).
 #[pyfunction]
-fn snp_pileup_blocks(py: Python<'_>, vcf: PathBuf, bam: PathBuf, parts: usize) -> PyResult<Vec<(usize, usize, i32)>> {
-    let (sites, names) = py
-        .detach(|| -> Result<_, String> {
-            let sites = Sites::read(&vcf).map_err(|e| format!("Failed to read VCF file: {e}"))?;
-            let b = LibBam::open(&bam).map_err(|e| format!("Failed to read sequence file {} ({e})", bam.display()))?;
-            let names: Vec<String> = b.header().references.iter().map(|r| r.name.clone()).collect();
-            Ok((sites, names))
-        })
-        .map_err(err)?;
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let n = sites.sites.len();
-    let target = n.div_ceil(parts.max(1)).max(1);
-    let mut blocks = Vec::new();
-    let mut start = 0;
-    for i in 1..=n {
-        let cut = i == n || (i - start >= target && sites.sites[i].contig != sites.sites[i - 1].contig);
-        if cut && i > start {
-            let tid = snp::map_contig(&sites.contigs[sites.sites[start].contig as usize], &names);
-            blocks.push((start, i, tid));
-            start = i;
-        }
-    }
-    Ok(blocks)
+fn snp_pileup_blocks(py: Python<'_>, vcf: PathBuf, bam: PathBuf, parts: usize) -> PyResult<Vec<(u64, u64, i32)>> {
+    py.detach(|| -> Result<_, String> {
+        let b = LibBam::open(&bam).map_err(|e| format!("Failed to read sequence file {} ({e})", bam.display()))?;
+        let names: Vec<&str> = b.header().references.iter().map(|r| r.name.as_str()).collect();
+        snp::plan_blocks(&vcf, &names, parts).map_err(|e| format!("Failed to read VCF file: {e}"))
+    })
+    .map_err(err)
 }
 
 /// One dask task of `fasthts.dask.snp_pileup`: the CSV rows (no header)
-/// of the VCF's sites `first..end`, with FACETS' walk starting at `state`,
+/// of the VCF's used records `first..end`, with FACETS' walk starting at `state`,
 /// and the state it ends in (`snp::run_from`).
 #[pyfunction]
 #[pyo3(signature = (vcf, bams, first, end, state, count_orphans=false, max_depth=4000, pseudo_snps=0, min_map_quality=0, min_base_quality=0, min_read_counts=Vec::new(), ignore_overlaps=false, threads=None))]
@@ -527,8 +518,8 @@ fn snp_pileup_block<'py>(
     py: Python<'py>,
     vcf: PathBuf,
     bams: Vec<PathBuf>,
-    first: usize,
-    end: usize,
+    first: u64,
+    end: u64,
     state: Option<(i32, i64)>,
     count_orphans: bool,
     max_depth: i32,
@@ -542,12 +533,14 @@ fn snp_pileup_block<'py>(
     let opts = snp_options(count_orphans, max_depth, pseudo_snps, min_map_quality, min_base_quality, min_read_counts, ignore_overlaps);
     let (text, state) = py
         .detach(|| -> Result<(Vec<u8>, Option<(i32, i64)>), String> {
-            let (sites, libbams, indexes) = snp_inputs(&vcf, &bams)?;
-            let block = sites.sites.get(first..end).ok_or("site block out of range")?.to_vec();
-            let part = Sites { contigs: sites.contigs.clone(), sites: block, n_records: 0 };
+            if first > end {
+                return Err("record block out of range".into());
+            }
+            let (summary, libbams, indexes) = snp_inputs(&vcf, &bams, &opts, first..end)?;
             let mut out = Vec::new();
             let (_, end_state) =
-                with_threads(threads, || snp::run_from(&part, &libbams, &indexes, &opts, &mut out, state)).map_err(|e| e.to_string())?;
+                with_threads(threads, || snp::run_from(&vcf, &summary, &libbams, &indexes, &opts, &mut out, first..end, state))
+                    .map_err(|e| e.to_string())?;
             let header = out.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1);
             Ok((out.split_off(header), end_state))
         })

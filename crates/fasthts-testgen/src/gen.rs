@@ -29,9 +29,18 @@ pub struct Config {
     pub single_end_fraction: f64,
     pub tag_fraction: f64,
     pub mismatch_rate: f64,
+    /// Seed of the genome and of the sample's SNPs (`seed` unless a second
+    /// sample of the same individual is wanted).
+    pub genome_seed: u64,
     /// The `@PG CL:` text (canonical option string, not argv, so the output
     /// file name does not leak into the bytes).
     pub command_line: String,
+}
+
+/// The seed of [`crate::aln::ErrorModel::snp_alt`] for a genome seed:
+/// every sample of one genome seed has the same SNPs.
+pub fn sample_snp_seed(genome_seed: u64) -> u64 {
+    splitmix64(genome_seed ^ 0x5A_4D_50)
 }
 
 /// Read groups written to the header. The last one holds long reads (the
@@ -143,7 +152,7 @@ impl<'g> Gen<'g> {
             em: ErrorModel {
                 mismatch: Prob::new(cfg.mismatch_rate),
                 n_base: Prob::new(0.0005),
-                snp_seed: splitmix64(cfg.seed ^ 0x5A_4D_50),
+                snp_seed: sample_snp_seed(cfg.genome_seed),
             },
             pool: Vec::new(),
             n: 0,

@@ -12,6 +12,7 @@ mod emit;
 mod gen;
 mod genome;
 mod rng;
+mod sites;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -45,6 +46,23 @@ struct Cli {
     /// PRNG seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+
+    /// Seed of the genome and of the sample's SNPs [default: --seed]. Two
+    /// runs with the same --genome-seed and different --seed are two samples
+    /// (say tumour and normal) of one individual: same references, same
+    /// heterozygous SNPs, different reads.
+    #[arg(long)]
+    genome_seed: Option<u64>,
+
+    /// Also write a VCF of sites to this file: every heterozygous SNP of the
+    /// sample plus random positions with a random ALT (and a few
+    /// multi-allelic and indel records), about --sites records, sorted.
+    #[arg(long)]
+    sites_vcf: Option<PathBuf>,
+
+    /// Approximate number of records in --sites-vcf.
+    #[arg(long, default_value = "300k", value_parser = parse_count)]
+    sites: u64,
 
     /// Number of templates (read pairs or single reads) [default: 10000].
     #[arg(long, value_parser = parse_count, conflicts_with = "target_bytes")]
@@ -190,6 +208,9 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
 /// bytes.
 fn command_line(c: &Cli) -> String {
     let mut s = format!("fasthts-testgen --seed {}", c.seed);
+    if let Some(g) = c.genome_seed.filter(|&g| g != c.seed) {
+        s += &format!(" --genome-seed {g}");
+    }
     match (c.reads, c.target_bytes) {
         (_, Some(t)) => s += &format!(" --target-bytes {t}"),
         (Some(r), None) => s += &format!(" --reads {r}"),
@@ -294,14 +315,20 @@ fn run(cli: &Cli) -> io::Result<()> {
         single_end_fraction: cli.single_end_fraction,
         tag_fraction: cli.tag_fraction,
         mismatch_rate: cli.mismatch_rate,
+        genome_seed: cli.genome_seed.unwrap_or(cli.seed),
         command_line: command_line(cli),
     };
     let genome = Genome::build(
-        cli.seed,
+        cfg.genome_seed,
         cli.refs,
         cli.ref_len as u32,
         cli.long_ref.then_some(cli.long_ref_len),
     );
+
+    if let Some(path) = &cli.sites_vcf {
+        let f = File::create(path)?;
+        sites::write_vcf(&genome, &cfg, cli.sites, BufWriter::with_capacity(1 << 20, f))?;
+    }
 
     let n = match (cli.reads, cli.target_bytes) {
         (Some(n), _) => n,
@@ -358,6 +385,7 @@ mod tests {
             single_end_fraction: 0.01,
             tag_fraction: 0.05,
             mismatch_rate: 0.003,
+            genome_seed: seed,
             command_line: "test".into(),
         }
     }

@@ -10,7 +10,7 @@
 
 use super::PileupError;
 use crate::bam::RecordRef;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 const CMATCH: u32 = 0;
 const CINS: u32 = 1;
@@ -139,15 +139,26 @@ fn op_code(op: crate::bam::CigarOp) -> u32 {
     }
 }
 
-/// A 64-bit key for a read name (FNV-1a); collisions are resolved by
+/// A 64-bit key for a read name, eight bytes at a time (every read's name
+/// is hashed, so this is on the hot path); collisions are resolved by
 /// comparing the names themselves.
 fn name_key(name: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &c in name {
-        h ^= u64::from(c);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h: u64 = name.len() as u64;
+    let mut chunks = name.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h ^ w).wrapping_mul(K);
+        h ^= h >> 29;
     }
-    h
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut b = [0u8; 8];
+        b[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(b)).wrapping_mul(K);
+        h ^= h >> 29;
+    }
+    h.wrapping_mul(K) ^ (h >> 32)
 }
 
 /// htslib's `__ac_X31_hash_string` (over C `char`, signed on x86) followed
@@ -182,12 +193,32 @@ pub(crate) struct Entry {
     pub(crate) is_tail: bool,
 }
 
+/// A hasher for keys that are already hashes (the names' FNV-1a keys).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, k: u64) {
+        self.0 = k;
+    }
+}
+
+type KeyMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<KeyHasher>>;
+
 /// Reads the overlap table maps to, by name. Keys are name hashes; the
 /// (practically never used) `collided` map holds names whose hash is taken
 /// by a different name.
 #[derive(Default)]
 struct Overlaps {
-    by_hash: HashMap<u64, u32>,
+    by_hash: KeyMap<u32>,
     collided: HashMap<Vec<u8>, u32>,
 }
 
@@ -222,14 +253,9 @@ impl Overlaps {
             }
         }
     }
-
-    fn clear(&mut self) {
-        self.by_hash.clear();
-        self.collided.clear();
-    }
 }
 
-/// A buffered read's place in the list, with the fields the column loop
+/// A buffered read's place in the list, with the fields the column scan
 /// tests kept contiguous (the nodes themselves are large).
 #[derive(Clone, Copy, Debug)]
 struct Active {
@@ -239,22 +265,55 @@ struct Active {
     end: i64,
 }
 
-/// htslib's `bam_plp_t` for one file.
+/// `(a, b)` before `(c, d)` in genome order.
+#[inline]
+fn before(t: i32, p: i64, u: i32, q: i64) -> bool {
+    t < u || (t == u && p < q)
+}
+
+/// One file's pileup with htslib 1.16's `bam_plp_*` results, computed from
+/// the reads rather than column by column.
+///
+/// htslib asks for a read only when its column loop has caught up with the
+/// last read added, so at every push its position is that read's start,
+/// every column before it has been produced, and its buffer holds exactly
+/// the kept reads that end at or after that position. That is all the
+/// depth cap and the overlap table depend on, so both are reproduced at push
+/// time (reads leave the buffer, and the overlap table, in order of their end
+/// positions), and no work is done at columns nobody looks at: the
+/// visited columns are the union of the kept reads' spans
+/// ([`PlpFile::coverage`]), and a column's reads are collected on request
+/// ([`PlpFile::column`]).
 pub(crate) struct PlpFile {
     pub(crate) nodes: Vec<Node>,
-    /// Free nodes, most recently freed last (htslib's pool is LIFO).
+    /// Free nodes.
     pool: Vec<u32>,
-    /// Buffered reads in insertion order (htslib's list from head to tail).
+    /// Kept reads in insertion order (htslib's list), including some that
+    /// have left htslib's buffer (`gone`) but may still cover a column the
+    /// caller will ask for; those are recycled once behind `floor`.
     active: Vec<Active>,
-    /// The spare node that the next read is copied into.
-    tail: u32,
-    pub(crate) tid: i32,
-    pub(crate) pos: i64,
+    /// Whether node `i` has left htslib's buffer.
+    gone: Vec<bool>,
+    /// (reference, end, node) of the reads in htslib's buffer, sorted
+    /// (reads have similar lengths, so insertion from the back is short).
+    ends: VecDeque<(i32, i64, u32)>,
+    /// htslib's `iter->tid` / `iter->pos` at the next push: the start of the
+    /// last read added (`max_tid` / `max_pos`), (0, 0) at first.
+    cur_tid: i32,
+    cur_pos: i64,
     max_tid: i32,
     max_pos: i64,
     is_eof: bool,
     pub(crate) maxcnt: i32,
     overlaps: Option<Overlaps>,
+    /// The lowest column the caller may still ask for.
+    floor: (i32, i64),
+    /// `active` is compacted when it grows past this (twice what the last
+    /// compaction left, so compaction stays linear overall).
+    compact_at: usize,
+    /// Visited columns not yet consumed: the union of the kept reads'
+    /// spans, as merged `(tid, beg, end)` intervals in order.
+    pub(crate) coverage: VecDeque<(i32, i64, i64)>,
     /// The last column's reads (when resolved).
     pub(crate) plp: Vec<Entry>,
     /// The last column's number of reads (htslib `n_plp`).
@@ -268,17 +327,21 @@ pub(crate) struct PlpFile {
 impl PlpFile {
     pub(crate) fn new(maxcnt: i32, overlaps: bool) -> Self {
         PlpFile {
-            nodes: vec![Node::default()],
+            nodes: Vec::new(),
             pool: Vec::new(),
             active: Vec::new(),
-            tail: 0,
-            tid: 0,
-            pos: 0,
+            gone: Vec::new(),
+            ends: VecDeque::new(),
+            cur_tid: 0,
+            cur_pos: 0,
             max_tid: -1,
             max_pos: -1,
             is_eof: false,
             maxcnt,
             overlaps: overlaps.then(Overlaps::default),
+            floor: (-1, -1),
+            compact_at: 64,
+            coverage: VecDeque::new(),
             plp: Vec::new(),
             n_plp: 0,
             max_cnt_seen: 0,
@@ -286,26 +349,14 @@ impl PlpFile {
         }
     }
 
-    /// htslib's `mp->cnt`: buffered nodes plus the spare tail.
-    #[inline]
-    fn cnt(&self) -> i64 {
-        self.active.len() as i64 + 1
-    }
-
     fn alloc(&mut self) -> u32 {
         match self.pool.pop() {
             Some(n) => n,
             None => {
                 self.nodes.push(Node::default());
+                self.gone.push(false);
                 (self.nodes.len() - 1) as u32
             }
-        }
-    }
-
-    fn overlap_remove_name(&mut self, node: u32) {
-        if let Some(o) = self.overlaps.as_mut() {
-            let n = &self.nodes[node as usize];
-            o.remove(&self.nodes, &n.name, n.name_hash);
         }
     }
 
@@ -314,6 +365,51 @@ impl PlpFile {
             let name = b.name();
             o.remove(&self.nodes, name, name_key(name));
         }
+    }
+
+    /// Reads that htslib's column loop has removed by now (every column
+    /// before `(cur_tid, cur_pos)` produced): they leave the overlap table.
+    fn retire(&mut self) {
+        while let Some(&(tid, end, id)) = self.ends.front() {
+            if !(tid < self.cur_tid || (tid == self.cur_tid && end < self.cur_pos)) {
+                break;
+            }
+            self.ends.pop_front();
+            self.gone[id as usize] = true;
+            if let Some(o) = self.overlaps.as_mut() {
+                let n = &self.nodes[id as usize];
+                o.remove(&self.nodes, &n.name, n.name_hash);
+            }
+        }
+    }
+
+    /// Recycles gone reads that cannot cover `floor` or anything after it.
+    fn compact(&mut self) {
+        let (ft, fp) = self.floor;
+        let mut w = 0;
+        for r in 0..self.active.len() {
+            let a = self.active[r];
+            if self.gone[a.id as usize] && before(a.tid, a.end - 1, ft, fp) {
+                self.pool.push(a.id);
+                continue;
+            }
+            self.active[w] = a;
+            w += 1;
+        }
+        self.active.truncate(w);
+        self.compact_at = (2 * self.active.len()).max(64);
+    }
+
+    /// Columns before `(tid, pos)` will not be asked for.
+    pub(crate) fn raise_floor(&mut self, tid: i32, pos: i64) {
+        if before(self.floor.0, self.floor.1, tid, pos) {
+            self.floor = (tid, pos);
+        }
+    }
+
+    /// The file's reads have all been pushed.
+    pub(crate) fn is_eof(&self) -> bool {
+        self.is_eof
     }
 
     /// `bam_plp_push(iter, b)`; `None` marks the end of input.
@@ -326,32 +422,53 @@ impl PlpFile {
             self.overlap_remove_record(b);
             return Ok(());
         }
-        let cnt = self.cnt();
+        self.retire();
+        let cnt = self.ends.len() as i64 + 1;
         self.max_cnt_seen = self.max_cnt_seen.max(cnt);
-        if self.tid == b.ref_id() && self.pos == i64::from(b.pos()) && cnt > i64::from(self.maxcnt) {
+        if self.cur_tid == b.ref_id() && self.cur_pos == i64::from(b.pos()) && cnt > i64::from(self.maxcnt) {
             self.overlap_remove_record(b);
             self.dropped += 1;
             return Ok(());
         }
-        let t = self.tail;
+        let t = self.alloc();
         self.nodes[t as usize].fill(b);
+        self.gone[t as usize] = false;
         let (tid, beg, end) = {
             let n = &self.nodes[t as usize];
             (n.tid, n.beg, n.end)
         };
         if tid < self.max_tid {
+            self.pool.push(t);
             return Err(PileupError::Unsorted { tid, pos: beg, what: "references out of order" });
         }
         if tid == self.max_tid && beg < self.max_pos {
+            self.pool.push(t);
             return Err(PileupError::Unsorted { tid, pos: beg, what: "reads out of order" });
         }
+        let kept = end > self.cur_pos || tid > self.cur_tid;
         self.max_tid = tid;
         self.max_pos = beg;
-        if end > self.pos || tid > self.tid {
-            let next = self.alloc();
-            self.overlap_push(t)?;
-            self.active.push(Active { id: t, tid, beg, end });
-            self.tail = next;
+        self.cur_tid = tid;
+        self.cur_pos = beg;
+        if !kept {
+            self.pool.push(t);
+            return Ok(());
+        }
+        self.overlap_push(t)?;
+        self.active.push(Active { id: t, tid, beg, end });
+        let mut at = self.ends.len();
+        while at > 0 && (tid, end) < (self.ends[at - 1].0, self.ends[at - 1].1) {
+            at -= 1;
+        }
+        self.ends.insert(at, (tid, end, t));
+        if end > beg {
+            match self.coverage.back_mut() {
+                Some(last) if last.0 == tid && beg <= last.2 => last.2 = last.2.max(end),
+                _ => self.coverage.push_back((tid, beg, end)),
+            }
+        }
+        if self.active.len() > self.compact_at {
+            self.compact();
         }
         Ok(())
     }
@@ -384,90 +501,80 @@ impl PlpFile {
         }
     }
 
-    /// `bam_plp64_next`: the next column with reads, if the buffer holds
-    /// enough to know it. Returns `Some((tid, pos))` with `self.plp` filled.
-    ///
-    /// Reads are resolved (query position, deletion state) only at columns
-    /// where `want(tid, pos)` holds; elsewhere only their number is known.
-    pub(crate) fn next(&mut self, want: &dyn Fn(i32, i64) -> bool) -> Result<Option<(i32, i64)>, PileupError> {
-        if self.is_eof && self.active.is_empty() {
-            return Ok(None);
+    /// Whether the reads pushed so far settle column `(tid, pos)`: a later
+    /// read starts after it, or there are no more reads.
+    #[inline]
+    pub(crate) fn settled(&self, tid: i32, pos: i64) -> bool {
+        self.is_eof || before(tid, pos, self.max_tid, self.max_pos)
+    }
+
+    /// The first visited column at or after `(tid, pos)` that the reads
+    /// pushed so far prove, dropping coverage before it; `None` when more
+    /// reads are needed (or there are none: see [`PlpFile::is_eof`]).
+    pub(crate) fn first_covered(&mut self, tid: i32, pos: i64) -> Option<(i32, i64)> {
+        if before(self.floor.0, self.floor.1, tid, pos) {
+            self.floor = (tid, pos);
         }
-        while self.is_eof || self.max_tid > self.tid || (self.max_tid == self.tid && self.max_pos > self.pos) {
-            self.plp.clear();
-            self.n_plp = 0;
-            let (ctid, cpos) = (self.tid, self.pos);
-            let resolve = want(ctid, cpos);
-            // Remove finished reads (in list order, compacting in place)
-            // and collect the column.
-            let mut w = 0;
-            for r in 0..self.active.len() {
-                let a = self.active[r];
-                if a.tid < ctid || (a.tid == ctid && a.end <= cpos) {
-                    self.overlap_remove_name(a.id);
-                    self.pool.push(a.id);
-                    continue;
-                }
-                if a.tid == ctid && a.beg <= cpos {
-                    self.n_plp += 1;
-                    if resolve {
-                        let e = resolve_cigar2(&mut self.nodes[a.id as usize], a.id, cpos)?;
-                        self.plp.push(e);
-                    }
-                }
-                self.active[w] = a;
-                w += 1;
-            }
-            self.active.truncate(w);
-            // An empty list's head is the spare tail node (htslib reads its
-            // stale fields).
-            let (htid, hbeg) = match self.active.first() {
-                Some(a) => (a.tid, a.beg),
-                None => {
-                    let h = &self.nodes[self.tail as usize];
-                    (h.tid, h.beg)
-                }
-            };
-            if !self.active.is_empty() && self.tid > htid {
-                return Err(PileupError::Unsorted { tid: htid, pos: hbeg, what: "pileup went backwards" });
-            }
-            if self.tid < htid {
-                self.tid = htid;
-                self.pos = hbeg;
-            } else if self.pos < hbeg {
-                self.pos = hbeg;
+        while let Some(&(t, _, e)) = self.coverage.front() {
+            if before(t, e - 1, tid, pos) {
+                self.coverage.pop_front();
             } else {
-                self.pos += 1;
-            }
-            if self.n_plp > 0 {
-                return Ok(Some((ctid, cpos)));
-            }
-            if self.is_eof && self.active.is_empty() {
                 break;
             }
         }
-        Ok(None)
+        // Later reads start at or after the last one, which is at or after
+        // the start of every interval: an interval found is final.
+        let &(t, s, _) = self.coverage.front()?;
+        Some(if t == tid { (t, s.max(pos)) } else { (t, s) })
     }
 
-    /// The end of input has been pushed.
-    pub(crate) fn is_eof_pub(&self) -> bool {
-        self.is_eof
+    /// Moves the coverage before `(tid, end)` to `out` (an interval that
+    /// straddles it is split).
+    pub(crate) fn take_coverage_before(&mut self, tid: i32, end: i64, out: &mut Vec<(i32, i64, i64)>) {
+        while let Some(&mut (t, s, e)) = self.coverage.front_mut() {
+            if !before(t, s, tid, end) {
+                break;
+            }
+            if t == tid && e > end {
+                out.push((t, s, end));
+                if let Some(f) = self.coverage.front_mut() {
+                    f.1 = end;
+                }
+                break;
+            }
+            out.push((t, s, e));
+            self.coverage.pop_front();
+        }
+        if before(self.floor.0, self.floor.1, tid, end) {
+            self.floor = (tid, end);
+        }
     }
 
-    /// Forgets everything (htslib's `bam_plp_reset`).
-    #[allow(dead_code)]
-    pub(crate) fn reset(&mut self) {
-        if let Some(o) = self.overlaps.as_mut() {
-            o.clear();
+    /// Collects column `(tid, pos)` (which must be settled, and not before
+    /// an earlier request): `n_plp` and, when `resolve`, the reads in
+    /// htslib's order. Returns `n_plp`.
+    pub(crate) fn column(&mut self, tid: i32, pos: i64, resolve: bool) -> Result<usize, PileupError> {
+        self.floor = (tid, pos);
+        self.plp.clear();
+        self.n_plp = 0;
+        let mut w = 0;
+        for r in 0..self.active.len() {
+            let a = self.active[r];
+            if a.tid == tid && a.beg <= pos && pos < a.end {
+                self.n_plp += 1;
+                if resolve {
+                    let e = resolve_cigar2(&mut self.nodes[a.id as usize], a.id, pos)?;
+                    self.plp.push(e);
+                }
+            } else if self.gone[a.id as usize] && before(a.tid, a.end - 1, tid, pos) {
+                self.pool.push(a.id);
+                continue;
+            }
+            self.active[w] = a;
+            w += 1;
         }
-        self.max_tid = -1;
-        self.max_pos = -1;
-        self.tid = 0;
-        self.pos = 0;
-        self.is_eof = false;
-        for a in self.active.drain(..) {
-            self.pool.push(a.id);
-        }
+        self.active.truncate(w);
+        Ok(self.n_plp)
     }
 }
 

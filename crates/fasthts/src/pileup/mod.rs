@@ -10,7 +10,8 @@
 //! can reproduce samtools/FACETS numbers. Reads come from any
 //! [`RecordSource`]: a whole file ([`FileRecords`]) or an index query
 //! ([`RegionRecords`], htslib's iterator semantics: every read overlapping
-//! the interval).
+//! the interval). Two users: FACETS' snp-pileup ([`snp`]) and counts at
+//! arbitrary positions as samtools mpileup shows them ([`counts`]).
 //!
 //! Nothing is allocated per read once the buffers have grown to the depth
 //! of the data: read copies live in recycled nodes.
@@ -31,6 +32,7 @@
 //! # Ok::<(), fasthts::pileup::PileupError>(())
 //! ```
 
+pub mod counts;
 mod engine;
 pub mod snp;
 pub mod vcf;
@@ -251,7 +253,8 @@ impl RecordSource for RegionRecords<'_> {
                 self.done = true;
                 return Ok(false);
             }
-            if r.end_pos() > self.beg {
+            // (The end is only worked out for reads starting before `beg`.)
+            if i64::from(r.pos()) >= self.beg || r.end_pos() > self.beg {
                 return Ok(true);
             }
         }
@@ -265,20 +268,20 @@ impl RecordSource for RegionRecords<'_> {
     }
 }
 
-const HTS_POS_MAX: i64 = ((i32::MAX as i64) << 32) | i32::MAX as i64;
-
 /// A multi-file pileup (htslib's `bam_mplp_auto` with FACETS-style read
 /// filtering). See the [module documentation](self).
+///
+/// Columns are visited in genome order, either every covered one
+/// ([`Pileup::next_column`]) or only those asked for ([`Pileup::goto`],
+/// with [`Pileup::next_covered`] to find covered positions): either way no
+/// work is done at the columns in between, and the results are htslib's.
 pub struct Pileup<S> {
     files: Vec<PlpFile>,
     sources: Vec<S>,
     filter: ReadFilter,
-    tid: Vec<i32>,
-    pos: Vec<i64>,
-    has: Vec<bool>,
     in_column: Vec<bool>,
-    min_tid: u32,
-    min_pos: i64,
+    /// The last column returned by `next_column`.
+    cur: Option<(i32, i64)>,
 }
 
 impl<S: RecordSource> Pileup<S> {
@@ -289,12 +292,8 @@ impl<S: RecordSource> Pileup<S> {
             files: (0..n).map(|_| PlpFile::new(options.max_depth, options.overlaps)).collect(),
             sources,
             filter: options.filter.clone(),
-            tid: vec![-1; n],
-            pos: vec![HTS_POS_MAX; n],
-            has: vec![false; n],
             in_column: vec![false; n],
-            min_tid: u32::MAX,
-            min_pos: HTS_POS_MAX,
+            cur: None,
         }
     }
 
@@ -303,85 +302,92 @@ impl<S: RecordSource> Pileup<S> {
         self.files.len()
     }
 
-    /// `bam_plp64_auto` for file `i`.
-    fn file_next(&mut self, i: usize, want: &dyn Fn(i32, i64) -> bool) -> Result<Option<(i32, i64)>, PileupError> {
-        if let Some(c) = self.files[i].next(want)? {
-            return Ok(Some(c));
+    /// Adds file `i`'s next kept read to its pileup (or marks its end).
+    fn push_next(&mut self, i: usize) -> Result<(), PileupError> {
+        let src = &mut self.sources[i];
+        while src.advance()? {
+            let rec = src.current();
+            if self.filter.keep(&rec) {
+                return self.files[i].push(Some(&rec));
+            }
         }
-        if self.files[i].is_eof_pub() {
-            return Ok(None);
+        self.files[i].push(None)
+    }
+
+    /// Pushes file `i`'s reads until column `(tid, pos)` is settled.
+    fn settle(&mut self, i: usize, tid: i32, pos: i64) -> Result<(), PileupError> {
+        // The caller asks for this column next: reads ending before it can go.
+        self.files[i].raise_floor(tid, pos);
+        while !self.files[i].settled(tid, pos) {
+            self.push_next(i)?;
         }
-        loop {
-            let src = &mut self.sources[i];
-            let mut found = false;
-            while src.advance()? {
-                if self.filter.keep(&src.current()) {
-                    found = true;
-                    break;
+        Ok(())
+    }
+
+    /// The first column at or after `(tid, pos)` (zero-based) that some file
+    /// covers, i.e. that htslib would visit; `None` if there is none. Columns
+    /// before it can no longer be asked for.
+    pub fn next_covered(&mut self, tid: i32, pos: i64) -> Result<Option<(i32, i64)>, PileupError> {
+        let mut best: Option<(i32, i64)> = None;
+        for i in 0..self.files.len() {
+            let found = loop {
+                if let Some(c) = self.files[i].first_covered(tid, pos) {
+                    break Some(c);
+                }
+                if self.files[i].is_eof() {
+                    break None;
+                }
+                self.push_next(i)?;
+            };
+            if let Some(c) = found {
+                if best.is_none_or(|b| c < b) {
+                    best = Some(c);
                 }
             }
-            if !found {
-                break;
-            }
-            let rec = self.sources[i].current();
-            self.files[i].push(Some(&rec))?;
-            if let Some(c) = self.files[i].next(want)? {
-                return Ok(Some(c));
-            }
         }
-        self.files[i].push(None)?;
-        self.files[i].next(want)
+        Ok(best)
+    }
+
+    /// Makes column `(tid, pos)` current: [`Pileup::depth`] and
+    /// [`Pileup::reads`] then describe it (empty where a file does not cover
+    /// it). Returns whether any file covers it. Columns must be asked for in
+    /// increasing order.
+    pub fn goto(&mut self, tid: i32, pos: i64) -> Result<bool, PileupError> {
+        let mut any = false;
+        for i in 0..self.files.len() {
+            self.settle(i, tid, pos)?;
+            let n = self.files[i].column(tid, pos, true)?;
+            self.in_column[i] = n > 0;
+            any |= n > 0;
+        }
+        Ok(any)
+    }
+
+    /// Appends every file's covered intervals `(tid, beg, end)` before
+    /// `(tid, end)` to `out` (unsorted across files, possibly overlapping),
+    /// reading as far as needed to know them all; they are then forgotten.
+    pub fn coverage_until(&mut self, tid: i32, end: i64, out: &mut Vec<(i32, i64, i64)>) -> Result<(), PileupError> {
+        for i in 0..self.files.len() {
+            self.settle(i, tid, end)?;
+            self.files[i].take_coverage_before(tid, end, out);
+        }
+        Ok(())
     }
 
     /// Moves to the next covered position, `(tid, pos)` zero-based; `None`
     /// when every file is exhausted.
     pub fn next_column(&mut self) -> Result<Option<(i32, i64)>, PileupError> {
-        self.next_column_where(&|_, _| true)
-    }
-
-    /// As [`Pileup::next_column`], but the reads of a column are only
-    /// resolved (made available to [`Pileup::reads`]) where `want(tid, pos)`
-    /// holds; elsewhere [`Pileup::depth`] is still right and `reads` is
-    /// empty. Skipping columns a caller does not look at saves most of the
-    /// work; which columns are visited does not change.
-    pub fn next_column_where(&mut self, want: &dyn Fn(i32, i64) -> bool) -> Result<Option<(i32, i64)>, PileupError> {
-        let mut new_min_pos = HTS_POS_MAX;
-        let mut new_min_tid = u32::MAX;
-        for i in 0..self.files.len() {
-            if self.pos[i] == self.min_pos && self.tid[i] as u32 == self.min_tid {
-                match self.file_next(i, want)? {
-                    Some((t, p)) => {
-                        self.has[i] = true;
-                        self.tid[i] = t;
-                        self.pos[i] = p;
-                    }
-                    None => {
-                        self.has[i] = false;
-                        self.tid[i] = 0;
-                        self.pos[i] = 0;
-                    }
-                }
-            }
-            if self.has[i] {
-                let t = self.tid[i] as u32;
-                if t < new_min_tid {
-                    new_min_tid = t;
-                    new_min_pos = self.pos[i];
-                } else if t == new_min_tid && self.pos[i] < new_min_pos {
-                    new_min_pos = self.pos[i];
-                }
-            }
-        }
-        self.min_pos = new_min_pos;
-        self.min_tid = new_min_tid;
-        if new_min_pos == HTS_POS_MAX {
+        let (t, p) = match self.cur {
+            None => (0, 0),
+            Some((t, p)) => (t, p + 1),
+        };
+        let Some(c) = self.next_covered(t, p)? else {
             self.in_column.iter_mut().for_each(|c| *c = false);
             return Ok(None);
-        }
-        for i in 0..self.files.len() {
-            self.in_column[i] = self.has[i] && self.pos[i] == new_min_pos && self.tid[i] as u32 == new_min_tid;
-        }
-        Ok(Some((new_min_tid as i32, new_min_pos)))
+        };
+        self.goto(c.0, c.1)?;
+        self.cur = Some(c);
+        Ok(Some(c))
     }
 
     /// Number of reads of file `i` at the current column (htslib's

@@ -18,6 +18,14 @@
 //!    columns, so no walk quirk can cross a region cut: any position is a
 //!    valid cut *for the walk*.
 //!
+//! The two run interleaved so that memory does not follow the genome or
+//! the VCF: a first pass over the VCF only notes which tiles hold sites
+//! (to plan the regions); the walk then reads the VCF again, and regions
+//! are run a batch (2 x threads) at a time when it reaches them, their
+//! facts dropped once it has passed them. The walk only moves forward in
+//! genome order, and a record it can still emit lies in a region whose
+//! batch read the VCF up to the first record beyond that batch.
+//!
 //! What a cut must preserve is the *pileup state* at the region start:
 //! htslib's depth cap (`-d`) and mate-overlap table depend on reads seen
 //! before. A region starting at `X > 0` therefore loads reads from
@@ -26,17 +34,23 @@
 //! nothing, here or in FACETS' run, whose buffers can only be smaller), and
 //! (b) every read starting at or before `L` ends before `X` (so reads FACETS
 //! saw before `L` cannot reach `X`, and the overlap adjustments they took
-//! part in lie before `X`). Otherwise the reference is redone as one region
-//! from position 0, where the state is exactly FACETS' (the buffer is
-//! empty when a new reference starts). A region starting at 0 is always
-//! exact.
+//! part in lie before `X`). When (b) fails the region is run again with
+//! `L` before the offending read (long ref-skips and deletions are seen in
+//! the first reads, so the failed run costs little); when (a) fails the
+//! reference is redone as one region from position 0, where the state is
+//! exactly FACETS' (the buffer is empty when a new reference starts) —
+//! then memory follows that reference's sites. A region starting at 0 is
+//! always exact.
 
-use super::vcf::Sites;
+use super::vcf::{VcfReader, VcfSummary};
 use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource, RegionRecords};
 use crate::bam::{BamFile, RecordRef};
 use crate::index::Index;
 use rayon::prelude::*;
+use std::collections::VecDeque;
 use std::io::Write;
+use std::ops::Range;
+use std::path::Path;
 
 /// snp-pileup's options, FACETS' defaults in [`Default`].
 #[derive(Clone, Debug)]
@@ -156,14 +170,15 @@ struct Counts {
 }
 
 /// A unit of parallel work: columns `[start, end)` of reference `tid`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Job {
     tid: usize,
     start: i64,
     end: i64,
-    /// Range of `order` (site indices sorted by position) in this region.
-    sites: (usize, usize),
 }
+
+/// A site a region resolves: position, REF and ALT characters.
+type SiteAt = (i64, u8, u8);
 
 /// What a region learned.
 #[derive(Default)]
@@ -171,15 +186,18 @@ struct RegionResult {
     /// Covered positions in `[start, end)` as half-open intervals, plus the
     /// lookahead column as a one-base interval.
     covered: Vec<(i64, i64)>,
-    /// Pseudo-SNP candidates (covered, `(pos + 1) % P == 0`): position and
-    /// index into `pseudo_counts` (n_files pairs (depth, passing bases)).
+    /// Pseudo-SNP candidates (covered, `(pos + 1) % P == 0`), and n_files
+    /// pairs (depth, passing bases) for each in `pseudo_counts`.
     pseudo: Vec<i64>,
     pseudo_counts: Vec<(u32, u32)>,
-    /// Counts at each site of the region (n_files each), in `order`;
-    /// `None` when the site's position is not covered.
-    site_counts: Vec<Option<Vec<Counts>>>,
+    /// Covered sites, and n_files counts for each in `site_counts`.
+    site_pos: Vec<i64>,
+    site_counts: Vec<Counts>,
     /// Whether the region's pileup state is known to equal FACETS'.
     exact: bool,
+    /// When the region was inexact only because of condition (b): the
+    /// start of the first read that broke it.
+    long_read_start: Option<i64>,
 }
 
 /// Watches the reads a region loads for condition (b) of the module docs.
@@ -187,16 +205,24 @@ struct Watch<S> {
     inner: S,
     warm_start: i64,
     region_start: i64,
-    violated: bool,
+    /// Only reads that enter the pileup matter.
+    filter: ReadFilter,
+    /// Start of the first read breaking condition (b); no more reads are
+    /// given once it is set (the region will be run again).
+    violated: Option<i64>,
 }
 
 impl<S: RecordSource> RecordSource for Watch<S> {
     fn advance(&mut self) -> Result<bool, PileupError> {
+        if self.violated.is_some() {
+            return Ok(false);
+        }
         let more = self.inner.advance()?;
         if more && self.warm_start > 0 {
             let r = self.inner.current();
-            if i64::from(r.pos()) <= self.warm_start && r.end_pos() > self.region_start - 1 {
-                self.violated = true;
+            if i64::from(r.pos()) <= self.warm_start && r.end_pos() > self.region_start - 1 && self.filter.keep(&r) {
+                self.violated = Some(i64::from(r.pos()));
+                return Ok(false);
             }
         }
         Ok(more)
@@ -211,161 +237,196 @@ struct Ctx<'a> {
     indexes: &'a [Index],
     opts: &'a SnpPileupOptions,
     popts: PileupOptions,
-    /// Site index → (tid, pos, ref, alt), used sites with a known contig only.
-    sites: &'a [(i32, i64, u8, u8)],
-    /// Site indices sorted by (tid, pos, index).
-    order: &'a [usize],
 }
 
 impl Ctx<'_> {
-    fn run_region(&self, job: &Job, warmup: i64) -> Result<RegionResult, PileupError> {
+    /// The facts of `job` (`sites` sorted by position, one per position),
+    /// reading from `warmup` bases before its start.
+    fn run_region(&self, job: &Job, sites: &[SiteAt], warmup: i64) -> Result<RegionResult, PileupError> {
         let n = self.bams.len();
         let warm_start = (job.start - warmup).max(0);
         let mut sources = Vec::with_capacity(n);
         for (bam, index) in self.bams.iter().zip(self.indexes) {
             let mut inner = RegionRecords::new(bam, index, job.tid, warm_start, i64::MAX);
             inner.expect_end(index, job.end);
-            sources.push(Watch { inner, warm_start, region_start: job.start, violated: false });
+            sources.push(Watch { inner, warm_start, region_start: job.start, filter: self.popts.filter.clone(), violated: None });
         }
         let mut pileup = Pileup::new(sources, &self.popts);
         let mut res = RegionResult::default();
         let p = i64::from(self.opts.pseudo_snps);
         let min_q = self.opts.min_base_quality;
-        let mut next_site = job.sites.0;
-        res.site_counts = vec![None; job.sites.1 - job.sites.0];
-        // Columns whose reads are looked at: sites and pseudo-SNP
-        // candidates in the region (a bitmap), and a candidate lookahead.
-        let (start, end) = (job.start, job.end);
-        let span = (end - start).max(0) as usize;
-        let mut marks = vec![0u64; span.div_ceil(64)];
-        let mut mark = |pos: i64| {
-            if pos >= start && pos < end {
-                let o = (pos - start) as usize;
-                marks[o / 64] |= 1 << (o % 64);
-            }
-        };
-        for &k in &self.order[job.sites.0..job.sites.1] {
-            mark(self.sites[k].1);
-        }
-        if p > 0 {
-            // Candidates are k * p - 1.
-            let mut c = ((start + 1 + p - 1) / p) * p - 1;
-            while c < end {
-                mark(c);
-                c += p;
-            }
-        }
-        let want = |_tid: i32, pos: i64| {
-            if pos < start {
-                false
-            } else if pos < end {
-                let o = (pos - start) as usize;
-                marks[o / 64] & (1 << (o % 64)) != 0
-            } else {
-                p > 0 && (pos + 1) % p == 0
-            }
-        };
-        while let Some((tid, pos)) = pileup.next_column_where(&want)? {
-            if tid as usize != job.tid {
+        let (tid, start, end) = (job.tid as i32, job.start, job.end);
+        // Columns whose reads are looked at, in order: the sites and the
+        // pseudo-SNP candidates ((pos + 1) % p == 0) of the region.
+        let mut next_site = 0;
+        let mut next_pseudo = if p > 0 { ((start + 1 + p - 1) / p) * p - 1 } else { i64::MAX };
+        loop {
+            let site_pos = sites.get(next_site).map_or(i64::MAX, |s| s.0);
+            let pos = site_pos.min(next_pseudo);
+            if pos >= end {
                 break;
             }
-            if pos < job.start {
-                continue;
+            let covered = pileup.goto(tid, pos)?;
+            if pileup.sources.iter().any(|s| s.violated.is_some()) {
+                break;
             }
-            let lookahead = pos >= job.end;
-            match res.covered.last_mut() {
-                Some(last) if last.1 == pos => last.1 = pos + 1,
-                _ => res.covered.push((pos, pos + 1)),
-            }
-            if p > 0 && (pos + 1) % p == 0 {
-                res.pseudo.push(pos);
-                for i in 0..n {
-                    let pass = pileup.reads(i).filter(|r| r.qual() != 0 && i32::from(r.qual()) >= min_q).count();
-                    res.pseudo_counts.push((pileup.depth(i) as u32, pass as u32));
+            if covered {
+                if pos == next_pseudo {
+                    res.pseudo.push(pos);
+                    self.pseudo_counts(&pileup, min_q, &mut res.pseudo_counts);
                 }
-            }
-            if lookahead {
-                break;
-            }
-            while next_site < job.sites.1 && self.sites[self.order[next_site]].1 < pos {
-                next_site += 1;
-            }
-            while next_site < job.sites.1 && self.sites[self.order[next_site]].1 == pos {
-                let (_, _, rb, ab) = self.sites[self.order[next_site]];
-                let mut counts = Vec::with_capacity(n);
-                for i in 0..n {
-                    let mut c = Counts { n: pileup.depth(i) as u32, ..Counts::default() };
-                    for r in pileup.reads(i) {
-                        let q = r.qual();
-                        if q == 0 || i32::from(q) < min_q {
-                            continue;
-                        }
-                        if r.is_del() {
-                            c.d += 1;
-                        } else {
-                            let b = r.base();
-                            if b == rb {
-                                c.r += 1;
-                            } else if b == ab {
-                                c.a += 1;
+                if site_pos == pos {
+                    let (_, rb, ab) = sites[next_site];
+                    res.site_pos.push(pos);
+                    for i in 0..n {
+                        let mut c = Counts { n: pileup.depth(i) as u32, ..Counts::default() };
+                        for r in pileup.reads(i) {
+                            let q = r.qual();
+                            if q == 0 || i32::from(q) < min_q {
+                                continue;
+                            }
+                            if r.is_del() {
+                                c.d += 1;
                             } else {
-                                c.e += 1;
+                                let b = r.base();
+                                if b == rb {
+                                    c.r += 1;
+                                } else if b == ab {
+                                    c.a += 1;
+                                } else {
+                                    c.e += 1;
+                                }
                             }
                         }
+                        res.site_counts.push(c);
                     }
-                    counts.push(c);
                 }
-                res.site_counts[next_site - job.sites.0] = Some(counts);
+            }
+            if site_pos == pos {
                 next_site += 1;
             }
+            if pos == next_pseudo {
+                next_pseudo += p;
+            }
         }
-        let violated = pileup.sources_violated();
+        // Every column of the region, then the first one after it.
+        let mut intervals = Vec::new();
+        pileup.coverage_until(tid, end, &mut intervals)?;
+        intervals.retain(|&(t, _, e)| t == tid && e > start);
+        intervals.sort_unstable_by_key(|&(_, s, _)| s);
+        for (_, s, e) in intervals {
+            let (s, e) = (s.max(start), e.min(end));
+            match res.covered.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => res.covered.push((s, e)),
+            }
+        }
+        if let Some((t, la)) = pileup.next_covered(tid, end)? {
+            if t == tid {
+                res.covered.push((la, la + 1));
+                if p > 0 && (la + 1) % p == 0 && pileup.goto(tid, la)? {
+                    res.pseudo.push(la);
+                    self.pseudo_counts(&pileup, min_q, &mut res.pseudo_counts);
+                }
+            }
+        }
+        let violated = pileup.sources.iter().filter_map(|s| s.violated).min();
+        let capped = pileup.max_buffered() > i64::from(self.opts.max_depth);
         // Loaded from the reference's start: FACETS' own state. Otherwise
         // conditions (a) and (b) of the module docs.
-        res.exact = warm_start == 0 || (!violated && pileup.max_buffered() <= i64::from(self.opts.max_depth));
+        res.exact = warm_start == 0 || (violated.is_none() && !capped);
+        if !res.exact && !capped {
+            res.long_read_start = violated;
+        }
         Ok(res)
     }
-}
 
-impl<S: RecordSource> Pileup<Watch<S>> {
-    fn sources_violated(&self) -> bool {
-        self.sources.iter().any(|s| s.violated)
+    /// [`Ctx::run_region`], loading reads from further back while a read
+    /// that starts before the warm-up reaches the region (long deletions,
+    /// ref-skips, long reads): from the warm-up length before that read's
+    /// start, until the region is exact or the cut fails for another reason.
+    fn run_region_widening(&self, job: &Job, sites: &[SiteAt]) -> Result<RegionResult, PileupError> {
+        let mut warmup = self.opts.warmup;
+        loop {
+            let r = self.run_region(job, sites, warmup)?;
+            match r.long_read_start {
+                Some(s) if !r.exact && s < job.start - warmup + 1 => warmup = job.start - (s - self.opts.warmup).max(0),
+                _ => return Ok(r),
+            }
+        }
+    }
+
+    /// Per file: (depth, reads with a usable quality) at the current column.
+    fn pseudo_counts<S: RecordSource>(&self, pileup: &Pileup<S>, min_q: i32, out: &mut Vec<(u32, u32)>) {
+        for i in 0..pileup.n_files() {
+            let pass = pileup.reads(i).filter(|r| r.qual() != 0 && i32::from(r.qual()) >= min_q).count();
+            out.push((pileup.depth(i) as u32, pass as u32));
+        }
     }
 }
 
-/// Per-reference facts gathered from the regions.
+/// Facts of one reference from the regions computed and not yet passed by
+/// the walk, in position order.
 #[derive(Default)]
 struct ContigFacts {
-    covered: Vec<(i64, i64)>,
-    pseudo: Vec<i64>,
-    pseudo_counts: Vec<(u32, u32)>,
+    covered: VecDeque<(i64, i64)>,
+    pseudo: VecDeque<i64>,
+    pseudo_counts: VecDeque<(u32, u32)>,
+    site_pos: VecDeque<i64>,
+    site_counts: VecDeque<Counts>,
 }
 
 impl ContigFacts {
-    fn add(&mut self, r: &RegionResult, n: usize) {
-        for &(s, e) in &r.covered {
-            match self.covered.last_mut() {
+    fn add(&mut self, r: RegionResult, n: usize) {
+        for (s, e) in r.covered {
+            match self.covered.back_mut() {
                 Some(last) if s < last.1 => {
                     // A lookahead column repeated by the next region.
                     last.1 = last.1.max(e);
                 }
                 Some(last) if s == last.1 => last.1 = e,
-                _ => self.covered.push((s, e)),
+                _ => self.covered.push_back((s, e)),
             }
         }
         for (k, &p) in r.pseudo.iter().enumerate() {
-            if self.pseudo.last().is_some_and(|&l| l >= p) {
+            if self.pseudo.back().is_some_and(|&l| l >= p) {
                 continue;
             }
-            self.pseudo.push(p);
-            self.pseudo_counts.extend_from_slice(&r.pseudo_counts[k * n..(k + 1) * n]);
+            self.pseudo.push_back(p);
+            self.pseudo_counts.extend(&r.pseudo_counts[k * n..(k + 1) * n]);
+        }
+        for (k, &p) in r.site_pos.iter().enumerate() {
+            if self.site_pos.back().is_some_and(|&l| l >= p) {
+                continue;
+            }
+            self.site_pos.push_back(p);
+            self.site_counts.extend(&r.site_counts[k * n..(k + 1) * n]);
         }
     }
 
-    /// First covered position at or after `q` on this reference.
+    /// First covered position at or after `q` known here.
     fn next_covered(&self, q: i64) -> Option<i64> {
         let i = self.covered.partition_point(|&(_, e)| e <= q);
         self.covered.get(i).map(|&(s, _)| s.max(q))
+    }
+
+    /// Forgets what lies at or before `q`.
+    fn forget_through(&mut self, q: i64, n: usize) {
+        while self.covered.front().is_some_and(|&(_, e)| e <= q + 1) {
+            self.covered.pop_front();
+        }
+        while self.pseudo.front().is_some_and(|&p| p <= q) {
+            self.pseudo.pop_front();
+            self.pseudo_counts.drain(..n);
+        }
+        while self.site_pos.front().is_some_and(|&p| p <= q) {
+            self.site_pos.pop_front();
+            self.site_counts.drain(..n);
+        }
+    }
+
+    fn clear(&mut self) {
+        *self = ContigFacts::default();
     }
 }
 
@@ -374,22 +435,209 @@ impl ContigFacts {
 pub struct SnpPileupStats {
     /// Rows written (sites and pseudo-SNPs, without the header).
     pub rows: u64,
-    /// Regions run (including re-runs of whole references).
+    /// Regions run (including re-runs).
     pub regions: usize,
     /// References redone as a single region because a cut was not safe.
     pub references_redone: usize,
 }
 
-/// Runs snp-pileup: `sites` against `bams` (each with its index), writing
-/// the CSV (header included) to `out`. Work runs on the current rayon pool.
+/// Regions are cut so that they hold at most about this many sites.
+const MAX_REGION_SITES: u64 = 50_000;
+
+/// A used VCF record: reference id (-1: no BAM contig), 0-based position,
+/// REF and ALT characters.
+type Rec = (i32, i64, u8, u8);
+
+/// The used VCF records numbered `records` (counting used records only),
+/// in file order, contig names resolved against the BAM header.
+struct RecordStream<'a> {
+    reader: VcfReader,
+    names: &'a [&'a str],
+    last: Option<(Vec<u8>, i32)>,
+    records: Range<u64>,
+    /// Used records read so far.
+    used: u64,
+}
+
+impl RecordStream<'_> {
+    fn next(&mut self) -> Result<Option<Rec>, PileupError> {
+        loop {
+            if self.used >= self.records.end {
+                return Ok(None);
+            }
+            let Some(r) = self.reader.next_record()? else { return Ok(None) };
+            let Some((rb, ab)) = r.alleles else { continue };
+            self.used += 1;
+            if self.used <= self.records.start {
+                continue;
+            }
+            let tid = match &self.last {
+                Some((name, tid)) if name.as_slice() == r.chrom => *tid,
+                _ => {
+                    let tid = map_contig(&String::from_utf8_lossy(r.chrom), self.names);
+                    self.last = Some((r.chrom.to_vec(), tid));
+                    tid
+                }
+            };
+            return Ok(Some((tid, r.pos, rb, ab)));
+        }
+    }
+}
+
+/// The regions' facts, computed a batch at a time as the walk needs them
+/// and forgotten once it has passed them: memory follows the batch, not the
+/// genome or the VCF.
+struct Window<'a> {
+    ctx: Ctx<'a>,
+    n: usize,
+    /// Planned regions in genome order; `jobs[next_job..]` not yet run.
+    jobs: Vec<Job>,
+    next_job: usize,
+    /// Regions per batch.
+    batch: usize,
+    facts: Vec<ContigFacts>,
+    stream: RecordStream<'a>,
+    /// Records read but not yet walked (the first is the one being walked).
+    buffer: VecDeque<Rec>,
+    stream_done: bool,
+    stats: SnpPileupStats,
+}
+
+impl Window<'_> {
+    /// Reads records until one lies at or after `(tid, pos)` in genome order
+    /// (it is kept), or the end.
+    fn read_through(&mut self, tid: usize, pos: i64) -> Result<(), PileupError> {
+        let beyond = |r: &Rec| r.0 >= 0 && (r.0 as usize > tid || (r.0 as usize == tid && r.1 >= pos));
+        if self.buffer.back().is_some_and(beyond) {
+            return Ok(());
+        }
+        while !self.stream_done {
+            match self.stream.next()? {
+                Some(r) => {
+                    self.buffer.push_back(r);
+                    if beyond(&r) {
+                        break;
+                    }
+                }
+                None => self.stream_done = true,
+            }
+        }
+        Ok(())
+    }
+
+    /// The sites of `job` among the buffered records: sorted, the first
+    /// record (in file order) at each position.
+    fn sites_of(&self, job: &Job) -> Vec<SiteAt> {
+        let mut v: Vec<(i64, usize, u8, u8)> = self
+            .buffer
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.0 >= 0 && r.0 as usize == job.tid && r.1 >= job.start && r.1 < job.end)
+            .map(|(k, r)| (r.1, k, r.2, r.3))
+            .collect();
+        v.sort_unstable();
+        v.dedup_by_key(|x| x.0);
+        v.into_iter().map(|(p, _, r, a)| (p, r, a)).collect()
+    }
+
+    /// Runs the next batch of regions.
+    fn run_batch(&mut self) -> Result<(), PileupError> {
+        let to = (self.next_job + self.batch).min(self.jobs.len());
+        let batch: Vec<Job> = self.jobs[self.next_job..to].to_vec();
+        self.next_job = to;
+        let Some(last) = batch.last() else { return Ok(()) };
+        self.read_through(last.tid, last.end)?;
+        let sites: Vec<Vec<SiteAt>> = batch.iter().map(|j| self.sites_of(j)).collect();
+        let ctx = &self.ctx;
+        let results: Vec<RegionResult> =
+            batch.par_iter().zip(&sites).map(|(j, s)| ctx.run_region_widening(j, s)).collect::<Result<_, _>>()?;
+        self.stats.regions += batch.len();
+        let mut redone: Vec<usize> = Vec::new();
+        for (j, r) in batch.iter().zip(results) {
+            if redone.contains(&j.tid) {
+                continue;
+            }
+            if r.exact {
+                self.facts[j.tid].add(r, self.n);
+                continue;
+            }
+            // The depth cap may have acted before the cut: the reference is
+            // run as one region from its start (its facts replace what was
+            // known of it), and its remaining regions are not run.
+            redone.push(j.tid);
+            self.stats.references_redone += 1;
+            let end = self.jobs.iter().filter(|x| x.tid == j.tid).map(|x| x.end).max().unwrap_or(j.end);
+            let whole = Job { tid: j.tid, start: 0, end };
+            self.read_through(j.tid, end)?;
+            let sites = self.sites_of(&whole);
+            let r = self.ctx.run_region(&whole, &sites, 0)?;
+            self.stats.regions += 1;
+            self.facts[j.tid].clear();
+            self.facts[j.tid].add(r, self.n);
+            while self.next_job < self.jobs.len() && self.jobs[self.next_job].tid == j.tid {
+                self.next_job += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs regions until every one starting at or before `(tid, pos)` has run.
+    fn ensure(&mut self, tid: usize, pos: i64) -> Result<(), PileupError> {
+        while self.next_job < self.jobs.len() && {
+            let j = &self.jobs[self.next_job];
+            j.tid < tid || (j.tid == tid && j.start <= pos)
+        } {
+            self.run_batch()?;
+        }
+        Ok(())
+    }
+
+    /// First covered column at or after `(tid, pos)` in genome order.
+    fn next_covered(&mut self, tid: i32, pos: i64) -> Result<Option<(i32, i64)>, PileupError> {
+        let mut t = tid.max(0) as usize;
+        let mut q = if tid < 0 { 0 } else { pos };
+        while t < self.facts.len() {
+            self.ensure(t, q)?;
+            if let Some(p) = self.facts[t].next_covered(q) {
+                return Ok(Some((t as i32, p)));
+            }
+            match self.jobs.get(self.next_job) {
+                Some(j) if j.tid == t => q = j.start,
+                _ => {
+                    t += 1;
+                    q = 0;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The walk is at `(tid, pos)`: nothing at or before it is asked for again.
+    fn forget_through(&mut self, tid: i32, pos: i64) {
+        for f in self.facts.iter_mut().take(tid.max(0) as usize) {
+            if !f.covered.is_empty() || !f.site_pos.is_empty() || !f.pseudo.is_empty() {
+                f.clear();
+            }
+        }
+        if let Some(f) = self.facts.get_mut(tid.max(0) as usize) {
+            f.forget_through(pos, self.n);
+        }
+    }
+}
+
+/// Runs snp-pileup: the VCF at `vcf` (planned by `summary`, from
+/// [`vcf::scan`] with `opts.region_size`) against `bams` (each with its
+/// index), writing the CSV (header included) to `out`. Work runs on the
+/// current rayon pool.
 pub fn run(
-    sites: &Sites,
+    vcf: &Path,
+    summary: &VcfSummary,
     bams: &[BamFile],
     indexes: &[Index],
     opts: &SnpPileupOptions,
     out: &mut dyn Write,
 ) -> Result<SnpPileupStats, PileupError> {
-    run_from(sites, bams, indexes, opts, out, None).map(|(stats, _)| stats)
+    run_from(vcf, summary, bams, indexes, opts, out, 0..u64::MAX, None).map(|(stats, _)| stats)
 }
 
 /// Where FACETS' walk stands: the pileup column (reference id, 0-based
@@ -399,18 +647,27 @@ pub type WalkState = Option<(i32, i64)>;
 /// The walk's state once the pileup has no more columns: past every site.
 pub const EXHAUSTED: (i32, i64) = (i32::MAX, i64::MAX);
 
-/// [`run`] with the walk starting at `state` instead of before the first
-/// column, also returning the state after the last site. Running the sites
-/// of a VCF in consecutive blocks, each from the state the previous block
-/// ended in, writes exactly what one run over all of them writes (each
-/// block with its header line); the Python package's dask layer runs the
-/// blocks on several machines this way.
+/// [`run`] over the block `records` of the VCF's used records (biallelic
+/// single-base ones, numbered from 0 in file order) with the walk starting
+/// at `state` instead of before the first column, also returning the state
+/// after the block's last record. `summary` must be
+/// [`vcf::scan_records`]`(vcf, opts.region_size, records)`. Running a VCF
+/// in consecutive blocks, each from the state the previous block ended in,
+/// writes exactly what one run over all of it writes (each block with its
+/// header line); the Python package's dask layer runs the blocks on several
+/// machines this way ([`plan_blocks`] cuts them).
+///
+/// Regions lying wholly before `state` are not run: the walk never looks
+/// back, so a block costs what its own records cost.
+#[allow(clippy::too_many_arguments)]
 pub fn run_from(
-    sites: &Sites,
+    vcf: &Path,
+    summary: &VcfSummary,
     bams: &[BamFile],
     indexes: &[Index],
     opts: &SnpPileupOptions,
     out: &mut dyn Write,
+    records: Range<u64>,
     state: WalkState,
 ) -> Result<(SnpPileupStats, WalkState), PileupError> {
     let n = bams.len();
@@ -419,99 +676,136 @@ pub fn run_from(
     }
     let names: Vec<&str> = bams[0].header().references.iter().map(|r| r.name.as_str()).collect();
     let n_refs = names.len();
-    let contig_tid: Vec<i32> = sites.contigs.iter().map(|c| map_contig(c, &names)).collect();
-    let resolved: Vec<(i32, i64, u8, u8)> =
-        sites.sites.iter().map(|s| (contig_tid[s.contig as usize], s.pos, s.ref_base, s.alt_base)).collect();
 
-    // Sites with a known reference, sorted by position.
-    let mut order: Vec<usize> = (0..resolved.len()).filter(|&i| resolved[i].0 >= 0).collect();
-    order.sort_by_key(|&i| (resolved[i].0, resolved[i].1, i));
-
-    // Plan: tile every reference with sites from 0 to its last site + 2 (with
-    // pseudo-SNPs; otherwise only tiles holding sites), and give every other
-    // reference a lookahead-only job (its first covered column).
+    // Per reference: the last site and the tiles holding sites.
     let size = opts.region_size.max(1);
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut k = 0;
-    for tid in 0..n_refs {
-        let from = k;
-        while k < order.len() && resolved[order[k]].0 as usize == tid {
-            k += 1;
+    let mut last_site: Vec<i64> = vec![-1; n_refs];
+    let mut tiles: Vec<Vec<(i64, u64)>> = vec![Vec::new(); n_refs];
+    for (name, last, t) in &summary.contigs {
+        let tid = map_contig(name, &names);
+        if tid >= 0 {
+            let tid = tid as usize;
+            last_site[tid] = last_site[tid].max(*last);
+            // (Two VCF names may map to one reference: tiles are merged below.)
+            tiles[tid].extend_from_slice(t);
         }
-        if from == k {
-            jobs.push(Job { tid, start: 0, end: 0, sites: (from, from) });
+    }
+    // Plan: tile every reference with sites from 0 to its last site + 2 (with
+    // pseudo-SNPs; otherwise only tiles holding sites, and the first), and
+    // give every other reference a lookahead-only job (its first covered
+    // column). A tile with many sites is cut further, so that a region's
+    // facts (counts at every site) stay small whatever the VCF's density.
+    let mut jobs: Vec<Job> = Vec::new();
+    for tid in 0..n_refs {
+        if last_site[tid] < 0 {
+            jobs.push(Job { tid, start: 0, end: 0 });
             continue;
         }
-        let last = resolved[order[k - 1]].1 + 2;
+        let t = &mut tiles[tid];
+        t.sort_unstable_by_key(|x| x.0);
+        t.dedup_by(|b, a| {
+            if a.0 == b.0 {
+                a.1 += b.1;
+                true
+            } else {
+                false
+            }
+        });
+        let last = last_site[tid] + 2;
         let mut start = 0;
-        let mut s = from;
         while start < last {
             let end = (start + size).min(last);
-            let s0 = s;
-            while s < k && resolved[order[s]].1 < end {
-                s += 1;
-            }
-            if opts.pseudo_snps > 0 || s > s0 || start == 0 {
-                jobs.push(Job { tid, start, end, sites: (s0, s) });
+            let found = t.binary_search_by_key(&(start / size), |x| x.0);
+            if opts.pseudo_snps > 0 || start == 0 || found.is_ok() {
+                let n_sites = found.map_or(0, |k| t[k].1);
+                let pieces = n_sites.div_ceil(MAX_REGION_SITES).max(1) as i64;
+                let step = ((end - start + pieces - 1) / pieces).max(1);
+                let mut s = start;
+                while s < end {
+                    jobs.push(Job { tid, start: s, end: (s + step).min(end) });
+                    s += step;
+                }
             }
             start = end;
         }
     }
 
-    let ctx = Ctx { bams, indexes, opts, popts: opts.pileup_options(), sites: &resolved, order: &order };
-    let mut results: Vec<RegionResult> = jobs.par_iter().map(|j| ctx.run_region(j, opts.warmup)).collect::<Result<_, _>>()?;
-    let mut stats = SnpPileupStats { regions: jobs.len(), ..SnpPileupStats::default() };
-
-    // References where some cut was not safe: one region from 0.
-    let mut redo: Vec<usize> = jobs.iter().zip(&results).filter(|(_, r)| !r.exact).map(|(j, _)| j.tid).collect();
-    redo.dedup();
-    if !redo.is_empty() {
-        stats.references_redone = redo.len();
-        let whole: Vec<(usize, Job)> = redo
-            .iter()
-            .map(|&tid| {
-                let idx: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].tid == tid).collect();
-                let first = jobs[idx[0]];
-                let last = jobs[*idx.last().unwrap_or(&idx[0])];
-                (tid, Job { tid, start: 0, end: last.end, sites: (first.sites.0, last.sites.1) })
-            })
-            .collect();
-        let redone: Vec<RegionResult> = whole.par_iter().map(|(_, j)| ctx.run_region(j, 0)).collect::<Result<_, _>>()?;
-        stats.regions += whole.len();
-        let mut whole_by_tid: std::collections::HashMap<usize, (Job, RegionResult)> =
-            whole.into_iter().zip(redone).map(|((tid, j), r)| (tid, (j, r))).collect();
-        let mut new_jobs = Vec::with_capacity(jobs.len());
-        let mut new_results = Vec::with_capacity(jobs.len());
-        for (j, r) in jobs.into_iter().zip(results) {
-            if redo.contains(&j.tid) {
-                if let Some((wj, wr)) = whole_by_tid.remove(&j.tid) {
-                    new_jobs.push(wj);
-                    new_results.push(wr);
-                }
-            } else {
-                new_jobs.push(j);
-                new_results.push(r);
-            }
-        }
-        jobs = new_jobs;
-        results = new_results;
-    }
-
-    // Gather.
-    let mut facts: Vec<ContigFacts> = (0..n_refs).map(|_| ContigFacts::default()).collect();
-    let mut site_counts: Vec<Option<Vec<Counts>>> = vec![None; resolved.len()];
-    for (j, r) in jobs.iter().zip(results) {
-        facts[j.tid].add(&r, n);
-        for (slot, c) in r.site_counts.into_iter().enumerate() {
-            site_counts[order[j.sites.0 + slot]] = c;
-        }
-    }
-
-    let mut w = Walk { facts: &facts, names: &names, n, opts, out, rows: 0, line: String::new() };
-    w.out.write_all(header(n).as_bytes()).map_err(io_err)?;
-    let end = w.walk(&resolved, &site_counts, state)?;
-    stats.rows = w.rows;
+    let ctx = Ctx { bams, indexes, opts, popts: opts.pileup_options() };
+    let next_job = first_needed_job(&jobs, state);
+    let mut w = Window {
+        ctx,
+        n,
+        jobs,
+        next_job,
+        batch: 2 * rayon::current_num_threads().max(1),
+        facts: (0..n_refs).map(|_| ContigFacts::default()).collect(),
+        stream: RecordStream { reader: VcfReader::open(vcf)?, names: &names, last: None, records, used: 0 },
+        buffer: VecDeque::new(),
+        stream_done: false,
+        stats: SnpPileupStats::default(),
+    };
+    let mut walk = Walk { names: &names, n, opts, out, rows: 0, line: String::new() };
+    walk.out.write_all(header(n).as_bytes()).map_err(io_err)?;
+    let end = if state == Some(EXHAUSTED) { state } else { walk.walk(&mut w, state)? };
+    let mut stats = w.stats;
+    stats.rows = walk.rows;
     Ok((stats, end))
+}
+
+/// The first planned region a walk standing at `state` can ask about. The
+/// walk only asks about columns after `state`'s `(t, p)`: regions of earlier
+/// references are never consulted, and on `t` only the last region starting
+/// at or before `p + 1` and those after it (what an earlier region knows
+/// beyond `p + 1`, its lookahead column included, the later one knows too).
+fn first_needed_job(jobs: &[Job], state: WalkState) -> usize {
+    let Some((t, p)) = state else { return 0 };
+    if t < 0 {
+        return 0;
+    }
+    let t = t as usize;
+    let q = p.saturating_add(1);
+    let on_t = jobs.partition_point(|j| j.tid < t);
+    let through_q = jobs.partition_point(|j| j.tid < t || (j.tid == t && j.start <= q));
+    if through_q > on_t {
+        through_q - 1
+    } else {
+        on_t
+    }
+}
+
+/// Cuts the VCF's used records (see [`run_from`]) into about `parts`
+/// consecutive blocks `(first, end, tid)`, cutting only where the contig
+/// changes; `tid` is the reference id in `bam_names` of the block's first
+/// contig (FACETS' matching; -1: none). Reads the VCF once, keeping only
+/// its runs of records on one contig.
+pub fn plan_blocks(vcf: &Path, bam_names: &[&str], parts: usize) -> Result<Vec<(u64, u64, i32)>, PileupError> {
+    let mut reader = VcfReader::open(vcf)?;
+    let mut runs: Vec<(Vec<u8>, u64)> = Vec::new();
+    while let Some(r) = reader.next_record()? {
+        if r.alleles.is_none() {
+            continue;
+        }
+        match runs.last_mut() {
+            Some((name, count)) if name.as_slice() == r.chrom => *count += 1,
+            _ => runs.push((r.chrom.to_vec(), 1)),
+        }
+    }
+    let total: u64 = runs.iter().map(|r| r.1).sum();
+    let target = total.div_ceil(parts.max(1) as u64).max(1);
+    let mut blocks = Vec::new();
+    let (mut start, mut end) = (0u64, 0u64);
+    let mut first_name: &[u8] = &[];
+    for (k, (name, count)) in runs.iter().enumerate() {
+        if end == start {
+            first_name = name;
+        }
+        end += count;
+        if end - start >= target || k + 1 == runs.len() {
+            blocks.push((start, end, map_contig(&String::from_utf8_lossy(first_name), bam_names)));
+            start = end;
+        }
+    }
+    Ok(blocks)
 }
 
 fn io_err(e: std::io::Error) -> PileupError {
@@ -520,7 +814,6 @@ fn io_err(e: std::io::Error) -> PileupError {
 
 /// The sequential replay of FACETS' VCF/pileup merge.
 struct Walk<'a> {
-    facts: &'a [ContigFacts],
     names: &'a [&'a str],
     n: usize,
     opts: &'a SnpPileupOptions,
@@ -530,32 +823,18 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// First covered column at or after `(tid, pos)` in genome order.
-    fn next_covered(&self, tid: i32, pos: i64) -> Option<(i32, i64)> {
-        let mut t = tid.max(0) as usize;
-        let mut q = if tid < 0 { 0 } else { pos };
-        while t < self.facts.len() {
-            if let Some(p) = self.facts[t].next_covered(q) {
-                return Some((t as i32, p));
-            }
-            t += 1;
-            q = 0;
-        }
-        None
-    }
-
-    fn pseudo_check(&mut self, tid: i32, pos: i64) -> Result<(), PileupError> {
+    fn pseudo_check(&mut self, w: &Window<'_>, tid: i32, pos: i64) -> Result<(), PileupError> {
         let p = i64::from(self.opts.pseudo_snps);
         if p == 0 || (pos + 1) % p != 0 {
             return Ok(());
         }
-        let f = &self.facts[tid as usize];
+        let f = &w.facts[tid as usize];
         let Ok(k) = f.pseudo.binary_search(&pos) else {
             return Err(PileupError::Message(format!("internal error: no pileup data for {}:{}", self.names[tid as usize], pos + 1)));
         };
-        let counts = &f.pseudo_counts[k * self.n..(k + 1) * self.n];
-        let fails = counts.iter().enumerate().any(|(i, c)| i64::from(c.0) < self.opts.threshold(i));
-        let nonzero = counts.iter().any(|c| c.1 != 0);
+        let counts = f.pseudo_counts.range(k * self.n..(k + 1) * self.n);
+        let fails = counts.clone().enumerate().any(|(i, c)| i64::from(c.0) < self.opts.threshold(i));
+        let nonzero = counts.clone().any(|c| c.1 != 0);
         if nonzero && !fails {
             use std::fmt::Write as _;
             self.line.clear();
@@ -571,30 +850,35 @@ impl Walk<'_> {
     }
 
     /// Pseudo-SNP checks for every covered candidate in `[from, to)` of `tid`.
-    fn pseudo_range(&mut self, tid: i32, from: i64, to: i64) -> Result<(), PileupError> {
+    fn pseudo_range(&mut self, w: &mut Window<'_>, tid: i32, from: i64, to: i64) -> Result<(), PileupError> {
         if self.opts.pseudo_snps == 0 || from >= to {
             return Ok(());
         }
-        let f = &self.facts[tid as usize];
+        // Every candidate before `to` is known once the regions up to it ran.
+        w.ensure(tid as usize, to - 1)?;
+        let f = &w.facts[tid as usize];
         let a = f.pseudo.partition_point(|&p| p < from);
         let b = f.pseudo.partition_point(|&p| p < to);
         for k in a..b {
-            let pos = self.facts[tid as usize].pseudo[k];
-            self.pseudo_check(tid, pos)?;
+            let pos = w.facts[tid as usize].pseudo[k];
+            self.pseudo_check(w, tid, pos)?;
         }
         Ok(())
     }
 
-    fn emit_site(&mut self, tid: i32, site: &(i32, i64, u8, u8), counts: &Option<Vec<Counts>>) -> Result<(), PileupError> {
-        let Some(counts) = counts else {
-            return Err(PileupError::Message(format!("internal error: no counts at {}:{}", self.names[tid as usize], site.1 + 1)));
+    fn emit_site(&mut self, w: &Window<'_>, site: &Rec) -> Result<(), PileupError> {
+        let (tid, pos) = (site.0, site.1);
+        let f = &w.facts[tid as usize];
+        let Ok(k) = f.site_pos.binary_search(&pos) else {
+            return Err(PileupError::Message(format!("internal error: no counts at {}:{}", self.names[tid as usize], pos + 1)));
         };
-        let fails = counts.iter().enumerate().any(|(i, c)| i64::from(c.n) < self.opts.threshold(i));
-        let nonzero = counts.iter().any(|c| c.r != 0 || c.a != 0 || c.e != 0);
+        let counts = f.site_counts.range(k * self.n..(k + 1) * self.n);
+        let fails = counts.clone().enumerate().any(|(i, c)| i64::from(c.n) < self.opts.threshold(i));
+        let nonzero = counts.clone().any(|c| c.r != 0 || c.a != 0 || c.e != 0);
         if nonzero && !fails {
             use std::fmt::Write as _;
             self.line.clear();
-            let _ = write!(self.line, "{},{},{},{}", self.names[tid as usize], site.1 + 1, site.2 as char, site.3 as char);
+            let _ = write!(self.line, "{},{},{},{}", self.names[tid as usize], pos + 1, site.2 as char, site.3 as char);
             for c in counts {
                 let _ = write!(self.line, ",{},{},{},{}", c.r, c.a, c.e, c.d);
             }
@@ -605,53 +889,70 @@ impl Walk<'_> {
         Ok(())
     }
 
-    /// Replays the walk over `sites` from `state`; returns the state after
-    /// the last site ([`EXHAUSTED`] once the columns have run out: FACETS
-    /// stops there, and every later site is skipped).
-    fn walk(
-        &mut self,
-        sites: &[(i32, i64, u8, u8)],
-        counts: &[Option<Vec<Counts>>],
-        mut state: WalkState,
-    ) -> Result<WalkState, PileupError> {
+    /// Replays the walk over the window's records from `state`; returns the
+    /// state after the last record ([`EXHAUSTED`] once the columns have run
+    /// out: FACETS stops there, and every later record is skipped).
+    fn walk(&mut self, w: &mut Window<'_>, mut state: WalkState) -> Result<WalkState, PileupError> {
         // `state`: the pileup's current column; None before the first.
-        for (k, site) in sites.iter().enumerate() {
-            let (vt, vp) = (site.0, site.1);
+        loop {
+            if w.buffer.is_empty() {
+                if w.stream_done {
+                    return Ok(state);
+                }
+                match w.stream.next()? {
+                    Some(r) => w.buffer.push_back(r),
+                    None => return Ok(state),
+                }
+            }
+            let site = w.buffer[0];
+            if !self.step(w, &mut state, &site)? {
+                // The pileup is exhausted: the remaining records produce nothing.
+                return Ok(Some(EXHAUSTED));
+            }
+            w.buffer.pop_front();
             if let Some((t, p)) = state {
-                if t > vt || (t == vt && vp < p) {
-                    continue;
-                }
+                w.forget_through(t, p);
             }
-            // The next column after the current one.
-            let first = match state {
-                None => self.next_covered(0, 0),
-                Some((t, p)) => self.next_covered(t, p + 1),
-            };
-            let Some(mut c) = first else { return Ok(Some(EXHAUSTED)) };
-            if vt > c.0 {
-                // Columns before the site's reference: nothing happens there.
-                match self.next_covered(vt, 0) {
-                    Some(x) => c = x,
-                    None => return Ok(Some(EXHAUSTED)),
-                }
-            }
-            if c.0 == vt && c.1 < vp {
-                // Columns before the site on its reference: pseudo-SNPs.
-                self.pseudo_range(vt, c.1, vp)?;
-                match self.next_covered(vt, vp) {
-                    Some(x) => c = x,
-                    None => return Ok(Some(EXHAUSTED)),
-                }
-            }
-            state = Some(c);
-            if c == (vt, vp) {
-                self.emit_site(vt, site, &counts[k])?;
-                continue;
-            }
-            self.pseudo_check(c.0, c.1)?;
-            // Here c is past the site: stop advancing.
         }
-        Ok(state)
+    }
+
+    /// One VCF record of the walk; false when the pileup is exhausted.
+    fn step(&mut self, w: &mut Window<'_>, state: &mut Option<(i32, i64)>, site: &Rec) -> Result<bool, PileupError> {
+        let (vt, vp) = (site.0, site.1);
+        if let Some((t, p)) = *state {
+            if t > vt || (t == vt && vp < p) {
+                return Ok(true);
+            }
+        }
+        // The next column after the current one.
+        let first = match *state {
+            None => w.next_covered(0, 0)?,
+            Some((t, p)) => w.next_covered(t, p + 1)?,
+        };
+        let Some(mut c) = first else { return Ok(false) };
+        if vt > c.0 {
+            // Columns before the site's reference: nothing happens there.
+            match w.next_covered(vt, 0)? {
+                Some(x) => c = x,
+                None => return Ok(false),
+            }
+        }
+        if c.0 == vt && c.1 < vp {
+            // Columns before the site on its reference: pseudo-SNPs.
+            self.pseudo_range(w, vt, c.1, vp)?;
+            match w.next_covered(vt, vp)? {
+                Some(x) => c = x,
+                None => return Ok(false),
+            }
+        }
+        *state = Some(c);
+        if c == (vt, vp) {
+            self.emit_site(w, site)?;
+        } else {
+            // Here c is past the site: stop advancing.
+            self.pseudo_check(w, c.0, c.1)?;
+        }
+        Ok(true)
     }
 }
 
