@@ -8,8 +8,7 @@
 //! * **exclusive** (`&mut self`, one thread): plain loads and stores, no
 //!   `lock` prefix;
 //! * **shared** (`&self`, many threads): each bin is incremented with a
-//!   `fetch_add` while it is far from saturation and with a compare-and-swap
-//!   loop near 255, so a counter never wraps (khmer's unguarded race can wrap
+//!   compare-and-swap loop that stops at 255, so a counter never wraps (khmer's unguarded race can wrap
 //!   a bin to 0; we do not copy that). Each bin therefore receives exactly
 //!   `min(255, adds)` increments whatever the interleaving, and the **tables
 //!   are identical at any thread count**.
@@ -567,18 +566,18 @@ impl Countgraph {
         let mut new = false;
         for (i, (&b, t)) in bins.iter().zip(&self.tables).enumerate() {
             let cell = t.cell(b);
+            // Always a compare-and-swap: a `fetch_add` guarded by an earlier
+            // load can wrap 255 to 0 when its thread stalls between the two
+            // while others saturate the bin (seen under heavy load).
+            let _ = limit;
             let mut c = cell.load(Relaxed);
-            let old = if c < limit {
-                Some(cell.fetch_add(1, Relaxed))
-            } else {
-                loop {
-                    if c == MAX_COUNT {
-                        break None;
-                    }
-                    match cell.compare_exchange_weak(c, c + 1, Relaxed, Relaxed) {
-                        Ok(_) => break Some(c),
-                        Err(v) => c = v,
-                    }
+            let old = loop {
+                if c == MAX_COUNT {
+                    break None;
+                }
+                match cell.compare_exchange_weak(c, c + 1, Relaxed, Relaxed) {
+                    Ok(_) => break Some(c),
+                    Err(v) => c = v,
                 }
             };
             match old {
