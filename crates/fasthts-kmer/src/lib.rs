@@ -18,7 +18,8 @@
 //! * [`ctfile`]: khmer's `.ct` format (and `.ct.gz`), with the bigcount
 //!   entries in khmer's exact order ([`stlmap`] replays libstdc++'s
 //!   `unordered_map`);
-//! * [`seqio`]: FASTA/FASTQ input (plain, gzip, BGZF, stdin) parsed in
+//! * [`seqio`]: FASTA/FASTQ input (plain, gzip, BGZF inflated in parallel
+//!   by [`bgzf_in`], bzip2, stdin) parsed in
 //!   batches without a copy per read, and khmer's record writer;
 //! * [`scripts`]: the algorithms of load-into-counting, abundance-dist,
 //!   normalize-by-median, filter-abund and trim-low-abund;
@@ -62,6 +63,7 @@
 //! 64-bit table hash by [`hash::mix128`]. The CLI asks for `--long-k`; such
 //! tables are written in the `.ct` layout but khmer cannot use them.
 
+pub mod bgzf_in;
 pub mod ctfile;
 pub mod fastmod;
 pub mod hash;
