@@ -30,7 +30,7 @@
 //! Counting is bound by memory latency (N random bins per k-mer in tables of
 //! gigabytes). Table updates and lookups are issued in batches with the bins
 //! of the next k-mers prefetched, so many cache misses are in flight at once;
-//! in `consume_seqfile` each table's updates of a batch of 4 Mi k-mers are
+//! in `consume_seqfile` each table's updates of a batch of 1 Mi k-mers are
 //! first grouped by 64 KiB region (a stable counting sort) and applied in
 //! address order, which cuts the TLB misses of gigabyte tables;
 //! the tables use transparent huge pages; the bin is computed with two

@@ -41,7 +41,7 @@ fn first_empty(b: &RecordBatch) -> Option<usize> {
 /// gigabyte table several times per batch, small enough that the batches
 /// in flight (at most about 2 + 2 x threads) stay a small fraction of the
 /// tables. Overridable for measurements with `FASTHTS_KMER_BATCH`.
-const COUNT_BATCH_KMERS: usize = 4 << 20;
+const COUNT_BATCH_KMERS: usize = 1 << 20;
 
 /// The canonical hashes of one batch of reads, in input order.
 struct HashBatch {
