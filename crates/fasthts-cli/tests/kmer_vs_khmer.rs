@@ -120,6 +120,17 @@ fn make_data(dir: &Path, seed: u64) {
         mm.extend(gz.finish().unwrap());
     }
     fs::write(dir.join("mm.fq.gz"), mm).unwrap();
+    // BGZF (bgzip, inflated in parallel by fasthts) and bzip2, both detected
+    // by content as khmer does; small blocks (-b is not in bgzip 1.16, so
+    // the file is made of the reads repeated to span several jobs)
+    let big: Vec<u8> = fq.repeat(8);
+    fs::write(dir.join("big.fq"), &big).unwrap();
+    for (tool, out) in [("bgzip", "big.fq.bgz"), ("bzip2", "r.fq.bz2")] {
+        let src = if tool == "bgzip" { "big.fq" } else { "r.fq" };
+        let o = Command::new(tool).args(["-c", src]).current_dir(dir).output().expect(tool);
+        assert!(o.status.success(), "{tool} failed");
+        fs::write(dir.join(out), o.stdout).unwrap();
+    }
     let mut fa = Vec::new();
     for i in 0..600 {
         let len = [150usize, 60, 25, 33][rng.below(4) as usize];
@@ -216,6 +227,7 @@ fn count_matches_khmer() {
         &["-k", "4", "-x", "300", "-N", "2", "out.ct", "../r.fq"],                    // fp > 0.2: exit 1 after save
         &["-k", "6", "-x", "5000", "out.ct.gz", "../r.fq.gz", "../r.fa"],
         &["-k", "9", "-x", "1e5", "out.ct", "../mm.fq.gz"],
+        &["-k", "11", "-x", "1e5", "out.ct", "../big.fq.bgz", "../r.fq.bz2"],
         &["-k", "5", "-x", "1000", "-N", "3", "-b", "out.ct", "../r.fa"],
         &["-k", "32", "-M", "4e5", "out.ct", "../r.fq"],
         &["-k", "12", "-N", "1", "-x", "4e5", "-T", "1", "out.ct", "../r.fq"],
@@ -403,6 +415,13 @@ fn bad_input_fails_cleanly() {
     make_data(&root, 7);
     let fq = fs::read(root.join("r.fq.gz")).unwrap();
     fs::write(root.join("trunc.fq.gz"), &fq[..fq.len() / 2]).unwrap();
+    for f in ["big.fq.bgz", "r.fq.bz2"] {
+        let v = fs::read(root.join(f)).unwrap();
+        fs::write(root.join(format!("trunc.{f}")), &v[..v.len() / 2]).unwrap();
+        let mut flipped = v.clone();
+        flipped[v.len() / 3] ^= 0x40;
+        fs::write(root.join(format!("flipped.{f}")), &flipped).unwrap();
+    }
     fs::write(root.join("mismatch.fq"), b"@a\nACGTACGT\n+\nIIII\n").unwrap();
     fs::write(root.join("garbage.fq"), [0u8, 159, 146, 150, 1, 2, 3, 4, 5]).unwrap();
     fs::write(root.join("empty.fq"), b"").unwrap();
@@ -414,7 +433,16 @@ fn bad_input_fails_cleanly() {
     fs::write(root.join("version.ct"), &v4).unwrap();
     fs::write(root.join("trunc.ct"), &ct[..ct.len() / 2]).unwrap();
 
-    for input in ["trunc.fq.gz", "mismatch.fq", "garbage.fq", "empty.fq"] {
+    for input in [
+        "trunc.fq.gz",
+        "trunc.big.fq.bgz",
+        "flipped.big.fq.bgz",
+        "trunc.r.fq.bz2",
+        "flipped.r.fq.bz2",
+        "mismatch.fq",
+        "garbage.fq",
+        "empty.fq",
+    ] {
         for t in ["1", "2"] {
             let out = Command::new(fasthts())
                 .args(["kmer", "count", "-q", "-k", "12", "-T", t, "bad.ct", input])

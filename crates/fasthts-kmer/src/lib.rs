@@ -18,7 +18,8 @@
 //! * [`ctfile`]: khmer's `.ct` format (and `.ct.gz`), with the bigcount
 //!   entries in khmer's exact order ([`stlmap`] replays libstdc++'s
 //!   `unordered_map`);
-//! * [`seqio`]: FASTA/FASTQ input (plain, gzip, BGZF, stdin) parsed in
+//! * [`seqio`]: FASTA/FASTQ input (plain, gzip, BGZF inflated in parallel
+//!   by [`bgzf_in`], bzip2, stdin) parsed in
 //!   batches without a copy per read, and khmer's record writer;
 //! * [`scripts`]: the algorithms of load-into-counting, abundance-dist,
 //!   normalize-by-median, filter-abund and trim-low-abund;
@@ -29,6 +30,9 @@
 //! Counting is bound by memory latency (N random bins per k-mer in tables of
 //! gigabytes). Table updates and lookups are issued in batches with the bins
 //! of the next k-mers prefetched, so many cache misses are in flight at once;
+//! in `consume_seqfile` each table's updates of a batch of 1 Mi k-mers are
+//! first grouped by 64 KiB region (a stable counting sort) and applied in
+//! address order, which cuts the TLB misses of gigabyte tables;
 //! the tables use transparent huge pages; the bin is computed with two
 //! multiplies instead of a division.
 //!
@@ -59,6 +63,7 @@
 //! 64-bit table hash by [`hash::mix128`]. The CLI asks for `--long-k`; such
 //! tables are written in the `.ct` layout but khmer cannot use them.
 
+pub mod bgzf_in;
 pub mod ctfile;
 pub mod fastmod;
 pub mod hash;
@@ -71,7 +76,7 @@ pub mod stlmap;
 pub mod table;
 
 pub use hash::{Cleaning, KmerIter};
-pub use table::{Countgraph, Nodegraph};
+pub use table::{Countgraph, Nodegraph, SortScratch};
 
 /// Re-exported for front ends that write gzip output.
 pub use flate2;

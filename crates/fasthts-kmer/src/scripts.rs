@@ -7,7 +7,7 @@
 
 use crate::hash::{hashes_into, Cleaning};
 use crate::seqio::{OwnedRecord, RecordBatch, SeqError, SeqReader};
-use crate::table::{median_at_least_counts, median_of_counts, merge_partition_flags, trim_at_counts, Countgraph, Nodegraph};
+use crate::table::{median_at_least_counts, median_of_counts, merge_partition_flags, trim_at_counts, Countgraph, Nodegraph, SortScratch};
 use std::io::{self, Write};
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
@@ -35,6 +35,13 @@ pub struct ConsumeResult {
 fn first_empty(b: &RecordBatch) -> Option<usize> {
     b.iter().position(|r| r.seq.is_empty())
 }
+
+/// K-mers per counting batch: large enough that the sorted table update
+/// ([`Countgraph::update_partition_sorted`]) touches each page of a
+/// gigabyte table several times per batch, small enough that the batches
+/// in flight (at most about 2 + 2 x threads) stay a small fraction of the
+/// tables. Overridable for measurements with `FASTHTS_KMER_BATCH`.
+const COUNT_BATCH_KMERS: usize = 1 << 20;
 
 /// The canonical hashes of one batch of reads, in input order.
 struct HashBatch {
@@ -74,30 +81,46 @@ pub fn consume_reader(
     progress: Option<&(dyn Fn(u64, u64) + Sync)>,
 ) -> Result<ConsumeResult, SeqError> {
     let workers = threads.max(1).min(graph.n_tables());
-    let (tx, rx) = sync_channel::<Result<Arc<HashBatch>, SeqError>>(4);
+    // Few batches in flight: each holds COUNT_BATCH_KMERS hashes (8 bytes each).
+    let (tx, rx) = sync_channel::<Result<Arc<HashBatch>, SeqError>>(1);
     let empty_at: Arc<Mutex<Option<u64>>> = Arc::new(Mutex::new(None));
     let empty_at2 = empty_at.clone();
     let k = graph.ksize();
-    let reader_thread = std::thread::spawn(move || loop {
-        match reader.next_batch() {
-            Ok(Some(mut b)) => {
-                let stop = first_empty(&b);
-                if let Some(i) = stop {
-                    *empty_at2.lock().unwrap() = Some(b.first_record + i as u64);
-                    b.truncate(i);
+    let batch_kmers = std::env::var("FASTHTS_KMER_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(COUNT_BATCH_KMERS).clamp(1, 8 << 20);
+    let reader_thread = std::thread::spawn(move || {
+        let mut seq_no = 0u64;
+        // room for one more read batch past the target
+        let new_batch = |seq_no| HashBatch { hashes: Vec::with_capacity(batch_kmers + (1 << 20)), seq_no, n_reads: 0, n_bases: 0 };
+        let mut hb = new_batch(seq_no);
+        loop {
+            let (last, err) = match reader.next_batch() {
+                Ok(Some(mut b)) => {
+                    let stop = first_empty(&b);
+                    if let Some(i) = stop {
+                        *empty_at2.lock().unwrap() = Some(b.first_record + i as u64);
+                        b.truncate(i);
+                    }
+                    for r in b.iter() {
+                        hashes_into(r.seq, k, Cleaning::CppParser, &mut hb.hashes);
+                    }
+                    hb.n_reads += b.len() as u64;
+                    hb.n_bases += b.bases();
+                    (stop.is_some(), None)
                 }
-                let mut hashes = Vec::with_capacity(b.bases() as usize);
-                for r in b.iter() {
-                    hashes_into(r.seq, k, Cleaning::CppParser, &mut hashes);
-                }
-                let hb = HashBatch { hashes, seq_no: b.seq_no, n_reads: b.len() as u64, n_bases: b.bases() };
-                if tx.send(Ok(Arc::new(hb))).is_err() || stop.is_some() {
+                Ok(None) => (true, None),
+                Err(e) => (true, Some(e)),
+            };
+            if hb.hashes.len() >= batch_kmers || (last && hb.n_reads > 0) {
+                seq_no += 1;
+                let full = std::mem::replace(&mut hb, new_batch(seq_no));
+                if tx.send(Ok(Arc::new(full))).is_err() {
                     return;
                 }
             }
-            Ok(None) => return,
-            Err(e) => {
-                let _ = tx.send(Err(e));
+            if last {
+                if let Some(e) = err {
+                    let _ = tx.send(Err(e));
+                }
                 return;
             }
         }
@@ -116,10 +139,16 @@ pub fn consume_reader(
         }
     };
     if workers == 1 {
+        let g: &Countgraph = graph;
+        let all: Vec<usize> = (0..g.n_tables()).collect();
+        let mut scratch = SortScratch::default();
+        let mut flags = Vec::new();
         for msg in rx {
             match msg {
                 Ok(hb) => {
-                    graph.consume_hashes_at(&hb.hashes, ((base + hb.seq_no) as u128) << 64);
+                    flags.resize(hb.hashes.len(), 0);
+                    let occ = g.update_partition_sorted(&hb.hashes, &all, &mut flags, &mut scratch);
+                    g.apply_merged_flags(&hb.hashes, &flags, occ, ((base + hb.seq_no) as u128) << 64);
                     account(&hb, &mut total);
                 }
                 Err(e) => {
@@ -130,18 +159,19 @@ pub fn consume_reader(
         }
     } else {
         let g: &Countgraph = graph;
-        let (done_tx, done_rx) = sync_channel::<(Arc<HashBatch>, Vec<u8>, u64)>(workers * 4);
+        let (done_tx, done_rx) = sync_channel::<(Arc<HashBatch>, Vec<u8>, u64)>(workers);
         let mut work_txs = Vec::new();
         std::thread::scope(|s| {
             for t in 0..workers {
-                let (wtx, wrx) = sync_channel::<Arc<HashBatch>>(4);
+                let (wtx, wrx) = sync_channel::<Arc<HashBatch>>(1);
                 work_txs.push(wtx);
                 let done_tx = done_tx.clone();
                 let tables = g.partition_tables(t, workers);
                 s.spawn(move || {
+                    let mut scratch = SortScratch::default();
                     for hb in wrx {
                         let mut flags = vec![0u8; hb.hashes.len()];
-                        let occ = g.update_partition(&hb.hashes, &tables, &mut flags);
+                        let occ = g.update_partition_sorted(&hb.hashes, &tables, &mut flags, &mut scratch);
                         if done_tx.send((hb, flags, occ)).is_err() {
                             return;
                         }

@@ -8,8 +8,7 @@
 //! * **exclusive** (`&mut self`, one thread): plain loads and stores, no
 //!   `lock` prefix;
 //! * **shared** (`&self`, many threads): each bin is incremented with a
-//!   `fetch_add` while it is far from saturation and with a compare-and-swap
-//!   loop near 255, so a counter never wraps (khmer's unguarded race can wrap
+//!   compare-and-swap loop that stops at 255, so a counter never wraps (khmer's unguarded race can wrap
 //!   a bin to 0; we do not copy that). Each bin therefore receives exactly
 //!   `min(255, adds)` increments whatever the interleaving, and the **tables
 //!   are identical at any thread count**.
@@ -41,6 +40,25 @@ pub const MAX_BIGCOUNT: u16 = 65535;
 
 /// How many k-mers ahead the counting loop prefetches bins.
 const PREFETCH_DIST: usize = 16;
+
+/// Bits of a sorted-update entry that hold the k-mer's index in its batch
+/// (the bin takes the bits above).
+const IDX_BITS: u32 = 24;
+/// Bins per region of the counting sort in
+/// [`Countgraph::update_partition_sorted`]: 64 KiB of counters, so a region
+/// stays in L2 while its updates are applied.
+const REGION_BITS: u32 = 16;
+
+/// Tables smaller than this (in bins) stay mostly in cache, where the
+/// plain prefetched update is cheaper than sorting first.
+const SORT_MIN_BINS: u64 = 1 << 25;
+
+/// Reusable buffers of [`Countgraph::update_partition_sorted`].
+#[derive(Default)]
+pub struct SortScratch {
+    hist: Vec<u32>,
+    entries: Vec<u64>,
+}
 
 /// A zero-initialised byte table usable with atomics. Allocated with
 /// `calloc` (lazy zero pages) and advised to use transparent huge pages.
@@ -619,18 +637,18 @@ impl Countgraph {
         let mut new = false;
         for (i, (&b, t)) in bins.iter().zip(&self.tables).enumerate() {
             let cell = t.cell(b);
+            // Always a compare-and-swap: a `fetch_add` guarded by an earlier
+            // load can wrap 255 to 0 when its thread stalls between the two
+            // while others saturate the bin (seen under heavy load).
+            let _ = limit;
             let mut c = cell.load(Relaxed);
-            let old = if c < limit {
-                Some(cell.fetch_add(1, Relaxed))
-            } else {
-                loop {
-                    if c == MAX_COUNT {
-                        break None;
-                    }
-                    match cell.compare_exchange_weak(c, c + 1, Relaxed, Relaxed) {
-                        Ok(_) => break Some(c),
-                        Err(v) => c = v,
-                    }
+            let old = loop {
+                if c == MAX_COUNT {
+                    break None;
+                }
+                match cell.compare_exchange_weak(c, c + 1, Relaxed, Relaxed) {
+                    Ok(_) => break Some(c),
+                    Err(v) => c = v,
                 }
             };
             match old {
@@ -780,6 +798,93 @@ impl Countgraph {
                     ring[slot + ti] = b;
                     prefetch(bases[ti].wrapping_add(b));
                 }
+            }
+        }
+        occupied
+    }
+
+    /// As [`Self::update_partition`] (same flags, same return value, same
+    /// table contents), but each table's updates are first grouped by bin
+    /// region with a stable counting sort and then applied region by region
+    /// in increasing address order.
+    ///
+    /// Why: with gigabyte tables every random update is a cache miss *and* a
+    /// TLB miss (under virtualisation a two-dimensional page walk); applied
+    /// in address order, a batch of a few million updates touches each page
+    /// once and the hardware prefetchers follow the sweep. The sort is
+    /// stable, so the adds to any one bin stay in input order and each add's
+    /// "bin was 0" / "bin was full" flags are exactly those of the in-order
+    /// update (a bin's value depends only on the adds to that bin).
+    ///
+    /// `scratch` is reused between calls (no allocation per batch once
+    /// grown). Small tables (all below 2^25 bins), batches of 2^24 hashes or
+    /// more, and tables of 2^40 bins or more take the plain prefetched path.
+    pub fn update_partition_sorted(&self, hashes: &[u64], tables: &[usize], flags: &mut [u8], scratch: &mut SortScratch) -> u64 {
+        self.update_partition_sorted_with(hashes, tables, flags, scratch, SORT_MIN_BINS, REGION_BITS)
+    }
+
+    /// [`Self::update_partition_sorted`] with the size threshold and the
+    /// region size as parameters (the tests sort small tables in tiny
+    /// regions).
+    fn update_partition_sorted_with(
+        &self,
+        hashes: &[u64],
+        tables: &[usize],
+        flags: &mut [u8],
+        scratch: &mut SortScratch,
+        min_bins: u64,
+        region_bits: u32,
+    ) -> u64 {
+        assert_eq!(hashes.len(), flags.len());
+        let n = hashes.len();
+        let small = tables.iter().all(|&t| self.sizes[t] < min_bins);
+        if small || n >= 1 << IDX_BITS || tables.iter().any(|&t| self.sizes[t] >= 1 << (64 - IDX_BITS)) {
+            return self.update_partition(hashes, tables, flags);
+        }
+        flags.fill(2);
+        let mut occupied = 0u64;
+        scratch.entries.resize(n, 0);
+        for &t in tables {
+            let m = self.mods[t];
+            let size = self.sizes[t];
+            let n_buckets = (size >> region_bits) as usize + 1;
+            let hist = &mut scratch.hist;
+            hist.clear();
+            hist.resize(n_buckets + 1, 0);
+            for &h in hashes {
+                hist[(m.rem(h) >> region_bits) as usize + 1] += 1;
+            }
+            for i in 1..=n_buckets {
+                hist[i] += hist[i - 1];
+            }
+            let entries = &mut scratch.entries;
+            for (j, &h) in hashes.iter().enumerate() {
+                let b = m.rem(h);
+                let slot = &mut hist[(b >> region_bits) as usize];
+                entries[*slot as usize] = (b << IDX_BITS) | j as u64;
+                *slot += 1;
+            }
+            let base = self.tables[t].ptr();
+            let mut zeros = 0u64;
+            const AHEAD: usize = 16;
+            for i in 0..n {
+                if let Some(&e) = entries.get(i + AHEAD) {
+                    prefetch(base.wrapping_add((e >> IDX_BITS) as usize));
+                }
+                let e = entries[i];
+                let j = (e & ((1 << IDX_BITS) - 1)) as usize;
+                // SAFETY: bin < table size (bin = h mod size); the calling
+                // thread is the only writer of this table.
+                let cell = unsafe { &*base.add((e >> IDX_BITS) as usize) };
+                let c = cell.load(Relaxed);
+                let zero = c == 0;
+                let full = c == MAX_COUNT;
+                zeros += zero as u64;
+                cell.store(c + (!full) as u8, Relaxed);
+                flags[j] = (flags[j] | zero as u8) & !((!full as u8) << 1);
+            }
+            if t == 0 {
+                occupied = zeros;
             }
         }
         occupied
@@ -1307,6 +1412,45 @@ mod tests {
                     merge_partition_flags(&mut acc, &p.0);
                 }
                 let occ: u64 = parts.iter().map(|p| p.1).sum();
+                b.apply_merged_flags(c, &acc, occ, (ci as u128) << 64);
+            }
+            for i in 0..4 {
+                assert!(a.table_bytes(i) == b.table_bytes(i));
+            }
+            assert_eq!(a.n_occupied(), b.n_occupied());
+            assert_eq!(a.n_unique_kmers(), b.n_unique_kmers());
+            assert_eq!(a.bigcounts_in_file_order(), b.bigcounts_in_file_order());
+            assert!(a.n_bigcounts() > 0);
+        }
+    }
+
+    #[test]
+    fn sorted_partition_equals_serial() {
+        let mut rng = Rng(515);
+        let seqs = random_seqs(&mut rng, 1500);
+        let mut hs = Vec::new();
+        for s in &seqs {
+            hashes_into(s, 6, Cleaning::CppParser, &mut hs);
+        }
+        for (threads, region_bits) in [(1usize, 0u32), (1, 4), (2, 3), (3, 20)] {
+            let mut a = Countgraph::new(6, 2000, 4).unwrap();
+            a.set_use_bigcount(true);
+            let mut b = Countgraph::new(6, 2000, 4).unwrap();
+            b.set_use_bigcount(true);
+            let mut scratch: Vec<SortScratch> = (0..threads).map(|_| SortScratch::default()).collect();
+            for (ci, c) in hs.chunks(1000).enumerate() {
+                a.consume_hashes(c, ci as u64);
+                let mut acc = Vec::new();
+                let mut occ = 0;
+                for (t, sc) in scratch.iter_mut().enumerate() {
+                    let mut f = vec![0u8; c.len()];
+                    occ += b.update_partition_sorted_with(c, &b.partition_tables(t, threads), &mut f, sc, 0, region_bits);
+                    if t == 0 {
+                        acc = f;
+                    } else {
+                        merge_partition_flags(&mut acc, &f);
+                    }
+                }
                 b.apply_merged_flags(c, &acc, occ, (ci as u128) << 64);
             }
             for i in 0..4 {
