@@ -46,11 +46,11 @@ use super::vcf::{VcfReader, VcfSummary};
 use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource, RegionRecords};
 use crate::bam::{BamFile, RecordRef};
 use crate::index::Index;
-use rayon::prelude::*;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 
 /// snp-pileup's options, FACETS' defaults in [`Default`].
 #[derive(Clone, Debug)]
@@ -484,17 +484,29 @@ impl RecordStream<'_> {
     }
 }
 
-/// The regions' facts, computed a batch at a time as the walk needs them
-/// and forgotten once it has passed them: memory follows the batch, not the
-/// genome or the VCF.
-struct Window<'a> {
-    ctx: Ctx<'a>,
+/// The regions' facts, computed ahead of the walk on the thread pool and
+/// forgotten once the walk has passed them: memory follows the regions in
+/// flight, not the genome or the VCF.
+///
+/// Regions run continuously, not in batches: up to `in_flight` regions past
+/// the next one the walk needs are queued (oldest first), so a slow region
+/// never leaves the other threads waiting at a barrier. The walking thread
+/// helps with queued regions while it waits for the one it needs.
+struct Window<'a, 's> {
+    ctx: &'a Ctx<'a>,
+    scope: &'s rayon::ScopeFifo<'a>,
     n: usize,
-    /// Planned regions in genome order; `jobs[next_job..]` not yet run.
+    /// Planned regions in genome order; `jobs[next_job..]` not yet added to
+    /// `facts`.
     jobs: Vec<Job>,
     next_job: usize,
-    /// Regions per batch.
-    batch: usize,
+    /// `jobs[next_job..spawned]` are queued or running (or done, in `done`).
+    spawned: usize,
+    in_flight: usize,
+    results_tx: Sender<(usize, Result<RegionResult, PileupError>)>,
+    results_rx: Receiver<(usize, Result<RegionResult, PileupError>)>,
+    /// Results that arrived before the walk needed them, by job index.
+    done: BTreeMap<usize, Result<RegionResult, PileupError>>,
     facts: Vec<ContigFacts>,
     stream: RecordStream<'a>,
     /// Records read but not yet walked (the first is the one being walked).
@@ -503,7 +515,7 @@ struct Window<'a> {
     stats: SnpPileupStats,
 }
 
-impl Window<'_> {
+impl Window<'_, '_> {
     /// Reads records until one lies at or after `(tid, pos)` in genome order
     /// (it is kept), or the end.
     fn read_through(&mut self, tid: usize, pos: i64) -> Result<(), PileupError> {
@@ -540,44 +552,78 @@ impl Window<'_> {
         v.into_iter().map(|(p, _, r, a)| (p, r, a)).collect()
     }
 
-    /// Runs the next batch of regions.
-    fn run_batch(&mut self) -> Result<(), PileupError> {
-        let to = (self.next_job + self.batch).min(self.jobs.len());
-        let batch: Vec<Job> = self.jobs[self.next_job..to].to_vec();
-        self.next_job = to;
-        let Some(last) = batch.last() else { return Ok(()) };
-        self.read_through(last.tid, last.end)?;
-        let sites: Vec<Vec<SiteAt>> = batch.iter().map(|j| self.sites_of(j)).collect();
-        let ctx = &self.ctx;
-        let results: Vec<RegionResult> =
-            batch.par_iter().zip(&sites).map(|(j, s)| ctx.run_region_widening(j, s)).collect::<Result<_, _>>()?;
-        self.stats.regions += batch.len();
-        let mut redone: Vec<usize> = Vec::new();
-        for (j, r) in batch.iter().zip(results) {
-            if redone.contains(&j.tid) {
-                continue;
+    /// Queues regions up to `in_flight` past the next one the walk needs.
+    fn spawn_ahead(&mut self) -> Result<(), PileupError> {
+        self.spawned = self.spawned.max(self.next_job);
+        let until = (self.next_job + 1 + self.in_flight).min(self.jobs.len());
+        while self.spawned < until {
+            let (i, job) = (self.spawned, self.jobs[self.spawned]);
+            self.read_through(job.tid, job.end)?;
+            let sites = self.sites_of(&job);
+            let (ctx, tx) = (self.ctx, self.results_tx.clone());
+            self.scope.spawn_fifo(move |_| {
+                // Fails only when the walk has stopped (on an error) and
+                // dropped the receiver: the result is not wanted then.
+                let _ = tx.send((i, ctx.run_region_widening(&job, &sites)));
+            });
+            self.spawned += 1;
+        }
+        Ok(())
+    }
+
+    /// The result of job `i` (already spawned), helping with queued regions
+    /// while it is not ready.
+    fn wait_for(&mut self, i: usize) -> Result<RegionResult, PileupError> {
+        loop {
+            if let Some(r) = self.done.remove(&i) {
+                return r;
             }
-            if r.exact {
-                self.facts[j.tid].add(r, self.n);
-                continue;
-            }
-            // The depth cap may have acted before the cut: the reference is
-            // run as one region from its start (its facts replace what was
-            // known of it), and its remaining regions are not run.
-            redone.push(j.tid);
-            self.stats.references_redone += 1;
-            let end = self.jobs.iter().filter(|x| x.tid == j.tid).map(|x| x.end).max().unwrap_or(j.end);
-            let whole = Job { tid: j.tid, start: 0, end };
-            self.read_through(j.tid, end)?;
-            let sites = self.sites_of(&whole);
-            let r = self.ctx.run_region(&whole, &sites, 0)?;
-            self.stats.regions += 1;
-            self.facts[j.tid].clear();
-            self.facts[j.tid].add(r, self.n);
-            while self.next_job < self.jobs.len() && self.jobs[self.next_job].tid == j.tid {
-                self.next_job += 1;
+            let (k, r) = match self.results_rx.try_recv() {
+                Ok(kr) => kr,
+                Err(TryRecvError::Empty) => match rayon::yield_now() {
+                    Some(rayon::Yield::Executed) => continue,
+                    // Nothing queued for this thread: the region is running
+                    // on another one.
+                    _ => self.results_rx.recv().expect("the window holds a sender"),
+                },
+                Err(TryRecvError::Disconnected) => unreachable!("the window holds a sender"),
+            };
+            // Regions of a reference that was redone whole are dropped.
+            if k >= self.next_job {
+                self.done.insert(k, r);
             }
         }
+    }
+
+    /// Adds the next region's facts.
+    fn run_next(&mut self) -> Result<(), PileupError> {
+        self.spawn_ahead()?;
+        let i = self.next_job;
+        let r = self.wait_for(i)?;
+        let j = self.jobs[i];
+        self.next_job += 1;
+        self.stats.regions += 1;
+        if r.exact {
+            self.facts[j.tid].add(r, self.n);
+            return Ok(());
+        }
+        // The depth cap may have acted before the cut: the reference is
+        // run as one region from its start (its facts replace what was
+        // known of it), and its remaining regions are not used.
+        self.stats.references_redone += 1;
+        let end = self.jobs.iter().filter(|x| x.tid == j.tid).map(|x| x.end).max().unwrap_or(j.end);
+        let whole = Job { tid: j.tid, start: 0, end };
+        self.read_through(j.tid, end)?;
+        let sites = self.sites_of(&whole);
+        let r = self.ctx.run_region(&whole, &sites, 0)?;
+        self.stats.regions += 1;
+        self.facts[j.tid].clear();
+        self.facts[j.tid].add(r, self.n);
+        while self.next_job < self.jobs.len() && self.jobs[self.next_job].tid == j.tid {
+            self.next_job += 1;
+        }
+        let next_job = self.next_job;
+        self.done.retain(|&k, _| k >= next_job);
         Ok(())
     }
 
@@ -587,7 +633,7 @@ impl Window<'_> {
             let j = &self.jobs[self.next_job];
             j.tid < tid || (j.tid == tid && j.start <= pos)
         } {
-            self.run_batch()?;
+            self.run_next()?;
         }
         Ok(())
     }
@@ -732,24 +778,32 @@ pub fn run_from(
 
     let ctx = Ctx { bams, indexes, opts, popts: opts.pileup_options() };
     let next_job = first_needed_job(&jobs, state);
-    let mut w = Window {
-        ctx,
-        n,
-        jobs,
-        next_job,
-        batch: 2 * rayon::current_num_threads().max(1),
-        facts: (0..n_refs).map(|_| ContigFacts::default()).collect(),
-        stream: RecordStream { reader: VcfReader::open(vcf)?, names: &names, last: None, records, used: 0 },
-        buffer: VecDeque::new(),
-        stream_done: false,
-        stats: SnpPileupStats::default(),
-    };
     let mut walk = Walk { names: &names, n, opts, out, rows: 0, line: String::new() };
     walk.out.write_all(header(n).as_bytes()).map_err(io_err)?;
-    let end = if state == Some(EXHAUSTED) { state } else { walk.walk(&mut w, state)? };
-    let mut stats = w.stats;
-    stats.rows = walk.rows;
-    Ok((stats, end))
+    let (results_tx, results_rx) = channel();
+    rayon::in_place_scope_fifo(|scope| {
+        let mut w = Window {
+            ctx: &ctx,
+            scope,
+            n,
+            jobs,
+            next_job,
+            spawned: next_job,
+            in_flight: 2 * rayon::current_num_threads().max(1),
+            results_tx,
+            results_rx,
+            done: BTreeMap::new(),
+            facts: (0..n_refs).map(|_| ContigFacts::default()).collect(),
+            stream: RecordStream { reader: VcfReader::open(vcf)?, names: &names, last: None, records, used: 0 },
+            buffer: VecDeque::new(),
+            stream_done: false,
+            stats: SnpPileupStats::default(),
+        };
+        let end = if state == Some(EXHAUSTED) { state } else { walk.walk(&mut w, state)? };
+        let mut stats = w.stats;
+        stats.rows = walk.rows;
+        Ok((stats, end))
+    })
 }
 
 /// The first planned region a walk standing at `state` can ask about. The
@@ -823,7 +877,7 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn pseudo_check(&mut self, w: &Window<'_>, tid: i32, pos: i64) -> Result<(), PileupError> {
+    fn pseudo_check(&mut self, w: &Window<'_, '_>, tid: i32, pos: i64) -> Result<(), PileupError> {
         let p = i64::from(self.opts.pseudo_snps);
         if p == 0 || (pos + 1) % p != 0 {
             return Ok(());
@@ -850,7 +904,7 @@ impl Walk<'_> {
     }
 
     /// Pseudo-SNP checks for every covered candidate in `[from, to)` of `tid`.
-    fn pseudo_range(&mut self, w: &mut Window<'_>, tid: i32, from: i64, to: i64) -> Result<(), PileupError> {
+    fn pseudo_range(&mut self, w: &mut Window<'_, '_>, tid: i32, from: i64, to: i64) -> Result<(), PileupError> {
         if self.opts.pseudo_snps == 0 || from >= to {
             return Ok(());
         }
@@ -866,7 +920,7 @@ impl Walk<'_> {
         Ok(())
     }
 
-    fn emit_site(&mut self, w: &Window<'_>, site: &Rec) -> Result<(), PileupError> {
+    fn emit_site(&mut self, w: &Window<'_, '_>, site: &Rec) -> Result<(), PileupError> {
         let (tid, pos) = (site.0, site.1);
         let f = &w.facts[tid as usize];
         let Ok(k) = f.site_pos.binary_search(&pos) else {
@@ -892,7 +946,7 @@ impl Walk<'_> {
     /// Replays the walk over the window's records from `state`; returns the
     /// state after the last record ([`EXHAUSTED`] once the columns have run
     /// out: FACETS stops there, and every later record is skipped).
-    fn walk(&mut self, w: &mut Window<'_>, mut state: WalkState) -> Result<WalkState, PileupError> {
+    fn walk(&mut self, w: &mut Window<'_, '_>, mut state: WalkState) -> Result<WalkState, PileupError> {
         // `state`: the pileup's current column; None before the first.
         loop {
             if w.buffer.is_empty() {
@@ -917,7 +971,7 @@ impl Walk<'_> {
     }
 
     /// One VCF record of the walk; false when the pileup is exhausted.
-    fn step(&mut self, w: &mut Window<'_>, state: &mut Option<(i32, i64)>, site: &Rec) -> Result<bool, PileupError> {
+    fn step(&mut self, w: &mut Window<'_, '_>, state: &mut Option<(i32, i64)>, site: &Rec) -> Result<bool, PileupError> {
         let (vt, vp) = (site.0, site.1);
         if let Some((t, p)) = *state {
             if t > vt || (t == vt && vp < p) {
