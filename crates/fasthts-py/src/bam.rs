@@ -324,7 +324,7 @@ impl BamFile {
             }
             None => py.detach(|| with_threads(threads, || whole_file_columns(&sh))).map_err(to_py)?,
         };
-        cols.into_py(py)
+        Columns::into_py(&cols, py)
     }
 
     /// As `_columns` for many regions, read in parallel: a list of dicts.
@@ -341,7 +341,7 @@ impl BamFile {
             rs.push(region_arg(&sh.names, &r?)?);
         }
         let all = py.detach(|| with_threads(threads, || read_columns(&sh, &rs))).map_err(to_py)?;
-        all.into_iter().map(|c| c.into_py(py)).collect()
+        all.into_iter().map(|c| Columns::into_py(std::slice::from_ref(&c), py)).collect()
     }
 
     fn __repr__(&self) -> String {
@@ -384,29 +384,20 @@ impl Columns {
         self.tlen.push(r.template_len());
     }
 
-    fn append(&mut self, mut o: Columns) {
-        self.tid.append(&mut o.tid);
-        self.pos.append(&mut o.pos);
-        self.end.append(&mut o.end);
-        self.flag.append(&mut o.flag);
-        self.mapq.append(&mut o.mapq);
-        self.len.append(&mut o.len);
-        self.mate_tid.append(&mut o.mate_tid);
-        self.mate_pos.append(&mut o.mate_pos);
-        self.tlen.append(&mut o.tlen);
-    }
-
-    fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    /// The concatenation of `parts` as `{name: (bytearray, dtype)}`:
+    /// each column is copied once, straight from the parts into its
+    /// Python buffer.
+    fn into_py<'py>(parts: &[Columns], py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        put(&d, "tid", &self.tid, "=i4")?;
-        put(&d, "pos", &self.pos, "=i4")?;
-        put(&d, "end", &self.end, "=i8")?;
-        put(&d, "flag", &self.flag, "=u2")?;
-        put(&d, "mapq", &self.mapq, "=u1")?;
-        put(&d, "len", &self.len, "=i4")?;
-        put(&d, "mate_tid", &self.mate_tid, "=i4")?;
-        put(&d, "mate_pos", &self.mate_pos, "=i4")?;
-        put(&d, "tlen", &self.tlen, "=i4")?;
+        put(&d, "tid", parts, |c| &c.tid, "=i4")?;
+        put(&d, "pos", parts, |c| &c.pos, "=i4")?;
+        put(&d, "end", parts, |c| &c.end, "=i8")?;
+        put(&d, "flag", parts, |c| &c.flag, "=u2")?;
+        put(&d, "mapq", parts, |c| &c.mapq, "=u1")?;
+        put(&d, "len", parts, |c| &c.len, "=i4")?;
+        put(&d, "mate_tid", parts, |c| &c.mate_tid, "=i4")?;
+        put(&d, "mate_pos", parts, |c| &c.mate_pos, "=i4")?;
+        put(&d, "tlen", parts, |c| &c.tlen, "=i4")?;
         Ok(d)
     }
 }
@@ -418,10 +409,20 @@ impl Plain for u16 {}
 impl Plain for i32 {}
 impl Plain for i64 {}
 
-fn put<T: Plain>(d: &Bound<'_, PyDict>, name: &str, v: &[T], dtype: &str) -> PyResult<()> {
+fn put<T: Plain>(d: &Bound<'_, PyDict>, name: &str, parts: &[Columns], column: impl Fn(&Columns) -> &Vec<T>, dtype: &str) -> PyResult<()> {
     // SAFETY: T is a plain integer type (no padding, every byte initialised).
-    let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) };
-    d.set_item(name, (PyByteArray::new(d.py(), bytes), dtype))
+    let bytes = |v: &Vec<T>| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice())) };
+    let total = parts.iter().map(|c| bytes(column(c)).len()).sum();
+    let buf = PyByteArray::new_with(d.py(), total, |out| {
+        let mut at = 0;
+        for c in parts {
+            let b = bytes(column(c));
+            out[at..at + b.len()].copy_from_slice(b);
+            at += b.len();
+        }
+        Ok(())
+    })?;
+    d.set_item(name, (buf, dtype))
 }
 
 fn read_columns(sh: &Shared, regions: &[LibRegion]) -> Result<Vec<Columns>, fasthts::Error> {
@@ -435,17 +436,18 @@ fn read_columns(sh: &Shared, regions: &[LibRegion]) -> Result<Vec<Columns>, fast
     })
 }
 
-/// Compressed bytes per piece when one region is read on several threads.
+/// Compressed bytes per piece of a region: pieces spread it over the
+/// threads and keep each piece's columns small (cheap to grow).
 const PIECE_BYTES: u64 = 1 << 20;
 
 /// One region's columns, read on the current pool: the region is cut at
 /// the boundaries of the plan of pieces of about `PIECE_BYTES` (regions are
 /// start-based, so the pieces partition its records), the pieces read in
-/// parallel and concatenated in order.
-fn region_columns(sh: &Shared, r: LibRegion) -> Result<Columns, fasthts::Error> {
+/// parallel; their columns, in order, are concatenated by `Columns::into_py`.
+fn region_columns(sh: &Shared, r: LibRegion) -> Result<Vec<Columns>, fasthts::Error> {
     let ix = sh.index()?;
     let mut pieces = vec![r];
-    if r.ref_id >= 0 && rayon::current_num_threads() > 1 {
+    if r.ref_id >= 0 {
         pieces.clear();
         let mut start = r.start;
         for cut in region::plan(&sh.bam, &ix, Plan::BalancedBytes(PIECE_BYTES)).iter().filter(|p| p.ref_id == r.ref_id).map(|p| p.end) {
@@ -456,18 +458,14 @@ fn region_columns(sh: &Shared, r: LibRegion) -> Result<Columns, fasthts::Error> 
         }
         pieces.push(LibRegion { ref_id: r.ref_id, start, end: r.end });
     }
-    let mut all = Columns::default();
-    for p in read_columns(sh, &pieces)? {
-        all.append(p);
-    }
-    Ok(all)
+    read_columns(sh, &pieces)
 }
 
 /// Every record's columns, in file order: through the index in parallel
 /// (checked to cover the file exactly), or sequentially when there is no
 /// index file.
-fn whole_file_columns(sh: &Shared) -> Result<Columns, fasthts::Error> {
-    let parts = if sh.has_index_file() {
+fn whole_file_columns(sh: &Shared) -> Result<Vec<Columns>, fasthts::Error> {
+    Ok(if sh.has_index_file() {
         let ix = sh.index()?;
         region::scatter_all(&sh.bam, &ix, Plan::BalancedBytes(REGION_BYTES), |_, rd| {
             let mut c = Columns::default();
@@ -483,12 +481,7 @@ fn whole_file_columns(sh: &Shared) -> Result<Columns, fasthts::Error> {
             Ok(())
         })?;
         vec![c]
-    };
-    let mut all = Columns::default();
-    for p in parts {
-        all.append(p);
-    }
-    Ok(all)
+    })
 }
 
 /// Iterator over a region's records (or the whole file's) as `Record`s,
