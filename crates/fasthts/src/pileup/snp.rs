@@ -488,10 +488,11 @@ impl RecordStream<'_> {
 /// forgotten once the walk has passed them: memory follows the regions in
 /// flight, not the genome or the VCF.
 ///
-/// Regions run continuously, not in batches: up to `in_flight` regions past
-/// the next one the walk needs are queued (oldest first), so a slow region
-/// never leaves the other threads waiting at a barrier. The walking thread
-/// helps with queued regions while it waits for the one it needs.
+/// Regions run continuously, not in batches: up to `in_flight` (4 per
+/// thread, as region costs vary widely) regions past the next one the walk
+/// needs are queued (oldest first), so a slow region never leaves the other
+/// threads waiting at a barrier. The walking thread helps with queued
+/// regions while it waits for the one it needs.
 struct Window<'a, 's> {
     ctx: &'a Ctx<'a>,
     scope: &'s rayon::ScopeFifo<'a>,
@@ -775,6 +776,7 @@ pub fn run_from(
             start = end;
         }
     }
+    split_tail(&mut jobs, 2 * rayon::current_num_threads().max(1));
 
     let ctx = Ctx { bams, indexes, opts, popts: opts.pileup_options() };
     let next_job = first_needed_job(&jobs, state);
@@ -789,7 +791,7 @@ pub fn run_from(
             jobs,
             next_job,
             spawned: next_job,
-            in_flight: 2 * rayon::current_num_threads().max(1),
+            in_flight: 4 * rayon::current_num_threads().max(1),
             results_tx,
             results_rx,
             done: BTreeMap::new(),
@@ -805,6 +807,30 @@ pub fn run_from(
         Ok((stats, end))
     })
 }
+
+/// Cuts each of the last `tail` regions in four. The regions at the end
+/// are what the other threads wait on once the rest are done; smaller ones
+/// there shorten that wait (guided scheduling) at the cost of a few more
+/// region starts.
+fn split_tail(jobs: &mut Vec<Job>, tail: usize) {
+    let from = jobs.len().saturating_sub(tail);
+    let last: Vec<Job> = jobs.drain(from..).collect();
+    for j in last {
+        let step = (j.end - j.start + 3) / 4;
+        if step < TAIL_MIN_REGION {
+            jobs.push(j);
+            continue;
+        }
+        let mut s = j.start;
+        while s < j.end {
+            jobs.push(Job { tid: j.tid, start: s, end: (s + step).min(j.end) });
+            s += step;
+        }
+    }
+}
+
+/// Regions at the end are not cut below this many bases.
+const TAIL_MIN_REGION: i64 = 64 << 10;
 
 /// The first planned region a walk standing at `state` can ask about. The
 /// walk only asks about columns after `state`'s `(t, p)`: regions of earlier
@@ -1013,6 +1039,16 @@ impl Walk<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tail_is_cut_finer_and_still_tiles_the_same_columns() {
+        let j = |tid, start, end| Job { tid, start, end };
+        let mut jobs = vec![j(0, 0, 4 << 20), j(0, 4 << 20, 6 << 20), j(1, 0, 0), j(2, 0, 100_000), j(2, 100_000, 1_000_001)];
+        split_tail(&mut jobs, 3);
+        // Untouched head; the lookahead-only and the small job kept whole.
+        assert_eq!(&jobs[..4], &[j(0, 0, 4 << 20), j(0, 4 << 20, 6 << 20), j(1, 0, 0), j(2, 0, 100_000)]);
+        assert_eq!(&jobs[4..], &[j(2, 100_000, 325_001), j(2, 325_001, 550_002), j(2, 550_002, 775_003), j(2, 775_003, 1_000_001)]);
+    }
 
     #[test]
     fn contig_matching_follows_facets() {
