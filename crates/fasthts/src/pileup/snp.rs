@@ -563,9 +563,13 @@ impl Window<'_, '_> {
             let sites = self.sites_of(&job);
             let (ctx, tx) = (self.ctx, self.results_tx.clone());
             self.scope.spawn_fifo(move |_| {
+                // A panic must still send a result: the walk may be blocked
+                // waiting for this one, and the scope would never end.
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ctx.run_region_widening(&job, &sites)))
+                    .unwrap_or_else(|p| Err(region_panic(&job, p.as_ref())));
                 // Fails only when the walk has stopped (on an error) and
                 // dropped the receiver: the result is not wanted then.
-                let _ = tx.send((i, ctx.run_region_widening(&job, &sites)));
+                let _ = tx.send((i, r));
             });
             self.spawned += 1;
         }
@@ -806,6 +810,12 @@ pub fn run_from(
         stats.rows = walk.rows;
         Ok((stats, end))
     })
+}
+
+/// The error a panic in a region's work becomes.
+fn region_panic(job: &Job, payload: &(dyn std::any::Any + Send)) -> PileupError {
+    let what = payload.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| payload.downcast_ref::<String>().cloned());
+    PileupError::Message(format!("internal error in region {}:{}-{}: {}", job.tid, job.start, job.end, what.unwrap_or_default()))
 }
 
 /// Cuts each of the last `tail` regions in four. The regions at the end
