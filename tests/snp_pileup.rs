@@ -807,4 +807,34 @@ fn exact_sites_matches_contigs_per_name_in_vcf_order() {
     let want: String =
         plain.lines().take(1).chain(mt_rows.iter().copied()).chain(other_rows.iter().copied()).map(|l| format!("{l}\n")).collect();
     assert_eq!(reordered, want, "rows in VCF order");
+    // FACETS' walk loses every contig that comes before MtDNA in the BAM.
+    let facets = snp_csv(&dir, &[], &tmp.path("moved.vcf"), &bams, &tmp, "moved-facets.csv");
+    assert!(facets.lines().skip(1).all(|l| l.starts_with("MtDNA,")), "FACETS mode should keep only MtDNA");
+
+    // Positions in decreasing order within each contig (records at one
+    // position keep their order): the same rows, in that order.
+    let mut records: Vec<(usize, i64, &str)> = Vec::new();
+    let mut contigs: Vec<&str> = Vec::new();
+    for l in text_vcf.lines().filter(|l| !l.starts_with('#')) {
+        let mut f = l.split('\t');
+        let (c, p) = (f.next().unwrap(), f.next().unwrap().parse::<i64>().unwrap());
+        let k = contigs.iter().position(|x| *x == c).unwrap_or_else(|| {
+            contigs.push(c);
+            contigs.len() - 1
+        });
+        records.push((k, p, l));
+    }
+    records.sort_by_key(|&(k, p, _)| (k, std::cmp::Reverse(p)));
+    let reversed: String = head.iter().copied().chain(records.iter().map(|r| r.2)).map(|l| format!("{l}\n")).collect();
+    std::fs::write(tmp.path("reversed.vcf"), reversed).unwrap();
+    let got = snp_csv(&dir, &["--exact-sites"], &tmp.path("reversed.vcf"), &bams, &tmp, "reversed.csv");
+    let mut rows: Vec<&str> = plain.lines().skip(1).collect();
+    let contig_of = |l: &str| {
+        let c = l.split(',').next().unwrap();
+        // Rows print the BAM name; the VCF writes X as chrX.
+        contigs.iter().position(|x| *x == c || *x == format!("chr{c}")).unwrap()
+    };
+    rows.sort_by_key(|l| (contig_of(l), std::cmp::Reverse(l.split(',').nth(1).unwrap().parse::<i64>().unwrap())));
+    let want: String = plain.lines().take(1).chain(rows).map(|l| format!("{l}\n")).collect();
+    assert_eq!(got, want, "records out of position order");
 }
