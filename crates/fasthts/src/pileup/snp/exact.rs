@@ -16,8 +16,8 @@
 //!   is written once, just before the first record row (in VCF order) of its
 //!   contig that lies after it.
 //!
-//! The used records and their counts are held in memory (about 30 bytes
-//! per record plus 20 per record and file), unlike the default mode's
+//! The used records and their counts are held in memory (a few tens of
+//! bytes per record plus 20 per site and file), unlike the default mode's
 //! streaming walk.
 
 use super::{Counts, Ctx, Job, PileupError, SiteAt, SnpPileupOptions, SnpPileupStats, VcfReader};
