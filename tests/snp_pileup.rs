@@ -613,3 +613,245 @@ fn generated_data_rows_match_samtools_mpileup() {
     }
     assert!(checked > 50 && d_rows > 0, "{checked} rows checked, {d_rows} with deletions or ref-skips");
 }
+
+/// Runs `fasthts snp-pileup ARGS VCF OUT BAMS...` in `dir` and returns the CSV.
+fn snp_csv(dir: &Path, args: &[&str], vcf: &Path, bams: &[PathBuf], tmp: &TempDir, name: &str) -> String {
+    let out = tmp.path(name);
+    let mut cmd = fasthts();
+    cmd.current_dir(dir).arg("snp-pileup").args(args).arg(vcf).arg(&out).args(bams);
+    let o = run(cmd);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+    std::fs::read_to_string(&out).unwrap()
+}
+
+/// Whether every line of `sub` appears in `all`, in the same order.
+fn is_subsequence(sub: &str, all: &str) -> bool {
+    let mut it = all.lines();
+    sub.lines().all(|l| it.any(|m| m == l))
+}
+
+/// `--exact-sites` on the golden pair: every row the default (FACETS) mode
+/// writes is also written, identically and in the same order (the VCF's
+/// contigs are in BAM order), and the sites FACETS' walk loses are there:
+/// the first covered bases after the N gap (I:31004, I:31005) and of X
+/// (X:7, X:8), I:4 (consumed by the unknown contig V's record), the
+/// cascades after duplicate-position records. The duplicate record is
+/// reported once.
+#[test]
+fn exact_sites_reports_what_facets_loses() {
+    let Some(dir) = golden() else { return };
+    let tmp = TempDir::new("snp-exact");
+    let bams = [dir.join("normal.bam"), dir.join("tumour.bam")];
+    let vcf = dir.join("sites.vcf.gz");
+    for (k, opts) in
+        [&[][..], &["-q15", "-Q20", "-P100", "-r25,0"], &["-x", "-A"], &["-d", "20"], &["-P", "7", "-Q", "20"]].iter().enumerate()
+    {
+        let default = snp_csv(&dir, opts, &vcf, &bams, &tmp, &format!("default{k}.csv"));
+        let mut ex_args = opts.to_vec();
+        ex_args.push("--exact-sites");
+        let exact = snp_csv(&dir, &ex_args, &vcf, &bams, &tmp, &format!("exact{k}.csv"));
+        // A FACETS pseudo-SNP row may stand at a site it lost (the overshoot
+        // column); exact mode writes the site there instead.
+        let exact_sites: std::collections::HashSet<(&str, &str)> = exact
+            .lines()
+            .filter(|l| !l.contains(",.,.,"))
+            .map(|l| {
+                let f: Vec<&str> = l.splitn(3, ',').collect();
+                (f[0], f[1])
+            })
+            .collect();
+        let kept: String = default
+            .lines()
+            .filter(|l| {
+                let f: Vec<&str> = l.splitn(3, ',').collect();
+                !(l.contains(",.,.,") && exact_sites.contains(&(f[0], f[1])))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert!(is_subsequence(&kept, &exact), "{opts:?}: a default-mode row is missing or moved in exact mode");
+        assert!(exact.lines().count() > default.lines().count(), "{opts:?}: exact mode adds nothing");
+        let mut seen = std::collections::HashSet::new();
+        for l in exact.lines().skip(1) {
+            let f: Vec<&str> = l.splitn(3, ',').collect();
+            assert!(seen.insert((f[0], f[1])), "{opts:?}: {}:{} written twice", f[0], f[1]);
+        }
+        if opts.is_empty() {
+            for site in [
+                "I,31004,",
+                "I,31005,",
+                "X,7,",
+                "X,8,",
+                "I,4,",
+                "I,5,",
+                "II,2,",
+                "MtDNA,1,",
+                "MtDNA,2,",
+                "I,24174,",
+                "I,24175,",
+                "I,53299,",
+                "II,16070,",
+            ] {
+                assert!(!default.lines().any(|l| l.starts_with(site)), "FACETS mode writes {site}");
+                assert!(exact.lines().any(|l| l.starts_with(site)), "exact mode misses {site}");
+            }
+            // Of the two records at I:24173 (C/G then C/A), the first is reported.
+            assert!(exact.lines().any(|l| l.starts_with("I,24173,C,G,")), "I:24173 C/G missing");
+            assert!(!exact.lines().any(|l| l.starts_with("I,24173,C,A,")), "I:24173 C/A reported");
+        }
+    }
+}
+
+/// Exact-mode rows against `samtools mpileup` run on each BAM separately,
+/// with FACETS' filters (`-B -q1 -Q20 -d 4000`, anomalous pairs dropped,
+/// overlap detection on): every site row, FACETS-lost sites included.
+#[test]
+fn exact_sites_counts_match_samtools_mpileup() {
+    let Some(dir) = golden() else { return };
+    if !have_samtools() {
+        return;
+    }
+    let tmp = TempDir::new("snp-exact-mpileup");
+    let bams = [dir.join("normal.bam"), dir.join("tumour.bam")];
+    let exact = snp_csv(&dir, &["--exact-sites", "-q1", "-Q20"], &dir.join("sites.vcf.gz"), &bams, &tmp, "exact.csv");
+    let per_file: Vec<std::collections::HashMap<(String, i64), [u32; 8]>> = bams
+        .iter()
+        .map(|b| {
+            let o = Command::new("samtools").args(["mpileup", "-B", "-q1", "-Q20", "-d", "4000"]).arg(b).output().unwrap();
+            assert!(o.status.success());
+            text(&o.stdout).lines().map(parse_mpileup).map(|(c, p, v)| ((c, p), v)).collect()
+        })
+        .collect();
+    let mut checked = 0;
+    for line in exact.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let pos: i64 = f[1].parse().unwrap();
+        // mpileup without a reference prints bases as read (upper case
+        // here): a lowercase or `*` allele matches nothing.
+        let idx = |b: &str| match b {
+            "A" => Some(1),
+            "C" => Some(2),
+            "G" => Some(3),
+            "T" => Some(4),
+            "N" => Some(5),
+            _ => None,
+        };
+        let mut want = format!("{},{},{},{}", f[0], f[1], f[2], f[3]);
+        for m in &per_file {
+            let c = m.get(&(f[0].to_string(), pos)).copied().unwrap_or([0; 8]);
+            let r = idx(f[2]).map_or(0, |k| c[k]);
+            let a = if f[3] == f[2] { 0 } else { idx(f[3]).map_or(0, |k| c[k]) };
+            let d = c[6] + c[7];
+            let e = c[0] - r - a - d;
+            want.push_str(&format!(",{r},{a},{e},{d}"));
+        }
+        assert_eq!(line, want, "mpileup");
+        checked += 1;
+    }
+    assert!(checked > 900, "only {checked} rows checked");
+}
+
+/// Exact mode gives the same bytes at any thread count and region size,
+/// including cuts refused by the depth cap (whole references redone).
+#[test]
+fn exact_sites_independent_of_threads_and_region_size() {
+    let Some(dir) = golden() else { return };
+    let tmp = TempDir::new("snp-exact-threads");
+    let bams = [dir.join("normal.bam"), dir.join("tumour.bam")];
+    let vcf = dir.join("sites.vcf.gz");
+    for (k, opts) in [&["-P", "7", "-Q", "20"][..], &["-d", "20", "-P50"], &["-q15", "-Q20", "-P100", "-r25,0"]].iter().enumerate() {
+        let mut outputs = Vec::new();
+        for (threads, size, warmup) in [("1", None, None), ("2", Some("997"), Some("300")), ("2", Some("20000"), Some("50"))] {
+            let mut args = vec!["--exact-sites", "-@", threads];
+            args.extend_from_slice(opts);
+            if let (Some(s), Some(w)) = (size, warmup) {
+                args.extend(["--region-size", s, "--warmup", w]);
+            }
+            outputs.push(snp_csv(&dir, &args, &vcf, &bams, &tmp, &format!("out{k}-{}.csv", outputs.len())));
+        }
+        assert_eq!(outputs[0], outputs[1], "{opts:?}: -@2 --region-size 997 differs");
+        assert_eq!(outputs[0], outputs[2], "{opts:?}: -@2 --region-size 20000 differs");
+    }
+}
+
+/// Exact mode matches contigs per name: with BAM contigs `chrI chrII chrX
+/// MtDNA`, VCF `MtDNA` is found (FACETS compares it with `NA` and loses it)
+/// and `I`, `chrX` find `chrI`, `chrX`; the counts are those of the
+/// unrenamed BAM. Rows follow the VCF's order whatever the BAM's: with the
+/// MtDNA records moved to the front of the VCF, MtDNA rows come first.
+#[test]
+fn exact_sites_matches_contigs_per_name_in_vcf_order() {
+    let Some(dir) = golden() else { return };
+    if !have_samtools() {
+        return;
+    }
+    let tmp = TempDir::new("snp-exact-names");
+    let header = Command::new("samtools").args(["view", "-H"]).arg(dir.join("normal.bam")).output().unwrap();
+    let renamed = text(&header.stdout).replace("SN:I\t", "SN:chrI\t").replace("SN:II\t", "SN:chrII\t").replace("SN:X\t", "SN:chrX\t");
+    std::fs::write(tmp.path("h.sam"), renamed).unwrap();
+    let bam = tmp.path("chr.bam");
+    let o = Command::new("samtools").arg("reheader").arg(tmp.path("h.sam")).arg(dir.join("normal.bam")).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    std::fs::write(&bam, o.stdout).unwrap();
+    let o = Command::new("samtools").arg("index").arg(&bam).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let vcf = dir.join("sites.vcf");
+    let plain = snp_csv(&dir, &["--exact-sites"], &vcf, &[dir.join("normal.bam")], &tmp, "plain.csv");
+    let chr = snp_csv(&dir, &["--exact-sites"], &vcf, std::slice::from_ref(&bam), &tmp, "chr.csv");
+    let rename = |l: &str| -> String {
+        for (a, b) in [("I,", "chrI,"), ("II,", "chrII,"), ("X,", "chrX,")] {
+            if let Some(rest) = l.strip_prefix(a) {
+                return format!("{b}{rest}");
+            }
+        }
+        l.to_string()
+    };
+    let expected: String = plain.lines().map(|l| format!("{}\n", rename(l))).collect();
+    assert_eq!(chr, expected, "renamed BAM");
+    assert!(chr.lines().filter(|l| l.starts_with("MtDNA,")).count() > 30, "MtDNA rows missing");
+    let facets = snp_csv(&dir, &[], &vcf, &[bam], &tmp, "facets.csv");
+    assert!(!facets.lines().any(|l| l.starts_with("MtDNA,")), "FACETS mode should lose MtDNA");
+    assert!(facets.lines().any(|l| l.starts_with("chrI,")), "FACETS mode finds chrI");
+
+    // MtDNA records first in the VCF.
+    let text_vcf = std::fs::read_to_string(&vcf).unwrap();
+    let (head, body): (Vec<&str>, Vec<&str>) = text_vcf.lines().partition(|l| l.starts_with('#'));
+    let (mt, rest): (Vec<&str>, Vec<&str>) = body.into_iter().partition(|l| l.starts_with("MtDNA\t"));
+    let moved: String = head.iter().chain(&mt).chain(&rest).map(|l| format!("{l}\n")).collect();
+    std::fs::write(tmp.path("moved.vcf"), moved).unwrap();
+    let bams = [dir.join("normal.bam")];
+    let reordered = snp_csv(&dir, &["--exact-sites"], &tmp.path("moved.vcf"), &bams, &tmp, "moved.csv");
+    let (mt_rows, other_rows): (Vec<&str>, Vec<&str>) = plain.lines().skip(1).partition(|l| l.starts_with("MtDNA,"));
+    let want: String =
+        plain.lines().take(1).chain(mt_rows.iter().copied()).chain(other_rows.iter().copied()).map(|l| format!("{l}\n")).collect();
+    assert_eq!(reordered, want, "rows in VCF order");
+    // FACETS' walk loses every contig that comes before MtDNA in the BAM.
+    let facets = snp_csv(&dir, &[], &tmp.path("moved.vcf"), &bams, &tmp, "moved-facets.csv");
+    assert!(facets.lines().skip(1).all(|l| l.starts_with("MtDNA,")), "FACETS mode should keep only MtDNA");
+
+    // Positions in decreasing order within each contig (records at one
+    // position keep their order): the same rows, in that order.
+    let mut records: Vec<(usize, i64, &str)> = Vec::new();
+    let mut contigs: Vec<&str> = Vec::new();
+    for l in text_vcf.lines().filter(|l| !l.starts_with('#')) {
+        let mut f = l.split('\t');
+        let (c, p) = (f.next().unwrap(), f.next().unwrap().parse::<i64>().unwrap());
+        let k = contigs.iter().position(|x| *x == c).unwrap_or_else(|| {
+            contigs.push(c);
+            contigs.len() - 1
+        });
+        records.push((k, p, l));
+    }
+    records.sort_by_key(|&(k, p, _)| (k, std::cmp::Reverse(p)));
+    let reversed: String = head.iter().copied().chain(records.iter().map(|r| r.2)).map(|l| format!("{l}\n")).collect();
+    std::fs::write(tmp.path("reversed.vcf"), reversed).unwrap();
+    let got = snp_csv(&dir, &["--exact-sites"], &tmp.path("reversed.vcf"), &bams, &tmp, "reversed.csv");
+    let mut rows: Vec<&str> = plain.lines().skip(1).collect();
+    let contig_of = |l: &str| {
+        let c = l.split(',').next().unwrap();
+        // Rows print the BAM name; the VCF writes X as chrX.
+        contigs.iter().position(|x| *x == c || *x == format!("chr{c}")).unwrap()
+    };
+    rows.sort_by_key(|l| (contig_of(l), std::cmp::Reverse(l.split(',').nth(1).unwrap().parse::<i64>().unwrap())));
+    let want: String = plain.lines().take(1).chain(rows).map(|l| format!("{l}\n")).collect();
+    assert_eq!(got, want, "records out of position order");
+}

@@ -63,6 +63,10 @@ pub struct SnpPileupArgs {
     /// Disable read-pair overlap detection.
     #[arg(short = 'x', long = "ignore-overlaps")]
     pub ignore_overlaps: bool,
+    /// Not FACETS-compatible: report every usable VCF site (no walk losses), contigs matched per name
+    /// (then with chr added/removed), rows in VCF order. See docs/snp-pileup.md.
+    #[arg(long = "exact-sites")]
+    pub exact_sites: bool,
     /// Worker threads (all cores by default).
     #[arg(short = '@', long = "threads", value_name = "INT")]
     pub threads: Option<usize>,
@@ -113,6 +117,7 @@ pub fn run(args: SnpPileupArgs) -> CmdResult {
         min_base_quality: args.min_base_quality,
         pseudo_snps: args.pseudo_snps,
         min_read_counts,
+        exact_sites: args.exact_sites,
         ..SnpPileupOptions::default()
     };
     if let Some(w) = args.warmup {

@@ -42,6 +42,9 @@
 //! then memory follows that reference's sites. A region starting at 0 is
 //! always exact.
 
+mod exact;
+pub use exact::map_contig_exact;
+
 use super::vcf::{VcfReader, VcfSummary};
 use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource, RegionRecords};
 use crate::bam::{BamFile, RecordRef};
@@ -73,6 +76,9 @@ pub struct SnpPileupOptions {
     pub region_size: i64,
     /// Reads are loaded from this many bases before a region's start.
     pub warmup: i64,
+    /// `--exact-sites`: every usable VCF site, contigs matched per name,
+    /// rows in VCF order, none of FACETS' walk losses (docs/snp-pileup.md).
+    pub exact_sites: bool,
 }
 
 impl Default for SnpPileupOptions {
@@ -87,6 +93,7 @@ impl Default for SnpPileupOptions {
             min_read_counts: Vec::new(),
             region_size: 4 << 20,
             warmup: 2000,
+            exact_sites: false,
         }
     }
 }
@@ -688,6 +695,9 @@ pub fn run(
     opts: &SnpPileupOptions,
     out: &mut dyn Write,
 ) -> Result<SnpPileupStats, PileupError> {
+    if opts.exact_sites {
+        return exact::run(vcf, bams, indexes, opts, out);
+    }
     run_from(vcf, summary, bams, indexes, opts, out, 0..u64::MAX, None).map(|(stats, _)| stats)
 }
 
@@ -724,6 +734,10 @@ pub fn run_from(
     let n = bams.len();
     if n == 0 || indexes.len() != n {
         return Err(PileupError::Message("snp-pileup needs at least one BAM and an index for each".into()));
+    }
+    if opts.exact_sites {
+        // Blocks replay FACETS' walk state, which exact mode does not have.
+        return Err(PileupError::Message("exact sites mode runs over the whole VCF (use run, not run_from)".into()));
     }
     let names: Vec<&str> = bams[0].header().references.iter().map(|r| r.name.as_str()).collect();
     let n_refs = names.len();
