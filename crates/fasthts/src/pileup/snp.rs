@@ -798,8 +798,8 @@ pub fn run_from(
 
     let ctx = Ctx { bams, indexes, opts, popts: opts.pileup_options() };
     let next_job = first_needed_job(&jobs, state);
-    let mut walk = Walk { names: &names, n, opts, out, rows: 0, line: String::new() };
-    walk.out.write_all(header(n).as_bytes()).map_err(io_err)?;
+    let mut walk = Walk { names: &names, n, opts, rows: Rows { names: &names, opts, out, rows: 0, line: String::new() } };
+    walk.rows.out.write_all(header(n).as_bytes()).map_err(io_err)?;
     let (results_tx, results_rx) = channel();
     rayon::in_place_scope_fifo(|scope| {
         let mut w = Window {
@@ -821,7 +821,7 @@ pub fn run_from(
         };
         let end = if state == Some(EXHAUSTED) { state } else { walk.walk(&mut w, state)? };
         let mut stats = w.stats;
-        stats.rows = walk.rows;
+        stats.rows = walk.rows.rows;
         Ok((stats, end))
     })
 }
@@ -916,14 +916,67 @@ fn io_err(e: std::io::Error) -> PileupError {
     PileupError::Read(e.into())
 }
 
+/// Writes CSV rows with FACETS' row rules (FACETS' walk and exact mode).
+struct Rows<'a> {
+    names: &'a [&'a str],
+    opts: &'a SnpPileupOptions,
+    out: &'a mut dyn Write,
+    rows: u64,
+    line: String,
+}
+
+impl Rows<'_> {
+    /// A site row (one count per file), unless a file's depth is under its
+    /// `-r` threshold or no file has an R, A or E read.
+    fn site<'c>(
+        &mut self,
+        tid: usize,
+        pos: i64,
+        ref_base: u8,
+        alt_base: u8,
+        counts: impl Iterator<Item = &'c Counts> + Clone,
+    ) -> Result<(), PileupError> {
+        let fails = counts.clone().enumerate().any(|(i, c)| i64::from(c.n) < self.opts.threshold(i));
+        let nonzero = counts.clone().any(|c| c.r != 0 || c.a != 0 || c.e != 0);
+        if nonzero && !fails {
+            use std::fmt::Write as _;
+            self.line.clear();
+            let _ = write!(self.line, "{},{},{},{}", self.names[tid], pos + 1, ref_base as char, alt_base as char);
+            for c in counts {
+                let _ = write!(self.line, ",{},{},{},{}", c.r, c.a, c.e, c.d);
+            }
+            self.line.push('\n');
+            self.out.write_all(self.line.as_bytes()).map_err(io_err)?;
+            self.rows += 1;
+        }
+        Ok(())
+    }
+
+    /// A pseudo-SNP row, with the same rules on (depth, passing reads).
+    fn pseudo<'c>(&mut self, tid: usize, pos: i64, counts: impl Iterator<Item = &'c (u32, u32)> + Clone) -> Result<(), PileupError> {
+        let fails = counts.clone().enumerate().any(|(i, c)| i64::from(c.0) < self.opts.threshold(i));
+        let nonzero = counts.clone().any(|c| c.1 != 0);
+        if nonzero && !fails {
+            use std::fmt::Write as _;
+            self.line.clear();
+            let _ = write!(self.line, "{},{},.,.", self.names[tid], pos + 1);
+            for c in counts {
+                let _ = write!(self.line, ",{},0,0,0", c.1);
+            }
+            self.line.push('\n');
+            self.out.write_all(self.line.as_bytes()).map_err(io_err)?;
+            self.rows += 1;
+        }
+        Ok(())
+    }
+}
+
 /// The sequential replay of FACETS' VCF/pileup merge.
 struct Walk<'a> {
     names: &'a [&'a str],
     n: usize,
     opts: &'a SnpPileupOptions,
-    out: &'a mut dyn Write,
-    rows: u64,
-    line: String,
+    rows: Rows<'a>,
 }
 
 impl Walk<'_> {
@@ -936,21 +989,7 @@ impl Walk<'_> {
         let Ok(k) = f.pseudo.binary_search(&pos) else {
             return Err(PileupError::Message(format!("internal error: no pileup data for {}:{}", self.names[tid as usize], pos + 1)));
         };
-        let counts = f.pseudo_counts.range(k * self.n..(k + 1) * self.n);
-        let fails = counts.clone().enumerate().any(|(i, c)| i64::from(c.0) < self.opts.threshold(i));
-        let nonzero = counts.clone().any(|c| c.1 != 0);
-        if nonzero && !fails {
-            use std::fmt::Write as _;
-            self.line.clear();
-            let _ = write!(self.line, "{},{},.,.", self.names[tid as usize], pos + 1);
-            for c in counts {
-                let _ = write!(self.line, ",{},0,0,0", c.1);
-            }
-            self.line.push('\n');
-            self.out.write_all(self.line.as_bytes()).map_err(io_err)?;
-            self.rows += 1;
-        }
-        Ok(())
+        self.rows.pseudo(tid as usize, pos, f.pseudo_counts.range(k * self.n..(k + 1) * self.n))
     }
 
     /// Pseudo-SNP checks for every covered candidate in `[from, to)` of `tid`.
@@ -976,21 +1015,7 @@ impl Walk<'_> {
         let Ok(k) = f.site_pos.binary_search(&pos) else {
             return Err(PileupError::Message(format!("internal error: no counts at {}:{}", self.names[tid as usize], pos + 1)));
         };
-        let counts = f.site_counts.range(k * self.n..(k + 1) * self.n);
-        let fails = counts.clone().enumerate().any(|(i, c)| i64::from(c.n) < self.opts.threshold(i));
-        let nonzero = counts.clone().any(|c| c.r != 0 || c.a != 0 || c.e != 0);
-        if nonzero && !fails {
-            use std::fmt::Write as _;
-            self.line.clear();
-            let _ = write!(self.line, "{},{},{},{}", self.names[tid as usize], pos + 1, site.2 as char, site.3 as char);
-            for c in counts {
-                let _ = write!(self.line, ",{},{},{},{}", c.r, c.a, c.e, c.d);
-            }
-            self.line.push('\n');
-            self.out.write_all(self.line.as_bytes()).map_err(io_err)?;
-            self.rows += 1;
-        }
-        Ok(())
+        self.rows.site(tid as usize, pos, site.2, site.3, f.site_counts.range(k * self.n..(k + 1) * self.n))
     }
 
     /// Replays the walk over the window's records from `state`; returns the

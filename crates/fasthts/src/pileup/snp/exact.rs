@@ -20,7 +20,7 @@
 //! bytes per record plus 20 per site and file), unlike the default mode's
 //! streaming walk.
 
-use super::{Counts, Ctx, Job, PileupError, SiteAt, SnpPileupOptions, SnpPileupStats, VcfReader};
+use super::{Counts, Ctx, Job, PileupError, Rows, SiteAt, SnpPileupOptions, SnpPileupStats, VcfReader};
 use crate::bam::BamFile;
 use crate::index::Index;
 use rayon::prelude::*;
@@ -154,7 +154,7 @@ pub(super) fn run(
         stats.references_redone += 1;
     }
 
-    let mut rows = Rows { names: &names, n, opts, out, rows: 0, line: String::new() };
+    let mut rows = Rows { names: &names, opts, out, rows: 0, line: String::new() };
     rows.out.write_all(super::header(n).as_bytes()).map_err(super::io_err)?;
     // Per reference: pseudo-SNP candidates before this index are written.
     let mut pseudo_done = vec![0usize; names.len()];
@@ -166,13 +166,13 @@ pub(super) fn run(
             for k in pseudo_done[tid]..until {
                 let p = c.pseudo[k];
                 if sites[tid].binary_search_by_key(&p, |x| x.0).is_err() {
-                    rows.pseudo(tid, p, &c.pseudo_counts[k * n..(k + 1) * n])?;
+                    rows.pseudo(tid, p, c.pseudo_counts[k * n..(k + 1) * n].iter())?;
                 }
             }
             pseudo_done[tid] = pseudo_done[tid].max(until);
         }
         if let Ok(k) = c.site_pos.binary_search(&r.pos) {
-            rows.site(tid, r, &c.site_counts[k * n..(k + 1) * n])?;
+            rows.site(tid, r.pos, r.ref_base, r.alt_base, c.site_counts[k * n..(k + 1) * n].iter())?;
         }
     }
     stats.rows = rows.rows;
@@ -207,56 +207,6 @@ fn read_records(vcf: &Path, names: &[&str]) -> Result<Vec<UsedRecord>, PileupErr
         }
     }
     Ok(out)
-}
-
-/// Writes rows with FACETS' row rules.
-struct Rows<'a> {
-    names: &'a [&'a str],
-    n: usize,
-    opts: &'a SnpPileupOptions,
-    out: &'a mut dyn Write,
-    rows: u64,
-    line: String,
-}
-
-impl Rows<'_> {
-    /// A site row, unless a file's depth is under its `-r` threshold or no
-    /// file has an R, A or E read.
-    fn site(&mut self, tid: usize, r: &UsedRecord, counts: &[Counts]) -> Result<(), PileupError> {
-        debug_assert_eq!(counts.len(), self.n);
-        let fails = counts.iter().enumerate().any(|(i, c)| i64::from(c.n) < self.opts.threshold(i));
-        let nonzero = counts.iter().any(|c| c.r != 0 || c.a != 0 || c.e != 0);
-        if nonzero && !fails {
-            use std::fmt::Write as _;
-            self.line.clear();
-            let _ = write!(self.line, "{},{},{},{}", self.names[tid], r.pos + 1, r.ref_base as char, r.alt_base as char);
-            for c in counts {
-                let _ = write!(self.line, ",{},{},{},{}", c.r, c.a, c.e, c.d);
-            }
-            self.line.push('\n');
-            self.out.write_all(self.line.as_bytes()).map_err(super::io_err)?;
-            self.rows += 1;
-        }
-        Ok(())
-    }
-
-    /// A pseudo-SNP row, with the same rules on (depth, passing reads).
-    fn pseudo(&mut self, tid: usize, pos: i64, counts: &[(u32, u32)]) -> Result<(), PileupError> {
-        let fails = counts.iter().enumerate().any(|(i, c)| i64::from(c.0) < self.opts.threshold(i));
-        let nonzero = counts.iter().any(|c| c.1 != 0);
-        if nonzero && !fails {
-            use std::fmt::Write as _;
-            self.line.clear();
-            let _ = write!(self.line, "{},{},.,.", self.names[tid], pos + 1);
-            for c in counts {
-                let _ = write!(self.line, ",{},0,0,0", c.1);
-            }
-            self.line.push('\n');
-            self.out.write_all(self.line.as_bytes()).map_err(super::io_err)?;
-            self.rows += 1;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
