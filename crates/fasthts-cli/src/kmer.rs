@@ -695,8 +695,9 @@ pub struct NormArgs {
     /// Compress output using bzip2 (not supported)
     #[arg(long = "bzip")]
     bzip: bool,
-    /// Threads (decisions are order-dependent and run in input order on one
-    /// thread; reading and parsing run ahead on another; output equals khmer's)
+    /// Threads (decisions are order-dependent and made in input order; with 2
+    /// or more, two threads share the tables out between them and look up
+    /// and update each read's k-mers in lockstep; output equals khmer's)
     #[arg(short = 'T', long = "threads", visible_short_alias = '@', default_value_t = 1)]
     threads: usize,
     /// Input FAST[AQ] sequence filename.

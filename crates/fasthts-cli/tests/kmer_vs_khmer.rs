@@ -164,9 +164,14 @@ impl Dirs {
     /// Run the khmer script and the fasthts subcommand with the same
     /// arguments, each in its own directory; `../` reaches the data.
     fn run(&self, script: &str, sub: &str, args: &[&str]) -> (i32, i32) {
+        self.run_with(script, sub, args, &[])
+    }
+    /// As `run`, with `extra` options given to fasthts only (e.g. `-T 2`
+    /// where the khmer script has no threads option).
+    fn run_with(&self, script: &str, sub: &str, args: &[&str], extra: &[&str]) -> (i32, i32) {
         self.fresh();
         let k = Command::new("/usr/bin/python3").arg(Path::new(KHMER_BIN).join(script)).args(args).current_dir(&self.k).output().unwrap();
-        let f = Command::new(fasthts()).args(["kmer", sub]).args(args).current_dir(&self.f).output().unwrap();
+        let f = Command::new(fasthts()).args(["kmer", sub]).args(extra).args(args).current_dir(&self.f).output().unwrap();
         (k.status.code().unwrap_or(-1), f.status.code().unwrap_or(-1))
     }
     /// Every file khmer wrote must exist in fasthts' directory with the same
@@ -209,8 +214,12 @@ fn read_maybe_gz(p: &Path) -> Vec<u8> {
 }
 
 fn check(d: &Dirs, script: &str, sub: &str, args: &[&str]) {
-    let (kc, fc) = d.run(script, sub, args);
-    let what = format!("{sub} {}", args.join(" "));
+    check_with(d, script, sub, args, &[])
+}
+
+fn check_with(d: &Dirs, script: &str, sub: &str, args: &[&str], extra: &[&str]) {
+    let (kc, fc) = d.run_with(script, sub, args, extra);
+    let what = format!("{sub} {} {}", extra.join(" "), args.join(" "));
     assert_eq!(kc, fc, "{what}: exit codes differ (khmer {kc}, fasthts {fc})");
     d.compare_files(&what, kc != 0);
 }
@@ -343,6 +352,9 @@ fn normalize_matches_khmer() {
     ];
     for c in cases {
         check(&d, "normalize-by-median.py", "normalize", c);
+        // -T 2 splits the tables between two threads in lockstep: same
+        // decisions, outputs, reports and saved tables
+        check_with(&d, "normalize-by-median.py", "normalize", c, &["-T", "2"]);
     }
     // fasthts' -T (an extension here) gives khmer's output
     d.fresh();

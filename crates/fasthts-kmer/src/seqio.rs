@@ -411,11 +411,16 @@ fn parse_fasta(buf: &[u8], eof: bool, batch: &mut RecordBatch, name: &str, rec_b
 /// Read a whole input on a background thread, handing batches over a
 /// bounded channel (read-ahead of `depth` batches).
 pub fn spawn_reader(path: &str, depth: usize) -> Receiver<Result<RecordBatch, SeqError>> {
+    spawn_reader_batched(path, depth, DEFAULT_BATCH_BYTES)
+}
+
+/// [`spawn_reader`] with batches of about `batch_bytes` of input.
+pub fn spawn_reader_batched(path: &str, depth: usize, batch_bytes: usize) -> Receiver<Result<RecordBatch, SeqError>> {
     let (tx, rx) = sync_channel(depth.max(1));
     let path = path.to_string();
     std::thread::spawn(move || {
         let mut r = match SeqReader::open(&path) {
-            Ok(r) => r,
+            Ok(r) => r.with_batch_bytes(batch_bytes),
             Err(e) => {
                 let _ = tx.send(Err(e));
                 return;

@@ -766,9 +766,25 @@ impl Countgraph {
             return 0;
         }
         let mut occupied = 0u64;
-        let mut ring = vec![0usize; PREFETCH_DIST * nt];
-        let bases: Vec<*const AtomicU8> = tables.iter().map(|&i| self.tables[i].ptr()).collect();
-        let mods: Vec<FastMod> = tables.iter().map(|&i| self.mods[i]).collect();
+        // fixed-size buffers for up to 8 tables: called once per read by
+        // normalize's split lookup, so no allocation per call there
+        let (mut ring_small, mut bases_small, mut mods_small);
+        let (mut ring_big, mut bases_big, mut mods_big);
+        let (ring, bases, mods): (&mut [usize], &mut [*const AtomicU8], &mut [FastMod]) = if nt <= 8 {
+            ring_small = [0usize; PREFETCH_DIST * 8];
+            bases_small = [std::ptr::null::<AtomicU8>(); 8];
+            mods_small = [self.mods[tables[0]]; 8];
+            (&mut ring_small[..PREFETCH_DIST * nt], &mut bases_small[..nt], &mut mods_small[..nt])
+        } else {
+            ring_big = vec![0usize; PREFETCH_DIST * nt];
+            bases_big = vec![std::ptr::null::<AtomicU8>(); nt];
+            mods_big = vec![self.mods[tables[0]]; nt];
+            (&mut ring_big[..], &mut bases_big[..], &mut mods_big[..])
+        };
+        for (ti, &i) in tables.iter().enumerate() {
+            bases[ti] = self.tables[i].ptr();
+            mods[ti] = self.mods[i];
+        }
         let owns0 = tables.first() == Some(&0);
         for j in 0..n + PREFETCH_DIST {
             if j >= PREFETCH_DIST {
@@ -843,27 +859,9 @@ impl Countgraph {
         }
         flags.fill(2);
         let mut occupied = 0u64;
-        scratch.entries.resize(n, 0);
         for &t in tables {
-            let m = self.mods[t];
-            let size = self.sizes[t];
-            let n_buckets = (size >> region_bits) as usize + 1;
-            let hist = &mut scratch.hist;
-            hist.clear();
-            hist.resize(n_buckets + 1, 0);
-            for &h in hashes {
-                hist[(m.rem(h) >> region_bits) as usize + 1] += 1;
-            }
-            for i in 1..=n_buckets {
-                hist[i] += hist[i - 1];
-            }
-            let entries = &mut scratch.entries;
-            for (j, &h) in hashes.iter().enumerate() {
-                let b = m.rem(h);
-                let slot = &mut hist[(b >> region_bits) as usize];
-                entries[*slot as usize] = (b << IDX_BITS) | j as u64;
-                *slot += 1;
-            }
+            self.sort_by_bin_region(t, hashes, scratch, region_bits);
+            let entries = &scratch.entries;
             let base = self.tables[t].ptr();
             let mut zeros = 0u64;
             const AHEAD: usize = 16;
@@ -888,6 +886,132 @@ impl Countgraph {
             }
         }
         occupied
+    }
+
+    /// Fill `scratch.entries` with `(bin << IDX_BITS) | index` for each hash
+    /// of `hashes` in table `t`, grouped by bin region of `2^region_bits`
+    /// bins in increasing address order (a stable counting sort).
+    fn sort_by_bin_region(&self, t: usize, hashes: &[u64], scratch: &mut SortScratch, region_bits: u32) {
+        let m = self.mods[t];
+        let n_buckets = (self.sizes[t] >> region_bits) as usize + 1;
+        let hist = &mut scratch.hist;
+        hist.clear();
+        hist.resize(n_buckets + 1, 0);
+        for &h in hashes {
+            hist[(m.rem(h) >> region_bits) as usize + 1] += 1;
+        }
+        for i in 1..=n_buckets {
+            hist[i] += hist[i - 1];
+        }
+        let entries = &mut scratch.entries;
+        entries.resize(hashes.len(), 0);
+        for (j, &h) in hashes.iter().enumerate() {
+            let b = m.rem(h);
+            let slot = &mut hist[(b >> region_bits) as usize];
+            entries[*slot as usize] = (b << IDX_BITS) | j as u64;
+            *slot += 1;
+        }
+    }
+
+    /// `get` of every hash (as [`Self::get_many`]: one count per hash
+    /// appended to `out`, in order), but each table is read in bin order
+    /// after a counting sort, for the reason given at
+    /// [`Self::update_partition_sorted`]: with gigabyte tables a sweep costs
+    /// far less than random reads. Small tables and huge batches take
+    /// [`Self::get_many`].
+    pub fn get_many_sorted(&self, hashes: &[u64], out: &mut Vec<u16>, scratch: &mut SortScratch) {
+        self.get_many_sorted_with(hashes, out, scratch, SORT_MIN_BINS, REGION_BITS)
+    }
+
+    fn get_many_sorted_with(&self, hashes: &[u64], out: &mut Vec<u16>, scratch: &mut SortScratch, min_bins: u64, region_bits: u32) {
+        let n = hashes.len();
+        if self.sizes.iter().all(|&s| s < min_bins) || n >= 1 << IDX_BITS || self.sizes.iter().any(|&s| s >= 1 << (64 - IDX_BITS)) {
+            return self.get_many(hashes, out);
+        }
+        let first = out.len();
+        out.resize(first + n, MAX_COUNT as u16);
+        let mins = &mut out[first..];
+        for t in 0..self.tables.len() {
+            self.sort_by_bin_region(t, hashes, scratch, region_bits);
+            let base = self.tables[t].ptr();
+            const AHEAD: usize = 16;
+            let entries = &scratch.entries;
+            for i in 0..n {
+                if let Some(&e) = entries.get(i + AHEAD) {
+                    prefetch(base.wrapping_add((e >> IDX_BITS) as usize));
+                }
+                let e = entries[i];
+                let j = (e & ((1 << IDX_BITS) - 1)) as usize;
+                // SAFETY: bin < table size (bin = h mod size).
+                let c = unsafe { &*base.add((e >> IDX_BITS) as usize) }.load(Relaxed) as u16;
+                mins[j] = mins[j].min(c);
+            }
+        }
+        if self.use_bigcount && mins.contains(&(MAX_COUNT as u16)) {
+            let big = self.big.lock().unwrap();
+            for (m, h) in mins.iter_mut().zip(hashes) {
+                if *m == MAX_COUNT as u16 {
+                    if let Some(&(v, _)) = big.map.get(h) {
+                        *m = v;
+                    }
+                }
+            }
+        }
+    }
+
+    /// For each hash, the minimum of its counters in `tables` only (one
+    /// thread's share of a lookup split by table; see
+    /// [`Self::combine_partial_mins`]). Prefetched ahead; `out` is replaced.
+    pub fn partial_mins(&self, hashes: &[u64], tables: &[usize], out: &mut Vec<u8>) {
+        out.clear();
+        let nt = tables.len();
+        if nt == 0 || nt > 8 {
+            out.extend(hashes.iter().map(|&h| {
+                tables.iter().map(|&t| self.tables[t].cell(self.mods[t].rem(h) as usize).load(Relaxed)).min().unwrap_or(MAX_COUNT)
+            }));
+            return;
+        }
+        let bases: [*const AtomicU8; 8] = std::array::from_fn(|i| if i < nt { self.tables[tables[i]].ptr() } else { std::ptr::null() });
+        let mods: [FastMod; 8] = std::array::from_fn(|i| self.mods[tables[i.min(nt - 1)]]);
+        let mut ring = [[0usize; 8]; PREFETCH_DIST];
+        let n = hashes.len();
+        for j in 0..n + PREFETCH_DIST {
+            if j >= PREFETCH_DIST {
+                let slot = &ring[(j - PREFETCH_DIST) % PREFETCH_DIST];
+                let mut min = MAX_COUNT;
+                for i in 0..nt {
+                    // SAFETY: bin < table size (bin = h mod size).
+                    min = min.min(unsafe { &*bases[i].add(slot[i]) }.load(Relaxed));
+                }
+                out.push(min);
+            }
+            if j < n {
+                let slot = &mut ring[j % PREFETCH_DIST];
+                for i in 0..nt {
+                    let b = mods[i].rem(hashes[j]) as usize;
+                    slot[i] = b;
+                    prefetch(bases[i].wrapping_add(b));
+                }
+            }
+        }
+    }
+
+    /// The counts (as [`Self::get`]) from the partial minimums of two table
+    /// partitions that together cover every table: their minimum, or the
+    /// bigcount value where that is 255. `out` is replaced.
+    pub fn combine_partial_mins(&self, hashes: &[u64], a: &[u8], b: &[u8], out: &mut Vec<u16>) {
+        out.clear();
+        out.extend(a.iter().zip(b).map(|(&x, &y)| x.min(y) as u16));
+        if self.use_bigcount && out.contains(&(MAX_COUNT as u16)) {
+            let big = self.big.lock().unwrap();
+            for (c, h) in out.iter_mut().zip(hashes) {
+                if *c == MAX_COUNT as u16 {
+                    if let Some(&(v, _)) = big.map.get(h) {
+                        *c = v;
+                    }
+                }
+            }
+        }
     }
 
     /// Apply merged partition flags (see [`Self::update_partition`]):
@@ -1516,6 +1640,32 @@ mod tests {
         }
         assert_eq!(hist, hist3);
         assert!(hist[256..].iter().sum::<u64>() > 0, "bigcount values reached");
+    }
+
+    #[test]
+    fn sorted_lookups_match_direct() {
+        let mut rng = Rng(4242);
+        let seqs = random_seqs(&mut rng, 400);
+        let mut g = Countgraph::new(7, 3000, 3).unwrap();
+        g.set_use_bigcount(true);
+        for s in &seqs[..200] {
+            g.consume(s, Cleaning::CppParser);
+        }
+        let mut all = Vec::new();
+        for s in &seqs {
+            hashes_into(s, 7, Cleaning::CppParser, &mut all);
+        }
+        let direct: Vec<u16> = all.iter().map(|&h| g.get(h)).collect();
+        assert!(direct.iter().any(|&c| c > 255), "bigcount values reached");
+        assert!(direct.contains(&0), "absent k-mers present");
+        let mut scratch = SortScratch::default();
+        for (min_bins, region_bits) in [(0, 3), (0, 6), (u64::MAX, 16)] {
+            // appended after what `out` already holds, like get_many
+            let mut out = vec![9u16];
+            g.get_many_sorted_with(&all, &mut out, &mut scratch, min_bins, region_bits);
+            assert_eq!(out[0], 9);
+            assert_eq!(&out[1..], &direct[..], "min_bins {min_bins} region_bits {region_bits}");
+        }
     }
 
     #[test]
