@@ -163,11 +163,8 @@ impl Dirs {
     }
     /// Run the khmer script and the fasthts subcommand with the same
     /// arguments, each in its own directory; `../` reaches the data.
-    fn run(&self, script: &str, sub: &str, args: &[&str]) -> (i32, i32) {
-        self.run_with(script, sub, args, &[])
-    }
-    /// As `run`, with `extra` options given to fasthts only (e.g. `-T 2`
-    /// where the khmer script has no threads option).
+    /// `extra` options go to fasthts only (e.g. `-T 2` where the khmer
+    /// script has no threads option).
     fn run_with(&self, script: &str, sub: &str, args: &[&str], extra: &[&str]) -> (i32, i32) {
         self.fresh();
         let k = Command::new("/usr/bin/python3").arg(Path::new(KHMER_BIN).join(script)).args(args).current_dir(&self.k).output().unwrap();
