@@ -620,9 +620,28 @@ fn wait_step(step: &AtomicU64, target: u64) -> u64 {
 /// is kept. Each decision sees exactly the counts of every earlier unit, so
 /// the output equals the single-thread run; the gain is twice the cache
 /// misses in flight (the job is bound by random access to the tables).
+/// The last kept unit of [`normalize_split`] on the deciding thread: its
+/// statistics and bigcount hits wait for the helper's flags of that unit.
+#[derive(Default)]
+struct PendingUnit {
+    hashes: Vec<u64>,
+    flags: Vec<u8>,
+    /// (table 0's 0 → 1 transitions, order number) when a unit is pending
+    stats: Option<(u64, u64)>,
+}
+
+impl PendingUnit {
+    fn apply(&mut self, graph: &Countgraph, helper_flags: &[u8]) {
+        if let Some((occupied, order)) = self.stats.take() {
+            merge_partition_flags(&mut self.flags, helper_flags);
+            graph.apply_merged_flags(&self.hashes, &self.flags, occupied, (order as u128) << 64);
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn normalize_split(
-    graph: &mut Countgraph,
+    graph: &Countgraph,
     cutoff: u16,
     path: &str,
     require_paired: bool,
@@ -631,7 +650,6 @@ fn normalize_split(
     diag: &mut Diagnostics,
 ) -> Result<(), BoxError> {
     let k = graph.ksize() as usize;
-    let graph: &Countgraph = graph;
     let mine = graph.partition_tables(0, 2);
     let theirs = graph.partition_tables(1, 2);
     let shared = SplitShared {
@@ -642,8 +660,7 @@ fn normalize_split(
         partial: Mutex::new(Vec::new()),
         flags: Mutex::new(Vec::new()),
     };
-    // the last kept unit, whose statistics wait for the helper's flags
-    let mut pending: Option<(Vec<u64>, Vec<u8>, u64, u64)> = None;
+    let mut pending = PendingUnit::default();
     std::thread::scope(|s| -> Result<(), BoxError> {
         let sh = &shared;
         let theirs = &theirs;
@@ -676,17 +693,7 @@ fn normalize_split(
         // this thread: parse, decide, write, update tables 0, 2, …
         let mut hashes: Vec<u64> = Vec::new();
         let mut ends: Vec<usize> = Vec::new();
-        let (mut partial, mut counts, mut my_flags) = (Vec::new(), Vec::new(), Vec::new());
-        let mut spare_hashes: Vec<u64> = Vec::new();
-        let mut spare_flags: Vec<u8> = Vec::new();
-        let apply_pending = |pending: &mut Option<(Vec<u64>, Vec<u8>, u64, u64)>, spare_h: &mut Vec<u64>, spare_f: &mut Vec<u8>| {
-            if let Some((h, mut f, occupied, order)) = pending.take() {
-                merge_partition_flags(&mut f, &sh.flags.lock().unwrap());
-                graph.apply_merged_flags(&h, &f, occupied, (order as u128) << 64);
-                *spare_h = h;
-                *spare_f = f;
-            }
-        };
+        let (mut partial, mut counts) = (Vec::new(), Vec::new());
         let mut base = 0u64;
         let res = for_each_unit(path, k, force_single, require_paired, true, true, |u| {
             let reads = u.reads();
@@ -705,7 +712,7 @@ fn normalize_split(
             sh.step.store(base + 1, Release);
             graph.partial_mins(&hashes, &mine, &mut partial);
             wait_step(&sh.step, base + 2);
-            apply_pending(pending, &mut spare_hashes, &mut spare_flags);
+            pending.apply(graph, &sh.flags.lock().unwrap());
             graph.combine_partial_mins(&hashes, &partial, &sh.partial.lock().unwrap(), &mut counts);
             let mut start = 0;
             let all_high = ends.iter().all(|&end| {
@@ -724,16 +731,13 @@ fn normalize_split(
                 // one order number per read, as the single-thread path
                 // reserves them; the unit's hashes are consumed as one run
                 let order = graph.reserve_order(reads.len() as u64);
-                my_flags.clear();
-                my_flags.resize(hashes.len(), 0);
-                let occupied = graph.update_partition(&hashes, &mine, &mut my_flags);
-                let mut h = std::mem::take(&mut spare_hashes);
-                h.clear();
-                h.extend_from_slice(&hashes);
-                let mut f = std::mem::take(&mut spare_flags);
-                f.clear();
-                f.extend_from_slice(&my_flags);
-                *pending = Some((h, f, occupied, order));
+                pending.flags.clear();
+                pending.flags.resize(hashes.len(), 0);
+                let occupied = graph.update_partition(&hashes, &mine, &mut pending.flags);
+                // the unit's hashes move to `pending`; its old buffer is
+                // refilled by the next unit
+                std::mem::swap(&mut hashes, &mut pending.hashes);
+                pending.stats = Some((occupied, order));
             }
             diag.after_unit()?;
             Ok(())
@@ -746,10 +750,7 @@ fn normalize_split(
     })?;
     // the helper has finished (scope joined): its flags of the last kept
     // unit are in place
-    if let Some((h, mut f, occupied, order)) = pending.take() {
-        merge_partition_flags(&mut f, &shared.flags.lock().unwrap());
-        graph.apply_merged_flags(&h, &f, occupied, (order as u128) << 64);
-    }
+    pending.apply(graph, &shared.flags.lock().unwrap());
     diag.end_file()?;
     Ok(())
 }

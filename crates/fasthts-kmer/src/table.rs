@@ -947,12 +947,19 @@ impl Countgraph {
                 mins[j] = mins[j].min(c);
             }
         }
-        if self.use_bigcount && mins.contains(&(MAX_COUNT as u16)) {
+        self.apply_bigcounts(hashes, mins);
+    }
+
+    /// Replace each saturated minimum (255) in `counts` by the bigcount
+    /// value of its hash, where bigcount is on and the map has one (the
+    /// last step of [`Self::get`], for counts gathered in bulk).
+    fn apply_bigcounts(&self, hashes: &[u64], counts: &mut [u16]) {
+        if self.use_bigcount && counts.contains(&(MAX_COUNT as u16)) {
             let big = self.big.lock().unwrap();
-            for (m, h) in mins.iter_mut().zip(hashes) {
-                if *m == MAX_COUNT as u16 {
+            for (c, h) in counts.iter_mut().zip(hashes) {
+                if *c == MAX_COUNT as u16 {
                     if let Some(&(v, _)) = big.map.get(h) {
-                        *m = v;
+                        *c = v;
                     }
                 }
             }
@@ -1002,16 +1009,7 @@ impl Countgraph {
     pub fn combine_partial_mins(&self, hashes: &[u64], a: &[u8], b: &[u8], out: &mut Vec<u16>) {
         out.clear();
         out.extend(a.iter().zip(b).map(|(&x, &y)| x.min(y) as u16));
-        if self.use_bigcount && out.contains(&(MAX_COUNT as u16)) {
-            let big = self.big.lock().unwrap();
-            for (c, h) in out.iter_mut().zip(hashes) {
-                if *c == MAX_COUNT as u16 {
-                    if let Some(&(v, _)) = big.map.get(h) {
-                        *c = v;
-                    }
-                }
-            }
-        }
+        self.apply_bigcounts(hashes, out);
     }
 
     /// Apply merged partition flags (see [`Self::update_partition`]):
@@ -1587,15 +1585,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn batched_lookups_match_direct() {
-        let mut rng = Rng(777);
-        let seqs = random_seqs(&mut rng, 600);
+    /// `n` random sequences and a small graph (k 7, 3 x 3000, bigcount on)
+    /// fed the first half of them: saturated bins, bigcount values and
+    /// absent k-mers among the second half's.
+    fn half_consumed_graph(seed: u64, n: usize) -> (Countgraph, Vec<Vec<u8>>) {
+        let mut rng = Rng(seed);
+        let seqs = random_seqs(&mut rng, n);
         let mut g = Countgraph::new(7, 3000, 3).unwrap();
         g.set_use_bigcount(true);
-        for s in &seqs[..300] {
+        for s in &seqs[..n / 2] {
             g.consume(s, Cleaning::CppParser);
         }
+        (g, seqs)
+    }
+
+    #[test]
+    fn batched_lookups_match_direct() {
+        let (g, seqs) = half_consumed_graph(777, 600);
         let mut tracking = Nodegraph::with_sizes(g.sizes());
         let mut tracking2 = Nodegraph::with_sizes(g.sizes());
         let mut hist = vec![0u64; 65536];
@@ -1644,13 +1650,7 @@ mod tests {
 
     #[test]
     fn sorted_lookups_match_direct() {
-        let mut rng = Rng(4242);
-        let seqs = random_seqs(&mut rng, 400);
-        let mut g = Countgraph::new(7, 3000, 3).unwrap();
-        g.set_use_bigcount(true);
-        for s in &seqs[..200] {
-            g.consume(s, Cleaning::CppParser);
-        }
+        let (g, seqs) = half_consumed_graph(4242, 400);
         let mut all = Vec::new();
         for s in &seqs {
             hashes_into(s, 7, Cleaning::CppParser, &mut all);
