@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+mod exhaustion;
 mod flagstat;
 mod idxstats;
 mod index;
@@ -14,6 +15,9 @@ mod quickcheck;
 mod signals;
 mod snp_pileup;
 mod sort;
+
+#[global_allocator]
+static ALLOCATOR: exhaustion::ExitOnExhaustion = exhaustion::ExitOnExhaustion;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
 /// `fasthts <subcommand>: <error>`, and the process exits with status 1.
@@ -128,6 +132,7 @@ fn main() -> ExitCode {
     signals::install();
     let cli = Cli::parse();
     let name = cli.command.name();
+    exhaustion::set_command(name);
     match cli.command.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -36,9 +36,13 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// The registry stays locked afterwards, so a thread that goes on working
 /// until the process exits cannot register (and then create) a new
 /// temporary that nobody would remove: it waits in [`register_temporary`].
+///
+/// Safe to call from a thread that may hold the registry's lock itself (an
+/// allocation failing inside [`register_temporary`]): the lock is tried for
+/// a while rather than waited for.
 pub fn remove_in_progress() {
     INTERRUPTED.store(true, Ordering::SeqCst);
-    if let Ok(v) = IN_PROGRESS.lock() {
+    if let Some(v) = lock_registry_briefly() {
         // Workers keep running meanwhile: one may create a file in a run
         // directory being removed (remove_dir_all then fails, not empty)
         // or create a temporary it registered just before. Passes repeat
@@ -61,6 +65,18 @@ pub fn remove_in_progress() {
         }
         std::mem::forget(v);
     }
+}
+
+/// The registry, once its lock could be taken within about a second.
+fn lock_registry_briefly() -> Option<std::sync::MutexGuard<'static, Vec<PathBuf>>> {
+    for _ in 0..1000 {
+        match IN_PROGRESS.try_lock() {
+            Ok(v) => return Some(v),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
+    None
 }
 
 /// True once [`remove_in_progress`] has run: errors seen after that (files
@@ -142,9 +158,7 @@ pub fn sync_if_file(file: &File) -> io::Result<()> {
 pub fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), Error> {
     let (temp, file) = TempOutput::create(path)?;
     let mut w = BufWriter::new(file);
-    let done = write(&mut w)
-        .and_then(|()| w.flush())
-        .and_then(|()| sync_if_file(w.get_ref()));
+    let done = write(&mut w).and_then(|()| w.flush()).and_then(|()| sync_if_file(w.get_ref()));
     done.map_err(|e| Error::from(e).with_path(path))?;
     temp.commit()
 }
