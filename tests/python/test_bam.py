@@ -132,6 +132,31 @@ def test_region_columns_equal_in_pieces(gen_bam):
     assert pieced > 1000
 
 
+def test_region_columns_report_the_first_bad_block_at_any_thread_count(gen_bam, tmp_path):
+    # Damage the deflate data of a block in the middle of the first
+    # reference: reading it in pieces on 2 threads fails with the same
+    # error as reading it whole on 1 thread.
+    import struct
+
+    data = bytearray(gen_bam.read_bytes())
+    blocks, at = [], 0
+    while at < len(data):
+        blocks.append(at)
+        at += struct.unpack_from("<H", data, at + 16)[0] + 1
+    bad = blocks[len(blocks) // 3]
+    data[bad + 40] ^= 0x55
+    broken = tmp_path / "broken.bam"
+    broken.write_bytes(bytes(data))
+    bam = fasthts.BamFile(str(broken), index=str(gen_bam) + ".bai")
+    name = bam.references[0][0]
+    errors = set()
+    for threads, piece_bytes in [(1, None), (2, 1), (2, 4096)]:
+        with pytest.raises(fasthts.Error) as e:
+            bam._columns(name, threads=threads, piece_bytes=piece_bytes)
+        errors.add(str(e.value))
+    assert len(errors) == 1 and str(bad) in errors.pop()
+
+
 def test_columns_are_writable_arrays_owning_their_memory(gen_bam):
     bam = fasthts.BamFile(str(gen_bam))
     cols = bam.columns(threads=2)
