@@ -111,6 +111,69 @@ def test_columns_any_thread_count_or_plan(gen_bam):
                 assert np.array_equal(np.concatenate([p[k] for p in parts]), whole[k]), k
 
 
+def test_region_columns_equal_in_pieces(gen_bam):
+    # A region read on several threads is cut into pieces (the smaller
+    # piece_bytes, the more), each started from the index: the columns
+    # equal the one-thread read of the whole region.
+    bam = fasthts.BamFile(str(gen_bam))
+    regions = [name for name, _ in bam.references] + ["*"]
+    name, length = bam.references[0]
+    regions += [f"{name}:1001-{length // 2}", f"{name}:{length // 3}-", (name, 20000, 20001)]
+    pieced = 0
+    for region in regions:
+        one = bam.columns(region, threads=1)
+        for piece_bytes in [1, 4096, 1 << 16]:
+            got = fasthts._arrays(bam._columns(region, threads=2, piece_bytes=piece_bytes))
+            assert got.keys() == one.keys()
+            for k in one:
+                assert got[k].dtype == one[k].dtype, (region, k)
+                assert np.array_equal(got[k], one[k]), (region, piece_bytes, k)
+        pieced += len(one["pos"])
+    assert pieced > 1000
+
+
+def test_region_columns_report_the_first_bad_block_at_any_thread_count(gen_bam, tmp_path):
+    # Damage the deflate data of a block in the middle of the first
+    # reference: reading it in pieces on 2 threads fails with the same
+    # error as reading it whole on 1 thread.
+    import struct
+
+    data = bytearray(gen_bam.read_bytes())
+    blocks, at = [], 0
+    while at < len(data):
+        blocks.append(at)
+        at += struct.unpack_from("<H", data, at + 16)[0] + 1
+    bad = blocks[len(blocks) // 3]
+    data[bad + 40] ^= 0x55
+    broken = tmp_path / "broken.bam"
+    broken.write_bytes(bytes(data))
+    bam = fasthts.BamFile(str(broken), index=str(gen_bam) + ".bai")
+    name = bam.references[0][0]
+    errors = set()
+    for threads, piece_bytes in [(1, None), (2, 1), (2, 4096)]:
+        with pytest.raises(fasthts.Error) as e:
+            bam._columns(name, threads=threads, piece_bytes=piece_bytes)
+        errors.add(str(e.value))
+    assert len(errors) == 1 and str(bad) in errors.pop()
+
+
+def test_columns_are_writable_arrays_owning_their_memory(gen_bam):
+    bam = fasthts.BamFile(str(gen_bam))
+    cols = bam.columns(threads=2)
+    pos = cols["pos"]
+    assert pos.flags.writeable and pos.flags.c_contiguous and pos.dtype == np.int32
+    first = int(pos[0])
+    pos += 1
+    assert int(pos[0]) == first + 1
+    view = pos[:10]
+    del cols, pos
+    import gc
+
+    gc.collect()
+    # The slice keeps the memory alive.
+    assert int(view[0]) == first + 1
+
+
 def test_region_is_start_based(gen_bam):
     bam = fasthts.BamFile(str(gen_bam))
     whole = bam.columns()

@@ -4,13 +4,14 @@
 use crate::{err, to_py, with_threads};
 use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
 use fasthts::bgzf::VirtualOffset;
-use fasthts::index::{Index, IndexFormat};
+use fasthts::index::{binning, Index, IndexFormat};
 use fasthts::region::{self, Plan, Region as LibRegion, RegionReader};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -18,6 +19,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Region>()?;
     m.add_class::<Record>()?;
     m.add_class::<RecordIter>()?;
+    m.add_class::<Column>()?;
     Ok(())
 }
 
@@ -311,20 +313,29 @@ impl BamFile {
     }
 
     /// The records starting in `region` (the whole file when None) as
-    /// columns: `{name: (bytearray, dtype)}`; `fasthts.BamFile.columns`
-    /// wraps them as numpy arrays. The whole file is read region by region
+    /// columns: `{name: Column}`; `fasthts.BamFile.columns` wraps them as
+    /// numpy arrays (without a copy). The whole file is read region by region
     /// on `threads` threads; the GIL is released throughout.
-    #[pyo3(signature = (region=None, threads=None))]
-    fn _columns<'py>(&self, py: Python<'py>, region: Option<&Bound<'py, PyAny>>, threads: Option<usize>) -> PyResult<Bound<'py, PyDict>> {
+    /// `piece_bytes`: compressed bytes per piece when a region is read on
+    /// several threads (for tests; `PIECE_BYTES` when None).
+    #[pyo3(signature = (region=None, threads=None, piece_bytes=None))]
+    fn _columns<'py>(
+        &self,
+        py: Python<'py>,
+        region: Option<&Bound<'py, PyAny>>,
+        threads: Option<usize>,
+        piece_bytes: Option<u64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let sh = self.shared.clone();
         let cols = match region {
             Some(r) => {
                 let r = region_arg(&sh.names, r)?;
-                py.detach(|| with_threads(threads, || region_columns(&sh, r))).map_err(to_py)?
+                let piece_bytes = piece_bytes.unwrap_or(PIECE_BYTES).max(1);
+                py.detach(|| with_threads(threads, || region_columns(&sh, r, piece_bytes))).map_err(to_py)?
             }
             None => py.detach(|| with_threads(threads, || whole_file_columns(&sh))).map_err(to_py)?,
         };
-        Columns::into_py(&cols, py)
+        cols.into_py(py)
     }
 
     /// As `_columns` for many regions, read in parallel: a list of dicts.
@@ -341,7 +352,7 @@ impl BamFile {
             rs.push(region_arg(&sh.names, &r?)?);
         }
         let all = py.detach(|| with_threads(threads, || read_columns(&sh, &rs))).map_err(to_py)?;
-        all.into_iter().map(|c| Columns::into_py(std::slice::from_ref(&c), py)).collect()
+        all.into_iter().map(|c| c.into_py(py)).collect()
     }
 
     fn __repr__(&self) -> String {
@@ -357,20 +368,34 @@ impl BamFile {
 }
 
 /// Per-record columns of a region.
-#[derive(Default)]
 pub(crate) struct Columns {
-    tid: Vec<i32>,
-    pos: Vec<i32>,
-    end: Vec<i64>,
-    flag: Vec<u16>,
-    mapq: Vec<u8>,
-    len: Vec<i32>,
-    mate_tid: Vec<i32>,
-    mate_pos: Vec<i32>,
-    tlen: Vec<i32>,
+    tid: ColVec<i32>,
+    pos: ColVec<i32>,
+    end: ColVec<i64>,
+    flag: ColVec<u16>,
+    mapq: ColVec<u8>,
+    len: ColVec<i32>,
+    mate_tid: ColVec<i32>,
+    mate_pos: ColVec<i32>,
+    tlen: ColVec<i32>,
 }
 
 impl Columns {
+    /// Empty columns with room for `n` records.
+    fn with_capacity(n: usize) -> Self {
+        Columns {
+            tid: ColVec::with_capacity(n),
+            pos: ColVec::with_capacity(n),
+            end: ColVec::with_capacity(n),
+            flag: ColVec::with_capacity(n),
+            mapq: ColVec::with_capacity(n),
+            len: ColVec::with_capacity(n),
+            mate_tid: ColVec::with_capacity(n),
+            mate_pos: ColVec::with_capacity(n),
+            tlen: ColVec::with_capacity(n),
+        }
+    }
+
     #[inline]
     fn push(&mut self, r: &RecordRef<'_>) {
         self.tid.push(r.ref_id());
@@ -384,51 +409,256 @@ impl Columns {
         self.tlen.push(r.template_len());
     }
 
-    /// The concatenation of `parts` as `{name: (bytearray, dtype)}`:
-    /// each column is copied once, straight from the parts into its
-    /// Python buffer.
-    fn into_py<'py>(parts: &[Columns], py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+    /// Empties the columns, keeping their memory.
+    fn clear(&mut self) {
+        for len in [
+            &mut self.tid.len,
+            &mut self.pos.len,
+            &mut self.end.len,
+            &mut self.flag.len,
+            &mut self.mapq.len,
+            &mut self.len.len,
+            &mut self.mate_tid.len,
+            &mut self.mate_pos.len,
+            &mut self.tlen.len,
+        ] {
+            *len = 0;
+        }
+    }
+
+    /// Appends the records of `other`.
+    fn append(&mut self, other: &Columns) {
+        self.tid.extend_from_slice(other.tid.as_slice());
+        self.pos.extend_from_slice(other.pos.as_slice());
+        self.end.extend_from_slice(other.end.as_slice());
+        self.flag.extend_from_slice(other.flag.as_slice());
+        self.mapq.extend_from_slice(other.mapq.as_slice());
+        self.len.extend_from_slice(other.len.as_slice());
+        self.mate_tid.extend_from_slice(other.mate_tid.as_slice());
+        self.mate_pos.extend_from_slice(other.mate_pos.as_slice());
+        self.tlen.extend_from_slice(other.tlen.as_slice());
+    }
+
+    /// The concatenation of `parts`, in order: a single part is taken as
+    /// it is, several are copied once into columns of their total length.
+    fn concat(mut parts: Vec<Columns>) -> Columns {
+        if parts.len() == 1 {
+            return parts.pop().expect("one part");
+        }
+        let n = parts.iter().map(|c| c.tid.len()).sum();
+        let mut out = Columns::with_capacity(n);
+        for c in &parts {
+            out.append(c);
+        }
+        out
+    }
+
+    /// `{name: Column}`, handing each column's memory over to Python.
+    fn into_py(self, py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         let d = PyDict::new(py);
-        put(&d, "tid", parts, |c| &c.tid, "=i4")?;
-        put(&d, "pos", parts, |c| &c.pos, "=i4")?;
-        put(&d, "end", parts, |c| &c.end, "=i8")?;
-        put(&d, "flag", parts, |c| &c.flag, "=u2")?;
-        put(&d, "mapq", parts, |c| &c.mapq, "=u1")?;
-        put(&d, "len", parts, |c| &c.len, "=i4")?;
-        put(&d, "mate_tid", parts, |c| &c.mate_tid, "=i4")?;
-        put(&d, "mate_pos", parts, |c| &c.mate_pos, "=i4")?;
-        put(&d, "tlen", parts, |c| &c.tlen, "=i4")?;
+        let put = |name: &str, data: ColumnData| d.set_item(name, Column { data });
+        put("tid", ColumnData::I32(self.tid))?;
+        put("pos", ColumnData::I32(self.pos))?;
+        put("end", ColumnData::I64(self.end))?;
+        put("flag", ColumnData::U16(self.flag))?;
+        put("mapq", ColumnData::U8(self.mapq))?;
+        put("len", ColumnData::I32(self.len))?;
+        put("mate_tid", ColumnData::I32(self.mate_tid))?;
+        put("mate_pos", ColumnData::I32(self.mate_pos))?;
+        put("tlen", ColumnData::I32(self.tlen))?;
         Ok(d)
     }
 }
 
-/// Plain integers: any bit pattern is a valid value, no padding.
-trait Plain: Copy {}
-impl Plain for u8 {}
-impl Plain for u16 {}
-impl Plain for i32 {}
-impl Plain for i64 {}
+/// One column of a region's records, handed to numpy without a copy: numpy
+/// reads `__array_interface__` and keeps this object alive as the array's
+/// base, so the memory the records were written into is the array's memory.
+#[pyclass(frozen, module = "fasthts._fasthts")]
+pub struct Column {
+    data: ColumnData,
+}
 
-fn put<T: Plain>(d: &Bound<'_, PyDict>, name: &str, parts: &[Columns], column: impl Fn(&Columns) -> &Vec<T>, dtype: &str) -> PyResult<()> {
-    // SAFETY: T is a plain integer type (no padding, every byte initialised).
-    let bytes = |v: &Vec<T>| unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v.as_slice())) };
-    let total = parts.iter().map(|c| bytes(column(c)).len()).sum();
-    let buf = PyByteArray::new_with(d.py(), total, |out| {
-        let mut at = 0;
-        for c in parts {
-            let b = bytes(column(c));
-            out[at..at + b.len()].copy_from_slice(b);
-            at += b.len();
+/// A column's values (the element type is the column's dtype).
+enum ColumnData {
+    U8(ColVec<u8>),
+    U16(ColVec<u16>),
+    I32(ColVec<i32>),
+    I64(ColVec<i64>),
+}
+
+#[pymethods]
+impl Column {
+    /// numpy's array interface (version 3): a writable 1-d array of the
+    /// column's values, little-endian or big-endian as the machine.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (addr, len, code, size) = match &self.data {
+            ColumnData::U8(v) => (v.addr(), v.len(), 'u', 1),
+            ColumnData::U16(v) => (v.addr(), v.len(), 'u', 2),
+            ColumnData::I32(v) => (v.addr(), v.len(), 'i', 4),
+            ColumnData::I64(v) => (v.addr(), v.len(), 'i', 8),
+        };
+        let order = if size == 1 {
+            '|'
+        } else if cfg!(target_endian = "little") {
+            '<'
+        } else {
+            '>'
+        };
+        let d = PyDict::new(py);
+        d.set_item("version", 3)?;
+        d.set_item("shape", (len,))?;
+        d.set_item("typestr", format!("{order}{code}{size}"))?;
+        // (address, read-only): numpy may write to the values.
+        d.set_item("data", (addr, false))?;
+        Ok(d)
+    }
+
+    fn __len__(&self) -> usize {
+        match &self.data {
+            ColumnData::U8(v) => v.len(),
+            ColumnData::U16(v) => v.len(),
+            ColumnData::I32(v) => v.len(),
+            ColumnData::I64(v) => v.len(),
         }
-        Ok(())
-    })?;
-    d.set_item(name, (buf, dtype))
+    }
+}
+
+/// A growable column buffer: a `Vec` whose memory, once handed to numpy
+/// (see `Column`), is written by Python through a raw address. It is kept
+/// as raw parts so that Rust holds no reference to memory Python mutates.
+struct ColVec<T> {
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
+    cap: usize,
+}
+
+// SAFETY: a ColVec owns its allocation exclusively, like the Vec it came
+// from; Rust reads it only through `&mut self` (before the hand-over) or
+// not at all (after: only its address is given out).
+unsafe impl<T: Send> Send for ColVec<T> {}
+unsafe impl<T: Sync> Sync for ColVec<T> {}
+
+/// Columns of at least this many bytes are backed by transparent huge
+/// pages where the kernel offers them: a column is written once, front to
+/// back, and 4 KiB page faults cost ~10 % of the time of a region read.
+const HUGE_PAGE_BYTES: usize = 4 << 20;
+
+impl<T: Copy> ColVec<T> {
+    fn with_capacity(n: usize) -> Self {
+        Self::from_vec(Vec::with_capacity(n))
+    }
+
+    fn from_vec(v: Vec<T>) -> Self {
+        let mut v = std::mem::ManuallyDrop::new(v);
+        let s = ColVec { ptr: std::ptr::NonNull::new(v.as_mut_ptr()).expect("Vec pointers are not null"), len: v.len(), cap: v.capacity() };
+        s.advise_huge_pages();
+        s
+    }
+
+    fn into_vec(self) -> Vec<T> {
+        let s = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the parts came from a Vec<T> and were kept consistent.
+        unsafe { Vec::from_raw_parts(s.ptr.as_ptr(), s.len, s.cap) }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
+    #[inline]
+    fn push(&mut self, x: T) {
+        if self.len == self.cap {
+            self.grow();
+        }
+        // SAFETY: len < cap after grow.
+        unsafe { self.ptr.as_ptr().add(self.len).write(x) };
+        self.len += 1;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let mut v = std::mem::replace(self, ColVec::from_vec(Vec::new())).into_vec();
+        v.reserve(v.capacity().max(1024));
+        *self = ColVec::from_vec(v);
+    }
+
+    /// The values written so far.
+    fn as_slice(&self) -> &[T] {
+        // SAFETY: the first len values are initialised; callers use this
+        // only before the column is handed to Python.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Appends `values` (capacity permitting a single copy).
+    fn extend_from_slice(&mut self, values: &[T]) {
+        if self.cap - self.len < values.len() {
+            let mut v = std::mem::replace(self, ColVec::from_vec(Vec::new())).into_vec();
+            v.reserve(values.len());
+            *self = ColVec::from_vec(v);
+        }
+        // SAFETY: capacity checked above; the regions do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.ptr.as_ptr().add(self.len), values.len()) };
+        self.len += values.len();
+    }
+
+    fn advise_huge_pages(&self) {
+        let bytes = self.cap * std::mem::size_of::<T>();
+        if bytes < HUGE_PAGE_BYTES {
+            return;
+        }
+        let huge = 2usize << 20;
+        let start = (self.addr()).div_ceil(huge) * huge;
+        let end = (self.addr() + bytes) / huge * huge;
+        if end > start {
+            // SAFETY: [start, end) lies within this allocation. The advice
+            // only changes how the kernel backs the pages; failure (no THP
+            // support) is harmless and ignored.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+}
+
+impl<T> Drop for ColVec<T> {
+    fn drop(&mut self) {
+        // SAFETY: as `into_vec`; T is a plain integer (no destructor).
+        drop(unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.len, self.cap) });
+    }
+}
+
+/// About how many records `r` holds, from the index: the reference's record
+/// count (or the unplaced count), scaled by the share of the reference's
+/// compressed bytes the region spans, with a margin. Only sizes buffers
+/// (they grow when it is short), so it need not be exact.
+fn estimate_records(bam: &LibBam, ix: &Index, r: LibRegion) -> usize {
+    if r.ref_id < 0 {
+        return ix.n_no_coor().unwrap_or(0) as usize;
+    }
+    let tid = r.ref_id as usize;
+    let (Some(span), Some((mapped, unmapped))) = (ix.reference_span(tid), ix.mapped_unmapped(tid)) else { return 0 };
+    let n = mapped + unmapped;
+    let (first, last) = (span.start.compressed(), span.end.compressed());
+    let at = |pos: i64, default: u64| region::start_offset(bam, ix, r.ref_id, pos).map_or(default, |v| v.compressed()).clamp(first, last);
+    let from = if r.start == i64::MIN { first } else { at(r.start, first) };
+    let to = if r.end == i64::MAX { last } else { at(r.end, last) };
+    if last <= first {
+        return n as usize;
+    }
+    // Index offsets are block starts: a block (<= 64 KiB) of slack at each
+    // end, and 10 % for uneven density.
+    let share = (to.saturating_sub(from) + (128 << 10)) as f64 / (last - first) as f64;
+    ((n as f64 * share * 1.1) as u64).min(n) as usize
 }
 
 fn read_columns(sh: &Shared, regions: &[LibRegion]) -> Result<Vec<Columns>, fasthts::Error> {
     let ix = sh.index()?;
-    region::scatter(&sh.bam, &ix, regions, |_, rd| {
-        let mut c = Columns::default();
+    region::scatter(&sh.bam, &ix, regions, |r, rd| {
+        let mut c = Columns::with_capacity(estimate_records(&sh.bam, &ix, *r));
         while let Some(r) = rd.next_record()? {
             c.push(&r);
         }
@@ -437,53 +667,171 @@ fn read_columns(sh: &Shared, regions: &[LibRegion]) -> Result<Vec<Columns>, fast
 }
 
 /// Compressed bytes per piece when one region is read on several threads.
-/// Each piece start costs an index lookup and the records read from the
-/// linear-index offset up to the piece: 4 MB pieces read chr1 of the 1 GB
-/// bench BAM faster on 2 threads than 1 MB or 16 MB ones (and one thread
-/// reads the region whole).
+/// Small pieces balance the threads' work; each piece start costs an index
+/// lookup and re-inflates the block the previous piece ends in (see
+/// `piece_start`). chr1 of the bench BAM on 2 threads (callgrind): 1 MB
+/// pieces 2.3 % more instructions than 4 MB ones, 16 MB 0.5 % fewer (but
+/// only 10 pieces to share).
 const PIECE_BYTES: u64 = 4 << 20;
 
 /// One region's columns, read on the current pool: the region is cut at
-/// the boundaries of the plan of pieces of about `PIECE_BYTES` (regions are
+/// the boundaries of the plan of pieces of about `piece_bytes` (regions are
 /// start-based, so the pieces partition its records), the pieces read in
-/// parallel; their columns, in order, are concatenated by `Columns::into_py`.
-fn region_columns(sh: &Shared, r: LibRegion) -> Result<Vec<Columns>, fasthts::Error> {
+/// parallel and their columns appended in order.
+fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64) -> Result<Columns, fasthts::Error> {
     let ix = sh.index()?;
-    let mut pieces = vec![r];
-    if r.ref_id >= 0 && rayon::current_num_threads() > 1 {
-        pieces.clear();
-        let mut start = r.start;
-        for cut in region::plan(&sh.bam, &ix, Plan::BalancedBytes(PIECE_BYTES)).iter().filter(|p| p.ref_id == r.ref_id).map(|p| p.end) {
-            if cut > start && cut < r.end {
-                pieces.push(LibRegion { ref_id: r.ref_id, start, end: cut });
-                start = cut;
-            }
-        }
-        pieces.push(LibRegion { ref_id: r.ref_id, start, end: r.end });
+    if r.ref_id < 0 || rayon::current_num_threads() == 1 {
+        return Ok(Columns::concat(read_columns(sh, &[r])?));
     }
-    read_columns(sh, &pieces)
+    let mut pieces = Vec::new();
+    let mut start = r.start;
+    for cut in region::plan(&sh.bam, &ix, Plan::BalancedBytes(piece_bytes)).iter().filter(|p| p.ref_id == r.ref_id).map(|p| p.end) {
+        if cut > start && cut < r.end {
+            pieces.push(LibRegion { ref_id: r.ref_id, start, end: cut });
+            start = cut;
+        }
+    }
+    pieces.push(LibRegion { ref_id: r.ref_id, start, end: r.end });
+    // Each piece starts where the records before it provably end (not at
+    // the linear index's offset, which lies before any read overlapping
+    // the piece's first 16 kb window: with spliced reads spanning kilobases,
+    // that re-read a third of a window per piece, 8 % more inflating on
+    // chr1 of the bench BAM).
+    let starts: Vec<Option<VirtualOffset>> = pieces.iter().map(|p| piece_start(&sh.bam, &ix, *p)).collect();
+    let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(sh.bam.path());
+    let read_piece = |i: usize, c: &mut Columns| -> Result<(), fasthts::Error> {
+        // The next piece's start bounds this one's data.
+        let soft_end = starts.get(i + 1).copied().flatten().map(|v| v.compressed() + 1);
+        let mut rd = match starts[i] {
+            Some(s) => RegionReader::new(&sh.bam, pieces[i], s, soft_end)?,
+            None => RegionReader::empty(&sh.bam, pieces[i])?,
+        };
+        while let Some(r) = rd.next_record().map_err(wrap)? {
+            c.push(&r);
+        }
+        Ok(())
+    };
+    // Threads take pieces in order and read each into a buffer of their
+    // own, which is appended to the output as soon as the pieces before it
+    // have been, then reused: the output is the only large memory written
+    // (page faults on fresh per-piece buffers cost ~5 % of the CPU time),
+    // and each append copies from a buffer still in cache.
+    struct Gather {
+        out: Columns,
+        /// The next piece to append.
+        next: usize,
+        /// Pieces read but waiting for an earlier one.
+        waiting: std::collections::BTreeMap<usize, Columns>,
+        spare: Vec<Columns>,
+        /// The first failing piece, in piece order.
+        error: Option<(usize, fasthts::Error)>,
+    }
+    let n = pieces.len();
+    let taken = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let state = Mutex::new(Gather {
+        out: Columns::with_capacity(estimate_records(&sh.bam, &ix, r)),
+        next: 0,
+        waiting: Default::default(),
+        spare: Vec::new(),
+        error: None,
+    });
+    let lock = || state.lock().unwrap_or_else(|p| p.into_inner());
+    rayon::scope(|s| {
+        for _ in 0..rayon::current_num_threads().min(n) {
+            s.spawn(|_| {
+                let mut buf: Option<Columns> = None;
+                loop {
+                    // Pieces are taken in order, so when one fails every
+                    // earlier piece has been taken and its error (if any)
+                    // is still seen: the error reported is the first in
+                    // piece order, whatever the thread count.
+                    let i = taken.fetch_add(1, Ordering::Relaxed);
+                    if i >= n || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let mut c = buf.take().unwrap_or_else(|| Columns::with_capacity(estimate_records(&sh.bam, &ix, pieces[i])));
+                    c.clear();
+                    let result = read_piece(i, &mut c);
+                    let mut guard = lock();
+                    let g = &mut *guard;
+                    if let Err(e) = result {
+                        failed.store(true, Ordering::Relaxed);
+                        if g.error.as_ref().map_or(true, |(j, _)| i < *j) {
+                            g.error = Some((i, e));
+                        }
+                        break;
+                    }
+                    g.waiting.insert(i, c);
+                    while let Some(c) = g.waiting.remove(&g.next) {
+                        g.out.append(&c);
+                        g.next += 1;
+                        g.spare.push(c);
+                    }
+                    buf = g.spare.pop();
+                }
+            });
+        }
+    });
+    let g = state.into_inner().unwrap_or_else(|p| p.into_inner());
+    match g.error {
+        Some((_, e)) => Err(e),
+        None => {
+            debug_assert_eq!(g.next, n);
+            Ok(g.out)
+        }
+    }
+}
+
+/// A record start at or before the first record of `p` (a region of a
+/// placed reference), as close to it as the index tells: the later of the
+/// linear index's offset and the ends of the chunks of every bin that lies
+/// wholly before `p.start`. A chunk's end is the offset just past one of
+/// its bin's records, which starts before `p.start`, so (the file being
+/// sorted) no record of `p` comes before it.
+fn piece_start(bam: &LibBam, ix: &Index, p: LibRegion) -> Option<VirtualOffset> {
+    let floor = region::start_offset(bam, ix, p.ref_id, p.start)?;
+    let (Ok(tid), Ok(start)) = (usize::try_from(p.ref_id), u64::try_from(p.start)) else { return Some(floor) };
+    let Some(reference) = ix.reference(tid) else { return Some(floor) };
+    let (min_shift, depth) = (ix.format().min_shift(), ix.format().depth());
+    let bin_end = |id: u32| -> Option<u64> {
+        let level = binning::bin_level(id);
+        let windows = 1u64.checked_shl(3 * depth.checked_sub(level)?)?;
+        let end = binning::bin_bottom(id, depth).checked_add(windows)?;
+        end.checked_shl(min_shift).filter(|e| e >> min_shift == end)
+    };
+    let mut best = floor;
+    for bin in reference.bins() {
+        if bin.id >= ix.format().bin_count() || !bin_end(bin.id).is_some_and(|e| e <= start) {
+            continue;
+        }
+        for c in &bin.chunks {
+            best = best.max(c.end);
+        }
+    }
+    Some(best)
 }
 
 /// Every record's columns, in file order: through the index in parallel
 /// (checked to cover the file exactly), or sequentially when there is no
 /// index file.
-fn whole_file_columns(sh: &Shared) -> Result<Vec<Columns>, fasthts::Error> {
+fn whole_file_columns(sh: &Shared) -> Result<Columns, fasthts::Error> {
     Ok(if sh.has_index_file() {
         let ix = sh.index()?;
-        region::scatter_all(&sh.bam, &ix, Plan::BalancedBytes(REGION_BYTES), |_, rd| {
-            let mut c = Columns::default();
+        Columns::concat(region::scatter_all(&sh.bam, &ix, Plan::BalancedBytes(REGION_BYTES), |r, rd| {
+            let mut c = Columns::with_capacity(estimate_records(&sh.bam, &ix, *r));
             while let Some(r) = rd.next_record()? {
                 c.push(&r);
             }
             Ok(c)
-        })?
+        })?)
     } else {
-        let mut c = Columns::default();
+        let mut c = Columns::with_capacity(0);
         fasthts::bam::scan(&sh.bam, |r, _| {
             c.push(r);
             Ok(())
         })?;
-        vec![c]
+        c
     })
 }
 

@@ -63,8 +63,10 @@ RegionLike = Union[Region, str, tuple]
 
 
 def _arrays(d: Dict[str, Any]) -> Dict[str, np.ndarray]:
-    # The bytearrays come from Rust; frombuffer wraps them without a copy.
-    return {k: np.frombuffer(buf, dtype=dt) for k, (buf, dt) in d.items()}
+    # Each Column exposes the memory Rust wrote the values into through
+    # numpy's array interface: asarray wraps it without a copy (the array
+    # keeps the Column, which owns the memory, as its base).
+    return {k: np.asarray(col) for k, col in d.items()}
 
 
 class BamFile(_fasthts.BamFile):
