@@ -587,18 +587,25 @@ pub fn normalize_file(
 struct SplitShared {
     step: AtomicU64,
     aborted: AtomicBool,
+    /// The helper thread left the lockstep by panicking.
+    helper_failed: AtomicBool,
     keep: AtomicBool,
     hashes: Mutex<Vec<u64>>,
     partial: Mutex<Vec<u8>>,
     flags: Mutex<Vec<u8>>,
 }
 
-fn wait_step(step: &AtomicU64, target: u64) -> u64 {
+/// Waits until `step` reaches `target` and returns it, or returns
+/// `u64::MAX` at once when `peer_failed` is set.
+fn wait_step(step: &AtomicU64, target: u64, peer_failed: &AtomicBool) -> u64 {
     let mut spins = 0u32;
     loop {
         let v = step.load(Acquire);
         if v >= target {
             return v;
+        }
+        if peer_failed.load(Acquire) {
+            return u64::MAX;
         }
         // A unit takes ~15 µs, so the other thread is nearly always about to
         // answer: spin, and yield only after a long wait (the reader thread
@@ -609,6 +616,29 @@ fn wait_step(step: &AtomicU64, target: u64) -> u64 {
             std::hint::spin_loop();
         } else {
             std::thread::yield_now();
+        }
+    }
+}
+
+/// Ends the other thread's waits when one side of [`normalize_split`]
+/// unwinds: without it a panic on either side left the other spinning for
+/// ever, and the thread scope waiting for it, instead of the panic
+/// surfacing.
+struct LeaveOnPanic<'a> {
+    shared: &'a SplitShared,
+    helper: bool,
+}
+
+impl Drop for LeaveOnPanic<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        if self.helper {
+            self.shared.helper_failed.store(true, Release);
+        } else {
+            self.shared.aborted.store(true, Release);
+            self.shared.step.store(u64::MAX, Release);
         }
     }
 }
@@ -655,6 +685,7 @@ fn normalize_split(
     let shared = SplitShared {
         step: AtomicU64::new(0),
         aborted: AtomicBool::new(false),
+        helper_failed: AtomicBool::new(false),
         keep: AtomicBool::new(false),
         hashes: Mutex::new(Vec::new()),
         partial: Mutex::new(Vec::new()),
@@ -666,10 +697,12 @@ fn normalize_split(
         let theirs = &theirs;
         let pending = &mut pending;
         s.spawn(move || {
+            let _leave = LeaveOnPanic { shared: sh, helper: true };
             let (mut hashes, mut partial, mut flags) = (Vec::new(), Vec::new(), Vec::new());
             let mut base = 0u64;
+            let never = AtomicBool::new(false);
             loop {
-                if wait_step(&sh.step, base + 1) == u64::MAX {
+                if wait_step(&sh.step, base + 1, &never) == u64::MAX {
                     return;
                 }
                 hashes.clear();
@@ -677,7 +710,7 @@ fn normalize_split(
                 graph.partial_mins(&hashes, theirs, &mut partial);
                 std::mem::swap(&mut *sh.partial.lock().unwrap(), &mut partial);
                 sh.step.store(base + 2, Release);
-                wait_step(&sh.step, base + 3);
+                wait_step(&sh.step, base + 3, &never);
                 if sh.aborted.load(Acquire) {
                     return;
                 }
@@ -695,6 +728,7 @@ fn normalize_split(
         let mut ends: Vec<usize> = Vec::new();
         let (mut partial, mut counts) = (Vec::new(), Vec::new());
         let mut base = 0u64;
+        let _leave = LeaveOnPanic { shared: sh, helper: false };
         let res = for_each_unit(path, k, force_single, require_paired, true, true, |u| {
             let reads = u.reads();
             diag.total += reads.len() as u64;
@@ -711,7 +745,9 @@ fn normalize_split(
             }
             sh.step.store(base + 1, Release);
             graph.partial_mins(&hashes, &mine, &mut partial);
-            wait_step(&sh.step, base + 2);
+            if wait_step(&sh.step, base + 2, &sh.helper_failed) == u64::MAX {
+                return Err("normalize: the table thread failed".into());
+            }
             pending.apply(graph, &sh.flags.lock().unwrap());
             graph.combine_partial_mins(&hashes, &partial, &sh.partial.lock().unwrap(), &mut counts);
             let mut start = 0;
@@ -1094,6 +1130,39 @@ pub fn trim_pass2(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A panic on the deciding thread of the split normalize (here: its
+    /// output writer) reaches the caller; it used to leave the table
+    /// thread spinning and the call hanging for ever.
+    #[test]
+    fn split_normalize_panic_does_not_hang() {
+        struct PanickingWriter;
+        impl Write for PanickingWriter {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                panic!("writer failed");
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("fasthts-split-panic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fa = dir.join("r.fa");
+        std::fs::write(&fa, ">a\nACGTACGGTTACGATCGATCGGATCGATTTACG\n>b\nTTGACGATCGGCTAGCTAGCATCGATCGGGAC\n").unwrap();
+        let path = fa.to_str().unwrap().to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut g = Countgraph::new(20, 100_000, 4).unwrap();
+                let mut diag = Diagnostics::new(None, 0).unwrap();
+                normalize_file(&mut g, 20, &path, false, false, &mut PanickingWriter, &mut diag, 2)
+            }));
+            let _ = tx.send(outcome.is_err());
+        });
+        let panicked = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("split normalize hung after a panic");
+        assert!(panicked);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn rec(name: &str, seq: &str, q: bool) -> OwnedRecord {
         OwnedRecord { name: name.into(), seq: seq.into(), qual: if q { Some(vec![b'I'; seq.len()]) } else { None } }
