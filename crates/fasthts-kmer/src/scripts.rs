@@ -596,7 +596,7 @@ struct SplitShared {
 }
 
 /// Waits until `step` reaches `target` and returns it, or returns
-/// `u64::MAX` at once when `peer_failed` is set.
+/// `u64::MAX` at once when `peer_failed` is set (the other thread gave up).
 fn wait_step(step: &AtomicU64, target: u64, peer_failed: &AtomicBool) -> u64 {
     let mut spins = 0u32;
     loop {
@@ -643,13 +643,6 @@ impl Drop for LeaveOnPanic<'_> {
     }
 }
 
-/// normalize-by-median with the tables split between two threads (this one
-/// owns tables 0, 2, …, a helper 1, 3, …), in lockstep unit by unit: both
-/// look up their share of the unit's k-mers at once, this thread combines
-/// the minimums and decides, and both update their own tables if the unit
-/// is kept. Each decision sees exactly the counts of every earlier unit, so
-/// the output equals the single-thread run; the gain is twice the cache
-/// misses in flight (the job is bound by random access to the tables).
 /// The last kept unit of [`normalize_split`] on the deciding thread: its
 /// statistics and bigcount hits wait for the helper's flags of that unit.
 #[derive(Default)]
@@ -669,6 +662,13 @@ impl PendingUnit {
     }
 }
 
+/// normalize-by-median with the tables split between two threads (this one
+/// owns tables 0, 2, …, a helper 1, 3, …), in lockstep unit by unit: both
+/// look up their share of the unit's k-mers at once, this thread combines
+/// the minimums and decides, and both update their own tables if the unit
+/// is kept. Each decision sees exactly the counts of every earlier unit, so
+/// the output equals the single-thread run; the gain is twice the cache
+/// misses in flight (the job is bound by random access to the tables).
 #[allow(clippy::too_many_arguments)]
 fn normalize_split(
     graph: &Countgraph,
@@ -700,9 +700,8 @@ fn normalize_split(
             let _leave = LeaveOnPanic { shared: sh, helper: true };
             let (mut hashes, mut partial, mut flags) = (Vec::new(), Vec::new(), Vec::new());
             let mut base = 0u64;
-            let never = AtomicBool::new(false);
             loop {
-                if wait_step(&sh.step, base + 1, &never) == u64::MAX {
+                if wait_step(&sh.step, base + 1, &sh.aborted) == u64::MAX {
                     return;
                 }
                 hashes.clear();
@@ -710,7 +709,7 @@ fn normalize_split(
                 graph.partial_mins(&hashes, theirs, &mut partial);
                 std::mem::swap(&mut *sh.partial.lock().unwrap(), &mut partial);
                 sh.step.store(base + 2, Release);
-                wait_step(&sh.step, base + 3, &never);
+                wait_step(&sh.step, base + 3, &sh.aborted);
                 if sh.aborted.load(Acquire) {
                     return;
                 }
