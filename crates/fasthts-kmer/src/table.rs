@@ -874,26 +874,16 @@ impl Countgraph {
         let mut occupied = 0u64;
         for &t in tables {
             self.sort_by_bin_region(t, hashes, scratch, region_bits);
-            let entries = &scratch.entries;
-            let base = self.tables[t].ptr();
             let mut zeros = 0u64;
-            const AHEAD: usize = 16;
-            for i in 0..n {
-                if let Some(&e) = entries.get(i + AHEAD) {
-                    prefetch(base.wrapping_add((e >> IDX_BITS) as usize));
-                }
-                let e = entries[i];
-                let j = (e & ((1 << IDX_BITS) - 1)) as usize;
-                // SAFETY: bin < table size (bin = h mod size); the calling
-                // thread is the only writer of this table.
-                let cell = unsafe { &*base.add((e >> IDX_BITS) as usize) };
+            // The calling thread is the only writer of this table.
+            self.walk_sorted(t, &scratch.entries, |j, cell| {
                 let c = cell.load(Relaxed);
                 let zero = c == 0;
                 let full = c == MAX_COUNT;
                 zeros += zero as u64;
                 cell.store(c + (!full) as u8, Relaxed);
                 flags[j] = (flags[j] | zero as u8) & !((!full as u8) << 1);
-            }
+            });
             if t == 0 {
                 occupied = zeros;
             }
@@ -926,6 +916,25 @@ impl Countgraph {
         }
     }
 
+    /// Calls `f(index, cell)` for each entry of `entries`, as
+    /// [`Self::sort_by_bin_region`] left them for table `t`, in order: the
+    /// entry's index in its batch and the counter of its bin, prefetched a
+    /// few entries ahead.
+    #[inline(always)]
+    fn walk_sorted(&self, t: usize, entries: &[u64], mut f: impl FnMut(usize, &AtomicU8)) {
+        const AHEAD: usize = 16;
+        let base = self.tables[t].ptr();
+        for i in 0..entries.len() {
+            if let Some(&e) = entries.get(i + AHEAD) {
+                prefetch(base.wrapping_add((e >> IDX_BITS) as usize));
+            }
+            let e = entries[i];
+            // SAFETY: the bin is h mod the size of table t, so within it.
+            let cell = unsafe { &*base.add((e >> IDX_BITS) as usize) };
+            f((e & ((1 << IDX_BITS) - 1)) as usize, cell);
+        }
+    }
+
     /// `get` of every hash (as [`Self::get_many`]: one count per hash
     /// appended to `out`, in order), but each table is read in bin order
     /// after a counting sort, for the reason given at
@@ -946,19 +955,7 @@ impl Countgraph {
         let mins = &mut out[first..];
         for t in 0..self.tables.len() {
             self.sort_by_bin_region(t, hashes, scratch, region_bits);
-            let base = self.tables[t].ptr();
-            const AHEAD: usize = 16;
-            let entries = &scratch.entries;
-            for i in 0..n {
-                if let Some(&e) = entries.get(i + AHEAD) {
-                    prefetch(base.wrapping_add((e >> IDX_BITS) as usize));
-                }
-                let e = entries[i];
-                let j = (e & ((1 << IDX_BITS) - 1)) as usize;
-                // SAFETY: bin < table size (bin = h mod size).
-                let c = unsafe { &*base.add((e >> IDX_BITS) as usize) }.load(Relaxed) as u16;
-                mins[j] = mins[j].min(c);
-            }
+            self.walk_sorted(t, &scratch.entries, |j, cell| mins[j] = mins[j].min(cell.load(Relaxed) as u16));
         }
         self.apply_bigcounts(hashes, mins);
     }
