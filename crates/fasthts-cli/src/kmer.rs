@@ -375,9 +375,19 @@ impl Drop for OutFile {
 /// Saves `g` to `path` (atomically, see `Countgraph::save`), with its
 /// temporary file known to the signal handler.
 fn save_graph(g: &mut Countgraph, path: &str) -> io::Result<()> {
+    with_registered_temp(path, |p| g.save(p))
+}
+
+/// [`save_graph`] for the last use of `g`: its memory is freed as the file
+/// is written (see `Countgraph::save_and_free`).
+fn save_graph_and_free(g: Countgraph, path: &str) -> io::Result<()> {
+    with_registered_temp(path, |p| g.save_and_free(p))
+}
+
+fn with_registered_temp(path: &str, save: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<()> {
     let temp = temp_path(Path::new(path));
     fasthts::output::register_temporary(&temp);
-    let saved = g.save(Path::new(path));
+    let saved = save(Path::new(path));
     fasthts::output::unregister_temporary(&temp);
     saved
 }
@@ -506,9 +516,9 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
         eprintln!("saving {base}");
     }
     let t_save = Instant::now();
-    save_graph(&mut g, &base).map_err(|e| Exit::msg(1, &format!("{base}: {e}")))?;
-    let save_secs = t_save.elapsed().as_secs_f64();
     let fp = g.fp_rate();
+    save_graph_and_free(g, &base).map_err(|e| Exit::msg(1, &format!("{base}: {e}")))?;
+    let save_secs = t_save.elapsed().as_secs_f64();
     if fp > 0.2 {
         eprintln!("{}", fp_error_block(fp, 0.2));
         if !a.force {
@@ -822,13 +832,13 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
     if !q {
         eprintln!("Total number of unique k-mers: {}", g.n_unique_kmers());
     }
+    let fp = g.fp_rate();
     if let Some(s) = &a.savegraph {
         if !q {
             eprintln!("...saving to {s}");
         }
-        save_graph(&mut g, s).map_err(|e| format!("{s}: {e}"))?;
+        save_graph_and_free(g, s).map_err(|e| format!("{s}: {e}"))?;
     }
-    let fp = g.fp_rate();
     if fp > 0.8 {
         eprintln!("{}", fp_error_block(fp, 0.8));
         std::process::exit(1);
@@ -1043,15 +1053,15 @@ fn run_trim(a: TrimArgs) -> crate::CmdResult {
     let _ = std::fs::remove_dir_all(&tempdir);
     fasthts::output::unregister_temporary(&tempdir);
     let stats = result?;
+    let fp = g.fp_rate();
     if let Some(s) = &a.savegraph {
-        save_graph(&mut g, s).map_err(|e| format!("{s}: {e}"))?;
+        save_graph_and_free(g, s).map_err(|e| format!("{s}: {e}"))?;
     }
     if !q && stats.n_reads > 0 {
         eprintln!("read {} reads, {} bp", stats.n_reads, stats.n_bp);
         eprintln!("wrote {} reads, {} bp", stats.written_reads, stats.written_bp);
         eprintln!("removed {} reads and trimmed {} reads", stats.n_reads - stats.written_reads, stats.trimmed_reads);
     }
-    let fp = g.fp_rate();
     if fp > 0.8 {
         eprintln!("{}", fp_error_block(fp, 0.8));
         if !a.force {

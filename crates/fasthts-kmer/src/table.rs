@@ -122,6 +122,28 @@ fn advise_hugepages(ptr: *const u8, len: usize) {
     let _ = (ptr, len);
 }
 
+/// Gives the 2 MiB-aligned pages inside `[ptr, ptr + len)` back to the
+/// kernel; they read as zeros afterwards.
+///
+/// # Safety
+/// The range must lie in memory the caller owns and no longer reads.
+pub(crate) unsafe fn release_pages(ptr: *const u8, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = (ptr as usize + HUGE - 1) & !(HUGE - 1);
+        let end = (ptr as usize + len) & !(HUGE - 1);
+        if end > start {
+            // SAFETY: the caller owns the range and does not read it again.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, len);
+}
+
 #[inline(always)]
 fn prefetch(p: *const AtomicU8) {
     #[cfg(target_arch = "x86_64")]
@@ -1156,10 +1178,9 @@ impl Countgraph {
 
     /// Shared byte view of table `i`. Only for callers that hold the graph
     /// exclusively (no concurrent updates), e.g. `save` under `&mut self`.
-    pub(crate) fn table_view(&self, i: usize) -> &[u8] {
-        // SAFETY: same layout as u8; callers guarantee no concurrent writers
-        // (they hold `&mut Countgraph` while the view lives).
-        unsafe { std::slice::from_raw_parts(self.tables[i].ptr() as *const u8, self.sizes[i] as usize) }
+    /// The first byte of table `i` (`sizes()[i]` bytes).
+    pub(crate) fn table_ptr(&self, i: usize) -> *const u8 {
+        self.tables[i].ptr() as *const u8
     }
 
     pub(crate) fn table_bytes(&mut self, i: usize) -> &[u8] {
