@@ -6,6 +6,7 @@ use libdeflater::{CompressionLvl, Compressor};
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::io::{self, Write};
+use std::sync::mpsc;
 
 /// Uncompressed bytes per block, as htslib writes them (0xff00), leaving room
 /// for incompressible data to fit a 64 KiB block.
@@ -13,9 +14,12 @@ pub const BLOCK_DATA_SIZE: usize = 0xff00;
 /// Header of a block written by fasthts: gzip fixed header plus the BC subfield.
 const HEADER_LEN: usize = 18;
 /// Blocks compressed per parallel batch: 16 blocks keep two to eight threads
-/// busy while holding only 2 MiB (input and output), so a sort at a small
-/// `-m` stays within samtools' memory.
+/// busy while holding only 2 MiB (input and output) per batch in flight
+/// (threads + 1 of them), so a sort at a small `-m` stays within samtools'
+/// memory.
 const BATCH_BLOCKS: usize = 16;
+/// Uncompressed bytes per batch.
+const BATCH_BYTES: usize = BATCH_BLOCKS * BLOCK_DATA_SIZE;
 /// The compression level htslib uses when none is given (zlib's scale).
 pub const DEFAULT_LEVEL: u32 = 6;
 
@@ -79,18 +83,53 @@ pub fn compress_all(data: &[u8], level: i32) -> Vec<u8> {
     w.finish().expect("writing to a Vec cannot fail")
 }
 
+/// A batch of the uncompressed stream and its compressed blocks.
+#[derive(Default)]
+struct Batch {
+    data: Vec<u8>,
+    blocks: Vec<Vec<u8>>,
+}
+
+impl Batch {
+    fn n_blocks(&self) -> usize {
+        self.data.len().div_ceil(BLOCK_DATA_SIZE)
+    }
+
+    fn compress(&mut self, level: i32) {
+        let n = self.n_blocks();
+        if self.blocks.len() < n {
+            self.blocks.resize_with(n, Vec::new);
+        }
+        self.data.par_chunks(BLOCK_DATA_SIZE).zip(self.blocks[..n].par_iter_mut()).for_each(|(data, out)| compress_block(data, level, out));
+    }
+}
+
 /// A BGZF writer that compresses batches of blocks on the rayon pool and
-/// writes them in order. Output buffers are reused between batches.
+/// writes them in order.
+///
+/// Compression runs in the background: a full batch is handed to the pool
+/// and the caller goes on filling the next one, writing finished batches
+/// (in order) as it goes, so filling and writing overlap compression
+/// instead of leaving the other threads idle. At most a few batches are in
+/// flight; buffers are reused.
 pub struct BgzfWriter<W: Write> {
     inner: Option<W>,
     /// libdeflate level.
     level: i32,
+    /// The batch being filled.
     pending: Vec<u8>,
-    compressed: Vec<Vec<u8>>,
+    /// Batches handed to the pool, oldest first; each answers on its channel.
+    in_flight: std::collections::VecDeque<mpsc::Receiver<Batch>>,
+    /// Most batches in flight before the caller waits for the oldest.
+    max_in_flight: usize,
+    /// Written batches, for reuse.
+    spare: Vec<Batch>,
     /// Compressed bytes written so far: the file offset of the next block.
     written: u64,
     /// Uncompressed bytes in the blocks written so far.
     flushed: u64,
+    /// Uncompressed bytes handed to the pool (written or in flight).
+    submitted: u64,
     /// `(uncompressed start, compressed offset)` of recent blocks, when
     /// tracking virtual offsets for an index.
     block_log: Option<std::collections::VecDeque<(u64, u64)>>,
@@ -109,10 +148,14 @@ impl<W: Write> BgzfWriter<W> {
         BgzfWriter {
             inner: Some(inner),
             level,
-            pending: Vec::with_capacity(BATCH_BLOCKS * BLOCK_DATA_SIZE),
-            compressed: Vec::new(),
+            pending: Vec::with_capacity(BATCH_BYTES),
+            in_flight: Default::default(),
+            // One batch per thread compressing, one more being written.
+            max_in_flight: rayon::current_num_threads() + 1,
+            spare: Vec::new(),
             written: 0,
             flushed: 0,
+            submitted: 0,
             block_log: None,
         }
     }
@@ -125,7 +168,7 @@ impl<W: Write> BgzfWriter<W> {
     /// Uncompressed bytes accepted so far (the position of the next byte
     /// written, in the uncompressed stream).
     pub fn uncompressed_position(&self) -> u64 {
-        self.flushed + self.pending.len() as u64
+        self.submitted + self.pending.len() as u64
     }
 
     /// The virtual offset of uncompressed position `pos`, in htslib's
@@ -155,9 +198,14 @@ impl<W: Write> BgzfWriter<W> {
     }
 
     /// Ends the current block here, so that what follows starts a new block
-    /// (htslib does this after the BAM header).
+    /// (htslib does this after the BAM header), and writes everything
+    /// accepted so far to the inner writer.
     pub fn end_block(&mut self) -> io::Result<()> {
-        self.flush_batch(true)
+        self.submit();
+        while !self.in_flight.is_empty() {
+            self.write_oldest()?;
+        }
+        Ok(())
     }
 
     /// Compressed bytes written to the inner writer so far.
@@ -167,55 +215,83 @@ impl<W: Write> BgzfWriter<W> {
 
     /// Writes the EOF marker, flushes, and returns the inner writer.
     pub fn finish(mut self) -> io::Result<W> {
-        self.flush_batch(true)?;
+        self.end_block()?;
         let mut inner = self.inner.take().expect("finish is called once");
         inner.write_all(&EOF_MARKER)?;
         inner.flush()?;
         Ok(inner)
     }
 
-    /// Compresses and writes whole blocks of `pending`; with `all`, the tail too.
-    fn flush_batch(&mut self, all: bool) -> io::Result<()> {
-        let whole = if all { self.pending.len() } else { self.pending.len() / BLOCK_DATA_SIZE * BLOCK_DATA_SIZE };
-        if whole == 0 {
-            return Ok(());
+    /// Hands the pending bytes (if any) to the pool as one batch.
+    fn submit(&mut self) {
+        if self.pending.is_empty() {
+            return;
         }
-        let n_blocks = whole.div_ceil(BLOCK_DATA_SIZE);
-        if self.compressed.len() < n_blocks {
-            self.compressed.resize_with(n_blocks, Vec::new);
+        let mut batch = self.spare.pop().unwrap_or_default();
+        std::mem::swap(&mut batch.data, &mut self.pending);
+        self.pending.clear();
+        if self.pending.capacity() < BATCH_BYTES {
+            self.pending.reserve_exact(BATCH_BYTES);
         }
+        self.submitted += batch.data.len() as u64;
+        let (tx, rx) = mpsc::sync_channel(1);
         let level = self.level;
-        self.pending[..whole]
-            .par_chunks(BLOCK_DATA_SIZE)
-            .zip(self.compressed[..n_blocks].par_iter_mut())
-            .for_each(|(data, out)| compress_block(data, level, out));
+        rayon::spawn(move || {
+            batch.compress(level);
+            let _ = tx.send(batch);
+        });
+        self.in_flight.push_back(rx);
+    }
+
+    /// Waits for the oldest batch in flight (running pool work meanwhile:
+    /// on a pool thread, the batch may be queued behind this very caller)
+    /// and writes its blocks.
+    fn write_oldest(&mut self) -> io::Result<()> {
+        let rx = self.in_flight.pop_front().expect("a batch is in flight");
+        let batch = loop {
+            match rx.try_recv() {
+                Ok(batch) => break batch,
+                Err(mpsc::TryRecvError::Disconnected) => unreachable!("a compression task always answers"),
+                Err(mpsc::TryRecvError::Empty) => {}
+            }
+            if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                match rx.recv_timeout(std::time::Duration::from_micros(100)) {
+                    Ok(batch) => break batch,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("a compression task always answers"),
+                }
+            }
+        };
         let inner = self.inner.as_mut().expect("writer used after finish");
-        for (i, block) in self.compressed[..n_blocks].iter().enumerate() {
+        for (i, block) in batch.blocks[..batch.n_blocks()].iter().enumerate() {
             inner.write_all(block)?;
             if let Some(log) = self.block_log.as_mut() {
                 log.push_back((self.flushed + (i * BLOCK_DATA_SIZE) as u64, self.written));
             }
             self.written += block.len() as u64;
         }
-        self.flushed += whole as u64;
-        self.pending.drain(..whole);
+        self.flushed += batch.data.len() as u64;
+        self.spare.push(batch);
         Ok(())
     }
 }
 
 impl<W: Write> Write for BgzfWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let room = BATCH_BLOCKS * BLOCK_DATA_SIZE - self.pending.len();
+        let room = BATCH_BYTES - self.pending.len();
         let n = buf.len().min(room);
         self.pending.extend_from_slice(&buf[..n]);
-        if self.pending.len() == BATCH_BLOCKS * BLOCK_DATA_SIZE {
-            self.flush_batch(false)?;
+        if self.pending.len() == BATCH_BYTES {
+            self.submit();
+            while self.in_flight.len() >= self.max_in_flight {
+                self.write_oldest()?;
+            }
         }
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.flush_batch(true)?;
+        self.end_block()?;
         self.inner.as_mut().expect("writer used after finish").flush()
     }
 }
@@ -282,6 +358,27 @@ mod tests {
             assert_eq!(&r.available()[..10], &data[p as usize..p as usize + 10]);
         }
         assert_eq!(end_voffset, VirtualOffset::new(file.len() as u64 - 28, 0).unwrap());
+    }
+
+    #[test]
+    fn same_bytes_on_one_thread_and_many() {
+        // Enough batches to fill the queue of batches in flight; on one
+        // thread the writer itself must run the queued compression.
+        let data: Vec<u8> = (0..40 * BLOCK_DATA_SIZE as u32 + 999).map(|i| (i % 97 + i / 4099 % 7) as u8).collect();
+        let on = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let mut w = BgzfWriter::new(Vec::new(), 6);
+                for chunk in data.chunks(10_007) {
+                    w.write_all(chunk).unwrap();
+                }
+                w.finish().unwrap()
+            })
+        };
+        let one = on(1);
+        assert_eq!(crate::bgzf::decompress_all(&one).unwrap(), data);
+        assert!(one == on(4), "output depends on the thread count");
+        assert!(one == compress_all(&data, libdeflate_level(6)), "pool and global-pool outputs differ");
     }
 
     #[test]
