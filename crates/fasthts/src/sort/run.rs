@@ -59,9 +59,9 @@ pub struct RunWriter {
 }
 
 impl RunWriter {
-    /// Appends one record (`block_size` + data).
-    pub fn put(&mut self, record: &[u8]) -> Result<(), Error> {
-        self.writer.write_all(record).map_err(|e| Error::from(e).with_path(&self.path))
+    /// Appends whole records (each `block_size` + data), one or several.
+    pub fn put(&mut self, records: &[u8]) -> Result<(), Error> {
+        self.writer.write_all(records).map_err(|e| Error::from(e).with_path(&self.path))
     }
 
     /// Flushes the run and returns its path.
