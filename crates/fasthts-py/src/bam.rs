@@ -4,7 +4,7 @@
 use crate::{err, to_py, with_threads};
 use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
 use fasthts::bgzf::VirtualOffset;
-use fasthts::index::{binning, Index, IndexFormat};
+use fasthts::index::{Index, IndexFormat};
 use fasthts::region::{self, Plan, Region as LibRegion, RegionReader};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -669,7 +669,7 @@ fn read_columns(sh: &Shared, regions: &[LibRegion]) -> Result<Vec<Columns>, fast
 /// Compressed bytes per piece when one region is read on several threads.
 /// Small pieces balance the threads' work; each piece start costs an index
 /// lookup and re-inflates the block the previous piece ends in (see
-/// `piece_start`). chr1 of the bench BAM on 2 threads (callgrind): 1 MB
+/// `fasthts::region::region_start`). chr1 of the bench BAM on 2 threads (callgrind): 1 MB
 /// pieces 2.3 % more instructions than 4 MB ones, 16 MB 0.5 % fewer (but
 /// only 10 pieces to share).
 const PIECE_BYTES: u64 = 4 << 20;
@@ -697,7 +697,7 @@ fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64) -> Result<Columns
     // the piece's first 16 kb window: with spliced reads spanning kilobases,
     // that re-read a third of a window per piece, 8 % more inflating on
     // chr1 of the bench BAM).
-    let starts: Vec<Option<VirtualOffset>> = pieces.iter().map(|p| piece_start(&sh.bam, &ix, *p)).collect();
+    let starts: Vec<Option<VirtualOffset>> = pieces.iter().map(|p| region::region_start(&sh.bam, &ix, *p)).collect();
     let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(sh.bam.path());
     let read_piece = |i: usize, c: &mut Columns| -> Result<(), fasthts::Error> {
         // The next piece's start bounds this one's data.
@@ -781,35 +781,6 @@ fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64) -> Result<Columns
             Ok(g.out)
         }
     }
-}
-
-/// A record start at or before the first record of `p` (a region of a
-/// placed reference), as close to it as the index tells: the later of the
-/// linear index's offset and the ends of the chunks of every bin that lies
-/// wholly before `p.start`. A chunk's end is the offset just past one of
-/// its bin's records, which starts before `p.start`, so (the file being
-/// sorted) no record of `p` comes before it.
-fn piece_start(bam: &LibBam, ix: &Index, p: LibRegion) -> Option<VirtualOffset> {
-    let floor = region::start_offset(bam, ix, p.ref_id, p.start)?;
-    let (Ok(tid), Ok(start)) = (usize::try_from(p.ref_id), u64::try_from(p.start)) else { return Some(floor) };
-    let Some(reference) = ix.reference(tid) else { return Some(floor) };
-    let (min_shift, depth) = (ix.format().min_shift(), ix.format().depth());
-    let bin_end = |id: u32| -> Option<u64> {
-        let level = binning::bin_level(id);
-        let windows = 1u64.checked_shl(3 * depth.checked_sub(level)?)?;
-        let end = binning::bin_bottom(id, depth).checked_add(windows)?;
-        end.checked_shl(min_shift).filter(|e| e >> min_shift == end)
-    };
-    let mut best = floor;
-    for bin in reference.bins() {
-        if bin.id >= ix.format().bin_count() || !bin_end(bin.id).is_some_and(|e| e <= start) {
-            continue;
-        }
-        for c in &bin.chunks {
-            best = best.max(c.end);
-        }
-    }
-    Some(best)
 }
 
 /// Every record's columns, in file order: through the index in parallel
