@@ -1176,9 +1176,9 @@ impl Countgraph {
         seq.len()
     }
 
-    /// Shared byte view of table `i`. Only for callers that hold the graph
-    /// exclusively (no concurrent updates), e.g. `save` under `&mut self`.
-    /// The first byte of table `i` (`sizes()[i]` bytes).
+    /// The first byte of table `i` (`sizes()[i]` bytes). Reading through it
+    /// is only sound while nothing updates the table, e.g. in `save` under
+    /// `&mut self`.
     pub(crate) fn table_ptr(&self, i: usize) -> *const u8 {
         self.tables[i].ptr() as *const u8
     }
