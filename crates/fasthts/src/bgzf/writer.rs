@@ -48,7 +48,18 @@ thread_local! {
 /// Compresses `data` (at most [`BLOCK_DATA_SIZE`] bytes) into one BGZF block
 /// at libdeflate `level` (0–12), replacing the contents of `out`.
 pub fn compress_block(data: &[u8], level: i32, out: &mut Vec<u8>) {
+    out.clear();
+    out.resize(MAX_BLOCK_SIZE, 0);
+    let n = compress_block_into(data, level, out);
+    out.truncate(n);
+}
+
+/// [`compress_block`] into the first bytes of `out` (at least
+/// [`MAX_BLOCK_SIZE`] long); returns the block's length. Buffers reused
+/// this way are not cleared for every block (64 KiB of memset each).
+fn compress_block_into(data: &[u8], level: i32, out: &mut [u8]) -> usize {
     debug_assert!(data.len() <= BLOCK_DATA_SIZE);
+    let out = &mut out[..MAX_BLOCK_SIZE];
     COMPRESSOR.with(|slot| {
         let mut slot = slot.borrow_mut();
         if slot.as_ref().map(|(l, _)| *l) != Some(level) {
@@ -56,8 +67,6 @@ pub fn compress_block(data: &[u8], level: i32, out: &mut Vec<u8>) {
             *slot = Some((level, Compressor::new(lvl)));
         }
         let (_, c) = slot.as_mut().expect("compressor was just set");
-        out.clear();
-        out.resize(MAX_BLOCK_SIZE, 0);
         let room = MAX_BLOCK_SIZE - HEADER_LEN - FOOTER_LEN;
         let n = match c.deflate_compress(data, &mut out[HEADER_LEN..HEADER_LEN + room]) {
             Ok(n) => n,
@@ -67,11 +76,11 @@ pub fn compress_block(data: &[u8], level: i32, out: &mut Vec<u8>) {
                 .expect("stored deflate of a BGZF-sized block fits a block"),
         };
         let total = HEADER_LEN + n + FOOTER_LEN;
-        out.truncate(total);
         out[..HEADER_LEN].copy_from_slice(&[0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 0xff, 6, 0, b'B', b'C', 2, 0, 0, 0]);
         out[16..18].copy_from_slice(&((total - 1) as u16).to_le_bytes());
         out[total - 8..total - 4].copy_from_slice(&libdeflater::crc32(data).to_le_bytes());
-        out[total - 4..].copy_from_slice(&(data.len() as u32).to_le_bytes());
+        out[total - 4..total].copy_from_slice(&(data.len() as u32).to_le_bytes());
+        total
     })
 }
 
@@ -87,7 +96,10 @@ pub fn compress_all(data: &[u8], level: i32) -> Vec<u8> {
 #[derive(Default)]
 struct Batch {
     data: Vec<u8>,
+    /// Block buffers of [`MAX_BLOCK_SIZE`] bytes, each holding a block of
+    /// the length in `lens` at its start.
     blocks: Vec<Vec<u8>>,
+    lens: Vec<usize>,
 }
 
 impl Batch {
@@ -98,9 +110,19 @@ impl Batch {
     fn compress(&mut self, level: i32) {
         let n = self.n_blocks();
         if self.blocks.len() < n {
-            self.blocks.resize_with(n, Vec::new);
+            self.blocks.resize_with(n, || vec![0; MAX_BLOCK_SIZE]);
+            self.lens.resize(n, 0);
         }
-        self.data.par_chunks(BLOCK_DATA_SIZE).zip(self.blocks[..n].par_iter_mut()).for_each(|(data, out)| compress_block(data, level, out));
+        self.data
+            .par_chunks(BLOCK_DATA_SIZE)
+            .zip(self.blocks[..n].par_iter_mut())
+            .zip(self.lens[..n].par_iter_mut())
+            .for_each(|((data, out), len)| *len = compress_block_into(data, level, out));
+    }
+
+    /// The compressed blocks, in order.
+    fn compressed(&self) -> impl Iterator<Item = &[u8]> {
+        self.blocks.iter().zip(&self.lens).take(self.n_blocks()).map(|(b, &len)| &b[..len])
     }
 }
 
@@ -263,7 +285,7 @@ impl<W: Write> BgzfWriter<W> {
             }
         };
         let inner = self.inner.as_mut().expect("writer used after finish");
-        for (i, block) in batch.blocks[..batch.n_blocks()].iter().enumerate() {
+        for (i, block) in batch.compressed().enumerate() {
             inner.write_all(block)?;
             if let Some(log) = self.block_log.as_mut() {
                 log.push_back((self.flushed + (i * BLOCK_DATA_SIZE) as u64, self.written));
