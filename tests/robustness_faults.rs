@@ -42,10 +42,13 @@ fn inputs() -> &'static Inputs {
         let dir = TempDir(Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("faults-inputs-{}", std::process::id())));
         let _ = std::fs::remove_dir_all(&dir.0);
         std::fs::create_dir_all(&dir.0).unwrap();
-        // Only the files are kept (the directory is reused by the next run's cleanup below).
+        // Only the files are kept (the directory is reused by the next run's
+        // cleanup below). Directories of live processes stay: a test runner
+        // with a process per test (nextest) builds these inputs in each.
         for old in std::fs::read_dir(env!("CARGO_TARGET_TMPDIR")).unwrap().flatten() {
             let n = old.file_name().to_string_lossy().into_owned();
-            if n.starts_with("faults-inputs-") && old.path() != dir.0 {
+            let Some(pid) = n.strip_prefix("faults-inputs-") else { continue };
+            if old.path() != dir.0 && !Path::new("/proc").join(pid).exists() {
                 let _ = std::fs::remove_dir_all(old.path());
             }
         }
