@@ -133,8 +133,7 @@ impl Arena {
             SortOrder::QueryName | SortOrder::Tag { .. } | SortOrder::TemplateCoordinate => {
                 let data = &self.data;
                 let rec = |off: usize| RecordRef::new_prevalidated(&record_at(data, off)[4..]);
-                self.entries
-                    .par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp.compare(&rec(a.1), &rec(b.1))).then(a.1.cmp(&b.1)));
+                self.entries.par_sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| cmp.compare(&rec(a.1), &rec(b.1))).then(a.1.cmp(&b.1)));
             }
         }
     }
@@ -154,11 +153,8 @@ impl Arena {
             let n = round.len().div_ceil(PIECE);
             bufs[..n].par_iter_mut().zip(round.par_chunks(PIECE)).for_each(|(buf, entries)| {
                 buf.clear();
-                for (i, &(_, off)) in entries.iter().enumerate() {
-                    if let Some(&(_, ahead)) = entries.get(i + PREFETCH_AHEAD) {
-                        prefetch(&self.data, ahead);
-                    }
-                    buf.extend_from_slice(self.record(off));
+                for record in self.records_of(entries) {
+                    buf.extend_from_slice(record);
                 }
             });
             for buf in &bufs[..n] {
@@ -169,10 +165,15 @@ impl Arena {
     }
 
     fn sorted_records(&self) -> impl Iterator<Item = &[u8]> {
-        self.entries.iter().enumerate().map(|(i, &(_, off))| {
+        self.records_of(&self.entries)
+    }
+
+    /// The records of `entries` (a run of this arena's entries), in order.
+    fn records_of<'a>(&'a self, entries: &'a [(u128, usize)]) -> impl Iterator<Item = &'a [u8]> {
+        entries.iter().enumerate().map(|(i, &(_, off))| {
             // Sorted order visits the arena at random: ask for a record a
             // few places ahead so that its cache misses overlap this one's.
-            if let Some(&(_, ahead)) = self.entries.get(i + PREFETCH_AHEAD) {
+            if let Some(&(_, ahead)) = entries.get(i + PREFETCH_AHEAD) {
                 prefetch(&self.data, ahead);
             }
             self.record(off)
