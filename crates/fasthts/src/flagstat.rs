@@ -76,36 +76,42 @@ impl FlagStat {
     /// Counts one record, with samtools' rules.
     #[inline]
     pub fn add(&mut self, r: &RecordRef<'_>) {
-        let flag = r.flag();
+        self.add_many(r.flag(), r.mate_ref_id() != r.ref_id(), r.mapq() >= 5, 1);
+    }
+
+    /// Counts `n` records with flag `flag`, mates on another reference or
+    /// not, with MAPQ >= 5 or not.
+    fn add_many(&mut self, flag: u16, mate_other_chr: bool, mapq5: bool, n: u64) {
         let c = &mut self.0[usize::from(flag & flags::QC_FAIL != 0)];
         let mapped = flag & flags::UNMAPPED == 0;
         let dup = flag & flags::DUPLICATE != 0;
-        c.total += 1;
-        c.mapped += u64::from(mapped);
-        c.duplicates += u64::from(dup);
+        let count = |yes: bool| if yes { n } else { 0 };
+        c.total += n;
+        c.mapped += count(mapped);
+        c.duplicates += count(dup);
         if flag & flags::SECONDARY != 0 {
-            c.secondary += 1;
+            c.secondary += n;
             return;
         }
         if flag & flags::SUPPLEMENTARY != 0 {
-            c.supplementary += 1;
+            c.supplementary += n;
             return;
         }
-        c.primary += 1;
-        c.primary_mapped += u64::from(mapped);
-        c.primary_duplicates += u64::from(dup);
+        c.primary += n;
+        c.primary_mapped += count(mapped);
+        c.primary_duplicates += count(dup);
         if flag & flags::PAIRED != 0 {
             let mate_mapped = flag & flags::MATE_UNMAPPED == 0;
-            c.paired += 1;
-            c.properly_paired += u64::from(flag & flags::PROPER_PAIR != 0 && mapped);
-            c.read1 += u64::from(flag & flags::READ1 != 0);
-            c.read2 += u64::from(flag & flags::READ2 != 0);
-            c.singletons += u64::from(mapped && !mate_mapped);
+            c.paired += n;
+            c.properly_paired += count(flag & flags::PROPER_PAIR != 0 && mapped);
+            c.read1 += count(flag & flags::READ1 != 0);
+            c.read2 += count(flag & flags::READ2 != 0);
+            c.singletons += count(mapped && !mate_mapped);
             if mapped && mate_mapped {
-                c.both_mapped += 1;
-                if r.mate_ref_id() != r.ref_id() {
-                    c.mate_other_chr += 1;
-                    c.mate_other_chr_mapq5 += u64::from(r.mapq() >= 5);
+                c.both_mapped += n;
+                if mate_other_chr {
+                    c.mate_other_chr += n;
+                    c.mate_other_chr_mapq5 += count(mapq5);
                 }
             }
         }
@@ -232,6 +238,59 @@ fn percent(n: u64, total: u64, suffix: &str, none: &str) -> String {
     format!("{:.2}{suffix}", f64::from(ratio) * 100.0)
 }
 
+/// Records counted by what flagstat's rules read of them: the flag bits
+/// they test, whether the mate is on another reference and whether MAPQ is
+/// at least 5. A whole-file count adds one to a slot per record, instead of
+/// taking the rules' branches for every record, and applies the rules once
+/// per slot at the end.
+#[derive(Clone)]
+pub struct FlagTally {
+    slots: Box<[u64; FlagTally::SLOTS]>,
+}
+
+impl Default for FlagTally {
+    fn default() -> Self {
+        FlagTally { slots: Box::new([0; FlagTally::SLOTS]) }
+    }
+}
+
+impl FlagTally {
+    /// Flag bits 0x1–0x8 and 0x40–0x800 (strand bits are not counted),
+    /// then the mate and MAPQ bits.
+    const SLOTS: usize = 1 << 12;
+    const MATE_OTHER_CHR: usize = 1 << 10;
+    const MAPQ5: usize = 1 << 11;
+
+    /// Counts one record.
+    #[inline]
+    pub fn add(&mut self, r: &RecordRef<'_>) {
+        let flag = usize::from(r.flag());
+        let other_chr = usize::from(r.mate_ref_id() != r.ref_id());
+        let mapq5 = usize::from(r.mapq() >= 5);
+        let slot = (flag & 0xf) | (flag >> 2 & 0x3f0) | other_chr * Self::MATE_OTHER_CHR | (other_chr & mapq5) * Self::MAPQ5;
+        self.slots[slot] += 1;
+    }
+
+    /// Adds another tally's counts.
+    pub fn merge(&mut self, other: &FlagTally) {
+        for (a, b) in self.slots.iter_mut().zip(other.slots.iter()) {
+            *a += b;
+        }
+    }
+
+    /// The flag statistics of the records counted.
+    pub fn stats(&self) -> FlagStat {
+        let mut stats = FlagStat::default();
+        for (slot, &n) in self.slots.iter().enumerate() {
+            if n > 0 {
+                let flag = (slot & 0xf | (slot & 0x3f0) << 2) as u16;
+                stats.add_many(flag, slot & Self::MATE_OTHER_CHR != 0, slot & Self::MAPQ5 != 0, n);
+            }
+        }
+        stats
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,6 +310,34 @@ mod tests {
     }
 
     #[test]
+    fn tally_gives_the_stats_of_counting_each_record() {
+        use crate::bam::record::tests::encode;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut direct = FlagStat::default();
+        let mut tally = FlagTally::default();
+        let mut halves = [FlagTally::default(), FlagTally::default()];
+        for i in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let flag = (x & 0xfff) as u16;
+            let mut rec = encode("r", flag, (x >> 12 & 3) as i32 - 1, 100, (x >> 14 & 7) as u8, &[], "", &[]);
+            rec[20..24].copy_from_slice(&((x >> 17 & 3) as i32 - 1).to_le_bytes());
+            let r = RecordRef::new(&rec, 4).unwrap();
+            direct.add(&r);
+            tally.add(&r);
+            halves[i % 2].add(&r);
+        }
+        assert_eq!(tally.stats(), direct);
+        let [mut merged, other] = halves;
+        merged.merge(&other);
+        assert_eq!(merged.stats(), direct);
+        for c in &direct.0 {
+            assert!(c.mate_other_chr_mapq5 > 0 && c.mate_other_chr > c.mate_other_chr_mapq5 && c.singletons > 0);
+        }
+    }
+
+    #[test]
     fn json_shape_matches_samtools() {
         let j = FlagStat::default().to_json();
         assert!(j.starts_with("{\n \"QC-passed reads\": { \n  \"total\": 0, \n"));
@@ -263,12 +350,12 @@ mod tests {
 /// Flag statistics of every record of `bam`, reading it in file order with
 /// blocks inflated on the current rayon pool while records are counted.
 pub fn count_sequential(bam: &crate::bam::BamFile) -> Result<FlagStat, crate::Error> {
-    let mut stats = FlagStat::default();
+    let mut tally = FlagTally::default();
     crate::bam::scan(bam, |r, _| {
-        stats.add(r);
+        tally.add(r);
         Ok(())
     })?;
-    Ok(stats)
+    Ok(tally.stats())
 }
 
 /// Flag statistics of every record of `bam`, with the genome cut into
@@ -279,14 +366,15 @@ pub fn count_sequential(bam: &crate::bam::BamFile) -> Result<FlagStat, crate::Er
 pub fn count_indexed(bam: &crate::bam::BamFile, index: &crate::index::Index, region_bytes: u64) -> Result<FlagStat, crate::Error> {
     use crate::region::{self, Plan};
     let parts = region::scatter_all(bam, index, Plan::BalancedBytes(region_bytes), |_, records| {
-        let mut stats = FlagStat::default();
+        let mut tally = FlagTally::default();
         while let Some(r) = records.next_record()? {
-            stats.add(&r);
+            tally.add(&r);
         }
-        Ok(stats)
+        Ok(tally)
     })?;
-    Ok(parts.iter().fold(FlagStat::default(), |mut acc, s| {
-        acc.merge(s);
-        acc
-    }))
+    let mut total = FlagTally::default();
+    for part in &parts {
+        total.merge(part);
+    }
+    Ok(total.stats())
 }

@@ -51,7 +51,7 @@ impl<'a> RecordReader<'a> {
             return Err(self.truncated());
         }
         let b = self.blocks.available();
-        let size = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        let size = u32::from_le_bytes(*b.first_chunk().expect("4 bytes are loaded")) as usize;
         if size > MAX_RECORD_SIZE {
             return Err(BamError::InvalidRecord { offset: self.blocks.virtual_offset(), defect: RecordDefect::BlockSizeTooLarge });
         }

@@ -99,55 +99,78 @@ pub struct RecordRef<'a> {
 }
 
 #[inline]
-fn u16_at(b: &[u8], at: usize) -> u16 {
+fn u16_at(b: &[u8; FIXED_LEN], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
 #[inline]
-fn i32_at(b: &[u8], at: usize) -> i32 {
+fn i32_at(b: &[u8; FIXED_LEN], at: usize) -> i32 {
     i32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 impl<'a> RecordRef<'a> {
     /// Checks `data` (a record without its `block_size` prefix) against the
     /// reference count of its header, as htslib's `sam_read1` does.
+    ///
+    /// Every record read passes through here, so the fixed fields are read
+    /// once from one 32-byte array rather than through the accessors, each
+    /// of which would check the slice's bounds again.
+    #[inline]
     pub fn new(data: &'a [u8], n_ref: usize) -> Result<Self, RecordDefect> {
-        if data.len() < FIXED_LEN {
+        let Some(fixed) = data.first_chunk::<FIXED_LEN>() else {
             return Err(RecordDefect::BlockSizeTooSmall);
-        }
-        let r = RecordRef { data };
-        if r.name_len() == 0 {
+        };
+        let word = |at: usize| i32_at(fixed, at);
+        let name_len = usize::from(fixed[field::L_READ_NAME]);
+        if name_len == 0 {
             return Err(RecordDefect::EmptyReadName);
         }
-        let l_seq = i32_at(data, field::L_SEQ.start);
+        let l_seq = word(field::L_SEQ.start);
         if l_seq < 0 {
             return Err(RecordDefect::NegativeSequenceLength);
         }
-        let needed = FIXED_LEN as u64
-            + r.name_len() as u64
-            + 4 * u64::from(r.n_cigar_op())
-            + (l_seq as u64).div_ceil(2)
-            + l_seq as u64;
-        if needed > data.len() as u64 {
+        let n_cigar = u64::from(u16_at(fixed, field::N_CIGAR_OP.start));
+        let cigar_end = FIXED_LEN as u64 + name_len as u64 + 4 * n_cigar;
+        if cigar_end + (l_seq as u64).div_ceil(2) + l_seq as u64 > data.len() as u64 {
             return Err(RecordDefect::FieldsOverrunRecord);
         }
-        let in_range = |id: i32| id >= -1 && (id as i64) < n_ref as i64;
-        if !in_range(r.ref_id()) {
+        // -1 (unplaced) maps to 0, anything below it wraps far above n_ref.
+        let in_range = |id: i32| (i64::from(id) + 1) as u64 <= n_ref as u64;
+        let ref_id = word(field::REF_ID.start);
+        if !in_range(ref_id) {
             return Err(RecordDefect::RefIdOutOfRange);
         }
-        if !in_range(r.mate_ref_id()) {
+        if !in_range(word(field::NEXT_REF_ID.start)) {
             return Err(RecordDefect::MateRefIdOutOfRange);
         }
-        if l_seq > 0 && r.n_cigar_op() > 0 && r.flag() & flags::UNMAPPED == 0 && r.cigar().query_len() != i64::from(l_seq) {
-            return Err(RecordDefect::CigarSequenceMismatch);
+        let flag = u16_at(fixed, field::FLAG.start);
+        if l_seq > 0 && n_cigar > 0 && flag & flags::UNMAPPED == 0 {
+            let stored = Cigar { raw: &data[FIXED_LEN + name_len..cigar_end as usize] };
+            let (first_op, first_len) = stored.get(0).expect("non-empty CIGAR");
+            // Only a CIGAR opening with a soft clip of the whole sequence can
+            // be the placeholder of a CIGAR kept in the CG tag.
+            let query_len = if first_op == CigarOp::SoftClip && first_len as usize == l_seq as usize {
+                RecordRef { data }.cigar().query_len()
+            } else {
+                stored.query_len()
+            };
+            if query_len != i64::from(l_seq) {
+                return Err(RecordDefect::CigarSequenceMismatch);
+            }
         }
-        Ok(r)
+        Ok(RecordRef { data })
     }
 
     /// A view of bytes that [`RecordRef::new`] has already accepted.
     pub(crate) fn new_prevalidated(data: &'a [u8]) -> Self {
         debug_assert!(data.len() >= FIXED_LEN);
         RecordRef { data }
+    }
+
+    /// The fixed fields: one length check instead of one per byte read.
+    #[inline]
+    fn fixed(&self) -> &'a [u8; FIXED_LEN] {
+        self.data.first_chunk().expect("RecordRef::new checked the fixed fields")
     }
 
     /// The record's bytes (without the `block_size` prefix).
@@ -158,67 +181,67 @@ impl<'a> RecordRef<'a> {
     /// Reference id (-1 when unplaced).
     #[inline]
     pub fn ref_id(&self) -> i32 {
-        i32_at(self.data, field::REF_ID.start)
+        i32_at(self.fixed(), field::REF_ID.start)
     }
 
     /// 0-based leftmost position (-1 when unplaced).
     #[inline]
     pub fn pos(&self) -> i32 {
-        i32_at(self.data, field::POS.start)
+        i32_at(self.fixed(), field::POS.start)
     }
 
     /// Mapping quality.
     #[inline]
     pub fn mapq(&self) -> u8 {
-        self.data[field::MAPQ]
+        self.fixed()[field::MAPQ]
     }
 
     /// The BAI bin stored in the record (not recomputed).
     #[inline]
     pub fn bin(&self) -> u16 {
-        u16_at(self.data, field::BIN.start)
+        u16_at(self.fixed(), field::BIN.start)
     }
 
     /// SAM flag.
     #[inline]
     pub fn flag(&self) -> u16 {
-        u16_at(self.data, field::FLAG.start)
+        u16_at(self.fixed(), field::FLAG.start)
     }
 
     /// Mate's reference id.
     #[inline]
     pub fn mate_ref_id(&self) -> i32 {
-        i32_at(self.data, field::NEXT_REF_ID.start)
+        i32_at(self.fixed(), field::NEXT_REF_ID.start)
     }
 
     /// Mate's 0-based position.
     #[inline]
     pub fn mate_pos(&self) -> i32 {
-        i32_at(self.data, field::NEXT_POS.start)
+        i32_at(self.fixed(), field::NEXT_POS.start)
     }
 
     /// Observed template length.
     #[inline]
     pub fn template_len(&self) -> i32 {
-        i32_at(self.data, field::TLEN.start)
+        i32_at(self.fixed(), field::TLEN.start)
     }
 
     #[inline]
     fn name_len(&self) -> usize {
-        usize::from(self.data[field::L_READ_NAME])
+        usize::from(self.fixed()[field::L_READ_NAME])
     }
 
     /// Number of CIGAR operations stored in the CIGAR field (see
     /// [`RecordRef::cigar`] for the CG-tag form).
     #[inline]
     pub fn n_cigar_op(&self) -> u16 {
-        u16_at(self.data, field::N_CIGAR_OP.start)
+        u16_at(self.fixed(), field::N_CIGAR_OP.start)
     }
 
     /// Sequence length.
     #[inline]
     pub fn seq_len(&self) -> usize {
-        i32_at(self.data, field::L_SEQ.start) as usize
+        i32_at(self.fixed(), field::L_SEQ.start) as usize
     }
 
     /// Read name without its NUL terminator.
