@@ -267,7 +267,7 @@ impl FlagTally {
         let flag = usize::from(r.flag());
         let other_chr = usize::from(r.mate_ref_id() != r.ref_id());
         let mapq5 = usize::from(r.mapq() >= 5);
-        let slot = (flag & 0xf) | (flag >> 2 & 0x3f0) | other_chr * Self::MATE_OTHER_CHR | (other_chr & mapq5) * Self::MAPQ5;
+        let slot = (flag & 0xf) | (flag >> 2 & 0x3f0) | (other_chr * Self::MATE_OTHER_CHR) | ((other_chr & mapq5) * Self::MAPQ5);
         self.slots[slot] += 1;
     }
 

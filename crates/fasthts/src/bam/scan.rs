@@ -2,13 +2,16 @@
 //!
 //! A pull reader ([`super::RecordReader`]) inflates a batch on all threads,
 //! then walks it on one, leaving the other threads idle during the walk.
-//! `scan` instead walks batch *k* while the pool inflates batch *k + 1*, so a
-//! sequential pass over a BAM without an index runs at the inflate bound.
+//! `scan` instead walks batch *k* while jobs on the pool inflate the next
+//! few batches, one job per batch: no thread waits for another at a batch
+//! end, and a sequential pass over a BAM without an index runs near the
+//! inflate bound.
 
 use super::record::{RecordDefect, RecordRef};
 use super::{BamError, BamFile};
-use crate::bgzf::{inflate_blocks, BgzfError, Block, BlockMap, VirtualOffset, DEFAULT_BATCH_BYTES};
+use crate::bgzf::{inflate_blocks_here, BgzfError, Block, BlockMap, VirtualOffset, DEFAULT_BATCH_BYTES};
 use crate::Error;
+use std::sync::mpsc;
 
 /// Room kept at the front of each buffer for the partial record carried over
 /// from the previous batch; larger tails are handled by moving the data.
@@ -58,9 +61,10 @@ impl RecordPlace<'_> {
 }
 
 /// Calls `f` on every record of `bam` from the first, in file order. The
-/// callback runs on a pool thread while the next batch is inflated; an
-/// error it returns stops the scan. Returns the virtual offset where reading
-/// stopped (htslib's `bgzf_tell` at end of file).
+/// callback runs on the calling pool thread while batches further on are
+/// inflated on the pool; an error it returns stops the scan. Returns the
+/// virtual offset where reading stopped (htslib's `bgzf_tell` at end of
+/// file).
 pub fn scan<F>(bam: &BamFile, mut f: F) -> Result<VirtualOffset, Error>
 where
     F: FnMut(&RecordRef<'_>, RecordPlace<'_>) -> Result<(), Error> + Send,
@@ -72,7 +76,6 @@ where
     let mut next_block = start.compressed();
     let mut blocks: Vec<Block> = Vec::new();
     let mut cur = Batch::new(start.compressed());
-    let mut next = Batch::new(start.compressed());
 
     // Prime: the block holding the first record, then skip to it.
     collect_blocks(file, &mut next_block, DEFAULT_BATCH_BYTES, &mut blocks).map_err(|e| wrap(e.into()))?;
@@ -83,32 +86,100 @@ where
     }
     let mut stop = cur.virtual_offset(cur.pos);
     let mut released = start.compressed();
-    loop {
-        collect_blocks(file, &mut next_block, DEFAULT_BATCH_BYTES, &mut blocks).map_err(|e| wrap(e.into()))?;
-        let more = !blocks.is_empty();
-        let (walked, inflated) = rayon::join(
-            || walk(&mut cur, n_ref, &mut f),
-            || if more { fill(file, &blocks, &mut next, CARRY_ROOM) } else { Ok(()) },
-        );
-        walked?;
-        inflated.map_err(|e| wrap(e.into()))?;
-        if next_block >= released + crate::bgzf::RELEASE_STEP {
-            // SAFETY: `file` is the BamFile's read-only file mapping; every
-            // block before `next_block` has been inflated.
-            unsafe { crate::bgzf::release_pages(file, released, next_block) };
-            released = next_block;
-        }
-        if cur.pos == cur.filled {
-            stop = cur.virtual_offset(cur.pos);
-        }
-        if !more {
-            if cur.pos < cur.filled {
-                return Err(wrap(BamError::TruncatedRecord { offset: cur.virtual_offset(cur.pos) }));
+    // Batches inflated ahead of the walk, each by one job on one thread, so
+    // that the pool's threads never wait for each other at batch ends. The
+    // walking thread runs queued jobs newest first while it waits, so some
+    // batches in the window are done out of order: with only two spare
+    // jobs the queue ran dry (index -@2: 2.49 s, against 2.31 s and 2.27 s
+    // with four and eight).
+    let depth = rayon::current_num_threads() as u64 + 6;
+    rayon::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<Inflated>();
+        let mut ready: Vec<Inflated> = Vec::new();
+        let mut spare_batches: Vec<Batch> = Vec::new();
+        let mut spare_blocks: Vec<Vec<Block>> = Vec::new();
+        // Sequence numbers of batches handed to jobs and of batches walked.
+        let (mut spawned, mut walked) = (0u64, 0u64);
+        // A damaged block header ends the collection; it is reported once
+        // every batch before it has been walked, as a sequential read would.
+        let mut collect_error: Option<BgzfError> = None;
+        let mut exhausted = false;
+        loop {
+            walk(&mut cur, n_ref, &mut f)?;
+            if cur.pos == cur.filled {
+                stop = cur.virtual_offset(cur.pos);
             }
-            return Ok(stop);
+            let walked_to = cur.map.end_offset();
+            if walked_to >= released + crate::bgzf::RELEASE_STEP {
+                // SAFETY: `file` is the BamFile's read-only file mapping;
+                // every block before `walked_to` has been inflated.
+                unsafe { crate::bgzf::release_pages(file, released, walked_to) };
+                released = walked_to;
+            }
+            while !exhausted && spawned - walked < depth {
+                let mut blocks = spare_blocks.pop().unwrap_or_default();
+                if let Err(e) = collect_blocks(file, &mut next_block, DEFAULT_BATCH_BYTES, &mut blocks) {
+                    collect_error = Some(e);
+                }
+                if collect_error.is_some() || blocks.is_empty() {
+                    exhausted = true;
+                    break;
+                }
+                let mut batch = spare_batches.pop().unwrap_or_else(|| Batch::new(next_block));
+                let (tx, seq) = (tx.clone(), spawned);
+                scope.spawn(move |_| {
+                    let result = fill(file, &blocks, &mut batch, CARRY_ROOM);
+                    let _ = tx.send(Inflated { seq, blocks, batch, result });
+                });
+                spawned += 1;
+            }
+            if walked == spawned {
+                if let Some(e) = collect_error {
+                    return Err(wrap(e.into()));
+                }
+                if cur.pos < cur.filled {
+                    return Err(wrap(BamError::TruncatedRecord { offset: cur.virtual_offset(cur.pos) }));
+                }
+                return Ok(stop);
+            }
+            let Inflated { mut blocks, mut batch, result, .. } = wait_for(walked, &rx, &mut ready);
+            walked += 1;
+            result.map_err(|e| wrap(e.into()))?;
+            blocks.clear();
+            spare_blocks.push(blocks);
+            carry_tail(&mut cur, &mut batch);
+            spare_batches.push(std::mem::replace(&mut cur, batch));
         }
-        carry_tail(&mut cur, &mut next);
-        std::mem::swap(&mut cur, &mut next);
+    })
+}
+
+/// A batch inflated by a job, or the error it met.
+struct Inflated {
+    seq: u64,
+    blocks: Vec<Block>,
+    batch: Batch,
+    result: Result<(), BgzfError>,
+}
+
+/// Waits for batch `seq`, keeping batches that finish before it in `ready`
+/// and running queued pool jobs meanwhile (on a pool of one thread, or when
+/// the other threads are busy, the job may be queued behind this caller).
+fn wait_for(seq: u64, rx: &mpsc::Receiver<Inflated>, ready: &mut Vec<Inflated>) -> Inflated {
+    loop {
+        if let Some(i) = ready.iter().position(|b| b.seq == seq) {
+            return ready.swap_remove(i);
+        }
+        while let Ok(done) = rx.try_recv() {
+            ready.push(done);
+        }
+        if ready.iter().any(|b| b.seq == seq) {
+            continue;
+        }
+        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+            if let Ok(done) = rx.recv_timeout(std::time::Duration::from_micros(100)) {
+                ready.push(done);
+            }
+        }
     }
 }
 
@@ -155,19 +226,20 @@ fn collect_blocks(file: &[u8], next: &mut u64, want: usize, blocks: &mut Vec<Blo
             blocks.push(b);
         } else {
             // An empty block (the EOF marker) is checked all the same.
-            crate::bgzf::inflate_blocks(file, &[b], &mut [])?;
+            inflate_blocks_here(file, &[b], &mut [])?;
         }
     }
     Ok(())
 }
 
-/// Inflates `blocks` into `batch` after `room` reserved bytes.
+/// Inflates `blocks` into `batch` after `room` reserved bytes, on the
+/// calling thread.
 fn fill(file: &[u8], blocks: &[Block], batch: &mut Batch, room: usize) -> Result<(), BgzfError> {
     let total: usize = blocks.iter().map(|b| b.uncompressed_size as usize).sum();
     if batch.buf.len() < room + total {
         batch.buf.resize(room + total, 0);
     }
-    inflate_blocks(file, blocks, &mut batch.buf[room..room + total])?;
+    inflate_blocks_here(file, blocks, &mut batch.buf[room..room + total])?;
     batch.map.clear();
     let mut start = room as isize;
     for b in blocks {

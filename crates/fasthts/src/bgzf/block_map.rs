@@ -40,6 +40,11 @@ impl BlockMap {
         self.end_offset = block.next_offset();
     }
 
+    /// Compressed offset just past the last block added.
+    pub fn end_offset(&self) -> u64 {
+        self.end_offset
+    }
+
     /// Forgets all blocks; the end stays where it was.
     pub fn clear(&mut self) {
         self.spans.clear();
