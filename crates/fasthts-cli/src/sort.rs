@@ -279,8 +279,9 @@ pub fn run(args: SortArgs) -> CmdResult {
         match &output {
             Some(path) => {
                 let (temp, file) = TempOutput::create(path)?;
-                let (stats, out) = sort::sort_input(&mut input, &opts, BufWriter::with_capacity(1 << 20, file))?;
-                let file = out.into_inner().map_err(|e| e.into_error())?;
+                let writer = BufWriter::with_capacity(1 << 20, fasthts::output::WritebackFile::new(file));
+                let (stats, out) = sort::sort_input(&mut input, &opts, writer)?;
+                let file = out.into_inner().map_err(|e| e.into_error())?.into_inner();
                 fasthts::output::sync_if_file(&file)?;
                 temp.commit()?;
                 if let (Some(index), Some(p)) = (stats.index, &index_path) {

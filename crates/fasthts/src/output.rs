@@ -162,3 +162,60 @@ pub fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<File>) ->
     done.map_err(|e| Error::from(e).with_path(path))?;
     temp.commit()
 }
+
+/// A file written front to back whose written data is handed to the disk
+/// as it goes (`sync_file_range`, every `WRITEBACK_STEP` bytes), so that the
+/// `fsync` before the rename only waits for the last stretch. The disk
+/// works while the program computes: a sort's 300 MB output left a 0.35 s
+/// `fsync` with both cores idle.
+pub struct WritebackFile {
+    file: File,
+    written: u64,
+    handed: u64,
+}
+
+/// Bytes written between two requests for writeback.
+const WRITEBACK_STEP: u64 = 8 << 20;
+
+impl WritebackFile {
+    /// Wraps `file`, positioned at its start.
+    pub fn new(file: File) -> WritebackFile {
+        WritebackFile { file, written: 0, handed: 0 }
+    }
+
+    /// The file.
+    pub fn into_inner(self) -> File {
+        self.file
+    }
+}
+
+impl Write for WritebackFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        if self.written - self.handed >= WRITEBACK_STEP {
+            #[cfg(target_os = "linux")]
+            {
+                use std::os::fd::AsRawFd;
+                // SAFETY: a plain system call on an open descriptor, over
+                // bytes of the file already written. Only a request: a
+                // file system that refuses it (or a pipe) loses nothing,
+                // the fsync still makes the data durable.
+                unsafe {
+                    libc::sync_file_range(
+                        self.file.as_raw_fd(),
+                        self.handed as libc::off64_t,
+                        (self.written - self.handed) as libc::off64_t,
+                        libc::SYNC_FILE_RANGE_WRITE,
+                    );
+                }
+            }
+            self.handed = self.written;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
