@@ -16,6 +16,11 @@ use std::sync::mpsc;
 /// Room kept at the front of each buffer for the partial record carried over
 /// from the previous batch; larger tails are handled by moving the data.
 const CARRY_ROOM: usize = 1 << 17;
+/// Uncompressed bytes per inflating job. Small, because up to threads + 7
+/// batches are held at once: a sort at `-m 64M` must stay within
+/// samtools' peak memory (152-156 MB on the bench input; 1 MiB batches
+/// put fasthts at 157.5 MB, 256 KiB ones at 149 MB).
+const JOB_BATCH_BYTES: usize = 256 << 10;
 /// Largest `block_size` accepted (see `RecordReader`).
 const MAX_RECORD_SIZE: usize = 1 << 31;
 
@@ -118,7 +123,7 @@ where
             }
             while !exhausted && spawned - walked < depth {
                 let mut blocks = spare_blocks.pop().unwrap_or_default();
-                if let Err(e) = collect_blocks(file, &mut next_block, DEFAULT_BATCH_BYTES, &mut blocks) {
+                if let Err(e) = collect_blocks(file, &mut next_block, JOB_BATCH_BYTES, &mut blocks) {
                     collect_error = Some(e);
                 }
                 if collect_error.is_some() || blocks.is_empty() {
