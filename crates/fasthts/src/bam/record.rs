@@ -250,10 +250,12 @@ impl<'a> RecordRef<'a> {
         raw.strip_suffix(b"\0").unwrap_or(raw)
     }
 
+    #[inline]
     fn cigar_start(&self) -> usize {
         FIXED_LEN + self.name_len()
     }
 
+    #[inline]
     fn seq_start(&self) -> usize {
         self.cigar_start() + 4 * usize::from(self.n_cigar_op())
     }
@@ -267,6 +269,7 @@ impl<'a> RecordRef<'a> {
     }
 
     /// The CIGAR field as stored.
+    #[inline]
     pub fn raw_cigar(&self) -> Cigar<'a> {
         Cigar { raw: &self.data[self.cigar_start()..self.seq_start()] }
     }
@@ -275,6 +278,7 @@ impl<'a> RecordRef<'a> {
     /// operations store `<l_seq>S<ref_len>N` in the CIGAR field and the real
     /// CIGAR in a `CG:B,I` tag; this returns the real one, following htslib's
     /// rules for when the tag applies.
+    #[inline]
     pub fn cigar(&self) -> Cigar<'a> {
         let stored = self.raw_cigar();
         if stored.is_empty() || self.ref_id() < 0 || self.pos() < 0 {
@@ -284,6 +288,12 @@ impl<'a> RecordRef<'a> {
         if op != CigarOp::SoftClip || len as usize != self.seq_len() {
             return stored;
         }
+        self.cigar_from_tag(stored)
+    }
+
+    /// The CIGAR in the `CG` tag if there is a valid one, else `stored`.
+    #[cold]
+    fn cigar_from_tag(&self, stored: Cigar<'a>) -> Cigar<'a> {
         match self.aux().find(*b"CG") {
             Some(AuxValue::Array { subtype: b'I' | b'i', count, bytes })
                 if count >= stored.len() && count < (1 << 29) =>
@@ -331,6 +341,7 @@ impl<'a> RecordRef<'a> {
     /// End position as htslib's `bam_endpos`: `pos` plus the reference length
     /// of the CIGAR, or plus 1 when unmapped or the CIGAR consumes no
     /// reference.
+    #[inline]
     pub fn end_pos(&self) -> i64 {
         let rlen = if self.flag() & flags::UNMAPPED != 0 { 0 } else { self.cigar().reference_len() };
         i64::from(self.pos()) + if rlen == 0 { 1 } else { rlen }

@@ -173,11 +173,13 @@ impl<'a> BlockReader<'a> {
     }
 
     /// The unread bytes currently loaded.
+    #[inline]
     pub fn available(&self) -> &[u8] {
         &self.buf[self.pos..self.filled]
     }
 
     /// Marks `n` loaded bytes as read.
+    #[inline]
     pub fn consume(&mut self, n: usize) {
         debug_assert!(self.pos + n <= self.filled);
         self.pos += n;
