@@ -110,7 +110,7 @@ where
         let mut collect_error: Option<BgzfError> = None;
         let mut exhausted = false;
         loop {
-            walk(&mut cur, n_ref, &mut f)?;
+            walk(&mut cur, n_ref, &mut f, &wrap)?;
             if cur.pos == cur.filled {
                 stop = cur.virtual_offset(cur.pos);
             }
@@ -189,7 +189,9 @@ fn wait_for(seq: u64, rx: &mpsc::Receiver<Inflated>, ready: &mut Vec<Inflated>) 
 }
 
 /// Walks complete records of `batch`, leaving a partial one unread.
-fn walk<F>(batch: &mut Batch, n_ref: usize, f: &mut F) -> Result<(), Error>
+/// Record defects are reported through `wrap` (which names the file);
+/// the callback's own errors pass through as they are.
+fn walk<F>(batch: &mut Batch, n_ref: usize, f: &mut F, wrap: &impl Fn(BamError) -> Error) -> Result<(), Error>
 where
     F: FnMut(&RecordRef<'_>, RecordPlace<'_>) -> Result<(), Error>,
 {
@@ -201,14 +203,14 @@ where
         }
         let size = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
         if size > MAX_RECORD_SIZE {
-            break Err(BamError::InvalidRecord { offset: batch.virtual_offset(p), defect: RecordDefect::BlockSizeTooLarge }.into());
+            break Err(wrap(BamError::InvalidRecord { offset: batch.virtual_offset(p), defect: RecordDefect::BlockSizeTooLarge }));
         }
         if rest.len() < 4 + size {
             break Ok(());
         }
         let rec = match RecordRef::new(&rest[4..4 + size], n_ref) {
             Ok(r) => r,
-            Err(defect) => break Err(BamError::InvalidRecord { offset: batch.virtual_offset(p), defect }.into()),
+            Err(defect) => break Err(wrap(BamError::InvalidRecord { offset: batch.virtual_offset(p), defect })),
         };
         if let Err(e) = f(&rec, RecordPlace { batch, start: p, end: p + 4 + size }) {
             break Err(e);
@@ -355,6 +357,60 @@ mod tests {
             std::fs::write(&path, &bytes[..cut]).unwrap();
             let bam = BamFile::open(&path).unwrap();
             assert!(scan(&bam, |_, _| Ok(())).is_err(), "cut at {cut}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_first_defect_in_file_order_is_reported_though_a_later_one_is_inflated_first() {
+        let header = Header {
+            text: b"@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:c1\tLN:100000000\n".to_vec(),
+            references: vec![Reference { name: "c1".into(), len: 100_000_000 }],
+        };
+        let mut w = BgzfWriter::new(Vec::new(), 1);
+        w.write_all(&header.to_bytes()).unwrap();
+        w.end_block().unwrap();
+        // About 3 MB of records; the one at 1.5 MB has an empty name.
+        for i in 0..6000u32 {
+            let aux: Vec<u8> = b"ZBZ".iter().copied().chain((0..480).map(|j| b'A' + ((i + j) % 26) as u8)).chain([0]).collect();
+            let mut rec = encode(&format!("r{i}"), 0, 0, i as i32 * 10, 60, &[(0, 4)], "ACGT", &aux);
+            if i == 3000 {
+                rec[8] = 0;
+            }
+            w.write_all(&(rec.len() as u32).to_le_bytes()).unwrap();
+            w.write_all(&rec).unwrap();
+        }
+        let mut bytes = w.finish().unwrap();
+        // A damaged block header 1.2 MB of data further on: within the
+        // scan's look-ahead, beyond the pull reader's 1 MB batch.
+        let (mut offset, mut data) = (0u64, 0u64);
+        while data < 2_700_000 {
+            let b = Block::parse(&bytes, offset).unwrap();
+            data += u64::from(b.uncompressed_size);
+            offset = b.next_offset();
+        }
+        bytes[offset as usize] = 0;
+        let dir = std::env::temp_dir().join(format!("fasthts-scan-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.bam");
+        std::fs::write(&path, &bytes).unwrap();
+        let bam = BamFile::open(&path).unwrap();
+        let sequential = {
+            let mut rr = bam.records().unwrap();
+            loop {
+                match rr.next_record() {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("the damaged file read to its end"),
+                    Err(e) => break e,
+                }
+            }
+        };
+        assert!(matches!(sequential, BamError::InvalidRecord { defect: RecordDefect::EmptyReadName, .. }), "{sequential}");
+        let expected = Error::from(sequential).with_path(bam.path()).to_string();
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got = pool.install(|| scan(&bam, |_, _| Ok(()))).expect_err("the damaged file passed the scan");
+            assert_eq!(got.to_string(), expected, "at {threads} threads");
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
