@@ -294,9 +294,9 @@ mod tests {
     use crate::bgzf::BgzfWriter;
     use std::io::Write;
 
-    /// A BAM with records of many sizes, some far larger than a block and
-    /// than the carry room, written with the header in its own block.
-    pub(crate) fn synthetic_bam(n: usize) -> Vec<u8> {
+    /// A BAM of one 100 Mb reference holding `records` (encoded, without
+    /// their `block_size`), the header in its own block.
+    fn bam_of(records: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
         let header = Header {
             text: b"@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:c1\tLN:100000000\n".to_vec(),
             references: vec![Reference { name: "c1".into(), len: 100_000_000 }],
@@ -304,18 +304,25 @@ mod tests {
         let mut w = BgzfWriter::new(Vec::new(), 1);
         w.write_all(&header.to_bytes()).unwrap();
         w.end_block().unwrap();
+        for rec in records {
+            w.write_all(&(rec.len() as u32).to_le_bytes()).unwrap();
+            w.write_all(&rec).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    /// A BAM with records of many sizes, some far larger than a block and
+    /// than the carry room, written with the header in its own block.
+    pub(crate) fn synthetic_bam(n: usize) -> Vec<u8> {
         let mut x = 7u64;
-        for i in 0..n {
+        bam_of((0..n).map(|i| {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let big = if i % 97 == 5 { 300_000 } else if i % 31 == 3 { 70_000 } else { (x >> 52) as usize };
             let mut aux = b"ZBBC".to_vec();
             aux.extend_from_slice(&(big as u32).to_le_bytes());
             aux.extend((0..big).map(|j| (j * 7 + i) as u8));
-            let rec = encode(&format!("r{i}"), 0, 0, i as i32 * 10, 60, &[(0, 4)], "ACGT", &aux);
-            w.write_all(&(rec.len() as u32).to_le_bytes()).unwrap();
-            w.write_all(&rec).unwrap();
-        }
-        w.finish().unwrap()
+            encode(&format!("r{i}"), 0, 0, i as i32 * 10, 60, &[(0, 4)], "ACGT", &aux)
+        }))
     }
 
     #[test]
@@ -363,24 +370,15 @@ mod tests {
 
     #[test]
     fn the_first_defect_in_file_order_is_reported_though_a_later_one_is_inflated_first() {
-        let header = Header {
-            text: b"@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:c1\tLN:100000000\n".to_vec(),
-            references: vec![Reference { name: "c1".into(), len: 100_000_000 }],
-        };
-        let mut w = BgzfWriter::new(Vec::new(), 1);
-        w.write_all(&header.to_bytes()).unwrap();
-        w.end_block().unwrap();
         // About 3 MB of records; the one at 1.5 MB has an empty name.
-        for i in 0..6000u32 {
+        let mut bytes = bam_of((0..6000u32).map(|i| {
             let aux: Vec<u8> = b"ZBZ".iter().copied().chain((0..480).map(|j| b'A' + ((i + j) % 26) as u8)).chain([0]).collect();
             let mut rec = encode(&format!("r{i}"), 0, 0, i as i32 * 10, 60, &[(0, 4)], "ACGT", &aux);
             if i == 3000 {
                 rec[8] = 0;
             }
-            w.write_all(&(rec.len() as u32).to_le_bytes()).unwrap();
-            w.write_all(&rec).unwrap();
-        }
-        let mut bytes = w.finish().unwrap();
+            rec
+        }));
         // A damaged block header 1.2 MB of data further on: within the
         // scan's look-ahead, beyond the pull reader's 1 MB batch.
         let (mut offset, mut data) = (0u64, 0u64);
