@@ -59,6 +59,7 @@ pub mod indexer;
 pub mod input;
 pub mod output;
 pub mod pileup;
+mod pool;
 pub mod region;
 pub mod sort;
 

@@ -167,24 +167,13 @@ struct Inflated {
 }
 
 /// Waits for batch `seq`, keeping batches that finish before it in `ready`
-/// and running queued pool jobs meanwhile (on a pool of one thread, or when
-/// the other threads are busy, the job may be queued behind this caller).
+/// and running queued pool jobs meanwhile.
 fn wait_for(seq: u64, rx: &mpsc::Receiver<Inflated>, ready: &mut Vec<Inflated>) -> Inflated {
     loop {
         if let Some(i) = ready.iter().position(|b| b.seq == seq) {
             return ready.swap_remove(i);
         }
-        while let Ok(done) = rx.try_recv() {
-            ready.push(done);
-        }
-        if ready.iter().any(|b| b.seq == seq) {
-            continue;
-        }
-        if rayon::yield_now() != Some(rayon::Yield::Executed) {
-            if let Ok(done) = rx.recv_timeout(std::time::Duration::from_micros(100)) {
-                ready.push(done);
-            }
-        }
+        ready.push(crate::pool::recv_helping(rx));
     }
 }
 

@@ -270,20 +270,7 @@ impl<W: Write> BgzfWriter<W> {
     /// and writes its blocks.
     fn write_oldest(&mut self) -> io::Result<()> {
         let rx = self.in_flight.pop_front().expect("a batch is in flight");
-        let batch = loop {
-            match rx.try_recv() {
-                Ok(batch) => break batch,
-                Err(mpsc::TryRecvError::Disconnected) => unreachable!("a compression task always answers"),
-                Err(mpsc::TryRecvError::Empty) => {}
-            }
-            if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                match rx.recv_timeout(std::time::Duration::from_micros(100)) {
-                    Ok(batch) => break batch,
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("a compression task always answers"),
-                }
-            }
-        };
+        let batch = crate::pool::recv_helping(&rx);
         let inner = self.inner.as_mut().expect("writer used after finish");
         for (i, block) in batch.compressed().enumerate() {
             inner.write_all(block)?;

@@ -53,7 +53,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
-use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, Sender};
 
 /// snp-pileup's options, FACETS' defaults in [`Default`].
 #[derive(Clone, Debug)]
@@ -590,16 +590,7 @@ impl Window<'_, '_> {
             if let Some(r) = self.done.remove(&i) {
                 return r;
             }
-            let (k, r) = match self.results_rx.try_recv() {
-                Ok(kr) => kr,
-                Err(TryRecvError::Empty) => match rayon::yield_now() {
-                    Some(rayon::Yield::Executed) => continue,
-                    // Nothing queued for this thread: the region is running
-                    // on another one.
-                    _ => self.results_rx.recv().expect("the window holds a sender"),
-                },
-                Err(TryRecvError::Disconnected) => unreachable!("the window holds a sender"),
-            };
+            let (k, r) = crate::pool::recv_helping(&self.results_rx);
             // Regions of a reference that was redone whole are dropped.
             if k >= self.next_job {
                 self.done.insert(k, r);

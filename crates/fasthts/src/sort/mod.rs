@@ -225,16 +225,9 @@ type SpillResult = Result<(PathBuf, Arena), Error>;
 /// with one thread, the spill task itself runs here (a blocking receive
 /// would deadlock).
 fn wait_for_spill(rx: &std::sync::Mutex<&mut std::sync::mpsc::Receiver<SpillResult>>) -> SpillResult {
-    loop {
-        match rx.lock().expect("not poisoned").try_recv() {
-            Ok(answer) => return answer,
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => unreachable!("the spill task always answers"),
-            Err(std::sync::mpsc::TryRecvError::Empty) => {}
-        }
-        if rayon::yield_now() != Some(rayon::Yield::Executed) {
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-    }
+    // The lock is held while queued jobs run here: those are inflate and
+    // spill jobs, which never push records, so never take it.
+    crate::pool::recv_helping(&rx.lock().expect("not poisoned"))
 }
 
 /// Sorts an opened input, BAM or SAM (see [`crate::input::open`]).
