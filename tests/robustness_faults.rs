@@ -2,8 +2,9 @@
 //! a small open-file limit and little memory, and thread-count invariance.
 //!
 //! * SIGINT/SIGTERM at random moments during sort (external, with run
-//!   files), index, snp-pileup and kmer count: the process ends, and either
-//!   it had finished (the output is then complete and identical to an
+//!   files, writing its index), index, snp-pileup and kmer count (with its
+//!   `.info` and summary files): the process ends, and either it had
+//!   finished (every output is then there, the main one identical to an
 //!   uninterrupted run's) or no output, temporary or run file remains.
 //!   (SIGKILL cannot be cleaned up after and is not tested.)
 //! * A nearly full tmpfs: the same commands fail with one "No space left"
@@ -118,11 +119,23 @@ fn targets(w: &Path) -> Vec<Target> {
     vec![
         Target {
             name: "sort (external, 1 MiB per thread)",
-            args: ["sort", "-@", "2", "-m", "1M", "-T", &format!("{w}/run"), "-o", &format!("{w}/out.bam"), &s(&i.unsorted)]
-                .map(String::from)
-                .to_vec(),
+            args: [
+                "sort",
+                "-@",
+                "2",
+                "-m",
+                "1M",
+                "--write-index",
+                "-T",
+                &format!("{w}/run"),
+                "-o",
+                &format!("{w}/out.bam"),
+                &s(&i.unsorted),
+            ]
+            .map(String::from)
+            .to_vec(),
             output: "out.bam",
-            also: vec![],
+            also: vec!["out.bam.csi"],
             copy_in: vec![],
         },
         Target {
@@ -141,11 +154,11 @@ fn targets(w: &Path) -> Vec<Target> {
         },
         Target {
             name: "kmer count",
-            args: ["kmer", "count", "-q", "-k", "21", "-N", "4", "-x", "20000000", &format!("{w}/out.ct"), &s(&i.fastq)]
+            args: ["kmer", "count", "-q", "-k", "21", "-N", "4", "-x", "20000000", "-s", "json", &format!("{w}/out.ct"), &s(&i.fastq)]
                 .map(String::from)
                 .to_vec(),
             output: "out.ct",
-            also: vec!["out.ct.info"],
+            also: vec!["out.ct.info", "out.ct.info.json"],
             copy_in: vec![],
         },
     ]
@@ -193,11 +206,17 @@ fn interrupted_commands_leave_no_output_or_temporary_files() {
         let reference = std::fs::read(w.join(t.output)).unwrap();
         let mut expected_files = t.copy_in.iter().map(|(_, n)| n.to_string()).collect::<Vec<_>>();
         expected_files.sort();
-        for round in 0..12 {
+        for round in 0..18 {
             prepare(&w, &t);
             let sig = if round % 2 == 0 { libc::SIGINT } else { libc::SIGTERM };
-            // Uniform over the run, plus a few very early signals.
-            let at = if round < 2 { Duration::from_micros(rng.next() % 3000) } else { full.mul_f64((rng.next() % 1000) as f64 / 1000.0) };
+            // Uniform over the run, plus a few very early signals and more
+            // around the end, where outputs are renamed into place.
+            let fraction = |from: f64, span: f64, rng: &mut Rng| from + span * (rng.next() % 1000) as f64 / 1000.0;
+            let at = match round {
+                0..2 => Duration::from_micros(rng.next() % 3000),
+                2..12 => full.mul_f64(fraction(0.0, 1.0, &mut rng)),
+                _ => full.mul_f64(fraction(0.8, 0.3, &mut rng)),
+            };
             let child = fasthts().args(&t.args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
             std::thread::sleep(at);
             // SAFETY: signalling our own child.

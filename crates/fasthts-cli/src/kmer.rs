@@ -317,20 +317,12 @@ impl OutFile {
             (Box::new(io::stdout()), None)
         } else {
             let p = Path::new(path);
-            let special = std::fs::metadata(p).map(|m| !m.is_file()).unwrap_or(false) || path.starts_with("/dev/");
-            if special {
+            if is_special_file(path) {
                 (Box::new(File::create(p)?), None)
             } else {
                 let t = temp_path(p);
                 // Removed by the signal handler if interrupted.
-                fasthts::output::register_temporary(&t);
-                match File::create(&t) {
-                    Ok(f) => (Box::new(f), Some(t)),
-                    Err(e) => {
-                        fasthts::output::unregister_temporary(&t);
-                        return Err(e);
-                    }
-                }
+                (Box::new(fasthts::output::create_temporary(&t)?), Some(t))
             }
         };
         let buf = BufWriter::with_capacity(1 << 20, raw);
@@ -351,11 +343,11 @@ impl OutFile {
         w.flush()?;
         drop(w); // finishes a gzip stream
         if let Some(t) = self.tmp.take() {
-            let renamed = std::fs::rename(&t, &self.path);
+            let renamed = fasthts::output::commit_temporary(&t, &self.path);
             if renamed.is_err() {
                 let _ = std::fs::remove_file(&t);
+                fasthts::output::unregister_temporary(&t);
             }
-            fasthts::output::unregister_temporary(&t);
             renamed?;
         }
         Ok(())
@@ -372,24 +364,16 @@ impl Drop for OutFile {
     }
 }
 
-/// Saves `g` to `path` (atomically, see `Countgraph::save`), with its
-/// temporary file known to the signal handler.
+/// Saves `g` to `path` (atomically, see `Countgraph::save`; its temporary
+/// file is known to the signal handler through the hooks `main` installs).
 fn save_graph(g: &mut Countgraph, path: &str) -> io::Result<()> {
-    with_registered_temp(path, |p| g.save(p))
+    g.save(Path::new(path))
 }
 
 /// [`save_graph`] for the last use of `g`: its memory is freed as the file
 /// is written (see `Countgraph::save_and_free`).
 fn save_graph_and_free(g: Countgraph, path: &str) -> io::Result<()> {
-    with_registered_temp(path, |p| g.save_and_free(p))
-}
-
-fn with_registered_temp(path: &str, save: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<()> {
-    let temp = temp_path(Path::new(path));
-    fasthts::output::register_temporary(&temp);
-    let saved = save(Path::new(path));
-    fasthts::output::unregister_temporary(&temp);
-    saved
+    g.save_and_free(Path::new(path))
 }
 
 fn basename(path: &str) -> String {
@@ -431,18 +415,36 @@ pub struct CountArgs {
     input_sequence_filename: Vec<String>,
 }
 
+/// A device, pipe or other non-regular file: written directly, never
+/// through a temporary name nor removed.
+fn is_special_file(path: &str) -> bool {
+    path.starts_with("/dev/") || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
+/// Creates an output written in place as the command goes (khmer's
+/// `.info`, report and summary files), registered so that an interrupted
+/// run leaves none of it (see `fasthts::output::hold_committed_outputs`).
+fn create_in_place(path: &str) -> io::Result<File> {
+    if is_special_file(path) {
+        File::create(path)
+    } else {
+        fasthts::output::create_temporary(Path::new(path))
+    }
+}
+
+/// Appends to a file that exists: if an interrupted run's signal handler
+/// has just removed it, it stays removed.
 fn append_line(path: &str, line: &str) -> io::Result<()> {
-    let mut f = OpenOptions::new().append(true).create(true).open(path)?;
+    let mut f = OpenOptions::new().append(true).open(path)?;
     f.write_all(line.as_bytes())
 }
 
 fn run_count(a: CountArgs) -> crate::CmdResult {
     let info = PathBuf::from(format!("{}.info", a.output_countgraph_filename));
-    let result = count_inner(a);
     // The .info file is written as counting goes (as khmer does): it is
-    // part of the output, so it goes when the count fails or is interrupted.
-    fasthts::output::unregister_temporary(&info);
-    match result {
+    // part of the output, so it goes when the count fails or is interrupted
+    // (it stays registered with the signal handler until `main` is done).
+    match count_inner(a) {
         Ok(()) => Ok(()),
         Err(e) => {
             let _ = std::fs::remove_file(&info);
@@ -464,8 +466,9 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
         eprintln!("Saving k-mer countgraph to {base}");
         eprintln!("Loading kmers from sequences in {}", py_list(&a.input_sequence_filename));
     }
-    fasthts::output::register_temporary(Path::new(&info));
-    std::fs::write(&info, format!("khmer version: {KHMER_VERSION}\n")).map_err(|e| Exit::msg(1, &format!("{info}: {e}")))?;
+    create_in_place(&info)
+        .and_then(|mut f| f.write_all(format!("khmer version: {KHMER_VERSION}\n").as_bytes()))
+        .map_err(|e| Exit::msg(1, &format!("{info}: {e}")))?;
     if !q {
         eprintln!("making countgraph");
     }
@@ -552,7 +555,9 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
                 a.input_sequence_filename.join(";")
             )
         };
-        std::fs::write(&mr_file, text).map_err(|e| Exit::msg(1, &format!("{mr_file}: {e}")))?;
+        create_in_place(&mr_file)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(|e| Exit::msg(1, &format!("{mr_file}: {e}")))?;
     }
     if !q {
         eprintln!("fp rate estimated to be {fp:1.3}");
@@ -650,11 +655,7 @@ fn run_abundance_dist(a: AbundArgs) -> crate::CmdResult {
     scripts::write_abundance_csv(&hist, a.no_zero, of.writer())?;
     of.commit()?;
     if let Some(p) = &a.plot {
-        let temp = temp_path(Path::new(p));
-        fasthts::output::register_temporary(&temp);
-        let written = fasthts_kmer::plot::write_plot(&hist, p);
-        fasthts::output::unregister_temporary(&temp);
-        written?;
+        fasthts_kmer::plot::write_plot(&hist, p)?;
     }
     Ok(())
 }
@@ -760,7 +761,7 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
         }
     };
     let report: Option<Box<dyn Write + Send>> = match &a.report {
-        Some(r) => Some(Box::new(BufWriter::new(File::create(r).map_err(|e| format!("{r}: {e}"))?))),
+        Some(r) => Some(Box::new(BufWriter::new(create_in_place(r).map_err(|e| format!("{r}: {e}"))?))),
         None => None,
     };
     let mut diag = Diagnostics::new(report, a.report_frequency)?;
@@ -1048,7 +1049,6 @@ fn run_trim(a: TrimArgs) -> crate::CmdResult {
         }
     };
     let tempdir = make_tempdir(&a.tempdir)?;
-    fasthts::output::register_temporary(&tempdir);
     let result = trim_with_tempdir(&a, &mut g, &tempdir);
     let _ = std::fs::remove_dir_all(&tempdir);
     fasthts::output::unregister_temporary(&tempdir);
@@ -1098,7 +1098,7 @@ fn run_trim(a: TrimArgs) -> crate::CmdResult {
             let vs: Vec<&str> = vals.iter().map(|(_, v)| v.as_str()).collect();
             format!("{}\r\n{}\r\n", keys.join("\t"), vs.join("\t"))
         };
-        std::fs::write(&path, text).map_err(|e| format!("{path}: {e}"))?;
+        create_in_place(&path).and_then(|mut f| f.write_all(text.as_bytes())).map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
 }
@@ -1121,10 +1121,12 @@ fn utc_timestamp() -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// A new directory in `parent` (named as khmer names it), registered as a
+/// temporary for the signal handler.
 fn make_tempdir(parent: &str) -> io::Result<PathBuf> {
     for i in 0..1000u32 {
         let p = Path::new(parent).join(format!("tmp{}{}khmer", std::process::id(), i));
-        match std::fs::create_dir(&p) {
+        match fasthts::output::create_temporary_dir(&p) {
             Ok(()) => return Ok(p),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),

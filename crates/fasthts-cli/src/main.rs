@@ -130,11 +130,23 @@ pub fn write_stdout(bytes: &[u8]) -> CmdResult {
 
 fn main() -> ExitCode {
     signals::install();
+    // An interrupted command leaves all its outputs or none: each stays
+    // removable by the signal handler until the command has finished. The
+    // k-mer library's atomic saves go through the same registry.
+    fasthts::output::hold_committed_outputs();
+    fasthts_kmer::ctfile::set_temp_file_hooks(fasthts_kmer::ctfile::TempFileHooks {
+        create: fasthts::output::create_temporary,
+        commit: fasthts::output::commit_temporary,
+        forget: fasthts::output::unregister_temporary,
+    });
     let cli = Cli::parse();
     let name = cli.command.name();
     exhaustion::set_command(name);
     match cli.command.run() {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            fasthts::output::release_outputs();
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             if fasthts::output::interrupted() {
                 // The signal thread removed the temporaries under us and is

@@ -65,6 +65,54 @@ pub fn is_gz_name(path: &Path) -> bool {
     }
 }
 
+/// How the temporary files of atomic writes are created, renamed into
+/// place and forgotten.
+///
+/// A host that removes temporaries when interrupted (the CLI's signal
+/// handler) must know each one from the moment it exists until it is
+/// renamed; it installs its own functions with [`set_temp_file_hooks`].
+/// Without hooks: `File::create` and `rename`.
+#[derive(Clone, Copy)]
+pub struct TempFileHooks {
+    /// Creates (or truncates) the temporary file and starts tracking it.
+    pub create: fn(&Path) -> io::Result<File>,
+    /// Renames the temporary (first) to its target (second).
+    pub commit: fn(&Path, &Path) -> io::Result<()>,
+    /// Stops tracking a temporary that was removed.
+    pub forget: fn(&Path),
+}
+
+static TEMP_FILE_HOOKS: std::sync::OnceLock<TempFileHooks> = std::sync::OnceLock::new();
+
+/// Installs the process' [`TempFileHooks`] (once; later calls are ignored).
+pub fn set_temp_file_hooks(hooks: TempFileHooks) {
+    let _ = TEMP_FILE_HOOKS.set(hooks);
+}
+
+fn create_temp(path: &Path) -> io::Result<File> {
+    match TEMP_FILE_HOOKS.get() {
+        Some(h) => (h.create)(path),
+        None => File::create(path),
+    }
+}
+
+/// Renames the temporary `tmp` to `path` when `written` succeeded; removes
+/// it otherwise or when the rename fails.
+fn finish_temp(tmp: &Path, path: &Path, written: io::Result<()>) -> io::Result<()> {
+    let hooks = TEMP_FILE_HOOKS.get();
+    let result = written.and_then(|()| match hooks {
+        Some(h) => (h.commit)(tmp, path),
+        None => std::fs::rename(tmp, path),
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(tmp);
+        if let Some(h) = hooks {
+            (h.forget)(tmp);
+        }
+    }
+    result
+}
+
 /// A temporary sibling name for atomic writes.
 pub fn temp_path(path: &Path) -> PathBuf {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -89,19 +137,10 @@ where
         return w.flush();
     }
     let tmp = temp_path(path);
-    let res = (|| {
-        let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
-        f(&mut w)?;
-        w.flush()?;
-        Ok(())
-    })();
-    match res {
-        Ok(()) => std::fs::rename(&tmp, path),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
+    let mut w = BufWriter::with_capacity(1 << 20, create_temp(&tmp)?);
+    let written = f(&mut w).and_then(|()| w.flush());
+    drop(w);
+    finish_temp(&tmp, path, written)
 }
 
 /// A table's address and length, sent to the save threads.
@@ -164,14 +203,9 @@ impl Countgraph {
         let special = path.starts_with("/dev/") || std::fs::metadata(path).map(|m| !m.is_file()).unwrap_or(false);
         if !gz && !special {
             let tmp = temp_path(path);
-            let res = self.save_parallel(&tmp, release);
-            return match res {
-                Ok(()) => std::fs::rename(&tmp, path),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&tmp);
-                    Err(e)
-                }
-            };
+            let file = create_temp(&tmp)?;
+            let written = self.save_parallel(file, release);
+            return finish_temp(&tmp, path, written);
         }
         write_atomically(path, |w| {
             if gz {
@@ -191,9 +225,8 @@ impl Countgraph {
     /// Writes the tables at their offsets on all threads; with `release`,
     /// frees each written part of a table (the graph must not be read
     /// afterwards).
-    fn save_parallel(&mut self, tmp: &Path, release: bool) -> io::Result<()> {
+    fn save_parallel(&mut self, f: File, release: bool) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
-        let f = File::create(tmp)?;
         let mut hdr = Vec::with_capacity(20);
         hdr.extend_from_slice(MAGIC);
         hdr.push(VERSION);

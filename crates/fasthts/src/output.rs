@@ -11,19 +11,69 @@ use std::sync::Mutex;
 /// handler can remove them before the process dies.
 static IN_PROGRESS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Records `path` as a temporary file or directory to remove if the process
-/// is interrupted (see [`remove_in_progress`]).
-pub fn register_temporary(path: &Path) {
-    if let Ok(mut v) = IN_PROGRESS.lock() {
-        v.push(path.to_path_buf());
-    }
+/// The registry, locked whether or not a thread panicked holding it.
+fn registry() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    IN_PROGRESS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Forgets `path` (it was renamed into place or removed).
-pub fn unregister_temporary(path: &Path) {
-    if let Ok(mut v) = IN_PROGRESS.lock() {
-        v.retain(|p| p != path);
+/// Creates the file `path` (truncating one of that name) as a temporary
+/// to remove if the process is interrupted (see [`remove_in_progress`]).
+///
+/// Created and registered under the registry's lock, so no temporary can
+/// exist that the signal handler does not know of: registering first left
+/// a window in which the handler found nothing to remove and the file
+/// appeared just before the process exited; creating first left one in
+/// which it was not registered yet.
+pub fn create_temporary(path: &Path) -> io::Result<File> {
+    let mut registered = registry();
+    let file = File::create(path)?;
+    registered.push(path.to_path_buf());
+    Ok(file)
+}
+
+/// [`create_temporary`] for a directory (`create_dir`: its parent must
+/// exist, and an existing directory is an error).
+pub fn create_temporary_dir(path: &Path) -> io::Result<()> {
+    let mut registered = registry();
+    fs::create_dir(path)?;
+    registered.push(path.to_path_buf());
+    Ok(())
+}
+
+/// Set by [`hold_committed_outputs`].
+static HOLD_COMMITTED: AtomicBool = AtomicBool::new(false);
+
+/// Makes [`commit_temporary`] keep each output it renames into place
+/// registered until [`release_outputs`]: for a command line tool whose
+/// outputs (a BAM and its index, a count table and its `.info`) should all
+/// be there or, when it is interrupted, none of them.
+pub fn hold_committed_outputs() {
+    HOLD_COMMITTED.store(true, Ordering::SeqCst);
+}
+
+/// Renames the temporary `temp` to `target` under the registry's lock, so a
+/// signal handler sees either the temporary or the renamed output (held
+/// for removal with [`hold_committed_outputs`], else forgotten). On error
+/// `temp` stays registered; the caller removes it.
+pub fn commit_temporary(temp: &Path, target: &Path) -> io::Result<()> {
+    let mut registered = registry();
+    fs::rename(temp, target)?;
+    registered.retain(|p| p != temp);
+    if HOLD_COMMITTED.load(Ordering::SeqCst) && !registered.iter().any(|p| p == target) {
+        registered.push(target.to_path_buf());
     }
+    Ok(())
+}
+
+/// The run is complete: forgets every registered path, so a signal from
+/// now on leaves the outputs in place.
+pub fn release_outputs() {
+    registry().clear();
+}
+
+/// Forgets `path` (it was removed).
+pub fn unregister_temporary(path: &Path) {
+    registry().retain(|p| p != path);
 }
 
 /// Set once [`remove_in_progress`] has started: the process is ending on
@@ -34,20 +84,20 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 /// of SIGINT/SIGTERM, so an interrupted run leaves nothing behind.
 ///
 /// The registry stays locked afterwards, so a thread that goes on working
-/// until the process exits cannot register (and then create) a new
-/// temporary that nobody would remove: it waits in [`register_temporary`].
+/// until the process exits cannot create a new temporary that nobody would
+/// remove: it waits in [`create_temporary`].
 ///
 /// Safe to call from a thread that may hold the registry's lock itself (an
-/// allocation failing inside [`register_temporary`]): the lock is tried for
+/// allocation failing inside [`create_temporary`]): the lock is tried for
 /// a while rather than waited for.
 pub fn remove_in_progress() {
     INTERRUPTED.store(true, Ordering::SeqCst);
     if let Some(v) = lock_registry_briefly() {
         // Workers keep running meanwhile: one may create a file in a run
-        // directory being removed (remove_dir_all then fails, not empty)
-        // or create a temporary it registered just before. Passes repeat
-        // until one finds nothing left; once a directory is gone nothing
-        // can be created in it.
+        // directory being removed (remove_dir_all then fails, not empty).
+        // Passes repeat until one leaves nothing; once a directory is gone
+        // nothing can be created in it, and no new temporary can appear
+        // while the lock is held (create_temporary).
         for _ in 0..20 {
             let mut left = false;
             for p in v.iter() {
@@ -56,11 +106,7 @@ pub fn remove_in_progress() {
                 }
             }
             if !left {
-                // One more look after the workers had a moment.
-                std::thread::sleep(std::time::Duration::from_millis(2));
-                if v.iter().all(|p| fs::symlink_metadata(p).is_err()) {
-                    break;
-                }
+                break;
             }
         }
         std::mem::forget(v);
@@ -106,14 +152,7 @@ impl TempOutput {
         }
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let temp = target.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
-        register_temporary(&temp);
-        let file = match File::create(&temp) {
-            Ok(f) => f,
-            Err(e) => {
-                unregister_temporary(&temp);
-                return Err(Error::from(e).with_path(&temp));
-            }
-        };
+        let file = create_temporary(&temp).map_err(|e| Error::from(e).with_path(&temp))?;
         Ok((TempOutput { temp, target: target.to_path_buf(), committed: false }, file))
     }
 
@@ -127,9 +166,8 @@ impl TempOutput {
         if self.committed {
             return Ok(());
         }
-        fs::rename(&self.temp, &self.target).map_err(|e| Error::from(e).with_path(&self.target))?;
+        commit_temporary(&self.temp, &self.target).map_err(|e| Error::from(e).with_path(&self.target))?;
         self.committed = true;
-        unregister_temporary(&self.temp);
         Ok(())
     }
 }

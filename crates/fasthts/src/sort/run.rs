@@ -24,13 +24,7 @@ impl RunDir {
         let path = PathBuf::from(name);
         // Not create_dir_all: a -T prefix in a missing directory is an error,
         // and nothing should be left behind but what Drop removes.
-        // Registered first: a signal between creating and registering
-        // would leave the directory behind.
-        crate::output::register_temporary(&path);
-        if let Err(e) = std::fs::create_dir(&path) {
-            crate::output::unregister_temporary(&path);
-            return Err(Error::from(e).with_path(&path));
-        }
+        crate::output::create_temporary_dir(&path).map_err(|e| Error::from(e).with_path(&path))?;
         Ok(RunDir { path, next: 0 })
     }
 
