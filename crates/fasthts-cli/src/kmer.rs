@@ -19,7 +19,7 @@ use fasthts_kmer::ctfile::temp_path;
 use fasthts_kmer::primes::tablesize_from_float;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
 use fasthts_kmer::scripts::{self, Diagnostics, TrimOptions, TrimStats};
-use fasthts_kmer::seqio::OwnedRecord;
+use fasthts_kmer::seqio::Record;
 use fasthts_kmer::Countgraph;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -1165,7 +1165,7 @@ fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result
                 (None, Some(s)) => s.writer(),
                 _ => unreachable!(),
             };
-            let mut emit = |r: &OwnedRecord| r.write(w);
+            let mut emit = |r: Record<'_>| r.write(w);
             scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut emit)?;
         }
         saver.flush()?;
@@ -1183,7 +1183,7 @@ fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result
                 (None, Some(s)) => s.writer(),
                 _ => unreachable!(),
             };
-            let mut emit = |r: &OwnedRecord| r.write(w);
+            let mut emit = |r: Record<'_>| r.write(w);
             scripts::trim_pass2(g, p, &opt, &mut stats, &mut emit)?;
             let _ = std::fs::remove_file(&*p);
         }

@@ -6,7 +6,7 @@
 //! options and write files.
 
 use crate::hash::{hashes_into, Cleaning};
-use crate::seqio::{OwnedRecord, RecordBatch, SeqError, SeqReader};
+use crate::seqio::{OwnedRecord, Record, RecordBatch, SeqError, SeqReader};
 use crate::table::{median_at_least_counts, median_of_counts, merge_partition_flags, trim_at_counts, Countgraph, Nodegraph, SortScratch};
 use std::io::{self, Write};
 use std::sync::atomic::Ordering::{Acquire, Release};
@@ -352,15 +352,23 @@ pub enum Unit {
     /// One read.
     Single(OwnedRecord),
     /// Two reads of a pair.
-    Pair(OwnedRecord, OwnedRecord),
+    Pair([OwnedRecord; 2]),
 }
 
 impl Unit {
     /// The reads of the unit.
-    pub fn reads(&self) -> Vec<&OwnedRecord> {
+    pub fn reads(&self) -> &[OwnedRecord] {
         match self {
-            Unit::Single(a) => vec![a],
-            Unit::Pair(a, b) => vec![a, b],
+            Unit::Single(a) => std::slice::from_ref(a),
+            Unit::Pair(pair) => pair,
+        }
+    }
+
+    /// Gives the unit's records back to `spare`, for reuse.
+    fn recycle(self, spare: &mut Vec<OwnedRecord>) {
+        match self {
+            Unit::Single(a) => spare.push(a),
+            Unit::Pair(pair) => spare.extend(pair),
         }
     }
 }
@@ -394,7 +402,7 @@ impl BrokenPairedReader {
                         record = None;
                     }
                 } else {
-                    out = Some(Unit::Pair(prev, record.take().unwrap()));
+                    out = Some(Unit::Pair([prev, record.take().unwrap()]));
                 }
             } else {
                 if self.require_paired {
@@ -431,6 +439,10 @@ impl BrokenPairedReader {
 }
 
 /// Read all units of a file through the paired reader, calling `f` on each.
+///
+/// The records are copied out of the reader's batches into a few
+/// [`OwnedRecord`]s that are reused from unit to unit: no allocation per
+/// read once they have grown to the longest read.
 pub fn for_each_unit(
     path: &str,
     min_length: usize,
@@ -438,10 +450,11 @@ pub fn for_each_unit(
     require_paired: bool,
     screed_names: bool,
     allow_empty: bool,
-    mut f: impl FnMut(Unit) -> Result<(), BoxError>,
+    mut f: impl FnMut(&Unit) -> Result<(), BoxError>,
 ) -> Result<(), BoxError> {
     let rx = crate::seqio::spawn_reader(path, 4);
     let mut pr = BrokenPairedReader::new(min_length, force_single, require_paired);
+    let mut spare: Vec<OwnedRecord> = Vec::new();
     for msg in rx {
         let b = msg?;
         for (i, r) in b.iter().enumerate() {
@@ -455,18 +468,17 @@ pub fn for_each_unit(
                     format!("Bad FASTQ format: no '@' at beginning of line ({path}: record {})", b.first_record + i as u64 + 1).into()
                 );
             }
-            let mut rec = OwnedRecord::from_record(&r);
-            if screed_names {
-                // screed strips the header line
-                rec.name = rec.name.trim_ascii().to_vec();
-            }
+            let mut rec = spare.pop().unwrap_or_default();
+            // screed strips the header line
+            rec.set_from(&if screed_names { Record { name: r.name.trim_ascii(), ..r } } else { r });
             if let Some(u) = pr.push(rec)? {
-                f(u)?;
+                f(&u)?;
+                u.recycle(&mut spare);
             }
         }
     }
     if let Some(u) = pr.finish()? {
-        f(u)?;
+        f(&u)?;
     }
     Ok(())
 }
@@ -563,7 +575,7 @@ pub fn normalize_file(
             graph.median_at_least_hashes(&hashes, cutoff)
         });
         if !all_high {
-            for r in &reads {
+            for r in reads {
                 r.write(out)?;
                 hashes.clear();
                 hashes_into(&r.seq, k as u32, Cleaning::Screed, &mut hashes);
@@ -733,7 +745,7 @@ fn normalize_split(
             diag.total += reads.len() as u64;
             hashes.clear();
             ends.clear();
-            for r in &reads {
+            for r in reads {
                 hashes_into(&r.seq, k as u32, Cleaning::Screed, &mut hashes);
                 ends.push(hashes.len());
             }
@@ -759,7 +771,7 @@ fn normalize_split(
             sh.step.store(base + 3, Release);
             base += 3;
             if !all_high {
-                for r in &reads {
+                for r in reads {
                     r.write(out)?;
                     diag.kept += 1;
                 }
@@ -793,26 +805,29 @@ fn normalize_split(
 // ---------------------------------------------------------------------------
 // filter-abund / trim-low-abund
 
-/// khmer's `trim_record`: returns (record to output or None, did_trim).
-pub fn trim_record(
-    graph: &Countgraph,
-    rec: &OwnedRecord,
-    cutoff: u16,
-    variable_coverage: bool,
-    normalize_to: u16,
-) -> (Option<OwnedRecord>, bool) {
-    let mut hashes = Vec::new();
-    hashes_into(&rec.seq, graph.ksize(), Cleaning::CppParser, &mut hashes);
-    let mut counts = Vec::new();
-    graph.get_many(&hashes, &mut counts);
-    match trim_decision(graph.ksize() as usize, rec.seq.len(), &counts, cutoff, variable_coverage, normalize_to) {
-        Trim::Keep => (Some(rec.clone()), false),
-        Trim::Drop => (None, true),
-        Trim::Cut(t) => (
-            Some(OwnedRecord { name: rec.name.clone(), seq: rec.seq[..t].to_vec(), qual: rec.qual.as_ref().map(|q| q[..t].to_vec()) }),
-            true,
-        ),
+/// The k-mer hashes and counts of one read: buffers reused from read to
+/// read.
+#[derive(Default)]
+pub struct ReadScratch {
+    hashes: Vec<u64>,
+    counts: Vec<u16>,
+}
+
+impl ReadScratch {
+    /// The counts of `seq`'s k-mers in `graph` (the C++ parser's cleaning).
+    fn counts(&mut self, graph: &Countgraph, seq: &[u8]) -> &mut [u16] {
+        self.hashes.clear();
+        hashes_into(seq, graph.ksize(), Cleaning::CppParser, &mut self.hashes);
+        self.counts.clear();
+        graph.get_many(&self.hashes, &mut self.counts);
+        &mut self.counts
     }
+}
+
+/// khmer's `trim_record`: what to do with `rec`.
+pub fn trim_record(graph: &Countgraph, rec: &Record<'_>, cutoff: u16, variable_coverage: bool, normalize_to: u16, scratch: &mut ReadScratch) -> Trim {
+    let counts = scratch.counts(graph, rec.seq);
+    trim_decision(graph.ksize() as usize, rec.seq.len(), counts, cutoff, variable_coverage, normalize_to)
 }
 
 /// What `trim_record` does to a read, from its k-mer counts.
@@ -1033,14 +1048,21 @@ fn trim_and_emit(
     r: &OwnedRecord,
     cutoff: u16,
     stats: &mut TrimStats,
-    emit: &mut dyn FnMut(&OwnedRecord) -> io::Result<()>,
+    scratch: &mut ReadScratch,
+    emit: &mut dyn FnMut(Record<'_>) -> io::Result<()>,
 ) -> io::Result<()> {
-    let (t, did) = trim_record(graph, r, cutoff, false, 0);
-    if did {
+    let r = r.as_record();
+    let decision = trim_record(graph, &r, cutoff, false, 0, scratch);
+    if decision != Trim::Keep {
         stats.trimmed_reads += 1;
     }
-    if let Some(t) = t {
-        emit(&t)?;
+    let kept = match decision {
+        Trim::Keep => Some(r),
+        Trim::Drop => None,
+        Trim::Cut(t) => Some(r.truncated(t)),
+    };
+    if let Some(t) = kept {
+        emit(t)?;
         stats.written_reads += 1;
         stats.written_bp += t.seq.len() as u64;
     }
@@ -1055,40 +1077,31 @@ pub fn trim_pass1(
     opt: &TrimOptions,
     saver: &mut dyn Write,
     stats: &mut TrimStats,
-    emit: &mut dyn FnMut(&OwnedRecord) -> io::Result<()>,
+    emit: &mut dyn FnMut(Record<'_>) -> io::Result<()>,
 ) -> Result<(), BoxError> {
     let k = graph.ksize() as usize;
-    let mut hashes = Vec::new();
+    let mut scratch = ReadScratch::default();
     for_each_unit(path, k, opt.ignore_pairs, false, false, false, |u| {
         let reads = u.reads();
         stats.n_reads += reads.len() as u64;
         stats.n_bp += reads.iter().map(|r| r.seq.len() as u64).sum::<u64>();
-        let min_cov = reads
-            .iter()
-            .map(|r| {
-                hashes.clear();
-                hashes_into(&r.seq, k as u32, Cleaning::CppParser, &mut hashes);
-                let mut counts = Vec::new();
-                graph.get_many(&hashes, &mut counts);
-                median_of_counts(&counts)
-            })
-            .min()
-            .unwrap();
+        let min_cov = reads.iter().map(|r| median_of_counts(scratch.counts(graph, &r.seq))).min().unwrap();
         if let Some(d) = opt.diginorm {
             if min_cov >= d {
                 return Ok(());
             }
         }
         if min_cov >= opt.trim_at_coverage {
-            for r in &reads {
-                trim_and_emit(graph, r, opt.cutoff, stats, emit)?;
+            for r in reads {
+                trim_and_emit(graph, r, opt.cutoff, stats, &mut scratch, emit)?;
             }
         } else {
-            for r in &reads {
+            for r in reads {
+                let hashes = &mut scratch.hashes;
                 hashes.clear();
-                hashes_into(&r.seq, k as u32, Cleaning::CppParser, &mut hashes);
+                hashes_into(&r.seq, k as u32, Cleaning::CppParser, hashes);
                 let order = graph.reserve_order(1);
-                graph.consume_hashes(&hashes, order);
+                graph.consume_hashes(hashes, order);
                 r.write(saver)?;
                 stats.n_saved += 1;
             }
@@ -1103,21 +1116,22 @@ pub fn trim_pass2(
     pass2_path: &str,
     opt: &TrimOptions,
     stats: &mut TrimStats,
-    emit: &mut dyn FnMut(&OwnedRecord) -> io::Result<()>,
+    emit: &mut dyn FnMut(Record<'_>) -> io::Result<()>,
 ) -> Result<(), BoxError> {
     let k = graph.ksize() as usize;
+    let mut scratch = ReadScratch::default();
     for_each_unit(pass2_path, k, true, false, false, false, |u| {
         let reads = u.reads();
         stats.n_reads += reads.len() as u64;
         stats.n_bp += reads.iter().map(|r| r.seq.len() as u64).sum::<u64>();
         let trim = !opt.variable_coverage || reads.iter().all(|r| graph.median_at_least(&r.seq, opt.trim_at_coverage, Cleaning::CppParser));
-        for r in &reads {
+        for r in reads {
             if trim {
-                trim_and_emit(graph, r, opt.cutoff, stats, emit)?;
+                trim_and_emit(graph, r, opt.cutoff, stats, &mut scratch, emit)?;
             } else {
                 stats.n_skipped += 1;
                 stats.bp_skipped += 1;
-                emit(r)?;
+                emit(r.as_record())?;
                 stats.written_reads += 1;
                 stats.written_bp += r.seq.len() as u64;
             }

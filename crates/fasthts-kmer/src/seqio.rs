@@ -45,6 +45,17 @@ pub struct Record<'a> {
     pub qual: Option<&'a [u8]>,
 }
 
+impl<'a> Record<'a> {
+    /// The record cut to its first `len` bases (and qualities).
+    pub fn truncated(self, len: usize) -> Record<'a> {
+        Record { name: self.name, seq: &self.seq[..len], qual: self.qual.map(|q| &q[..len]) }
+    }
+    /// Writes it as FASTA or FASTQ (as it was read).
+    pub fn write<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
+        write_record(w, self.name, self.seq, self.qual)
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Span {
     start: usize,
@@ -481,6 +492,26 @@ impl OwnedRecord {
     /// Copy a record view.
     pub fn from_record(r: &Record<'_>) -> Self {
         OwnedRecord { name: r.name.to_vec(), seq: r.seq.to_vec(), qual: r.qual.map(|q| q.to_vec()) }
+    }
+    /// Copies a record view into this record, reusing its buffers (a
+    /// record recycled this way allocates only while its reads grow).
+    pub fn set_from(&mut self, r: &Record<'_>) {
+        self.name.clear();
+        self.name.extend_from_slice(r.name);
+        self.seq.clear();
+        self.seq.extend_from_slice(r.seq);
+        match (r.qual, &mut self.qual) {
+            (Some(q), Some(mine)) => {
+                mine.clear();
+                mine.extend_from_slice(q);
+            }
+            (Some(q), None) => self.qual = Some(q.to_vec()),
+            (None, _) => self.qual = None,
+        }
+    }
+    /// A view of this record.
+    pub fn as_record(&self) -> Record<'_> {
+        Record { name: &self.name, seq: &self.seq, qual: self.qual.as_deref() }
     }
     /// Write it.
     pub fn write<W: Write + ?Sized>(&self, w: &mut W) -> io::Result<()> {
