@@ -276,6 +276,22 @@ fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
     let r = run(c);
     assert!(r.status.success(), "{}", text(&r.stderr));
     assert!(view(&ours) == view(&theirs));
+    // A fan-in asked for: runs merged in the background while input is
+    // read (rocksort's compaction), in coordinate and name order.
+    let theirs_by_name = dir.path("theirs-n.bam");
+    let mut s = Command::new("samtools");
+    s.args(["sort", "-n", "--no-PG", "-o"]).arg(&theirs_by_name).arg(&big);
+    assert!(run(s).status.success());
+    for (order, expected) in [(&[][..], &theirs), (&["-n"][..], &theirs_by_name)] {
+        let expected = view(expected);
+        for (threads, fan_in) in [("2", "2"), ("1", "3"), ("2", "5")] {
+            let mut c = fasthts();
+            c.arg("sort").args(order).args(["--no-PG", "-@", threads, "-m", "1M", "--fan-in", fan_in, "-T"]).arg(dir.path("t")).arg("-o").arg(&ours).arg(&big);
+            let r = run(c);
+            assert!(r.status.success(), "{}", text(&r.stderr));
+            assert!(view(&ours) == expected, "{order:?} -@ {threads} --fan-in {fan_in}: differs from samtools sort");
+        }
+    }
 }
 
 /// Generated pairs with `MC` tags (from `samtools fixmate -m`) and `MI`

@@ -53,6 +53,11 @@ pub struct SortArgs {
     /// Write temporary files to PREFIX.* [beside the output, or ./].
     #[arg(short = 'T', value_name = "PREFIX")]
     pub temp_prefix: Option<PathBuf>,
+    /// Merge at most INT run files at once (at least 2); when more runs are
+    /// written, the oldest INT are merged into one in the background while
+    /// input is still read [the open-file limit, less 32].
+    #[arg(long = "fan-in", value_name = "INT", value_parser = clap::value_parser!(u64).range(2..))]
+    pub fan_in: Option<u64>,
     /// Worker threads (all cores by default).
     #[arg(short = '@', long = "threads", value_name = "INT")]
     pub threads: Option<usize>,
@@ -261,7 +266,7 @@ pub fn run(args: SortArgs) -> CmdResult {
     let progress = crate::progress::on_terminal().then(|| Arc::new(SortProgress::default()));
     let _ticker = progress.clone().map(|p| crate::progress::Ticker::start(move |elapsed| progress_line(&p, elapsed)));
     let opts = SortOptions {
-        max_fan_in: None,
+        max_fan_in: args.fan_in.map(|n| n as usize),
         index,
         order,
         memory: args.memory.saturating_mul(threads),

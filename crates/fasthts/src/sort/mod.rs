@@ -6,7 +6,10 @@
 //! all threads (a stable sort, so ties keep input order as in samtools) and,
 //! if more input follows, written as a run file of raw records in the
 //! background while the next batch fills. Runs are merged in input order
-//! (again keeping ties stable) into the parallel BGZF writer.
+//! (again keeping ties stable) into the parallel BGZF writer. When runs
+//! reach the fan-in (the open-file limit, or [`SortOptions::max_fan_in`]),
+//! the oldest ones are merged into one in the background while input is
+//! still read (rocksort's compaction), so the final merge stays within it.
 
 mod header;
 mod key;
@@ -46,7 +49,8 @@ pub struct SortOptions {
     /// Build an index of the output while writing it (`--write-index`;
     /// coordinate order only).
     pub index: Option<IndexFormat>,
-    /// Most runs merged at once; `None`: from the open-file limit.
+    /// Most runs merged at once; `None`: from the open-file limit. Runs
+    /// beyond it are merged in the background while input is still read.
     pub max_fan_in: Option<usize>,
     /// Counters a progress display may read while the sort runs.
     pub progress: Option<std::sync::Arc<SortProgress>>,
@@ -90,8 +94,11 @@ pub struct SortStats {
     pub records: u64,
     /// Run files written (0: sorted in memory).
     pub runs: usize,
-    /// Intermediate merges needed because runs outnumbered the fan-in.
+    /// Intermediate merges needed because runs outnumbered the fan-in (in
+    /// the background while reading, or before the final merge).
     pub merge_passes: usize,
+    /// Of `merge_passes`, those that ran while input was still being read.
+    pub background_merges: usize,
     /// The index of the output, when asked for.
     pub index: Option<Index>,
 }
@@ -221,12 +228,126 @@ pub fn sort_bam<W: Write>(bam: &BamFile, opts: &SortOptions, out: W) -> Result<(
 
 type SpillResult = Result<(PathBuf, Arena), Error>;
 
+/// The run files written so far, in input order, with their merge levels
+/// (0: one sorted batch; a merge of runs of level `l` is of level `l + 1`).
+#[derive(Default)]
+struct Runs {
+    paths: Vec<PathBuf>,
+    levels: Vec<u32>,
+}
+
+impl Runs {
+    fn push(&mut self, path: PathBuf) {
+        self.paths.push(path);
+        self.levels.push(0);
+    }
+
+    /// Where `fan_in` consecutive runs of one level start, the lowest such
+    /// level first: merging equals (tiering) moves each record through
+    /// about log_fan_in(runs) merges, where always merging the oldest
+    /// runs would merge the first records again and again.
+    fn group_to_merge(&self, fan_in: usize) -> Option<usize> {
+        let mut best: Option<(u32, usize)> = None;
+        let mut at = 0;
+        while at + fan_in <= self.levels.len() {
+            let level = self.levels[at];
+            match self.levels[at..at + fan_in].iter().position(|&l| l != level) {
+                Some(other) => at += other,
+                None => {
+                    if best.map_or(true, |(lowest, _)| level < lowest) {
+                        best = Some((level, at));
+                    }
+                    at += fan_in;
+                }
+            }
+        }
+        best.map(|(_, at)| at)
+    }
+
+    /// Puts `merged` in place of the `n` runs from `at` that it merged.
+    fn replace(&mut self, at: usize, n: usize, merged: PathBuf) {
+        let level = self.levels[at..at + n].iter().max().map_or(0, |l| l + 1);
+        self.paths.splice(at..at + n, [merged]);
+        self.levels.splice(at..at + n, [level]);
+    }
+}
+
+/// Runs being merged into one in the background while input is read.
+struct Compaction {
+    at: usize,
+    runs: usize,
+    done: std::sync::mpsc::Receiver<Result<PathBuf, Error>>,
+}
+
+impl Compaction {
+    /// Starts merging `fan_in` consecutive runs of one level, if there are
+    /// such, into a new run of `dir`. Consecutive, so the merged run takes
+    /// their place without changing the order of ties.
+    fn start<'s>(
+        scope: &rayon::Scope<'s>,
+        dir: &mut RunDir,
+        runs: &Runs,
+        fan_in: usize,
+        cmp: &'s Comparator,
+        memory: usize,
+    ) -> Result<Option<Compaction>, Error> {
+        let Some(at) = runs.group_to_merge(fan_in) else {
+            return Ok(None);
+        };
+        let group = runs.paths[at..at + fan_in].to_vec();
+        let mut out = dir.create_run()?;
+        let (tx, done) = std::sync::mpsc::sync_channel(1);
+        scope.spawn(move |_| {
+            let merged = merge(&group, None, cmp, memory, &mut |r| out.put(r)).and_then(|()| out.finish());
+            if merged.is_ok() {
+                for p in &group {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            let _ = tx.send(merged);
+        });
+        Ok(Some(Compaction { at, runs: fan_in, done }))
+    }
+
+    /// If the compaction in `slot` has finished, puts its run in place of
+    /// the runs it merged and empties the slot.
+    fn collect_finished(slot: &mut Option<Compaction>, runs: &mut Runs, stats: &mut SortStats) -> Result<(), Error> {
+        let merged = match slot.as_ref().map(|c| c.done.try_recv()) {
+            None | Some(Err(std::sync::mpsc::TryRecvError::Empty)) => return Ok(()),
+            Some(Ok(merged)) => merged,
+            // The job always answers; it can only have panicked, which the
+            // scope passes on.
+            Some(Err(std::sync::mpsc::TryRecvError::Disconnected)) => Err(Error::Message("background merge of runs failed".into())),
+        };
+        slot.take().expect("checked above").finish(merged, runs, stats)
+    }
+
+    /// Waits for the compaction in `slot`, if any (running pool work
+    /// meanwhile), and puts its run in place.
+    fn wait(slot: &mut Option<Compaction>, runs: &mut Runs, stats: &mut SortStats) -> Result<(), Error> {
+        match slot.take() {
+            Some(c) => {
+                let merged = crate::pool::recv_helping(&c.done);
+                c.finish(merged, runs, stats)
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn finish(self, merged: Result<PathBuf, Error>, runs: &mut Runs, stats: &mut SortStats) -> Result<(), Error> {
+        runs.replace(self.at, self.runs, merged?);
+        stats.merge_passes += 1;
+        stats.background_merges += 1;
+        Ok(())
+    }
+}
+
 /// Waits for the background spill to answer, running pool work meanwhile:
 /// with one thread, the spill task itself runs here (a blocking receive
 /// would deadlock).
 fn wait_for_spill(rx: &std::sync::Mutex<&mut std::sync::mpsc::Receiver<SpillResult>>) -> SpillResult {
-    // The lock is held while queued jobs run here: those are inflate and
-    // spill jobs, which never push records, so never take it.
+    // The lock is held while queued jobs run here: those are inflate, spill
+    // and compaction jobs, which never push records, so never take it.
     crate::pool::recv_helping(&rx.lock().expect("not poisoned"))
 }
 
@@ -258,8 +379,10 @@ where
     let progress = opts.progress.as_deref();
     let mut arena = Arena::default();
     let mut runs: Option<RunDir> = None;
-    let mut run_paths = Vec::new();
+    let mut runs_written = Runs::default();
     let mut stats = SortStats::default();
+    let fan_in = opts.max_fan_in.unwrap_or_else(max_fan_in).max(2);
+    let mut compaction: Option<Compaction> = None;
     // Two arenas share the memory: one filling while the other, full, is
     // sorted and written as a run in the background.
     let limit = (opts.memory / 2).max(1 << 20);
@@ -285,9 +408,10 @@ where
                     // any more (the final wait below would never end).
                     in_flight = false;
                     let (path, mut spent) = wait_for_spill(&rx)?;
-                    run_paths.push(path);
+                    runs_written.push(path);
+                    stats.runs += 1;
                     if let Some(p) = progress {
-                        p.runs_written.store(run_paths.len() as u64, Relaxed);
+                        p.runs_written.store(stats.runs as u64, Relaxed);
                     }
                     spent.clear();
                     spent
@@ -299,6 +423,12 @@ where
                     Some(d) => d,
                     None => runs.insert(RunDir::create(&opts.temp_prefix)?),
                 };
+                // One compaction at a time: a finished one's run takes its
+                // place before the next starts.
+                Compaction::collect_finished(&mut compaction, &mut runs_written, &mut stats)?;
+                if compaction.is_none() {
+                    compaction = Compaction::start(scope, dir, &runs_written, fan_in, cmp, opts.memory)?;
+                }
                 let mut run = dir.create_run()?;
                 let done = done_tx.clone();
                 in_flight = true;
@@ -312,18 +442,19 @@ where
         });
         if in_flight {
             let (path, _) = wait_for_spill(&rx)?;
-            run_paths.push(path);
+            runs_written.push(path);
+            stats.runs += 1;
         }
+        Compaction::wait(&mut compaction, &mut runs_written, &mut stats)?;
         fed
     });
     fed?;
     if let Some(p) = progress {
         p.records_read.store(stats.records, Relaxed);
-        p.runs_written.store(run_paths.len() as u64, Relaxed);
+        p.runs_written.store(stats.runs as u64, Relaxed);
         p.input_done.store(true, Relaxed);
     }
     arena.sort(cmp);
-    stats.runs = run_paths.len();
 
     let mut text = add_missing_sq_lines(&set_sort_order(&header.text, order), &header.references);
     if let Some((version, cl)) = &opts.program {
@@ -359,23 +490,25 @@ where
         let builder = IndexBuilder::new(indexer::format_for(&header, format), header.references.len(), start);
         sink.index = Some((builder, VecDeque::new()));
     }
+    let mut run_paths = runs_written.paths;
     if run_paths.is_empty() {
         for r in arena.sorted_records() {
             sink.write(&mut w, r)?;
         }
     } else {
-        // More runs than files may be open: merge consecutive groups into
-        // bigger runs first (consecutive, so ties keep input order).
-        let fan_in = opts.max_fan_in.unwrap_or_else(max_fan_in).max(2);
+        // More runs than files may be open (with the last batch): merge the
+        // newest runs, the smallest, just enough of them, into one first
+        // (consecutive, so ties keep input order).
         let dir = runs.as_mut().expect("runs were written");
         while run_paths.len() + 1 > fan_in {
-            let group: Vec<PathBuf> = run_paths.drain(..fan_in).collect();
+            let n = (run_paths.len() + 2 - fan_in).min(fan_in);
+            let group: Vec<PathBuf> = run_paths.drain(run_paths.len() - n..).collect();
             let mut out = dir.create_run()?;
             merge(&group, None, cmp, opts.memory, &mut |r| out.put(r))?;
             for p in &group {
                 let _ = std::fs::remove_file(p);
             }
-            run_paths.insert(0, out.finish()?);
+            run_paths.push(out.finish()?);
             stats.merge_passes += 1;
         }
         merge(&run_paths, Some(&arena), cmp, opts.memory, &mut |r| sink.write(&mut w, r))?;
@@ -774,6 +907,35 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_one_level_are_merged_lowest_level_first() {
+        let mut runs = Runs::default();
+        for i in 0..3 {
+            runs.push(PathBuf::from(format!("r{i}")));
+        }
+        assert_eq!(runs.group_to_merge(4), None);
+        runs.push(PathBuf::from("r3"));
+        assert_eq!(runs.group_to_merge(4), Some(0));
+        runs.replace(0, 4, PathBuf::from("m0"));
+        assert_eq!((runs.paths.len(), runs.levels.as_slice()), (1, &[1][..]));
+        // Level 1, then three level-0 runs: only a full group of one level merges.
+        for i in 4..7 {
+            runs.push(PathBuf::from(format!("r{i}")));
+        }
+        assert_eq!(runs.group_to_merge(4), None);
+        runs.push(PathBuf::from("r7"));
+        assert_eq!(runs.group_to_merge(4), Some(1));
+        runs.replace(1, 4, PathBuf::from("m1"));
+        assert_eq!(runs.paths, [PathBuf::from("m0"), PathBuf::from("m1")]);
+        assert_eq!(runs.levels, [1, 1]);
+        // Two full groups: the lower level goes first.
+        let mut runs = Runs { paths: (0..4).map(|i| PathBuf::from(format!("p{i}"))).collect(), levels: vec![2, 2, 0, 0] };
+        assert_eq!(runs.group_to_merge(2), Some(2));
+        runs.replace(2, 2, PathBuf::from("q"));
+        assert_eq!(runs.levels, [2, 2, 1]);
+        assert_eq!(runs.group_to_merge(2), Some(0));
+    }
+
+    #[test]
     fn random_records_sort_as_the_reference_comparator_says_stably() {
         let references: Vec<Reference> = (0..3).map(|i| Reference { name: format!("c{i}"), len: 1000 }).collect();
         let header = Header { text: b"@HD\tVN:1.6\n".to_vec(), references };
@@ -786,7 +948,8 @@ mod tests {
         ];
         for seed in 1..=3u64 {
             let mut rng = Rng(seed * 0x9e37_79b9_7f4a_7c15);
-            let n = if seed == 1 { 300 } else { 40_000 };
+            // Seed 3 makes enough runs for merges in the background.
+            let n = [300, 40_000, 160_000][seed as usize - 1];
             let input: Vec<Vec<u8>> = (0..n).map(|_| random_record(&mut rng)).collect();
             for order in orders {
                 let mut expected: Vec<&Vec<u8>> = input.iter().collect();
@@ -808,6 +971,7 @@ mod tests {
                 let (stats, out) = sort_records(&header, &opts, Vec::new(), feed).unwrap();
                 assert_eq!(stats.records, n);
                 assert!(n < 1000 || stats.runs > 1, "{order:?}: expected run files");
+                assert!(n < 100_000 || stats.background_merges > 0, "{order:?}: runs {}, no background merge", stats.runs);
                 let got = records_of(&out);
                 assert!(got.iter().eq(expected.iter().copied()), "seed {seed} {order:?}: order differs from the reference");
             }
