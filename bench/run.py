@@ -41,6 +41,20 @@ def build():
     return os.path.join(TARGET, "release", "fasthts"), os.path.join(TARGET, "release", "examples", "inflate_bound")
 
 
+def build_rocksdb(tmp):
+    """fasthts with the rocksdb sort engine (cargo feature), copied to tmp;
+    None when the system has no librocksdb-dev."""
+    if not os.path.exists("/usr/include/rocksdb/c.h"):
+        return None
+    env = dict(os.environ, CARGO_TARGET_DIR=TARGET)
+    sh(["cargo", "build", "--quiet", "--release", "-p", "fasthts-cli", "--features", "rocksdb"], cwd=ROOT, env=env)
+    path = os.path.join(tmp, "fasthts-rocksdb")
+    shutil.copy(os.path.join(TARGET, "release", "fasthts"), path)
+    # The plain build again, for the other jobs' binary path.
+    build()
+    return path
+
+
 def ensure_bam(path):
     if path:
         return path
@@ -150,8 +164,11 @@ def main():
         sam = os.path.join(tmp, "shuffled.sam")
         with open(sam, "wb") as f:
             sh(["samtools", "view", "-h", "--no-PG", shuffled], stdout=f)
-        out = {k: os.path.join(tmp, k + ".bam") for k in ("f", "s", "b", "m")}
-        dest = {"fasthts": out["f"], "samtools": out["s"], "bamsort": out["b"], "sambamba": out["m"]}
+        out = {k: os.path.join(tmp, k + ".bam") for k in ("f", "s", "b", "m", "r")}
+        dest = {"fasthts": out["f"], "samtools": out["s"], "bamsort": out["b"], "sambamba": out["m"], "fasthts-rocksdb": out["r"]}
+        with_rocksdb = build_rocksdb(tmp)
+        if not with_rocksdb:
+            print("librocksdb-dev not found: the rocksdb engine is skipped")
 
         def fresh(tool):
             # Each timed sort writes a new file, as in a pipeline: replacing
@@ -170,6 +187,9 @@ def main():
                 "fasthts": [fasthts, "sort", "-@", t, "--no-PG", *ours_args, "-T", os.path.join(tmp, "f"), "-o", out["f"], shuffled],
                 "samtools": ["samtools", "sort", "-@", t, "--no-PG", *theirs_args, "-T", os.path.join(tmp, "s"), "-o", out["s"], shuffled],
             }
+            if with_rocksdb:
+                tools["fasthts-rocksdb"] = [with_rocksdb, "sort", "--engine", "rocksdb", "-@", t, "--no-PG", *ours_args,
+                                            "-T", os.path.join(tmp, "r"), "-o", out["r"], shuffled]
             if name == "default":
                 if shutil.which("sambamba"):
                     tools["sambamba"] = ["sambamba", "sort", "-t", t, "--tmpdir", tmp, "-o", out["m"], shuffled]
@@ -186,6 +206,8 @@ def main():
                     fresh(k)
                     runs[k].append(timed(cmd))
             assert view_digest(out["f"]) == view_digest(out["s"]), f"fasthts sort {name} output differs from samtools sort"
+            if with_rocksdb:
+                assert view_digest(out["r"]) == view_digest(out["s"]), f"fasthts sort --engine rocksdb {name} output differs from samtools sort"
             job = f"sort {name}"
             base = report(job, "fasthts", runs["fasthts"])
             for k in tools:

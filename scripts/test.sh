@@ -11,6 +11,8 @@ command -v samtools >/dev/null || need+=(samtools)
 [[ -d /usr/share/samtools/test ]] || need+=(samtools-test)
 command -v load-into-counting.py >/dev/null || [[ -x /usr/lib/khmer/bin/load-into-counting.py ]] || need+=(khmer)
 [[ -x /usr/bin/time ]] || need+=(time)
+# The sort engine behind the cargo feature "rocksdb" links the system's librocksdb.
+[[ -f /usr/include/rocksdb/c.h ]] || need+=(librocksdb-dev)
 if ((${#need[@]})); then
     if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
         echo "installing: ${need[*]}"
@@ -32,3 +34,12 @@ cargo test --release --workspace
 python3 -m pip install -q --disable-pip-version-check maturin pytest numpy pysam "dask[distributed]" mypy
 python3 -m pip install -q --disable-pip-version-check --no-build-isolation "$root"
 FASTHTS_BIN="$CARGO_TARGET_DIR/release/fasthts" python3 -m pytest -q "$root/tests/python"
+
+# The rocksdb sort engine (cargo feature): its unit and property tests, the
+# differential sort tests and the interruption tests, with the feature on.
+if [[ -f /usr/include/rocksdb/c.h ]]; then
+    cargo test --release -p fasthts --features rocksdb --lib sort::
+    cargo test --release -p fasthts-cli --features rocksdb --test sort --test robustness_faults
+else
+    echo "warning: librocksdb-dev missing; the rocksdb engine is not tested" >&2
+fi

@@ -116,7 +116,7 @@ fn targets(w: &Path) -> Vec<Target> {
     let i = inputs();
     let s = |p: &Path| p.to_string_lossy().into_owned();
     let w = s(w);
-    vec![
+    let mut targets = vec![
         Target {
             name: "sort (external, 1 MiB per thread)",
             args: [
@@ -161,7 +161,19 @@ fn targets(w: &Path) -> Vec<Target> {
             also: vec!["out.ct.info", "out.ct.info.json"],
             copy_in: vec![],
         },
-    ]
+    ];
+    if cfg!(feature = "rocksdb") {
+        targets.push(Target {
+            name: "sort --engine rocksdb (1 MiB per thread: flushes and compactions)",
+            args: ["sort", "--engine", "rocksdb", "-@", "2", "-m", "1M", "-T", &format!("{w}/run"), "-o", &format!("{w}/out.bam"), &s(&i.unsorted)]
+                .map(String::from)
+                .to_vec(),
+            output: "out.bam",
+            also: vec![],
+            copy_in: vec![],
+        });
+    }
+    targets
 }
 
 fn prepare(w: &Path, t: &Target) {

@@ -21,7 +21,11 @@ pub fn install() {
             let mut sig: libc::c_int = 0;
             if libc::sigwait(&set, &mut sig) == 0 {
                 fasthts::output::remove_in_progress();
-                std::process::exit(128 + sig);
+                // _exit, not exit: the other threads are still running, and
+                // exit's atexit handlers (C++ static destructors of a
+                // linked library such as librocksdb) would run under them
+                // (RocksDB aborted with "pthread lock: Invalid argument").
+                libc::_exit(128 + sig);
             }
         });
     }

@@ -5,7 +5,7 @@ use clap::Args;
 use fasthts::index::{IndexFormat, DEFAULT_MIN_SHIFT};
 use fasthts::input::Input;
 use fasthts::output::TempOutput;
-use fasthts::sort::{self, OutputFormat, SortOptions, SortOrder, SortProgress};
+use fasthts::sort::{self, OutputFormat, SortEngine, SortOptions, SortOrder, SortProgress};
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
@@ -58,6 +58,11 @@ pub struct SortArgs {
     /// input is still read [the open-file limit, less 32].
     #[arg(long = "fan-in", value_name = "INT", value_parser = clap::value_parser!(u64).range(2..))]
     pub fan_in: Option<u64>,
+    /// Sort engine: native (batches, run files, merge) or rocksdb (records
+    /// in an embedded RocksDB under -T, as samtools rocksort did; needs a
+    /// build with the cargo feature rocksdb).
+    #[arg(long = "engine", value_name = "ENGINE", default_value = "native", value_parser = ["native", "rocksdb"])]
+    pub engine: String,
     /// Worker threads (all cores by default).
     #[arg(short = '@', long = "threads", value_name = "INT")]
     pub threads: Option<usize>,
@@ -267,6 +272,7 @@ pub fn run(args: SortArgs) -> CmdResult {
     let _ticker = progress.clone().map(|p| crate::progress::Ticker::start(move |elapsed| progress_line(&p, elapsed)));
     let opts = SortOptions {
         max_fan_in: args.fan_in.map(|n| n as usize),
+        engine: if args.engine == "rocksdb" { SortEngine::RocksDb } else { SortEngine::Native },
         index,
         order,
         memory: args.memory.saturating_mul(threads),

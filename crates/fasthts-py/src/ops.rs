@@ -12,7 +12,7 @@ use fasthts::output::TempOutput;
 use fasthts::pileup::snp::{self, SnpPileupOptions};
 use fasthts::pileup::vcf::{self, VcfSummary};
 use fasthts::region;
-use fasthts::sort::{self, SortOptions, SortOrder};
+use fasthts::sort::{self, SortEngine, SortOptions, SortOrder};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -334,6 +334,7 @@ fn sort_fn(
     let n = threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let index = (write_index && !by_name && tag.is_none()).then_some(IndexFormat::Csi { min_shift: DEFAULT_MIN_SHIFT, depth: 0 });
     let opts = SortOptions {
+        engine: SortEngine::Native,
         max_fan_in: None,
         index,
         order: match tag {
