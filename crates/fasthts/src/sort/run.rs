@@ -4,6 +4,15 @@
 //! record), uncompressed: sorting is bound by (de)compression, and a run is
 //! written once and read once, so plain bytes through the page cache beat
 //! BGZF (samtools' choice, at level 1) by a wide margin.
+//!
+//! Not LZ4 or zstd either, measured here on 100 MB of sorted BAM records (the
+//! `lz4` and `zstd` tools, one core): `lz4 -1` compresses at 476 MB/s to
+//! 50 % and decompresses at 1.3 GB/s, `zstd -1` at 290 MB/s to 36 % and
+//! 740 MB/s. A `-m 64M` sort of the 300 MB shuffled bench BAM writes and
+//! reads back about 870 MB of runs, which on this machine's disk never wait
+//! for the device (the page cache holds them); LZ4 would add about 2.5
+//! CPU-seconds to a sort of 5.7. A disk slow enough that writing the runs
+//! takes longer than compressing them would call for LZ4.
 
 use crate::Error;
 use std::fs::File;
