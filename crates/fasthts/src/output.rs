@@ -202,23 +202,43 @@ pub fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<File>) ->
 }
 
 /// A file written front to back whose written data is handed to the disk
-/// as it goes (`sync_file_range`, every `WRITEBACK_STEP` bytes), so that the
-/// `fsync` before the rename only waits for the last stretch. The disk
-/// works while the program computes: a sort's 300 MB output left a 0.35 s
-/// `fsync` with both cores idle.
+/// as it goes (`sync_file_range`, every `WRITEBACK_STEP` bytes) and made
+/// durable as it goes (`fdatasync` on a thread of its own, every
+/// `SYNC_STEP` bytes), so that the `fsync` before the rename only waits for
+/// the last stretch. The disk works while the program computes: a sort's
+/// 300 MB output left a 0.35 s `fsync` with both cores idle, 0.06-0.17 s
+/// with the writeback requests alone (ext4 in ordered mode: the final
+/// commit still waited for the data written since the last one).
 pub struct WritebackFile {
     file: File,
     written: u64,
     handed: u64,
+    synced: u64,
+    /// Wakes the thread that syncs the file's data; `None` if no thread.
+    syncer: Option<std::sync::mpsc::SyncSender<()>>,
 }
 
 /// Bytes written between two requests for writeback.
 const WRITEBACK_STEP: u64 = 8 << 20;
 
+/// Bytes written between two background syncs.
+const SYNC_STEP: u64 = 64 << 20;
+
 impl WritebackFile {
     /// Wraps `file`, positioned at its start.
     pub fn new(file: File) -> WritebackFile {
-        WritebackFile { file, written: 0, handed: 0 }
+        // The thread holds its own handle; it ends when the sender is
+        // dropped (after finishing a sync in progress, if any).
+        let syncer = file.try_clone().ok().and_then(|handle| {
+            let (wake, woken) = std::sync::mpsc::sync_channel::<()>(1);
+            let sync = move || {
+                while woken.recv().is_ok() {
+                    let _ = handle.sync_data();
+                }
+            };
+            std::thread::Builder::new().name("fasthts-sync".into()).spawn(sync).ok().map(|_| wake)
+        });
+        WritebackFile { file, written: 0, handed: 0, synced: 0, syncer }
     }
 
     /// The file.
@@ -249,6 +269,13 @@ impl Write for WritebackFile {
                 }
             }
             self.handed = self.written;
+        }
+        if self.written - self.synced >= SYNC_STEP {
+            if let Some(wake) = &self.syncer {
+                // A sync still running takes this one's place.
+                let _ = wake.try_send(());
+            }
+            self.synced = self.written;
         }
         Ok(n)
     }
