@@ -284,3 +284,45 @@ impl Write for WritebackFile {
         self.file.flush()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registered(path: &Path) -> bool {
+        registry().iter().any(|p| p == path)
+    }
+
+    #[test]
+    fn a_temporary_is_registered_from_its_creation_to_its_rename() {
+        let dir = std::env::temp_dir().join(format!("fasthts-output-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (temp, target) = (dir.join(".out.tmp"), dir.join("out"));
+        let mut file = create_temporary(&temp).unwrap();
+        assert!(registered(&temp));
+        file.write_all(b"done").unwrap();
+        commit_temporary(&temp, &target).unwrap();
+        assert!(!registered(&temp) && !temp.exists());
+        assert_eq!(fs::read(&target).unwrap(), b"done");
+        // Without hold_committed_outputs (only the CLI calls it), the output
+        // is forgotten once renamed.
+        assert!(!registered(&target));
+        // A rename that fails leaves the temporary registered: the caller
+        // removes it.
+        let (lost, nowhere) = (dir.join(".lost.tmp"), dir.join("no-such-dir").join("out"));
+        create_temporary(&lost).unwrap();
+        assert!(commit_temporary(&lost, &nowhere).is_err());
+        assert!(registered(&lost) && lost.exists());
+        fs::remove_file(&lost).unwrap();
+        unregister_temporary(&lost);
+        // A directory, and one that exists already: an error, not registered twice.
+        let runs = dir.join("runs");
+        create_temporary_dir(&runs).unwrap();
+        assert!(registered(&runs));
+        assert!(create_temporary_dir(&runs).is_err());
+        assert_eq!(registry().iter().filter(|p| **p == runs).count(), 1);
+        fs::remove_dir(&runs).unwrap();
+        unregister_temporary(&runs);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
