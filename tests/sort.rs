@@ -15,6 +15,18 @@ fn view(bam: &Path) -> Vec<u8> {
     out.stdout
 }
 
+/// `samtools sort ORDER --no-PG -o OUT IN`; true when it succeeded.
+fn samtools_sort(order: &[&str], input: &Path, out: &Path) -> bool {
+    let mut c = Command::new("samtools");
+    c.arg("sort").args(order).args(["--no-PG", "-o"]).arg(out).arg(input);
+    run(c).status.success()
+}
+
+/// The names in `dir` that contain `part`: what a sort left behind.
+fn left_in(dir: &Path, part: &str) -> Vec<String> {
+    std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains(part)).collect()
+}
+
 #[test]
 fn coordinate_and_name_sorts_match_samtools() {
     if !have_samtools() {
@@ -26,9 +38,7 @@ fn coordinate_and_name_sorts_match_samtools() {
     // Name-sorted copies of the fixtures, so coordinate sorting has work to do.
     for f in ["small.bam", "long_ref.bam", "huge_record.bam", "long_cigar.bam", "unmapped_only.bam", "header_only.bam"] {
         let byname = dir.path(&format!("byname-{f}"));
-        let mut c = Command::new("samtools");
-        c.args(["sort", "-n", "--no-PG", "-o"]).arg(&byname).arg(data.join(f));
-        assert!(run(c).status.success());
+        assert!(samtools_sort(&["-n"], &data.join(f), &byname));
         inputs.push(byname);
     }
     // The coordinate-sorted fixtures are inputs for the name sort.
@@ -37,9 +47,7 @@ fn coordinate_and_name_sorts_match_samtools() {
     for input in &inputs {
         for order in [&[][..], &["-n"][..], &["-t", "RG"][..], &["-t", "NM", "-n"][..], &["-t", "XF"][..], &["-t", "ZZ"][..]] {
             let theirs = dir.path("theirs.bam");
-            let mut c = Command::new("samtools");
-            c.arg("sort").args(order).args(["--no-PG", "-o"]).arg(&theirs).arg(input);
-            assert!(run(c).status.success());
+            assert!(samtools_sort(order, input, &theirs));
             let expected = view(&theirs);
             for (threads, memory) in [("1", "768M"), ("4", "768M"), ("2", "1M"), ("1", "1M")] {
                 let ours = dir.path("ours.bam");
@@ -54,12 +62,7 @@ fn coordinate_and_name_sorts_match_samtools() {
                 let out = run(c);
                 assert!(out.status.success(), "{}: {}", input.display(), text(&out.stderr));
                 assert!(view(&ours) == expected, "{} {order:?} -@ {threads} -m {memory}: differs from samtools sort", input.display());
-                // No run files left behind.
-                let left: Vec<_> = std::fs::read_dir(&dir.0)
-                    .unwrap()
-                    .filter_map(|e| e.ok())
-                    .filter(|e| e.file_name().to_string_lossy().contains("runs"))
-                    .collect();
+                let left = left_in(&dir.0, "runs");
                 assert!(left.is_empty(), "run files left: {left:?}");
             }
         }
@@ -146,9 +149,7 @@ fn sorts_a_bam_from_standard_input_to_standard_output() {
     let ours = dir.path("ours.bam");
     std::fs::write(&ours, &out.stdout).unwrap();
     let theirs = dir.path("theirs.bam");
-    let mut s = Command::new("samtools");
-    s.args(["sort", "--no-PG", "-o"]).arg(&theirs).arg(repo_root().join("tests/data/unsorted.bam"));
-    assert!(run(s).status.success());
+    assert!(samtools_sort(&[], &repo_root().join("tests/data/unsorted.bam"), &theirs));
     assert!(view(&ours) == view(&theirs));
     let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
     assert_eq!(left.len(), 2, "spool or runs left behind: {left:?}");
@@ -230,9 +231,7 @@ fn sorts_sam_from_a_pipe_like_samtools() {
     let sam_path = dir.path("in.sam");
     std::fs::write(&sam_path, &sam).unwrap();
     let theirs = dir.path("theirs.bam");
-    let mut s = Command::new("samtools");
-    s.args(["sort", "--no-PG", "-o"]).arg(&theirs).arg(&sam_path);
-    assert!(run(s).status.success());
+    assert!(samtools_sort(&[], &sam_path, &theirs));
     for memory in ["768M", "1M"] {
         let mut c = fasthts();
         c.args(["sort", "--no-PG", "-m", memory, "-T"]).arg(dir.path("t"));
@@ -260,9 +259,7 @@ fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
     }
     assert!(run(c).status.success());
     let theirs = dir.path("theirs.bam");
-    let mut s = Command::new("samtools");
-    s.args(["sort", "--no-PG", "-o"]).arg(&theirs).arg(&big);
-    assert!(run(s).status.success());
+    assert!(samtools_sort(&[], &big, &theirs));
     let ours = dir.path("ours.bam");
     let script = format!(
         "ulimit -n 40 && exec {} sort --no-PG -@ 2 -m 1M -T {} -o {} {}",
@@ -279,9 +276,7 @@ fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
     // A fan-in asked for: runs merged in the background while input is
     // read (rocksort's compaction), in coordinate and name order.
     let theirs_by_name = dir.path("theirs-n.bam");
-    let mut s = Command::new("samtools");
-    s.args(["sort", "-n", "--no-PG", "-o"]).arg(&theirs_by_name).arg(&big);
-    assert!(run(s).status.success());
+    assert!(samtools_sort(&["-n"], &big, &theirs_by_name));
     for (order, expected) in [(&[][..], &theirs), (&["-n"][..], &theirs_by_name)] {
         let expected = view(expected);
         for (threads, fan_in) in [("2", "2"), ("1", "3"), ("2", "5")] {
@@ -505,17 +500,13 @@ fn rocksdb_engine_matches_samtools() {
     let dir = TempDir::new("sort-rocksdb");
     let data = repo_root().join("tests/data");
     let byname = dir.path("byname.bam");
-    let mut c = Command::new("samtools");
-    c.args(["sort", "-n", "--no-PG", "-o"]).arg(&byname).arg(data.join("small.bam"));
-    assert!(run(c).status.success());
+    assert!(samtools_sort(&["-n"], &data.join("small.bam"), &byname));
     let mut inputs = vec![data.join("unsorted.bam"), byname, data.join("small.bam"), data.join("long_cigar.bam")];
     inputs.extend(template_input(&dir));
     for input in &inputs {
         for order in [&[][..], &["-n"], &["-t", "RG"], &["-t", "NM", "-n"], &["--template-coordinate"], &["-M"]] {
             let theirs = dir.path("theirs.bam");
-            let mut c = Command::new("samtools");
-            c.arg("sort").args(order).args(["--no-PG", "-o"]).arg(&theirs).arg(input);
-            if !run(c).status.success() {
+            if !samtools_sort(order, input, &theirs) {
                 continue; // template-coordinate without MC tags: refused by both (tested elsewhere)
             }
             let expected = view(&theirs);
@@ -526,8 +517,7 @@ fn rocksdb_engine_matches_samtools() {
                 let out = run(c);
                 assert!(out.status.success(), "{}: {}", input.display(), text(&out.stderr));
                 assert!(view(&ours) == expected, "{} {order:?} -@ {threads} -m {memory}: rocksdb engine differs from samtools sort", input.display());
-                let left: Vec<_> =
-                    std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains("rocksdb")).collect();
+                let left = left_in(&dir.0, "rocksdb");
                 assert!(left.is_empty(), "database left: {left:?}");
             }
         }
