@@ -15,7 +15,7 @@
 //! renamed into place when complete.
 
 use clap::{Args, Subcommand};
-use fasthts_kmer::ctfile::temp_path;
+use fasthts_kmer::ctfile::{is_special_file, temp_path};
 use fasthts_kmer::primes::tablesize_from_float;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
 use fasthts_kmer::scripts::{self, Diagnostics, TrimOptions, TrimStats};
@@ -317,7 +317,7 @@ impl OutFile {
             (Box::new(io::stdout()), None)
         } else {
             let p = Path::new(path);
-            if is_special_file(path) {
+            if is_special_file(p) {
                 (Box::new(File::create(p)?), None)
             } else {
                 let t = temp_path(p);
@@ -415,17 +415,11 @@ pub struct CountArgs {
     input_sequence_filename: Vec<String>,
 }
 
-/// A device, pipe or other non-regular file: written directly, never
-/// through a temporary name nor removed.
-fn is_special_file(path: &str) -> bool {
-    path.starts_with("/dev/") || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
-}
-
 /// Creates an output written in place as the command goes (khmer's
 /// `.info`, report and summary files), registered so that an interrupted
 /// run leaves none of it (see `fasthts::output::hold_committed_outputs`).
 fn create_in_place(path: &str) -> io::Result<File> {
-    if is_special_file(path) {
+    if is_special_file(Path::new(path)) {
         File::create(path)
     } else {
         fasthts::output::create_temporary(Path::new(path))

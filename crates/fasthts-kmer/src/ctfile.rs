@@ -113,6 +113,12 @@ fn finish_temp(tmp: &Path, path: &Path, written: io::Result<()>) -> io::Result<(
     result
 }
 
+/// A device, pipe or other non-regular file (or a path under `/dev/`):
+/// written directly, never through a temporary name.
+pub fn is_special_file(path: &Path) -> bool {
+    path.starts_with("/dev/") || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
 /// A temporary sibling name for atomic writes.
 pub fn temp_path(path: &Path) -> PathBuf {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -130,8 +136,7 @@ pub fn write_atomically<F>(path: &Path, f: F) -> io::Result<()>
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
-    let direct = path.starts_with("/dev/") || std::fs::metadata(path).map(|m| !m.is_file()).unwrap_or(false);
-    if direct {
+    if is_special_file(path) {
         let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
         f(&mut w)?;
         return w.flush();
@@ -200,8 +205,7 @@ impl Countgraph {
 
     fn save_releasing(&mut self, path: &Path, release: bool) -> io::Result<()> {
         let gz = is_gz_name(path);
-        let special = path.starts_with("/dev/") || std::fs::metadata(path).map(|m| !m.is_file()).unwrap_or(false);
-        if !gz && !special {
+        if !gz && !is_special_file(path) {
             let tmp = temp_path(path);
             let file = create_temp(&tmp)?;
             let written = self.save_parallel(file, release);
