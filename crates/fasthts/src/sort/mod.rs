@@ -312,16 +312,10 @@ impl Compaction {
             return Ok(None);
         };
         let group = runs.paths[at..at + fan_in].to_vec();
-        let mut out = dir.create_run()?;
+        let out = dir.create_run()?;
         let (tx, done) = std::sync::mpsc::sync_channel(1);
         scope.spawn(move |_| {
-            let merged = merge(&group, None, cmp, memory, &mut |r| out.put(r)).and_then(|()| out.finish());
-            if merged.is_ok() {
-                for p in &group {
-                    let _ = std::fs::remove_file(p);
-                }
-            }
-            let _ = tx.send(merged);
+            let _ = tx.send(merge_into_run(&group, out, cmp, memory));
         });
         Ok(Some(Compaction { at, runs: fan_in, done }))
     }
@@ -491,12 +485,7 @@ where
         while run_paths.len() + 1 > fan_in {
             let n = (run_paths.len() + 2 - fan_in).min(fan_in);
             let group: Vec<PathBuf> = run_paths.drain(run_paths.len() - n..).collect();
-            let mut out = dir.create_run()?;
-            merge(&group, None, cmp, opts.memory, &mut |r| out.put(r))?;
-            for p in &group {
-                let _ = std::fs::remove_file(p);
-            }
-            run_paths.push(out.finish()?);
+            run_paths.push(merge_into_run(&group, dir.create_run()?, cmp, opts.memory)?);
             stats.merge_passes += 1;
         }
         merge(&run_paths, Some(&arena), cmp, opts.memory, put)
@@ -566,6 +555,17 @@ fn drop_in_background<T: Send + 'static>(value: T) {
     // When no thread can be started, spawn drops the closure, and so the
     // value, before returning the error.
     let _ = std::thread::Builder::new().name("fasthts-free".into()).spawn(move || drop(value));
+}
+
+/// Merges the runs of `group` (consecutive, in input order) into `out`,
+/// removes them, and returns the new run's path.
+fn merge_into_run(group: &[PathBuf], mut out: RunWriter, cmp: &Comparator, memory: usize) -> Result<PathBuf, Error> {
+    merge(group, None, cmp, memory, &mut |r| out.put(r))?;
+    let merged = out.finish()?;
+    for p in group {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(merged)
 }
 
 /// K-way merge of the runs (in input order) and the last in-memory batch,
