@@ -9,12 +9,19 @@ use fasthts::index::{Index, IndexFormat};
 use fasthts::region::{self, Plan, Region};
 use std::collections::BTreeMap;
 
-fn names_by_region(bam: &BamFile, index: &Index, plan: Plan) -> Vec<(Region, Vec<Vec<u8>>)> {
+/// Each region's records, read one by one with `next_record` or, with
+/// `walk`, by `for_each_record` after the first `pulled` of them.
+fn names_by_region(bam: &BamFile, index: &Index, plan: Plan, walk: bool, pulled: usize) -> Vec<(Region, Vec<Vec<u8>>)> {
     let regions = region::plan(bam, index, plan);
     let parts = region::scatter(bam, index, &regions, |_, records| {
         let mut names = Vec::new();
-        while let Some(r) = records.next_record()? {
-            names.push([r.name(), &r.flag().to_le_bytes()[..]].concat());
+        let key = |r: &fasthts::bam::RecordRef<'_>| [r.name(), &r.flag().to_le_bytes()[..]].concat();
+        while !walk || names.len() < pulled {
+            let Some(r) = records.next_record()? else { break };
+            names.push(key(&r));
+        }
+        if walk {
+            records.for_each_record(|r| names.push(key(r)))?;
         }
         Ok(names)
     })
@@ -38,9 +45,13 @@ fn every_record_once_whatever_the_plan_and_threads() {
             for plan in [Plan::Windows(20_000), Plan::Windows(1_000_000), Plan::Windows(u64::MAX), Plan::BalancedBytes(1), Plan::BalancedBytes(20_000)] {
                 for threads in [1, 3] {
                     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-                    let parts = pool.install(|| names_by_region(&bam, &index, plan));
+                    let parts = pool.install(|| names_by_region(&bam, &index, plan, false, 0));
                     let gathered: Vec<Vec<u8>> = parts.iter().flat_map(|(_, n)| n.iter().cloned()).collect();
                     assert!(gathered == all, "{fixture} {format:?} {plan:?} -@{threads}: {} vs {} records", gathered.len(), all.len());
+                    for pulled in [0, 1, 5] {
+                        let walked = pool.install(|| names_by_region(&bam, &index, plan, true, pulled));
+                        assert!(walked == parts, "{fixture} {format:?} {plan:?} -@{threads}: for_each_record after {pulled}");
+                    }
                     // Regions are in genome order and tile each reference.
                     let mut by_ref: BTreeMap<i32, Vec<Region>> = BTreeMap::new();
                     for (r, _) in &parts {

@@ -367,9 +367,7 @@ pub fn count_indexed(bam: &crate::bam::BamFile, index: &crate::index::Index, reg
     use crate::region::{self, Plan};
     let parts = region::scatter_all(bam, index, Plan::BalancedBytes(region_bytes), |_, records| {
         let mut tally = FlagTally::default();
-        while let Some(r) = records.next_record()? {
-            tally.add(&r);
-        }
+        records.for_each_record(|r| tally.add(r))?;
         Ok(tally)
     })?;
     let mut total = FlagTally::default();

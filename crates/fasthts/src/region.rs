@@ -39,6 +39,7 @@ use crate::index::{binning, Index};
 use crate::Error;
 use rayon::prelude::*;
 use std::fmt;
+use std::ops::ControlFlow;
 
 /// A half-open interval `[start, end)` of 0-based positions on reference
 /// `ref_id`, or the unplaced records (`ref_id == -1`).
@@ -284,6 +285,38 @@ impl<'a> RegionReader<'a> {
             }
         }
         Ok(Some(self.records.current()))
+    }
+
+    /// Calls `f` on each remaining record of the region, as
+    /// [`Self::next_record`] in a loop would, but walking the loaded data in
+    /// place (see [`RecordReader::walk`]): for jobs that visit every record.
+    pub fn for_each_record(&mut self, mut f: impl FnMut(&RecordRef<'_>)) -> Result<(), BamError> {
+        // Until the region's first record is found, each record's offset
+        // may be needed.
+        while self.first.is_none() {
+            match self.next_record()? {
+                Some(r) => f(&r),
+                None => return Ok(()),
+            }
+        }
+        if self.done {
+            return Ok(());
+        }
+        let region = self.region;
+        let flow = self.records.walk(|r| match region.place(r.ref_id(), r.pos()) {
+            Place::Inside => {
+                f(r);
+                ControlFlow::Continue(())
+            }
+            outside => ControlFlow::Break(outside),
+        })?;
+        self.done = true;
+        let stop = self.records.record_start();
+        self.stop = Some(stop);
+        match flow {
+            ControlFlow::Break(Place::Before) => Err(BamError::OutOfOrder { offset: stop }),
+            _ => Ok(()),
+        }
     }
 
     /// The virtual offset just past the record last returned by

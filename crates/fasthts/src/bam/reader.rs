@@ -3,6 +3,7 @@
 use super::record::{RecordDefect, RecordRef};
 use super::BamError;
 use crate::bgzf::{BlockReader, VirtualOffset};
+use std::ops::ControlFlow;
 
 /// Largest `block_size` accepted: a record's fields are bounded by BAM's
 /// integer types to well under this, so anything larger is corruption.
@@ -66,6 +67,51 @@ impl<'a> RecordReader<'a> {
         Ok(true)
     }
 
+    /// Calls `visit` on each record from the cursor on until it breaks or
+    /// the data ends, walking each loaded batch in place: per record only the
+    /// checks [`RecordReader::advance`] makes, none of its refill and cursor
+    /// bookkeeping. Records `visit` continued on are consumed; the one it
+    /// breaks on is not (the cursor and [`RecordReader::record_start`] are
+    /// at it).
+    #[inline]
+    pub fn walk<B>(&mut self, mut visit: impl FnMut(&RecordRef<'_>) -> ControlFlow<B>) -> Result<ControlFlow<B>, BamError> {
+        loop {
+            self.blocks.consume(self.pending);
+            self.pending = 0;
+            let loaded = self.blocks.available();
+            let mut at = 0;
+            let mut flow = ControlFlow::Continue(());
+            while let Some(prefix) = loaded.get(at..at + 4) {
+                let size = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
+                // A record running past the loaded data, or a bad one, is left
+                // to `advance`, which loads the rest or reports the defect.
+                if size > MAX_RECORD_SIZE {
+                    break;
+                }
+                let Some(Ok(record)) = loaded.get(at + 4..at + 4 + size).map(|data| RecordRef::new(data, self.n_ref)) else {
+                    break;
+                };
+                flow = visit(&record);
+                if flow.is_break() {
+                    break;
+                }
+                at += 4 + size;
+            }
+            self.blocks.consume(at);
+            if flow.is_break() {
+                return Ok(flow);
+            }
+            if !self.advance()? {
+                return Ok(ControlFlow::Continue(()));
+            }
+            let flow = visit(&self.current());
+            if flow.is_break() {
+                self.pending = 0;
+                return Ok(flow);
+            }
+        }
+    }
+
     /// The record [`RecordReader::advance`] moved to.
     ///
     /// # Panics
@@ -107,5 +153,89 @@ impl<'a> RecordReader<'a> {
 
     fn truncated(&self) -> BamError {
         BamError::TruncatedRecord { offset: self.blocks.virtual_offset() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bam::record::tests::encode;
+    use crate::bam::scan::tests::{bam_of, synthetic_bam};
+    use crate::bam::BamFile;
+
+    fn open(bytes: &[u8], name: &str) -> (BamFile, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("fasthts-walk-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("w.bam");
+        std::fs::write(&path, bytes).unwrap();
+        (BamFile::open(&path).unwrap(), dir)
+    }
+
+    #[test]
+    fn walk_visits_what_next_record_returns_and_stops_where_told() {
+        // Records far larger than a block and than a batch, across batches.
+        let (bam, dir) = open(&synthetic_bam(600), "agree");
+        let mut expected = Vec::new();
+        let mut rr = bam.records().unwrap();
+        while let Some(r) = rr.next_record().unwrap() {
+            expected.push((r.name().to_vec(), rr.record_start()));
+        }
+        let mut names = Vec::new();
+        let flow = bam.records().unwrap().walk(|r| {
+            names.push(r.name().to_vec());
+            ControlFlow::<()>::Continue(())
+        });
+        assert_eq!(flow.unwrap(), ControlFlow::Continue(()));
+        assert!(names.iter().eq(expected.iter().map(|(n, _)| n)));
+        // Breaking leaves the cursor at the record broken on, whether it was
+        // walked in place or loaded by `advance` (stop at every record of a
+        // stretch to hit both).
+        for stop in (0..expected.len()).step_by(7).chain(590..600) {
+            let mut rr = bam.records().unwrap();
+            let mut seen = 0;
+            let flow = rr
+                .walk(|_| {
+                    seen += 1;
+                    if seen > stop {
+                        ControlFlow::Break(seen)
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                })
+                .unwrap();
+            assert_eq!(flow, ControlFlow::Break(stop + 1));
+            assert_eq!(rr.record_start(), expected[stop].1, "record {stop}");
+            assert_eq!(rr.next_record().unwrap().unwrap().name(), &expected[stop].0[..]);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn walk_reports_the_defect_next_record_reports() {
+        let records = |bad: u32| {
+            bam_of((0..3000u32).map(move |i| {
+                let mut rec = encode(&format!("r{i}"), 0, 0, i as i32 * 10, 60, &[(0, 4)], "ACGT", &[0u8; 300]);
+                if i == bad {
+                    rec[8] = 0; // l_read_name
+                }
+                rec
+            }))
+        };
+        for bad in [0, 1, 1500, 2999] {
+            let (bam, dir) = open(&records(bad), "defect");
+            let pulled = {
+                let mut rr = bam.records().unwrap();
+                loop {
+                    match rr.next_record() {
+                        Ok(Some(_)) => continue,
+                        Ok(None) => panic!("record {bad}'s defect not seen"),
+                        Err(e) => break e.to_string(),
+                    }
+                }
+            };
+            let walked = bam.records().unwrap().walk(|_| ControlFlow::<()>::Continue(())).unwrap_err().to_string();
+            assert_eq!(walked, pulled, "defect in record {bad}");
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
     }
 }

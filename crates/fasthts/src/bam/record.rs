@@ -146,10 +146,10 @@ impl<'a> RecordRef<'a> {
         let flag = u16_at(fixed, field::FLAG.start);
         if l_seq > 0 && n_cigar > 0 && flag & flags::UNMAPPED == 0 {
             let stored = Cigar { raw: &data[FIXED_LEN + name_len..cigar_end as usize] };
-            let (first_op, first_len) = stored.get(0).expect("non-empty CIGAR");
+            let first = stored.raw.first_chunk().map_or(0, |w| u32::from_le_bytes(*w));
             // Only a CIGAR opening with a soft clip of the whole sequence can
             // be the placeholder of a CIGAR kept in the CG tag.
-            let query_len = if first_op == CigarOp::SoftClip && first_len as usize == l_seq as usize {
+            let query_len = if u64::from(first) == (l_seq as u64) << 4 | SOFT_CLIP_CODE {
                 RecordRef { data }.cigar().query_len()
             } else {
                 stored.query_len()
@@ -434,6 +434,8 @@ impl CigarOp {
 
 /// Operation codes that consume the reference: M(0) D(2) N(3) =(7) X(8).
 const REFERENCE_OPS: u16 = 1 | 1 << 2 | 1 << 3 | 1 << 7 | 1 << 8;
+/// BAM's code of a soft clip (`S`).
+const SOFT_CLIP_CODE: u64 = 4;
 /// Operation codes that consume the query: M(0) I(1) S(4) =(7) X(8).
 const QUERY_OPS: u16 = 1 | 1 << 1 | 1 << 4 | 1 << 7 | 1 << 8;
 

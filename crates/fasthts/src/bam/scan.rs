@@ -276,7 +276,7 @@ fn carry_tail(cur: &mut Batch, next: &mut Batch) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::bam::record::tests::encode;
     use crate::bam::{Header, Reference};
@@ -285,7 +285,7 @@ mod tests {
 
     /// A BAM of one 100 Mb reference holding `records` (encoded, without
     /// their `block_size`), the header in its own block.
-    fn bam_of(records: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
+    pub(crate) fn bam_of(records: impl IntoIterator<Item = Vec<u8>>) -> Vec<u8> {
         let header = Header {
             text: b"@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:c1\tLN:100000000\n".to_vec(),
             references: vec![Reference { name: "c1".into(), len: 100_000_000 }],
