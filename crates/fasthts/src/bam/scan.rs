@@ -14,13 +14,21 @@ use crate::Error;
 use std::sync::mpsc;
 
 /// Room kept at the front of each buffer for the partial record carried over
-/// from the previous batch; larger tails are handled by moving the data.
-const CARRY_ROOM: usize = 1 << 17;
-/// Uncompressed bytes per inflating job. Small, because up to threads + 7
-/// batches are held at once: a sort at `-m 64M` must stay within
-/// samtools' peak memory (152-156 MB on the bench input; 1 MiB batches
-/// put fasthts at 157.5 MB, 256 KiB ones at 149 MB).
-const JOB_BATCH_BYTES: usize = 256 << 10;
+/// from the previous batch; larger tails (long reads) are handled by moving
+/// the data.
+const CARRY_ROOM: usize = 64 << 10;
+/// Uncompressed bytes per inflating job. Small, because up to threads +
+/// `LOOK_AHEAD` + 1 batches are held at once: a sort at `-m 64M` must stay
+/// within samtools' peak memory (152-156 MB on the bench input; 1 MiB
+/// batches put fasthts at 157.5 MB, 256 KiB ones at 149 MB).
+const JOB_BATCH_BYTES: usize = 128 << 10;
+/// Batches inflated ahead of the walk beyond one per thread. The walker
+/// waits whenever the batch it needs is still being inflated by another
+/// thread and it has run every queued job; more, smaller batches in the
+/// same memory make that rarer and shorter (flagstat -@2 without an index,
+/// 7 alternations: 6 x 256 KiB 2.148 s, 14 x 128 KiB 2.064 s, 30 x 64 KiB
+/// 2.086 s, 14 x 256 KiB 2.091 s).
+const LOOK_AHEAD: u64 = 14;
 /// Largest `block_size` accepted (see `RecordReader`).
 const MAX_RECORD_SIZE: usize = 1 << 31;
 
@@ -97,7 +105,7 @@ where
     // batches in the window are done out of order: with only two spare
     // jobs the queue ran dry (index -@2: 2.49 s, against 2.31 s and 2.27 s
     // with four and eight).
-    let depth = rayon::current_num_threads() as u64 + 6;
+    let depth = rayon::current_num_threads() as u64 + LOOK_AHEAD;
     rayon::scope(|scope| {
         let (tx, rx) = mpsc::channel::<Inflated>();
         let mut ready: Vec<Inflated> = Vec::new();
@@ -257,8 +265,8 @@ fn carry_tail(cur: &mut Batch, next: &mut Batch) {
     let new_start = if tail <= data_start {
         data_start - tail
     } else {
-        // A tail larger than the reserved room (a record of over 128 KiB):
-        // shift the new data right to make space.
+        // A tail larger than the reserved room: shift the new data right
+        // to make space.
         let shift = tail - data_start;
         let end = next.filled + shift;
         if next.buf.len() < end {
