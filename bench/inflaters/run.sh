@@ -3,6 +3,8 @@
 #   bench/inflaters/run.sh [BAM] [REPEATS]
 # Defaults: BAM=/work/main/bench/data/1g.bam, REPEATS=5.
 # Quick test: bench/inflaters/run.sh /work/main/bench/data/50m.bam 3
+# zlib-ng is measured when packaged (Debian trixie on) or when ZLIBNG_PREFIX
+# names an install of it.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -35,11 +37,21 @@ DEFS=()
 LIBS=(-ldeflate -lisal -lz)
 EXTRA_OBJS=()
 
-if [ -f /usr/include/zlib-ng.h ]; then
+# ZLIBNG_PREFIX: a zlib-ng built and installed by hand (configure --static
+# --prefix=DIR; its include/zlib-ng.h and lib/libz-ng.a are used).
+if [ -n "${ZLIBNG_PREFIX:-}" ] && [ -f "$ZLIBNG_PREFIX/include/zlib-ng.h" ]; then
+    gcc -O2 -I"$ZLIBNG_PREFIX/include" -c "$HERE/zng_wrap.c" -o "$BUILD/zng_wrap.o"
     DEFS+=(-DHAVE_ZLIBNG)
+    EXTRA_OBJS+=("$BUILD/zng_wrap.o")
+    LIBS+=("$ZLIBNG_PREFIX/lib/libz-ng.a")
+    echo "zlib-ng from $ZLIBNG_PREFIX"
+elif [ -f /usr/include/zlib-ng.h ]; then
+    gcc -O2 -c "$HERE/zng_wrap.c" -o "$BUILD/zng_wrap.o"
+    DEFS+=(-DHAVE_ZLIBNG)
+    EXTRA_OBJS+=("$BUILD/zng_wrap.o")
     LIBS+=(-lz-ng)
 else
-    echo "note: zlib-ng not packaged for this Debian release (apt-cache search zlib-ng: nothing); skipped"
+    echo "note: zlib-ng not packaged for this Debian release and ZLIBNG_PREFIX not set; skipped"
 fi
 
 # ---- optional: the libdeflate bundled in the libdeflate-sys crate ---------
