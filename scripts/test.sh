@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: Rust unit, integration, differential
 # and doc tests. Installs what the differential tests compare against
-# (samtools 1.16 and its test files, khmer) when run as root on Debian and
+# (samtools 1.16 and its test files, khmer, art_illumina) when run as root on Debian and
 # they are missing; without them those checks are skipped with a note.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -11,6 +11,8 @@ command -v samtools >/dev/null || need+=(samtools)
 [[ -d /usr/share/samtools/test ]] || need+=(samtools-test)
 command -v load-into-counting.py >/dev/null || [[ -x /usr/lib/khmer/bin/load-into-counting.py ]] || need+=(khmer)
 [[ -x /usr/bin/time ]] || need+=(time)
+# Simulated paired alignments for the differential corpus (tests/common).
+command -v art_illumina >/dev/null || need+=(art-nextgen-simulation-tools)
 # The sort engine behind the cargo feature "rocksdb" links the system's librocksdb.
 [[ -f /usr/include/rocksdb/c.h ]] || need+=(librocksdb-dev)
 if ((${#need[@]})); then
