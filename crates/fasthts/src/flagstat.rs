@@ -365,14 +365,17 @@ pub fn count_sequential(bam: &crate::bam::BamFile) -> Result<FlagStat, crate::Er
 /// [`crate::region::scatter_all`]).
 pub fn count_indexed(bam: &crate::bam::BamFile, index: &crate::index::Index, region_bytes: u64) -> Result<FlagStat, crate::Error> {
     use crate::region::{self, Plan};
+    // Each region's tally (32 KiB of slots) becomes its few counts at once:
+    // the parts are held until every region is done, and a large file has
+    // hundreds of regions.
     let parts = region::scatter_all(bam, index, Plan::BalancedBytes(region_bytes), |_, records| {
         let mut tally = FlagTally::default();
         records.for_each_record(|r| tally.add(r))?;
-        Ok(tally)
+        Ok(tally.stats())
     })?;
-    let mut total = FlagTally::default();
+    let mut total = FlagStat::default();
     for part in &parts {
         total.merge(part);
     }
-    Ok(total.stats())
+    Ok(total)
 }

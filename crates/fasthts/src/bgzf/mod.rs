@@ -15,7 +15,7 @@ pub use block_map::BlockMap;
 pub use block::{has_eof_marker, Block, EOF_MARKER, MAX_BLOCK_SIZE};
 pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
 pub(crate) use reader::inflate_blocks_here;
-pub use release::{release_pages, RELEASE_STEP};
+pub use release::{release_pages, FAULT_AROUND, RELEASE_STEP};
 pub use virtual_offset::{VirtualOffset, MAX_COMPRESSED_OFFSET};
 pub use writer::{compress_all, compress_block, htslib_libdeflate_level, libdeflate_level, BgzfWriter, BLOCK_DATA_SIZE, DEFAULT_LEVEL};
 

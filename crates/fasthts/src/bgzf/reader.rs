@@ -280,9 +280,13 @@ impl<'a> BlockReader<'a> {
 
 impl Drop for BlockReader<'_> {
     fn drop(&mut self) {
-        if let Some(released) = self.released {
+        if self.released.is_some() {
+            // Everything this reader mapped, with what faults at its two ends
+            // mapped of the bytes around it: readers of many regions would
+            // otherwise each leave up to 128 KiB mapped.
+            let from = self.origin.saturating_sub(super::FAULT_AROUND);
             // SAFETY: as in `load_batch`.
-            unsafe { super::release_pages(self.file, released, self.next_block) };
+            unsafe { super::release_pages(self.file, from, self.next_block.saturating_add(super::FAULT_AROUND)) };
         }
     }
 }

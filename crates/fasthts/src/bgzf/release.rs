@@ -8,6 +8,12 @@
 /// Bytes read between two releases.
 pub const RELEASE_STEP: u64 = 2 << 20;
 
+/// How far around a faulting address Linux maps file pages that are already
+/// cached (`fault_around_bytes`, 64 KiB by default): a reader that starts or
+/// ends inside a file also maps up to this much of its neighbours' bytes,
+/// which their own releases may already have passed.
+pub const FAULT_AROUND: u64 = 64 << 10;
+
 /// Drops the process's mapping of the whole pages within `file[from..to]`
 /// (the data stays in the page cache and is simply faulted back in if read
 /// again).
