@@ -134,7 +134,12 @@ impl<'a> BlockReader<'a> {
             if skip > b.uncompressed_size as usize {
                 return Err(BgzfError::Corrupt { offset, reason: "virtual offset beyond the end of its block" });
             }
+            // Only the block holding the start, on this thread: the batch
+            // size, and whether batches are inflated on the pool (set after
+            // construction, see `set_parallel`), apply from the next load.
+            let batch_bytes = std::mem::replace(&mut r.batch_bytes, 1);
             r.load_batch(skip)?;
+            r.batch_bytes = batch_bytes;
             r.pos = skip;
         }
         Ok(r)
@@ -349,6 +354,10 @@ mod tests {
         assert!(at_end.uncompressed() < 65535);
         for (v, p) in marks {
             let mut s = BlockReader::new(&bgzf, v).unwrap();
+            // Only the block holding the start is loaded before the first
+            // fill, whatever the batch size or parallelism set afterwards.
+            let loaded = Block::parse(&bgzf, v.compressed()).unwrap().uncompressed_size as usize - usize::from(v.uncompressed());
+            assert!(v.uncompressed() == 0 || s.available().len() == loaded, "seek to {v}");
             assert!(s.fill(10).unwrap() >= 10);
             assert_eq!(&s.available()[..10], &data[p..p + 10], "seek to {v}");
             // Canonical: never at the end of a block.
