@@ -82,3 +82,36 @@ fn an_index_of_another_file_is_detected_not_trusted() {
     }
     assert_ne!(truth, FlagStat::default());
 }
+
+#[test]
+fn a_region_reads_no_further_than_what_follows_it_needs() {
+    // Damage a block well inside chr2: reading chr1 must not reach it (as
+    // htslib would not), whatever the thread count; reading chr2 must
+    // report it.
+    let path = repo_root().join("tests/data/small.bam");
+    let good = BamFile::open(&path).unwrap();
+    let index = fasthts::indexer::build(&good, IndexFormat::Bai).unwrap();
+    let chr2 = region::region_start(&good, &index, Region::whole(1)).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    let after = fasthts::bgzf::Block::parse(&bytes, chr2.compressed()).unwrap().next_offset();
+    bytes[after as usize + 40] ^= 0x55;
+    let dir = TempDir::new("scatter-damage");
+    let damaged_path = dir.path("damaged.bam");
+    std::fs::write(&damaged_path, &bytes).unwrap();
+    let damaged = BamFile::open(&damaged_path).unwrap();
+    let names = |bam: &BamFile, region: Region| {
+        region::scatter(bam, &index, &[region], |_, records| {
+            let mut names = Vec::new();
+            records.for_each_record(|r| names.push(r.name().to_vec()))?;
+            Ok(names)
+        })
+    };
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let expected = pool.install(|| names(&good, Region::whole(0))).unwrap();
+        assert!(!expected[0].is_empty());
+        assert_eq!(pool.install(|| names(&damaged, Region::whole(0))).unwrap(), expected, "-@{threads}");
+        let err = pool.install(|| names(&damaged, Region::whole(1))).unwrap_err().to_string();
+        assert!(err.contains(&format!("offset {after}")), "-@{threads}: {err}");
+    }
+}

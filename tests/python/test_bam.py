@@ -135,15 +135,33 @@ def test_region_columns_equal_in_pieces(gen_bam):
 def test_region_columns_report_the_first_bad_block_at_any_thread_count(gen_bam, tmp_path):
     # Damage the deflate data of a block in the middle of the first
     # reference: reading it in pieces on 2 threads fails with the same
-    # error as reading it whole on 1 thread.
+    # error as reading it whole on 1 thread. (Damage past the reference's
+    # last record is never read, as htslib would not read it.)
     import struct
 
+    import zlib
+
     data = bytearray(gen_bam.read_bytes())
-    blocks, at = [], 0
+    # Each block's offset and inflated bytes, then the block in which the
+    # middle record of the first reference starts (walking the records).
+    blocks, stream, at = [], bytearray(), 0
     while at < len(data):
-        blocks.append(at)
-        at += struct.unpack_from("<H", data, at + 16)[0] + 1
-    bad = blocks[len(blocks) // 3]
+        size = struct.unpack_from("<H", data, at + 16)[0] + 1
+        blocks.append((at, len(stream)))
+        stream += zlib.decompress(bytes(data[at + 18 : at + size - 8]), -15)
+        at = at + size
+    l_text = struct.unpack_from("<i", stream, 4)[0]
+    pos, n_ref = 8 + l_text, struct.unpack_from("<i", stream, 8 + l_text)[0]
+    pos += 4
+    for _ in range(n_ref):
+        pos += 8 + struct.unpack_from("<i", stream, pos)[0]
+    first_ref_starts = []
+    while pos < len(stream):
+        if struct.unpack_from("<i", stream, pos + 4)[0] == 0:
+            first_ref_starts.append(pos)
+        pos += 4 + struct.unpack_from("<i", stream, pos)[0]
+    middle = first_ref_starts[len(first_ref_starts) // 2]
+    bad = max(offset for offset, start in blocks if start <= middle)
     data[bad + 40] ^= 0x55
     broken = tmp_path / "broken.bam"
     broken.write_bytes(bytes(data))

@@ -214,6 +214,21 @@ pub fn region_start(bam: &BamFile, index: &Index, region: Region) -> Option<Virt
     Some(best)
 }
 
+/// Where the records after `region` begin, in a coordinate-sorted file, as
+/// far as the index tells ([`region_start`] of the rest of its reference,
+/// else of the next reference with records, else the unplaced records);
+/// `None` for the unplaced region or when nothing follows.
+fn following_start(bam: &BamFile, index: &Index, region: Region) -> Option<VirtualOffset> {
+    let tid = usize::try_from(region.ref_id).ok()?;
+    if region.end < i64::MAX {
+        return region_start(bam, index, Region { ref_id: region.ref_id, start: region.end, end: i64::MAX });
+    }
+    match (tid + 1..index.references().len()).find(|&t| has_records(index, t)) {
+        Some(next) => region_start(bam, index, Region::whole(next as i32)),
+        None => index.unplaced_start(),
+    }
+}
+
 /// The records of one region, read in file order.
 pub struct RegionReader<'a> {
     records: RecordReader<'a>,
@@ -391,16 +406,19 @@ where
     T: Send,
     F: Fn(&Region, &mut RegionReader<'_>) -> Result<T, BamError> + Sync,
 {
-    let starts: Vec<Option<VirtualOffset>> = regions.iter().map(|r| region_start(bam, index, *r)).collect();
     let results: Vec<Result<(T, Span), Error>> = regions
         .par_iter()
-        .enumerate()
-        .map(|(i, region)| {
-            // The next region's start bounds this one's data, give or take a
-            // read that straddles the cut.
-            let soft_end = starts.get(i + 1).copied().flatten().map(|v| v.compressed() + 1);
-            let mut reader = match starts[i] {
-                Some(start) => RegionReader::new(bam, *region, start, soft_end)?,
+        .map(|region| {
+            let mut reader = match region_start(bam, index, *region) {
+                Some(start) => {
+                    // Where what follows the region starts bounds its data,
+                    // give or take a read that straddles the cut: past it
+                    // blocks are loaded one at a time, as htslib reads them,
+                    // so a region never inflates far beyond its last record
+                    // (nor fails on damage there).
+                    let soft_end = following_start(bam, index, *region).map(|v| v.compressed() + 1).filter(|&e| e > start.compressed());
+                    RegionReader::new(bam, *region, start, soft_end)?
+                }
                 None => RegionReader::empty(bam, *region)?,
             };
             let wrap = |e: BamError| Error::from(e).with_path(bam.path());
