@@ -699,9 +699,12 @@ fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64) -> Result<Columns
     // chr1 of the bench BAM).
     let starts: Vec<Option<VirtualOffset>> = pieces.iter().map(|p| region::region_start(&sh.bam, &ix, *p)).collect();
     let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(sh.bam.path());
+    // What follows the region bounds its last piece's data.
+    let after = region::following_start(&sh.bam, &ix, r);
     let read_piece = |i: usize, c: &mut Columns| -> Result<(), fasthts::Error> {
         // The next piece's start bounds this one's data.
-        let soft_end = starts.get(i + 1).copied().flatten().map(|v| v.compressed() + 1);
+        let soft_end = starts.get(i + 1).copied().unwrap_or(after).map(|v| v.compressed() + 1);
+        let soft_end = soft_end.filter(|&e| starts[i].is_some_and(|s| e > s.compressed()));
         let mut rd = match starts[i] {
             Some(s) => RegionReader::new(&sh.bam, pieces[i], s, soft_end)?,
             None => RegionReader::empty(&sh.bam, pieces[i])?,
@@ -827,7 +830,9 @@ fn read_batch(
     let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(sh.bam.path());
     match region {
         Some(region) => {
-            let mut rd = RegionReader::new(&sh.bam, region, start, None)?;
+            let ix = sh.index()?;
+            let soft_end = region::following_start(&sh.bam, &ix, region).map(|v| v.compressed() + 1);
+            let mut rd = RegionReader::new(&sh.bam, region, start, soft_end.filter(|&e| e > start.compressed()))?;
             while out.len() < BATCH {
                 match rd.next_record().map_err(wrap)? {
                     Some(r) => out.push_back(r.as_bytes().to_vec()),

@@ -217,8 +217,9 @@ pub fn region_start(bam: &BamFile, index: &Index, region: Region) -> Option<Virt
 /// Where the records after `region` begin, in a coordinate-sorted file, as
 /// far as the index tells ([`region_start`] of the rest of its reference,
 /// else of the next reference with records, else the unplaced records);
-/// `None` for the unplaced region or when nothing follows.
-fn following_start(bam: &BamFile, index: &Index, region: Region) -> Option<VirtualOffset> {
+/// `None` for the unplaced region or when nothing follows. A reader of
+/// `region` needs little data past it: a soft end for [`RegionReader::new`].
+pub fn following_start(bam: &BamFile, index: &Index, region: Region) -> Option<VirtualOffset> {
     let tid = usize::try_from(region.ref_id).ok()?;
     if region.end < i64::MAX {
         return region_start(bam, index, Region { ref_id: region.ref_id, start: region.end, end: i64::MAX });
