@@ -54,7 +54,16 @@ def test_index_equals_cli(cli, gen_bam, tmp_path, args, kw):
     assert a.read_bytes() == b.read_bytes()
 
 
-@pytest.mark.parametrize("args,kw", [([], {}), (["-n"], {"by_name": True}), (["-t", "RG"], {"tag": "RG"})])
+@pytest.mark.parametrize(
+    "args,kw",
+    [
+        ([], {}),
+        (["-n"], {"by_name": True}),
+        (["-t", "RG"], {"tag": "RG"}),
+        (["-M", "-K", "12"], {"minimiser": True, "kmer": 12}),
+        (["-m", "1M", "--fan-in", "2"], {"memory": "1M", "fan_in": 2}),
+    ],
+)
 def test_sort_equals_cli(cli, gen_bam, tmp_path, args, kw):
     a, b = tmp_path / "cli.bam", tmp_path / "py.bam"
     run(cli, "sort", "--no-PG", "-@", "2", *args, "-o", a, gen_bam)
@@ -73,6 +82,32 @@ def test_sort_sam_output_equals_cli(cli, gen_bam, tmp_path, fmt):
     assert c.read_bytes() == a.read_bytes()
     with pytest.raises(ValueError, match="only supported with BAM"):
         fasthts.sort(str(gen_bam), str(tmp_path / "x.sam"), write_index=True)
+
+
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        ({"by_name": True, "minimiser": True}, "exclude each other"),
+        ({"tag": "RG", "template_coordinate": True}, "cannot be combined"),
+        ({"fan_in": 1}, "at least 2"),
+    ],
+)
+def test_sort_rejects_conflicting_options(gen_bam, tmp_path, kw, message):
+    out = tmp_path / "out.bam"
+    with pytest.raises(ValueError, match=message):
+        fasthts.sort(str(gen_bam), str(out), **kw)
+    assert not out.exists()
+
+
+def test_sort_template_coordinate_needs_mate_cigars_as_the_cli(cli, gen_bam, tmp_path):
+    # The generated BAM has pairs without MC tags: both refuse it alike.
+    out = tmp_path / "tc.bam"
+    argv = [str(cli), "sort", "--template-coordinate", "-o", str(tmp_path / "cli.bam"), str(gen_bam)]
+    cli_run = subprocess.run(argv, capture_output=True)
+    assert cli_run.returncode != 0 and b"no MC tag" in cli_run.stderr
+    with pytest.raises(fasthts.Error, match="no MC tag"):
+        fasthts.sort(str(gen_bam), str(out), template_coordinate=True)
+    assert not out.exists()
 
 
 def test_sort_bad_input_leaves_no_output(tmp_path):

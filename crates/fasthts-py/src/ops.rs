@@ -284,12 +284,14 @@ fn memory_arg(v: &Bound<'_, PyAny>) -> PyResult<usize> {
 }
 
 /// Sorts a BAM or SAM file into `output` as `fasthts sort -o OUTPUT`
-/// (samtools sort): by coordinate, by name (`by_name`), or by a tag. The
-/// output appears only when complete. `memory` is per thread, as `-m`.
-/// `format`: "bam", "sam" or "sam.gz" (default: from the output's
-/// extension, as the CLI).
+/// (samtools sort): by coordinate, by name (`by_name`), by a tag, by
+/// template-coordinate (`template_coordinate`), or by coordinate with
+/// unplaced reads clustered by minimiser (`minimiser`, `kmer`). The output
+/// appears only when complete. `memory` is per thread, as `-m`. `format`:
+/// "bam", "sam" or "sam.gz" (default: from the output's extension, as the
+/// CLI). `fan_in`: the most runs merged at once (`--fan-in`).
 #[pyfunction]
-#[pyo3(name = "sort", signature = (input, output, by_name=false, tag=None, level=None, memory=None, threads=None, write_index=false, temp_prefix=None, no_pg=false, format=None))]
+#[pyo3(name = "sort", signature = (input, output, by_name=false, tag=None, level=None, memory=None, threads=None, write_index=false, temp_prefix=None, no_pg=false, format=None, template_coordinate=false, minimiser=false, kmer=20, fan_in=None))]
 #[allow(clippy::too_many_arguments)]
 fn sort_fn(
     py: Python<'_>,
@@ -304,6 +306,10 @@ fn sort_fn(
     temp_prefix: Option<PathBuf>,
     no_pg: bool,
     format: Option<String>,
+    template_coordinate: bool,
+    minimiser: bool,
+    kmer: i64,
+    fan_in: Option<usize>,
 ) -> PyResult<()> {
     // As the CLI: the format given, else from the output's extension.
     let name = output.to_string_lossy().to_ascii_lowercase();
@@ -327,6 +333,17 @@ fn sort_fn(
     if level.is_some_and(|l| l > 9) {
         return Err(PyValueError::new_err("level must be between 0 and 9"));
     }
+    // The CLI lets the last of -n, -M and --template-coordinate win; keyword
+    // arguments have no order, so more than one is an error here.
+    if usize::from(by_name) + usize::from(template_coordinate) + usize::from(minimiser) > 1 {
+        return Err(PyValueError::new_err("by_name, template_coordinate and minimiser exclude each other"));
+    }
+    if tag.is_some() && (template_coordinate || minimiser) {
+        return Err(PyValueError::new_err("tag cannot be combined with template_coordinate or minimiser"));
+    }
+    if fan_in.is_some_and(|n| n < 2) {
+        return Err(PyValueError::new_err("fan_in must be at least 2"));
+    }
     let per_thread = match memory {
         Some(m) => memory_arg(m)?,
         None => 768 << 20,
@@ -335,11 +352,14 @@ fn sort_fn(
     let index = (write_index && !by_name && tag.is_none()).then_some(IndexFormat::Csi { min_shift: DEFAULT_MIN_SHIFT, depth: 0 });
     let opts = SortOptions {
         engine: SortEngine::Native,
-        max_fan_in: None,
+        max_fan_in: fan_in,
         index,
         order: match tag {
             Some(tag) => SortOrder::Tag { tag, then_by_name: by_name },
             None if by_name => SortOrder::QueryName,
+            None if template_coordinate => SortOrder::TemplateCoordinate,
+            // As samtools' -K: clamped to 1..=31.
+            None if minimiser => SortOrder::Minimiser { kmer: kmer.clamp(1, 31) as u8 },
             None => SortOrder::Coordinate,
         },
         memory: per_thread.saturating_mul(n),

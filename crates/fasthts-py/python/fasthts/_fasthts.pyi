@@ -149,6 +149,10 @@ def sort(
     temp_prefix: Optional[_Path] = None,
     no_pg: bool = False,
     format: Optional[str] = None,
+    template_coordinate: bool = False,
+    minimiser: bool = False,
+    kmer: int = 20,
+    fan_in: Optional[int] = None,
 ) -> None: ...
 def snp_pileup(
     vcf: _Path,
