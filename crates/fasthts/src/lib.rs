@@ -36,6 +36,11 @@
 //! # Ok::<(), fasthts::Error>(())
 //! ```
 //!
+//! A job that visits every record of its region, as this one does, can
+//! hand a closure to [`region::RegionReader::for_each_record`] instead:
+//! it walks each inflated batch in place, with only htslib's record checks
+//! per record (what `flagstat` does).
+//!
 //! # Read every record in file order
 //!
 //! ```
