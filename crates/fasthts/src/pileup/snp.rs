@@ -675,7 +675,7 @@ impl Window<'_, '_> {
 }
 
 /// Runs snp-pileup: the VCF at `vcf` (planned by `summary`, from
-/// [`vcf::scan`] with `opts.region_size`) against `bams` (each with its
+/// [`super::vcf::scan`] with `opts.region_size`) against `bams` (each with its
 /// index), writing the CSV (header included) to `out`. Work runs on the
 /// current rayon pool.
 pub fn run(
@@ -703,7 +703,7 @@ pub const EXHAUSTED: (i32, i64) = (i32::MAX, i64::MAX);
 /// single-base ones, numbered from 0 in file order) with the walk starting
 /// at `state` instead of before the first column, also returning the state
 /// after the block's last record. `summary` must be
-/// [`vcf::scan_records`]`(vcf, opts.region_size, records)`. Running a VCF
+/// [`super::vcf::scan_records`]`(vcf, opts.region_size, records)`. Running a VCF
 /// in consecutive blocks, each from the state the previous block ended in,
 /// writes exactly what one run over all of it writes (each block with its
 /// header line); the Python package's dask layer runs the blocks on several
