@@ -300,16 +300,18 @@ impl BamFile {
     fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>) -> PyResult<RecordIter> {
         let sh = self.shared.clone();
         let Some(region) = region else {
-            return Ok(RecordIter { shared: sh.clone(), region: None, next: Some(sh.bam.first_record_offset()), buf: VecDeque::new() });
+            let next = Some(sh.bam.first_record_offset());
+            return Ok(RecordIter { shared: sh.clone(), region: None, next, soft_end: None, buf: VecDeque::new() });
         };
         let r = region_arg(&sh.names, region)?;
-        let start = py
+        let (start, after) = py
             .detach(|| -> Result<_, fasthts::Error> {
                 let ix = sh.index()?;
-                Ok(region::start_offset(&sh.bam, &ix, r.ref_id, r.start))
+                Ok((region::start_offset(&sh.bam, &ix, r.ref_id, r.start), region::following_start(&sh.bam, &ix, r)))
             })
             .map_err(to_py)?;
-        Ok(RecordIter { shared: sh, region: Some(r), next: start, buf: VecDeque::new() })
+        let soft_end = after.map(|v| v.compressed() + 1);
+        Ok(RecordIter { shared: sh, region: Some(r), next: start, soft_end, buf: VecDeque::new() })
     }
 
     /// The records starting in `region` (the whole file when None) as
@@ -818,6 +820,8 @@ pub struct RecordIter {
     region: Option<LibRegion>,
     /// Where the next batch starts; None when done.
     next: Option<VirtualOffset>,
+    /// Where what follows the region starts (see `region::following_start`).
+    soft_end: Option<u64>,
     buf: VecDeque<Vec<u8>>,
 }
 
@@ -825,13 +829,12 @@ fn read_batch(
     sh: &Shared,
     region: Option<LibRegion>,
     start: VirtualOffset,
+    soft_end: Option<u64>,
 ) -> Result<(VecDeque<Vec<u8>>, Option<VirtualOffset>), fasthts::Error> {
     let mut out = VecDeque::with_capacity(BATCH);
     let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(sh.bam.path());
     match region {
         Some(region) => {
-            let ix = sh.index()?;
-            let soft_end = region::following_start(&sh.bam, &ix, region).map(|v| v.compressed() + 1);
             let mut rd = RegionReader::new(&sh.bam, region, start, soft_end.filter(|&e| e > start.compressed()))?;
             while out.len() < BATCH {
                 match rd.next_record().map_err(wrap)? {
@@ -864,8 +867,8 @@ impl RecordIter {
         if slf.buf.is_empty() {
             let Some(start) = slf.next else { return Ok(None) };
             let sh = slf.shared.clone();
-            let region = slf.region;
-            let (buf, next) = match py.detach(|| read_batch(&sh, region, start)) {
+            let (region, soft_end) = (slf.region, slf.soft_end);
+            let (buf, next) = match py.detach(|| read_batch(&sh, region, start, soft_end)) {
                 Ok(v) => v,
                 Err(e) => {
                     slf.next = None;
