@@ -220,6 +220,19 @@ def test_whole_contig_fetch_crosses_batches(gen_bam):
     assert got == list(zip(whole["pos"][sel].tolist(), whole["flag"][sel].tolist()))
 
 
+@pytest.mark.parametrize("name", ["normal.bam", "tumour.bam"])
+def test_region_fetch_across_many_batches_equals_columns(golden, name):
+    # 12-27 thousand records per reference: many read batches, each
+    # reading on past its 4096th record while records are already inflated.
+    bam = fasthts.BamFile(str(golden / name))
+    for region in ["I", "II", "I:20001-40000"]:
+        cols = bam.columns(region)
+        got = [(r.pos, r.flag, r.name) for r in bam.fetch(region)]
+        assert len(got) > 4096 or region == "I:20001-40000"
+        assert [(p, f) for p, f, _ in got] == list(zip(cols["pos"].tolist(), cols["flag"].tolist())), region
+        assert len({(p, f, n) for p, f, n in got}) == len(got), region
+
+
 def test_region_parsing_errors():
     bam = fasthts.BamFile(str(SMALL))
     with pytest.raises(ValueError, match="unknown reference"):

@@ -836,7 +836,9 @@ fn read_batch(
     match region {
         Some(region) => {
             let mut rd = RegionReader::new(&sh.bam, region, start, soft_end.filter(|&e| e > start.compressed()))?;
-            while out.len() < BATCH {
+            // Past BATCH, the records already inflated too: the next batch's
+            // reader would inflate them again.
+            while out.len() < BATCH || rd.next_is_loaded() {
                 match rd.next_record().map_err(wrap)? {
                     Some(r) => out.push_back(r.as_bytes().to_vec()),
                     None => return Ok((out, None)),
@@ -846,7 +848,7 @@ fn read_batch(
         }
         None => {
             let mut rd = sh.bam.records_from(start)?;
-            while out.len() < BATCH {
+            while out.len() < BATCH || rd.next_is_loaded() {
                 match rd.next_record().map_err(wrap)? {
                     Some(r) => out.push_back(r.as_bytes().to_vec()),
                     None => return Ok((out, None)),

@@ -335,6 +335,12 @@ impl<'a> RegionReader<'a> {
         }
     }
 
+    /// Whether the next record is already inflated (see
+    /// [`RecordReader::next_is_loaded`]).
+    pub fn next_is_loaded(&self) -> bool {
+        !self.done && self.records.next_is_loaded()
+    }
+
     /// The virtual offset just past the record last returned by
     /// [`Self::next_record`]: a record start from which a new reader of the
     /// same region resumes reading (the Python bindings read regions in

@@ -129,6 +129,14 @@ impl<'a> RecordReader<'a> {
         self.blocks.virtual_offset()
     }
 
+    /// Whether the record after the one last returned is already inflated
+    /// whole: a reader that stops here would leave work that a reader made
+    /// at [`RecordReader::record_end`] has to inflate again.
+    pub fn next_is_loaded(&self) -> bool {
+        let rest = self.blocks.available().get(self.pending..).unwrap_or_default();
+        rest.first_chunk::<4>().is_some_and(|size| rest.len() - 4 >= u32::from_le_bytes(*size) as usize)
+    }
+
     /// Virtual offset just past the record last returned, in htslib's
     /// canonical form (what `bgzf_tell` gives after reading it).
     pub fn record_end(&self) -> VirtualOffset {
