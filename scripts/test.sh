@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the repository: Rust unit, integration, differential
 # and doc tests. Installs what the differential tests compare against
-# (samtools 1.16 and its test files, khmer, art_illumina) when run as root on Debian and
-# they are missing; without them those checks are skipped with a note.
+# (samtools 1.16 and its test files, khmer, art_illumina) when run as root
+# on Debian and they are missing; without them those checks are skipped
+# with a note.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
