@@ -301,17 +301,16 @@ impl BamFile {
         let sh = self.shared.clone();
         let Some(region) = region else {
             let next = Some(sh.bam.first_record_offset());
-            return Ok(RecordIter { shared: sh.clone(), region: None, next, soft_end: None, buf: VecDeque::new() });
+            return Ok(RecordIter { shared: sh.clone(), region: None, next, following: None, buf: VecDeque::new() });
         };
         let r = region_arg(&sh.names, region)?;
-        let (start, after) = py
+        let (start, following) = py
             .detach(|| -> Result<_, fasthts::Error> {
                 let ix = sh.index()?;
                 Ok((region::start_offset(&sh.bam, &ix, r.ref_id, r.start), region::following_start(&sh.bam, &ix, r)))
             })
             .map_err(to_py)?;
-        let soft_end = after.map(|v| v.compressed() + 1);
-        Ok(RecordIter { shared: sh, region: Some(r), next: start, soft_end, buf: VecDeque::new() })
+        Ok(RecordIter { shared: sh, region: Some(r), next: start, following, buf: VecDeque::new() })
     }
 
     /// The records starting in `region` (the whole file when None) as
@@ -705,10 +704,9 @@ fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64) -> Result<Columns
     let after = region::following_start(&sh.bam, &ix, r);
     let read_piece = |i: usize, c: &mut Columns| -> Result<(), fasthts::Error> {
         // The next piece's start bounds this one's data.
-        let soft_end = starts.get(i + 1).copied().unwrap_or(after).map(|v| v.compressed() + 1);
-        let soft_end = soft_end.filter(|&e| starts[i].is_some_and(|s| e > s.compressed()));
+        let following = starts.get(i + 1).copied().unwrap_or(after);
         let mut rd = match starts[i] {
-            Some(s) => RegionReader::new(&sh.bam, pieces[i], s, soft_end)?,
+            Some(s) => RegionReader::new(&sh.bam, pieces[i], s, following)?,
             None => RegionReader::empty(&sh.bam, pieces[i])?,
         };
         while let Some(r) = rd.next_record().map_err(wrap)? {
@@ -821,7 +819,7 @@ pub struct RecordIter {
     /// Where the next batch starts; None when done.
     next: Option<VirtualOffset>,
     /// Where what follows the region starts (see `region::following_start`).
-    soft_end: Option<u64>,
+    following: Option<VirtualOffset>,
     buf: VecDeque<Vec<u8>>,
 }
 
@@ -829,13 +827,13 @@ fn read_batch(
     sh: &Shared,
     region: Option<LibRegion>,
     start: VirtualOffset,
-    soft_end: Option<u64>,
+    following: Option<VirtualOffset>,
 ) -> Result<(VecDeque<Vec<u8>>, Option<VirtualOffset>), fasthts::Error> {
     let mut out = VecDeque::with_capacity(BATCH);
     let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(sh.bam.path());
     match region {
         Some(region) => {
-            let mut rd = RegionReader::new(&sh.bam, region, start, soft_end.filter(|&e| e > start.compressed()))?;
+            let mut rd = RegionReader::new(&sh.bam, region, start, following)?;
             // Past BATCH, the records already inflated too: the next batch's
             // reader would inflate them again.
             while out.len() < BATCH || rd.next_is_loaded() {
@@ -869,8 +867,8 @@ impl RecordIter {
         if slf.buf.is_empty() {
             let Some(start) = slf.next else { return Ok(None) };
             let sh = slf.shared.clone();
-            let (region, soft_end) = (slf.region, slf.soft_end);
-            let (buf, next) = match py.detach(|| read_batch(&sh, region, start, soft_end)) {
+            let (region, following) = (slf.region, slf.following);
+            let (buf, next) = match py.detach(|| read_batch(&sh, region, start, following)) {
                 Ok(v) => v,
                 Err(e) => {
                     slf.next = None;

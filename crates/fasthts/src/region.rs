@@ -218,7 +218,7 @@ pub fn region_start(bam: &BamFile, index: &Index, region: Region) -> Option<Virt
 /// far as the index tells ([`region_start`] of the rest of its reference,
 /// else of the next reference with records, else the unplaced records);
 /// `None` for the unplaced region or when nothing follows. A reader of
-/// `region` needs little data past it: a soft end for [`RegionReader::new`].
+/// `region` needs little data past it (see [`RegionReader::new`]).
 pub fn following_start(bam: &BamFile, index: &Index, region: Region) -> Option<VirtualOffset> {
     let tid = usize::try_from(region.ref_id).ok()?;
     if region.end < i64::MAX {
@@ -243,13 +243,18 @@ pub struct RegionReader<'a> {
 
 impl<'a> RegionReader<'a> {
     /// Reads `region` of `bam` starting at `start` (a record start at or
-    /// before the region's first record); `soft_end` is the compressed offset
-    /// near which the region probably ends.
-    pub fn new(bam: &'a BamFile, region: Region, start: VirtualOffset, soft_end: Option<u64>) -> Result<Self, Error> {
+    /// before the region's first record). `following`: where what follows
+    /// the region starts (see [`following_start`]), if known.
+    pub fn new(bam: &'a BamFile, region: Region, start: VirtualOffset, following: Option<VirtualOffset>) -> Result<Self, Error> {
         let mut records = bam.records_from(start)?;
         // Regions are the unit of parallelism; each is read on one thread.
         records.set_parallel(false);
-        if let Some(end) = soft_end {
+        // What follows the region bounds its data, give or take a read that
+        // straddles the cut: past the block holding it, blocks are loaded one
+        // at a time, as htslib reads them, so a region never inflates far
+        // beyond its last record (nor fails on damage there). A bound at or
+        // before `start` bounds nothing.
+        if let Some(end) = following.map(|v| v.compressed() + 1).filter(|&e| e > start.compressed()) {
             records.set_soft_limit(end);
         }
         Ok(RegionReader { records, region, done: false, first: None, stop: None })
@@ -417,15 +422,7 @@ where
         .par_iter()
         .map(|region| {
             let mut reader = match region_start(bam, index, *region) {
-                Some(start) => {
-                    // Where what follows the region starts bounds its data,
-                    // give or take a read that straddles the cut: past it
-                    // blocks are loaded one at a time, as htslib reads them,
-                    // so a region never inflates far beyond its last record
-                    // (nor fails on damage there).
-                    let soft_end = following_start(bam, index, *region).map(|v| v.compressed() + 1).filter(|&e| e > start.compressed());
-                    RegionReader::new(bam, *region, start, soft_end)?
-                }
+                Some(start) => RegionReader::new(bam, *region, start, following_start(bam, index, *region))?,
                 None => RegionReader::empty(bam, *region)?,
             };
             let wrap = |e: BamError| Error::from(e).with_path(bam.path());
