@@ -81,21 +81,14 @@ impl<'a> RecordReader<'a> {
             let loaded = self.blocks.available();
             let mut at = 0;
             let mut flow = ControlFlow::Continue(());
-            while let Some(prefix) = loaded.get(at..at + 4) {
-                let size = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
-                // A record running past the loaded data, or a bad one, is left
-                // to `advance`, which loads the rest or reports the defect.
-                if size > MAX_RECORD_SIZE {
-                    break;
-                }
-                let Some(Ok(record)) = loaded.get(at + 4..at + 4 + size).map(|data| RecordRef::new(data, self.n_ref)) else {
-                    break;
-                };
+            // A record running past the loaded data, or a bad one, is left
+            // to `advance`, which loads the rest or reports the defect.
+            while let Some(Ok(record)) = loaded_record_at(loaded, at).map(|data| RecordRef::new(data, self.n_ref)) {
                 flow = visit(&record);
                 if flow.is_break() {
                     break;
                 }
-                at += 4 + size;
+                at += 4 + record.as_bytes().len();
             }
             self.blocks.consume(at);
             if flow.is_break() {
@@ -133,8 +126,7 @@ impl<'a> RecordReader<'a> {
     /// whole: a reader that stops here would leave work that a reader made
     /// at [`RecordReader::record_end`] has to inflate again.
     pub fn next_is_loaded(&self) -> bool {
-        let rest = self.blocks.available().get(self.pending..).unwrap_or_default();
-        rest.first_chunk::<4>().is_some_and(|size| rest.len() - 4 >= u32::from_le_bytes(*size) as usize)
+        loaded_record_at(self.blocks.available(), self.pending).is_some()
     }
 
     /// Virtual offset just past the record last returned, in htslib's
@@ -164,25 +156,27 @@ impl<'a> RecordReader<'a> {
     }
 }
 
+/// The bytes (without `block_size`) of the record whose `block_size` is at
+/// `at` in `loaded`, if they are all loaded and their size is plausible.
+#[inline]
+fn loaded_record_at(loaded: &[u8], at: usize) -> Option<&[u8]> {
+    let size = u32::from_le_bytes(*loaded.get(at..)?.first_chunk()?) as usize;
+    if size > MAX_RECORD_SIZE {
+        return None;
+    }
+    loaded.get(at + 4..at + 4 + size)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bam::record::tests::encode;
-    use crate::bam::scan::tests::{bam_of, synthetic_bam};
-    use crate::bam::BamFile;
-
-    fn open(bytes: &[u8], name: &str) -> (BamFile, std::path::PathBuf) {
-        let dir = std::env::temp_dir().join(format!("fasthts-walk-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("w.bam");
-        std::fs::write(&path, bytes).unwrap();
-        (BamFile::open(&path).unwrap(), dir)
-    }
+    use crate::bam::scan::tests::{bam_of, open_bam, pull_reader_error, synthetic_bam};
 
     #[test]
     fn walk_visits_what_next_record_returns_and_stops_where_told() {
         // Records far larger than a block and than a batch, across batches.
-        let (bam, dir) = open(&synthetic_bam(600), "agree");
+        let (bam, dir) = open_bam(&synthetic_bam(600), "walk-agree");
         let mut expected = Vec::new();
         let mut rr = bam.records().unwrap();
         while let Some(r) = rr.next_record().unwrap() {
@@ -230,17 +224,8 @@ mod tests {
             }))
         };
         for bad in [0, 1, 1500, 2999] {
-            let (bam, dir) = open(&records(bad), "defect");
-            let pulled = {
-                let mut rr = bam.records().unwrap();
-                loop {
-                    match rr.next_record() {
-                        Ok(Some(_)) => continue,
-                        Ok(None) => panic!("record {bad}'s defect not seen"),
-                        Err(e) => break e.to_string(),
-                    }
-                }
-            };
+            let (bam, dir) = open_bam(&records(bad), "walk-defect");
+            let pulled = pull_reader_error(&bam).to_string();
             let walked = bam.records().unwrap().walk(|_| ControlFlow::<()>::Continue(())).unwrap_err().to_string();
             assert_eq!(walked, pulled, "defect in record {bad}");
             std::fs::remove_dir_all(&dir).unwrap();

@@ -322,14 +322,32 @@ pub(crate) mod tests {
         }))
     }
 
+    /// `bytes` written as `s.bam` in a fresh directory of its own (the
+    /// caller removes it), and opened.
+    pub(crate) fn open_bam(bytes: &[u8], tag: &str) -> (BamFile, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("fasthts-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("s.bam"), bytes).unwrap();
+        (BamFile::open(dir.join("s.bam")).unwrap(), dir)
+    }
+
+    /// The error a read of every record with the pull reader meets.
+    pub(crate) fn pull_reader_error(bam: &BamFile) -> BamError {
+        let mut rr = bam.records().unwrap();
+        loop {
+            match rr.next_record() {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("the damaged file read to its end"),
+                Err(e) => break e,
+            }
+        }
+    }
+
     #[test]
     fn scan_agrees_with_pull_reader_on_records_and_offsets() {
         let bytes = synthetic_bam(600);
-        let dir = std::env::temp_dir().join(format!("fasthts-scan-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let (bam, dir) = open_bam(&bytes, "scan");
         let path = dir.join("s.bam");
-        std::fs::write(&path, &bytes).unwrap();
-        let bam = BamFile::open(&path).unwrap();
         let mut expected = Vec::new();
         let mut rr = bam.records().unwrap();
         while let Some(r) = rr.next_record().unwrap() {
@@ -385,21 +403,8 @@ pub(crate) mod tests {
             offset = b.next_offset();
         }
         bytes[offset as usize] = 0;
-        let dir = std::env::temp_dir().join(format!("fasthts-scan-order-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("s.bam");
-        std::fs::write(&path, &bytes).unwrap();
-        let bam = BamFile::open(&path).unwrap();
-        let sequential = {
-            let mut rr = bam.records().unwrap();
-            loop {
-                match rr.next_record() {
-                    Ok(Some(_)) => continue,
-                    Ok(None) => panic!("the damaged file read to its end"),
-                    Err(e) => break e,
-                }
-            }
-        };
+        let (bam, dir) = open_bam(&bytes, "scan-order");
+        let sequential = pull_reader_error(&bam);
         assert!(matches!(sequential, BamError::InvalidRecord { defect: RecordDefect::EmptyReadName, .. }), "{sequential}");
         let expected = Error::from(sequential).with_path(bam.path()).to_string();
         for threads in [1, 3] {
@@ -415,11 +420,7 @@ pub(crate) mod tests {
         let mut bytes = synthetic_bam(20);
         let eof = bytes.len() - crate::bgzf::EOF_MARKER.len();
         bytes[eof + 20] ^= 1; // its CRC32
-        let dir = std::env::temp_dir().join(format!("fasthts-scan-eof-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("s.bam");
-        std::fs::write(&path, &bytes).unwrap();
-        let bam = BamFile::open(&path).unwrap();
+        let (bam, dir) = open_bam(&bytes, "scan-eof");
         let result = scan(&bam, |_, _| Ok(()));
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(result.is_err(), "a damaged EOF marker block passed the scan");
