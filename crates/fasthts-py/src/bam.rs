@@ -610,17 +610,8 @@ impl<T: Copy> ColVec<T> {
 
     fn advise_huge_pages(&self) {
         let bytes = self.cap * std::mem::size_of::<T>();
-        if bytes < HUGE_PAGE_BYTES {
-            return;
-        }
-        let huge = 2usize << 20;
-        let start = (self.addr()).div_ceil(huge) * huge;
-        let end = (self.addr() + bytes) / huge * huge;
-        if end > start {
-            // SAFETY: [start, end) lies within this allocation. The advice
-            // only changes how the kernel backs the pages; failure (no THP
-            // support) is harmless and ignored.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        if bytes >= HUGE_PAGE_BYTES {
+            fasthts_io::memory::advise_huge_pages(self.addr() as *const u8, bytes);
         }
     }
 }

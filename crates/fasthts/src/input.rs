@@ -45,7 +45,7 @@ pub fn sniff(prefix: &[u8]) -> Kind {
     if prefix.is_empty() {
         return Kind::Empty;
     }
-    if !prefix.starts_with(&[0x1f, 0x8b]) {
+    if !fasthts_io::compression::is_gzip(prefix) {
         return if looks_like_sam(prefix) { Kind::Sam } else { Kind::Unknown };
     }
     match Block::parse(prefix, 0) {

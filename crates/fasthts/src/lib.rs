@@ -56,19 +56,17 @@
 //! ```
 
 pub mod bam;
-pub mod bgzf;
 mod error;
 pub mod flagstat;
 pub mod index;
 pub mod indexer;
 pub mod input;
-pub mod output;
 pub mod pileup;
-mod pool;
 pub mod region;
 pub mod sort;
 
 pub use error::Error;
-/// khmer-compatible k-mer counting, normalisation and trimming (the
-/// `fasthts-kmer` crate).
-pub use fasthts_kmer as kmer;
+/// BGZF, from the I/O crate the library stands on.
+pub use fasthts_io::bgzf;
+/// Outputs that appear complete or not at all, from the I/O crate.
+pub use fasthts_io::output;
