@@ -8,6 +8,7 @@ use super::bytes::{at, find2};
 use super::encode_aux::parse_aux;
 use super::parse_number::{str2int, str2uint};
 use super::RefNames;
+use crate::bam::record::aux_elem_size;
 
 /// The SAM columns, for error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -629,17 +630,6 @@ fn move_cigar_to_cg(out: &mut Vec<u8>, cigar_st: usize, n_cigar: u32, l_seq: usi
     Ok(())
 }
 
-/// Size of one value of aux type `t` (0 for variable-length types).
-pub(super) fn aux_size(t: u8) -> usize {
-    match t {
-        b'A' | b'c' | b'C' => 1,
-        b's' | b'S' => 2,
-        b'i' | b'I' | b'f' => 4,
-        b'd' => 8,
-        _ => 0,
-    }
-}
-
 /// Offset (from the start of `aux`) of the first tag `tag` in well-formed
 /// aux data, and its end.
 fn find_aux(aux: &[u8], tag: [u8; 2]) -> Option<(usize, usize)> {
@@ -651,9 +641,9 @@ fn find_aux(aux: &[u8], tag: [u8; 2]) -> Option<(usize, usize)> {
             b'B' => {
                 let sub = *aux.get(i + 3)?;
                 let n = u32::from_le_bytes(aux.get(i + 4..i + 8)?.try_into().ok()?) as usize;
-                5 + n * aux_size(sub)
+                5 + n * aux_elem_size(sub).unwrap_or(0)
             }
-            _ => aux_size(t),
+            _ => aux_elem_size(t).unwrap_or(0),
         };
         let end = i + 3 + vlen;
         if aux[i..i + 2] == tag {

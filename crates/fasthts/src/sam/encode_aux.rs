@@ -3,9 +3,9 @@
 //! types, and B arrays retyped when their values do not fit.
 
 use super::bytes::{at, find2};
-use super::encode::aux_size;
 use super::parse_number::{str2int, str2uint, strtod};
 use super::RecordError;
+use crate::bam::record::aux_elem_size;
 
 /// `c > '\t'` with C's signed `char` (x86-64): bytes >= 0x80 are negative.
 #[inline(always)]
@@ -133,7 +133,7 @@ fn skip_to_comma(s: &[u8], mut q: usize) -> usize {
 /// htslib's `sam_parse_B_vals`: `q` is at the comma before the first value,
 /// `r` at the end of the array. Returns where parsing stopped.
 fn parse_b_values(s: &[u8], sub: u8, n: u32, start: usize, r: usize, out: &mut Vec<u8>) -> Result<usize, RecordError> {
-    let size = aux_size(sub);
+    let size = aux_elem_size(sub).unwrap_or(0);
     if size == 0 || size > 4 || sub == b'A' {
         return Err(RecordError::InvalidAux("unrecognized B array type"));
     }

@@ -15,7 +15,7 @@
 
 use super::bytes::c_str;
 use super::format_number::{put_i64, put_kputd, put_printf_g, put_u64};
-use crate::bam::record::RecordRef;
+use crate::bam::record::{aux_elem_size, RecordRef};
 use crate::bam::{Header, Reference};
 use crate::Error;
 use std::io::Write;
@@ -150,12 +150,8 @@ fn raw_cigar_bytes<'a>(rec: &RecordRef<'a>) -> &'a [u8] {
 /// `Z`, `H` and `B`, or 0 for an unknown type.
 fn aux_type2size(t: u8) -> usize {
     match t {
-        b'A' | b'c' | b'C' => 1,
-        b's' | b'S' => 2,
-        b'i' | b'I' | b'f' => 4,
-        b'd' => 8,
         b'Z' | b'H' | b'B' => usize::from(t),
-        _ => 0,
+        _ => aux_elem_size(t).unwrap_or(0),
     }
 }
 
@@ -318,12 +314,8 @@ fn format_aux(aux: &[u8], out: &mut Vec<u8>) -> Result<(), ()> {
             b'B' => {
                 let sub = aux[s];
                 s += 1;
-                let size = match sub {
-                    b'A' | b'c' | b'C' => 1,
-                    b's' | b'S' => 2,
-                    b'i' | b'I' | b'f' => 4,
-                    _ => return Err(()),
-                };
+                // htslib's B arrays take every element type but 'd'.
+                let size = aux_elem_size(sub).filter(|_| sub != b'd').ok_or(())?;
                 let n = u32::from_le_bytes(take(aux, s, 4)?.try_into().expect("4 bytes")) as usize;
                 s += 4;
                 if (end - s) / size < n {
