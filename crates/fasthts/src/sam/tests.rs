@@ -392,34 +392,53 @@ fn header_edge_cases_match_samtools() {
     assert!(matches!(SamReader::new(sam.as_bytes()), Err(SamError::Header { line: 1, .. })));
 }
 
-/// Mutated lines never panic.
-#[test]
-fn mutations_never_panic() {
-    let sam = varied_sam();
-    let text = std::str::from_utf8(&sam).unwrap();
-    let h = SamHeader::parse(text.split_inclusive('\n').take_while(|l| l.starts_with('@')).collect::<String>().as_bytes()).unwrap();
-    let lines: Vec<&[u8]> = text.lines().filter(|l| !l.starts_with('@') && l.len() < 2000).map(str::as_bytes).collect();
-    let mut seed: u64 = 0x9e3779b97f4a7c15;
-    let mut rnd = || {
+/// The header text of `sam` and its record lines shorter than 2,000 bytes
+/// (the lines the mutation tests edit).
+fn header_and_lines(sam: &[u8]) -> (String, Vec<&[u8]>) {
+    let text = std::str::from_utf8(sam).unwrap();
+    let header = text.split_inclusive('\n').take_while(|l| l.starts_with('@')).collect();
+    let lines = text.lines().filter(|l| !l.starts_with('@') && l.len() < 2000).map(str::as_bytes).collect();
+    (header, lines)
+}
+
+/// xorshift64 from `seed`.
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed
-    };
+    }
+}
+
+/// One of `lines`, picked with `rnd`, with 1 to `max_edits` edits: a byte
+/// replaced, removed, or inserted from `alphabet`.
+fn mutated(lines: &[&[u8]], alphabet: &[u8], max_edits: u64, rnd: &mut impl FnMut() -> u64) -> Vec<u8> {
+    let mut l = lines[(rnd() % lines.len() as u64) as usize].to_vec();
+    for _ in 0..1 + rnd() % max_edits {
+        let i = (rnd() % (l.len() as u64 + 1)) as usize;
+        match rnd() % 3 {
+            0 if i < l.len() => l[i] = alphabet[(rnd() % alphabet.len() as u64) as usize],
+            1 if i < l.len() => {
+                l.remove(i);
+            }
+            _ => l.insert(i, alphabet[(rnd() % alphabet.len() as u64) as usize]),
+        }
+    }
+    l
+}
+
+/// Mutated lines never panic.
+#[test]
+fn mutations_never_panic() {
+    let sam = varied_sam();
+    let (header, lines) = header_and_lines(&sam);
+    let h = SamHeader::parse(header.as_bytes()).unwrap();
+    let mut rnd = xorshift(0x9e3779b97f4a7c15);
     let alphabet = b"\t:,-+0123456789*=MIDNSHPX BcCsSiIfZHA\x00\xff\r.e";
     let mut out = Vec::new();
     for _ in 0..20000 {
-        let mut l = lines[(rnd() % lines.len() as u64) as usize].to_vec();
-        for _ in 0..1 + rnd() % 4 {
-            let i = (rnd() % (l.len() as u64 + 1)) as usize;
-            match rnd() % 3 {
-                0 if i < l.len() => l[i] = alphabet[(rnd() % alphabet.len() as u64) as usize],
-                1 if i < l.len() => {
-                    l.remove(i);
-                }
-                _ => l.insert(i, alphabet[(rnd() % alphabet.len() as u64) as usize]),
-            }
-        }
+        let l = mutated(&lines, alphabet, 4, &mut rnd);
         let before = out.len();
         if encode_record(&l, &h.names, &mut out).is_err() {
             assert_eq!(out.len(), before);
@@ -437,33 +456,15 @@ fn mutations_match_samtools() {
         return;
     }
     let sam = varied_sam();
-    let text = std::str::from_utf8(&sam).unwrap();
-    let header: String = text.split_inclusive('\n').take_while(|l| l.starts_with('@')).collect();
+    let (header, lines) = header_and_lines(&sam);
     let h = SamHeader::parse(header.as_bytes()).unwrap();
-    let lines: Vec<&[u8]> = text.lines().filter(|l| !l.starts_with('@') && l.len() < 2000).map(str::as_bytes).collect();
-    let mut seed: u64 = std::env::var("MUTSEED").map(|v| v.parse().unwrap()).unwrap_or(0x2545f4914f6cdd1d);
-    let mut rnd = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rnd = xorshift(std::env::var("MUTSEED").map(|v| v.parse().unwrap()).unwrap_or(0x2545f4914f6cdd1d));
     let alphabet = b"\t:,-+0123456789*=MIDNSHPX BcCsSiIfZHA.exX\x00\x80\xff\x01\x0b\x0c\r \x7f\xa0";
     let mut good = header.clone().into_bytes();
     let mut bad = Vec::new();
     let mut out = Vec::new();
     for _ in 0..4000 {
-        let mut l = lines[(rnd() % lines.len() as u64) as usize].to_vec();
-        for _ in 0..1 + rnd() % 2 {
-            let i = (rnd() % (l.len() as u64 + 1)) as usize;
-            match rnd() % 3 {
-                0 if i < l.len() => l[i] = alphabet[(rnd() % alphabet.len() as u64) as usize],
-                1 if i < l.len() => {
-                    l.remove(i);
-                }
-                _ => l.insert(i, alphabet[(rnd() % alphabet.len() as u64) as usize]),
-            }
-        }
+        let l = mutated(&lines, alphabet, 2, &mut rnd);
         // The reader drops a '\r' before the line end, as htslib does.
         if l.first() == Some(&b'@') || l.last() == Some(&b'\r') {
             continue;
