@@ -24,7 +24,7 @@ pub enum Error {
     Bam(#[from] BamError),
     /// Unparsable SAM text.
     #[error(transparent)]
-    Sam(#[from] crate::bam::sam::SamError),
+    Sam(#[from] crate::sam::SamError),
     /// A damaged, unusable or unbuildable index.
     #[error(transparent)]
     Index(#[from] IndexError),

@@ -4,7 +4,7 @@
 //! a temporary file (removed afterwards) so it can be mapped too. SAM is
 //! parsed as a stream, from a file or a pipe alike.
 
-use crate::bam::sam::SamReader;
+use crate::sam::SamReader;
 use crate::bam::BamFile;
 use crate::bgzf::{Block, BlockReader, VirtualOffset};
 use crate::output::TempOutput;

@@ -7,6 +7,8 @@
 //! regions that the rayon pool reads in parallel ([`region`]), with results
 //! gathered in genome order. [`flagstat`] and [`indexer`] reproduce
 //! `samtools flagstat`, `index` and `idxstats` byte for byte on top.
+//! [`sam`] reads SAM text into BAM records and writes records back as SAM
+//! text, byte for byte as htslib does.
 //!
 //! # Count records per region, in parallel
 //!
@@ -63,6 +65,7 @@ pub mod indexer;
 pub mod input;
 pub mod pileup;
 pub mod region;
+pub mod sam;
 pub mod sort;
 
 pub use error::Error;

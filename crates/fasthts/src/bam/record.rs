@@ -541,7 +541,8 @@ pub struct Aux<'a> {
 }
 
 /// Size of one element of a numeric aux type.
-fn aux_elem_size(t: u8) -> Option<usize> {
+#[inline]
+pub(crate) fn aux_elem_size(t: u8) -> Option<usize> {
     Some(match t {
         b'A' | b'c' | b'C' => 1,
         b's' | b'S' => 2,

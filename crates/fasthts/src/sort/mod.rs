@@ -522,7 +522,7 @@ fn write_output<W: Write>(
         }
         OutputFormat::Sam | OutputFormat::SamGz => {
             let mut text = Vec::new();
-            crate::bam::sam_write::format_header(&header, &mut text)?;
+            crate::sam::format_header(&header, &mut text)?;
             let mut w = if opts.format == OutputFormat::Sam { Out::Plain(out) } else { Out::Bgzf(BgzfWriter::new(out, opts.level)) };
             w.write_all(&text)?;
             w
@@ -672,7 +672,7 @@ struct SamText {
     /// The batch's records, each with its `block_size` prefix.
     staged: Vec<u8>,
     count: usize,
-    formatter: crate::bam::sam_write::ParallelFormatter,
+    formatter: crate::sam::ParallelFormatter,
 }
 
 impl SamText {
