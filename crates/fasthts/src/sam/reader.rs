@@ -64,7 +64,7 @@ impl<R: Read> SamReader<R> {
         while r.end < 2 && !r.eof {
             r.read_more()?;
         }
-        if r.buf[..r.end].starts_with(&[0x1f, 0x8b]) {
+        if fasthts_io::compression::is_gzip(&r.buf[..r.end]) {
             return Err(SamError::Compressed);
         }
         let mut b = HeaderBuilder::default();
