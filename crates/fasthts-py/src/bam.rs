@@ -888,8 +888,6 @@ impl Record {
     }
 }
 
-const CIGAR_LETTERS: &[u8] = b"MIDNSHP=XB";
-
 fn aux_value<'py>(py: Python<'py>, v: AuxValue<'_>) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
         AuxValue::Char(c) => (c as char).to_string().into_pyobject(py)?.into_any(),
@@ -965,7 +963,7 @@ impl Record {
     /// taken from the CG tag, as htslib does.
     #[getter]
     fn cigar(&self) -> Vec<(u8, u32)> {
-        self.r().cigar().iter().map(|(op, len)| (CIGAR_LETTERS.iter().position(|&c| c == op.letter()).unwrap_or(9) as u8, len)).collect()
+        self.r().cigar().iter().map(|(op, len)| (op.code(), len)).collect()
     }
     /// CIGAR text ("" when there is none).
     #[getter]

@@ -15,14 +15,12 @@
 
 use super::bytes::c_str;
 use super::format_number::{put_i64, put_kputd, put_printf_g, put_u64};
-use crate::bam::record::{aux_elem_size, RecordRef};
+use crate::bam::record::{aux_elem_size, RecordRef, CIGAR_LETTERS};
 use crate::bam::{Header, Reference};
 use crate::Error;
 use std::io::Write;
 use std::ops::Range;
 
-/// `bam_cigar_opchr`: `BAM_CIGAR_STR "??????"`, so code 9 prints as `B`.
-const CIGAR_CHARS: &[u8; 16] = b"MIDNSHP=XB??????";
 
 /// Two ASCII bases per sequence byte, as htslib's `nibble2base`.
 static BASE_PAIRS: [[u8; 2]; 256] = {
@@ -94,7 +92,7 @@ fn format_fields(rec: &RecordRef<'_>, refs: &[Reference], out: &mut Vec<u8>) -> 
         for w in cigar.chunks_exact(4) {
             let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
             put_u64(out, u64::from(w >> 4));
-            out.push(CIGAR_CHARS[(w & 15) as usize]);
+            out.push(CIGAR_LETTERS[(w & 15) as usize]);
         }
     }
     out.push(b'\t');
