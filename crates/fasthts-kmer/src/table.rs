@@ -38,8 +38,15 @@ pub const MAX_COUNT: u8 = 255;
 /// Saturation value of the bigcount map.
 pub const MAX_BIGCOUNT: u16 = 65535;
 
-/// How many k-mers ahead the counting loop prefetches bins.
+/// How many k-mers ahead the table passes compute and prefetch bins.
 const PREFETCH_DIST: usize = 16;
+/// The same for the scans that may stop early (median, trim): an early stop
+/// wastes fewer prefetches. 11 is the distance the scan was tuned at.
+const EARLY_STOP_DIST: usize = 11;
+/// Tables whose addresses and prefetched bins a pass keeps on the stack;
+/// graphs with more (khmer's default is 4) spill them to the heap, or take
+/// the plain per-k-mer path where a pass runs once per read.
+const INLINE_TABLES: usize = 8;
 
 /// Bits of a sorted-update entry that hold the k-mer's index in its batch
 /// (the bin takes the bits above).
@@ -114,7 +121,7 @@ fn advise_hugepages(ptr: *const u8, len: usize) {
 const HUGE_PAGE: usize = 2 << 20;
 
 #[inline(always)]
-fn prefetch(p: *const AtomicU8) {
+fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetch never faults, whatever the address.
     unsafe {
@@ -122,6 +129,196 @@ fn prefetch(p: *const AtomicU8) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// The pass every table update and lookup makes over a run of hashes:
+/// the bins of each k-mer (one per modulus of `mods`) are computed and
+/// `prefetch_bin(table, bin)` is called `DIST` k-mers before
+/// `visit(index, bins)` sees them, so many cache misses are in flight at
+/// once (the passes are bound by memory latency). `visit` returning false
+/// ends the pass. Allocates only for more than [`INLINE_TABLES`] tables.
+#[inline(always)]
+fn prefetched_pass<const DIST: usize>(
+    mods: &[FastMod],
+    hashes: &[u64],
+    mut prefetch_bin: impl FnMut(usize, usize),
+    mut visit: impl FnMut(usize, &[usize]) -> bool,
+) {
+    let nt = mods.len();
+    let mut inline = [0usize; PREFETCH_DIST * INLINE_TABLES];
+    let mut spilled = Vec::new();
+    let ring: &mut [usize] = if nt <= INLINE_TABLES && DIST <= PREFETCH_DIST {
+        &mut inline[..DIST * nt]
+    } else {
+        spilled.resize(DIST * nt, 0);
+        &mut spilled
+    };
+    let n = hashes.len();
+    for j in 0..n + DIST {
+        if j >= DIST {
+            let u = j - DIST;
+            let slot = (u % DIST) * nt;
+            if !visit(u, &ring[slot..slot + nt]) {
+                return;
+            }
+        }
+        if j < n {
+            let slot = (j % DIST) * nt;
+            let h = hashes[j];
+            for (i, m) in mods.iter().enumerate() {
+                let b = m.rem(h) as usize;
+                ring[slot + i] = b;
+                prefetch_bin(i, b);
+            }
+        }
+    }
+}
+
+/// What one add did to the bins of a k-mer in the tables it touched.
+#[derive(Clone, Copy)]
+struct BinChanges {
+    any_was_zero: bool,
+    /// the first table's bin was 0 (table 0's: the `occupied` statistic)
+    first_was_zero: bool,
+    all_were_full: bool,
+}
+
+/// The tables one pass reads or updates (all of a graph's, or one
+/// thread's partition): their counters and moduli, on the stack for up to
+/// [`INLINE_TABLES`] tables (normalize-by-median and trim-low-abund run a
+/// pass per read).
+struct TableSet {
+    len: usize,
+    inline_bases: [*const AtomicU8; INLINE_TABLES],
+    inline_mods: [FastMod; INLINE_TABLES],
+    spilled_bases: Vec<*const AtomicU8>,
+    spilled_mods: Vec<FastMod>,
+}
+
+impl TableSet {
+    fn all(g: &Countgraph) -> Self {
+        Self::new(g, 0..g.tables.len())
+    }
+
+    fn of(g: &Countgraph, tables: &[usize]) -> Self {
+        Self::new(g, tables.iter().copied())
+    }
+
+    #[inline(always)]
+    fn new(g: &Countgraph, tables: impl ExactSizeIterator<Item = usize>) -> Self {
+        let len = tables.len();
+        let mut set = TableSet {
+            len,
+            inline_bases: [std::ptr::null(); INLINE_TABLES],
+            inline_mods: [g.mods[0]; INLINE_TABLES],
+            spilled_bases: Vec::new(),
+            spilled_mods: Vec::new(),
+        };
+        if len <= INLINE_TABLES {
+            for (i, t) in tables.enumerate() {
+                set.inline_bases[i] = g.tables[t].ptr();
+                set.inline_mods[i] = g.mods[t];
+            }
+        } else {
+            for t in tables {
+                set.spilled_bases.push(g.tables[t].ptr());
+                set.spilled_mods.push(g.mods[t]);
+            }
+        }
+        set
+    }
+
+    #[inline(always)]
+    fn bases(&self) -> &[*const AtomicU8] {
+        if self.len <= INLINE_TABLES {
+            &self.inline_bases[..self.len]
+        } else {
+            &self.spilled_bases
+        }
+    }
+
+    #[inline(always)]
+    fn mods(&self) -> &[FastMod] {
+        if self.len <= INLINE_TABLES {
+            &self.inline_mods[..self.len]
+        } else {
+            &self.spilled_mods
+        }
+    }
+
+    /// [`prefetched_pass`] over these tables, prefetching their counters
+    /// and, with `also_prefetch(table, bin)`, anything else the pass reads
+    /// at the same bins.
+    #[inline(always)]
+    fn pass<const DIST: usize>(
+        &self,
+        hashes: &[u64],
+        mut also_prefetch: impl FnMut(usize, usize),
+        visit: impl FnMut(usize, &[usize]) -> bool,
+    ) {
+        let bases = self.bases();
+        prefetched_pass::<DIST>(
+            self.mods(),
+            hashes,
+            |i, b| {
+                prefetch(bases[i].wrapping_add(b));
+                also_prefetch(i, b);
+            },
+            visit,
+        );
+    }
+
+    /// The smallest counter at `bins` (as a pass gives them).
+    #[inline(always)]
+    fn min_count(&self, bins: &[usize]) -> u8 {
+        let mut min = MAX_COUNT;
+        for (&base, &b) in self.bases().iter().zip(bins) {
+            // SAFETY: b = h mod this table's size (the pass computed it
+            // with this set's moduli), so within the table.
+            min = min.min(unsafe { &*base.add(b) }.load(Relaxed));
+        }
+        min
+    }
+
+    /// Adds 1 to the counters at `bins` (as a pass gives them), saturating
+    /// at 255. `ATOMIC`: a compare-and-swap, for tables other threads update
+    /// too; otherwise a plain load and store, branch-free (whether a bin is
+    /// empty or full is unpredictable), for the only writer of the tables.
+    #[inline(always)]
+    fn increment<const ATOMIC: bool>(&self, bins: &[usize]) -> BinChanges {
+        let mut any_zero = false;
+        let mut first_zero = false;
+        let mut n_full = 0usize;
+        for (i, (&base, &b)) in self.bases().iter().zip(bins).enumerate() {
+            // SAFETY: as in `min_count`.
+            let cell = unsafe { &*base.add(b) };
+            let (zero, full) = if ATOMIC {
+                // Always a compare-and-swap: a `fetch_add` guarded by an
+                // earlier load can wrap 255 to 0 when its thread stalls
+                // between the two while others saturate the bin (seen under
+                // heavy load).
+                let mut c = cell.load(Relaxed);
+                loop {
+                    if c == MAX_COUNT {
+                        break (false, true);
+                    }
+                    match cell.compare_exchange_weak(c, c + 1, Relaxed, Relaxed) {
+                        Ok(_) => break (c == 0, false),
+                        Err(v) => c = v,
+                    }
+                }
+            } else {
+                let c = cell.load(Relaxed);
+                let full = c == MAX_COUNT;
+                cell.store(c + (!full) as u8, Relaxed);
+                (c == 0, full)
+            };
+            any_zero |= zero;
+            first_zero |= zero & (i == 0);
+            n_full += full as usize;
+        }
+        BinChanges { any_was_zero: any_zero, first_was_zero: first_zero, all_were_full: n_full == bins.len() }
+    }
 }
 
 /// A fast hasher for the u64 k-mer keys of the bigcount map (the keys are
@@ -305,13 +502,6 @@ impl Countgraph {
         (self.n_occupied() as f64 / min).powf(self.sizes.len() as f64)
     }
 
-    #[inline(always)]
-    fn bins(&self, h: u64, out: &mut [usize]) {
-        for (o, m) in out.iter_mut().zip(&self.mods) {
-            *o = m.rem(h) as usize;
-        }
-    }
-
     /// `get(h)`: the minimum over the tables, or the bigcount value when that
     /// minimum is 255 and bigcount is on and `h` is in the map.
     #[inline]
@@ -323,6 +513,13 @@ impl Countgraph {
                 min = c;
             }
         }
+        self.count_from_min(h, min)
+    }
+
+    /// The count of `h` from the minimum of its counters: the bigcount
+    /// value where that is 255, bigcount is on and the map has `h`.
+    #[inline(always)]
+    fn count_from_min(&self, h: u64, min: u8) -> u16 {
         if min == MAX_COUNT && self.use_bigcount {
             if let Some(&(v, _)) = self.big.lock().unwrap().map.get(&h) {
                 return v;
@@ -335,56 +532,27 @@ impl Countgraph {
     /// (the lookups are independent, so many cache misses overlap).
     /// Appends one count per hash to `out`.
     pub fn get_many(&self, hashes: &[u64], out: &mut Vec<u16>) {
-        let nt = self.tables.len();
-        let n = hashes.len();
-        out.reserve(n);
-        let mut ring = [0usize; PREFETCH_DIST * 8];
-        if nt > 8 {
+        out.reserve(hashes.len());
+        if self.tables.len() > INLINE_TABLES {
             out.extend(hashes.iter().map(|&h| self.get(h)));
             return;
         }
-        let bases: [*const AtomicU8; 8] = std::array::from_fn(|i| if i < nt { self.tables[i].ptr() } else { std::ptr::null() });
-        for j in 0..n + PREFETCH_DIST {
-            if j >= PREFETCH_DIST {
-                let u = j - PREFETCH_DIST;
-                let slot = (u % PREFETCH_DIST) * 8;
-                let mut min = u8::MAX;
-                for i in 0..nt {
-                    // SAFETY: bin < table size.
-                    let c = unsafe { &*bases[i].add(ring[slot + i]) }.load(Relaxed);
-                    min = min.min(c);
-                }
-                let v = if min == MAX_COUNT && self.use_bigcount {
-                    match self.big.lock().unwrap().map.get(&hashes[u]) {
-                        Some(&(v, _)) => v,
-                        None => min as u16,
-                    }
-                } else {
-                    min as u16
-                };
-                out.push(v);
-            }
-            if j < n {
-                let slot = (j % PREFETCH_DIST) * 8;
-                let h = hashes[j];
-                for i in 0..nt {
-                    let b = self.mods[i].rem(h) as usize;
-                    ring[slot + i] = b;
-                    prefetch(bases[i].wrapping_add(b));
-                }
-            }
-        }
+        let set = TableSet::all(self);
+        set.pass::<PREFETCH_DIST>(
+            hashes,
+            |_, _| {},
+            |u, bins| {
+                out.push(self.count_from_min(hashes[u], set.min_count(bins)));
+                true
+            },
+        );
     }
 
     /// Visit the counts of `hashes` in order, `f(index, count)`, stopping as
     /// soon as `f` returns false. The bins of the next k-mers are prefetched
     /// while earlier ones are read, so cache misses overlap.
     pub fn for_each_count(&self, hashes: &[u64], mut f: impl FnMut(usize, u16) -> bool) {
-        // a continuous prefetch ring (no drain between chunks); an early
-        // stop wastes at most DIST prefetched k-mers
-        const DIST: usize = 12;
-        let nt = self.tables.len();
-        if nt > 8 {
+        if self.tables.len() > INLINE_TABLES {
             for (i, &h) in hashes.iter().enumerate() {
                 if !f(i, self.get(h)) {
                     return;
@@ -392,43 +560,8 @@ impl Countgraph {
             }
             return;
         }
-        let n = hashes.len();
-        let bases: [*const AtomicU8; 8] = std::array::from_fn(|i| if i < nt { self.tables[i].ptr() } else { std::ptr::null() });
-        let mut ring = [[0usize; 8]; DIST];
-        for j in 0..n + DIST {
-            if j < n {
-                let h = hashes[j];
-                let slot = &mut ring[j % DIST];
-                for i in 0..nt {
-                    let b = self.mods[i].rem(h) as usize;
-                    slot[i] = b;
-                    prefetch(bases[i].wrapping_add(b));
-                }
-            }
-            if j + 1 >= DIST {
-                let u = j + 1 - DIST;
-                if u >= n {
-                    continue;
-                }
-                let slot = &ring[u % DIST];
-                let mut min = u8::MAX;
-                for i in 0..nt {
-                    // SAFETY: bin < table size.
-                    min = min.min(unsafe { &*bases[i].add(slot[i]) }.load(Relaxed));
-                }
-                let v = if min == MAX_COUNT && self.use_bigcount {
-                    match self.big.lock().unwrap().map.get(&hashes[u]) {
-                        Some(&(v, _)) => v,
-                        None => min as u16,
-                    }
-                } else {
-                    min as u16
-                };
-                if !f(u, v) {
-                    return;
-                }
-            }
-        }
+        let set = TableSet::all(self);
+        set.pass::<EARLY_STOP_DIST>(hashes, |_, _| {}, |u, bins| f(u, self.count_from_min(hashes[u], set.min_count(bins))));
     }
 
     /// `median_at_least` over precomputed hashes, stopping as soon as the
@@ -551,19 +684,8 @@ impl Countgraph {
     /// Add one k-mer hash (thread-safe; statistics and bigcount exact for a
     /// single caller).
     pub fn add(&self, h: u64) {
-        let pos = (self.next_order.fetch_add(1, Relaxed) as u128) << 64;
-        let mut b = [0usize; 32];
-        let nt = self.sizes.len();
-        let mut bins_v;
-        let bins: &mut [usize] = if nt <= 32 {
-            &mut b[..nt]
-        } else {
-            bins_v = vec![0usize; nt];
-            &mut bins_v
-        };
-        self.bins(h, bins);
-        let st = self.update_shared(h, bins, pos, 255 - 64);
-        self.publish(st);
+        let order = self.reserve_order(1);
+        self.consume_hashes_shared(std::slice::from_ref(&h), order);
     }
 
     /// Add every k-mer of `seq` (cleaned with `cleaning`), one thread.
@@ -600,155 +722,37 @@ impl Countgraph {
     /// Add a batch of hashes, exclusive access (plain stores, prefetched).
     /// `order` places this batch in input order for the bigcount map.
     pub fn consume_hashes(&mut self, hashes: &[u64], order: u64) {
-        self.consume_hashes_at(hashes, (order as u128) << 64);
-    }
-
-    /// As [`Self::consume_hashes`] through a shared reference: plain (not
-    /// read-modify-write atomic) updates. The caller must be the only thread
-    /// *writing* the tables meanwhile; other threads may read them (e.g. a
-    /// prefetching helper). Concurrent writers would lose updates, but it is
-    /// never memory-unsafe (the counters are atomics).
-    pub fn consume_hashes_single_writer(&self, hashes: &[u64], order: u64) {
-        let st = self.consume_impl::<false>(hashes, (order as u128) << 64, 0);
+        let st = self.consume_impl::<false>(hashes, order);
         self.publish(st);
     }
 
-    /// As [`Self::consume_hashes`], with the input position of the first
-    /// hash given as `(order << 64) | index`.
-    pub fn consume_hashes_at(&mut self, hashes: &[u64], first_pos: u128) {
-        let st = self.consume_impl::<false>(hashes, first_pos, 0);
+    /// Add a batch of hashes from one of several threads sharing the table
+    /// (each counter updated with a saturating compare-and-swap).
+    pub fn consume_hashes_shared(&self, hashes: &[u64], order: u64) {
+        let st = self.consume_impl::<true>(hashes, order);
         self.publish(st);
     }
 
-    /// As [`Self::consume_hashes_shared`], with an explicit first position.
-    pub fn consume_hashes_shared_at(&self, hashes: &[u64], first_pos: u128, threads: usize) {
-        let limit = 255usize.saturating_sub(threads.max(1)) as u8;
-        let st = self.consume_impl::<true>(hashes, first_pos, limit);
-        self.publish(st);
-    }
-
-    /// Add a batch of hashes from one of several threads sharing the table.
-    /// `threads` bounds how many threads may update concurrently (it decides
-    /// when the saturating compare-and-swap path is needed).
-    pub fn consume_hashes_shared(&self, hashes: &[u64], order: u64, threads: usize) {
-        self.consume_hashes_shared_at(hashes, (order as u128) << 64, threads);
-    }
-
-    #[inline(always)]
-    fn update_shared(&self, h: u64, bins: &[usize], pos: u128, limit: u8) -> LocalStats {
+    /// Adds `hashes` to every table (`ATOMIC`: see [`TableSet::increment`]);
+    /// hash j of the batch is at input position `(order << 64) + j` for
+    /// the bigcount order.
+    fn consume_impl<const ATOMIC: bool>(&self, hashes: &[u64], order: u64) -> LocalStats {
+        let first_pos = (order as u128) << 64;
+        let set = TableSet::all(self);
         let mut st = LocalStats::default();
-        let mut n_full = 0usize;
-        let mut new = false;
-        for (i, (&b, t)) in bins.iter().zip(&self.tables).enumerate() {
-            let cell = t.cell(b);
-            // Always a compare-and-swap: a `fetch_add` guarded by an earlier
-            // load can wrap 255 to 0 when its thread stalls between the two
-            // while others saturate the bin (seen under heavy load).
-            let _ = limit;
-            let mut c = cell.load(Relaxed);
-            let old = loop {
-                if c == MAX_COUNT {
-                    break None;
+        set.pass::<PREFETCH_DIST>(
+            hashes,
+            |_, _| {},
+            |u, bins| {
+                let changes = set.increment::<ATOMIC>(bins);
+                st.occupied += changes.first_was_zero as u64;
+                st.unique += changes.any_was_zero as u64;
+                if changes.all_were_full && self.use_bigcount {
+                    self.bigcount_hit(hashes[u], first_pos + u as u128);
                 }
-                match cell.compare_exchange_weak(c, c + 1, Relaxed, Relaxed) {
-                    Ok(_) => break Some(c),
-                    Err(v) => c = v,
-                }
-            };
-            match old {
-                Some(0) => {
-                    new = true;
-                    if i == 0 {
-                        st.occupied += 1;
-                    }
-                }
-                Some(_) => {}
-                None => n_full += 1,
-            }
-        }
-        if new {
-            st.unique += 1;
-        }
-        if n_full == bins.len() && self.use_bigcount {
-            self.bigcount_hit(h, pos);
-        }
-        st
-    }
-
-    #[inline(always)]
-    fn update_exclusive(&self, h: u64, bins: &[usize], pos: u128, st: &mut LocalStats) {
-        let mut n_full = 0usize;
-        let mut new = false;
-        for (i, (&b, t)) in bins.iter().zip(&self.tables).enumerate() {
-            // SAFETY: b < table size by construction (b = h mod size).
-            let cell = unsafe { &*t.ptr().add(b) };
-            // branch-free: whether a bin is empty or full is unpredictable
-            let c = cell.load(Relaxed);
-            let zero = c == 0;
-            let full = c == MAX_COUNT;
-            new |= zero;
-            st.occupied += (zero & (i == 0)) as u64;
-            cell.store(c + (!full) as u8, Relaxed);
-            n_full += full as usize;
-        }
-        if new {
-            st.unique += 1;
-        }
-        if n_full == bins.len() && self.use_bigcount {
-            self.bigcount_hit(h, pos);
-        }
-    }
-
-    fn consume_impl<const SHARED: bool>(&self, hashes: &[u64], first_pos: u128, limit: u8) -> LocalStats {
-        let nt = self.tables.len();
-        let n = hashes.len();
-        let mut st = LocalStats::default();
-        // stack buffers for the usual N ≤ 8 (this runs once per read in
-        // normalize/trim)
-        let mut ring_stack = [0usize; PREFETCH_DIST * 8];
-        let mut ring_heap = Vec::new();
-        let ring: &mut [usize] = if nt <= 8 {
-            &mut ring_stack[..PREFETCH_DIST * nt]
-        } else {
-            ring_heap.resize(PREFETCH_DIST * nt, 0);
-            &mut ring_heap
-        };
-        let mut bases_stack = [std::ptr::null::<AtomicU8>(); 8];
-        let bases_heap: Vec<*const AtomicU8>;
-        let bases: &[*const AtomicU8] = if nt <= 8 {
-            for (b, t) in bases_stack.iter_mut().zip(&self.tables) {
-                *b = t.ptr();
-            }
-            &bases_stack[..nt]
-        } else {
-            bases_heap = self.tables.iter().map(|t| t.ptr()).collect();
-            &bases_heap
-        };
-        for j in 0..n + PREFETCH_DIST {
-            if j >= PREFETCH_DIST {
-                let u = j - PREFETCH_DIST;
-                let slot = (u % PREFETCH_DIST) * nt;
-                let bins = &ring[slot..slot + nt];
-                let pos = first_pos + u as u128;
-                if SHARED {
-                    let s = self.update_shared(hashes[u], bins, pos, limit);
-                    st.occupied += s.occupied;
-                    st.unique += s.unique;
-                } else {
-                    self.update_exclusive(hashes[u], bins, pos, &mut st);
-                }
-            }
-            if j < n {
-                let slot = (j % PREFETCH_DIST) * nt;
-                let h = hashes[j];
-                for i in 0..nt {
-                    let b = self.mods[i].rem(h) as usize;
-                    ring[slot + i] = b;
-                    // SAFETY: only forms an address for the prefetch hint.
-                    prefetch(bases[i].wrapping_add(b));
-                }
-            }
-        }
+                true
+            },
+        );
         st
     }
 
@@ -760,66 +764,25 @@ impl Countgraph {
     /// table 0 if it owns table 0. Merging the flags of all partitions with
     /// [`merge_partition_flags`] and then [`Self::apply_merged_flags`] gives
     /// exactly the single-thread result (tables, statistics, bigcount).
-    #[allow(clippy::needless_range_loop)]
     pub fn update_partition(&self, hashes: &[u64], tables: &[usize], flags: &mut [u8]) -> u64 {
         assert_eq!(hashes.len(), flags.len());
-        let nt = tables.len();
-        let n = hashes.len();
-        if nt == 0 {
+        if tables.is_empty() {
             flags.fill(2);
             return 0;
         }
+        let owns0 = tables[0] == 0;
+        let set = TableSet::of(self, tables);
         let mut occupied = 0u64;
-        // fixed-size buffers for up to 8 tables: called once per read by
-        // normalize's split lookup, so no allocation per call there
-        let (mut ring_small, mut bases_small, mut mods_small);
-        let (mut ring_big, mut bases_big, mut mods_big);
-        let (ring, bases, mods): (&mut [usize], &mut [*const AtomicU8], &mut [FastMod]) = if nt <= 8 {
-            ring_small = [0usize; PREFETCH_DIST * 8];
-            bases_small = [std::ptr::null::<AtomicU8>(); 8];
-            mods_small = [self.mods[tables[0]]; 8];
-            (&mut ring_small[..PREFETCH_DIST * nt], &mut bases_small[..nt], &mut mods_small[..nt])
-        } else {
-            ring_big = vec![0usize; PREFETCH_DIST * nt];
-            bases_big = vec![std::ptr::null::<AtomicU8>(); nt];
-            mods_big = vec![self.mods[tables[0]]; nt];
-            (&mut ring_big[..], &mut bases_big[..], &mut mods_big[..])
-        };
-        for (ti, &i) in tables.iter().enumerate() {
-            bases[ti] = self.tables[i].ptr();
-            mods[ti] = self.mods[i];
-        }
-        let owns0 = tables.first() == Some(&0);
-        for j in 0..n + PREFETCH_DIST {
-            if j >= PREFETCH_DIST {
-                let u = j - PREFETCH_DIST;
-                let slot = (u % PREFETCH_DIST) * nt;
-                let mut zero = false;
-                let mut n_full = 0usize;
-                for (ti, &b) in ring[slot..slot + nt].iter().enumerate() {
-                    // SAFETY: b < table size (b = h mod size); this thread
-                    // is the only writer of this table.
-                    let cell = unsafe { &*bases[ti].add(b) };
-                    let c = cell.load(Relaxed);
-                    let z = c == 0;
-                    let full = c == MAX_COUNT;
-                    zero |= z;
-                    occupied += (z & (ti == 0) & owns0) as u64;
-                    cell.store(c + (!full) as u8, Relaxed);
-                    n_full += full as usize;
-                }
-                flags[u] = zero as u8 | (((n_full == nt) as u8) << 1);
-            }
-            if j < n {
-                let slot = (j % PREFETCH_DIST) * nt;
-                let h = hashes[j];
-                for (ti, m) in mods.iter().enumerate() {
-                    let b = m.rem(h) as usize;
-                    ring[slot + ti] = b;
-                    prefetch(bases[ti].wrapping_add(b));
-                }
-            }
-        }
+        set.pass::<PREFETCH_DIST>(
+            hashes,
+            |_, _| {},
+            |u, bins| {
+                let changes = set.increment::<false>(bins);
+                occupied += (changes.first_was_zero & owns0) as u64;
+                flags[u] = changes.any_was_zero as u8 | ((changes.all_were_full as u8) << 1);
+                true
+            },
+        );
         occupied
     }
 
@@ -972,36 +935,21 @@ impl Countgraph {
     /// [`Self::combine_partial_mins`]). Prefetched ahead; `out` is replaced.
     pub fn partial_mins(&self, hashes: &[u64], tables: &[usize], out: &mut Vec<u8>) {
         out.clear();
-        let nt = tables.len();
-        if nt == 0 || nt > 8 {
+        if tables.is_empty() || tables.len() > INLINE_TABLES {
             out.extend(hashes.iter().map(|&h| {
                 tables.iter().map(|&t| self.tables[t].cell(self.mods[t].rem(h) as usize).load(Relaxed)).min().unwrap_or(MAX_COUNT)
             }));
             return;
         }
-        let bases: [*const AtomicU8; 8] = std::array::from_fn(|i| if i < nt { self.tables[tables[i]].ptr() } else { std::ptr::null() });
-        let mods: [FastMod; 8] = std::array::from_fn(|i| self.mods[tables[i.min(nt - 1)]]);
-        let mut ring = [[0usize; 8]; PREFETCH_DIST];
-        let n = hashes.len();
-        for j in 0..n + PREFETCH_DIST {
-            if j >= PREFETCH_DIST {
-                let slot = &ring[(j - PREFETCH_DIST) % PREFETCH_DIST];
-                let mut min = MAX_COUNT;
-                for i in 0..nt {
-                    // SAFETY: bin < table size (bin = h mod size).
-                    min = min.min(unsafe { &*bases[i].add(slot[i]) }.load(Relaxed));
-                }
-                out.push(min);
-            }
-            if j < n {
-                let slot = &mut ring[j % PREFETCH_DIST];
-                for i in 0..nt {
-                    let b = mods[i].rem(hashes[j]) as usize;
-                    slot[i] = b;
-                    prefetch(bases[i].wrapping_add(b));
-                }
-            }
-        }
+        let set = TableSet::of(self, tables);
+        set.pass::<PREFETCH_DIST>(
+            hashes,
+            |_, _| {},
+            |_, bins| {
+                out.push(set.min_count(bins));
+                true
+            },
+        );
     }
 
     /// The counts (as [`Self::get`]) from the partial minimums of two table
@@ -1034,46 +982,20 @@ impl Countgraph {
     /// abundance-dist's inner loop over a run of hashes, in order: skip a
     /// k-mer the tracking Bloom filter (same table sizes) has seen, else mark
     /// it and count `hist[get(h)]`. Bins are prefetched ahead in both.
-    #[allow(clippy::needless_range_loop)]
     pub fn abundance_update(&self, tracking: &mut Nodegraph, hashes: &[u64], hist: &mut [u64]) {
-        let nt = self.tables.len();
-        assert_eq!(tracking.mods.len(), nt);
-        let n = hashes.len();
-        let mut ring = vec![0usize; PREFETCH_DIST * nt];
-        let bases: Vec<*const AtomicU8> = self.tables.iter().map(|t| t.ptr()).collect();
-        for j in 0..n + PREFETCH_DIST {
-            if j >= PREFETCH_DIST {
-                let u = j - PREFETCH_DIST;
-                let slot = (u % PREFETCH_DIST) * nt;
-                let bins = &ring[slot..slot + nt];
+        assert_eq!(tracking.mods.len(), self.tables.len());
+        let set = TableSet::all(self);
+        let seen_words = tracking.word_ptrs();
+        set.pass::<PREFETCH_DIST>(
+            hashes,
+            |i, b| prefetch(seen_words[i].wrapping_add(b >> 6)),
+            |u, bins| {
                 if !tracking.test_and_set_bins(bins) {
-                    let mut min = u8::MAX;
-                    for (i, &b) in bins.iter().enumerate() {
-                        // SAFETY: bin < table size.
-                        min = min.min(unsafe { &*bases[i].add(b) }.load(Relaxed));
-                    }
-                    let v = if min == MAX_COUNT && self.use_bigcount {
-                        match self.big.lock().unwrap().map.get(&hashes[u]) {
-                            Some(&(v, _)) => v,
-                            None => min as u16,
-                        }
-                    } else {
-                        min as u16
-                    };
-                    hist[v as usize] += 1;
+                    hist[self.count_from_min(hashes[u], set.min_count(bins)) as usize] += 1;
                 }
-            }
-            if j < n {
-                let slot = (j % PREFETCH_DIST) * nt;
-                let h = hashes[j];
-                for i in 0..nt {
-                    let b = self.mods[i].rem(h) as usize;
-                    ring[slot + i] = b;
-                    prefetch(bases[i].wrapping_add(b));
-                    tracking.prefetch_bin(i, b);
-                }
-            }
-        }
+                true
+            },
+        );
     }
 
     /// Which tables thread `t` of `threads` owns in the partitioned mode.
@@ -1241,49 +1163,30 @@ impl Nodegraph {
     /// `test_and_set` for a run of hashes in order (bits prefetched ahead);
     /// appends one "seen" flag per hash to `seen`.
     pub fn test_and_set_many(&mut self, hashes: &[u64], seen: &mut Vec<bool>) {
-        let nt = self.mods.len();
-        let n = hashes.len();
-        seen.reserve(n);
-        let mut ring = vec![0usize; PREFETCH_DIST * nt];
-        for j in 0..n + PREFETCH_DIST {
-            if j >= PREFETCH_DIST {
-                let u = j - PREFETCH_DIST;
-                let slot = (u % PREFETCH_DIST) * nt;
-                let mut bins = [0usize; 32];
-                let nb = nt.min(32);
-                bins[..nb].copy_from_slice(&ring[slot..slot + nb]);
-                let r = if nt <= 32 { self.test_and_set_bins(&bins[..nt]) } else { self.test_and_set(hashes[u]) };
-                seen.push(r);
-            }
-            if j < n {
-                let slot = (j % PREFETCH_DIST) * nt;
-                let h = hashes[j];
-                for i in 0..nt {
-                    let b = self.mods[i].rem(h) as usize;
-                    ring[slot + i] = b;
-                    self.prefetch_bin(i, b);
-                }
-            }
-        }
+        seen.reserve(hashes.len());
+        let words = self.word_ptrs();
+        let Nodegraph { mods, bits } = self;
+        prefetched_pass::<PREFETCH_DIST>(
+            mods,
+            hashes,
+            |i, b| prefetch(words[i].wrapping_add(b >> 6)),
+            |_, bins| {
+                seen.push(test_and_set_bits(bits, bins));
+                true
+            },
+        );
     }
 
     /// `test_and_set` with the bins already computed (same sizes).
     #[inline]
     pub fn test_and_set_bins(&mut self, bins: &[usize]) -> bool {
-        let mut all = true;
-        for (t, &b) in self.bits.iter_mut().zip(bins) {
-            let w = &mut t[b >> 6];
-            let bit = 1u64 << (b & 63);
-            all &= *w & bit != 0;
-            *w |= bit;
-        }
-        all
+        test_and_set_bits(&mut self.bits, bins)
     }
 
-    #[inline(always)]
-    fn prefetch_bin(&self, table: usize, b: usize) {
-        let p = self.bits[table].as_ptr().wrapping_add(b >> 6);
-        prefetch(p as *const AtomicU8);
+    /// The first word of each table, for prefetching (the words of bin b
+    /// are at `b >> 6`).
+    fn word_ptrs(&self) -> Vec<*const u64> {
+        self.bits.iter().map(|t| t.as_ptr()).collect()
     }
 
     /// Whether all bits of `h` are set.
@@ -1293,6 +1196,19 @@ impl Nodegraph {
             t[b >> 6] & (1u64 << (b & 63)) != 0
         })
     }
+}
+
+/// [`Nodegraph::test_and_set_bins`] on the bit tables.
+#[inline(always)]
+fn test_and_set_bits(bits: &mut [Vec<u64>], bins: &[usize]) -> bool {
+    let mut all = true;
+    for (t, &b) in bits.iter_mut().zip(bins) {
+        let w = &mut t[b >> 6];
+        let bit = 1u64 << (b & 63);
+        all &= *w & bit != 0;
+        *w |= bit;
+    }
+    all
 }
 
 #[cfg(test)]
@@ -1390,9 +1306,14 @@ mod tests {
 
     #[test]
     fn matches_oracle_single_and_shared() {
-        for (k, x, n, bigcount) in
-            [(5u32, 200u64, 3usize, true), (12, 1000, 4, true), (20, 100_000, 2, false), (32, 5000, 1, true), (40, 3000, 2, true)]
-        {
+        for (k, x, n, bigcount) in [
+            (5u32, 200u64, 3usize, true),
+            (12, 1000, 4, true),
+            (20, 100_000, 2, false),
+            (32, 5000, 1, true),
+            (40, 3000, 2, true),
+            (6, 500, 10, true),
+        ] {
             let mut rng = Rng(k as u64 * 977 + x);
             let seqs = random_seqs(&mut rng, 400);
             let mut g = Countgraph::new(k, x, n).unwrap();
@@ -1407,7 +1328,7 @@ mod tests {
                 g.consume(s, Cleaning::CppParser);
                 let mut hs = Vec::new();
                 hashes_into(s, k, Cleaning::CppParser, &mut hs);
-                g2.consume_hashes_shared(&hs, si as u64, 2);
+                g2.consume_hashes_shared(&hs, si as u64);
                 for &h in &hs {
                     o.add(h);
                 }
@@ -1483,7 +1404,7 @@ mod tests {
                 s.spawn(move || {
                     for (i, x) in batches.iter().enumerate() {
                         if i % 4 == t {
-                            b.consume_hashes_shared(x, i as u64, 4);
+                            b.consume_hashes_shared(x, i as u64);
                         }
                     }
                 });
@@ -1649,6 +1570,62 @@ mod tests {
         }
         assert_eq!(hist, hist3);
         assert!(hist[256..].iter().sum::<u64>() > 0, "bigcount values reached");
+    }
+
+    /// More tables than a pass keeps on the stack: updates spill to the
+    /// heap, lookups take the per-k-mer path; results as with few tables.
+    #[test]
+    fn many_tables_match_direct() {
+        let mut rng = Rng(31);
+        let seqs = random_seqs(&mut rng, 400);
+        let mut hs = Vec::new();
+        for s in &seqs {
+            hashes_into(s, 6, Cleaning::CppParser, &mut hs);
+        }
+        let (first, second) = hs.split_at(hs.len() / 2);
+        let graph = || {
+            let mut g = Countgraph::new(6, 700, INLINE_TABLES + 2).unwrap();
+            g.set_use_bigcount(true);
+            g
+        };
+        let mut a = graph();
+        a.consume_hashes(first, 0);
+        let b = graph();
+        let all: Vec<usize> = (0..b.n_tables()).collect();
+        let mut flags = vec![0u8; first.len()];
+        let occupied = b.update_partition(first, &all, &mut flags);
+        b.apply_merged_flags(first, &flags, occupied, 0);
+        let mut b = b;
+        for i in 0..a.n_tables() {
+            assert!(a.table_bytes(i) == b.table_bytes(i));
+        }
+        assert_eq!((a.n_occupied(), a.n_unique_kmers()), (b.n_occupied(), b.n_unique_kmers()));
+        assert_eq!(a.bigcounts_in_file_order(), b.bigcounts_in_file_order());
+        assert!(a.n_bigcounts() > 0);
+        let direct: Vec<u16> = second.iter().map(|&h| a.get(h)).collect();
+        let mut counts = Vec::new();
+        a.get_many(second, &mut counts);
+        assert_eq!(counts, direct);
+        counts.clear();
+        a.for_each_count(second, |_, c| {
+            counts.push(c);
+            true
+        });
+        assert_eq!(counts, direct);
+        let (mut partial, mut rest) = (Vec::new(), Vec::new());
+        a.partial_mins(second, &all[..3], &mut partial);
+        a.partial_mins(second, &all[3..], &mut rest);
+        a.combine_partial_mins(second, &partial, &rest, &mut counts);
+        assert_eq!(counts, direct);
+        let (mut tracking, mut tracking2) = (Nodegraph::with_sizes(a.sizes()), Nodegraph::with_sizes(a.sizes()));
+        let (mut hist, mut hist2) = (vec![0u64; 65536], vec![0u64; 65536]);
+        a.abundance_update(&mut tracking, &hs, &mut hist);
+        for &h in &hs {
+            if !tracking2.test_and_set(h) {
+                hist2[a.get(h) as usize] += 1;
+            }
+        }
+        assert_eq!(hist, hist2);
     }
 
     #[test]
