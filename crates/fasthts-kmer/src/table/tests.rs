@@ -94,6 +94,34 @@ fn random_seqs(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The hashes of every k-mer of `n` random sequences, in order.
+fn random_hashes(seed: u64, n: usize, k: u32) -> Vec<u64> {
+    let mut hs = Vec::new();
+    for s in &random_seqs(&mut Rng(seed), n) {
+        hashes_into(s, k, Cleaning::CppParser, &mut hs);
+    }
+    hs
+}
+
+/// An empty countgraph with bigcount on.
+fn bigcount_graph(k: u32, x: u64, n_tables: usize) -> Countgraph {
+    let mut g = Countgraph::new(k, x, n_tables).unwrap();
+    g.set_use_bigcount(true);
+    g
+}
+
+/// `a` and `b` hold the same tables, statistics and bigcount entries (in
+/// file order), and some k-mer went past 255.
+fn assert_same_graph(a: &mut Countgraph, b: &mut Countgraph) {
+    for i in 0..a.n_tables() {
+        assert!(a.table_bytes(i) == b.table_bytes(i), "table {i}");
+    }
+    assert_eq!(a.n_occupied(), b.n_occupied());
+    assert_eq!(a.n_unique_kmers(), b.n_unique_kmers());
+    assert_eq!(a.bigcounts_in_file_order(), b.bigcounts_in_file_order());
+    assert!(a.n_bigcounts() > 0);
+}
+
 #[test]
 fn matches_oracle_single_and_shared() {
     for (k, x, n, bigcount) in [
@@ -177,11 +205,7 @@ fn threads_give_identical_tables() {
         }
         batches.push(v);
     }
-    let mk = || {
-        let mut g = Countgraph::new(7, 3000, 3).unwrap();
-        g.set_use_bigcount(true);
-        g
-    };
+    let mk = || bigcount_graph(7, 3000, 3);
     let mut a = mk();
     for (i, b) in batches.iter().enumerate() {
         a.consume_hashes(b, i as u64);
@@ -214,17 +238,9 @@ fn threads_give_identical_tables() {
 
 #[test]
 fn partitioned_equals_serial() {
-    let mut rng = Rng(4242);
-    let seqs = random_seqs(&mut rng, 1500);
-    let mut hs = Vec::new();
-    for s in &seqs {
-        hashes_into(s, 6, Cleaning::CppParser, &mut hs);
-    }
+    let hs = random_hashes(4242, 1500, 6);
     for threads in [2usize, 3, 5] {
-        let mut a = Countgraph::new(6, 2000, 4).unwrap();
-        a.set_use_bigcount(true);
-        let mut b = Countgraph::new(6, 2000, 4).unwrap();
-        b.set_use_bigcount(true);
+        let (mut a, mut b) = (bigcount_graph(6, 2000, 4), bigcount_graph(6, 2000, 4));
         for (ci, c) in hs.chunks(1000).enumerate() {
             a.consume_hashes(c, ci as u64);
             let mut parts: Vec<(Vec<u8>, u64)> = Vec::new();
@@ -250,29 +266,15 @@ fn partitioned_equals_serial() {
             let occ: u64 = parts.iter().map(|p| p.1).sum();
             b.apply_merged_flags(c, &acc, occ, (ci as u128) << 64);
         }
-        for i in 0..4 {
-            assert!(a.table_bytes(i) == b.table_bytes(i));
-        }
-        assert_eq!(a.n_occupied(), b.n_occupied());
-        assert_eq!(a.n_unique_kmers(), b.n_unique_kmers());
-        assert_eq!(a.bigcounts_in_file_order(), b.bigcounts_in_file_order());
-        assert!(a.n_bigcounts() > 0);
+        assert_same_graph(&mut a, &mut b);
     }
 }
 
 #[test]
 fn sorted_partition_equals_serial() {
-    let mut rng = Rng(515);
-    let seqs = random_seqs(&mut rng, 1500);
-    let mut hs = Vec::new();
-    for s in &seqs {
-        hashes_into(s, 6, Cleaning::CppParser, &mut hs);
-    }
+    let hs = random_hashes(515, 1500, 6);
     for (threads, region_bits) in [(1usize, 0u32), (1, 4), (2, 3), (3, 20)] {
-        let mut a = Countgraph::new(6, 2000, 4).unwrap();
-        a.set_use_bigcount(true);
-        let mut b = Countgraph::new(6, 2000, 4).unwrap();
-        b.set_use_bigcount(true);
+        let (mut a, mut b) = (bigcount_graph(6, 2000, 4), bigcount_graph(6, 2000, 4));
         let mut scratch: Vec<SortScratch> = (0..threads).map(|_| SortScratch::default()).collect();
         for (ci, c) in hs.chunks(1000).enumerate() {
             a.consume_hashes(c, ci as u64);
@@ -289,13 +291,7 @@ fn sorted_partition_equals_serial() {
             }
             b.apply_merged_flags(c, &acc, occ, (ci as u128) << 64);
         }
-        for i in 0..4 {
-            assert!(a.table_bytes(i) == b.table_bytes(i));
-        }
-        assert_eq!(a.n_occupied(), b.n_occupied());
-        assert_eq!(a.n_unique_kmers(), b.n_unique_kmers());
-        assert_eq!(a.bigcounts_in_file_order(), b.bigcounts_in_file_order());
-        assert!(a.n_bigcounts() > 0);
+        assert_same_graph(&mut a, &mut b);
     }
 }
 
@@ -305,8 +301,7 @@ fn sorted_partition_equals_serial() {
 fn half_consumed_graph(seed: u64, n: usize) -> (Countgraph, Vec<Vec<u8>>) {
     let mut rng = Rng(seed);
     let seqs = random_seqs(&mut rng, n);
-    let mut g = Countgraph::new(7, 3000, 3).unwrap();
-    g.set_use_bigcount(true);
+    let mut g = bigcount_graph(7, 3000, 3);
     for s in &seqs[..n / 2] {
         g.consume(s, Cleaning::CppParser);
     }
@@ -366,32 +361,17 @@ fn batched_lookups_match_direct() {
 /// heap, lookups take the per-k-mer path; results as with few tables.
 #[test]
 fn many_tables_match_direct() {
-    let mut rng = Rng(31);
-    let seqs = random_seqs(&mut rng, 400);
-    let mut hs = Vec::new();
-    for s in &seqs {
-        hashes_into(s, 6, Cleaning::CppParser, &mut hs);
-    }
+    let hs = random_hashes(31, 400, 6);
     let (first, second) = hs.split_at(hs.len() / 2);
-    let graph = || {
-        let mut g = Countgraph::new(6, 700, INLINE_TABLES + 2).unwrap();
-        g.set_use_bigcount(true);
-        g
-    };
+    let graph = || bigcount_graph(6, 700, INLINE_TABLES + 2);
     let mut a = graph();
     a.consume_hashes(first, 0);
-    let b = graph();
+    let mut b = graph();
     let all: Vec<usize> = (0..b.n_tables()).collect();
     let mut flags = vec![0u8; first.len()];
     let occupied = b.update_partition(first, &all, &mut flags);
     b.apply_merged_flags(first, &flags, occupied, 0);
-    let mut b = b;
-    for i in 0..a.n_tables() {
-        assert!(a.table_bytes(i) == b.table_bytes(i));
-    }
-    assert_eq!((a.n_occupied(), a.n_unique_kmers()), (b.n_occupied(), b.n_unique_kmers()));
-    assert_eq!(a.bigcounts_in_file_order(), b.bigcounts_in_file_order());
-    assert!(a.n_bigcounts() > 0);
+    assert_same_graph(&mut a, &mut b);
     let direct: Vec<u16> = second.iter().map(|&h| a.get(h)).collect();
     let mut counts = Vec::new();
     a.get_many(second, &mut counts);
@@ -474,8 +454,7 @@ fn merge_of_parts_equals_one_graph_fed_both() {
 fn merge_sums_bigcounts_of_either_part() {
     let h = hash_kmer(b"ACGT").2;
     let graph = |n: usize| {
-        let mut g = Countgraph::new(4, 100, 2).unwrap();
-        g.set_use_bigcount(true);
+        let g = bigcount_graph(4, 100, 2);
         for _ in 0..n {
             g.add(h);
         }
