@@ -318,6 +318,10 @@ fn record_header(buf: &[u8], p: usize, eof: bool, marker: u8, kind: &str, name: 
 
 fn parse_fastq(buf: &[u8], eof: bool, batch: &mut RecordBatch, name: &str, rec_base: u64) -> Result<usize, SeqError> {
     let mut p = 0usize;
+    // (start, end) of each sequence and quality line of a record; reused
+    // from record to record
+    let mut seq_lines: Vec<(usize, usize)> = Vec::new();
+    let mut qual_lines: Vec<(usize, usize)> = Vec::new();
     loop {
         let recno = rec_base + batch.recs.len() as u64 + 1;
         let (name_span, mut q) = match record_header(buf, p, eof, b'@', "FASTQ", name, recno)? {
@@ -325,7 +329,7 @@ fn parse_fastq(buf: &[u8], eof: bool, batch: &mut RecordBatch, name: &str, rec_b
             Header::End(consumed) => return Ok(consumed),
         };
         // sequence lines up to the '+' line
-        let mut seq_lines: Vec<(usize, usize)> = Vec::new();
+        seq_lines.clear();
         let plus;
         loop {
             if q >= buf.len() {
@@ -346,7 +350,7 @@ fn parse_fastq(buf: &[u8], eof: bool, batch: &mut RecordBatch, name: &str, rec_b
         let seq_len: usize = seq_lines.iter().map(|(a, b)| b - a).sum();
         // quality lines until as long as the sequence
         let mut q = plus;
-        let mut qual_lines: Vec<(usize, usize)> = Vec::new();
+        qual_lines.clear();
         let mut qual_len = 0usize;
         loop {
             if !qual_lines.is_empty() && qual_len >= seq_len {
