@@ -16,7 +16,7 @@ impl ByteTable {
     /// A table holding `v`'s bytes.
     pub(crate) fn from_vec(v: Vec<u8>) -> Self {
         let b = v.into_boxed_slice();
-        advise_hugepages(b.as_ptr(), b.len());
+        advise_hugepages(&b);
         let raw = Box::into_raw(b) as *mut [AtomicU8];
         // SAFETY: AtomicU8 has the same size, alignment and bit validity as u8.
         let data = unsafe { Box::from_raw(raw) };
@@ -42,9 +42,10 @@ impl ByteTable {
 
 /// Huge pages for a table of at least a few of them (smaller ones gain
 /// nothing measurable).
-fn advise_hugepages(ptr: *const u8, len: usize) {
-    if len >= 4 * HUGE_PAGE {
-        fasthts_io::memory::advise_huge_pages(ptr, len);
+fn advise_hugepages(table: &[u8]) {
+    if table.len() >= 4 * HUGE_PAGE {
+        // SAFETY: the table's own allocation.
+        unsafe { fasthts_io::memory::advise_huge_pages(table.as_ptr(), table.len()) };
     }
 }
 
