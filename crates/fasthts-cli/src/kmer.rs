@@ -14,6 +14,7 @@
 //! 1 with khmer's message. Outputs are written under a temporary name and
 //! renamed into place when complete.
 
+use crate::Failure;
 use clap::{Args, Subcommand};
 use fasthts_io::output::TempOutput;
 use fasthts_kmer::primes::tablesize_from_float;
@@ -79,12 +80,11 @@ fn memory_setting(s: &str) -> Result<f64, String> {
     prefix.trim().parse::<f64>().map(|v| v * mult).map_err(|_| err())
 }
 
-fn cutoff_range(s: &str) -> Result<u16, String> {
+fn cutoff_range(s: &str) -> Result<u16, BoxError> {
     let v: i64 = s.trim().parse().map_err(|_| format!("invalid int value: '{s}'"))?;
     if !(0..256).contains(&v) {
-        // khmer's check_argument_range prints and exits 1 from the parser
-        eprintln!("\n** ERROR: khmer only supports 0 <= cutoff < 256.\n");
-        std::process::exit(1);
+        // khmer's check_argument_range ends the parse: status 1, not 2
+        return Err(khmer_error("\n** ERROR: khmer only supports 0 <= cutoff < 256.\n").into());
     }
     Ok(v as u16)
 }
@@ -127,31 +127,31 @@ impl GraphArgs {
         }
     }
 
-    fn check(&self, force: bool, quiet: bool) -> Result<(), Exit> {
+    fn check(&self, force: bool, quiet: bool) -> Result<(), Failure> {
         if self.small_count {
-            return Err(Exit::msg(1, "--small-count (nibble counters) is not supported by fasthts"));
+            return Err(khmer_error("--small-count (nibble counters) is not supported by fasthts"));
         }
         if self.unique_kmers != 0.0 {
-            return Err(Exit::msg(1, "-U/--unique-kmers automatic sizing is not supported by fasthts; give -x or -M"));
+            return Err(khmer_error("-U/--unique-kmers automatic sizing is not supported by fasthts; give -x or -M"));
         }
         if self.n_tables > 20 {
             if !force {
-                return Err(Exit::msg(1, "\n** ERROR: khmer only supports number of tables <= 20.\n"));
+                return Err(khmer_error("\n** ERROR: khmer only supports number of tables <= 20.\n"));
             } else if !quiet {
                 eprintln!("\n*** Warning: Maximum recommended number of tables is 20, discarded by force nonetheless!\n");
             }
         }
         if self.ksize > 32 && !self.long_k {
-            return Err(Exit::msg(1, "\n** ERROR: khmer only supports k-mer sizes <= 32.\n"));
+            return Err(khmer_error("\n** ERROR: khmer only supports k-mer sizes <= 32.\n"));
         }
         if self.ksize > 64 {
-            return Err(Exit::msg(1, "\n** ERROR: fasthts --long-k supports k-mer sizes <= 64.\n"));
+            return Err(khmer_error("\n** ERROR: fasthts --long-k supports k-mer sizes <= 64.\n"));
         }
         if self.ksize == 0 {
-            return Err(Exit::msg(1, "\n** ERROR: k-mer size must be at least 1.\n"));
+            return Err(khmer_error("\n** ERROR: k-mer size must be at least 1.\n"));
         }
         if self.n_tables == 0 || self.n_tables > 255 {
-            return Err(Exit::msg(1, "** ERROR: the number of tables must be between 1 and 255"));
+            return Err(khmer_error("** ERROR: the number of tables must be between 1 and 255"));
         }
         Ok(())
     }
@@ -184,9 +184,9 @@ impl GraphArgs {
         }
     }
 
-    fn create(&self) -> Result<Countgraph, Exit> {
+    fn create(&self) -> Result<Countgraph, Failure> {
         let x = tablesize_from_float(self.tablesize());
-        Countgraph::new(self.ksize, x, self.n_tables).map_err(|e| Exit::msg(1, &e.to_string()))
+        Countgraph::new(self.ksize, x, self.n_tables).map_err(|e| khmer_error(e.to_string()))
     }
 }
 
@@ -210,33 +210,15 @@ fn py_g2(x: f64) -> String {
     format!("{v:>5}")
 }
 
-/// An exit with a message and code (khmer's sys.exit paths).
-#[derive(Debug)]
-struct Exit {
-    code: i32,
-    msg: String,
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One of khmer's own errors (its `sys.exit(1)` paths): the text as khmer
+/// prints it, status 1.
+fn khmer_error(message: impl Into<String>) -> Failure {
+    Failure::new(1, message)
 }
 
-impl Exit {
-    fn msg(code: i32, m: &str) -> Self {
-        Exit { code, msg: m.to_string() }
-    }
-}
-
-fn exit_with(e: Exit) -> ! {
-    if fasthts::output::interrupted() {
-        // Ending on a signal (see main): its status, not this error.
-        loop {
-            std::thread::park();
-        }
-    }
-    if !e.msg.is_empty() {
-        eprintln!("{}", e.msg);
-    }
-    std::process::exit(e.code)
-}
-
-fn check_input_file(path: &str, force: bool) -> Result<(), Exit> {
+fn check_input_file(path: &str, force: bool) -> Result<(), Failure> {
     if path == "-" {
         return Ok(());
     }
@@ -246,10 +228,9 @@ fn check_input_file(path: &str, force: bool) -> Result<(), Exit> {
                 eprintln!("ERROR: Input file {path} does not exist");
                 return Ok(());
             }
-            Err(Exit::msg(
-                1,
-                &format!("ERROR: Input file {path} does not exist\nNOTE: This can be overridden using the --force argument\nExiting"),
-            ))
+            Err(khmer_error(format!(
+                "ERROR: Input file {path} does not exist\nNOTE: This can be overridden using the --force argument\nExiting"
+            )))
         }
         Ok(m) => {
             use std::os::unix::fs::FileTypeExt;
@@ -262,10 +243,9 @@ fn check_input_file(path: &str, force: bool) -> Result<(), Exit> {
                     eprintln!("ERROR: Input file {path} is empty; exiting.");
                     return Ok(());
                 }
-                return Err(Exit::msg(
-                    1,
-                    &format!("ERROR: Input file {path} is empty; exiting.\nNOTE: This can be overridden using the --force argument"),
-                ));
+                return Err(khmer_error(format!(
+                    "ERROR: Input file {path} is empty; exiting.\nNOTE: This can be overridden using the --force argument"
+                )));
             }
             Ok(())
         }
@@ -413,35 +393,52 @@ fn append_line(path: &str, line: &str) -> io::Result<()> {
 }
 
 fn run_count(a: CountArgs) -> crate::CmdResult {
-    let info = PathBuf::from(format!("{}.info", a.output_countgraph_filename));
+    let info = format!("{}.info", a.output_countgraph_filename);
     // The .info file is written as counting goes (as khmer does): it is
     // part of the output, so it goes when the count fails or is interrupted
     // (it stays registered with the signal handler until `main` is done).
-    match count_inner(a) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&info);
-            exit_with(e)
+    // Except, as in khmer, when the table is too small: that error comes
+    // after the table and its .info are written, and leaves them.
+    let removing_info = |e: Failure| {
+        let _ = std::fs::remove_file(&info);
+        e
+    };
+    let counted = count_and_save(&a, &info).map_err(removing_info)?;
+    if counted.fp > 0.2 {
+        let block = fp_error_block(counted.fp, 0.2);
+        if !a.force {
+            return Err(khmer_error(block).into());
         }
+        eprintln!("{block}");
     }
+    Ok(count_summary(&a, &info, &counted).map_err(removing_info)?)
 }
 
-fn count_inner(a: CountArgs) -> Result<(), Exit> {
+/// What `count` reports once the table is saved.
+struct Counted {
+    fp: f64,
+    n_kmers: u64,
+    reads: u64,
+    bases: u64,
+    count_secs: f64,
+    save_secs: f64,
+}
+
+fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     let q = a.quiet;
     a.graph.check(a.force, q)?;
     a.graph.report(q, false);
-    let base = a.output_countgraph_filename.clone();
+    let base = &a.output_countgraph_filename;
     for f in &a.input_sequence_filename {
         check_input_file(f, a.force)?;
     }
-    let info = format!("{base}.info");
     if !q {
         eprintln!("Saving k-mer countgraph to {base}");
         eprintln!("Loading kmers from sequences in {}", py_list(&a.input_sequence_filename));
     }
-    create_in_place(&info)
+    create_in_place(info)
         .and_then(|mut f| f.write_all(format!("khmer version: {KHMER_VERSION}\n").as_bytes()))
-        .map_err(|e| Exit::msg(1, &format!("{info}: {e}")))?;
+        .map_err(|e| khmer_error(format!("{info}: {e}")))?;
     if !q {
         eprintln!("making countgraph");
     }
@@ -462,8 +459,7 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
             Err(e) => {
                 // bad input: no partial outputs
                 progress.done();
-                let _ = std::fs::remove_file(&info);
-                return Err(Exit::msg(1, &format!("fasthts kmer count: {e}")));
+                return Err(khmer_error(format!("fasthts kmer count: {e}")));
             }
         };
         progress.done();
@@ -476,9 +472,9 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
             if !q {
                 eprintln!("mid-save {base}");
             }
-            save_graph(&mut g, &base).map_err(|e| Exit::msg(1, &format!("{base}: {e}")))?;
+            save_graph(&mut g, base).map_err(|e| khmer_error(format!("{base}: {e}")))?;
         }
-        append_line(&info, &format!("through {f}\n")).map_err(|e| Exit::msg(1, &e.to_string()))?;
+        append_line(info, &format!("through {f}\n")).map_err(|e| khmer_error(e.to_string()))?;
         total_reads += r.n_reads;
         total_bases += r.n_bases;
     }
@@ -487,21 +483,21 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
     if !q {
         eprintln!("Total number of unique k-mers: {n_kmers}");
     }
-    append_line(&info, &format!("Total number of unique k-mers: {n_kmers}\n")).map_err(|e| Exit::msg(1, &e.to_string()))?;
+    append_line(info, &format!("Total number of unique k-mers: {n_kmers}\n")).map_err(|e| khmer_error(e.to_string()))?;
     if !q {
         eprintln!("saving {base}");
     }
     let t_save = Instant::now();
     let fp = g.fp_rate();
-    save_graph_and_free(g, &base).map_err(|e| Exit::msg(1, &format!("{base}: {e}")))?;
+    save_graph_and_free(g, base).map_err(|e| khmer_error(format!("{base}: {e}")))?;
     let save_secs = t_save.elapsed().as_secs_f64();
-    if fp > 0.2 {
-        eprintln!("{}", fp_error_block(fp, 0.2));
-        if !a.force {
-            std::process::exit(1);
-        }
-    }
-    append_line(&info, &format!("fp rate estimated to be {fp:1.3}\n\n")).map_err(|e| Exit::msg(1, &e.to_string()))?;
+    Ok(Counted { fp, n_kmers, reads: total_reads, bases: total_bases, count_secs, save_secs })
+}
+
+/// The end of the .info file, the summary file (`-s`) and the closing report.
+fn count_summary(a: &CountArgs, info: &str, c: &Counted) -> Result<(), Failure> {
+    let (q, base, fp) = (a.quiet, &a.output_countgraph_filename, c.fp);
+    append_line(info, &format!("fp rate estimated to be {fp:1.3}\n\n")).map_err(|e| khmer_error(e.to_string()))?;
     if let Some(fmt) = &a.summary_info {
         let fmt = fmt.to_lowercase();
         let mr_file = format!("{base}.info.{fmt}");
@@ -512,31 +508,33 @@ fn count_inner(a: CountArgs) -> Result<(), Exit> {
             let files: Vec<String> = a.input_sequence_filename.iter().map(|f| json_str(f)).collect();
             format!(
                 "{{\"ht_name\": {}, \"fpr\": {}, \"num_kmers\": {}, \"files\": [{}], \"mrinfo_version\": \"0.2.0\", \"num_reads\": {}}}\n",
-                json_str(&basename(&base)),
+                json_str(&basename(base)),
                 py_repr(fp),
-                n_kmers,
+                c.n_kmers,
                 files.join(", "),
-                total_reads
+                c.reads
             )
         } else {
             format!(
                 "ht_name\tfpr\tnum_kmers\tnum_reads\tfiles\n{}\t{:1.3}\t{}\t{}\t{}\n",
-                basename(&base),
+                basename(base),
                 fp,
-                n_kmers,
-                total_reads,
+                c.n_kmers,
+                c.reads,
                 a.input_sequence_filename.join(";")
             )
         };
-        create_in_place(&mr_file)
-            .and_then(|mut f| f.write_all(text.as_bytes()))
-            .map_err(|e| Exit::msg(1, &format!("{mr_file}: {e}")))?;
+        create_in_place(&mr_file).and_then(|mut f| f.write_all(text.as_bytes())).map_err(|e| khmer_error(format!("{mr_file}: {e}")))?;
     }
     if !q {
         eprintln!("fp rate estimated to be {fp:1.3}");
         eprintln!(
-            "counted {total_reads} reads, {total_bases} bp in {count_secs:.2} s ({:.1} Mbp/s); saved in {save_secs:.2} s",
-            total_bases as f64 / 1e6 / count_secs.max(1e-9)
+            "counted {} reads, {} bp in {:.2} s ({:.1} Mbp/s); saved in {:.2} s",
+            c.reads,
+            c.bases,
+            c.count_secs,
+            c.bases as f64 / 1e6 / c.count_secs.max(1e-9),
+            c.save_secs
         );
         eprintln!("DONE.");
         eprintln!("wrote to: {info}");
@@ -587,9 +585,7 @@ pub struct AbundArgs {
 fn run_abundance_dist(a: AbundArgs) -> crate::CmdResult {
     let q = a.quiet;
     for f in [&a.input_count_graph_filename, &a.input_sequence_filename] {
-        if let Err(e) = check_input_file(f, false) {
-            exit_with(e);
-        }
+        check_input_file(f, false)?;
     }
     if !q {
         eprintln!("Loading counting graph from {}", a.input_count_graph_filename);
@@ -607,7 +603,7 @@ fn run_abundance_dist(a: AbundArgs) -> crate::CmdResult {
     }
     if !to_stdout && Path::new(out).exists() {
         if !a.squash {
-            exit_with(Exit::msg(1, &format!("ERROR: {out} exists; not squashing.")));
+            return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
         }
         if !q {
             eprintln!("** squashing existing file {out}");
@@ -619,10 +615,10 @@ fn run_abundance_dist(a: AbundArgs) -> crate::CmdResult {
     let hist = scripts::abundance_histogram(&g, &a.input_sequence_filename, a.threads.max(1))?;
     let total: u64 = hist[..65535].iter().sum();
     if total == 0 {
-        exit_with(Exit::msg(
-            1,
+        return Err(khmer_error(
             "ERROR: abundance distribution is uniformly zero; nothing to report.\n\tPlease verify that the input files are valid.",
-        ));
+        )
+        .into());
     }
     let mut of = OutFile::create(out, false)?;
     scripts::write_abundance_csv(&hist, a.no_zero, of.writer())?;
@@ -692,10 +688,10 @@ pub struct NormArgs {
 fn run_normalize(a: NormArgs) -> crate::CmdResult {
     let q = a.quiet;
     if a.bzip {
-        exit_with(Exit::msg(1, "--bzip output is not supported by fasthts; use --gzip"));
+        return Err(khmer_error("--bzip output is not supported by fasthts; use --gzip").into());
     }
     if a.paired && a.force_single {
-        exit_with(Exit::msg(1, "ERROR: force_single and require_paired cannot both be set!"));
+        return Err(khmer_error("ERROR: force_single and require_paired cannot both be set!").into());
     }
     a.graph.report(q, a.loadgraph.is_some());
     let mut basenames = Vec::new();
@@ -703,15 +699,13 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
         for f in &a.input_filenames {
             let b = basename(f);
             if basenames.contains(&b) {
-                exit_with(Exit::msg(1, "ERROR: Duplicate filename--Cannot handle this!\n** Exiting!"));
+                return Err(khmer_error("ERROR: Duplicate filename--Cannot handle this!\n** Exiting!").into());
             }
             basenames.push(b);
         }
     }
     for f in &a.input_filenames {
-        if let Err(e) = check_input_file(f, false) {
-            exit_with(e);
-        }
+        check_input_file(f, false)?;
     }
     let mut g = match &a.loadgraph {
         Some(l) => {
@@ -721,16 +715,11 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
             Countgraph::load(Path::new(l)).map_err(|e| format!("{l}: {e}"))?
         }
         None => {
-            if let Err(e) = a.graph.check(a.force, q) {
-                exit_with(e);
-            }
+            a.graph.check(a.force, q)?;
             if !q {
                 eprintln!("making countgraph");
             }
-            match a.graph.create() {
-                Ok(g) => g,
-                Err(e) => exit_with(e),
-            }
+            a.graph.create()?
         }
     };
     let report: Option<Box<dyn Write + Send>> = match &a.report {
@@ -746,7 +735,9 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
         Some(o) => Some(OutFile::create(o, a.gzip)?),
         None => {
             if a.input_filenames.iter().any(|f| f == "-" || f == "/dev/stdin") {
-                exit_with(Exit::msg(1, "Accepting input from stdin; output filename must be provided with '-o'."));
+                // The report's header is still buffered: it is not written.
+                std::mem::forget(diag);
+                return Err(khmer_error("Accepting input from stdin; output filename must be provided with '-o'.").into());
             }
             None
         }
@@ -786,15 +777,15 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
                 }
             }
             Err(e) => {
-                eprintln!("** ERROR: {e}");
-                eprintln!("** Failed on {f}: ");
+                let failed = format!("** ERROR: {e}\n** Failed on {f}: ");
                 drop(own);
                 if !a.force {
-                    eprintln!("** Exiting!");
-                    drop(single); // no partial output (khmer leaves it)
-                    std::process::exit(1);
+                    // No partial output (khmer leaves it); the report keeps
+                    // only what was flushed, as khmer's does on this exit.
+                    std::mem::forget(diag);
+                    return Err(khmer_error(format!("{failed}\n** Exiting!")).into());
                 }
-                eprintln!("*** Skipping error file, moving on...");
+                eprintln!("{failed}\n*** Skipping error file, moving on...");
                 corrupt.push(f.clone());
             }
         }
@@ -814,8 +805,7 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
         save_graph_and_free(g, s).map_err(|e| format!("{s}: {e}"))?;
     }
     if fp > 0.8 {
-        eprintln!("{}", fp_error_block(fp, 0.8));
-        std::process::exit(1);
+        return Err(khmer_error(fp_error_block(fp, 0.8)).into());
     }
     if !q {
         eprintln!("fp rate estimated to be {fp:1.3}");
@@ -867,15 +857,13 @@ pub struct FilterArgs {
 fn run_filter_abund(a: FilterArgs) -> crate::CmdResult {
     let q = a.quiet;
     if a.bzip {
-        exit_with(Exit::msg(1, "--bzip output is not supported by fasthts; use --gzip"));
+        return Err(khmer_error("--bzip output is not supported by fasthts; use --gzip").into());
     }
     if a.input_filename.iter().any(|f| f == "-" || f == "/dev/stdin") && a.output.is_none() {
-        exit_with(Exit::msg(1, "Accepting input from stdin; output filename must be provided with -o."));
+        return Err(khmer_error("Accepting input from stdin; output filename must be provided with -o.").into());
     }
     for f in &a.input_filename {
-        if let Err(e) = check_input_file(f, a.force) {
-            exit_with(e);
-        }
+        check_input_file(f, a.force)?;
     }
     if !q {
         eprintln!("loading countgraph: {}", a.input_graph);
@@ -983,42 +971,35 @@ fn run_trim(a: TrimArgs) -> crate::CmdResult {
     uniq.sort();
     uniq.dedup();
     if uniq.len() != a.input_filenames.len() {
-        exit_with(Exit::msg(1, "Error: Cannot input the same filename multiple times."));
+        return Err(khmer_error("Error: Cannot input the same filename multiple times.").into());
     }
     if a.trim_at_coverage != 20 && !a.variable_coverage {
-        exit_with(Exit::msg(1, "Error: --trim-at-coverage/-Z given, but --variable-coverage/-V not specified."));
+        return Err(khmer_error("Error: --trim-at-coverage/-Z given, but --variable-coverage/-V not specified.").into());
     }
     if a.diginorm_coverage != 20 && !a.diginorm {
-        exit_with(Exit::msg(1, "Error: --diginorm-coverage given, but --diginorm not specified."));
+        return Err(khmer_error("Error: --diginorm-coverage given, but --diginorm not specified.").into());
     }
     if a.diginorm && a.single_pass {
-        exit_with(Exit::msg(
-            1,
+        return Err(khmer_error(
             "Error: --diginorm and --single-pass are incompatible!\nYou probably want to use normalize-by-median.py instead.",
-        ));
+        )
+        .into());
     }
     if a.bzip {
-        exit_with(Exit::msg(1, "--bzip output is not supported by fasthts; use --gzip"));
+        return Err(khmer_error("--bzip output is not supported by fasthts; use --gzip").into());
     }
     a.graph.report(q, a.loadgraph.is_some());
     for f in &a.input_filenames {
-        if let Err(e) = check_input_file(f, a.force) {
-            exit_with(e);
-        }
+        check_input_file(f, a.force)?;
     }
     if a.input_filenames.iter().any(|f| f == "-" || f == "/dev/stdin") && a.output.is_none() {
-        exit_with(Exit::msg(1, "Accepting input from stdin; output filename must be provided with -o."));
+        return Err(khmer_error("Accepting input from stdin; output filename must be provided with -o.").into());
     }
     let mut g = match &a.loadgraph {
         Some(l) => Countgraph::load(Path::new(l)).map_err(|e| format!("{l}: {e}"))?,
         None => {
-            if let Err(e) = a.graph.check(a.force, q) {
-                exit_with(e);
-            }
-            match a.graph.create() {
-                Ok(g) => g,
-                Err(e) => exit_with(e),
-            }
+            a.graph.check(a.force, q)?;
+            a.graph.create()?
         }
     };
     let tempdir = make_tempdir(&a.tempdir)?;
@@ -1036,10 +1017,11 @@ fn run_trim(a: TrimArgs) -> crate::CmdResult {
         eprintln!("removed {} reads and trimmed {} reads", stats.n_reads - stats.written_reads, stats.trimmed_reads);
     }
     if fp > 0.8 {
-        eprintln!("{}", fp_error_block(fp, 0.8));
+        let block = fp_error_block(fp, 0.8);
         if !a.force {
-            std::process::exit(1);
+            return Err(khmer_error(block).into());
         }
+        eprintln!("{block}");
     }
     if !q {
         eprintln!("fp rate estimated to be {fp:1.3}");
