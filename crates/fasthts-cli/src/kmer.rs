@@ -14,6 +14,7 @@
 //! 1 with khmer's message. Outputs are written under a temporary name and
 //! renamed into place when complete.
 
+use crate::progress::{ReadsDone, Ticker};
 use crate::Failure;
 use clap::{Args, Subcommand};
 use fasthts_io::output::TempOutput;
@@ -25,6 +26,7 @@ use fasthts_kmer::Countgraph;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 const KHMER_VERSION: &str = "3.0.0a3";
@@ -252,37 +254,6 @@ fn check_input_file(path: &str, force: bool) -> Result<(), Failure> {
     }
 }
 
-/// A progress line on a terminal (never on a pipe).
-struct Progress {
-    on: bool,
-    start: Instant,
-    last: std::sync::Mutex<Instant>,
-}
-
-impl Progress {
-    fn new(quiet: bool) -> Self {
-        let on = !quiet && crate::progress::on_terminal();
-        Progress { on, start: Instant::now(), last: std::sync::Mutex::new(Instant::now()) }
-    }
-    fn update(&self, reads: u64, bases: u64) {
-        if !self.on {
-            return;
-        }
-        let mut last = self.last.lock().unwrap();
-        if last.elapsed().as_millis() < 250 {
-            return;
-        }
-        *last = Instant::now();
-        let secs = self.start.elapsed().as_secs_f64().max(1e-9);
-        eprint!("\r\x1b[K{reads} reads, {:.1} Mbp, {:.1} Mbp/s", bases as f64 / 1e6, bases as f64 / 1e6 / secs);
-    }
-    fn done(&self) {
-        if self.on {
-            eprint!("\r\x1b[K");
-        }
-    }
-}
-
 /// An output file written under a temporary name, renamed by `commit`
 /// (removed if dropped uncommitted). `-`/`/dev/stdout` write to stdout.
 struct OutFile {
@@ -445,24 +416,24 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     let mut g = a.graph.create()?;
     g.set_use_bigcount(!a.no_bigcount);
     let threads = a.threads.max(1);
-    let mut total_reads = 0u64;
-    let progress = Progress::new(q);
+    let (mut total_reads, mut total_bases) = (0u64, 0u64);
+    let done = Arc::new(ReadsDone::starting_now());
     let t0 = Instant::now();
-    let mut total_bases = 0u64;
     for (index, f) in a.input_sequence_filename.iter().enumerate() {
         if !q {
             eprintln!("consuming input {f}");
         }
-        let cb = |r: u64, b: u64| progress.update(total_reads + r, total_bases + b);
-        let r = match scripts::consume_seqfile(&mut g, f, threads, Some(&cb)) {
-            Ok(r) => r,
-            Err(e) => {
-                // bad input: no partial outputs
-                progress.done();
-                return Err(khmer_error(format!("fasthts kmer count: {e}")));
-            }
-        };
-        progress.done();
+        // The status line is up while this input is read (the messages
+        // between inputs are not drawn over).
+        let ticker = Ticker::start_unless(q, {
+            let done = Arc::clone(&done);
+            move |_| done.line()
+        });
+        let cb = |r: u64, b: u64| done.set(total_reads + r, total_bases + b);
+        let r = scripts::consume_seqfile(&mut g, f, threads, Some(&cb));
+        drop(ticker);
+        // bad input: no partial outputs
+        let r = r.map_err(|e| khmer_error(format!("fasthts kmer count: {e}")))?;
         if let Some(at) = r.empty_sequence_at {
             // khmer: the consuming thread dies with this exception; the
             // reads before it stay counted and the script goes on.
