@@ -228,7 +228,7 @@ fn normalize_split(
         flags: Mutex::new(Vec::new()),
     };
     let mut pending = PendingUnit::default();
-    std::thread::scope(|s| -> Result<(), BoxError> {
+    let res = std::thread::scope(|s| -> Result<(), BoxError> {
         let sh = &shared;
         let theirs = &theirs;
         let pending = &mut pending;
@@ -313,15 +313,16 @@ fn normalize_split(
             diag.after_unit()?;
             Ok(())
         });
-        if res.is_err() {
-            sh.aborted.store(true, Release);
-        }
+        // On an error too the helper finishes the unit decided last (it
+        // is kept with the units before it, as on one thread), then stops
+        // at the next unit's wait.
         sh.step.store(u64::MAX, Release);
         res
-    })?;
+    });
     // the helper has finished (scope joined): its flags of the last kept
     // unit are in place
     pending.apply(graph, &shared.flags.lock().unwrap());
+    res?;
     diag.end_file()?;
     Ok(())
 }
