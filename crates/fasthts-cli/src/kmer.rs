@@ -11,13 +11,15 @@
 //!
 //! Usage errors exit 2 (as argparse does; unambiguous prefixes of long
 //! options are accepted, as argparse does); khmer's own error conditions exit
-//! 1 with khmer's message. Outputs are written under a temporary name and
-//! renamed into place when complete.
+//! 1 with khmer's message (a [`crate::Failure`]). Outputs are written under a
+//! temporary name and renamed into place when complete. `-T/--threads` (`-@`)
+//! defaults to all cores; the outputs are the same at any number.
 
 use crate::progress::{ReadsDone, Ticker};
 use crate::Failure;
 use clap::{Args, Subcommand};
 use fasthts_io::output::TempOutput;
+use fasthts_io::pool::thread_count;
 use fasthts_kmer::primes::tablesize_from_float;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
 use fasthts_kmer::scripts::{self, Diagnostics, TrimOptions, TrimStats};
@@ -324,9 +326,10 @@ fn fp_error_block(fp: f64, max: f64) -> String {
 pub struct CountArgs {
     #[command(flatten)]
     graph: GraphArgs,
-    /// Number of simultaneous threads to execute
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', default_value_t = 1)]
-    threads: usize,
+    /// Number of simultaneous threads to execute (the tables are shared out
+    /// between them; the same table at any number) [default: all cores]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    threads: Option<usize>,
     /// The default behaviour is to count past 255 using bigcount. This flag turns bigcount off.
     #[arg(short = 'b', long = "no-bigcount")]
     no_bigcount: bool,
@@ -415,7 +418,7 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     }
     let mut g = a.graph.create()?;
     g.set_use_bigcount(!a.no_bigcount);
-    let threads = a.threads.max(1);
+    let threads = thread_count(a.threads);
     let (mut total_reads, mut total_bases) = (0u64, 0u64);
     let done = Arc::new(ReadsDone::starting_now());
     let t0 = Instant::now();
@@ -540,8 +543,9 @@ pub struct AbundArgs {
     quiet: bool,
     /// Threads: 2 or more look up counts on a second thread while the
     /// order-dependent Bloom test runs in input order (same histogram)
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', default_value_t = 1)]
-    threads: usize,
+    /// [default: all cores]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    threads: Option<usize>,
     /// Also draw the histogram (log-scaled axes) to FILE.png or FILE.svg (fasthts addition)
     #[arg(long = "plot")]
     plot: Option<String>,
@@ -583,7 +587,7 @@ fn run_abundance_dist(a: AbundArgs) -> crate::CmdResult {
     if !q {
         eprintln!("preparing hist...");
     }
-    let hist = scripts::abundance_histogram(&g, &a.input_sequence_filename, a.threads.max(1))?;
+    let hist = scripts::abundance_histogram(&g, &a.input_sequence_filename, thread_count(a.threads))?;
     let total: u64 = hist[..65535].iter().sum();
     if total == 0 {
         return Err(khmer_error(
@@ -649,8 +653,9 @@ pub struct NormArgs {
     /// Threads (decisions are order-dependent and made in input order; with 2
     /// or more, two threads share the tables out between them and look up
     /// and update each read's k-mers in lockstep; output equals khmer's)
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', default_value_t = 1)]
-    threads: usize,
+    /// [default: all cores]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    threads: Option<usize>,
     /// Input FAST[AQ] sequence filename.
     #[arg(required = true)]
     input_filenames: Vec<String>,
@@ -725,7 +730,7 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
             _ => unreachable!(),
         };
         let start = diag.total;
-        let res = scripts::normalize_file(&mut g, a.cutoff, f, *require_paired, a.force_single, w, &mut diag, a.threads.max(1));
+        let res = scripts::normalize_file(&mut g, a.cutoff, f, *require_paired, a.force_single, w, &mut diag, thread_count(a.threads));
         match res {
             Ok(()) => {
                 if !q {
@@ -795,8 +800,9 @@ fn run_normalize(a: NormArgs) -> crate::CmdResult {
 pub struct FilterArgs {
     /// Number of simultaneous threads to execute (khmer ignores it; here
     /// batches are filtered in parallel and written in input order)
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', default_value_t = 1)]
-    threads: usize,
+    /// [default: all cores]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    threads: Option<usize>,
     /// Trim at k-mers below this abundance.
     #[arg(short = 'C', long = "cutoff", default_value = "2", value_parser = cutoff_range)]
     cutoff: u16,
@@ -861,7 +867,7 @@ fn run_filter_abund(a: FilterArgs) -> crate::CmdResult {
             (None, Some(s)) => s.writer(),
             _ => unreachable!(),
         };
-        scripts::filter_abund_file(&g, f, a.cutoff, a.variable_coverage, a.normalize_to, w, a.threads.max(1))?;
+        scripts::filter_abund_file(&g, f, a.cutoff, a.variable_coverage, a.normalize_to, w, thread_count(a.threads))?;
         if let Some(o) = own {
             o.commit()?;
         }
@@ -914,9 +920,10 @@ pub struct TrimArgs {
     /// Set location of temporary directory for second pass
     #[arg(short = 'T', long = "tempdir", default_value = "./")]
     tempdir: String,
-    /// Threads (the trimming is order-dependent; computed in input order)
-    #[arg(short = '@', long = "threads", default_value_t = 1)]
-    threads: usize,
+    /// Accepted as in the other k-mer commands, without effect: the trimming
+    /// is order-dependent and runs on one thread (-T is khmer's --tempdir)
+    #[arg(short = '@', long = "threads")]
+    threads: Option<usize>,
     /// Eliminate high-coverage reads altogether (digital normalization).
     #[arg(long = "diginorm")]
     diginorm: bool,
