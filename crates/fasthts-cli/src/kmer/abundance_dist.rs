@@ -1,10 +1,9 @@
 //! `fasthts kmer abundance-dist`: abundance-dist.py.
 
-use super::{check_input_file, khmer_error, OutFile};
+use super::{check_inputs, is_stdout, khmer_error, load_graph, OutFile};
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::scripts;
-use fasthts_kmer::Countgraph;
 use std::path::Path;
 
 /// abundance-dist.py
@@ -42,24 +41,21 @@ pub struct AbundArgs {
 
 pub fn run(a: AbundArgs) -> crate::CmdResult {
     let q = a.quiet;
-    for f in [&a.input_count_graph_filename, &a.input_sequence_filename] {
-        check_input_file(f, false)?;
-    }
+    check_inputs(&[&a.input_count_graph_filename, &a.input_sequence_filename], false)?;
     if !q {
         eprintln!("Loading counting graph from {}", a.input_count_graph_filename);
     }
-    let mut g = Countgraph::load(Path::new(&a.input_count_graph_filename)).map_err(|e| format!("{}: {e}", a.input_count_graph_filename))?;
+    let mut g = load_graph(&a.input_count_graph_filename)?;
     if !g.use_bigcount() && !a.no_bigcount && !q {
         eprintln!("WARNING: The loaded graph has bigcount DISABLED while bigcount reporting is ENABLED--counts higher than 255 will not be reported.");
     }
     g.set_use_bigcount(!a.no_bigcount);
     let out = &a.output_histogram_filename;
-    let to_stdout = out == "-" || out == "/dev/stdout";
     if !q {
         eprintln!("K: {}", g.ksize());
         eprintln!("outputting to {out}");
     }
-    if !to_stdout && Path::new(out).exists() {
+    if !is_stdout(out) && Path::new(out).exists() {
         if !a.squash {
             return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
         }

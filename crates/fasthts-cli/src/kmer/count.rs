@@ -1,15 +1,12 @@
 //! `fasthts kmer count`: load-into-counting.py.
 
-use super::{
-    append_line, basename, check_input_file, create_in_place, fp_error_block, khmer_error, save_graph, save_graph_and_free, GraphArgs,
-};
+use super::{append_line, basename, check_inputs, fp_error_block, khmer_error, save_graph, save_graph_and_free, write_in_place, GraphArgs};
 use crate::progress::{ReadsDone, Ticker};
 use crate::Failure;
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
 use fasthts_kmer::scripts;
-use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -79,16 +76,12 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     a.graph.check(a.force, q)?;
     a.graph.report(q, false);
     let base = &a.output_countgraph_filename;
-    for f in &a.input_sequence_filename {
-        check_input_file(f, a.force)?;
-    }
+    check_inputs(&a.input_sequence_filename, a.force)?;
     if !q {
         eprintln!("Saving k-mer countgraph to {base}");
         eprintln!("Loading kmers from sequences in {}", py_list(&a.input_sequence_filename));
     }
-    create_in_place(info)
-        .and_then(|mut f| f.write_all(format!("khmer version: {KHMER_VERSION}\n").as_bytes()))
-        .map_err(|e| khmer_error(format!("{info}: {e}")))?;
+    write_in_place(info, &format!("khmer version: {KHMER_VERSION}\n")).map_err(|e| khmer_error(format!("{info}: {e}")))?;
     if !q {
         eprintln!("making countgraph");
     }
@@ -122,7 +115,7 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
             if !q {
                 eprintln!("mid-save {base}");
             }
-            save_graph(&mut g, base).map_err(|e| khmer_error(format!("{base}: {e}")))?;
+            save_graph(&mut g, base).map_err(khmer_error)?;
         }
         append_line(info, &format!("through {f}\n")).map_err(|e| khmer_error(e.to_string()))?;
         total_reads += r.n_reads;
@@ -139,7 +132,7 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     }
     let t_save = Instant::now();
     let fp = g.fp_rate();
-    save_graph_and_free(g, base).map_err(|e| khmer_error(format!("{base}: {e}")))?;
+    save_graph_and_free(g, base).map_err(khmer_error)?;
     let save_secs = t_save.elapsed().as_secs_f64();
     Ok(Counted { fp, n_kmers, reads: total_reads, bases: total_bases, count_secs, save_secs })
 }
@@ -149,7 +142,6 @@ fn count_summary(a: &CountArgs, info: &str, c: &Counted) -> Result<(), Failure> 
     let (q, base, fp) = (a.quiet, &a.output_countgraph_filename, c.fp);
     append_line(info, &format!("fp rate estimated to be {fp:1.3}\n\n")).map_err(|e| khmer_error(e.to_string()))?;
     if let Some(fmt) = &a.summary_info {
-        let fmt = fmt.to_lowercase();
         let mr_file = format!("{base}.info.{fmt}");
         if !q {
             eprintln!("Writing summmary info to {mr_file}");
@@ -174,7 +166,7 @@ fn count_summary(a: &CountArgs, info: &str, c: &Counted) -> Result<(), Failure> 
                 a.input_sequence_filename.join(";")
             )
         };
-        create_in_place(&mr_file).and_then(|mut f| f.write_all(text.as_bytes())).map_err(|e| khmer_error(format!("{mr_file}: {e}")))?;
+        write_in_place(&mr_file, &text).map_err(|e| khmer_error(format!("{mr_file}: {e}")))?;
     }
     if !q {
         eprintln!("fp rate estimated to be {fp:1.3}");

@@ -1,12 +1,9 @@
 //! `fasthts kmer filter-abund`: filter-abund.py.
 
-use super::{basename, check_input_file, cutoff_range, khmer_error, OutFile};
+use super::{check_inputs, check_stdin_output, cutoff_range, load_graph, Compression, ReadOutputs};
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::scripts;
-use fasthts_kmer::Countgraph;
-use std::io::Write;
-use std::path::Path;
 
 /// filter-abund.py
 #[derive(Args, Debug)]
@@ -33,12 +30,8 @@ pub struct FilterArgs {
     force: bool,
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
-    /// Compress output using gzip
-    #[arg(long = "gzip", conflicts_with = "bzip")]
-    gzip: bool,
-    /// Compress output using bzip2 (not supported)
-    #[arg(long = "bzip")]
-    bzip: bool,
+    #[command(flatten)]
+    compression: Compression,
     input_graph: String,
     #[arg(required = true)]
     input_filename: Vec<String>,
@@ -46,50 +39,30 @@ pub struct FilterArgs {
 
 pub fn run(a: FilterArgs) -> crate::CmdResult {
     let q = a.quiet;
-    if a.bzip {
-        return Err(khmer_error("--bzip output is not supported by fasthts; use --gzip").into());
-    }
-    if a.input_filename.iter().any(|f| f == "-" || f == "/dev/stdin") && a.output.is_none() {
-        return Err(khmer_error("Accepting input from stdin; output filename must be provided with -o.").into());
-    }
-    for f in &a.input_filename {
-        check_input_file(f, a.force)?;
-    }
+    let gzip = a.compression.gzip()?;
+    check_stdin_output(&a.input_filename, a.output.as_deref(), "-o")?;
+    check_inputs(&a.input_filename, a.force)?;
     if !q {
         eprintln!("loading countgraph: {}", a.input_graph);
     }
-    let g = Countgraph::load(Path::new(&a.input_graph)).map_err(|e| format!("{}: {e}", a.input_graph))?;
+    let g = load_graph(&a.input_graph)?;
     if !q {
         eprintln!("K: {}", g.ksize());
     }
-    let mut single = match &a.output {
-        Some(o) => Some(OutFile::create(o, a.gzip)?),
-        None => None,
-    };
+    let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundfilt", gzip)?;
     for f in &a.input_filename {
         if !q {
             eprintln!("filtering {f}");
         }
-        let outname = format!("{}.abundfilt", basename(f));
-        let mut own = match &single {
-            Some(_) => None,
-            None => Some(OutFile::create(&outname, a.gzip)?),
-        };
-        let w: &mut dyn Write = match (&mut own, &mut single) {
-            (Some(o), _) => o.writer(),
-            (None, Some(s)) => s.writer(),
-            _ => unreachable!(),
-        };
+        let mut own = outputs.own(f)?;
+        let w = outputs.writer(&mut own);
         scripts::filter_abund_file(&g, f, a.cutoff, a.variable_coverage, a.normalize_to, w, thread_count(a.threads))?;
         if let Some(o) = own {
             o.commit()?;
         }
         if !q {
-            eprintln!("output in {}", a.output.as_deref().unwrap_or(&outname));
+            eprintln!("output in {}", outputs.path(f));
         }
     }
-    if let Some(s) = single {
-        s.commit()?;
-    }
-    Ok(())
+    Ok(outputs.commit()?)
 }

@@ -223,6 +223,12 @@ fn khmer_error(message: impl Into<String>) -> Failure {
     Failure::new(1, message)
 }
 
+/// khmer's `check_input_files` on each of `paths`: a missing or empty file
+/// is an error, or with `force` a message.
+fn check_inputs<P: AsRef<str>>(paths: &[P], force: bool) -> Result<(), Failure> {
+    paths.iter().try_for_each(|p| check_input_file(p.as_ref(), force))
+}
+
 fn check_input_file(path: &str, force: bool) -> Result<(), Failure> {
     if path == "-" {
         return Ok(());
@@ -257,6 +263,23 @@ fn check_input_file(path: &str, force: bool) -> Result<(), Failure> {
     }
 }
 
+/// khmer's refusal to name outputs after standard input: with `-` or
+/// `/dev/stdin` among `inputs`, an `output` (`-o`, spelt `option` in the
+/// message) is needed.
+fn check_stdin_output(inputs: &[String], output: Option<&str>, option: &str) -> Result<(), Failure> {
+    match output {
+        None if inputs.iter().any(|f| f == "-" || f == "/dev/stdin") => {
+            Err(khmer_error(format!("Accepting input from stdin; output filename must be provided with {option}.")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether output `path` is standard output.
+fn is_stdout(path: &str) -> bool {
+    path == "-" || path == "/dev/stdout"
+}
+
 /// An output file written under a temporary name, renamed by `commit`
 /// (removed if dropped uncommitted). `-`/`/dev/stdout` write to stdout.
 struct OutFile {
@@ -268,7 +291,7 @@ struct OutFile {
 
 impl OutFile {
     fn create(path: &str, gzip: bool) -> io::Result<OutFile> {
-        let (raw, temp): (Box<dyn Write>, Option<TempOutput>) = if path == "-" || path == "/dev/stdout" {
+        let (raw, temp): (Box<dyn Write>, Option<TempOutput>) = if is_stdout(path) {
             (Box::new(io::stdout()), None)
         } else {
             // Removed by the signal handler if interrupted. The bare OS
@@ -297,16 +320,88 @@ impl OutFile {
     }
 }
 
+/// Where normalize, filter-abund and trim-low-abund write reads: every
+/// input's to one file (`-o`), or each input's to its own, named after it
+/// (`<file name>.<suffix>`, as khmer names them).
+struct ReadOutputs {
+    single: Option<(String, OutFile)>,
+    suffix: &'static str,
+    gzip: bool,
+}
+
+impl ReadOutputs {
+    fn new(single: Option<&str>, suffix: &'static str, gzip: bool) -> io::Result<ReadOutputs> {
+        let single = single.map(|path| OutFile::create(path, gzip).map(|file| (path.to_string(), file))).transpose()?;
+        Ok(ReadOutputs { single, suffix, gzip })
+    }
+
+    /// Where `input`'s reads go.
+    fn path(&self, input: &str) -> String {
+        match &self.single {
+            Some((path, _)) => path.clone(),
+            None => format!("{}.{}", basename(input), self.suffix),
+        }
+    }
+
+    /// `input`'s own output file, created now; `None` with `-o`.
+    fn own(&self, input: &str) -> io::Result<Option<OutFile>> {
+        match self.single {
+            Some(_) => Ok(None),
+            None => OutFile::create(&self.path(input), self.gzip).map(Some),
+        }
+    }
+
+    /// The writer of an input whose [`ReadOutputs::own`] file is `own`.
+    fn writer<'a>(&'a mut self, own: &'a mut Option<OutFile>) -> &'a mut dyn Write {
+        match (own, &mut self.single) {
+            (Some(file), _) | (None, Some((_, file))) => file.writer(),
+            (None, None) => unreachable!("an input without an output"),
+        }
+    }
+
+    /// Commits the single output (each input's own is committed by its caller).
+    fn commit(self) -> io::Result<()> {
+        self.single.map_or(Ok(()), |(_, file)| file.commit())
+    }
+}
+
+/// `--gzip`/`--bzip` of the commands that write reads.
+#[derive(Args, Debug)]
+struct Compression {
+    /// Compress output using gzip
+    #[arg(long = "gzip", conflicts_with = "bzip")]
+    gzip: bool,
+    /// Compress output using bzip2 (not supported)
+    #[arg(long = "bzip")]
+    bzip: bool,
+}
+
+impl Compression {
+    /// Whether to gzip; `--bzip` is an error.
+    fn gzip(&self) -> Result<bool, Failure> {
+        if self.bzip {
+            return Err(khmer_error("--bzip output is not supported by fasthts; use --gzip"));
+        }
+        Ok(self.gzip)
+    }
+}
+
+/// Loads a countgraph; the error names the file.
+fn load_graph(path: &str) -> Result<Countgraph, String> {
+    Countgraph::load(Path::new(path)).map_err(|e| format!("{path}: {e}"))
+}
+
 /// Saves `g` to `path` (atomically, see `Countgraph::save`; its temporary
-/// file is known to the signal handler through the hooks `main` installs).
-fn save_graph(g: &mut Countgraph, path: &str) -> io::Result<()> {
-    g.save(Path::new(path))
+/// file is known to the signal handler through the hooks `main` installs);
+/// the error names the file.
+fn save_graph(g: &mut Countgraph, path: &str) -> Result<(), String> {
+    g.save(Path::new(path)).map_err(|e| format!("{path}: {e}"))
 }
 
 /// [`save_graph`] for the last use of `g`: its memory is freed as the file
 /// is written (see `Countgraph::save_and_free`).
-fn save_graph_and_free(g: Countgraph, path: &str) -> io::Result<()> {
-    g.save_and_free(Path::new(path))
+fn save_graph_and_free(g: Countgraph, path: &str) -> Result<(), String> {
+    g.save_and_free(Path::new(path)).map_err(|e| format!("{path}: {e}"))
 }
 
 fn basename(path: &str) -> String {
@@ -328,6 +423,11 @@ fn create_in_place(path: &str) -> io::Result<File> {
     } else {
         fasthts::output::create_temporary(Path::new(path))
     }
+}
+
+/// [`create_in_place`] with all of its text at once.
+fn write_in_place(path: &str, text: &str) -> io::Result<()> {
+    create_in_place(path)?.write_all(text.as_bytes())
 }
 
 /// Appends to a file that exists: if an interrupted run's signal handler

@@ -1,14 +1,13 @@
 //! `fasthts kmer normalize`: normalize-by-median.py.
 
 use super::{
-    basename, check_input_file, create_in_place, cutoff_range, fp_error_block, khmer_error, save_graph_and_free, GraphArgs, OutFile,
+    basename, check_inputs, check_stdin_output, create_in_place, cutoff_range, fp_error_block, khmer_error, load_graph,
+    save_graph_and_free, Compression, GraphArgs, ReadOutputs,
 };
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::scripts::{self, Diagnostics};
-use fasthts_kmer::Countgraph;
 use std::io::{BufWriter, Write};
-use std::path::Path;
 
 /// normalize-by-median.py
 #[derive(Args, Debug)]
@@ -47,12 +46,8 @@ pub struct NormArgs {
     /// load a precomputed k-mer graph from disk
     #[arg(short = 'l', long = "loadgraph")]
     loadgraph: Option<String>,
-    /// Compress output using gzip
-    #[arg(long = "gzip", conflicts_with = "bzip")]
-    gzip: bool,
-    /// Compress output using bzip2 (not supported)
-    #[arg(long = "bzip")]
-    bzip: bool,
+    #[command(flatten)]
+    compression: Compression,
     /// Threads (decisions are order-dependent and made in input order; with 2
     /// or more, two threads share the tables out between them and look up
     /// and update each read's k-mers in lockstep; output equals khmer's)
@@ -66,9 +61,7 @@ pub struct NormArgs {
 
 pub fn run(a: NormArgs) -> crate::CmdResult {
     let q = a.quiet;
-    if a.bzip {
-        return Err(khmer_error("--bzip output is not supported by fasthts; use --gzip").into());
-    }
+    let gzip = a.compression.gzip()?;
     if a.paired && a.force_single {
         return Err(khmer_error("ERROR: force_single and require_paired cannot both be set!").into());
     }
@@ -83,15 +76,13 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
             basenames.push(b);
         }
     }
-    for f in &a.input_filenames {
-        check_input_file(f, false)?;
-    }
+    check_inputs(&a.input_filenames, false)?;
     let mut g = match &a.loadgraph {
         Some(l) => {
             if !q {
                 eprintln!("loading k-mer countgraph from {l}");
             }
-            Countgraph::load(Path::new(l)).map_err(|e| format!("{l}: {e}"))?
+            load_graph(l)?
         }
         None => {
             a.graph.check(a.force, q)?;
@@ -110,28 +101,16 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
     if let Some(u) = &a.unpaired_reads {
         files.push((u.clone(), false));
     }
-    let mut single = match &a.output {
-        Some(o) => Some(OutFile::create(o, a.gzip)?),
-        None => {
-            if a.input_filenames.iter().any(|f| f == "-" || f == "/dev/stdin") {
-                // The report's header is still buffered: it is not written.
-                std::mem::forget(diag);
-                return Err(khmer_error("Accepting input from stdin; output filename must be provided with '-o'.").into());
-            }
-            None
-        }
-    };
+    if let Err(e) = check_stdin_output(&a.input_filenames, a.output.as_deref(), "'-o'") {
+        // The report's header is still buffered: it is not written.
+        std::mem::forget(diag);
+        return Err(e.into());
+    }
+    let mut outputs = ReadOutputs::new(a.output.as_deref(), "keep", gzip)?;
     let mut corrupt = Vec::new();
     for (f, require_paired) in &files {
-        let mut own = match &single {
-            Some(_) => None,
-            None => Some(OutFile::create(&format!("{}.keep", basename(f)), a.gzip)?),
-        };
-        let w: &mut dyn Write = match (&mut own, &mut single) {
-            (Some(o), _) => o.writer(),
-            (None, Some(s)) => s.writer(),
-            _ => unreachable!(),
-        };
+        let mut own = outputs.own(f)?;
+        let w = outputs.writer(&mut own);
         let start = diag.total;
         let res = scripts::normalize_file(&mut g, a.cutoff, f, *require_paired, a.force_single, w, &mut diag, thread_count(a.threads));
         match res {
@@ -151,7 +130,7 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
                 if let Some(o) = own {
                     o.commit()?;
                     if !q {
-                        eprintln!("output in {}.keep", basename(f));
+                        eprintln!("output in {}", outputs.path(f));
                     }
                 }
             }
@@ -170,9 +149,7 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         }
     }
     diag.finish()?;
-    if let Some(s) = single {
-        s.commit()?;
-    }
+    outputs.commit()?;
     if !q {
         eprintln!("Total number of unique k-mers: {}", g.n_unique_kmers());
     }
@@ -181,7 +158,7 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         if !q {
             eprintln!("...saving to {s}");
         }
-        save_graph_and_free(g, s).map_err(|e| format!("{s}: {e}"))?;
+        save_graph_and_free(g, s)?;
     }
     if fp > 0.8 {
         return Err(khmer_error(fp_error_block(fp, 0.8)).into());

@@ -1,6 +1,9 @@
 //! `fasthts kmer trim-low-abund`: trim-low-abund.py.
 
-use super::{basename, check_input_file, create_in_place, fp_error_block, khmer_error, save_graph_and_free, GraphArgs, OutFile};
+use super::{
+    check_inputs, check_stdin_output, fp_error_block, is_stdout, khmer_error, load_graph, save_graph_and_free, write_in_place, BoxError,
+    Compression, GraphArgs, OutFile, ReadOutputs,
+};
 use clap::Args;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
 use fasthts_kmer::scripts::{self, TrimOptions, TrimStats};
@@ -59,12 +62,8 @@ pub struct TrimArgs {
     /// Do not do a second pass across the low coverage data
     #[arg(long = "single-pass")]
     single_pass: bool,
-    /// Compress output using gzip
-    #[arg(long = "gzip", conflicts_with = "bzip")]
-    gzip: bool,
-    /// Compress output using bzip2 (not supported)
-    #[arg(long = "bzip")]
-    bzip: bool,
+    #[command(flatten)]
+    compression: Compression,
     #[arg(required = true)]
     input_filenames: Vec<String>,
 }
@@ -89,31 +88,25 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
         )
         .into());
     }
-    if a.bzip {
-        return Err(khmer_error("--bzip output is not supported by fasthts; use --gzip").into());
-    }
+    let gzip = a.compression.gzip()?;
     a.graph.report(q, a.loadgraph.is_some());
-    for f in &a.input_filenames {
-        check_input_file(f, a.force)?;
-    }
-    if a.input_filenames.iter().any(|f| f == "-" || f == "/dev/stdin") && a.output.is_none() {
-        return Err(khmer_error("Accepting input from stdin; output filename must be provided with -o.").into());
-    }
+    check_inputs(&a.input_filenames, a.force)?;
+    check_stdin_output(&a.input_filenames, a.output.as_deref(), "-o")?;
     let mut g = match &a.loadgraph {
-        Some(l) => Countgraph::load(Path::new(l)).map_err(|e| format!("{l}: {e}"))?,
+        Some(l) => load_graph(l)?,
         None => {
             a.graph.check(a.force, q)?;
             a.graph.create()?
         }
     };
     let tempdir = make_tempdir(&a.tempdir)?;
-    let result = trim_with_tempdir(&a, &mut g, &tempdir);
+    let result = trim_with_tempdir(&a, gzip, &mut g, &tempdir);
     let _ = std::fs::remove_dir_all(&tempdir);
     fasthts::output::unregister_temporary(&tempdir);
     let stats = result?;
     let fp = g.fp_rate();
     if let Some(s) = &a.savegraph {
-        save_graph_and_free(g, s).map_err(|e| format!("{s}: {e}"))?;
+        save_graph_and_free(g, s)?;
     }
     if !q && stats.n_reads > 0 {
         eprintln!("read {} reads, {} bp", stats.n_reads, stats.n_bp);
@@ -132,34 +125,38 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
     }
     if let Some(fmt) = &a.summary_info {
         let base = match a.output.as_deref() {
-            Some(o) if o != "-" && o != "/dev/stdout" => o.to_string(),
+            Some(o) if !is_stdout(o) => o.to_string(),
             _ => format!("trim-low-abund-{}", utc_timestamp()),
         };
-        let vals: [(&str, String); 10] = [
-            ("fpr", py_repr(fp)),
-            ("reads", stats.n_reads.to_string()),
-            ("basepairs", stats.n_bp.to_string()),
-            ("reads_written", stats.written_reads.to_string()),
-            ("basepairs_written", stats.written_bp.to_string()),
-            ("reads_skipped", stats.n_skipped.to_string()),
-            ("basepairs_skipped", stats.bp_skipped.to_string()),
-            ("reads_removed", (stats.n_reads - stats.written_reads).to_string()),
-            ("reads_trimmed", stats.trimmed_reads.to_string()),
-            ("basepairs_removed_or_trimmed", (stats.n_bp - stats.written_bp).to_string()),
-        ];
-        let fmt = fmt.to_lowercase();
         let path = format!("{base}.info.{fmt}");
-        let text = if fmt == "json" {
-            let items: Vec<String> = vals.iter().map(|(k, v)| format!("{}: {v}", json_str(k))).collect();
-            format!("{{{}}}\n", items.join(", "))
-        } else {
-            let keys: Vec<&str> = vals.iter().map(|(k, _)| *k).collect();
-            let vs: Vec<&str> = vals.iter().map(|(_, v)| v.as_str()).collect();
-            format!("{}\r\n{}\r\n", keys.join("\t"), vs.join("\t"))
-        };
-        create_in_place(&path).and_then(|mut f| f.write_all(text.as_bytes())).map_err(|e| format!("{path}: {e}"))?;
+        write_in_place(&path, &summary_text(fmt, fp, &stats)).map_err(|e| format!("{path}: {e}"))?;
     }
     Ok(())
+}
+
+/// The `--summary-info` file: the false-positive rate and the read and base
+/// counts, as JSON or as a header and a row of tab-separated values
+/// (`\r\n` line ends: Python's csv module).
+fn summary_text(fmt: &str, fp: f64, s: &TrimStats) -> String {
+    let counts = [
+        ("reads", s.n_reads),
+        ("basepairs", s.n_bp),
+        ("reads_written", s.written_reads),
+        ("basepairs_written", s.written_bp),
+        ("reads_skipped", s.n_skipped),
+        ("basepairs_skipped", s.bp_skipped),
+        ("reads_removed", s.n_reads - s.written_reads),
+        ("reads_trimmed", s.trimmed_reads),
+        ("basepairs_removed_or_trimmed", s.n_bp - s.written_bp),
+    ];
+    let fields: Vec<(&str, String)> = std::iter::once(("fpr", py_repr(fp))).chain(counts.map(|(k, n)| (k, n.to_string()))).collect();
+    if fmt == "json" {
+        let items: Vec<String> = fields.iter().map(|(k, v)| format!("{}: {v}", json_str(k))).collect();
+        format!("{{{}}}\n", items.join(", "))
+    } else {
+        let (keys, values): (Vec<&str>, Vec<&str>) = fields.iter().map(|(k, v)| (*k, v.as_str())).unzip();
+        format!("{}\r\n{}\r\n", keys.join("\t"), values.join("\t"))
+    }
 }
 
 /// `time.strftime("%Y-%m-%dT%H:%M:%S")` (UTC; our machines run in UTC).
@@ -194,7 +191,7 @@ fn make_tempdir(parent: &str) -> io::Result<PathBuf> {
     Err(io::Error::other("cannot create temporary directory"))
 }
 
-fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result<TrimStats, Box<dyn std::error::Error + Send + Sync>> {
+fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Path) -> Result<TrimStats, BoxError> {
     let opt = TrimOptions {
         cutoff: a.cutoff,
         trim_at_coverage: a.trim_at_coverage,
@@ -204,56 +201,32 @@ fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result
         single_pass: a.single_pass,
     };
     let mut stats = TrimStats::default();
-    let mut single = match &a.output {
-        Some(o) => Some(OutFile::create(o, a.gzip)?),
-        None => None,
-    };
+    let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundtrim", gzip)?;
     // per input: (pass2 file, own output)
     let mut pass2: Vec<(String, Option<OutFile>)> = Vec::new();
     for f in &a.input_filenames {
         let p2 = tempdir.join(format!("{}.pass2", f.replace('/', "-")));
         let p2s = p2.to_string_lossy().into_owned();
         let mut saver = BufWriter::new(File::create(&p2)?);
-        let mut own = match &single {
-            Some(_) => None,
-            None => Some(OutFile::create(&format!("{}.abundtrim", basename(f)), a.gzip)?),
-        };
-        {
-            let w: &mut dyn Write = match (&mut own, &mut single) {
-                (Some(o), _) => o.writer(),
-                (None, Some(s)) => s.writer(),
-                _ => unreachable!(),
-            };
-            let mut emit = |r: Record<'_>| r.write(w);
-            scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut emit)?;
-        }
+        let mut own = outputs.own(f)?;
+        let w = outputs.writer(&mut own);
+        scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut |r: Record<'_>| r.write(w))?;
         saver.flush()?;
         pass2.push((p2s, own));
     }
     let after_pass1 = stats.clone();
-    if opt.single_pass {
-        for (p, _) in &pass2 {
-            let _ = std::fs::remove_file(p);
+    for (p, own) in pass2.iter_mut() {
+        if !opt.single_pass {
+            let w = outputs.writer(own);
+            scripts::trim_pass2(g, p, &opt, &mut stats, &mut |r: Record<'_>| r.write(w))?;
         }
-    } else {
-        for (p, own) in pass2.iter_mut() {
-            let w: &mut dyn Write = match (own, &mut single) {
-                (Some(o), _) => o.writer(),
-                (None, Some(s)) => s.writer(),
-                _ => unreachable!(),
-            };
-            let mut emit = |r: Record<'_>| r.write(w);
-            scripts::trim_pass2(g, p, &opt, &mut stats, &mut emit)?;
-            let _ = std::fs::remove_file(&*p);
-        }
+        let _ = std::fs::remove_file(&*p);
     }
     for (_, own) in pass2 {
         if let Some(o) = own {
             o.commit()?;
         }
     }
-    if let Some(s) = single {
-        s.commit()?;
-    }
+    outputs.commit()?;
     Ok(TrimStats::summary(&after_pass1, &stats))
 }
