@@ -60,6 +60,7 @@
 pub mod bam;
 mod error;
 pub mod flagstat;
+pub mod gather;
 pub mod index;
 pub mod indexer;
 pub mod input;
