@@ -58,6 +58,7 @@
 //! ```
 
 pub mod bam;
+pub mod command;
 mod error;
 pub mod flagstat;
 pub mod gather;
