@@ -368,7 +368,14 @@ fn snp_pileup(
 /// (FACETS' matching; -1: none).
 #[pyfunction]
 #[pyo3(signature = (vcf, output, bams, parts, gzip=false))]
-fn snp_pileup_plan(py: Python<'_>, vcf: PathBuf, output: PathBuf, bams: Vec<PathBuf>, parts: usize, gzip: bool) -> PyResult<Vec<(u64, u64, i32)>> {
+fn snp_pileup_plan(
+    py: Python<'_>,
+    vcf: PathBuf,
+    output: PathBuf,
+    bams: Vec<PathBuf>,
+    parts: usize,
+    gzip: bool,
+) -> PyResult<Vec<(u64, u64, i32)>> {
     let options = SnpPileupFileOptions { gzip, ..SnpPileupFileOptions::default() };
     run_detached(py, |w| command::snp_pileup_plan(&vcf, &output, &bams, parts, &options, w))
 }
@@ -427,7 +434,12 @@ fn flagstat_plan(py: Python<'_>, path: PathBuf, region_bytes: Option<u64>) -> Py
 /// path), and each region's span `(first, stop)` as virtual offsets.
 #[pyfunction]
 #[pyo3(signature = (path, regions, threads=None))]
-fn flagstat_regions(py: Python<'_>, path: PathBuf, regions: &Bound<'_, PyAny>, threads: Option<usize>) -> PyResult<(FlagStat, Vec<(u64, u64)>)> {
+fn flagstat_regions(
+    py: Python<'_>,
+    path: PathBuf,
+    regions: &Bound<'_, PyAny>,
+    threads: Option<usize>,
+) -> PyResult<(FlagStat, Vec<(u64, u64)>)> {
     let regions = region_args(py, &path, regions)?;
     let options = FlagstatOptions { threads, ..FlagstatOptions::default() };
     let (inner, spans) = run_detached(py, |w| command::flagstat_regions(&path, &regions, &options, w))?;
@@ -448,7 +460,9 @@ fn flagstat_gather(
 ) -> PyResult<Option<FlagStat>> {
     let regions = region_args(py, &path, regions)?;
     let parts: Result<Vec<(LibFlagStat, Vec<Span>)>, fasthts::Error> = match parts {
-        Some(parts) => Ok(parts.into_iter().map(|(s, spans)| (s.inner, spans.into_iter().map(|(a, b)| (a.into(), b.into())).collect())).collect()),
+        Some(parts) => {
+            Ok(parts.into_iter().map(|(s, spans)| (s.inner, spans.into_iter().map(|(a, b)| (a.into(), b.into())).collect())).collect())
+        }
         None => Err(fasthts::Error::Message("a flagstat task failed".into())),
     };
     let gathered = run_detached(py, |w| command::flagstat_gather(&path, &regions, parts, w))?;

@@ -145,14 +145,8 @@ mod tests {
     #[test]
     fn reports_the_first_failing_piece_at_any_thread_count() {
         for threads in [1, 2, 4, 8] {
-            let result = pool(threads).install(|| {
-                fill_in_order(
-                    100,
-                    |_| (),
-                    |i, _| if i == 37 || i == 60 || i == 99 { Err(i) } else { Ok(()) },
-                    |_| {},
-                )
-            });
+            let result = pool(threads)
+                .install(|| fill_in_order(100, |_| (), |i, _| if i == 37 || i == 60 || i == 99 { Err(i) } else { Ok(()) }, |_| {}));
             assert_eq!(result, Err(37), "{threads} threads");
         }
     }

@@ -73,7 +73,9 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
 /// would read the file sequentially (no usable index; SAM input).
 pub fn flagstat_plan(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<Option<Vec<Region>>, Error> {
     Ok(match input::open(path, &spool_prefix())? {
-        Input::Bam(bam, _spool) => usable_index(&bam, report).map(|index| region::plan(&bam, &index, Plan::BalancedBytes(options.region_bytes))),
+        Input::Bam(bam, _spool) => {
+            usable_index(&bam, report).map(|index| region::plan(&bam, &index, Plan::BalancedBytes(options.region_bytes)))
+        }
         Input::Sam(_) => None,
     })
 }
@@ -82,10 +84,16 @@ pub fn flagstat_plan(path: &Path, options: &FlagstatOptions, report: &dyn Report
 /// starting in `regions` of the BAM at `path` (read through its usable
 /// index, in parallel on `options.threads`), and each region's span of the
 /// file for [`flagstat_gather`]'s coverage check.
-pub fn flagstat_regions(path: &Path, regions: &[Region], options: &FlagstatOptions, report: &dyn Report) -> Result<(FlagStat, Vec<Span>), Error> {
+pub fn flagstat_regions(
+    path: &Path,
+    regions: &[Region],
+    options: &FlagstatOptions,
+    report: &dyn Report,
+) -> Result<(FlagStat, Vec<Span>), Error> {
     let bam = BamFile::open(path)?;
     let index = find_index(&bam, report)?.ok_or_else(|| Error::Message("no usable index for a planned flagstat".into()).with_path(path))?;
-    let parts = with_threads(options.threads, || region::scatter_with_spans(&bam, &index, regions, |_, records| flagstat::count_region(records)))?;
+    let parts =
+        with_threads(options.threads, || region::scatter_with_spans(&bam, &index, regions, |_, records| flagstat::count_region(records)))?;
     let mut total = FlagStat::default();
     let mut spans = Vec::with_capacity(parts.len());
     for (stats, span) in parts {

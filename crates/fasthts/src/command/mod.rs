@@ -304,7 +304,10 @@ pub(crate) mod tests {
         // Older than the BAM: reported, not used.
         age(&bai, 3600);
         assert!(find_index(&bam, &kept).unwrap().is_none());
-        assert_eq!(kept.warnings(), [format!("the index file {} is older than the data file {}; not using it", bai.display(), bam_path.display())]);
+        assert_eq!(
+            kept.warnings(),
+            [format!("the index file {} is older than the data file {}; not using it", bai.display(), bam_path.display())]
+        );
 
         // Made for a file with another number of references: an error.
         std::fs::copy(data("long_ref.bam.csi"), dir.join("a.bam.csi")).unwrap();

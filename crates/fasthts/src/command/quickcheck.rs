@@ -1,9 +1,9 @@
 //! `quickcheck`: samtools quickcheck's checks, failures and exit status
 //! bits.
 
-use crate::sam::SamReader;
 use crate::bam::BamFile;
 use crate::input::{sniff, Kind};
+use crate::sam::SamReader;
 use std::fmt;
 use std::io::Read;
 use std::path::Path;

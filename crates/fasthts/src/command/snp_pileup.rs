@@ -41,7 +41,13 @@ struct Inputs {
 /// FACETS' checks before any work, in its order with its messages: the
 /// VCF's used records `records` planned (every line checked), then each
 /// BAM opened with its index. The BAMs are read through their indexes.
-fn open_inputs(vcf: &Path, bams: &[PathBuf], records: Range<u64>, options: &SnpPileupFileOptions, report: &dyn Report) -> Result<Inputs, Error> {
+fn open_inputs(
+    vcf: &Path,
+    bams: &[PathBuf],
+    records: Range<u64>,
+    options: &SnpPileupFileOptions,
+    report: &dyn Report,
+) -> Result<Inputs, Error> {
     if bams.is_empty() {
         return Err(Error::InvalidArgument("snp_pileup needs at least one BAM".into()));
     }
@@ -128,7 +134,13 @@ fn pileup_error(e: PileupError) -> Error {
 /// [`SnpPileupFileOptions::gzip`]), with FACETS' checks, messages and
 /// output bytes. Messages (`verbose`, `progress`) go to `report` as they
 /// come, the last ones once the output is in place.
-pub fn snp_pileup(vcf: &Path, output: &Path, bams: &[PathBuf], options: &SnpPileupFileOptions, report: &dyn Report) -> Result<SnpPileupStats, Error> {
+pub fn snp_pileup(
+    vcf: &Path,
+    output: &Path,
+    bams: &[PathBuf],
+    options: &SnpPileupFileOptions,
+    report: &dyn Report,
+) -> Result<SnpPileupStats, Error> {
     let inputs = open_inputs(vcf, bams, 0..u64::MAX, options, report)?;
     let target = output_target(output, options.gzip)?;
     let mut stats = SnpPileupStats::default();
@@ -178,8 +190,9 @@ pub fn snp_pileup_block(
     }
     let Inputs { summary, bams, indexes } = open_inputs(vcf, bams, records.clone(), options, report)?;
     let mut out = Vec::new();
-    let (_, end_state) = with_threads(options.threads, || snp::run_from(vcf, &summary, &bams, &indexes, &options.pileup, &mut out, records, state))
-        .map_err(pileup_error)?;
+    let (_, end_state) =
+        with_threads(options.threads, || snp::run_from(vcf, &summary, &bams, &indexes, &options.pileup, &mut out, records, state))
+            .map_err(pileup_error)?;
     let header = out.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1);
     Ok((out.split_off(header), end_state))
 }
@@ -263,14 +276,21 @@ mod tests {
         let err = |vcf: &Path, bams: &[PathBuf]| snp_pileup(vcf, &dir.join("out.csv"), bams, &options, &kept).unwrap_err().to_string();
         assert!(err(&dir.join("none.vcf"), &[data("small.bam")]).starts_with("Failed to read VCF file: "));
         let missing = dir.join("missing.bam");
-        assert_eq!(err(&vcf, &[missing.clone()]), format!("Failed to read sequence file {} (No such file or directory)", missing.display()));
+        assert_eq!(
+            err(&vcf, &[missing.clone()]),
+            format!("Failed to read sequence file {} (No such file or directory)", missing.display())
+        );
         let bare = dir.join("bare.bam");
         std::fs::copy(data("small.bam"), &bare).unwrap();
         let b = bare.display();
-        assert_eq!(err(&vcf, &[bare.clone()]), format!("{b}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {b}` first)"));
+        assert_eq!(
+            err(&vcf, &[bare.clone()]),
+            format!("{b}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {b}` first)")
+        );
         let unsorted = dir.join("unsorted.bam");
         std::fs::copy(data("unsorted.bam"), &unsorted).unwrap();
-        assert!(err(&vcf, &[unsorted]).ends_with("not coordinate-sorted (header says SO:unsorted); sort it (fasthts sort) and index it (fasthts index) first"));
+        assert!(err(&vcf, &[unsorted])
+            .ends_with("not coordinate-sorted (header says SO:unsorted); sort it (fasthts sort) and index it (fasthts index) first"));
         // An index made for another file is refused, not read through.
         std::fs::copy(data("long_ref.bam.csi"), dir.join("bare.bam.csi")).unwrap();
         assert!(err(&vcf, &[bare]).contains("the index does not match the data file"));

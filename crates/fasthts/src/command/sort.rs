@@ -204,7 +204,9 @@ mod tests {
     fn refuses_what_samtools_refuses() {
         let dir = scratch("sort-refuses");
         let input = data("small.bam");
-        let err = |output: &str, options: SortFileOptions| sort_file(&input, &dir.join(output), &options, &Kept::default()).unwrap_err().to_string();
+        let err = |output: &str, options: SortFileOptions| {
+            sort_file(&input, &dir.join(output), &options, &Kept::default()).unwrap_err().to_string()
+        };
         let index = SortFileOptions { write_index: true, ..Default::default() };
         assert_eq!(err("x.sam", index.clone()), "--write-index is only supported with BAM output");
         assert_eq!(err("x.cram", SortFileOptions::default()), "CRAM output is not supported; use BAM or SAM");
@@ -228,7 +230,10 @@ mod tests {
         let options = SortFileOptions { write_index: true, threads: Some(2), ..Default::default() };
         sort_file(&input, &dir.join("a.bam"), &options, &kept).unwrap();
         let sorted = std::fs::read(dir.join("a.bam")).unwrap();
-        let csi = crate::indexer::build(&crate::bam::BamFile::open(dir.join("a.bam")).unwrap(), crate::index::IndexFormat::Csi { min_shift: 14, depth: 0 });
+        let csi = crate::indexer::build(
+            &crate::bam::BamFile::open(dir.join("a.bam")).unwrap(),
+            crate::index::IndexFormat::Csi { min_shift: 14, depth: 0 },
+        );
         assert_eq!(std::fs::read(dir.join("a.bam.csi")).unwrap(), csi.unwrap().to_bytes());
         // A name without a known extension is BAM; the index is named after `##idx##`.
         let named = PathBuf::from(format!("{}##idx##{}", dir.join("b.bgzf").display(), dir.join("b.bai").display()));

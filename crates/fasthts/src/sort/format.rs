@@ -144,7 +144,10 @@ mod tests {
     #[test]
     fn format_specs_and_options() {
         assert_eq!(OutputFormat::parse_spec("SAM.gz,level=3").map_err(|e| e.to_string()), Ok((OutputFormat::SamGz, Some(3))));
-        assert_eq!(OutputFormat::parse_spec("bam,nthreads=4,,level=1,level=2").map_err(|e| e.to_string()), Ok((OutputFormat::Bam, Some(2))));
+        assert_eq!(
+            OutputFormat::parse_spec("bam,nthreads=4,,level=1,level=2").map_err(|e| e.to_string()),
+            Ok((OutputFormat::Bam, Some(2)))
+        );
         let err = |spec: &str| OutputFormat::parse_spec(spec).unwrap_err().to_string();
         assert_eq!(err("cram"), "CRAM output is not supported; use BAM or SAM");
         assert_eq!(err("vcf"), "unknown output format \"vcf\"; use BAM or SAM");
