@@ -40,7 +40,6 @@ fn spool_prefix() -> PathBuf {
 /// a way to read in parallel: one that cannot be read or was made for
 /// another file means reading sequentially.
 fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
-    warn_if_truncated(bam, report);
     find_index(bam, report).unwrap_or(None)
 }
 
@@ -52,6 +51,7 @@ fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
 pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
     with_threads(options.threads, || match input::open(path, &spool_prefix())? {
         Input::Bam(bam, _spool) => {
+            warn_if_truncated(&bam, report);
             let index = usable_index(&bam, report);
             let by_regions = |index: &Index| flagstat::count_indexed(&bam, index, options.region_bytes);
             by_index_or_sequentially(&bam, index.as_ref(), by_regions, || flagstat::count_sequential(&bam), report)
@@ -74,6 +74,7 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
 pub fn flagstat_plan(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<Option<Vec<Region>>, Error> {
     Ok(match input::open(path, &spool_prefix())? {
         Input::Bam(bam, _spool) => {
+            warn_if_truncated(&bam, report);
             usable_index(&bam, report).map(|index| region::plan(&bam, &index, Plan::BalancedBytes(options.region_bytes)))
         }
         Input::Sam(_) => None,
