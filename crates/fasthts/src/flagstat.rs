@@ -161,31 +161,11 @@ impl FlagStat {
     /// samtools' `-O tsv` text.
     pub fn to_tsv(&self) -> String {
         let [p, f] = &self.0;
+        let (p, f) = (p.figures("%", "N/A"), f.figures("%", "N/A"));
         let mut s = String::with_capacity(1024);
-        let mut line = |a: &dyn std::fmt::Display, b: &dyn std::fmt::Display, what: &str| {
-            let _ = writeln!(s, "{a}\t{b}\t{what}");
-        };
-        let pct = |n: u64, t: u64| percent(n, t, "%", "N/A");
-        line(&p.total, &f.total, "total (QC-passed reads + QC-failed reads)");
-        line(&p.primary, &f.primary, "primary");
-        line(&p.secondary, &f.secondary, "secondary");
-        line(&p.supplementary, &f.supplementary, "supplementary");
-        line(&p.duplicates, &f.duplicates, "duplicates");
-        line(&p.primary_duplicates, &f.primary_duplicates, "primary duplicates");
-        line(&p.mapped, &f.mapped, "mapped");
-        line(&pct(p.mapped, p.total), &pct(f.mapped, f.total), "mapped %");
-        line(&p.primary_mapped, &f.primary_mapped, "primary mapped");
-        line(&pct(p.primary_mapped, p.primary), &pct(f.primary_mapped, f.primary), "primary mapped %");
-        line(&p.paired, &f.paired, "paired in sequencing");
-        line(&p.read1, &f.read1, "read1");
-        line(&p.read2, &f.read2, "read2");
-        line(&p.properly_paired, &f.properly_paired, "properly paired");
-        line(&pct(p.properly_paired, p.paired), &pct(f.properly_paired, f.paired), "properly paired %");
-        line(&p.both_mapped, &f.both_mapped, "with itself and mate mapped");
-        line(&p.singletons, &f.singletons, "singletons");
-        line(&pct(p.singletons, p.paired), &pct(f.singletons, f.paired), "singletons %");
-        line(&p.mate_other_chr, &f.mate_other_chr, "with mate mapped to a different chr");
-        line(&p.mate_other_chr_mapq5, &f.mate_other_chr_mapq5, "with mate mapped to a different chr (mapQ>=5)");
+        for ((a, b), (name, _)) in p.iter().zip(&f).zip(FIGURE_NAMES) {
+            let _ = writeln!(s, "{a}\t{b}\t{name}");
+        }
         s
     }
 
@@ -193,38 +173,69 @@ impl FlagStat {
     pub fn to_json(&self) -> String {
         let mut s = String::from("{\n");
         for (i, (c, title)) in self.0.iter().zip(["QC-passed reads", "QC-failed reads"]).enumerate() {
-            let pct = |n: u64, t: u64| percent(n, t, "", "null");
-            let fields: [(&str, String); 20] = [
-                ("total", c.total.to_string()),
-                ("primary", c.primary.to_string()),
-                ("secondary", c.secondary.to_string()),
-                ("supplementary", c.supplementary.to_string()),
-                ("duplicates", c.duplicates.to_string()),
-                ("primary duplicates", c.primary_duplicates.to_string()),
-                ("mapped", c.mapped.to_string()),
-                ("mapped %", pct(c.mapped, c.total)),
-                ("primary mapped", c.primary_mapped.to_string()),
-                ("primary mapped %", pct(c.primary_mapped, c.primary)),
-                ("paired in sequencing", c.paired.to_string()),
-                ("read1", c.read1.to_string()),
-                ("read2", c.read2.to_string()),
-                ("properly paired", c.properly_paired.to_string()),
-                ("properly paired %", pct(c.properly_paired, c.paired)),
-                ("with itself and mate mapped", c.both_mapped.to_string()),
-                ("singletons", c.singletons.to_string()),
-                ("singletons %", pct(c.singletons, c.paired)),
-                ("with mate mapped to a different chr", c.mate_other_chr.to_string()),
-                ("with mate mapped to a different chr (mapQ >= 5)", c.mate_other_chr_mapq5.to_string()),
-            ];
             let _ = write!(s, " \"{title}\": {{ \n");
-            for (j, (k, v)) in fields.iter().enumerate() {
-                let sep = if j + 1 < fields.len() { "," } else { "" };
-                let _ = write!(s, "  \"{k}\": {v}{sep} \n");
+            for (j, (v, (_, name))) in c.figures("", "null").iter().zip(FIGURE_NAMES).enumerate() {
+                let sep = if j + 1 < FIGURE_NAMES.len() { "," } else { "" };
+                let _ = write!(s, "  \"{name}\": {v}{sep} \n");
             }
             s.push_str(if i == 0 { " },\n" } else { " }\n" });
         }
         s.push_str("}\n");
         s
+    }
+}
+
+/// The names of [`Counts::figures`] in samtools' tsv and json outputs.
+const FIGURE_NAMES: [(&str, &str); 20] = [
+    ("total (QC-passed reads + QC-failed reads)", "total"),
+    ("primary", "primary"),
+    ("secondary", "secondary"),
+    ("supplementary", "supplementary"),
+    ("duplicates", "duplicates"),
+    ("primary duplicates", "primary duplicates"),
+    ("mapped", "mapped"),
+    ("mapped %", "mapped %"),
+    ("primary mapped", "primary mapped"),
+    ("primary mapped %", "primary mapped %"),
+    ("paired in sequencing", "paired in sequencing"),
+    ("read1", "read1"),
+    ("read2", "read2"),
+    ("properly paired", "properly paired"),
+    ("properly paired %", "properly paired %"),
+    ("with itself and mate mapped", "with itself and mate mapped"),
+    ("singletons", "singletons"),
+    ("singletons %", "singletons %"),
+    ("with mate mapped to a different chr", "with mate mapped to a different chr"),
+    ("with mate mapped to a different chr (mapQ>=5)", "with mate mapped to a different chr (mapQ >= 5)"),
+];
+
+impl Counts {
+    /// The figures samtools' tsv and json outputs list, in their order
+    /// (percentages with `suffix`, or `none` when undefined).
+    fn figures(&self, suffix: &str, none: &str) -> [String; 20] {
+        let pct = |n: u64, t: u64| percent(n, t, suffix, none);
+        [
+            self.total.to_string(),
+            self.primary.to_string(),
+            self.secondary.to_string(),
+            self.supplementary.to_string(),
+            self.duplicates.to_string(),
+            self.primary_duplicates.to_string(),
+            self.mapped.to_string(),
+            pct(self.mapped, self.total),
+            self.primary_mapped.to_string(),
+            pct(self.primary_mapped, self.primary),
+            self.paired.to_string(),
+            self.read1.to_string(),
+            self.read2.to_string(),
+            self.properly_paired.to_string(),
+            pct(self.properly_paired, self.paired),
+            self.both_mapped.to_string(),
+            self.singletons.to_string(),
+            pct(self.singletons, self.paired),
+            self.mate_other_chr.to_string(),
+            self.mate_other_chr_mapq5.to_string(),
+        ]
     }
 }
 

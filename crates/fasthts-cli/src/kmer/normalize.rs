@@ -112,7 +112,13 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         let mut own = outputs.own(f)?;
         let w = outputs.writer(&mut own);
         let start = diag.total;
-        let res = scripts::normalize_file(&mut g, a.cutoff, f, *require_paired, a.force_single, w, &mut diag, thread_count(a.threads));
+        let options = scripts::NormalizeOptions {
+            cutoff: a.cutoff,
+            require_paired: *require_paired,
+            force_single: a.force_single,
+            threads: thread_count(a.threads),
+        };
+        let res = scripts::normalize_file(&mut g, f, &options, w, &mut diag);
         match res {
             Ok(()) => {
                 if !q {

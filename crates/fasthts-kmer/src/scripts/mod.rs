@@ -21,7 +21,7 @@ mod trimming;
 pub use abundance_dist::{abundance_histogram, write_abundance_csv};
 pub use count::{consume_reader, consume_seqfile, ConsumeResult};
 pub use filter_abund::filter_abund_file;
-pub use normalize::{normalize_file, Diagnostics};
+pub use normalize::{normalize_file, Diagnostics, NormalizeOptions};
 pub use pairing::{check_is_pair, for_each_unit, BrokenPairedReader, Unit};
 pub use trim::{trim_pass1, trim_pass2, TrimOptions, TrimStats};
 pub use trimming::{trim_decision, trim_record, ReadScratch, Trim};

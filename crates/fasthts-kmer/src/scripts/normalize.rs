@@ -71,23 +71,33 @@ impl Diagnostics {
     }
 }
 
+/// What normalize-by-median decides with, besides its table.
+#[derive(Clone, Copy, Debug)]
+pub struct NormalizeOptions {
+    /// `-C`: a unit is dropped when every read's median count reaches it.
+    pub cutoff: u16,
+    /// `-p`: reads come in pairs; an orphan is an error.
+    pub require_paired: bool,
+    /// `--force_single`: every read is a unit of its own.
+    pub force_single: bool,
+    /// Threads (two or more split the tables between two threads).
+    pub threads: usize,
+}
+
 /// Digital normalisation of one input file (normalize-by-median's inner
 /// loop): a unit is dropped iff every read in it has median ≥ cutoff;
 /// otherwise its reads are written and then consumed.
-#[allow(clippy::too_many_arguments)]
 pub fn normalize_file(
     graph: &mut Countgraph,
-    cutoff: u16,
     path: &str,
-    require_paired: bool,
-    force_single: bool,
+    options: &NormalizeOptions,
     out: &mut dyn Write,
     diag: &mut Diagnostics,
-    threads: usize,
 ) -> Result<(), BoxError> {
+    let NormalizeOptions { cutoff, require_paired, force_single, threads } = *options;
     let k = graph.ksize() as usize;
     if threads >= 2 && graph.n_tables() >= 2 {
-        return normalize_split(graph, cutoff, path, require_paired, force_single, out, diag);
+        return normalize_split(graph, path, options, out, diag);
     }
     let mut hashes = Vec::new();
     for_each_unit(path, k, force_single, require_paired, true, true, |u| {
@@ -205,16 +215,14 @@ impl PendingUnit {
 /// is kept. Each decision sees exactly the counts of every earlier unit, so
 /// the output equals the single-thread run; the gain is twice the cache
 /// misses in flight (the job is bound by random access to the tables).
-#[allow(clippy::too_many_arguments)]
 fn normalize_split(
     graph: &Countgraph,
-    cutoff: u16,
     path: &str,
-    require_paired: bool,
-    force_single: bool,
+    options: &NormalizeOptions,
     out: &mut dyn Write,
     diag: &mut Diagnostics,
 ) -> Result<(), BoxError> {
+    let NormalizeOptions { cutoff, require_paired, force_single, .. } = *options;
     let k = graph.ksize() as usize;
     let mine = graph.partition_tables(0, 2);
     let theirs = graph.partition_tables(1, 2);
@@ -355,7 +363,13 @@ mod tests {
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let mut g = Countgraph::new(20, 100_000, 4).unwrap();
                 let mut diag = Diagnostics::new(None, 0).unwrap();
-                normalize_file(&mut g, 20, &path, false, false, &mut PanickingWriter, &mut diag, 2)
+                normalize_file(
+                    &mut g,
+                    &path,
+                    &NormalizeOptions { cutoff: 20, require_paired: false, force_single: false, threads: 2 },
+                    &mut PanickingWriter,
+                    &mut diag,
+                )
             }));
             let _ = tx.send(outcome.is_err());
         });

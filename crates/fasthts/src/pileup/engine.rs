@@ -92,11 +92,10 @@ impl Node {
         self.cigar.clear();
         let mut rlen = 0i64;
         for (op, len) in b.cigar().iter() {
-            let code = op_code(op);
-            if code == CMATCH || code == CDEL || code == CREF_SKIP || code == CEQUAL || code == CDIFF {
+            if op.consumes_reference() {
                 rlen += i64::from(len);
             }
-            self.cigar.push(len << 4 | code);
+            self.cigar.push(len << 4 | u32::from(op.code()));
         }
         self.seq.clear();
         self.seq.extend_from_slice(b.seq_raw());
@@ -120,22 +119,6 @@ impl Node {
             }
             None => 15,
         }
-    }
-}
-
-fn op_code(op: crate::bam::CigarOp) -> u32 {
-    use crate::bam::CigarOp::*;
-    match op {
-        Match => CMATCH,
-        Insertion => CINS,
-        Deletion => CDEL,
-        Skip => CREF_SKIP,
-        SoftClip => CSOFT_CLIP,
-        HardClip => CHARD_CLIP,
-        Pad => CPAD,
-        SequenceMatch => CEQUAL,
-        SequenceMismatch => CDIFF,
-        Unknown(c) => u32::from(c),
     }
 }
 

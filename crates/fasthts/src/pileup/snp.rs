@@ -372,15 +372,53 @@ impl Ctx<'_> {
     }
 }
 
+/// Positions in increasing order, each with `n` counts (one per BAM).
+struct CountsAt<C> {
+    pos: VecDeque<i64>,
+    counts: VecDeque<C>,
+}
+
+impl<C> Default for CountsAt<C> {
+    fn default() -> Self {
+        CountsAt { pos: VecDeque::new(), counts: VecDeque::new() }
+    }
+}
+
+impl<C: Copy> CountsAt<C> {
+    /// Appends the positions of a region (with their `n` counts each) that
+    /// lie past the last one known (a region's lookahead repeats the next
+    /// region's first positions).
+    fn append_after(&mut self, pos: &[i64], counts: &[C], n: usize) {
+        for (k, &p) in pos.iter().enumerate() {
+            if self.pos.back().is_some_and(|&l| l >= p) {
+                continue;
+            }
+            self.pos.push_back(p);
+            self.counts.extend(&counts[k * n..(k + 1) * n]);
+        }
+    }
+
+    /// Forgets the positions at or before `q`.
+    fn forget_through(&mut self, q: i64, n: usize) {
+        while self.pos.front().is_some_and(|&p| p <= q) {
+            self.pos.pop_front();
+            self.counts.drain(..n);
+        }
+    }
+
+    /// The `n` counts of position number `k`.
+    fn counts_of(&self, k: usize, n: usize) -> std::collections::vec_deque::Iter<'_, C> {
+        self.counts.range(k * n..(k + 1) * n)
+    }
+}
+
 /// Facts of one reference from the regions computed and not yet passed by
 /// the walk, in position order.
 #[derive(Default)]
 struct ContigFacts {
     covered: VecDeque<(i64, i64)>,
-    pseudo: VecDeque<i64>,
-    pseudo_counts: VecDeque<(u32, u32)>,
-    site_pos: VecDeque<i64>,
-    site_counts: VecDeque<Counts>,
+    pseudo: CountsAt<(u32, u32)>,
+    sites: CountsAt<Counts>,
 }
 
 impl ContigFacts {
@@ -395,20 +433,8 @@ impl ContigFacts {
                 _ => self.covered.push_back((s, e)),
             }
         }
-        for (k, &p) in r.pseudo.iter().enumerate() {
-            if self.pseudo.back().is_some_and(|&l| l >= p) {
-                continue;
-            }
-            self.pseudo.push_back(p);
-            self.pseudo_counts.extend(&r.pseudo_counts[k * n..(k + 1) * n]);
-        }
-        for (k, &p) in r.site_pos.iter().enumerate() {
-            if self.site_pos.back().is_some_and(|&l| l >= p) {
-                continue;
-            }
-            self.site_pos.push_back(p);
-            self.site_counts.extend(&r.site_counts[k * n..(k + 1) * n]);
-        }
+        self.pseudo.append_after(&r.pseudo, &r.pseudo_counts, n);
+        self.sites.append_after(&r.site_pos, &r.site_counts, n);
     }
 
     /// First covered position at or after `q` known here.
@@ -422,14 +448,8 @@ impl ContigFacts {
         while self.covered.front().is_some_and(|&(_, e)| e <= q + 1) {
             self.covered.pop_front();
         }
-        while self.pseudo.front().is_some_and(|&p| p <= q) {
-            self.pseudo.pop_front();
-            self.pseudo_counts.drain(..n);
-        }
-        while self.site_pos.front().is_some_and(|&p| p <= q) {
-            self.site_pos.pop_front();
-            self.site_counts.drain(..n);
-        }
+        self.pseudo.forget_through(q, n);
+        self.sites.forget_through(q, n);
     }
 
     fn clear(&mut self) {
@@ -664,7 +684,7 @@ impl Window<'_, '_> {
     /// The walk is at `(tid, pos)`: nothing at or before it is asked for again.
     fn forget_through(&mut self, tid: i32, pos: i64) {
         for f in self.facts.iter_mut().take(tid.max(0) as usize) {
-            if !f.covered.is_empty() || !f.site_pos.is_empty() || !f.pseudo.is_empty() {
+            if !f.covered.is_empty() || !f.sites.pos.is_empty() || !f.pseudo.pos.is_empty() {
                 f.clear();
             }
         }
@@ -991,10 +1011,10 @@ impl Walk<'_> {
             return Ok(());
         }
         let f = &w.facts[tid as usize];
-        let Ok(k) = f.pseudo.binary_search(&pos) else {
+        let Ok(k) = f.pseudo.pos.binary_search(&pos) else {
             return Err(PileupError::Message(format!("internal error: no pileup data for {}:{}", self.names[tid as usize], pos + 1)));
         };
-        self.rows.pseudo(tid as usize, pos, f.pseudo_counts.range(k * self.n..(k + 1) * self.n))
+        self.rows.pseudo(tid as usize, pos, f.pseudo.counts_of(k, self.n))
     }
 
     /// Pseudo-SNP checks for every covered candidate in `[from, to)` of `tid`.
@@ -1005,10 +1025,10 @@ impl Walk<'_> {
         // Every candidate before `to` is known once the regions up to it ran.
         w.ensure(tid as usize, to - 1)?;
         let f = &w.facts[tid as usize];
-        let a = f.pseudo.partition_point(|&p| p < from);
-        let b = f.pseudo.partition_point(|&p| p < to);
+        let a = f.pseudo.pos.partition_point(|&p| p < from);
+        let b = f.pseudo.pos.partition_point(|&p| p < to);
         for k in a..b {
-            let pos = w.facts[tid as usize].pseudo[k];
+            let pos = w.facts[tid as usize].pseudo.pos[k];
             self.pseudo_check(w, tid, pos)?;
         }
         Ok(())
@@ -1017,10 +1037,10 @@ impl Walk<'_> {
     fn emit_site(&mut self, w: &Window<'_, '_>, site: &Rec) -> Result<(), PileupError> {
         let (tid, pos) = (site.0, site.1);
         let f = &w.facts[tid as usize];
-        let Ok(k) = f.site_pos.binary_search(&pos) else {
+        let Ok(k) = f.sites.pos.binary_search(&pos) else {
             return Err(PileupError::Message(format!("internal error: no counts at {}:{}", self.names[tid as usize], pos + 1)));
         };
-        self.rows.site(tid as usize, pos, site.2, site.3, f.site_counts.range(k * self.n..(k + 1) * self.n))
+        self.rows.site(tid as usize, pos, site.2, site.3, f.sites.counts_of(k, self.n))
     }
 
     /// Replays the walk over the window's records from `state`; returns the
