@@ -706,9 +706,7 @@ fn index_without_metadata_behaves_like_samtools() {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/index")
-        .join(name)
+    fasthts_testgen::support::data("index").join(name)
 }
 
 /// Committed samtools-made fixtures (see tests/data/index/README.md): read,
