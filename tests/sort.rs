@@ -292,13 +292,10 @@ fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
 /// Generated pairs with `MC` tags (from `samtools fixmate -m`) and `MI`
 /// tags (some with `/A`, `/B` strand suffixes), many unplaced reads, in
 /// name-hash order: input for template-coordinate and minimiser orders.
-fn template_input(dir: &TempDir) -> Option<std::path::PathBuf> {
-    let mut gen = testgen()?;
-    gen.args(["--seed", "17", "--reads", "3000", "--unsorted", "--unmapped-fraction", "0.3"]);
-    let generated = run(gen);
-    assert!(generated.status.success(), "{}", text(&generated.stderr));
+fn template_input(dir: &TempDir) -> std::path::PathBuf {
+    let generated = fasthts_testgen::cli::sam(&["--seed", "17", "--reads", "3000", "--unsorted", "--unmapped-fraction", "0.3"]).unwrap();
     let raw = dir.path("generated.sam");
-    std::fs::write(&raw, &generated.stdout).unwrap();
+    std::fs::write(&raw, generated).unwrap();
     // fixmate gives MC tags to primary records only, as template order needs.
     let by_name = dir.path("by-name.bam");
     let mut c = Command::new("sh");
@@ -324,7 +321,7 @@ fn template_input(dir: &TempDir) -> Option<std::path::PathBuf> {
     }
     let input = dir.path("template-input.sam");
     std::fs::write(&input, with_mi).unwrap();
-    Some(input)
+    input
 }
 
 #[test]
@@ -333,7 +330,7 @@ fn template_coordinate_and_minimiser_orders_match_samtools() {
         return;
     }
     let dir = TempDir::new("sort-template");
-    let Some(input) = template_input(&dir) else { return };
+    let input = template_input(&dir);
     let orders: [&[&str]; 6] =
         [&["--template-coordinate"], &["-M"], &["-M", "-K", "7"], &["-n", "-M"], &["-M", "-n"], &["--template-coordinate", "-t", "MI"]];
     for order in orders {
@@ -416,7 +413,7 @@ fn sam_output_is_byte_identical_to_samtools() {
         return;
     }
     let dir = TempDir::new("sort-sam-out");
-    let Some(input) = template_input(&dir) else { return };
+    let input = template_input(&dir);
     for order in [&[][..], &["-n"], &["-M"], &["--template-coordinate"], &["-t", "RG"]] {
         let mut c = Command::new("samtools");
         c.arg("sort").args(order).args(["--no-PG", "-O", "sam"]).arg(&input);
@@ -502,7 +499,7 @@ fn rocksdb_engine_matches_samtools() {
     let byname = dir.path("byname.bam");
     assert!(samtools_sort(&["-n"], &data.join("small.bam"), &byname));
     let mut inputs = vec![data.join("unsorted.bam"), byname, data.join("small.bam"), data.join("long_cigar.bam")];
-    inputs.extend(template_input(&dir));
+    inputs.push(template_input(&dir));
     for input in &inputs {
         for order in [&[][..], &["-n"], &["-t", "RG"], &["-t", "NM", "-n"], &["--template-coordinate"], &["-M"]] {
             let theirs = dir.path("theirs.bam");
