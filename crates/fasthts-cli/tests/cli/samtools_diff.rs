@@ -2,8 +2,7 @@
 //! samtools 1.16 on every BAM of the corpus (repository fixtures, the shared
 //! golden pair, samtools' own test files), at 1 and 4 threads.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 

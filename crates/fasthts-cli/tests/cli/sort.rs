@@ -2,8 +2,7 @@
 //! (ties included), same header edits, in memory and through run files, at
 //! several thread counts.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 

@@ -1,8 +1,7 @@
 //! Broken input: every command answers with one clear error line and a
 //! non-zero exit, within seconds, never a panic, and leaves no output.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

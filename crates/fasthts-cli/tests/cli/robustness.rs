@@ -22,12 +22,8 @@
 //!
 //! The test prints `N passed, M failed` and fails unless M is 0.
 
-mod common;
-#[path = "robustness/harness.rs"]
-mod harness;
-
-use common::*;
-use harness::*;
+use crate::common::*;
+use crate::harness::*;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,6 @@
 //! Helpers of the CLI's integration tests: the binary under test and the
 //! differential corpus. The rest (paths, TempDir, running commands,
 //! samtools) is the workspace's test support, re-exported.
-#![allow(dead_code)]
 
 use fasthts_testgen::rng::Rng;
 pub use fasthts_testgen::support::*;

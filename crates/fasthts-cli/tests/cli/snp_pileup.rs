@@ -4,8 +4,7 @@
 //! `-@ 1` and `-@ 2`; independence from thread count and region size; and
 //! bad input (one error line, non-zero exit, no output left).
 
-mod common;
-use common::*;
+use crate::common::*;
 use fasthts_testgen::rng::Rng;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -14,12 +14,8 @@
 //!   with a small `-m` or under `ulimit -v` sort completes or fails cleanly.
 //! * `-@ 1`, `-@ 2`, `-@ 8` give identical output for every command.
 
-mod common;
-#[path = "robustness/harness.rs"]
-mod harness;
-
-use common::*;
-use harness::*;
+use crate::common::*;
+use crate::harness::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
