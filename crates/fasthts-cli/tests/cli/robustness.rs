@@ -411,19 +411,7 @@ impl Corpus {
     }
 
     fn seq_cases(&mut self) {
-        let mut fq = String::new();
-        let mut x = 12345u64;
-        for i in 0..400 {
-            let seq: String = (0..80)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    b"ACGT"[(x % 4) as usize] as char
-                })
-                .collect();
-            fq.push_str(&format!("@read{i}\n{seq}\n+\n{}\n", "I".repeat(80)));
-        }
+        let fq = random_fastq(12345, 400, 80, "read");
         std::fs::write(&self.good_fastq, &fq).unwrap();
         let first = fq.find("@read3\n").unwrap();
         let rec3_end = fq.find("@read4\n").unwrap();

@@ -16,6 +16,7 @@
 
 use crate::common::*;
 use crate::harness::*;
+use fasthts_testgen::rng::Rng;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -77,20 +78,7 @@ fn inputs() -> &'static Inputs {
         }
         std::fs::write(&vcf, v).unwrap();
         let fastq = dir.path("reads.fq");
-        let mut fq = String::new();
-        let mut x = 99u64;
-        for i in 0..60_000 {
-            let seq: String = (0..100)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    b"ACGT"[(x % 4) as usize] as char
-                })
-                .collect();
-            fq.push_str(&format!("@r{i}\n{seq}\n+\n{}\n", "I".repeat(100)));
-        }
-        std::fs::write(&fastq, fq).unwrap();
+        std::fs::write(&fastq, random_fastq(99, 60_000, 100, "r")).unwrap();
         std::mem::forget(dir);
         Inputs { unsorted, sorted, vcf, fastq }
     })
@@ -184,23 +172,12 @@ fn names_in(w: &Path) -> Vec<String> {
     listing(w)
 }
 
-/// A small deterministic generator for the kill times (the seed is printed).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn interrupted_commands_leave_no_output_or_temporary_files() {
     let dir = TempDir::new("faults-kill");
     let w = dir.path("w");
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     println!("kill times from seed {seed}");
     let (mut completed, mut interrupted) = (0, 0);
     for t in targets(&w) {
@@ -219,9 +196,9 @@ fn interrupted_commands_leave_no_output_or_temporary_files() {
             let sig = if round % 2 == 0 { libc::SIGINT } else { libc::SIGTERM };
             // Uniform over the run, plus a few very early signals and more
             // around the end, where outputs are renamed into place.
-            let fraction = |from: f64, span: f64, rng: &mut Rng| from + span * (rng.next() % 1000) as f64 / 1000.0;
+            let fraction = |from: f64, span: f64, rng: &mut Rng| from + span * rng.below(1000) as f64 / 1000.0;
             let at = match round {
-                0..2 => Duration::from_micros(rng.next() % 3000),
+                0..2 => Duration::from_micros(rng.below(3000)),
                 2..12 => full.mul_f64(fraction(0.0, 1.0, &mut rng)),
                 _ => full.mul_f64(fraction(0.8, 0.3, &mut rng)),
             };

@@ -28,10 +28,7 @@ fn left_in(dir: &Path, part: &str) -> Vec<String> {
 
 #[test]
 fn coordinate_and_name_sorts_match_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort");
+    let Some(dir) = with_samtools("sort") else { return };
     let data = repo_root().join("tests/data");
     let mut inputs = vec![data.join("unsorted.bam")];
     // Name-sorted copies of the fixtures, so coordinate sorting has work to do.
@@ -103,10 +100,7 @@ fn sort_fails_cleanly_on_bad_input() {
 
 #[test]
 fn write_index_equals_samtools_index_of_the_output() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sortidx");
+    let Some(dir) = with_samtools("sortidx") else { return };
     let input = dir.path("byname.bam");
     let mut c = Command::new("samtools");
     c.args(["sort", "-n", "-o"]).arg(&input).arg(repo_root().join("tests/data/small.bam"));
@@ -136,10 +130,7 @@ fn write_index_equals_samtools_index_of_the_output() {
 
 #[test]
 fn sorts_a_bam_from_standard_input_to_standard_output() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sortpipe");
+    let Some(dir) = with_samtools("sortpipe") else { return };
     let input = std::fs::read(repo_root().join("tests/data/unsorted.bam")).unwrap();
     let mut c = fasthts();
     c.args(["sort", "--no-PG", "-m", "1M", "-T"]).arg(dir.path("t"));
@@ -220,10 +211,7 @@ fn passes_samtools_own_sort_tests() {
 
 #[test]
 fn sorts_sam_from_a_pipe_like_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sortsam");
+    let Some(dir) = with_samtools("sortsam") else { return };
     let mut v = Command::new("samtools");
     v.args(["view", "-h", "--no-PG"]).arg(repo_root().join("tests/data/unsorted.bam"));
     let sam = run(v).stdout;
@@ -244,10 +232,7 @@ fn sorts_sam_from_a_pipe_like_samtools() {
 
 #[test]
 fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sortfan");
+    let Some(dir) = with_samtools("sortfan") else { return };
     // ~30 MB of records, so 1 MB batches make ~30 runs; 40 open files
     // leave a fan-in of 8.
     let big = dir.path("big.bam");
@@ -325,10 +310,7 @@ fn template_input(dir: &TempDir) -> std::path::PathBuf {
 
 #[test]
 fn template_coordinate_and_minimiser_orders_match_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort-template");
+    let Some(dir) = with_samtools("sort-template") else { return };
     let input = template_input(&dir);
     let orders: [&[&str]; 6] =
         [&["--template-coordinate"], &["-M"], &["-M", "-K", "7"], &["-n", "-M"], &["-M", "-n"], &["--template-coordinate", "-t", "MI"]];
@@ -408,10 +390,7 @@ fn samtools_sort_flags_are_accepted_or_refused_clearly() {
 
 #[test]
 fn sam_output_is_byte_identical_to_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort-sam-out");
+    let Some(dir) = with_samtools("sort-sam-out") else { return };
     let input = template_input(&dir);
     for order in [&[][..], &["-n"], &["-M"], &["--template-coordinate"], &["-t", "RG"]] {
         let mut c = Command::new("samtools");
@@ -458,10 +437,7 @@ fn dash_and_dev_stdout_write_to_standard_output() {
 
 #[test]
 fn header_is_rebuilt_as_htslib_rebuilds_it() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort-header");
+    let Some(dir) = with_samtools("sort-header") else { return };
     // @HD not first, @PG chains with a @CO after them.
     let sam = dir.path("in.sam");
     std::fs::write(
@@ -490,10 +466,7 @@ fn header_is_rebuilt_as_htslib_rebuilds_it() {
 #[cfg(feature = "rocksdb")]
 #[test]
 fn rocksdb_engine_matches_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort-rocksdb");
+    let Some(dir) = with_samtools("sort-rocksdb") else { return };
     let data = repo_root().join("tests/data");
     let byname = dir.path("byname.bam");
     assert!(samtools_sort(&["-n"], &data.join("small.bam"), &byname));
