@@ -366,23 +366,13 @@ mod tests {
 
     fn config(seed: u64, unsorted: bool) -> Config {
         Config {
-            seed,
-            read_len: (100, 150),
             long_cigar_fraction: 0.01,
             huge_record_fraction: 0.01,
             unsorted,
-            no_mapped: false,
-            unmapped_fraction: 0.01,
-            dup_fraction: 0.03,
-            qcfail_fraction: 0.01,
             chimeric_fraction: 0.05,
             interchrom_fraction: 0.02,
-            singleton_fraction: 0.02,
-            single_end_fraction: 0.01,
             tag_fraction: 0.05,
-            mismatch_rate: 0.003,
-            genome_seed: seed,
-            command_line: "test".into(),
+            ..crate::sites::tests::config(seed, seed)
         }
     }
 

@@ -178,20 +178,23 @@ pub fn parse_mpileup(line: &str) -> (String, i64, [u32; 8]) {
             }
             b'*' | b'#' => c[6] += 1,
             b'>' | b'<' => c[7] += 1,
-            x => {
-                let k = match x.to_ascii_uppercase() {
-                    b'A' => 1,
-                    b'C' => 2,
-                    b'G' => 3,
-                    b'T' => 4,
-                    _ => 5,
-                };
-                c[k] += 1;
-            }
+            x => c[base_slot(x)] += 1,
         }
         i += 1;
     }
     (f[0].to_string(), f[1].parse().unwrap(), c)
+}
+
+/// Where [`parse_mpileup`] counts a base: 1 to 4 for A, C, G, T (either
+/// case), 5 for anything else.
+pub fn base_slot(base: u8) -> usize {
+    match base.to_ascii_uppercase() {
+        b'A' => 1,
+        b'C' => 2,
+        b'G' => 3,
+        b'T' => 4,
+        _ => 5,
+    }
 }
 
 /// `n` random bases (`ACGT`).

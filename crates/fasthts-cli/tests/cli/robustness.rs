@@ -142,8 +142,8 @@ impl Corpus {
             dir,
             cases: Vec::new(),
         };
-        std::fs::copy(repo_root().join("tests/data/small.bam"), &c.good_bam).unwrap();
-        std::fs::copy(repo_root().join("tests/data/small.bam.bai"), c.dir.path("good.bam.bai")).unwrap();
+        std::fs::copy(data("small.bam"), &c.good_bam).unwrap();
+        std::fs::copy(data("small.bam.bai"), c.dir.path("good.bam.bai")).unwrap();
         c.bam_cases();
         c.index_cases();
         c.vcf_cases();
@@ -333,8 +333,8 @@ impl Corpus {
             add_index(self, format!("idx-flip{at}"), "bai", Some(&b), false);
         }
         // An index made for another BAM (different reference count).
-        add_index(self, "idx-other-bam".into(), "bai", Some(&read(repo_root().join("tests/data/refs_without_reads.bam.bai"))), false);
-        let csi = read(repo_root().join("tests/data/long_ref.bam.csi"));
+        add_index(self, "idx-other-bam".into(), "bai", Some(&read(data("refs_without_reads.bam.bai"))), false);
+        let csi = read(data("long_ref.bam.csi"));
         add_index(self, "idx-other-bam-csi".into(), "csi", Some(&csi), false);
         // CSI with absurd parameters (uncompressed CSI is accepted, as htslib does).
         let raw_csi = fasthts::bgzf::decompress_all(&csi).unwrap();

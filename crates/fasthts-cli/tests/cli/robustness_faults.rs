@@ -50,7 +50,7 @@ fn inputs() -> &'static Inputs {
                 let _ = std::fs::remove_dir_all(old.path());
             }
         }
-        let raw = fasthts::bgzf::decompress_all(&std::fs::read(repo_root().join("tests/data/small.bam")).unwrap()).unwrap();
+        let raw = fasthts::bgzf::decompress_all(&std::fs::read(data("small.bam")).unwrap()).unwrap();
         let l_text = u32::from_le_bytes(raw[4..8].try_into().unwrap()) as usize;
         let mut p = 8 + l_text;
         let n_ref = u32::from_le_bytes(raw[p..p + 4].try_into().unwrap());
@@ -353,13 +353,20 @@ fn full_disk_fails_cleanly_and_leaves_nothing() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// `dir/ref.bam`, the unsorted input sorted without limits: what a sort
+/// under limits must write.
+fn reference_sort(dir: &TempDir) -> PathBuf {
+    let reference = dir.path("ref.bam");
+    let out = fasthts().args(["sort", "--no-PG", "-o"]).arg(&reference).arg(&inputs().unsorted).output().unwrap();
+    assert!(out.status.success());
+    reference
+}
+
 #[test]
 fn sort_completes_under_a_small_open_file_limit() {
     let dir = TempDir::new("faults-nofile");
     let i = inputs();
-    let reference = dir.path("ref.bam");
-    let out = fasthts().args(["sort", "--no-PG", "-o"]).arg(&reference).arg(&i.unsorted).output().unwrap();
-    assert!(out.status.success());
+    let reference = reference_sort(&dir);
     // The smallest -m samtools accepts: 1 MiB arenas make hundreds of runs,
     // more than 64 descriptors.
     let out_bam = dir.path("out.bam");
@@ -376,10 +383,7 @@ fn sort_completes_under_a_small_open_file_limit() {
 fn sort_with_little_memory_completes_or_fails_cleanly() {
     let dir = TempDir::new("faults-mem");
     let i = inputs();
-    let reference = dir.path("ref.bam");
-    let out = fasthts().args(["sort", "--no-PG", "-o"]).arg(&reference).arg(&i.unsorted).output().unwrap();
-    assert!(out.status.success());
-    let reference = std::fs::read(&reference).unwrap();
+    let reference = std::fs::read(reference_sort(&dir)).unwrap();
     let mut outcomes = Vec::new();
     // The tight limits repeat: where the limit bites depends on thread
     // timing (once, an allocation there aborted instead of failing cleanly).
@@ -422,7 +426,7 @@ fn every_command_gives_identical_output_at_any_thread_count() {
     let fixtures: Vec<PathBuf> =
         ["small.bam", "long_cigar.bam", "huge_record.bam", "unmapped_only.bam", "refs_without_reads.bam", "header_only.bam"]
             .iter()
-            .map(|n| repo_root().join("tests/data").join(n))
+            .map(|n| data(n))
             .chain([i.sorted.clone()])
             .collect();
     let mut checked = 0;

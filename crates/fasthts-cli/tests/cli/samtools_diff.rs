@@ -214,7 +214,7 @@ fn flagstat_of_sam_matches_samtools() {
 #[test]
 fn quickcheck_matches_samtools() {
     let Some(dir) = with_samtools("quickcheck") else { return };
-    let good = std::fs::read(repo_root().join("tests/data/small.bam")).unwrap();
+    let good = std::fs::read(data("small.bam")).unwrap();
     let mut files: Vec<std::path::PathBuf> = corpus();
     let mut add = |name: &str, bytes: &[u8]| {
         let p = dir.path(name);

@@ -53,13 +53,7 @@ fn engine_matches_samtools_mpileup() {
                 } else if r.is_del() {
                     6
                 } else {
-                    match r.base() {
-                        b'A' => 1,
-                        b'C' => 2,
-                        b'G' => 3,
-                        b'T' => 4,
-                        _ => 5,
-                    }
+                    base_slot(r.base())
                 };
                 c[k] += 1;
             }

@@ -387,6 +387,10 @@ fn handmade_bams_print_as_samtools_view() {
     }
     let mut cg_then = cg.clone();
     cg_then.extend_from_slice(b"NMC\x01");
+    let with_cg = |name, flag, tid, pos| {
+        let cigar = &[(4 << 4) | 4, (3 << 4) | 3];
+        Raw { name, flag, tid, pos, mtid: -1, cigar, seq: b"ACGT", qual: &[9; 4], aux: &cg_then }.encode()
+    };
     let records = vec![
         Raw { name: b"op9\0", flag: 0, tid: 0, pos: 10, mtid: 0, cigar: &[4 << 4, (2 << 4) | 9], seq: b"ACGT", qual: &[10; 4], aux: b"" }
             .encode(),
@@ -407,30 +411,8 @@ fn handmade_bams_print_as_samtools_view() {
         Raw { name: b"no_nul", flag: 4, tid: -1, pos: -1, mtid: -1, cigar: &[], seq: b"A", qual: &[0], aux: b"XAA!\x01\x02" }.encode(),
         Raw { name: b"pad\0", flag: 4, tid: -1, pos: -1, mtid: -1, cigar: &[], seq: b"", qual: &[], aux: b"XAA!" }.encode(),
         // Placed: the CG tag becomes the CIGAR; unplaced: it stays a tag.
-        Raw {
-            name: b"cg\0",
-            flag: 0,
-            tid: 0,
-            pos: 5,
-            mtid: -1,
-            cigar: &[(4 << 4) | 4, (3 << 4) | 3],
-            seq: b"ACGT",
-            qual: &[9; 4],
-            aux: &cg_then,
-        }
-        .encode(),
-        Raw {
-            name: b"cg_unplaced\0",
-            flag: 4,
-            tid: -1,
-            pos: -1,
-            mtid: -1,
-            cigar: &[(4 << 4) | 4, (3 << 4) | 3],
-            seq: b"ACGT",
-            qual: &[9; 4],
-            aux: &cg_then,
-        }
-        .encode(),
+        with_cg(b"cg\0", 0, 0, 5),
+        with_cg(b"cg_unplaced\0", 4, -1, -1),
     ];
     let texts: &[&[u8]] = &[
         b"@HD\tVN:1.6\tSO:unsorted\n",
