@@ -12,6 +12,8 @@ command -v samtools >/dev/null || need+=(samtools)
 [[ -d /usr/share/samtools/test ]] || need+=(samtools-test)
 command -v load-into-counting.py >/dev/null || [[ -x /usr/lib/khmer/bin/load-into-counting.py ]] || need+=(khmer)
 [[ -x /usr/bin/time ]] || need+=(time)
+# bgzip makes the BGZF reads of the k-mer differential tests.
+command -v bgzip >/dev/null || need+=(tabix)
 # Simulated paired alignments for the differential corpus
 # (crates/fasthts-cli/tests/cli/common.rs).
 command -v art_illumina >/dev/null || need+=(art-nextgen-simulation-tools)

@@ -15,7 +15,7 @@
 //! renamed into place when complete.
 
 use clap::{Args, Subcommand};
-use fasthts_kmer::ctfile::{is_special_file, temp_path};
+use fasthts_io::output::TempOutput;
 use fasthts_kmer::primes::tablesize_from_float;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
 use fasthts_kmer::scripts::{self, Diagnostics, TrimOptions, TrimStats};
@@ -306,60 +306,39 @@ impl Progress {
 /// An output file written under a temporary name, renamed by `commit`
 /// (removed if dropped uncommitted). `-`/`/dev/stdout` write to stdout.
 struct OutFile {
-    path: PathBuf,
-    tmp: Option<PathBuf>,
+    // Declared first, dropped first: the writer is closed before an
+    // uncommitted temporary is removed.
     w: Option<Box<dyn Write>>,
+    temp: Option<TempOutput>,
 }
 
 impl OutFile {
     fn create(path: &str, gzip: bool) -> io::Result<OutFile> {
-        let (raw, tmp): (Box<dyn Write>, Option<PathBuf>) = if path == "-" || path == "/dev/stdout" {
+        let (raw, temp): (Box<dyn Write>, Option<TempOutput>) = if path == "-" || path == "/dev/stdout" {
             (Box::new(io::stdout()), None)
         } else {
-            let p = Path::new(path);
-            if is_special_file(p) {
-                (Box::new(File::create(p)?), None)
-            } else {
-                let t = temp_path(p);
-                // Removed by the signal handler if interrupted.
-                (Box::new(fasthts::output::create_temporary(&t)?), Some(t))
-            }
+            // Removed by the signal handler if interrupted. The bare OS
+            // error: the caller names the file as khmer does.
+            let (temp, file) = TempOutput::create(Path::new(path)).map_err(|e| e.source)?;
+            (Box::new(file), Some(temp))
         };
         let buf = BufWriter::with_capacity(1 << 20, raw);
-        let w: Box<dyn Write> = if gzip {
-            Box::new(fasthts_kmer::flate2::write::GzEncoder::new(buf, fasthts_kmer::flate2::Compression::default()))
-        } else {
-            Box::new(buf)
-        };
-        Ok(OutFile { path: PathBuf::from(path), tmp, w: Some(w) })
+        let w: Box<dyn Write> =
+            if gzip { Box::new(flate2::write::GzEncoder::new(buf, flate2::Compression::default())) } else { Box::new(buf) };
+        Ok(OutFile { temp, w: Some(w) })
     }
 
     fn writer(&mut self) -> &mut dyn Write {
-        self.w.as_mut().unwrap().as_mut()
+        self.w.as_mut().expect("written before commit").as_mut()
     }
 
     fn commit(mut self) -> io::Result<()> {
-        let mut w = self.w.take().unwrap();
+        let mut w = self.w.take().expect("committed once");
         w.flush()?;
         drop(w); // finishes a gzip stream
-        if let Some(t) = self.tmp.take() {
-            let renamed = fasthts::output::commit_temporary(&t, &self.path);
-            if renamed.is_err() {
-                let _ = std::fs::remove_file(&t);
-                fasthts::output::unregister_temporary(&t);
-            }
-            renamed?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for OutFile {
-    fn drop(&mut self) {
-        self.w.take();
-        if let Some(t) = self.tmp.take() {
-            let _ = std::fs::remove_file(&t);
-            fasthts::output::unregister_temporary(&t);
+        match self.temp.take() {
+            Some(temp) => temp.commit().map_err(|e| e.source),
+            None => Ok(()),
         }
     }
 }
@@ -419,7 +398,7 @@ pub struct CountArgs {
 /// `.info`, report and summary files), registered so that an interrupted
 /// run leaves none of it (see `fasthts::output::hold_committed_outputs`).
 fn create_in_place(path: &str) -> io::Result<File> {
-    if is_special_file(Path::new(path)) {
+    if fasthts_io::output::is_special_file(Path::new(path)) {
         File::create(path)
     } else {
         fasthts::output::create_temporary(Path::new(path))

@@ -78,14 +78,7 @@ impl Command {
     }
 }
 
-/// Runs `f` on a rayon pool of `threads` threads (all cores when `None`).
-pub fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> T {
-    let n = threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
-        Ok(pool) => pool.install(f),
-        Err(_) => f(),
-    }
-}
+pub use fasthts_io::pool::with_threads;
 
 /// Warns, as htslib does, when a BAM lacks its EOF marker.
 pub fn warn_if_truncated(bam: &fasthts::bam::BamFile) {
@@ -132,13 +125,8 @@ fn main() -> ExitCode {
     signals::install();
     // An interrupted command leaves all its outputs or none: each stays
     // removable by the signal handler until the command has finished. The
-    // k-mer library's atomic saves go through the same registry.
+    // k-mer library's saves go through the same registry (fasthts-io).
     fasthts::output::hold_committed_outputs();
-    fasthts_kmer::ctfile::set_temp_file_hooks(fasthts_kmer::ctfile::TempFileHooks {
-        create: fasthts::output::create_temporary,
-        commit: fasthts::output::commit_temporary,
-        forget: fasthts::output::unregister_temporary,
-    });
     let cli = Cli::parse();
     let name = cli.command.name();
     exhaustion::set_command(name);

@@ -3,7 +3,7 @@
 //! or no targets, 16 missing EOF block).
 
 use clap::{ArgAction, Args};
-use fasthts::bam::sam::SamReader;
+use fasthts::sam::SamReader;
 use fasthts::bam::BamFile;
 use fasthts::input::{sniff, Kind};
 use std::io::Read;

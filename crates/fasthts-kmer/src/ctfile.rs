@@ -7,9 +7,10 @@
 //! Files are written to a temporary name and renamed into place.
 
 use crate::table::{ByteTable, Countgraph};
+use fasthts_io::output::{self, TempOutput};
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, BufReader, Read, Write};
+use std::path::Path;
 
 /// File signature.
 pub const MAGIC: &[u8; 4] = b"OXLI";
@@ -65,87 +66,17 @@ pub fn is_gz_name(path: &Path) -> bool {
     }
 }
 
-/// How the temporary files of atomic writes are created, renamed into
-/// place and forgotten.
-///
-/// A host that removes temporaries when interrupted (the CLI's signal
-/// handler) must know each one from the moment it exists until it is
-/// renamed; it installs its own functions with [`set_temp_file_hooks`].
-/// Without hooks: `File::create` and `rename`.
-#[derive(Clone, Copy)]
-pub struct TempFileHooks {
-    /// Creates (or truncates) the temporary file and starts tracking it.
-    pub create: fn(&Path) -> io::Result<File>,
-    /// Renames the temporary (first) to its target (second).
-    pub commit: fn(&Path, &Path) -> io::Result<()>,
-    /// Stops tracking a temporary that was removed.
-    pub forget: fn(&Path),
-}
-
-static TEMP_FILE_HOOKS: std::sync::OnceLock<TempFileHooks> = std::sync::OnceLock::new();
-
-/// Installs the process' [`TempFileHooks`] (once; later calls are ignored).
-pub fn set_temp_file_hooks(hooks: TempFileHooks) {
-    let _ = TEMP_FILE_HOOKS.set(hooks);
-}
-
-fn create_temp(path: &Path) -> io::Result<File> {
-    match TEMP_FILE_HOOKS.get() {
-        Some(h) => (h.create)(path),
-        None => File::create(path),
-    }
-}
-
-/// Renames the temporary `tmp` to `path` when `written` succeeded; removes
-/// it otherwise or when the rename fails.
-fn finish_temp(tmp: &Path, path: &Path, written: io::Result<()>) -> io::Result<()> {
-    let hooks = TEMP_FILE_HOOKS.get();
-    let result = written.and_then(|()| match hooks {
-        Some(h) => (h.commit)(tmp, path),
-        None => std::fs::rename(tmp, path),
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_file(tmp);
-        if let Some(h) = hooks {
-            (h.forget)(tmp);
-        }
-    }
-    result
-}
-
-/// A device, pipe or other non-regular file (or a path under `/dev/`):
-/// written directly, never through a temporary name.
-pub fn is_special_file(path: &Path) -> bool {
-    path.starts_with("/dev/") || std::fs::metadata(path).is_ok_and(|m| !m.is_file())
-}
-
-/// A temporary sibling name for atomic writes.
-pub fn temp_path(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = format!(".{}.tmp.{}", name, std::process::id());
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.join(tmp),
-        _ => PathBuf::from(tmp),
-    }
-}
-
-/// Write `f(writer)` to `path` through a temporary file renamed into place.
-/// Paths that are not regular files (`/dev/stdout`, pipes) are written
-/// directly.
+/// Writes `f(writer)` to `path` through a temporary file renamed into place
+/// ([`fasthts_io::output::write_atomically_unsynced`]: khmer's outputs are
+/// not synced either). Paths that are not regular files (`/dev/stdout`,
+/// pipes) are written directly.
 pub fn write_atomically<F>(path: &Path, f: F) -> io::Result<()>
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
-    if is_special_file(path) {
-        let mut w = BufWriter::with_capacity(1 << 20, File::create(path)?);
-        f(&mut w)?;
-        return w.flush();
-    }
-    let tmp = temp_path(path);
-    let mut w = BufWriter::with_capacity(1 << 20, create_temp(&tmp)?);
-    let written = f(&mut w).and_then(|()| w.flush());
-    drop(w);
-    finish_temp(&tmp, path, written)
+    // The error stays the bare OS error: the CLI prints khmer's message
+    // around it.
+    output::write_atomically_unsynced(path, |w| f(w)).map_err(|e| e.source)
 }
 
 /// A table's address and length, sent to the save threads.
@@ -205,11 +136,10 @@ impl Countgraph {
 
     fn save_releasing(&mut self, path: &Path, release: bool) -> io::Result<()> {
         let gz = is_gz_name(path);
-        if !gz && !is_special_file(path) {
-            let tmp = temp_path(path);
-            let file = create_temp(&tmp)?;
+        if !gz && !output::is_special_file(path) {
+            let (temp, file) = TempOutput::create(path).map_err(|e| e.source)?;
             let written = self.save_parallel(file, release);
-            return finish_temp(&tmp, path, written);
+            return temp.finish(written).map_err(|e| e.source);
         }
         write_atomically(path, |w| {
             if gz {
@@ -284,7 +214,7 @@ impl Countgraph {
                                 if release {
                                     // SAFETY: the graph is being consumed and
                                     // this chunk is never read again.
-                                    unsafe { crate::table::release_pages(chunk.as_ptr(), chunk.len()) };
+                                    unsafe { fasthts_io::memory::release_huge_pages(chunk.as_ptr(), chunk.len()) };
                                 }
                                 pos = e;
                             }

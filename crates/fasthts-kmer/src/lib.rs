@@ -18,9 +18,11 @@
 //! * [`ctfile`]: khmer's `.ct` format (and `.ct.gz`), with the bigcount
 //!   entries in khmer's exact order ([`stlmap`] replays libstdc++'s
 //!   `unordered_map`);
-//! * [`seqio`]: FASTA/FASTQ input (plain, gzip, BGZF inflated in parallel
-//!   by [`bgzf_in`], bzip2, stdin) parsed in
+//! * [`seqio`]: FASTA/FASTQ input (plain, gzip, BGZF inflated in parallel,
+//!   bzip2, stdin: [`fasthts_io::compression`]) parsed in
 //!   batches without a copy per read, and khmer's record writer;
+//! * [`split`]: record-aligned parts of a sequence file, for workers that
+//!   count a part each;
 //! * [`scripts`]: the algorithms of load-into-counting, abundance-dist,
 //!   normalize-by-median, filter-abund and trim-low-abund;
 //! * [`plot`]: the abundance histogram as SVG or PNG (an addition).
@@ -63,7 +65,6 @@
 //! 64-bit table hash by [`hash::mix128`]. The CLI asks for `--long-k`; such
 //! tables are written in the `.ct` layout but khmer cannot use them.
 
-pub mod bgzf_in;
 pub mod ctfile;
 pub mod fastmod;
 pub mod hash;
@@ -72,11 +73,9 @@ pub mod primes;
 pub mod pyfmt;
 pub mod scripts;
 pub mod seqio;
+pub mod split;
 pub mod stlmap;
 pub mod table;
 
 pub use hash::{Cleaning, KmerIter};
 pub use table::{Countgraph, Nodegraph, SortScratch};
-
-/// Re-exported for front ends that write gzip output.
-pub use flate2;

@@ -1,9 +1,10 @@
 //! A small k-mer abundance histogram plot (log-scaled axes) as SVG or PNG,
 //! for `abundance-dist --plot` (a fasthts addition; khmer has no plot).
-//! No plotting dependency: SVG is text, PNG is drawn into an RGB buffer and
-//! written with zlib (flate2).
+//! SVG is text; PNG is drawn into an RGB buffer (a few lines, axes and
+//! digits: no plotting library's fonts and rasteriser needed) and encoded
+//! by the `png` crate.
 
-use std::io::{self, Write};
+use std::io;
 
 const W: usize = 800;
 const H: usize = 500;
@@ -134,33 +135,12 @@ pub fn png(hist: &[u64]) -> io::Result<Vec<u8>> {
     if pts.len() == 1 {
         c.line(sx(pts[0].0), sy(pts[0].1), sx(pts[0].0), sy(pts[0].1), [70, 130, 180], 3);
     }
-    let mut raw = Vec::with_capacity(H * (1 + W * 3));
-    for y in 0..H {
-        raw.push(0);
-        raw.extend_from_slice(&c.px[y * W * 3..(y + 1) * W * 3]);
-    }
-    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-    z.write_all(&raw)?;
-    let idat = z.finish()?;
-    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
-    let mut ihdr = Vec::new();
-    ihdr.extend_from_slice(&(W as u32).to_be_bytes());
-    ihdr.extend_from_slice(&(H as u32).to_be_bytes());
-    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-    chunk(&mut out, b"IHDR", &ihdr);
-    chunk(&mut out, b"IDAT", &idat);
-    chunk(&mut out, b"IEND", &[]);
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, W as u32, H as u32);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.write_header().and_then(|mut w| w.write_image_data(&c.px)).map_err(io::Error::other)?;
     Ok(out)
-}
-
-fn chunk(out: &mut Vec<u8>, ty: &[u8; 4], data: &[u8]) {
-    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-    out.extend_from_slice(ty);
-    out.extend_from_slice(data);
-    let mut crc = flate2::Crc::new();
-    crc.update(ty);
-    crc.update(data);
-    out.extend_from_slice(&crc.sum().to_be_bytes());
 }
 
 /// Write the plot; the format follows the extension (`.svg` or `.png`).

@@ -7,10 +7,9 @@
 //! side buffer. Names are the whole header line after `>`/`@` (description
 //! included), as khmer's parsers give them. Line endings `\n` and `\r\n` are
 //! accepted. Compression is detected by content: BGZF (bgzip; inflated on
-//! several threads, see [`crate::bgzf_in`]), other gzip, bzip2.
+//! several threads, see [`fasthts_io::bgzf::StreamReader`]), other gzip, bzip2.
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver};
 
@@ -126,27 +125,15 @@ enum Format {
 }
 
 /// Open a path (`-` or `/dev/stdin` = standard input), transparently
-/// decompressing by content: BGZF (inflated in parallel), other gzip, and
-/// bzip2.
+/// decompressing by content ([`fasthts_io::compression`]: BGZF inflated
+/// in parallel, other gzip, bzip2 — khmer's screed opens these by content
+/// too).
 pub fn open_input(path: &str) -> Result<Box<dyn Read + Send>, SeqError> {
-    let raw: Box<dyn Read + Send> = if path == "-" || path == "/dev/stdin" {
-        Box::new(io::stdin())
-    } else {
-        Box::new(File::open(path).map_err(|e| err(format!("{path}: {e}")))?)
-    };
-    let mut br = BufReader::with_capacity(1 << 20, raw);
-    let head = br.fill_buf().map_err(|e| err(format!("{path}: {e}")))?;
-    if crate::bgzf_in::is_bgzf(head) {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
-        Ok(Box::new(crate::bgzf_in::ParallelBgzfReader::new(Box::new(br), threads)))
-    } else if head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b {
-        Ok(Box::new(flate2::bufread::MultiGzDecoder::new(br)))
-    } else if head.len() >= 3 && &head[..3] == b"BZh" {
-        // khmer (screed) opens bzip2 by content too; concatenated streams
-        // (pbzip2) are read through
-        Ok(Box::new(bzip2::bufread::MultiBzDecoder::new(br)))
-    } else {
-        Ok(Box::new(br))
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    let name = if path == "/dev/stdin" { "-" } else { path };
+    match fasthts_io::compression::open(Path::new(name), threads) {
+        Ok((reader, _)) => Ok(reader),
+        Err(e) => Err(err(format!("{path}: {}", e.source))),
     }
 }
 

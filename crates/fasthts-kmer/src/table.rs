@@ -103,55 +103,15 @@ impl ByteTable {
     }
 }
 
+/// Huge pages for a table of at least a few of them (smaller ones gain
+/// nothing measurable).
 fn advise_hugepages(ptr: *const u8, len: usize) {
-    if len >= 4 * HUGE_PAGE && std::env::var_os("FASTHTS_NO_HUGEPAGES").is_none() {
-        // SAFETY: MADV_HUGEPAGE only changes how memory we own is backed;
-        // failure is harmless.
-        unsafe { advise_whole_huge_pages(ptr, len, Advice::HugePages) };
+    if len >= 4 * HUGE_PAGE {
+        fasthts_io::memory::advise_huge_pages(ptr, len);
     }
-}
-
-/// Gives the 2 MiB-aligned pages inside `[ptr, ptr + len)` back to the
-/// kernel; they read as zeros afterwards.
-///
-/// # Safety
-/// The range must lie in memory the caller owns and no longer reads.
-pub(crate) unsafe fn release_pages(ptr: *const u8, len: usize) {
-    // SAFETY: the caller owns the range and does not read it again.
-    unsafe { advise_whole_huge_pages(ptr, len, Advice::Release) };
 }
 
 const HUGE_PAGE: usize = 2 << 20;
-
-enum Advice {
-    HugePages,
-    Release,
-}
-
-/// `madvise` on the whole 2 MiB pages inside `[ptr, ptr + len)`.
-///
-/// # Safety
-/// As the advice requires: `Release` discards the pages' contents.
-unsafe fn advise_whole_huge_pages(ptr: *const u8, len: usize, advice: Advice) {
-    #[cfg(target_os = "linux")]
-    {
-        let start = (ptr as usize + HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
-        let end = (ptr as usize + len) & !(HUGE_PAGE - 1);
-        if end > start {
-            let advice = match advice {
-                Advice::HugePages => libc::MADV_HUGEPAGE,
-                Advice::Release => libc::MADV_DONTNEED,
-            };
-            // SAFETY: whole pages of the caller's memory; the caller
-            // answers for what the advice does to their contents.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, advice);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (ptr, len, advice);
-}
 
 #[inline(always)]
 fn prefetch(p: *const AtomicU8) {

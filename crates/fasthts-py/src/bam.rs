@@ -610,17 +610,8 @@ impl<T: Copy> ColVec<T> {
 
     fn advise_huge_pages(&self) {
         let bytes = self.cap * std::mem::size_of::<T>();
-        if bytes < HUGE_PAGE_BYTES {
-            return;
-        }
-        let huge = 2usize << 20;
-        let start = (self.addr()).div_ceil(huge) * huge;
-        let end = (self.addr() + bytes) / huge * huge;
-        if end > start {
-            // SAFETY: [start, end) lies within this allocation. The advice
-            // only changes how the kernel backs the pages; failure (no THP
-            // support) is harmless and ignored.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        if bytes >= HUGE_PAGE_BYTES {
+            fasthts_io::memory::advise_huge_pages(self.addr() as *const u8, bytes);
         }
     }
 }
@@ -897,8 +888,6 @@ impl Record {
     }
 }
 
-const CIGAR_LETTERS: &[u8] = b"MIDNSHP=XB";
-
 fn aux_value<'py>(py: Python<'py>, v: AuxValue<'_>) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
         AuxValue::Char(c) => (c as char).to_string().into_pyobject(py)?.into_any(),
@@ -974,7 +963,7 @@ impl Record {
     /// taken from the CG tag, as htslib does.
     #[getter]
     fn cigar(&self) -> Vec<(u8, u32)> {
-        self.r().cigar().iter().map(|(op, len)| (CIGAR_LETTERS.iter().position(|&c| c == op.letter()).unwrap_or(9) as u8, len)).collect()
+        self.r().cigar().iter().map(|(op, len)| (op.code(), len)).collect()
     }
     /// CIGAR text ("" when there is none).
     #[getter]

@@ -1,14 +1,12 @@
-//! khmer's `Countgraph` over `fasthts::kmer`.
+//! khmer's `Countgraph` over `fasthts_kmer`.
 
 use crate::err;
-use fasthts::kmer::hash::{hash_kmer_with, hashes_into};
-use fasthts::kmer::seqio::{SeqError, SeqReader};
-use fasthts::kmer::{scripts, Cleaning, Countgraph as LibGraph};
+use fasthts_kmer::hash::{hash_kmer_with, hashes_into};
+use fasthts_kmer::seqio::SeqError;
+use fasthts_kmer::{scripts, split, Cleaning, Countgraph as LibGraph};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -131,25 +129,7 @@ impl Countgraph {
         let g = &mut self.g;
         let r = py
             .detach(|| -> Result<scripts::ConsumeResult, SeqError> {
-                let io = |e: std::io::Error| SeqError { msg: format!("{path}: {e}"), empty_sequence: false };
-                let reader = match (start, end) {
-                    // From the start to the end: the whole file, compressed or not.
-                    (None | Some(0), None) => SeqReader::open(&path)?,
-                    (s, e) if is_bgzf(Path::new(&path)).map_err(io)? => {
-                        let src = bgzf_range(Path::new(&path), s.unwrap_or(0), e).map_err(io)?;
-                        SeqReader::from_reader(src, &path)
-                    }
-                    (s, e) => {
-                        let s = s.unwrap_or(0);
-                        let mut f = File::open(&path).map_err(|e| SeqError { msg: format!("{path}: {e}"), empty_sequence: false })?;
-                        f.seek(SeekFrom::Start(s)).map_err(|e| SeqError { msg: format!("{path}: {e}"), empty_sequence: false })?;
-                        let src: Box<dyn Read + Send> = match e {
-                            Some(e) => Box::new(BufReader::with_capacity(1 << 20, f.take(e.saturating_sub(s)))),
-                            None => Box::new(BufReader::with_capacity(1 << 20, f)),
-                        };
-                        SeqReader::from_reader(src, &path)
-                    }
-                };
+                let reader = split::open_part(&path, start, end)?;
                 scripts::consume_reader(g, reader, threads, None)
             })
             .map_err(seq_err)?;
@@ -230,7 +210,7 @@ impl Countgraph {
     fn __add__(&self, py: Python<'_>, other: PyRef<'_, Countgraph>) -> PyResult<Countgraph> {
         let (a, b) = (&self.g, &other.g);
         let merged = py
-            .detach(|| -> Result<LibGraph, fasthts::kmer::table::TableError> {
+            .detach(|| -> Result<LibGraph, fasthts_kmer::table::TableError> {
                 let mut g = LibGraph::with_sizes(a.ksize(), a.sizes().to_vec())?;
                 g.set_use_bigcount(a.use_bigcount());
                 g.merge_from(a)?;
@@ -281,244 +261,8 @@ fn countgraph_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Countgraph> {
 /// a plain file, or BGZF virtual offsets (`block << 16 | offset in block`)
 /// of a BGZF-compressed one. FASTQ must be 4 lines per record (a cut goes
 /// to a line starting `@` whose next-but-one line starts `+`); FASTA cuts go
-/// to a line starting `>`. Other gzip files come back whole: `[(0, None)]`.
+/// to a line starting `>`. Other compressed files come back whole: `[(0, None)]`.
 #[pyfunction]
 fn seqfile_split(py: Python<'_>, path: String, parts: usize) -> PyResult<Vec<(u64, Option<u64>)>> {
-    py.detach(|| split_file(Path::new(&path), parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&path)))
-}
-
-fn split_file(path: &Path, parts: usize) -> std::io::Result<Vec<(u64, Option<u64>)>> {
-    let mut f = File::open(path)?;
-    let len = f.metadata()?.len();
-    let mut head = [0u8; 2];
-    let n = f.read(&mut head)?;
-    if parts == 1 || len == 0 {
-        return Ok(vec![(0, None)]);
-    }
-    if n == 2 && head == [0x1f, 0x8b] {
-        return if is_bgzf(path)? { split_bgzf(path, parts) } else { Ok(vec![(0, None)]) };
-    }
-    let fasta = head[0] == b'>';
-    let mut cuts = vec![0u64];
-    for i in 1..parts {
-        let target = len * i as u64 / parts as u64;
-        if target <= *cuts.last().unwrap_or(&0) {
-            continue;
-        }
-        match record_start_after(&mut f, target, fasta)? {
-            Some(c) if c > *cuts.last().unwrap_or(&0) && c < len => cuts.push(c),
-            _ => {}
-        }
-    }
-    cuts.dedup();
-    let mut out = Vec::new();
-    for (i, &c) in cuts.iter().enumerate() {
-        out.push((c, cuts.get(i + 1).copied().or(Some(len))));
-    }
-    Ok(out)
-}
-
-/// The first record start at or after the first line start after `pos`.
-fn record_start_after(f: &mut File, pos: u64, fasta: bool) -> std::io::Result<Option<u64>> {
-    f.seek(SeekFrom::Start(pos))?;
-    let mut r = BufReader::with_capacity(1 << 16, &mut *f);
-    let mut at = pos;
-    let mut line = Vec::new();
-    // Skip the rest of the current line (pos may be inside it).
-    at += r.read_until(b'\n', &mut line)? as u64;
-    let mut lines: Vec<(u64, Vec<u8>)> = Vec::new();
-    loop {
-        // Keep a window of the next three lines.
-        while lines.len() < 3 {
-            let mut l = Vec::new();
-            let n = r.read_until(b'\n', &mut l)?;
-            if n == 0 {
-                break;
-            }
-            lines.push((at, l));
-            at += n as u64;
-        }
-        let Some((start, first)) = lines.first() else { return Ok(None) };
-        if fasta {
-            if first.first() == Some(&b'>') {
-                return Ok(Some(*start));
-            }
-        } else if first.first() == Some(&b'@') && lines.get(2).is_some_and(|(_, l)| l.first() == Some(&b'+')) {
-            return Ok(Some(*start));
-        }
-        if lines.len() < 3 && !fasta {
-            return Ok(None);
-        }
-        lines.remove(0);
-    }
-}
-
-/// One BGZF block: where it starts, its compressed size, its inflated size.
-#[derive(Clone, Copy)]
-struct BgzfBlock {
-    offset: u64,
-    size: u64,
-    isize: u64,
-}
-
-/// The BGZF header of the block at `offset` (None at the end of the file or
-/// when the data is not BGZF there).
-fn bgzf_block_at(f: &mut File, offset: u64) -> std::io::Result<Option<BgzfBlock>> {
-    let mut h = [0u8; 18];
-    f.seek(SeekFrom::Start(offset))?;
-    let mut got = 0;
-    while got < h.len() {
-        match f.read(&mut h[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    if got < 18 || h[..4] != [0x1f, 0x8b, 8, 4] || &h[12..14] != b"BC" || h[14..16] != [2, 0] {
-        return Ok(None);
-    }
-    let size = u64::from(u16::from_le_bytes([h[16], h[17]])) + 1;
-    let mut tail = [0u8; 4];
-    f.seek(SeekFrom::Start(offset + size - 4))?;
-    f.read_exact(&mut tail)?;
-    Ok(Some(BgzfBlock { offset, size, isize: u64::from(u32::from_le_bytes(tail)) }))
-}
-
-/// Whether `path` starts with a BGZF block.
-fn is_bgzf(path: &Path) -> std::io::Result<bool> {
-    Ok(bgzf_block_at(&mut File::open(path)?, 0)?.is_some())
-}
-
-/// Every block of a BGZF file, from the headers (nothing is inflated).
-fn bgzf_blocks(f: &mut File, len: u64) -> std::io::Result<Vec<BgzfBlock>> {
-    let mut blocks = Vec::new();
-    let mut at = 0;
-    while at < len {
-        match bgzf_block_at(f, at)? {
-            Some(b) => {
-                at += b.size;
-                blocks.push(b);
-            }
-            None => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not BGZF data at offset {at}"))),
-        }
-    }
-    Ok(blocks)
-}
-
-/// The inflated bytes of the BGZF file from virtual offset `start` to
-/// `end` (None: the end of the file).
-fn bgzf_range(path: &Path, start: u64, end: Option<u64>) -> std::io::Result<Box<dyn Read + Send>> {
-    let mut f = File::open(path)?;
-    let len = f.metadata()?.len();
-    let blocks = bgzf_blocks(&mut f, len)?;
-    let (b0, u0) = (start >> 16, start & 0xffff);
-    let first = blocks.iter().position(|b| b.offset == b0).ok_or_else(|| bad_offset(start))?;
-    let (stop_at, inflated) = match end {
-        None => (len, None),
-        Some(e) => {
-            let (b1, u1) = (e >> 16, e & 0xffff);
-            let last = blocks.iter().position(|b| b.offset == b1).ok_or_else(|| bad_offset(e))?;
-            if last < first || (last == first && u1 < u0) {
-                return Err(bad_offset(e));
-            }
-            let whole: u64 = blocks[first..last].iter().map(|b| b.isize).sum();
-            let stop = if u1 > 0 { blocks[last].offset + blocks[last].size } else { blocks[last].offset };
-            (stop, Some(whole + u1 - u0))
-        }
-    };
-    f.seek(SeekFrom::Start(b0))?;
-    let compressed = BufReader::with_capacity(1 << 20, f.take(stop_at - b0));
-    let mut inflate = fasthts::kmer::flate2::read::MultiGzDecoder::new(compressed);
-    std::io::copy(&mut (&mut inflate).take(u0), &mut std::io::sink())?;
-    Ok(match inflated {
-        Some(n) => Box::new(inflate.take(n)),
-        None => Box::new(inflate),
-    })
-}
-
-fn bad_offset(v: u64) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("virtual offset {v} is not in the file"))
-}
-
-/// `split_file` for BGZF: cuts at the first record start after the first
-/// block boundary past each target, as virtual offsets.
-fn split_bgzf(path: &Path, parts: usize) -> std::io::Result<Vec<(u64, Option<u64>)>> {
-    let mut f = File::open(path)?;
-    let len = f.metadata()?.len();
-    let blocks = bgzf_blocks(&mut f, len)?;
-    let fasta = {
-        let mut head = [0u8; 1];
-        bgzf_range(path, 0, None)?.read_exact(&mut head).map(|()| head[0] == b'>').unwrap_or(false)
-    };
-    let mut cuts: Vec<u64> = vec![0];
-    for i in 1..parts {
-        let target = len * i as u64 / parts as u64;
-        let Some(k) = blocks.iter().position(|b| b.offset >= target) else { break };
-        if blocks[k].offset <= *cuts.last().unwrap_or(&0) >> 16 {
-            continue;
-        }
-        // Inflate from this block on until a record start is found (the
-        // window of `record_start_in` needs three more lines).
-        let mut text = Vec::new();
-        let mut r = bgzf_range(path, blocks[k].offset << 16, None)?;
-        let mut found = None;
-        let mut chunk = vec![0u8; 1 << 16];
-        loop {
-            let n = r.read(&mut chunk)?;
-            text.extend_from_slice(&chunk[..n]);
-            if let Some(at) = record_start_in(&text, fasta, n == 0) {
-                found = Some(at);
-                break;
-            }
-            if n == 0 {
-                break;
-            }
-        }
-        let Some(mut at) = found.map(|a| a as u64) else { break };
-        // Offset in the inflated stream -> virtual offset.
-        let mut j = k;
-        while j < blocks.len() && at >= blocks[j].isize {
-            at -= blocks[j].isize;
-            j += 1;
-        }
-        if j >= blocks.len() {
-            break;
-        }
-        let v = (blocks[j].offset << 16) | at;
-        if v > *cuts.last().unwrap_or(&0) {
-            cuts.push(v);
-        }
-    }
-    let mut out = Vec::new();
-    for (i, &c) in cuts.iter().enumerate() {
-        out.push((c, cuts.get(i + 1).copied()));
-    }
-    Ok(out)
-}
-
-/// In `text` (starting anywhere), the offset of the first record start
-/// after the first newline: a line starting `>` (FASTA), or `@` with a line
-/// starting `+` two lines later (FASTQ). None if `text` may be too short
-/// to tell (unless `at_end`).
-fn record_start_in(text: &[u8], fasta: bool, at_end: bool) -> Option<usize> {
-    let mut starts = Vec::new();
-    let mut i = text.iter().position(|&c| c == b'\n')? + 1;
-    while i < text.len() {
-        starts.push(i);
-        match text[i..].iter().position(|&c| c == b'\n') {
-            Some(n) => i += n + 1,
-            None => break,
-        }
-    }
-    // Lines whose end was seen (the last start may be a partial line).
-    let complete = if text.ends_with(b"\n") || at_end { starts.len() } else { starts.len().saturating_sub(1) };
-    for (k, &s) in starts.iter().enumerate().take(complete) {
-        if fasta {
-            if text[s] == b'>' {
-                return Some(s);
-            }
-        } else if text[s] == b'@' && k + 2 < complete && text[starts[k + 2]] == b'+' {
-            return Some(s);
-        }
-    }
-    None
+    py.detach(|| split::split_file(Path::new(&path), parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&path)))
 }

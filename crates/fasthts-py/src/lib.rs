@@ -43,15 +43,8 @@ pub(crate) fn err(msg: impl std::fmt::Display) -> PyErr {
     Error::new_err(msg.to_string())
 }
 
-/// Runs `f` on a rayon pool of `threads` threads (all cores when `None`
-/// or 0), as the CLI's `-@`.
-pub(crate) fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> T {
-    let n = threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
-        Ok(pool) => pool.install(f),
-        Err(_) => f(),
-    }
-}
+/// The CLI's `-@` rule (all cores when `None` or 0).
+pub(crate) use fasthts_io::pool::with_threads;
 
 #[pymodule]
 fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An operating-system error.
-    #[error("{}", io_message(.0))]
+    #[error("{}", fasthts_io::os_message(.0))]
     Io(#[from] io::Error),
     /// A directory was given where a file was expected.
     #[error("is a directory")]
@@ -24,7 +24,7 @@ pub enum Error {
     Bam(#[from] BamError),
     /// Unparsable SAM text.
     #[error(transparent)]
-    Sam(#[from] crate::bam::sam::SamError),
+    Sam(#[from] crate::sam::SamError),
     /// A damaged, unusable or unbuildable index.
     #[error(transparent)]
     Index(#[from] IndexError),
@@ -44,12 +44,9 @@ pub enum Error {
     },
 }
 
-fn io_message(e: &io::Error) -> String {
-    // "No such file or directory (os error 2)" reads worse than the bare text.
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
+impl From<fasthts_io::PathError> for Error {
+    fn from(e: fasthts_io::PathError) -> Error {
+        Error::Io(e.source).with_path(e.path)
     }
 }
 

@@ -48,7 +48,7 @@ pub fn format_for(header: &Header, format: IndexFormat) -> IndexFormat {
 /// renamed into place only once complete.
 pub fn write_index(index: &Index, path: impl AsRef<Path>) -> Result<(), Error> {
     let path = path.as_ref();
-    crate::output::write_atomically(path, |w| w.write_all(&index.to_bytes()))
+    Ok(crate::output::write_atomically(path, |w| w.write_all(&index.to_bytes()))?)
 }
 
 /// `samtools idxstats` text from the index (per reference: name, length,

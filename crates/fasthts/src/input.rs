@@ -4,7 +4,7 @@
 //! a temporary file (removed afterwards) so it can be mapped too. SAM is
 //! parsed as a stream, from a file or a pipe alike.
 
-use crate::bam::sam::SamReader;
+use crate::sam::SamReader;
 use crate::bam::BamFile;
 use crate::bgzf::{Block, BlockReader, VirtualOffset};
 use crate::output::TempOutput;
@@ -45,7 +45,7 @@ pub fn sniff(prefix: &[u8]) -> Kind {
     if prefix.is_empty() {
         return Kind::Empty;
     }
-    if !prefix.starts_with(&[0x1f, 0x8b]) {
+    if !fasthts_io::compression::is_gzip(prefix) {
         return if looks_like_sam(prefix) { Kind::Sam } else { Kind::Unknown };
     }
     match Block::parse(prefix, 0) {

@@ -7,6 +7,8 @@
 //! regions that the rayon pool reads in parallel ([`region`]), with results
 //! gathered in genome order. [`flagstat`] and [`indexer`] reproduce
 //! `samtools flagstat`, `index` and `idxstats` byte for byte on top.
+//! [`sam`] reads SAM text into BAM records and writes records back as SAM
+//! text, byte for byte as htslib does.
 //!
 //! # Count records per region, in parallel
 //!
@@ -56,19 +58,18 @@
 //! ```
 
 pub mod bam;
-pub mod bgzf;
 mod error;
 pub mod flagstat;
 pub mod index;
 pub mod indexer;
 pub mod input;
-pub mod output;
 pub mod pileup;
-mod pool;
 pub mod region;
+pub mod sam;
 pub mod sort;
 
 pub use error::Error;
-/// khmer-compatible k-mer counting, normalisation and trimming (the
-/// `fasthts-kmer` crate).
-pub use fasthts_kmer as kmer;
+/// BGZF, from the I/O crate the library stands on.
+pub use fasthts_io::bgzf;
+/// Outputs that appear complete or not at all, from the I/O crate.
+pub use fasthts_io::output;

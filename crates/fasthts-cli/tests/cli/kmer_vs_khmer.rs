@@ -77,7 +77,7 @@ fn make_data(dir: &Path, seed: u64) {
         }
     }
     fs::write(dir.join("r.fq"), &fq).unwrap();
-    let mut gz = fasthts_kmer::flate2::write::GzEncoder::new(Vec::new(), fasthts_kmer::flate2::Compression::default());
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&fq).unwrap();
     fs::write(dir.join("r.fq.gz"), gz.finish().unwrap()).unwrap();
     // multi-member gzip (as BGZF is): two members, split mid-file at a record
@@ -85,7 +85,7 @@ fn make_data(dir: &Path, seed: u64) {
     let cut = cut + fq[cut..].windows(2).position(|w| w == b"\n@").unwrap() + 1;
     let mut mm = Vec::new();
     for part in [&fq[..cut], &fq[cut..]] {
-        let mut gz = fasthts_kmer::flate2::write::GzEncoder::new(Vec::new(), fasthts_kmer::flate2::Compression::fast());
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(part).unwrap();
         mm.extend(gz.finish().unwrap());
     }
@@ -169,7 +169,7 @@ fn read_maybe_gz(p: &Path) -> Vec<u8> {
     let raw = fs::read(p).unwrap();
     if raw.len() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
         use std::io::Read;
-        let mut d = fasthts_kmer::flate2::read::MultiGzDecoder::new(&raw[..]);
+        let mut d = flate2::read::MultiGzDecoder::new(&raw[..]);
         let mut v = Vec::new();
         d.read_to_end(&mut v).unwrap();
         v

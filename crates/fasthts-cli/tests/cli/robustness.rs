@@ -125,7 +125,7 @@ fn bgzf(raw: &[u8]) -> Vec<u8> {
 
 fn gzip(raw: &[u8]) -> Vec<u8> {
     use std::io::Write;
-    let mut e = fasthts::kmer::flate2::write::GzEncoder::new(Vec::new(), fasthts::kmer::flate2::Compression::default());
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(raw).unwrap();
     e.finish().unwrap()
 }

@@ -4,8 +4,6 @@ mod file;
 mod header;
 mod reader;
 pub mod record;
-pub mod sam;
-pub mod sam_write;
 mod scan;
 
 pub use file::BamFile;

@@ -415,22 +415,32 @@ impl CigarOp {
         matches!(self, CigarOp::Match | CigarOp::Insertion | CigarOp::SoftClip | CigarOp::SequenceMatch | CigarOp::SequenceMismatch)
     }
 
-    /// The SAM letter.
-    pub fn letter(self) -> u8 {
+    /// BAM's code of the operation (the low 4 bits of a CIGAR word).
+    #[inline]
+    pub fn code(self) -> u8 {
         match self {
-            CigarOp::Match => b'M',
-            CigarOp::Insertion => b'I',
-            CigarOp::Deletion => b'D',
-            CigarOp::Skip => b'N',
-            CigarOp::SoftClip => b'S',
-            CigarOp::HardClip => b'H',
-            CigarOp::Pad => b'P',
-            CigarOp::SequenceMatch => b'=',
-            CigarOp::SequenceMismatch => b'X',
-            CigarOp::Unknown(_) => b'?',
+            CigarOp::Match => 0,
+            CigarOp::Insertion => 1,
+            CigarOp::Deletion => 2,
+            CigarOp::Skip => 3,
+            CigarOp::SoftClip => 4,
+            CigarOp::HardClip => 5,
+            CigarOp::Pad => 6,
+            CigarOp::SequenceMatch => 7,
+            CigarOp::SequenceMismatch => 8,
+            CigarOp::Unknown(c) => c,
         }
     }
+
+    /// The SAM letter, as htslib prints it (`B` for code 9, `?` past it).
+    pub fn letter(self) -> u8 {
+        CIGAR_LETTERS[usize::from(self.code() & 15)]
+    }
 }
+
+/// htslib's `BAM_CIGAR_STR` padded to 16 (`bam_cigar_opchr`): the SAM letter
+/// of each operation code.
+pub const CIGAR_LETTERS: &[u8; 16] = b"MIDNSHP=XB??????";
 
 /// Operation codes that consume the reference: M(0) D(2) N(3) =(7) X(8).
 const REFERENCE_OPS: u16 = 1 | 1 << 2 | 1 << 3 | 1 << 7 | 1 << 8;
@@ -541,7 +551,8 @@ pub struct Aux<'a> {
 }
 
 /// Size of one element of a numeric aux type.
-fn aux_elem_size(t: u8) -> Option<usize> {
+#[inline]
+pub(crate) fn aux_elem_size(t: u8) -> Option<usize> {
     Some(match t {
         b'A' | b'c' | b'C' => 1,
         b's' | b'S' => 2,
@@ -686,6 +697,16 @@ pub(crate) mod tests {
         assert_eq!(r.aux().find(*b"NM"), Some(AuxValue::Int(2)));
         assert_eq!(r.aux().find(*b"XZ"), Some(AuxValue::String(b"hello")));
         assert_eq!(r.aux().find(*b"ZZ"), None);
+    }
+
+    #[test]
+    fn cigar_codes_round_trip_and_print_as_htslib_does() {
+        for code in 0..16u8 {
+            assert_eq!(CigarOp::from_code(code).code(), code);
+        }
+        let letters: Vec<u8> = (0..16).map(|c| CigarOp::from_code(c).letter()).collect();
+        // Code 9 (BAM_CBACK) is `B`; htslib prints `?` for 10 to 15.
+        assert_eq!(letters, b"MIDNSHP=XB??????");
     }
 
     #[test]

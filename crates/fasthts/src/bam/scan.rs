@@ -123,10 +123,10 @@ where
                 stop = cur.virtual_offset(cur.pos);
             }
             let walked_to = cur.map.end_offset();
-            if walked_to >= released + crate::bgzf::RELEASE_STEP {
+            if walked_to >= released + fasthts_io::memory::RELEASE_STEP {
                 // SAFETY: `file` is the BamFile's read-only file mapping;
                 // every block before `walked_to` has been inflated.
-                unsafe { crate::bgzf::release_pages(file, released, walked_to) };
+                unsafe { fasthts_io::memory::release_mapped_pages(file, released, walked_to) };
                 released = walked_to;
             }
             while !exhausted && spawned - walked < depth {
@@ -181,7 +181,7 @@ fn wait_for(seq: u64, rx: &mpsc::Receiver<Inflated>, ready: &mut Vec<Inflated>) 
         if let Some(i) = ready.iter().position(|b| b.seq == seq) {
             return ready.swap_remove(i);
         }
-        ready.push(crate::pool::recv_helping(rx));
+        ready.push(fasthts_io::pool::recv_helping(rx));
     }
 }
 

@@ -16,7 +16,6 @@ const BAI_MAGIC: &[u8; 4] = b"BAI\x01";
 const CSI_MAGIC: &[u8; 4] = b"CSI\x01";
 const TBI_MAGIC: &[u8; 4] = b"TBI\x01";
 /// The gzip magic that starts a BGZF file.
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// A checked little-endian reader over the index body.
 struct Cursor<'a> {
@@ -91,7 +90,7 @@ impl Index {
     /// # Ok::<(), fasthts::index::IndexError>(())
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Index, IndexError> {
-        if bytes.starts_with(&GZIP_MAGIC) {
+        if fasthts_io::compression::is_gzip(bytes) {
             let raw = bgzf::decompress_all(bytes)?;
             Self::from_raw_bytes(&raw)
         } else {

@@ -590,7 +590,7 @@ impl Window<'_, '_> {
             if let Some(r) = self.done.remove(&i) {
                 return r;
             }
-            let (k, r) = crate::pool::recv_helping(&self.results_rx);
+            let (k, r) = fasthts_io::pool::recv_helping(&self.results_rx);
             // Regions of a reference that was redone whole are dropped.
             if k >= self.next_job {
                 self.done.insert(k, r);

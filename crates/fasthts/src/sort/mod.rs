@@ -338,7 +338,7 @@ impl Compaction {
     fn wait(slot: &mut Option<Compaction>, runs: &mut Runs, stats: &mut SortStats) -> Result<(), Error> {
         match slot.take() {
             Some(c) => {
-                let merged = crate::pool::recv_helping(&c.done);
+                let merged = fasthts_io::pool::recv_helping(&c.done);
                 c.finish(merged, runs, stats)
             }
             None => Ok(()),
@@ -359,7 +359,7 @@ impl Compaction {
 fn wait_for_spill(rx: &std::sync::Mutex<&mut std::sync::mpsc::Receiver<SpillResult>>) -> SpillResult {
     // The lock is held while queued jobs run here: those are inflate, spill
     // and compaction jobs, which never push records, so never take it.
-    crate::pool::recv_helping(&rx.lock().expect("not poisoned"))
+    fasthts_io::pool::recv_helping(&rx.lock().expect("not poisoned"))
 }
 
 /// Sorts an opened input, BAM or SAM (see [`crate::input::open`]).
@@ -522,7 +522,7 @@ fn write_output<W: Write>(
         }
         OutputFormat::Sam | OutputFormat::SamGz => {
             let mut text = Vec::new();
-            crate::bam::sam_write::format_header(&header, &mut text)?;
+            crate::sam::format_header(&header, &mut text)?;
             let mut w = if opts.format == OutputFormat::Sam { Out::Plain(out) } else { Out::Bgzf(BgzfWriter::new(out, opts.level)) };
             w.write_all(&text)?;
             w
@@ -672,7 +672,7 @@ struct SamText {
     /// The batch's records, each with its `block_size` prefix.
     staged: Vec<u8>,
     count: usize,
-    formatter: crate::bam::sam_write::ParallelFormatter,
+    formatter: crate::sam::ParallelFormatter,
 }
 
 impl SamText {

@@ -1,4 +1,4 @@
-//! Differential test of the SAM writer (`fasthts::bam::sam_write`) against
+//! Differential test of the SAM writer (`fasthts::sam`) against
 //! `samtools view --no-PG -h`: byte-identical text for every BAM of the
 //! corpus (repository fixtures, the shared golden BAMs, every BAM and SAM of
 //! samtools' test suite that samtools itself reads), for BAMs made by the
@@ -6,7 +6,7 @@
 //! synthetic SAM full of edge cases (floats of every magnitude, arrays of
 //! every subtype, missing fields, a CIGAR of 70,000 operations).
 
-use fasthts::bam::sam_write::{format_record, format_records_parallel, SamWriter};
+use fasthts::sam::{format_record, format_records_parallel, SamWriter};
 use fasthts::bam::{BamFile, RecordRef};
 use fasthts_testgen::rng::Rng;
 use fasthts_testgen::support::*;
@@ -38,7 +38,7 @@ fn fasthts_view(file: &Path) -> Result<(Vec<u8>, usize), String> {
     sam.write_header().map_err(|e| e.to_string())?;
     let header_len = {
         let mut h = Vec::new();
-        fasthts::bam::sam_write::format_header(bam.header(), &mut h).map_err(|e| e.to_string())?;
+        fasthts::sam::format_header(bam.header(), &mut h).map_err(|e| e.to_string())?;
         h.len()
     };
     // Keep the raw records to format them again as one parallel batch.
@@ -451,7 +451,7 @@ fn compare_via_sam_reader(sam: &Path, tally: &mut Tally) {
         return;
     }
     let got = (|| -> Result<(Vec<u8>, usize), fasthts::Error> {
-        let mut reader = fasthts::bam::sam::SamReader::new(std::fs::File::open(sam)?)?;
+        let mut reader = fasthts::sam::SamReader::new(std::fs::File::open(sam)?)?;
         let mut w = SamWriter::new(Vec::new(), reader.header());
         w.write_header()?;
         let mut n = 0;

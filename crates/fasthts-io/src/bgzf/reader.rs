@@ -150,7 +150,7 @@ impl<'a> BlockReader<'a> {
     /// # Safety
     ///
     /// The reader's `file` must be a read-only, file-backed memory map (see
-    /// [`super::release_pages`]).
+    /// [`crate::memory::release_mapped_pages`]).
     pub unsafe fn release_read_pages(&mut self) {
         // From the first block this reader touched: a reader made at a
         // virtual offset inside a block has already loaded it.
@@ -254,10 +254,10 @@ impl<'a> BlockReader<'a> {
         }
         if let Some(released) = self.released {
             // Inflated blocks' compressed bytes are never read again.
-            if self.next_block >= released + super::RELEASE_STEP {
+            if self.next_block >= released + crate::memory::RELEASE_STEP {
                 // SAFETY: `released` is only set by `release_read_pages`,
                 // whose caller vouched for a read-only file mapping.
-                unsafe { super::release_pages(self.file, released, self.next_block) };
+                unsafe { crate::memory::release_mapped_pages(self.file, released, self.next_block) };
                 self.released = Some(self.next_block);
             }
         }
@@ -289,9 +289,9 @@ impl Drop for BlockReader<'_> {
             // Everything this reader mapped, with what faults at its two ends
             // mapped of the bytes around it: readers of many regions would
             // otherwise each leave up to 128 KiB mapped.
-            let from = self.origin.saturating_sub(super::FAULT_AROUND);
+            let from = self.origin.saturating_sub(crate::memory::FAULT_AROUND);
             // SAFETY: as in `load_batch`.
-            unsafe { super::release_pages(self.file, from, self.next_block.saturating_add(super::FAULT_AROUND)) };
+            unsafe { crate::memory::release_mapped_pages(self.file, from, self.next_block.saturating_add(crate::memory::FAULT_AROUND)) };
         }
     }
 }

@@ -16,7 +16,7 @@ use std::fmt;
 /// require.
 ///
 /// ```
-/// use fasthts::bgzf::VirtualOffset;
+/// use fasthts_io::bgzf::VirtualOffset;
 /// let v = VirtualOffset::new(1234, 56).unwrap();
 /// assert_eq!(v.compressed(), 1234);
 /// assert_eq!(v.uncompressed(), 56);

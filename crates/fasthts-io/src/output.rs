@@ -1,6 +1,14 @@
 //! Outputs that appear complete or not at all.
+//!
+//! A regular file (or a new name) is written under a hidden temporary name
+//! beside it, `.NAME.tmp.PID`, and renamed into place when complete; a
+//! special file (a terminal, a pipe, `/dev/stdout`) is written directly:
+//! it cannot be renamed over, and nothing written there could be mistaken
+//! for a finished file. Temporaries are registered from their creation to
+//! their rename, so that a signal handler can remove them
+//! ([`remove_in_progress`]).
 
-use crate::Error;
+use crate::PathError;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -141,35 +149,59 @@ pub struct TempOutput {
 }
 
 impl TempOutput {
-    /// Creates `.<name>.tmp.<pid>` next to `target`. A target that exists
-    /// and is not a regular file (`/dev/stdout`, a FIFO, a terminal) is
-    /// opened and written directly: it cannot be renamed over, and what is
-    /// written there is not a file that could be left half-written.
-    pub fn create(target: &Path) -> Result<(TempOutput, File), Error> {
-        if fs::metadata(target).is_ok_and(|m| !m.is_file()) {
-            let file = fs::OpenOptions::new().write(true).open(target).map_err(|e| Error::from(e).with_path(target))?;
+    /// Creates `.<name>.tmp.<pid>` next to `target`; a special file
+    /// ([`is_special_file`]) is opened and written directly instead.
+    pub fn create(target: &Path) -> Result<(TempOutput, File), PathError> {
+        if is_special_file(target) {
+            let file = fs::OpenOptions::new().write(true).truncate(true).open(target).map_err(|e| PathError::new(target, e))?;
             return Ok((TempOutput { temp: target.to_path_buf(), target: target.to_path_buf(), committed: true }, file));
         }
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = target.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
-        let file = create_temporary(&temp).map_err(|e| Error::from(e).with_path(&temp))?;
+        let temp = temporary_name(target);
+        let file = create_temporary(&temp).map_err(|e| PathError::new(&temp, e))?;
         Ok((TempOutput { temp, target: target.to_path_buf(), committed: false }, file))
     }
 
-    /// The temporary file's path.
+    /// The temporary file's path (the target's, for a special file).
     pub fn path(&self) -> &Path {
         &self.temp
     }
 
     /// Renames the temporary file to the target.
-    pub fn commit(mut self) -> Result<(), Error> {
+    pub fn commit(mut self) -> Result<(), PathError> {
         if self.committed {
             return Ok(());
         }
-        commit_temporary(&self.temp, &self.target).map_err(|e| Error::from(e).with_path(&self.target))?;
+        commit_temporary(&self.temp, &self.target).map_err(|e| PathError::new(&self.target, e))?;
         self.committed = true;
         Ok(())
     }
+
+    /// Commits when `written` succeeded; otherwise (or when the rename
+    /// fails) the temporary is removed and the error returned.
+    pub fn finish(self, written: io::Result<()>) -> Result<(), PathError> {
+        let target = self.target.clone();
+        written.map_err(|e| PathError::new(&target, e))?;
+        self.commit()
+    }
+}
+
+/// The hidden name an output is written under: `.NAME.tmp.PID` beside it.
+pub fn temporary_name(target: &Path) -> PathBuf {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    target.with_file_name(format!(".{name}.tmp.{}", std::process::id()))
+}
+
+/// True for an output that is written directly rather than through a
+/// temporary: a path that exists and is not a regular file (a terminal, a
+/// pipe, a device), or one that names a file descriptor (`/dev/stdout`,
+/// `/dev/fd/N`, `/proc/self/fd/N`, even when the descriptor is a regular
+/// file: renaming over such a name would replace the link, not write the
+/// descriptor).
+pub fn is_special_file(path: &Path) -> bool {
+    let names_descriptor = ["/dev/stdout", "/dev/stderr", "/dev/stdin"].iter().any(|d| path == Path::new(d))
+        || path.starts_with("/dev/fd/")
+        || path.starts_with("/proc/self/fd/");
+    names_descriptor || fs::metadata(path).is_ok_and(|m| !m.is_file())
 }
 
 impl Drop for TempOutput {
@@ -193,12 +225,23 @@ pub fn sync_if_file(file: &File) -> io::Result<()> {
 
 /// Writes `path` by calling `write` on a buffered temporary file, syncing
 /// it, and renaming it into place; on any error nothing is left behind.
-pub fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), Error> {
+pub fn write_atomically(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), PathError> {
+    write_through_temporary(path, true, write)
+}
+
+/// [`write_atomically`] without the sync before the rename: for outputs
+/// whose tools of reference do not sync them either (khmer's tables,
+/// gigabytes whose sync would cost seconds).
+pub fn write_atomically_unsynced(path: &Path, write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), PathError> {
+    write_through_temporary(path, false, write)
+}
+
+fn write_through_temporary(path: &Path, sync: bool, write: impl FnOnce(&mut BufWriter<File>) -> io::Result<()>) -> Result<(), PathError> {
     let (temp, file) = TempOutput::create(path)?;
-    let mut w = BufWriter::new(file);
-    let done = write(&mut w).and_then(|()| w.flush()).and_then(|()| sync_if_file(w.get_ref()));
-    done.map_err(|e| Error::from(e).with_path(path))?;
-    temp.commit()
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let done = write(&mut w).and_then(|()| w.flush()).and_then(|()| if sync { sync_if_file(w.get_ref()) } else { Ok(()) });
+    drop(w);
+    temp.finish(done)
 }
 
 /// A file written front to back whose written data is handed to the disk

@@ -1,4 +1,5 @@
-//! Waiting for work handed to the rayon pool.
+//! The thread pool: how many threads a job gets, and waiting for work
+//! handed to the pool without deadlocking it.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::time::Duration;
@@ -13,7 +14,7 @@ use std::time::Duration;
 ///
 /// If every sender is dropped without sending: the callers' jobs always
 /// answer.
-pub(crate) fn recv_helping<T>(rx: &Receiver<T>) -> T {
+pub fn recv_helping<T>(rx: &Receiver<T>) -> T {
     loop {
         match rx.try_recv() {
             Ok(message) => return message,
@@ -27,5 +28,20 @@ pub(crate) fn recv_helping<T>(rx: &Receiver<T>) -> T {
                 Err(RecvTimeoutError::Disconnected) => panic!("a pool job dropped its channel without answering"),
             }
         }
+    }
+}
+
+/// The number of threads a job asked for `requested` gets: all cores when
+/// `None` or 0 (samtools' `-@` and khmer's `-T` both count threads).
+pub fn thread_count(requested: Option<usize>) -> usize {
+    requested.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Runs `f` on a rayon pool of [`thread_count`]`(requested)` threads (on the
+/// calling thread if no pool can be made).
+pub fn with_threads<T: Send>(requested: Option<usize>, f: impl FnOnce() -> T + Send) -> T {
+    match rayon::ThreadPoolBuilder::new().num_threads(thread_count(requested)).build() {
+        Ok(pool) => pool.install(f),
+        Err(_) => f(),
     }
 }

@@ -2,20 +2,24 @@
 //!
 //! A BGZF file is a series of gzip members ("blocks") of at most 64 KiB, each
 //! announcing its own size, so a memory-mapped file can be cut into blocks by
-//! reading headers alone and the blocks inflated independently on all cores.
+//! reading headers alone and the blocks inflated independently on all cores
+//! ([`BlockReader`]); a stream is cut block by block as it arrives
+//! ([`StreamReader`]). Every block is parsed by [`Block::parse`] (or
+//! [`BlockHeader::parse`] before its data has arrived) and inflated by
+//! [`Block::inflate_into`].
 
 mod block;
 mod block_map;
 mod reader;
-mod release;
+mod stream;
 mod virtual_offset;
 mod writer;
 
 pub use block_map::BlockMap;
-pub use block::{has_eof_marker, Block, EOF_MARKER, MAX_BLOCK_SIZE};
+pub use block::{has_eof_marker, Block, BlockHeader, EOF_MARKER, MAX_BLOCK_SIZE};
 pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
-pub(crate) use reader::inflate_blocks_here;
-pub use release::{release_pages, FAULT_AROUND, RELEASE_STEP};
+pub use reader::inflate_blocks_here;
+pub use stream::StreamReader;
 pub use virtual_offset::{VirtualOffset, MAX_COMPRESSED_OFFSET};
 pub use writer::{compress_all, compress_block, htslib_libdeflate_level, libdeflate_level, BgzfWriter, BLOCK_DATA_SIZE, DEFAULT_LEVEL};
 

@@ -51,26 +51,8 @@ impl Block {
     pub fn parse(file: &[u8], offset: u64) -> Result<Block, BgzfError> {
         let start = usize::try_from(offset).map_err(|_| BgzfError::Truncated { offset })?;
         let rest = file.get(start..).ok_or(BgzfError::Truncated { offset })?;
-        if rest.len() < FIXED_HEADER_LEN {
-            return Err(if rest.len() >= 2 && rest[..2] != [0x1f, 0x8b] {
-                BgzfError::NotBgzf { offset }
-            } else {
-                BgzfError::Truncated { offset }
-            });
-        }
-        if rest[0] != 0x1f || rest[1] != 0x8b || rest[2] != 8 || rest[3] & FEXTRA == 0 || rest[3] & FLG_RESERVED != 0 {
-            return Err(BgzfError::NotBgzf { offset });
-        }
-        let xlen = usize::from(u16::from_le_bytes([rest[10], rest[11]]));
-        let extra = rest
-            .get(FIXED_HEADER_LEN..FIXED_HEADER_LEN + xlen)
-            .ok_or(BgzfError::Truncated { offset })?;
-        let bsize = find_bc_subfield(extra).ok_or(BgzfError::NotBgzf { offset })?;
-        let size = usize::from(bsize) + 1;
-        let data_start = FIXED_HEADER_LEN + xlen;
-        if size < data_start + FOOTER_LEN {
-            return Err(BgzfError::Corrupt { offset, reason: "block size smaller than its header" });
-        }
+        let header = BlockHeader::parse(rest, offset)?;
+        let size = header.size;
         let block = rest.get(..size).ok_or(BgzfError::Truncated { offset })?;
         let trailer = &block[size - FOOTER_LEN..];
         let crc32 = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
@@ -78,7 +60,7 @@ impl Block {
         if uncompressed_size as usize > MAX_BLOCK_SIZE {
             return Err(BgzfError::Corrupt { offset, reason: "uncompressed size over 64 KiB" });
         }
-        Ok(Block { offset, size: size as u32, data_start: data_start as u32, uncompressed_size, crc32 })
+        Ok(Block { offset, size: size as u32, data_start: header.len as u32, uncompressed_size, crc32 })
     }
 
     /// The raw deflate stream of this block within `file`.
@@ -107,6 +89,54 @@ impl Block {
             return Err(BgzfError::Corrupt { offset, reason: "CRC32 mismatch" });
         }
         Ok(())
+    }
+}
+
+/// What a block's header says: enough to cut the block out of a stream
+/// before any of its data is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockHeader {
+    /// Length of the header (fixed part and extra field).
+    pub len: usize,
+    /// Total size of the block (header, deflate data, trailer).
+    pub size: usize,
+}
+
+impl BlockHeader {
+    /// Length of the fixed part of a header, which says how long the rest is
+    /// ([`BlockHeader::extra_len`]).
+    pub const FIXED_LEN: usize = FIXED_HEADER_LEN;
+
+    /// Length of the extra field announced by a header's fixed part
+    /// (`fixed` holds at least [`BlockHeader::FIXED_LEN`] bytes).
+    pub fn extra_len(fixed: &[u8]) -> usize {
+        usize::from(u16::from_le_bytes([fixed[10], fixed[11]]))
+    }
+
+    /// Parses the header at the start of `head`, the block's bytes from
+    /// compressed offset `offset` on (at least its header; more is ignored).
+    pub fn parse(head: &[u8], offset: u64) -> Result<BlockHeader, BgzfError> {
+        if head.len() < FIXED_HEADER_LEN {
+            return Err(if head.len() >= 2 && head[..2] != [0x1f, 0x8b] {
+                BgzfError::NotBgzf { offset }
+            } else {
+                BgzfError::Truncated { offset }
+            });
+        }
+        if head[0] != 0x1f || head[1] != 0x8b || head[2] != 8 || head[3] & FEXTRA == 0 || head[3] & FLG_RESERVED != 0 {
+            return Err(BgzfError::NotBgzf { offset });
+        }
+        let xlen = Self::extra_len(head);
+        let extra = head
+            .get(FIXED_HEADER_LEN..FIXED_HEADER_LEN + xlen)
+            .ok_or(BgzfError::Truncated { offset })?;
+        let bsize = find_bc_subfield(extra).ok_or(BgzfError::NotBgzf { offset })?;
+        let size = usize::from(bsize) + 1;
+        let len = FIXED_HEADER_LEN + xlen;
+        if size < len + FOOTER_LEN {
+            return Err(BgzfError::Corrupt { offset, reason: "block size smaller than its header" });
+        }
+        Ok(BlockHeader { len, size })
     }
 }
 

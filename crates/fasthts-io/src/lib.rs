@@ -1,0 +1,24 @@
+//! The floor every fasthts crate stands on: one implementation of each
+//! piece of I/O.
+//!
+//! * [`bgzf`]: BGZF blocks (parse, checked inflate, deflate), virtual
+//!   offsets, the memory-mapped parallel reader, a streaming reader over any
+//!   [`std::io::Read`] that inflates ahead on threads of its own, and the
+//!   parallel ordered writer;
+//! * [`compression`]: what a stream's first bytes say it is (plain, gzip,
+//!   BGZF, bzip2) and opening a path or stream decompressed by content;
+//! * [`output`]: outputs that appear complete or not at all (a temporary
+//!   name renamed into place, special files written directly) and the
+//!   registry a signal handler cleans;
+//! * [`pool`]: waiting for work handed to the rayon pool without
+//!   deadlocking it;
+//! * [`memory`]: `madvise` on mapped files and large buffers.
+
+pub mod bgzf;
+pub mod compression;
+mod error;
+pub mod memory;
+pub mod output;
+pub mod pool;
+
+pub use error::{os_message, PathError};

@@ -1,0 +1,99 @@
+//! Memory advice: giving back the pages of a memory map that have been
+//! read, and backing large buffers with huge pages.
+//!
+//! Pages of a file mapping that a reader has touched count towards the
+//! process's resident memory until unmapped. A pass over a 100 GB BAM would
+//! look like a 100 GB process (harmless page cache, but alarming and hostile
+//! to memory limits). Readers therefore drop the pages behind them.
+
+/// Bytes read between two releases of a mapping's pages.
+pub const RELEASE_STEP: u64 = 2 << 20;
+
+/// How far around a faulting address Linux maps file pages that are already
+/// cached (`fault_around_bytes`, 64 KiB by default): a reader that starts or
+/// ends inside a file also maps up to this much of its neighbours' bytes,
+/// which their own releases may already have passed.
+pub const FAULT_AROUND: u64 = 64 << 10;
+
+/// A transparent huge page.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Drops the process's mapping of the whole pages within `file[from..to]`
+/// (the data stays in the page cache and is simply faulted back in if read
+/// again).
+///
+/// # Safety
+///
+/// `file` must be a read-only, file-backed memory map (or part of one). On
+/// anonymous or private writable memory `MADV_DONTNEED` discards the
+/// contents, which would corrupt the data.
+pub unsafe fn release_mapped_pages(file: &[u8], from: u64, to: u64) {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let base = file.as_ptr() as u64;
+    let start = (base + from).div_ceil(page) * page;
+    let end = (base + to.min(file.len() as u64)) / page * page;
+    if end > start {
+        // SAFETY: [start, end) lies within `file`, page-aligned; the caller
+        // guarantees a read-only file mapping, for which MADV_DONTNEED only
+        // drops page-table entries. Failure is harmless, so it is ignored.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, (end - start) as usize, libc::MADV_DONTNEED);
+        }
+    }
+}
+
+/// Asks for the whole 2 MiB pages inside `[ptr, ptr + len)` to be backed by
+/// transparent huge pages (THP is in `madvise` mode on common distributions):
+/// random access to gigabyte tables is TLB-bound without them. Setting the
+/// environment variable `FASTHTS_NO_HUGEPAGES` turns this off (to measure it).
+pub fn advise_huge_pages(ptr: *const u8, len: usize) {
+    if std::env::var_os("FASTHTS_NO_HUGEPAGES").is_none() {
+        // SAFETY: MADV_HUGEPAGE only changes how memory is backed; the
+        // contents stay. Failure (no THP support) is harmless.
+        unsafe { advise_whole_huge_pages(ptr, len, HugePageAdvice::HugePages) };
+    }
+}
+
+/// Gives the whole 2 MiB pages inside `[ptr, ptr + len)` back to the
+/// kernel; they read as zeros afterwards.
+///
+/// # Safety
+///
+/// The range must lie in anonymous memory the caller owns and no longer
+/// reads.
+pub unsafe fn release_huge_pages(ptr: *const u8, len: usize) {
+    // SAFETY: the caller owns the range and does not read it again.
+    unsafe { advise_whole_huge_pages(ptr, len, HugePageAdvice::Release) };
+}
+
+enum HugePageAdvice {
+    HugePages,
+    Release,
+}
+
+/// `madvise` on the whole 2 MiB pages inside `[ptr, ptr + len)`.
+///
+/// # Safety
+///
+/// As the advice requires: `Release` discards the pages' contents.
+unsafe fn advise_whole_huge_pages(ptr: *const u8, len: usize, advice: HugePageAdvice) {
+    #[cfg(target_os = "linux")]
+    {
+        let start = (ptr as usize).div_ceil(HUGE_PAGE) * HUGE_PAGE;
+        let end = (ptr as usize + len) / HUGE_PAGE * HUGE_PAGE;
+        if end > start {
+            let advice = match advice {
+                HugePageAdvice::HugePages => libc::MADV_HUGEPAGE,
+                HugePageAdvice::Release => libc::MADV_DONTNEED,
+            };
+            // SAFETY: whole pages of the caller's memory; the caller
+            // answers for what the advice does to their contents.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, advice);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (ptr, len, advice);
+}

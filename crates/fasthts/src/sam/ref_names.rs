@@ -1,0 +1,225 @@
+//! Reference name → id, as htslib's record parser resolves RNAME and RNEXT
+//! (`bam_name2id` over htslib's full header parser).
+
+use std::collections::HashMap;
+
+use super::parse_number::strtoll;
+use super::RecordError;
+use crate::bam::Header;
+
+/// Reference name → id, built once from a header, as htslib's record parser
+/// resolves RNAME/RNEXT: `@SQ SN:` names, plus `AN:` alternative names, and
+/// failing for every name when htslib's full header parser rejects the
+/// header text.
+#[derive(Debug, Clone, Default)]
+pub struct RefNames {
+    map: HashMap<Box<[u8]>, i32, NameHash>,
+    n_ref: usize,
+    broken: Option<String>,
+}
+
+impl RefNames {
+    /// Builds the lookup for `header`.
+    pub fn new(header: &Header) -> RefNames {
+        let mut map: HashMap<Box<[u8]>, i32, NameHash> = HashMap::with_capacity_and_hasher(header.references.len(), NameHash);
+        for (i, r) in header.references.iter().enumerate() {
+            map.entry(r.name.as_bytes().into()).or_insert(i as i32);
+        }
+        let mut names = RefNames { map, n_ref: header.references.len(), broken: None };
+        if let Err(e) = names.apply_header_lines(header) {
+            names.broken = Some(e);
+        }
+        names
+    }
+
+    /// Number of references in the header.
+    pub fn len(&self) -> usize {
+        self.n_ref
+    }
+
+    /// Whether the header has no references.
+    pub fn is_empty(&self) -> bool {
+        self.n_ref == 0
+    }
+
+    /// The id of `name`: `Ok(None)` when unknown, an error when htslib
+    /// could not parse the header.
+    #[inline]
+    pub fn get(&self, name: &[u8]) -> Result<Option<i32>, RecordError> {
+        if let Some(e) = &self.broken {
+            return Err(RecordError::HeaderUnparsable(e.clone()));
+        }
+        Ok(self.map.get(name).copied())
+    }
+
+    /// Replays htslib's `sam_hrecs_parse_lines` + `sam_hrecs_update_hashes`
+    /// over the header text (the parser htslib's `bam_name2id` goes
+    /// through): alternative names, and the conditions that make it fail.
+    fn apply_header_lines(&mut self, header: &Header) -> Result<(), String> {
+        let text = &header.text[..];
+        let len = text.len();
+        if len < 3 {
+            if len == 0 || text[0] == 0 {
+                return Ok(());
+            }
+            return Err("header line too short".into());
+        }
+        let mut attached = vec![false; self.n_ref];
+        let mut extra: Vec<&[u8]> = Vec::new();
+        let mut nref = self.n_ref as i32;
+        let mut i = 0usize;
+        let mut lno = 1u64;
+        while i < len - 3 && text[i] != 0 {
+            if text[i] != b'@' {
+                return Err(format!("header line {lno} does not start with '@'"));
+            }
+            if !text[i + 1].is_ascii_alphabetic() || !text[i + 2].is_ascii_alphabetic() {
+                return Err(format!("header line {lno} does not have a two character key"));
+            }
+            let ty = [text[i + 1], text[i + 2]];
+            i += 3;
+            if i == len || text[i] == b'\n' {
+                i += 1;
+                lno += 1;
+                continue;
+            }
+            let mut tags: Vec<&[u8]> = Vec::new();
+            if ty == *b"CO" {
+                if text[i] != b'\t' {
+                    return Err(format!("missing tab at header line {lno}"));
+                }
+                i += 1;
+                while i < len && text[i] != 0 && text[i] != b'\n' {
+                    i += 1;
+                }
+            } else {
+                loop {
+                    if i == len || text[i] != b'\t' {
+                        return Err(format!("missing tab at header line {lno}"));
+                    }
+                    i += 1;
+                    let mut j = i;
+                    while j < len && !matches!(text[j], 0 | b'\n' | b'\t') {
+                        j += 1;
+                    }
+                    if j - i < 3 || text[i + 2] != b':' {
+                        return Err(format!("malformed key:value pair at header line {lno}"));
+                    }
+                    tags.push(&text[i..j]);
+                    i = j;
+                    if !(i < len && text[i] != 0 && text[i] != b'\n') {
+                        break;
+                    }
+                }
+            }
+            if ty == *b"SQ" {
+                let mut name: Option<&[u8]> = None;
+                let mut ln: i64 = -1;
+                let mut alt: Option<&[u8]> = None;
+                for t in &tags {
+                    match &t[..2] {
+                        b"SN" => name = Some(&t[3..]),
+                        b"LN" => ln = strtoll(&t[3..], 0).0,
+                        b"AN" => alt = Some(&t[3..]),
+                        _ => {}
+                    }
+                }
+                let Some(name) = name else {
+                    return Err("header includes @SQ line with no SN: tag".into());
+                };
+                if ln == -1 {
+                    return Err(format!("header includes @SQ line \"{}\" with no LN: tag", String::from_utf8_lossy(name)));
+                }
+                let n_targets = header.references.len();
+                let ref_name = |k: i32| -> Option<&[u8]> {
+                    let k = k as usize;
+                    if k < n_targets {
+                        Some(header.references[k].name.as_bytes())
+                    } else {
+                        extra.get(k - n_targets).copied()
+                    }
+                };
+                let mut id = None;
+                if let Some(&k) = self.map.get(name) {
+                    if (k as usize) < attached.len() && !attached[k as usize] {
+                        attached[k as usize] = true;
+                        id = Some(k);
+                    } else if ref_name(k) == Some(name) {
+                        return Err(format!("duplicate entry \"{}\" in sam header", String::from_utf8_lossy(name)));
+                    }
+                }
+                let id = match id {
+                    Some(k) => k,
+                    None => {
+                        // A reference htslib adds past the BAM header's
+                        // (an @SQ the header reader skipped, or an SN that
+                        // clashes with an earlier AN).
+                        let k = nref;
+                        nref += 1;
+                        extra.push(name);
+                        self.map.insert(name.into(), k);
+                        k
+                    }
+                };
+                if let Some(list) = alt {
+                    for a in list.split(|&c| c == b',').filter(|a| !a.is_empty()) {
+                        self.map.entry(a.into()).or_insert(id);
+                    }
+                }
+            } else if ty == *b"RG" && !tags.iter().any(|t| t.starts_with(b"ID")) {
+                return Err("header includes @RG line with no ID: tag".into());
+            }
+            i += 1;
+            lno += 1;
+        }
+        Ok(())
+    }
+}
+
+/// A fast non-keyed hash for reference names (FxHash-style, eight bytes at a
+/// time); names come from the file's own header, so flooding is not a
+/// concern.
+#[derive(Debug, Clone, Copy, Default)]
+struct NameHash;
+
+impl std::hash::BuildHasher for NameHash {
+    type Hasher = NameHasher;
+    fn build_hasher(&self) -> NameHasher {
+        NameHasher(0)
+    }
+}
+
+struct NameHasher(u64);
+
+impl NameHasher {
+    #[inline]
+    fn add(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for NameHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        let mut last = [0u8; 8];
+        let r = chunks.remainder();
+        last[..r.len()].copy_from_slice(r);
+        self.add(u64::from_le_bytes(last) ^ (r.len() as u64) << 56);
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
