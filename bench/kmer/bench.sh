@@ -62,11 +62,11 @@ run "fasthts kmer count -T1" "$F" "$FASTHTS" kmer count -q -k 25 -N 4 -x "$X" -T
 cmp "$K/t1.ct" "$F/t.ct" && cmp "$K/t1.ct" "$F/t1.ct" && echo "  .ct identical (fasthts -T1/-T2 vs khmer -T1)"
 
 run "khmer abundance-dist" "$K" "$KHMER/abundance-dist.py" -q -s t1.ct "$FQ" h.csv; kw=$(cat "$WORK/last.wall")
-run "fasthts kmer abundance-dist" "$F" "$FASTHTS" kmer abundance-dist -q -s "$K/t1.ct" "$FQ" h.csv; fw=$(cat "$WORK/last.wall")
+run "fasthts kmer abundance-dist" "$F" "$FASTHTS" kmer abundance-dist -q -T 1 -s "$K/t1.ct" "$FQ" h.csv; fw=$(cat "$WORK/last.wall")
 ratio "$kw" "$fw"; cmp "$K/h.csv" "$F/h.csv" && echo "  CSV identical"
 
 run "khmer normalize-by-median" "$K" "$KHMER/normalize-by-median.py" -q -C 20 -k 20 -N 4 -x "$X" "$FQ"; kw=$(cat "$WORK/last.wall")
-run "fasthts kmer normalize" "$F" "$FASTHTS" kmer normalize -q -C 20 -k 20 -N 4 -x "$X" "$FQ"; fw=$(cat "$WORK/last.wall")
+run "fasthts kmer normalize" "$F" "$FASTHTS" kmer normalize -q -T 1 -C 20 -k 20 -N 4 -x "$X" "$FQ"; fw=$(cat "$WORK/last.wall")
 ratio "$kw" "$fw"; b=$(basename "$FQ"); cmp "$K/$b.keep" "$F/$b.keep" && echo "  .keep identical"
 
 run "khmer filter-abund" "$K" "$KHMER/filter-abund.py" -q -C 2 t1.ct "$FQ"; kw=$(cat "$WORK/last.wall")

@@ -1,7 +1,9 @@
 //! `fasthts`: command-line front end. One module per subcommand; no logic of
 //! its own beyond turning flags into library options and errors into one line
-//! on stderr with a non-zero exit.
+//! on stderr with a non-zero exit (a [`Failure`]: its own text and status),
+//! printed here, once.
 use clap::{Parser, Subcommand};
+use std::error::Error as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -20,8 +22,42 @@ mod sort;
 static ALLOCATOR: exhaustion::ExitOnExhaustion = exhaustion::ExitOnExhaustion;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
-/// `fasthts <subcommand>: <error>`, and the process exits with status 1.
+/// `fasthts <subcommand>: <error>`, and the process exits with status 1;
+/// a [`Failure`] is printed as it is and sets the status.
 pub type CmdResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// An error with its own exit status and exact text, printed without the
+/// `fasthts <subcommand>:` prefix (nothing is printed for an empty text):
+/// the k-mer commands' khmer messages, some of them several lines long.
+/// Returned by a value parser, it ends argument parsing with its status
+/// where clap's own usage errors exit 2.
+#[derive(Debug)]
+pub struct Failure {
+    pub status: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(status: u8, message: impl Into<String>) -> Failure {
+        Failure { status, message: message.into() }
+    }
+
+    /// Prints the text on stderr; the process's exit status.
+    fn report(&self) -> ExitCode {
+        if !self.message.is_empty() {
+            eprintln!("{}", self.message);
+        }
+        ExitCode::from(self.status)
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
 
 #[derive(Parser)]
 #[command(name = "fasthts", version, about = "Fast, samtools/khmer-compatible tools for sequencing data")]
@@ -127,7 +163,13 @@ fn main() -> ExitCode {
     // removable by the signal handler until the command has finished. The
     // k-mer library's saves go through the same registry (fasthts-io).
     fasthts::output::hold_committed_outputs();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match e.source().and_then(|s| s.downcast_ref::<Failure>()) {
+            Some(failure) => return failure.report(),
+            None => e.exit(),
+        },
+    };
     let name = cli.command.name();
     exhaustion::set_command(name);
     match cli.command.run() {
@@ -144,8 +186,13 @@ fn main() -> ExitCode {
                     std::thread::park();
                 }
             }
-            eprintln!("fasthts {name}: {e}");
-            ExitCode::FAILURE
+            match e.downcast_ref::<Failure>() {
+                Some(failure) => failure.report(),
+                None => {
+                    eprintln!("fasthts {name}: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
 }

@@ -80,11 +80,8 @@ pub fn decompress<R: Read + Send + 'static>(mut src: R, threads: usize) -> io::R
 /// Opens `path` (`-` for standard input) and [`decompress`]es it. Errors
 /// name `path`.
 pub fn open(path: &Path, threads: usize) -> Result<(Box<dyn Read + Send>, Compression), PathError> {
-    let opened = if path.as_os_str() == "-" {
-        decompress(io::stdin(), threads)
-    } else {
-        File::open(path).and_then(|f| decompress(f, threads))
-    };
+    let opened =
+        if path.as_os_str() == "-" { decompress(io::stdin(), threads) } else { File::open(path).and_then(|f| decompress(f, threads)) };
     opened.map_err(|e| PathError::new(path, e))
 }
 

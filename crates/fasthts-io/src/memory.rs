@@ -47,7 +47,12 @@ pub unsafe fn release_mapped_pages(file: &[u8], from: u64, to: u64) {
 /// transparent huge pages (THP is in `madvise` mode on common distributions):
 /// random access to gigabyte tables is TLB-bound without them. Setting the
 /// environment variable `FASTHTS_NO_HUGEPAGES` turns this off (to measure it).
-pub fn advise_huge_pages(ptr: *const u8, len: usize) {
+///
+/// # Safety
+///
+/// `[ptr, ptr + len)` must be memory the caller has allocated (its
+/// contents may be uninitialised: they are neither read nor changed).
+pub unsafe fn advise_huge_pages(ptr: *const u8, len: usize) {
     if std::env::var_os("FASTHTS_NO_HUGEPAGES").is_none() {
         // SAFETY: MADV_HUGEPAGE only changes how memory is backed; the
         // contents stay. Failure (no THP support) is harmless.

@@ -90,28 +90,39 @@ unsafe impl Sync for TableBytes {}
 impl Countgraph {
     /// Serialise in khmer's format to any writer (uncompressed bytes).
     pub fn write_ct<W: Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
-        let mut hdr = Vec::with_capacity(20);
-        hdr.extend_from_slice(MAGIC);
-        hdr.push(VERSION);
-        hdr.push(TYPE_COUNTING);
-        hdr.push(self.use_bigcount() as u8);
-        hdr.extend_from_slice(&self.ksize().to_le_bytes());
-        hdr.push(self.n_tables() as u8);
-        hdr.extend_from_slice(&self.n_occupied().to_le_bytes());
-        w.write_all(&hdr)?;
+        w.write_all(&self.ct_header())?;
         for i in 0..self.n_tables() {
             let size = self.sizes()[i];
             w.write_all(&size.to_le_bytes())?;
             w.write_all(self.table_bytes(i))?;
         }
+        w.write_all(&self.ct_bigcounts())
+    }
+
+    /// The file's 20 header bytes (what [`parse_header`] reads back).
+    fn ct_header(&self) -> [u8; 20] {
+        let mut hdr = [0u8; 20];
+        hdr[..4].copy_from_slice(MAGIC);
+        hdr[4] = VERSION;
+        hdr[5] = TYPE_COUNTING;
+        hdr[6] = self.use_bigcount() as u8;
+        hdr[7..11].copy_from_slice(&self.ksize().to_le_bytes());
+        hdr[11] = self.n_tables() as u8;
+        hdr[12..].copy_from_slice(&self.n_occupied().to_le_bytes());
+        hdr
+    }
+
+    /// The file's last section: the number of bigcount entries (u64), then
+    /// each entry's hash (u64) and count (u16), in khmer's order.
+    fn ct_bigcounts(&self) -> Vec<u8> {
         let big = self.bigcounts_in_file_order();
-        w.write_all(&(big.len() as u64).to_le_bytes())?;
-        let mut buf = Vec::with_capacity(big.len() * 10);
+        let mut tail = Vec::with_capacity(8 + 10 * big.len());
+        tail.extend_from_slice(&(big.len() as u64).to_le_bytes());
         for (h, c) in big {
-            buf.extend_from_slice(&h.to_le_bytes());
-            buf.extend_from_slice(&c.to_le_bytes());
+            tail.extend_from_slice(&h.to_le_bytes());
+            tail.extend_from_slice(&c.to_le_bytes());
         }
-        w.write_all(&buf)
+        tail
     }
 
     /// Save to `path` (gzip if the name ends in `.gz`), atomically.
@@ -161,15 +172,7 @@ impl Countgraph {
     /// afterwards).
     fn save_parallel(&mut self, f: File, release: bool) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
-        let mut hdr = Vec::with_capacity(20);
-        hdr.extend_from_slice(MAGIC);
-        hdr.push(VERSION);
-        hdr.push(TYPE_COUNTING);
-        hdr.push(self.use_bigcount() as u8);
-        hdr.extend_from_slice(&self.ksize().to_le_bytes());
-        hdr.push(self.n_tables() as u8);
-        hdr.extend_from_slice(&self.n_occupied().to_le_bytes());
-        f.write_all_at(&hdr, 0)?;
+        f.write_all_at(&self.ct_header(), 0)?;
         let sizes = self.sizes().to_vec();
         let mut offsets = Vec::with_capacity(sizes.len());
         let mut off = 20u64;
@@ -177,14 +180,7 @@ impl Countgraph {
             offsets.push(off);
             off += 8 + s;
         }
-        let big = self.bigcounts_in_file_order();
-        let mut tail = Vec::with_capacity(8 + 10 * big.len());
-        tail.extend_from_slice(&(big.len() as u64).to_le_bytes());
-        for (h, c) in big {
-            tail.extend_from_slice(&h.to_le_bytes());
-            tail.extend_from_slice(&c.to_le_bytes());
-        }
-        f.write_all_at(&tail, off)?;
+        f.write_all_at(&self.ct_bigcounts(), off)?;
         let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(sizes.len()).max(1);
         let n = sizes.len();
         // Raw views: with `release`, written parts are freed while the rest

@@ -10,6 +10,8 @@
 //! script. Instead of copying a cleaned sequence, each cleaning rule is folded
 //! into a 256-entry code table ([`Cleaning`]).
 
+use std::ops::{BitAnd, BitOr, Shl, Shr};
+
 /// Largest k of khmer's exact two-bit hash (khmer's countgraph limit).
 pub const MAX_K: u32 = 32;
 
@@ -30,32 +32,65 @@ pub fn mix128(c: u128) -> u64 {
     x ^ (x >> 29)
 }
 
-#[inline(always)]
-fn mask128(k: u32) -> u128 {
-    if k >= 64 {
-        u128::MAX
-    } else {
-        (1u128 << (2 * k)) - 1
+/// The two-bit value of a k-mer: `u64` for khmer's k ≤ 32, `u128` for the
+/// extension to k ≤ 64 (folded to the 64-bit table hash by [`mix128`]).
+trait KmerBits:
+    Copy + Ord + From<u8> + Shl<u32, Output = Self> + Shr<u32, Output = Self> + BitOr<Output = Self> + BitAnd<Output = Self>
+{
+    /// The low `2k` bits set.
+    fn mask(k: u32) -> Self;
+    /// The 64-bit table hash of a canonical value.
+    fn table_hash(self) -> u64;
+}
+
+impl KmerBits for u64 {
+    #[inline(always)]
+    fn mask(k: u32) -> u64 {
+        kmer_mask(k)
+    }
+    #[inline(always)]
+    fn table_hash(self) -> u64 {
+        self
     }
 }
 
-/// The k > 32 path of [`hashes_into`].
-fn hashes_into_long(seq: &[u8], k: usize, t: &[u8; 256], out: &mut Vec<u64>) {
-    let mask = mask128(k as u32);
+impl KmerBits for u128 {
+    #[inline(always)]
+    fn mask(k: u32) -> u128 {
+        if k >= 64 {
+            u128::MAX
+        } else {
+            (1u128 << (2 * k)) - 1
+        }
+    }
+    #[inline(always)]
+    fn table_hash(self) -> u64 {
+        mix128(self)
+    }
+}
+
+/// The forward and reverse-complement values after one more base of
+/// two-bit `code`: the forward value shifts it in at the low end (keeping
+/// `mask`), the reverse value shifts its complement in at bit `shift`.
+#[inline(always)]
+fn roll<W: KmerBits>(f: W, r: W, code: u8, mask: W, shift: u32) -> (W, W) {
+    (((f << 2) | W::from(code)) & mask, (r >> 2) | (W::from(code ^ 1) << shift))
+}
+
+/// [`hashes_into`] for a sequence of at least `k` bases, with `W` wide
+/// enough for k.
+#[inline(always)]
+fn rolling_hashes_into<W: KmerBits>(seq: &[u8], k: usize, t: &[u8; 256], out: &mut Vec<u64>) {
+    let mask = W::mask(k as u32);
     let shift = 2 * (k as u32 - 1);
-    let mut f = 0u128;
-    let mut r = 0u128;
+    let (mut f, mut r) = (W::from(0), W::from(0));
     for &c in &seq[..k - 1] {
-        let code = t[c as usize] as u128;
-        f = ((f << 2) | code) & mask;
-        r = (r >> 2) | ((code ^ 1) << shift);
+        (f, r) = roll(f, r, t[c as usize], mask, shift);
     }
     out.reserve(seq.len() - k + 1);
     for &c in &seq[k - 1..] {
-        let code = t[c as usize] as u128;
-        f = ((f << 2) | code) & mask;
-        r = (r >> 2) | ((code ^ 1) << shift);
-        out.push(mix128(f.min(r)));
+        (f, r) = roll(f, r, t[c as usize], mask, shift);
+        out.push(f.min(r).table_hash());
     }
 }
 
@@ -169,23 +204,22 @@ pub fn hash_kmer_with(seq: &[u8], cleaning: Cleaning) -> (u64, u64, u64) {
     assert!((1..=MAX_K_EXT as usize).contains(&k), "k must be in 1..=64");
     let t = cleaning.table();
     if k > 32 {
-        let mut f = 0u128;
-        let mut r = 0u128;
-        for (i, &c) in seq.iter().enumerate() {
-            let code = t[c as usize] as u128;
-            f |= code << (2 * (k - 1 - i));
-            r |= (code ^ 1) << (2 * i);
-        }
-        return (mix128(f), mix128(r), mix128(f.min(r)));
+        kmer_values::<u128>(seq, t)
+    } else {
+        kmer_values::<u64>(seq, t)
     }
-    let mut f = 0u64;
-    let mut r = 0u64;
-    for (i, &c) in seq.iter().enumerate() {
-        let code = t[c as usize] as u64;
-        f |= code << (2 * (k - 1 - i));
-        r |= (code ^ 1) << (2 * i);
+}
+
+/// [`hash_kmer_with`] with `W` wide enough for the k-mer.
+fn kmer_values<W: KmerBits>(seq: &[u8], t: &[u8; 256]) -> (u64, u64, u64) {
+    let k = seq.len() as u32;
+    let (mut f, mut r) = (W::from(0), W::from(0));
+    for (i, &c) in (0u32..).zip(seq) {
+        let code = t[c as usize];
+        f = f | (W::from(code) << (2 * (k - 1 - i)));
+        r = r | (W::from(code ^ 1) << (2 * i));
     }
-    (f, r, f.min(r))
+    (f.table_hash(), r.table_hash(), f.min(r).table_hash())
 }
 
 /// Rolling iterator over the canonical hashes of all k-mers of a sequence, in
@@ -228,9 +262,7 @@ impl<'a> KmerIter<'a> {
 
     #[inline(always)]
     fn push(&mut self, c: u8) {
-        let code = self.table[c as usize] as u64;
-        self.f = ((self.f << 2) | code) & self.mask;
-        self.r = (self.r >> 2) | ((code ^ 1) << self.shift);
+        (self.f, self.r) = roll(self.f, self.r, self.table[c as usize], self.mask, self.shift);
     }
 }
 
@@ -269,24 +301,9 @@ pub fn hashes_into(seq: &[u8], k: u32, cleaning: Cleaning, out: &mut Vec<u64>) {
     }
     let t = cleaning.table();
     if k > 32 {
-        hashes_into_long(seq, k, t, out);
-        return;
-    }
-    let mask = kmer_mask(k as u32);
-    let shift = 2 * (k as u32 - 1);
-    let mut f = 0u64;
-    let mut r = 0u64;
-    for &c in &seq[..k - 1] {
-        let code = t[c as usize] as u64;
-        f = ((f << 2) | code) & mask;
-        r = (r >> 2) | ((code ^ 1) << shift);
-    }
-    out.reserve(seq.len() - k + 1);
-    for &c in &seq[k - 1..] {
-        let code = t[c as usize] as u64;
-        f = ((f << 2) | code) & mask;
-        r = (r >> 2) | ((code ^ 1) << shift);
-        out.push(f.min(r));
+        rolling_hashes_into::<u128>(seq, k, t, out);
+    } else {
+        rolling_hashes_into::<u64>(seq, k, t, out);
     }
 }
 

@@ -290,21 +290,46 @@ fn skip_blank(buf: &[u8], mut p: usize) -> usize {
     p
 }
 
+/// The header line of the next record, found by [`record_header`].
+enum Header {
+    /// The record's name and where the line after the header starts.
+    Line { name: Span, next: usize },
+    /// No complete header follows: the parse ends, having consumed this much
+    /// of the buffer.
+    End(usize),
+}
+
+/// The header line of the record at or after `p` (blank lines skipped),
+/// which must start with `marker` (`kind` names the format in the error).
+#[inline]
+fn record_header(buf: &[u8], p: usize, eof: bool, marker: u8, kind: &str, name: &str, recno: u64) -> Result<Header, SeqError> {
+    let start = skip_blank(buf, p);
+    if start >= buf.len() {
+        return Ok(Header::End(if eof { buf.len() } else { p }));
+    }
+    if buf[start] != marker {
+        return Err(err(format!("{name}: record {recno}: {kind} record does not start with '{}'", marker as char)));
+    }
+    Ok(match line(buf, start, eof) {
+        Some((he, next)) => Header::Line { name: Span { start: start + 1, end: he, extra: false }, next },
+        None => Header::End(p),
+    })
+}
+
 fn parse_fastq(buf: &[u8], eof: bool, batch: &mut RecordBatch, name: &str, rec_base: u64) -> Result<usize, SeqError> {
     let mut p = 0usize;
+    // (start, end) of each sequence and quality line of a record; reused
+    // from record to record
+    let mut seq_lines: Vec<(usize, usize)> = Vec::new();
+    let mut qual_lines: Vec<(usize, usize)> = Vec::new();
     loop {
-        let start = skip_blank(buf, p);
-        if start >= buf.len() {
-            return Ok(if eof { buf.len() } else { p });
-        }
         let recno = rec_base + batch.recs.len() as u64 + 1;
-        if buf[start] != b'@' {
-            return Err(err(format!("{name}: record {recno}: FASTQ record does not start with '@'")));
-        }
-        let Some((he, mut q)) = line(buf, start, eof) else { return Ok(p) };
-        let name_span = Span { start: start + 1, end: he, extra: false };
+        let (name_span, mut q) = match record_header(buf, p, eof, b'@', "FASTQ", name, recno)? {
+            Header::Line { name, next } => (name, next),
+            Header::End(consumed) => return Ok(consumed),
+        };
         // sequence lines up to the '+' line
-        let mut seq_lines: Vec<(usize, usize)> = Vec::new();
+        seq_lines.clear();
         let plus;
         loop {
             if q >= buf.len() {
@@ -325,7 +350,7 @@ fn parse_fastq(buf: &[u8], eof: bool, batch: &mut RecordBatch, name: &str, rec_b
         let seq_len: usize = seq_lines.iter().map(|(a, b)| b - a).sum();
         // quality lines until as long as the sequence
         let mut q = plus;
-        let mut qual_lines: Vec<(usize, usize)> = Vec::new();
+        qual_lines.clear();
         let mut qual_len = 0usize;
         loop {
             if !qual_lines.is_empty() && qual_len >= seq_len {
@@ -373,16 +398,11 @@ fn parse_fasta(buf: &[u8], eof: bool, batch: &mut RecordBatch, name: &str, rec_b
     let mut p = 0usize;
     let mut lines: Vec<(usize, usize)> = Vec::new();
     loop {
-        let start = skip_blank(buf, p);
-        if start >= buf.len() {
-            return Ok(if eof { buf.len() } else { p });
-        }
         let recno = rec_base + batch.recs.len() as u64 + 1;
-        if buf[start] != b'>' {
-            return Err(err(format!("{name}: record {recno}: FASTA record does not start with '>'")));
-        }
-        let Some((he, mut q)) = line(buf, start, eof) else { return Ok(p) };
-        let name_span = Span { start: start + 1, end: he, extra: false };
+        let (name_span, mut q) = match record_header(buf, p, eof, b'>', "FASTA", name, recno)? {
+            Header::Line { name, next } => (name, next),
+            Header::End(consumed) => return Ok(consumed),
+        };
         lines.clear();
         loop {
             if q >= buf.len() {
@@ -566,5 +586,9 @@ mod tests {
         assert!(parse_all(b"\x00\x01garbage", 1024).is_err());
         assert!(parse_all(b"@r1\nACGT\n", 1024).is_err());
         assert_eq!(parse_all(b"", 1024).unwrap().len(), 0);
+        for bs in [1024, 1] {
+            let e = parse_all(b"@r1\nACGT\n+\nIIII\nr2\nA\n+\nI\n", bs).unwrap_err();
+            assert_eq!(e.msg, "t: record 2: FASTQ record does not start with '@'");
+        }
     }
 }

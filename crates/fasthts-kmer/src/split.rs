@@ -107,7 +107,6 @@ fn record_start_after(f: &mut File, pos: u64, fasta: bool) -> std::io::Result<Op
     }
 }
 
-
 /// One BGZF block: where it starts, its compressed size, its inflated size.
 #[derive(Clone, Copy)]
 struct BgzfBlock {

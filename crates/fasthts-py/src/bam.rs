@@ -611,7 +611,8 @@ impl<T: Copy> ColVec<T> {
     fn advise_huge_pages(&self) {
         let bytes = self.cap * std::mem::size_of::<T>();
         if bytes >= HUGE_PAGE_BYTES {
-            fasthts_io::memory::advise_huge_pages(self.addr() as *const u8, bytes);
+            // SAFETY: the column's allocation, `cap` elements long.
+            unsafe { fasthts_io::memory::advise_huge_pages(self.addr() as *const u8, bytes) };
         }
     }
 }

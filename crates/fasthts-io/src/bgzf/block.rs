@@ -21,8 +21,8 @@ const FLG_RESERVED: u8 = 0xe0;
 
 /// The empty block htslib writes at the end of every BGZF file.
 pub const EOF_MARKER: [u8; 28] = [
-    0x1f, 0x8b, 0x08, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x06, 0x00, 0x42, 0x43, 0x02, 0x00,
-    0x1b, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x1f, 0x8b, 0x08, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x06, 0x00, 0x42, 0x43, 0x02, 0x00, 0x1b, 0x00, 0x03, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 ];
 
 /// Where a block sits in the file and what its trailer promises.
@@ -78,9 +78,7 @@ impl Block {
         let n = match decompressor.deflate_decompress(self.deflate_data(file), out) {
             Ok(n) => n,
             Err(DecompressionError::BadData) => return Err(BgzfError::Corrupt { offset, reason: "invalid deflate data" }),
-            Err(DecompressionError::InsufficientSpace) => {
-                return Err(BgzfError::Corrupt { offset, reason: "data longer than its ISIZE" })
-            }
+            Err(DecompressionError::InsufficientSpace) => return Err(BgzfError::Corrupt { offset, reason: "data longer than its ISIZE" }),
         };
         if n != out.len() {
             return Err(BgzfError::Corrupt { offset, reason: "data shorter than its ISIZE" });
@@ -127,9 +125,7 @@ impl BlockHeader {
             return Err(BgzfError::NotBgzf { offset });
         }
         let xlen = Self::extra_len(head);
-        let extra = head
-            .get(FIXED_HEADER_LEN..FIXED_HEADER_LEN + xlen)
-            .ok_or(BgzfError::Truncated { offset })?;
+        let extra = head.get(FIXED_HEADER_LEN..FIXED_HEADER_LEN + xlen).ok_or(BgzfError::Truncated { offset })?;
         let bsize = find_bc_subfield(extra).ok_or(BgzfError::NotBgzf { offset })?;
         let size = usize::from(bsize) + 1;
         let len = FIXED_HEADER_LEN + xlen;

@@ -15,10 +15,10 @@ mod stream;
 mod virtual_offset;
 mod writer;
 
-pub use block_map::BlockMap;
 pub use block::{has_eof_marker, Block, BlockHeader, EOF_MARKER, MAX_BLOCK_SIZE};
-pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
+pub use block_map::BlockMap;
 pub use reader::inflate_blocks_here;
+pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
 pub use stream::StreamReader;
 pub use virtual_offset::{VirtualOffset, MAX_COMPRESSED_OFFSET};
 pub use writer::{compress_all, compress_block, htslib_libdeflate_level, libdeflate_level, BgzfWriter, BLOCK_DATA_SIZE, DEFAULT_LEVEL};

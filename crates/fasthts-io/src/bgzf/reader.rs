@@ -309,7 +309,11 @@ mod tests {
                 x ^= x >> 7;
                 x ^= x << 17;
                 // Compressible but not trivially so.
-                if i % 3 == 0 { b'A' + (x % 4) as u8 } else { (x >> 24) as u8 }
+                if i % 3 == 0 {
+                    b'A' + (x % 4) as u8
+                } else {
+                    (x >> 24) as u8
+                }
             })
             .collect()
     }

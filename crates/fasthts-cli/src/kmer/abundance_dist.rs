@@ -1,0 +1,84 @@
+//! `fasthts kmer abundance-dist`: abundance-dist.py.
+
+use super::{check_inputs, is_stdout, khmer_error, load_graph, OutFile};
+use clap::Args;
+use fasthts_io::pool::thread_count;
+use fasthts_kmer::scripts;
+use std::path::Path;
+
+/// abundance-dist.py
+#[derive(Args, Debug)]
+pub struct AbundArgs {
+    /// Do not output zero-count bins
+    #[arg(short = 'z', long = "no-zero")]
+    no_zero: bool,
+    /// Overwrite existing output_histogram_filename
+    #[arg(short = 's', long = "squash")]
+    squash: bool,
+    /// Do not count k-mers past 255
+    #[arg(short = 'b', long = "no-bigcount")]
+    no_bigcount: bool,
+    /// Continue even if specified input files do not exist or are empty.
+    #[arg(short = 'f', long = "force")]
+    force: bool,
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+    /// Threads: 2 or more look up counts on a second thread while the
+    /// order-dependent Bloom test runs in input order (same histogram)
+    /// [default: all cores]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    threads: Option<usize>,
+    /// Also draw the histogram (log-scaled axes) to FILE.png or FILE.svg (fasthts addition)
+    #[arg(long = "plot")]
+    plot: Option<String>,
+    /// The name of the input k-mer countgraph file.
+    input_count_graph_filename: String,
+    /// The name of the input FAST[AQ] sequence file.
+    input_sequence_filename: String,
+    /// The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.
+    output_histogram_filename: String,
+}
+
+pub fn run(a: AbundArgs) -> crate::CmdResult {
+    let q = a.quiet;
+    check_inputs(&[&a.input_count_graph_filename, &a.input_sequence_filename], false)?;
+    if !q {
+        eprintln!("Loading counting graph from {}", a.input_count_graph_filename);
+    }
+    let mut g = load_graph(&a.input_count_graph_filename)?;
+    if !g.use_bigcount() && !a.no_bigcount && !q {
+        eprintln!("WARNING: The loaded graph has bigcount DISABLED while bigcount reporting is ENABLED--counts higher than 255 will not be reported.");
+    }
+    g.set_use_bigcount(!a.no_bigcount);
+    let out = &a.output_histogram_filename;
+    if !q {
+        eprintln!("K: {}", g.ksize());
+        eprintln!("outputting to {out}");
+    }
+    if !is_stdout(out) && Path::new(out).exists() {
+        if !a.squash {
+            return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
+        }
+        if !q {
+            eprintln!("** squashing existing file {out}");
+        }
+    }
+    if !q {
+        eprintln!("preparing hist...");
+    }
+    let hist = scripts::abundance_histogram(&g, &a.input_sequence_filename, thread_count(a.threads))?;
+    let total: u64 = hist[..65535].iter().sum();
+    if total == 0 {
+        return Err(khmer_error(
+            "ERROR: abundance distribution is uniformly zero; nothing to report.\n\tPlease verify that the input files are valid.",
+        )
+        .into());
+    }
+    let mut of = OutFile::create(out, false)?;
+    scripts::write_abundance_csv(&hist, a.no_zero, of.writer())?;
+    of.commit()?;
+    if let Some(p) = &a.plot {
+        fasthts_kmer::plot::write_plot(&hist, p)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! `fasthts kmer count`: load-into-counting.py.
+
+use super::{append_line, basename, check_inputs, fp_error_block, khmer_error, save_graph, save_graph_and_free, write_in_place, GraphArgs};
+use crate::progress::{ReadsDone, Ticker};
+use crate::Failure;
+use clap::Args;
+use fasthts_io::pool::thread_count;
+use fasthts_kmer::pyfmt::{json_str, py_repr};
+use fasthts_kmer::scripts;
+use std::sync::Arc;
+use std::time::Instant;
+
+const KHMER_VERSION: &str = "3.0.0a3";
+
+/// load-into-counting.py
+#[derive(Args, Debug)]
+pub struct CountArgs {
+    #[command(flatten)]
+    graph: GraphArgs,
+    /// Number of simultaneous threads to execute (the tables are shared out
+    /// between them; the same table at any number) [default: all cores]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    threads: Option<usize>,
+    /// The default behaviour is to count past 255 using bigcount. This flag turns bigcount off.
+    #[arg(short = 'b', long = "no-bigcount")]
+    no_bigcount: bool,
+    /// What format should the machine readable run summary be in? (json or tsv)
+    #[arg(short = 's', long = "summary-info", value_parser = ["json", "tsv"])]
+    summary_info: Option<String>,
+    /// Overwrite output file if it exists
+    #[arg(short = 'f', long = "force")]
+    force: bool,
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+    /// The name of the file to write the k-mer countgraph to.
+    output_countgraph_filename: String,
+    /// The names of one or more FAST[AQ] input sequence files.
+    #[arg(required = true)]
+    input_sequence_filename: Vec<String>,
+}
+
+pub fn run(a: CountArgs) -> crate::CmdResult {
+    let info = format!("{}.info", a.output_countgraph_filename);
+    // The .info file is written as counting goes (as khmer does): it is
+    // part of the output, so it goes when the count fails or is interrupted
+    // (it stays registered with the signal handler until `main` is done).
+    // Except, as in khmer, when the table is too small: that error comes
+    // after the table and its .info are written, and leaves them.
+    let removing_info = |e: Failure| {
+        let _ = std::fs::remove_file(&info);
+        e
+    };
+    let counted = count_and_save(&a, &info).map_err(removing_info)?;
+    if counted.fp > 0.2 {
+        let block = fp_error_block(counted.fp, 0.2);
+        if !a.force {
+            return Err(khmer_error(block).into());
+        }
+        eprintln!("{block}");
+    }
+    Ok(count_summary(&a, &info, &counted).map_err(removing_info)?)
+}
+
+/// What `count` reports once the table is saved.
+struct Counted {
+    fp: f64,
+    n_kmers: u64,
+    reads: u64,
+    bases: u64,
+    count_secs: f64,
+    save_secs: f64,
+}
+
+fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
+    let q = a.quiet;
+    a.graph.check(a.force, q)?;
+    a.graph.report(q, false);
+    let base = &a.output_countgraph_filename;
+    check_inputs(&a.input_sequence_filename, a.force)?;
+    if !q {
+        eprintln!("Saving k-mer countgraph to {base}");
+        eprintln!("Loading kmers from sequences in {}", py_list(&a.input_sequence_filename));
+    }
+    write_in_place(info, &format!("khmer version: {KHMER_VERSION}\n")).map_err(|e| khmer_error(format!("{info}: {e}")))?;
+    if !q {
+        eprintln!("making countgraph");
+    }
+    let mut g = a.graph.create()?;
+    g.set_use_bigcount(!a.no_bigcount);
+    let threads = thread_count(a.threads);
+    let (mut total_reads, mut total_bases) = (0u64, 0u64);
+    let done = Arc::new(ReadsDone::starting_now());
+    let t0 = Instant::now();
+    for (index, f) in a.input_sequence_filename.iter().enumerate() {
+        if !q {
+            eprintln!("consuming input {f}");
+        }
+        // The status line is up while this input is read (the messages
+        // between inputs are not drawn over).
+        let ticker = Ticker::start_unless(q, {
+            let done = Arc::clone(&done);
+            move |_| done.line()
+        });
+        let cb = |r: u64, b: u64| done.set(total_reads + r, total_bases + b);
+        let r = scripts::consume_seqfile(&mut g, f, threads, Some(&cb));
+        drop(ticker);
+        // bad input: no partial outputs
+        let r = r.map_err(|e| khmer_error(format!("fasthts kmer count: {e}")))?;
+        if let Some(at) = r.empty_sequence_at {
+            // khmer: the consuming thread dies with this exception; the
+            // reads before it stay counted and the script goes on.
+            eprintln!("Exception in thread (consume_seqfile): {f}: record {}: Sequence is empty", at + 1);
+        }
+        if index > 0 && index % 10 == 0 {
+            if !q {
+                eprintln!("mid-save {base}");
+            }
+            save_graph(&mut g, base).map_err(khmer_error)?;
+        }
+        append_line(info, &format!("through {f}\n")).map_err(|e| khmer_error(e.to_string()))?;
+        total_reads += r.n_reads;
+        total_bases += r.n_bases;
+    }
+    let count_secs = t0.elapsed().as_secs_f64();
+    let n_kmers = g.n_unique_kmers();
+    if !q {
+        eprintln!("Total number of unique k-mers: {n_kmers}");
+    }
+    append_line(info, &format!("Total number of unique k-mers: {n_kmers}\n")).map_err(|e| khmer_error(e.to_string()))?;
+    if !q {
+        eprintln!("saving {base}");
+    }
+    let t_save = Instant::now();
+    let fp = g.fp_rate();
+    save_graph_and_free(g, base).map_err(khmer_error)?;
+    let save_secs = t_save.elapsed().as_secs_f64();
+    Ok(Counted { fp, n_kmers, reads: total_reads, bases: total_bases, count_secs, save_secs })
+}
+
+/// The end of the .info file, the summary file (`-s`) and the closing report.
+fn count_summary(a: &CountArgs, info: &str, c: &Counted) -> Result<(), Failure> {
+    let (q, base, fp) = (a.quiet, &a.output_countgraph_filename, c.fp);
+    append_line(info, &format!("fp rate estimated to be {fp:1.3}\n\n")).map_err(|e| khmer_error(e.to_string()))?;
+    if let Some(fmt) = &a.summary_info {
+        let mr_file = format!("{base}.info.{fmt}");
+        if !q {
+            eprintln!("Writing summmary info to {mr_file}");
+        }
+        let text = if fmt == "json" {
+            let files: Vec<String> = a.input_sequence_filename.iter().map(|f| json_str(f)).collect();
+            format!(
+                "{{\"ht_name\": {}, \"fpr\": {}, \"num_kmers\": {}, \"files\": [{}], \"mrinfo_version\": \"0.2.0\", \"num_reads\": {}}}\n",
+                json_str(&basename(base)),
+                py_repr(fp),
+                c.n_kmers,
+                files.join(", "),
+                c.reads
+            )
+        } else {
+            format!(
+                "ht_name\tfpr\tnum_kmers\tnum_reads\tfiles\n{}\t{:1.3}\t{}\t{}\t{}\n",
+                basename(base),
+                fp,
+                c.n_kmers,
+                c.reads,
+                a.input_sequence_filename.join(";")
+            )
+        };
+        write_in_place(&mr_file, &text).map_err(|e| khmer_error(format!("{mr_file}: {e}")))?;
+    }
+    if !q {
+        eprintln!("fp rate estimated to be {fp:1.3}");
+        eprintln!(
+            "counted {} reads, {} bp in {:.2} s ({:.1} Mbp/s); saved in {:.2} s",
+            c.reads,
+            c.bases,
+            c.count_secs,
+            c.bases as f64 / 1e6 / c.count_secs.max(1e-9),
+            c.save_secs
+        );
+        eprintln!("DONE.");
+        eprintln!("wrote to: {info}");
+    }
+    Ok(())
+}
+
+fn py_list(v: &[String]) -> String {
+    let items: Vec<String> = v.iter().map(|s| format!("'{s}'")).collect();
+    format!("[{}]", items.join(", "))
+}

@@ -1,0 +1,438 @@
+//! `fasthts kmer ...`: khmer's scripts with the same positional arguments,
+//! options, defaults and output files.
+//!
+//! | subcommand       | khmer script              | module (here and in `fasthts_kmer::scripts`) |
+//! |------------------|---------------------------|----------------------------------------------|
+//! | `count`          | load-into-counting.py     | `count`                                      |
+//! | `abundance-dist` | abundance-dist.py         | `abundance_dist`                             |
+//! | `normalize`      | normalize-by-median.py    | `normalize`                                  |
+//! | `filter-abund`   | filter-abund.py           | `filter_abund`                               |
+//! | `trim-low-abund` | trim-low-abund.py         | `trim`                                       |
+//!
+//! This module holds what the scripts share: argument groups such as the
+//! table options ([`GraphArgs`]), the value parsers, the input checks and
+//! the output files.
+//!
+//! Usage errors exit 2 (as argparse does; unambiguous prefixes of long
+//! options are accepted, as argparse does); khmer's own error conditions exit
+//! 1 with khmer's message (a [`crate::Failure`]). Outputs are written under a
+//! temporary name and renamed into place when complete. `-T/--threads` (`-@`)
+//! defaults to all cores; the outputs are the same at any number.
+
+mod abundance_dist;
+mod count;
+mod filter_abund;
+mod normalize;
+mod trim;
+
+use crate::Failure;
+use clap::{Args, Subcommand};
+use fasthts_io::output::TempOutput;
+use fasthts_kmer::primes::tablesize_from_float;
+use fasthts_kmer::Countgraph;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+/// khmer-compatible k-mer tools.
+#[derive(Subcommand)]
+pub enum KmerCommand {
+    /// Count k-mers into a countgraph (.ct) = load-into-counting.py
+    #[command(infer_long_args = true)]
+    Count(count::CountArgs),
+    /// Histogram of k-mer abundances = abundance-dist.py
+    #[command(name = "abundance-dist", infer_long_args = true)]
+    AbundanceDist(abundance_dist::AbundArgs),
+    /// Digital normalisation = normalize-by-median.py
+    #[command(infer_long_args = true)]
+    Normalize(normalize::NormArgs),
+    /// Trim reads at low-abundance k-mers using a saved countgraph = filter-abund.py
+    #[command(name = "filter-abund", infer_long_args = true)]
+    FilterAbund(filter_abund::FilterArgs),
+    /// Two-pass streaming abundance trimming = trim-low-abund.py
+    #[command(name = "trim-low-abund", infer_long_args = true)]
+    TrimLowAbund(trim::TrimArgs),
+}
+
+impl KmerCommand {
+    /// Run the subcommand.
+    pub fn run(self) -> crate::CmdResult {
+        match self {
+            KmerCommand::Count(a) => count::run(a),
+            KmerCommand::AbundanceDist(a) => abundance_dist::run(a),
+            KmerCommand::Normalize(a) => normalize::run(a),
+            KmerCommand::FilterAbund(a) => filter_abund::run(a),
+            KmerCommand::TrimLowAbund(a) => trim::run(a),
+        }
+    }
+}
+
+/// khmer's `memory_setting`: a float, or a float with a decimal K/M/G/T
+/// suffix (case-insensitive).
+fn memory_setting(s: &str) -> Result<f64, String> {
+    if let Ok(v) = s.trim().parse::<f64>() {
+        return Ok(v);
+    }
+    let err = || format!("cannot parse memory setting \"{s}\"");
+    let (prefix, suffix) = s.split_at(s.len().saturating_sub(1));
+    let mult = match suffix.to_ascii_uppercase().as_str() {
+        "K" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        _ => return Err(err()),
+    };
+    prefix.trim().parse::<f64>().map(|v| v * mult).map_err(|_| err())
+}
+
+fn cutoff_range(s: &str) -> Result<u16, BoxError> {
+    let v: i64 = s.trim().parse().map_err(|_| format!("invalid int value: '{s}'"))?;
+    if !(0..256).contains(&v) {
+        // khmer's check_argument_range ends the parse: status 1, not 2
+        return Err(khmer_error("\n** ERROR: khmer only supports 0 <= cutoff < 256.\n").into());
+    }
+    Ok(v as u16)
+}
+
+/// Table options shared by the graph-building commands (khmer_args).
+#[derive(Args, Clone, Debug)]
+pub struct GraphArgs {
+    /// k-mer size to use
+    #[arg(short = 'k', long = "ksize", default_value_t = 32)]
+    ksize: u32,
+    /// number of tables to use in k-mer countgraph
+    #[arg(short = 'N', long = "n_tables", visible_alias = "n-tables", default_value_t = 4)]
+    n_tables: usize,
+    /// approximate number of unique kmers in the input set (not supported)
+    #[arg(short = 'U', long = "unique-kmers", default_value_t = 0.0)]
+    unique_kmers: f64,
+    /// Override the automatic FP rate setting for the current script (with -U)
+    #[arg(long = "fp-rate")]
+    fp_rate: Option<f64>,
+    /// upper bound on tablesize to use
+    #[arg(short = 'x', long = "max-tablesize", default_value_t = 1e6, conflicts_with = "max_memory_usage")]
+    max_tablesize: f64,
+    /// maximum amount of memory to use for data structure (K/M/G/T suffixes, decimal)
+    #[arg(short = 'M', long = "max-memory-usage", value_parser = memory_setting)]
+    max_memory_usage: Option<f64>,
+    /// Reduce memory usage by using a smaller counter (not supported)
+    #[arg(long = "small-count")]
+    small_count: bool,
+    /// Allow 32 < k <= 64 (fasthts extension: 128-bit two-bit k-mers folded
+    /// to a 64-bit hash; such tables are not readable by khmer)
+    #[arg(long = "long-k")]
+    long_k: bool,
+}
+
+impl GraphArgs {
+    fn tablesize(&self) -> f64 {
+        match self.max_memory_usage {
+            Some(m) if m != 0.0 => m / self.n_tables as f64,
+            _ => self.max_tablesize,
+        }
+    }
+
+    fn check(&self, force: bool, quiet: bool) -> Result<(), Failure> {
+        if self.small_count {
+            return Err(khmer_error("--small-count (nibble counters) is not supported by fasthts"));
+        }
+        if self.unique_kmers != 0.0 {
+            return Err(khmer_error("-U/--unique-kmers automatic sizing is not supported by fasthts; give -x or -M"));
+        }
+        if self.n_tables > 20 {
+            if !force {
+                return Err(khmer_error("\n** ERROR: khmer only supports number of tables <= 20.\n"));
+            } else if !quiet {
+                eprintln!("\n*** Warning: Maximum recommended number of tables is 20, discarded by force nonetheless!\n");
+            }
+        }
+        if self.ksize > 32 && !self.long_k {
+            return Err(khmer_error("\n** ERROR: khmer only supports k-mer sizes <= 32.\n"));
+        }
+        if self.ksize > 64 {
+            return Err(khmer_error("\n** ERROR: fasthts --long-k supports k-mer sizes <= 64.\n"));
+        }
+        if self.ksize == 0 {
+            return Err(khmer_error("\n** ERROR: k-mer size must be at least 1.\n"));
+        }
+        if self.n_tables == 0 || self.n_tables > 255 {
+            return Err(khmer_error("** ERROR: the number of tables must be between 1 and 255"));
+        }
+        Ok(())
+    }
+
+    fn report(&self, quiet: bool, loadgraph: bool) {
+        let ts = self.tablesize();
+        // khmer's log_warn is not silenced by -q
+        let warn = ts == 1e6 && !loadgraph;
+        if quiet {
+            if warn {
+                eprintln!("** WARNING: tablesize is default!\n** You probably want to increase this with -M/--max-memory-usage!\n** Please read the docs!\n");
+            }
+            return;
+        }
+        let maxmem = self.n_tables as f64 * ts;
+        eprintln!("\nPARAMETERS:");
+        eprintln!(" - kmer size =     {} \t\t(-k)", self.ksize);
+        eprintln!(" - n tables =      {} \t\t(-N)", self.n_tables);
+        eprintln!(" - max tablesize = {} \t(-x)", py_g2(ts));
+        eprintln!(
+            "Estimated memory usage is {:.1} Gb ({} bytes = {} bytes x {} entries / 1 entries per byte)",
+            maxmem / 1e9,
+            py_g2(maxmem),
+            self.n_tables,
+            py_g2(ts)
+        );
+        eprintln!("--------");
+        if warn {
+            eprintln!("** WARNING: tablesize is default!\n** You probably want to increase this with -M/--max-memory-usage!\n** Please read the docs!\n");
+        }
+    }
+
+    fn create(&self) -> Result<Countgraph, Failure> {
+        let x = tablesize_from_float(self.tablesize());
+        Countgraph::new(self.ksize, x, self.n_tables).map_err(|e| khmer_error(e.to_string()))
+    }
+}
+
+/// Python's `'{:5.2g}'` (roughly; used only in informational stderr text).
+fn py_g2(x: f64) -> String {
+    let s = format!("{:.1e}", x);
+    let (m, e) = s.split_once('e').unwrap();
+    let e: i32 = e.parse().unwrap();
+    let v = if (-4..2).contains(&e) {
+        let d = (1 - e).max(0) as usize;
+        let t = format!("{:.*}", d, x);
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t
+        }
+    } else {
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+    };
+    format!("{v:>5}")
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// One of khmer's own errors (its `sys.exit(1)` paths): the text as khmer
+/// prints it, status 1.
+fn khmer_error(message: impl Into<String>) -> Failure {
+    Failure::new(1, message)
+}
+
+/// khmer's `check_input_files` on each of `paths`: a missing or empty file
+/// is an error, or with `force` a message.
+fn check_inputs<P: AsRef<str>>(paths: &[P], force: bool) -> Result<(), Failure> {
+    paths.iter().try_for_each(|p| check_input_file(p.as_ref(), force))
+}
+
+fn check_input_file(path: &str, force: bool) -> Result<(), Failure> {
+    if path == "-" {
+        return Ok(());
+    }
+    match std::fs::metadata(path) {
+        Err(_) => {
+            if force {
+                eprintln!("ERROR: Input file {path} does not exist");
+                return Ok(());
+            }
+            Err(khmer_error(format!(
+                "ERROR: Input file {path} does not exist\nNOTE: This can be overridden using the --force argument\nExiting"
+            )))
+        }
+        Ok(m) => {
+            use std::os::unix::fs::FileTypeExt;
+            let ft = m.file_type();
+            if ft.is_block_device() || ft.is_fifo() || ft.is_char_device() {
+                return Ok(());
+            }
+            if m.len() == 0 {
+                if force {
+                    eprintln!("ERROR: Input file {path} is empty; exiting.");
+                    return Ok(());
+                }
+                return Err(khmer_error(format!(
+                    "ERROR: Input file {path} is empty; exiting.\nNOTE: This can be overridden using the --force argument"
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// khmer's refusal to name outputs after standard input: with `-` or
+/// `/dev/stdin` among `inputs`, an `output` (`-o`, spelt `option` in the
+/// message) is needed.
+fn check_stdin_output(inputs: &[String], output: Option<&str>, option: &str) -> Result<(), Failure> {
+    match output {
+        None if inputs.iter().any(|f| f == "-" || f == "/dev/stdin") => {
+            Err(khmer_error(format!("Accepting input from stdin; output filename must be provided with {option}.")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether output `path` is standard output.
+fn is_stdout(path: &str) -> bool {
+    path == "-" || path == "/dev/stdout"
+}
+
+/// An output file written under a temporary name, renamed by `commit`
+/// (removed if dropped uncommitted). `-`/`/dev/stdout` write to stdout.
+struct OutFile {
+    // Declared first, dropped first: the writer is closed before an
+    // uncommitted temporary is removed.
+    w: Option<Box<dyn Write>>,
+    temp: Option<TempOutput>,
+}
+
+impl OutFile {
+    fn create(path: &str, gzip: bool) -> io::Result<OutFile> {
+        let (raw, temp): (Box<dyn Write>, Option<TempOutput>) = if is_stdout(path) {
+            (Box::new(io::stdout()), None)
+        } else {
+            // Removed by the signal handler if interrupted. The bare OS
+            // error: the caller names the file as khmer does.
+            let (temp, file) = TempOutput::create(Path::new(path)).map_err(|e| e.source)?;
+            (Box::new(file), Some(temp))
+        };
+        let buf = BufWriter::with_capacity(1 << 20, raw);
+        let w: Box<dyn Write> =
+            if gzip { Box::new(flate2::write::GzEncoder::new(buf, flate2::Compression::default())) } else { Box::new(buf) };
+        Ok(OutFile { temp, w: Some(w) })
+    }
+
+    fn writer(&mut self) -> &mut dyn Write {
+        self.w.as_mut().expect("written before commit").as_mut()
+    }
+
+    fn commit(mut self) -> io::Result<()> {
+        let mut w = self.w.take().expect("committed once");
+        w.flush()?;
+        drop(w); // finishes a gzip stream
+        match self.temp.take() {
+            Some(temp) => temp.commit().map_err(|e| e.source),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Where normalize, filter-abund and trim-low-abund write reads: every
+/// input's to one file (`-o`), or each input's to its own, named after it
+/// (`<file name>.<suffix>`, as khmer names them).
+struct ReadOutputs {
+    single: Option<(String, OutFile)>,
+    suffix: &'static str,
+    gzip: bool,
+}
+
+impl ReadOutputs {
+    fn new(single: Option<&str>, suffix: &'static str, gzip: bool) -> io::Result<ReadOutputs> {
+        let single = single.map(|path| OutFile::create(path, gzip).map(|file| (path.to_string(), file))).transpose()?;
+        Ok(ReadOutputs { single, suffix, gzip })
+    }
+
+    /// Where `input`'s reads go.
+    fn path(&self, input: &str) -> String {
+        match &self.single {
+            Some((path, _)) => path.clone(),
+            None => format!("{}.{}", basename(input), self.suffix),
+        }
+    }
+
+    /// `input`'s own output file, created now; `None` with `-o`.
+    fn own(&self, input: &str) -> io::Result<Option<OutFile>> {
+        match self.single {
+            Some(_) => Ok(None),
+            None => OutFile::create(&self.path(input), self.gzip).map(Some),
+        }
+    }
+
+    /// The writer of an input whose [`ReadOutputs::own`] file is `own`.
+    fn writer<'a>(&'a mut self, own: &'a mut Option<OutFile>) -> &'a mut dyn Write {
+        match (own, &mut self.single) {
+            (Some(file), _) | (None, Some((_, file))) => file.writer(),
+            (None, None) => unreachable!("an input without an output"),
+        }
+    }
+
+    /// Commits the single output (each input's own is committed by its caller).
+    fn commit(self) -> io::Result<()> {
+        self.single.map_or(Ok(()), |(_, file)| file.commit())
+    }
+}
+
+/// `--gzip`/`--bzip` of the commands that write reads.
+#[derive(Args, Debug)]
+struct Compression {
+    /// Compress output using gzip
+    #[arg(long = "gzip", conflicts_with = "bzip")]
+    gzip: bool,
+    /// Compress output using bzip2 (not supported)
+    #[arg(long = "bzip")]
+    bzip: bool,
+}
+
+impl Compression {
+    /// Whether to gzip; `--bzip` is an error.
+    fn gzip(&self) -> Result<bool, Failure> {
+        if self.bzip {
+            return Err(khmer_error("--bzip output is not supported by fasthts; use --gzip"));
+        }
+        Ok(self.gzip)
+    }
+}
+
+/// Loads a countgraph; the error names the file.
+fn load_graph(path: &str) -> Result<Countgraph, String> {
+    Countgraph::load(Path::new(path)).map_err(|e| format!("{path}: {e}"))
+}
+
+/// Saves `g` to `path` (atomically, see `Countgraph::save`; its temporary
+/// file is known to the signal handler through the hooks `main` installs);
+/// the error names the file.
+fn save_graph(g: &mut Countgraph, path: &str) -> Result<(), String> {
+    g.save(Path::new(path)).map_err(|e| format!("{path}: {e}"))
+}
+
+/// [`save_graph`] for the last use of `g`: its memory is freed as the file
+/// is written (see `Countgraph::save_and_free`).
+fn save_graph_and_free(g: Countgraph, path: &str) -> Result<(), String> {
+    g.save_and_free(Path::new(path)).map_err(|e| format!("{path}: {e}"))
+}
+
+fn basename(path: &str) -> String {
+    Path::new(path).file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| path.to_string())
+}
+
+fn fp_error_block(fp: f64, max: f64) -> String {
+    format!(
+        "**\n** ERROR: the graph structure is too small for \n** this data set.  Increase data structure size\n** with --max_memory_usage/-M.\n**\n** Do not use these results!!\n**\n** (estimated false positive rate of {fp:.3}; max recommended {max:.3})\n**"
+    )
+}
+
+/// Creates an output written in place as the command goes (khmer's
+/// `.info`, report and summary files), registered so that an interrupted
+/// run leaves none of it (see `fasthts::output::hold_committed_outputs`).
+fn create_in_place(path: &str) -> io::Result<File> {
+    if fasthts_io::output::is_special_file(Path::new(path)) {
+        File::create(path)
+    } else {
+        fasthts::output::create_temporary(Path::new(path))
+    }
+}
+
+/// [`create_in_place`] with all of its text at once.
+fn write_in_place(path: &str, text: &str) -> io::Result<()> {
+    create_in_place(path)?.write_all(text.as_bytes())
+}
+
+/// Appends to a file that exists: if an interrupted run's signal handler
+/// has just removed it, it stays removed.
+fn append_line(path: &str, line: &str) -> io::Result<()> {
+    let mut f = OpenOptions::new().append(true).open(path)?;
+    f.write_all(line.as_bytes())
+}

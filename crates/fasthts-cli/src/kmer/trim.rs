@@ -1,0 +1,232 @@
+//! `fasthts kmer trim-low-abund`: trim-low-abund.py.
+
+use super::{
+    check_inputs, check_stdin_output, fp_error_block, is_stdout, khmer_error, load_graph, save_graph_and_free, write_in_place, BoxError,
+    Compression, GraphArgs, OutFile, ReadOutputs,
+};
+use clap::Args;
+use fasthts_kmer::pyfmt::{json_str, py_repr};
+use fasthts_kmer::scripts::{self, TrimOptions, TrimStats};
+use fasthts_kmer::seqio::Record;
+use fasthts_kmer::Countgraph;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// trim-low-abund.py
+#[derive(Args, Debug)]
+pub struct TrimArgs {
+    #[command(flatten)]
+    graph: GraphArgs,
+    /// remove k-mers below this abundance
+    #[arg(short = 'C', long = "cutoff", default_value_t = 2)]
+    cutoff: u16,
+    /// trim reads when entire read above this coverage
+    #[arg(short = 'Z', long = "trim-at-coverage", alias = "normalize-to", default_value_t = 20)]
+    trim_at_coverage: u16,
+    /// only output a single file with the specified filename
+    #[arg(short = 'o', long = "output")]
+    output: Option<String>,
+    /// Only trim low-abundance k-mers from sequences that have high coverage.
+    #[arg(short = 'V', long = "variable-coverage")]
+    variable_coverage: bool,
+    /// load a precomputed k-mer graph from disk
+    #[arg(short = 'l', long = "loadgraph")]
+    loadgraph: Option<String>,
+    /// save the k-mer countgraph to disk after all reads are loaded.
+    #[arg(short = 's', long = "savegraph")]
+    savegraph: Option<String>,
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+    /// What format should the machine readable run summary be in?
+    #[arg(long = "summary-info", value_parser = ["json", "tsv"])]
+    summary_info: Option<String>,
+    #[arg(long = "force")]
+    force: bool,
+    /// treat all reads as if they were singletons
+    #[arg(long = "ignore-pairs")]
+    ignore_pairs: bool,
+    /// Set location of temporary directory for second pass
+    #[arg(short = 'T', long = "tempdir", default_value = "./")]
+    tempdir: String,
+    /// Accepted as in the other k-mer commands, without effect: the trimming
+    /// is order-dependent and runs on one thread (-T is khmer's --tempdir)
+    #[arg(short = '@', long = "threads")]
+    threads: Option<usize>,
+    /// Eliminate high-coverage reads altogether (digital normalization).
+    #[arg(long = "diginorm")]
+    diginorm: bool,
+    /// Coverage at which to normalize reads (with --diginorm)
+    #[arg(long = "diginorm-coverage", default_value_t = 20)]
+    diginorm_coverage: u16,
+    /// Do not do a second pass across the low coverage data
+    #[arg(long = "single-pass")]
+    single_pass: bool,
+    #[command(flatten)]
+    compression: Compression,
+    #[arg(required = true)]
+    input_filenames: Vec<String>,
+}
+
+pub fn run(a: TrimArgs) -> crate::CmdResult {
+    let q = a.quiet;
+    let mut uniq = a.input_filenames.clone();
+    uniq.sort();
+    uniq.dedup();
+    if uniq.len() != a.input_filenames.len() {
+        return Err(khmer_error("Error: Cannot input the same filename multiple times.").into());
+    }
+    if a.trim_at_coverage != 20 && !a.variable_coverage {
+        return Err(khmer_error("Error: --trim-at-coverage/-Z given, but --variable-coverage/-V not specified.").into());
+    }
+    if a.diginorm_coverage != 20 && !a.diginorm {
+        return Err(khmer_error("Error: --diginorm-coverage given, but --diginorm not specified.").into());
+    }
+    if a.diginorm && a.single_pass {
+        return Err(khmer_error(
+            "Error: --diginorm and --single-pass are incompatible!\nYou probably want to use normalize-by-median.py instead.",
+        )
+        .into());
+    }
+    let gzip = a.compression.gzip()?;
+    a.graph.report(q, a.loadgraph.is_some());
+    check_inputs(&a.input_filenames, a.force)?;
+    check_stdin_output(&a.input_filenames, a.output.as_deref(), "-o")?;
+    let mut g = match &a.loadgraph {
+        Some(l) => load_graph(l)?,
+        None => {
+            a.graph.check(a.force, q)?;
+            a.graph.create()?
+        }
+    };
+    let tempdir = make_tempdir(&a.tempdir)?;
+    let result = trim_with_tempdir(&a, gzip, &mut g, &tempdir);
+    let _ = std::fs::remove_dir_all(&tempdir);
+    fasthts::output::unregister_temporary(&tempdir);
+    let stats = result?;
+    let fp = g.fp_rate();
+    if let Some(s) = &a.savegraph {
+        save_graph_and_free(g, s)?;
+    }
+    if !q && stats.n_reads > 0 {
+        eprintln!("read {} reads, {} bp", stats.n_reads, stats.n_bp);
+        eprintln!("wrote {} reads, {} bp", stats.written_reads, stats.written_bp);
+        eprintln!("removed {} reads and trimmed {} reads", stats.n_reads - stats.written_reads, stats.trimmed_reads);
+    }
+    if fp > 0.8 {
+        let block = fp_error_block(fp, 0.8);
+        if !a.force {
+            return Err(khmer_error(block).into());
+        }
+        eprintln!("{block}");
+    }
+    if !q {
+        eprintln!("fp rate estimated to be {fp:1.3}");
+    }
+    if let Some(fmt) = &a.summary_info {
+        let base = match a.output.as_deref() {
+            Some(o) if !is_stdout(o) => o.to_string(),
+            _ => format!("trim-low-abund-{}", utc_timestamp()),
+        };
+        let path = format!("{base}.info.{fmt}");
+        write_in_place(&path, &summary_text(fmt, fp, &stats)).map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The `--summary-info` file: the false-positive rate and the read and base
+/// counts, as JSON or as a header and a row of tab-separated values
+/// (`\r\n` line ends: Python's csv module).
+fn summary_text(fmt: &str, fp: f64, s: &TrimStats) -> String {
+    let counts = [
+        ("reads", s.n_reads),
+        ("basepairs", s.n_bp),
+        ("reads_written", s.written_reads),
+        ("basepairs_written", s.written_bp),
+        ("reads_skipped", s.n_skipped),
+        ("basepairs_skipped", s.bp_skipped),
+        ("reads_removed", s.n_reads - s.written_reads),
+        ("reads_trimmed", s.trimmed_reads),
+        ("basepairs_removed_or_trimmed", s.n_bp - s.written_bp),
+    ];
+    let fields: Vec<(&str, String)> = std::iter::once(("fpr", py_repr(fp))).chain(counts.map(|(k, n)| (k, n.to_string()))).collect();
+    if fmt == "json" {
+        let items: Vec<String> = fields.iter().map(|(k, v)| format!("{}: {v}", json_str(k))).collect();
+        format!("{{{}}}\n", items.join(", "))
+    } else {
+        let (keys, values): (Vec<&str>, Vec<&str>) = fields.iter().map(|(k, v)| (*k, v.as_str())).unzip();
+        format!("{}\r\n{}\r\n", keys.join("\t"), values.join("\t"))
+    }
+}
+
+/// `time.strftime("%Y-%m-%dT%H:%M:%S")` (UTC; our machines run in UTC).
+fn utc_timestamp() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // civil from days (H. Hinnant)
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// A new directory in `parent` (named as khmer names it), registered as a
+/// temporary for the signal handler.
+fn make_tempdir(parent: &str) -> io::Result<PathBuf> {
+    for i in 0..1000u32 {
+        let p = Path::new(parent).join(format!("tmp{}{}khmer", std::process::id(), i));
+        match fasthts::output::create_temporary_dir(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("cannot create temporary directory"))
+}
+
+fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Path) -> Result<TrimStats, BoxError> {
+    let opt = TrimOptions {
+        cutoff: a.cutoff,
+        trim_at_coverage: a.trim_at_coverage,
+        variable_coverage: a.variable_coverage,
+        diginorm: if a.diginorm { Some(a.diginorm_coverage) } else { None },
+        ignore_pairs: a.ignore_pairs,
+        single_pass: a.single_pass,
+    };
+    let mut stats = TrimStats::default();
+    let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundtrim", gzip)?;
+    // per input: (pass2 file, own output)
+    let mut pass2: Vec<(String, Option<OutFile>)> = Vec::new();
+    for f in &a.input_filenames {
+        let p2 = tempdir.join(format!("{}.pass2", f.replace('/', "-")));
+        let p2s = p2.to_string_lossy().into_owned();
+        let mut saver = BufWriter::new(File::create(&p2)?);
+        let mut own = outputs.own(f)?;
+        let w = outputs.writer(&mut own);
+        scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+        saver.flush()?;
+        pass2.push((p2s, own));
+    }
+    let after_pass1 = stats.clone();
+    for (p, own) in pass2.iter_mut() {
+        if !opt.single_pass {
+            let w = outputs.writer(own);
+            scripts::trim_pass2(g, p, &opt, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+        }
+        let _ = std::fs::remove_file(&*p);
+    }
+    for (_, own) in pass2 {
+        if let Some(o) = own {
+            o.commit()?;
+        }
+    }
+    outputs.commit()?;
+    Ok(TrimStats::summary(&after_pass1, &stats))
+}
