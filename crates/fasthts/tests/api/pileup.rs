@@ -5,9 +5,10 @@
 
 use fasthts::bam::BamFile;
 use fasthts::index::Index;
+use fasthts::pileup::{PileupOptions, ReadFilter};
 use fasthts_testgen::rng::Rng;
 use fasthts_testgen::support::*;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The golden tumour BAM's path and the BAM, when it and samtools are there.
@@ -20,25 +21,37 @@ fn golden_tumour() -> Option<(PathBuf, BamFile)> {
     Some((path, bam))
 }
 
+/// `samtools mpileup -B -d 0 -Q MIN_Q [-x] PATH`, parsed: every read
+/// (MAPQ 0 kept, orphans dropped), overlapping mates detected unless
+/// `overlaps` is false (`-x`).
+fn samtools_mpileup(path: &Path, overlaps: bool, min_q: u8) -> Vec<(String, i64, [u32; 8])> {
+    let mut cmd = Command::new("samtools");
+    cmd.args(["mpileup", "-B", "-d", "0", "-Q", &min_q.to_string()]);
+    if !overlaps {
+        cmd.arg("-x");
+    }
+    let o = cmd.arg(path).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    text(&o.stdout).lines().map(parse_mpileup).collect()
+}
+
+/// The pileup options that count as [`samtools_mpileup`] does.
+fn mpileup_options(overlaps: bool) -> PileupOptions {
+    PileupOptions { max_depth: i32::MAX, overlaps, filter: ReadFilter { skip_mapq_zero: false, ..ReadFilter::default() } }
+}
+
 /// A second user of the pileup engine: per-position depth and allele counts
 /// with samtools mpileup's filters (`-B -d 0`, MAPQ 0 kept, orphans
 /// dropped), checked against `samtools mpileup` with and without overlap
 /// detection and at two base-quality thresholds.
 #[test]
 fn engine_matches_samtools_mpileup() {
-    use fasthts::pileup::{FileRecords, Pileup, PileupOptions, ReadFilter};
+    use fasthts::pileup::{FileRecords, Pileup};
     let Some((path, bam)) = golden_tumour() else { return };
     let names: Vec<String> = bam.header().references.iter().map(|r| r.name.clone()).collect();
     for (overlaps, min_q) in [(true, 0u8), (true, 20), (false, 20)] {
-        let mut cmd = Command::new("samtools");
-        cmd.args(["mpileup", "-B", "-d", "0", "-Q", &min_q.to_string()]);
-        if !overlaps {
-            cmd.arg("-x");
-        }
-        let o = cmd.arg(&path).output().unwrap();
-        assert!(o.status.success());
-        let theirs: Vec<(String, i64, [u32; 8])> = text(&o.stdout).lines().map(parse_mpileup).collect();
-        let opts = PileupOptions { max_depth: i32::MAX, overlaps, filter: ReadFilter { skip_mapq_zero: false, ..ReadFilter::default() } };
+        let theirs = samtools_mpileup(&path, overlaps, min_q);
+        let opts = mpileup_options(overlaps);
         let mut p = Pileup::new(vec![FileRecords::new(&bam).unwrap()], &opts);
         let mut ours = Vec::new();
         while let Some((tid, pos)) = p.next_column().unwrap() {
@@ -96,7 +109,7 @@ fn region_records_match_samtools_view() {
 /// same covered columns.
 #[test]
 fn skipping_columns_changes_nothing() {
-    use fasthts::pileup::{FileRecords, Pileup, PileupOptions};
+    use fasthts::pileup::{FileRecords, Pileup};
     let Some(dir) = golden_snp_pileup() else { return };
     let a = BamFile::open(dir.join("tumour.bam")).unwrap();
     let b = BamFile::open(dir.join("normal.bam")).unwrap();
@@ -135,7 +148,6 @@ fn skipping_columns_changes_nothing() {
 #[test]
 fn counts_at_random_positions_match_samtools_mpileup() {
     use fasthts::pileup::counts::counts_at;
-    use fasthts::pileup::{PileupOptions, ReadFilter};
     if !have_samtools() {
         return;
     }
@@ -152,14 +164,7 @@ fn counts_at_random_positions_match_samtools_mpileup() {
         let tid_of = |name: &str| refs.iter().position(|r| r.0 == name).unwrap();
         let mut checked_covered = 0;
         for (overlaps, min_q) in [(true, 13u8), (false, 0), (true, 30)] {
-            let mut cmd = Command::new("samtools");
-            cmd.args(["mpileup", "-B", "-d", "0", "-Q", &min_q.to_string()]);
-            if !overlaps {
-                cmd.arg("-x");
-            }
-            let o = cmd.arg(&path).output().unwrap();
-            assert!(o.status.success(), "{}", text(&o.stderr));
-            let theirs: Vec<(String, i64, [u32; 8])> = text(&o.stdout).lines().map(parse_mpileup).collect();
+            let theirs = samtools_mpileup(&path, overlaps, min_q);
             let by_pos: std::collections::HashMap<(usize, i64), [u32; 8]> =
                 theirs.iter().map(|(c, p, v)| ((tid_of(c), p - 1), *v)).collect();
             let mut positions: Vec<(usize, i64)> = Vec::new();
@@ -171,8 +176,7 @@ fn counts_at_random_positions_match_samtools_mpileup() {
                 let t = rng.below(refs.len() as u64) as usize;
                 positions.push((t, rng.below(refs[t].1.max(1) as u64) as i64));
             }
-            let opts =
-                PileupOptions { max_depth: i32::MAX, overlaps, filter: ReadFilter { skip_mapq_zero: false, ..ReadFilter::default() } };
+            let opts = mpileup_options(overlaps);
             let ours = counts_at(&[BamFile::open(&path).unwrap()], &[index.clone()], &positions, &opts, min_q).unwrap();
             for (&(t, p), c) in positions.iter().zip(&ours) {
                 let c = c[0];
