@@ -293,7 +293,8 @@ def test_bad_input_raises_clear_errors(tmp_path):
     with pytest.raises(fasthts.Error):
         b = fasthts.BamFile(str(cut))
         list(b.fetch())
-    with pytest.raises(fasthts.Error):
+    # As the CLI: the missing EOF marker is a warning, then the error.
+    with pytest.raises(fasthts.Error), pytest.warns(UserWarning, match="EOF marker is absent"):
         fasthts.flagstat(str(cut))
     with pytest.raises(OSError):
         fasthts.flagstat(str(tmp_path))
@@ -305,3 +306,29 @@ def test_progress_bar_only_when_asked(capsys):
     assert "scatter [" in err and err.rstrip().endswith("5/5")
     fasthts.scatter(str(SMALL), None, lambda r, c: 0)  # stderr is not a terminal here
     assert capsys.readouterr().err == ""
+
+
+def test_whole_file_columns_read_as_flagstat_reads(tmp_path):
+    # An index that does not describe the file: reported, and the file is
+    # read sequentially (fasthts::command::by_index_or_sequentially), as
+    # flagstat does; an index of a file with other references is refused
+    # for region queries.
+    import shutil
+    import warnings
+
+    from test_shared_decisions import DATA, bai_without_reference
+
+    bam = tmp_path / "x.bam"
+    shutil.copy(SMALL, bam)
+    want = fasthts.BamFile(str(bam)).columns()
+    (tmp_path / "x.bam.bai").write_bytes(bai_without_reference((DATA / "small.bam.bai").read_bytes(), 1))
+    with pytest.warns(UserWarning, match="the index does not match the data file .*; reading the file sequentially"):
+        got = fasthts.BamFile(str(bam)).columns(threads=2)
+    assert all((got[k] == want[k]).all() for k in want)
+    (tmp_path / "x.bam.bai").unlink()
+    shutil.copy(DATA / "long_ref.bam.csi", tmp_path / "x.bam.csi")
+    with pytest.raises(fasthts.Error, match="6 references in the index, 7 in the header"):
+        fasthts.BamFile(str(bam)).columns("chr1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fasthts.flagstat(str(bam)) == fasthts.flagstat(str(SMALL))

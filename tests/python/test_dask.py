@@ -99,10 +99,10 @@ def test_snp_pileup_equals_single_machine(client, golden, tmp_path, options):
         assert got.read_bytes() == want.read_bytes(), tasks
 
 
-def test_snp_pileup_blocks_cut_at_contig_changes(golden):
+def test_snp_pileup_blocks_cut_at_contig_changes(golden, tmp_path):
     from fasthts import _fasthts
 
-    blocks = _fasthts.snp_pileup_blocks(str(golden / "sites.vcf"), str(golden / "normal.bam"), 10000)
+    blocks = _fasthts.snp_pileup_plan(str(golden / "sites.vcf"), str(tmp_path / "out.csv"), [str(golden / "normal.bam")], 10000)
     # sites.vcf: V, I, II, IV, chrX, MtDNA, chrM (V, IV, chrM are not in the BAM).
     assert [b[2] for b in blocks] == [-1, 0, 1, -1, 2, 3, -1]
     assert all(a < b for a, b, _ in blocks) and blocks[0][0] == 0
@@ -115,3 +115,44 @@ def test_snp_pileup_refuses_to_overwrite(client, golden, tmp_path):
     with pytest.raises(fasthts.Error, match="already exists"):
         fdask.snp_pileup(client, str(golden / "sites.vcf"), str(out), [str(golden / "normal.bam")])
     assert out.read_text() == "x"
+
+
+@pytest.mark.parametrize("index", ["other references", "not describing", "stale"])
+def test_flagstat_takes_the_clis_path_with_a_bad_index(client, cli, tmp_path, index):
+    # dask.py decided on its own when to use the index (and checked no
+    # reference count); it now asks the library, as the CLI does.
+    from test_shared_decisions import DATA, SMALL, bai_without_reference, cli_run, cli_warnings, py_call
+
+    bam = tmp_path / "x.bam"
+    shutil.copy(SMALL, bam)
+    if index == "other references":
+        shutil.copy(DATA / "long_ref.bam.csi", str(bam) + ".csi")
+    elif index == "not describing":
+        (tmp_path / "x.bam.bai").write_bytes(bai_without_reference((DATA / "small.bam.bai").read_bytes(), 1))
+    else:
+        shutil.copy(DATA / "small.bam.bai", tmp_path / "x.bam.bai")
+        old = bam.stat().st_mtime - 3600
+        os.utime(tmp_path / "x.bam.bai", (old, old))
+    c = cli_run(cli, "flagstat", bam)
+    # The default plan, so that the reported region is the CLI's.
+    stats, warned = py_call(fdask.flagstat, client, str(bam), tasks=3)
+    assert stats.text() == c.stdout.decode()
+    assert warned == cli_warnings(c.stderr)
+    assert len(warned) == (0 if index == "other references" else 1)
+
+
+def test_snp_pileup_refuses_what_the_cli_refuses(client, cli, golden, tmp_path):
+    from test_shared_decisions import DATA, SMALL, cli_run
+
+    foreign = tmp_path / "foreign.bam"
+    shutil.copy(SMALL, foreign)
+    shutil.copy(DATA / "long_ref.bam.csi", str(foreign) + ".csi")
+    exists = tmp_path / "exists.csv"
+    exists.write_text("x")
+    # The BAM is checked before the output, as the CLI does.
+    for bams, output in [([foreign], exists), ([golden / "normal.bam", tmp_path / "missing.bam"], tmp_path / "o.csv"), ([golden / "normal.bam"], exists)]:
+        c = cli_run(cli, "snp-pileup", golden / "sites.vcf", output, *bams)
+        with pytest.raises(fasthts.Error) as e:
+            fdask.snp_pileup(client, str(golden / "sites.vcf"), str(output), [str(b) for b in bams])
+        assert c.stderr.decode().splitlines()[-1] == f"fasthts snp-pileup: {e.value}"
+    assert not (tmp_path / "o.csv").exists() and exists.read_text() == "x"

@@ -17,7 +17,7 @@ def stub_tree():
 
 def params(fn: ast.FunctionDef):
     a = fn.args
-    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    names = [x.arg for x in a.posonlyargs + a.args + ([a.vararg] if a.vararg else []) + a.kwonlyargs + ([a.kwarg] if a.kwarg else [])]
     return [n for n in names if n not in ("self", "cls")]
 
 

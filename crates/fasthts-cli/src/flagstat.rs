@@ -1,10 +1,8 @@
 //! `fasthts flagstat`: samtools flagstat, byte for byte.
 
-use crate::CmdResult;
+use crate::{CmdResult, Terminal};
 use clap::{Args, ValueEnum};
-use fasthts::bam::BamFile;
-use fasthts::flagstat;
-use fasthts::input::Input;
+use fasthts::command::{self, FlagstatOptions};
 use std::path::PathBuf;
 
 /// Counts records by flag category (QC-passed + QC-failed), as samtools flagstat.
@@ -32,53 +30,13 @@ pub enum OutputFormat {
     Tsv,
 }
 
-/// Compressed bytes per region when counting through the index: large
-/// enough that re-reading the block at each cut costs under 1%, small enough
-/// to balance the threads.
-const REGION_BYTES: u64 = 8 << 20;
-
-/// Counts a BAM: by regions through its index when it has a usable one,
-/// else sequentially.
-fn count_bam(bam: &BamFile) -> Result<flagstat::FlagStat, fasthts::Error> {
-    crate::warn_if_truncated(bam);
-    let indexed = match crate::find_index(bam) {
-        Ok(Some(index)) => Some(flagstat::count_indexed(bam, &index, REGION_BYTES)),
-        _ => None,
-    };
-    match indexed {
-        Some(Ok(stats)) => Ok(stats),
-        // The index is only a way to parallelise: if it is unreadable or
-        // does not describe the file, count sequentially, which reports the
-        // file's own errors as samtools would.
-        Some(Err(e)) => {
-            if let fasthts::Error::IndexMismatch(_) = e {
-                eprintln!("fasthts flagstat: warning: {}: {e}; reading the file sequentially", bam.path().display());
-            }
-            flagstat::count_sequential(bam)
-        }
-        None => flagstat::count_sequential(bam),
-    }
-}
-
 pub fn run(args: FlagstatArgs) -> CmdResult {
-    crate::with_threads(args.threads, || {
-        let spool = std::env::temp_dir().join(format!("fasthts-flagstat.{}", std::process::id()));
-        let stats = match fasthts::input::open(&args.input, &spool)? {
-            Input::Bam(bam, _spool) => count_bam(&bam)?,
-            Input::Sam(mut sam) => {
-                let mut stats = flagstat::FlagStat::default();
-                sam.for_each_record(|r| {
-                    stats.add(&r);
-                    Ok::<(), fasthts::Error>(())
-                })?;
-                stats
-            }
-        };
-        let text = match args.format {
-            OutputFormat::Default => stats.to_default_text(),
-            OutputFormat::Json => stats.to_json(),
-            OutputFormat::Tsv => stats.to_tsv(),
-        };
-        crate::write_stdout(text.as_bytes())
-    })
+    let options = FlagstatOptions { threads: args.threads, ..FlagstatOptions::default() };
+    let stats = command::flagstat_path(&args.input, &options, &Terminal { command: "flagstat" })?;
+    let text = match args.format {
+        OutputFormat::Default => stats.to_default_text(),
+        OutputFormat::Json => stats.to_json(),
+        OutputFormat::Tsv => stats.to_tsv(),
+    };
+    crate::write_stdout(text.as_bytes())
 }

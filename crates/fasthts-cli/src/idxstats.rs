@@ -1,9 +1,8 @@
 //! `fasthts idxstats`: samtools idxstats.
 
-use crate::CmdResult;
+use crate::{CmdResult, Terminal};
 use clap::Args;
-use fasthts::bam::BamFile;
-use fasthts::indexer;
+use fasthts::command::{self, IdxstatsOptions};
 use std::path::PathBuf;
 
 /// Reports per-reference mapped and unmapped record counts from the index,
@@ -19,19 +18,6 @@ pub struct IdxstatsArgs {
 }
 
 pub fn run(args: IdxstatsArgs) -> CmdResult {
-    crate::with_threads(args.threads, || -> CmdResult {
-        let bam = BamFile::open(&args.input)?;
-        crate::warn_if_truncated(&bam);
-        let text = match crate::find_index(&bam)? {
-            Some(index) => indexer::idxstats(&bam, &index),
-            None => {
-                eprintln!(
-                    "fasthts idxstats: warning: no usable index for \"{}\"; counting every record instead",
-                    args.input.display()
-                );
-                indexer::idxstats_by_scan(&bam)?
-            }
-        };
-        crate::write_stdout(text.as_bytes())
-    })
+    let text = command::idxstats(&args.input, &IdxstatsOptions { threads: args.threads }, &Terminal { command: "idxstats" })?;
+    crate::write_stdout(text.as_bytes())
 }

@@ -1,10 +1,8 @@
 //! `fasthts index`: samtools index (BAI or CSI).
 
-use crate::CmdResult;
+use crate::{CmdResult, Terminal};
 use clap::Args;
-use fasthts::bam::BamFile;
-use fasthts::index::{IndexFormat, DEFAULT_MIN_SHIFT};
-use fasthts::indexer;
+use fasthts::command::{self, IndexOptions};
 use std::path::{Path, PathBuf};
 
 /// Indexes a coordinate-sorted BAM file, as samtools index.
@@ -49,23 +47,13 @@ pub fn run(args: IndexArgs) -> CmdResult {
     if output.is_some() && inputs.len() > 1 {
         return Err("can't use -o with multiple input alignment files".into());
     }
-    let min_shift = args.min_shift.map_or(DEFAULT_MIN_SHIFT as i32, |m| m);
-    let csi = (args.csi || args.min_shift.is_some()) && min_shift > 0;
-    let format = if csi { IndexFormat::Csi { min_shift: min_shift as u32, depth: 0 } } else { IndexFormat::Bai };
-    crate::with_threads(args.threads, || -> CmdResult {
-        for input in &inputs {
-            let bam = BamFile::open(input)?;
-            crate::warn_if_truncated(&bam);
-            let index = indexer::build(&bam, format)?;
-            let target = output.clone().unwrap_or_else(|| {
-                let mut p = input.as_os_str().to_owned();
-                p.push(if csi { ".csi" } else { ".bai" });
-                PathBuf::from(p)
-            });
-            indexer::write_index(&index, &target)?;
-        }
-        Ok(())
-    })
+    let format = command::index_format(args.csi, args.min_shift);
+    let report = Terminal { command: "index" };
+    for input in &inputs {
+        let options = IndexOptions { format, output: output.clone(), threads: args.threads };
+        command::index_file(input, &options, &report)?;
+    }
+    Ok(())
 }
 
 /// True if `path` does not exist or starts like a BAI/CSI index.

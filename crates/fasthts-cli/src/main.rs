@@ -3,6 +3,7 @@
 //! on stderr with a non-zero exit (a [`Failure`]: its own text and status),
 //! printed here, once.
 use clap::{Parser, Subcommand};
+use fasthts::command::Warning;
 use std::error::Error as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -114,38 +115,27 @@ impl Command {
     }
 }
 
-pub use fasthts_io::pool::with_threads;
-
-/// Warns, as htslib does, when a BAM lacks its EOF marker.
-pub fn warn_if_truncated(bam: &fasthts::bam::BamFile) {
-    if !bam.has_eof_marker() {
-        eprintln!("fasthts: warning: {}: EOF marker is absent. The input is probably truncated", bam.path().display());
-    }
+/// How the CLI shows what a library job reports: warnings on stderr, as
+/// `fasthts: warning: ...` when they are about a file whatever the command
+/// (as htslib words them), else `fasthts <command>: warning: ...`; a tool's
+/// own progress text on stdout.
+pub struct Terminal {
+    /// The subcommand's name.
+    pub command: &'static str,
 }
 
-/// Loads the index next to `bam` if there is one (`IN.csi`, `IN.bai`, or the
-/// same with the `.bam` extension replaced, in htslib's order). An index
-/// older than the BAM is not trusted: a warning is printed and `None` returned.
-pub fn find_index(bam: &fasthts::bam::BamFile) -> Result<Option<fasthts::index::Index>, fasthts::Error> {
-    let path = bam.path();
-    let Some(found) = fasthts::indexer::locate(path) else { return Ok(None) };
-    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    if let (Some(i), Some(b)) = (modified(&found), modified(path)) {
-        if i < b {
-            eprintln!("fasthts: warning: the index file {} is older than the data file {}; not using it", found.display(), path.display());
-            return Ok(None);
+impl fasthts::command::Report for Terminal {
+    fn warning(&self, warning: Warning) {
+        match warning {
+            Warning::MissingEofMarker { .. } | Warning::StaleIndex { .. } => eprintln!("fasthts: warning: {warning}"),
+            _ => eprintln!("fasthts {}: warning: {warning}", self.command),
         }
     }
-    let index = fasthts::index::Index::from_path(&found).map_err(|e| fasthts::Error::from(e).with_path(&found))?;
-    // htslib writes one entry per header reference, so another count means
-    // the index was made for another file: reading through it would skip
-    // data silently.
-    let (in_index, in_header) = (index.references().len(), bam.header().references.len());
-    if in_index != in_header {
-        let what = format!("{in_index} references in the index, {in_header} in the header of {}", path.display());
-        return Err(fasthts::Error::IndexMismatch(what).with_path(&found));
+
+    fn message(&self, text: &str) {
+        // A failing stdout shows in the command's last write.
+        let _ = write_stdout(text.as_bytes());
     }
-    Ok(Some(index))
 }
 
 /// Writes to stdout; a closed pipe is not an error.

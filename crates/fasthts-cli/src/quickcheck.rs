@@ -3,16 +3,8 @@
 //! or no targets, 16 missing EOF block).
 
 use clap::{ArgAction, Args};
-use fasthts::sam::SamReader;
-use fasthts::bam::BamFile;
-use fasthts::input::{sniff, Kind};
-use std::io::Read;
+use fasthts::command::{self, QuickcheckOptions};
 use std::path::PathBuf;
-
-const FAIL_OPEN: u8 = 2;
-const NOT_SEQUENCE: u8 = 4;
-const BAD_HEADER: u8 = 8;
-const NO_EOF_BLOCK: u8 = 16;
 
 /// Quickly checks that files look like intact BAM or SAM: readable, sequence
 /// data, a header with references, and (BAM) the EOF marker. Silent with
@@ -35,48 +27,19 @@ pub struct QuickcheckArgs {
 
 /// Runs the checks; returns the exit status (0 when every file passes).
 pub fn run(args: QuickcheckArgs) -> u8 {
+    let options = QuickcheckOptions { unmapped: args.unmapped };
     let mut status = 0;
     for path in &args.files {
-        let mut state = 0;
-        let mut fail = |bit: u8, what: &str| {
-            state |= bit;
+        let failures = command::quickcheck(path, &options);
+        for failure in &failures {
+            status |= failure.status();
             if !args.quiet || args.verbose >= 2 {
-                eprintln!("{} {what}", path.display());
+                eprintln!("{} {failure}", path.display());
             }
-        };
-        let prefix = std::fs::File::open(path).and_then(|f| {
-            let mut v = Vec::new();
-            f.take(1 << 16).read_to_end(&mut v).map(|_| v)
-        });
-        match prefix {
-            Err(_) => fail(FAIL_OPEN, "could not be opened for reading."),
-            Ok(prefix) => match sniff(&prefix) {
-                Kind::Bam => match BamFile::open(path) {
-                    Err(_) => fail(BAD_HEADER, "caused an error whilst reading its header."),
-                    Ok(bam) => {
-                        if !args.unmapped && bam.header().references.is_empty() {
-                            fail(BAD_HEADER, "had no targets in header.");
-                        }
-                        if !bam.has_eof_marker() {
-                            fail(NO_EOF_BLOCK, "was missing EOF block when one should be present.");
-                        }
-                    }
-                },
-                Kind::Sam => match std::fs::File::open(path).map_err(|_| ()).and_then(|f| SamReader::new(f).map_err(|_| ())) {
-                    Err(()) => fail(BAD_HEADER, "caused an error whilst reading its header."),
-                    Ok(sam) => {
-                        if !args.unmapped && sam.header().references.is_empty() {
-                            fail(BAD_HEADER, "had no targets in header.");
-                        }
-                    }
-                },
-                Kind::Compressed | Kind::Empty | Kind::Unknown => fail(NOT_SEQUENCE, "was not identified as sequence data."),
-            },
         }
-        if state > 0 && args.verbose >= 1 {
+        if !failures.is_empty() && args.verbose >= 1 {
             println!("{}", path.display());
         }
-        status |= state;
     }
     status
 }

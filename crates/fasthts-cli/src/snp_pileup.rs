@@ -1,15 +1,11 @@
 //! `fasthts snp-pileup`: FACETS' snp-pileup (same options, defaults, CSV
-//! and messages), on all cores. The work is in `fasthts::pileup::snp`.
+//! and messages), on all cores. The work is in `fasthts::command::snp_pileup`.
 
-use crate::CmdResult;
+use crate::{CmdResult, Terminal};
 use clap::Args;
-use fasthts::bam::BamFile;
-use fasthts::bgzf::{BgzfWriter, DEFAULT_LEVEL};
-use fasthts::output::TempOutput;
-use fasthts::pileup::snp::{self, SnpPileupOptions};
-use fasthts::pileup::vcf;
-use std::io::{BufWriter, Write};
-use std::path::Path;
+use fasthts::command::{self, SnpPileupFileOptions};
+use fasthts::pileup::snp::SnpPileupOptions;
+use std::path::{Path, PathBuf};
 
 /// C `atoi`: optional blanks and sign, then digits; junk reads as 0.
 fn atoi(s: &str) -> Result<i32, std::convert::Infallible> {
@@ -102,14 +98,14 @@ pub fn run(args: SnpPileupArgs) -> CmdResult {
     if args.files.len() < 3 {
         usage_exit();
     }
-    let vcf = &args.files[0];
-    let output = &args.files[1];
-    let bam_paths = &args.files[2..];
+    let vcf = Path::new(&args.files[0]);
+    let output = Path::new(&args.files[1]);
+    let bams: Vec<PathBuf> = args.files[2..].iter().map(PathBuf::from).collect();
     let mut min_read_counts = Vec::new();
     for r in &args.min_read_counts {
         min_read_counts.extend(r.split(',').filter(|t| !t.is_empty()).map(|t| atoi(t).unwrap_or(0)));
     }
-    let mut opts = SnpPileupOptions {
+    let mut pileup = SnpPileupOptions {
         count_orphans: args.count_orphans,
         max_depth: args.max_depth,
         ignore_overlaps: args.ignore_overlaps,
@@ -121,92 +117,12 @@ pub fn run(args: SnpPileupArgs) -> CmdResult {
         ..SnpPileupOptions::default()
     };
     if let Some(w) = args.warmup {
-        opts.warmup = w.max(0);
+        pileup.warmup = w.max(0);
     }
     if let Some(size) = args.region_size {
-        opts.region_size = size.max(1);
+        pileup.region_size = size.max(1);
     }
-
-    let mut stdout = String::new();
-    // A first pass checks the VCF and plans the work; the walk reads it again.
-    let summary = vcf::scan(Path::new(vcf), opts.region_size).map_err(|e| format!("Failed to read VCF file: {e}"))?;
-    if args.progress {
-        stdout.push_str("Calculating SNP count...done.\n");
-    }
-    let mut bams = Vec::with_capacity(bam_paths.len());
-    let mut indexes = Vec::with_capacity(bam_paths.len());
-    for (i, p) in bam_paths.iter().enumerate() {
-        let bam = match BamFile::open(p) {
-            Ok(b) => b,
-            Err(e) => {
-                crate::write_stdout(stdout.as_bytes())?;
-                return Err(format!("Failed to read sequence file {p} ({})", strip_path(&e.to_string(), p)).into());
-            }
-        };
-        if args.verbose {
-            stdout.push_str(&format!("Detected format for file {}: BAM version 1 compressed sequence data\n", i + 1));
-        }
-        crate::warn_if_truncated(&bam);
-        let index = match crate::find_index(&bam)? {
-            Some(ix) => ix,
-            None => {
-                crate::write_stdout(stdout.as_bytes())?;
-                if let Some(order) = declared_sort_order(&bam) {
-                    if order != "coordinate" {
-                        return Err(format!("{p}: not coordinate-sorted (header says SO:{order}); sort it (fasthts sort) and index it (fasthts index) first").into());
-                    }
-                }
-                return Err(
-                    format!("{p}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {p}` first)").into()
-                );
-            }
-        };
-        bams.push(bam);
-        indexes.push(index);
-    }
-    if args.verbose {
-        stdout.push_str(&format!("Max per-file depth set to {}.\n", opts.max_depth));
-    }
-    let mut target = output.clone();
-    if args.gzip && !target.ends_with(".gz") {
-        target.push_str(".gz");
-    }
-    if Path::new(&target).exists() {
-        crate::write_stdout(stdout.as_bytes())?;
-        return Err(format!("Output file {output} already exists!").into());
-    }
-    crate::write_stdout(stdout.as_bytes())?;
-    let (temp, file) = TempOutput::create(Path::new(&target)).map_err(|e| format!("Failed to open output file for writing: {e}"))?;
-    crate::with_threads(args.threads, || -> CmdResult {
-        if args.gzip {
-            let mut w = BgzfWriter::new(BufWriter::new(file), DEFAULT_LEVEL);
-            snp::run(Path::new(vcf), &summary, &bams, &indexes, &opts, &mut w)?;
-            let mut inner = w.finish()?;
-            inner.flush()?;
-        } else {
-            let mut w = BufWriter::with_capacity(1 << 20, file);
-            snp::run(Path::new(vcf), &summary, &bams, &indexes, &opts, &mut w)?;
-            w.flush()?;
-        }
-        Ok(())
-    })?;
-    temp.commit()?;
-    let mut tail = String::new();
-    if args.progress {
-        tail.push_str(&snp::progress_text(summary.n_records));
-    }
-    tail.push_str(&format!("Finished in {:.6} seconds.\n", cpu_seconds()));
-    crate::write_stdout(tail.as_bytes())
-}
-
-/// The `SO` value of the `@HD` header line, if any.
-fn declared_sort_order(bam: &BamFile) -> Option<String> {
-    let text = String::from_utf8_lossy(&bam.header().text).into_owned();
-    let hd = text.lines().find(|l| l.starts_with("@HD"))?;
-    hd.split('\t').find_map(|f| f.strip_prefix("SO:")).map(str::to_string)
-}
-
-/// "missing.bam: No such file or directory" → "No such file or directory".
-fn strip_path(msg: &str, path: &str) -> String {
-    msg.strip_prefix(path).and_then(|m| m.strip_prefix(": ")).unwrap_or(msg).to_string()
+    let options = SnpPileupFileOptions { pileup, gzip: args.gzip, verbose: args.verbose, progress: args.progress, threads: args.threads };
+    command::snp_pileup(vcf, output, &bams, &options, &Terminal { command: "snp-pileup" })?;
+    crate::write_stdout(format!("Finished in {:.6} seconds.\n", cpu_seconds()).as_bytes())
 }

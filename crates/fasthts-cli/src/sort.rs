@@ -1,13 +1,10 @@
 //! `fasthts sort`: samtools sort.
 
-use crate::CmdResult;
+use crate::{CmdResult, Terminal};
 use clap::Args;
-use fasthts::index::{IndexFormat, DEFAULT_MIN_SHIFT};
-use fasthts::input::Input;
-use fasthts::output::TempOutput;
-use fasthts::sort::{self, OutputFormat, SortEngine, SortOptions, SortOrder, SortProgress};
-use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use fasthts::command::{self, SortFileOptions};
+use fasthts::sort::{parse_output_options, OutputFormat, SortEngine, SortProgress};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +20,7 @@ pub struct SortArgs {
     #[arg(short = 'u')]
     pub uncompressed: bool,
     /// Maximum memory per thread; suffix K/M/G recognised [768M].
-    #[arg(short = 'm', value_name = "INT", default_value = "768M", value_parser = parse_memory)]
+    #[arg(short = 'm', value_name = "INT", default_value = "768M", value_parser = |s: &str| command::parse_memory_size(s).map_err(|e| e.to_string()))]
     pub memory: usize,
     /// Write final output to FILE rather than standard output.
     #[arg(short = 'o', value_name = "FILE")]
@@ -77,10 +74,10 @@ pub struct SortArgs {
     #[arg(short = 'M', overrides_with_all = ["by_name", "template_coordinate"])]
     pub minimiser: bool,
     /// Kmer size to use for minimiser (clamped to 1..=31) [20].
-    #[arg(short = 'K', value_name = "INT", default_value = "20", value_parser = parse_kmer)]
-    pub kmer: u8,
+    #[arg(short = 'K', value_name = "INT", default_value = "20", value_parser = atoi)]
+    pub kmer: i64,
     /// Sort by the value of TAG, then by position (or name with -n).
-    #[arg(short = 't', value_name = "TAG", value_parser = parse_tag)]
+    #[arg(short = 't', value_name = "TAG", value_parser = |s: &str| command::parse_tag(s).map_err(|e| e.to_string()))]
     pub tag: Option<[u8; 2]>,
     /// Index the output as it is written: OUT.csi, or the path after
     /// `##idx##` in `-o OUT##idx##INDEX` (a BAI when it ends in .bai).
@@ -94,80 +91,12 @@ pub struct SortArgs {
     pub input: PathBuf,
 }
 
-/// samtools reads -K with atoi and clamps it to 1..=31.
-fn parse_kmer(s: &str) -> Result<u8, String> {
+/// samtools reads -K with atoi (the library clamps it to 1..=31).
+fn atoi(s: &str) -> Result<i64, String> {
     let s = s.trim_start();
     let sign = if s.starts_with('-') { -1 } else { 1 };
     let digits: String = s.trim_start_matches(['+', '-']).chars().take_while(char::is_ascii_digit).collect();
-    let n = digits.parse::<i64>().unwrap_or(if digits.is_empty() { 0 } else { i64::MAX }) * sign;
-    Ok(n.clamp(1, 31) as u8)
-}
-
-fn parse_tag(s: &str) -> Result<[u8; 2], String> {
-    match s.as_bytes() {
-        [a, b] => Ok([*a, *b]),
-        _ => Err(format!("invalid tag {s:?}: a tag has two characters")),
-    }
-}
-
-/// samtools' memory sizes: a number with an optional K, M or G (powers of 1024).
-fn parse_memory(s: &str) -> Result<usize, String> {
-    let s = s.trim();
-    let (num, mult) = match s.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&s[..i], 1usize << 10),
-        Some((i, 'm' | 'M')) => (&s[..i], 1 << 20),
-        Some((i, 'g' | 'G')) => (&s[..i], 1 << 30),
-        _ => (s, 1),
-    };
-    let n: usize = num.parse().map_err(|_| format!("invalid memory size {s:?}"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("memory size {s:?} is too large"))
-}
-
-/// Smallest -m samtools accepts: fewer bytes would mean a run file for
-/// every few records.
-const MIN_MEMORY_PER_THREAD: usize = 1 << 20;
-
-/// Parses `-O FORMAT[,OPT[=VAL]]...` and `--output-fmt-option`s: the
-/// format, and the compression level if an option sets one.
-fn parse_output_format(spec: &str, extra: &[String]) -> Result<(OutputFormat, Option<u32>), String> {
-    let mut parts = spec.split(',');
-    let name = parts.next().unwrap_or("");
-    let format = match name.to_ascii_lowercase().as_str() {
-        "bam" => OutputFormat::Bam,
-        "sam" => OutputFormat::Sam,
-        "sam.gz" => OutputFormat::SamGz,
-        "cram" => return Err("CRAM output is not supported; use BAM or SAM".into()),
-        _ => return Err(format!("unknown output format {name:?}; use BAM or SAM")),
-    };
-    let mut level = None;
-    for opt in parts.chain(extra.iter().map(String::as_str)).filter(|o| !o.is_empty()) {
-        let (key, value) = opt.split_once('=').unwrap_or((opt, ""));
-        match key.to_ascii_lowercase().as_str() {
-            "level" => match value.parse::<u32>() {
-                Ok(l) if l <= 9 => level = Some(l),
-                _ => return Err(format!("invalid output option {opt:?}: level is 0 to 9")),
-            },
-            // Thread counts come from -@; the rest are CRAM's.
-            "nthreads"
-            | "reference"
-            | "version"
-            | "embed_ref"
-            | "no_ref"
-            | "seqs_per_slice"
-            | "bases_per_slice"
-            | "slices_per_container"
-            | "use_bzip2"
-            | "use_lzma"
-            | "use_tok"
-            | "use_fqz"
-            | "use_arith"
-            | "lossy_names"
-            | "store_md"
-            | "store_nm" => {}
-            _ => return Err(format!("output option {opt:?} is not supported")),
-        }
-    }
-    Ok((format, level))
+    Ok(digits.parse::<i64>().unwrap_or(if digits.is_empty() { 0 } else { i64::MAX }) * sign)
 }
 
 /// Checks `--input-fmt`/`--input-fmt-option`: options that only change how
@@ -189,129 +118,39 @@ fn check_input_options(format: Option<&str>, options: &[String]) -> Result<(), S
     Ok(())
 }
 
-/// The format htslib's `sam_open_mode` picks from an output file name
-/// (its extension, `.gz` taking the one before it), if it knows it.
-fn format_of_extension(path: &str) -> Option<&'static str> {
-    let path = path.split("##idx##").next().unwrap_or(path);
-    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
-    let (stem, gz) = match name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bgz")).or_else(|| name.strip_suffix(".bgzf")) {
-        Some(stem) => (stem.to_string(), true),
-        None => (name, false),
-    };
-    let ext = stem.rsplit_once('.').map(|(_, e)| e)?;
-    match (ext, gz) {
-        ("bam", false) => Some("bam"),
-        ("sam", false) => Some("sam"),
-        ("sam", true) => Some("sam.gz"),
-        ("cram", false) => Some("cram"),
-        _ => None,
-    }
-}
-
-/// samtools' complaint about a too small -m, sizes shown as it shows them.
-fn memory_too_small(bytes: usize) -> String {
-    let (mut n, mut suffix) = (bytes, "");
-    for next in ["K", "M"] {
-        if n > 9 << 10 {
-            n >>= 10;
-            suffix = next;
-        }
-    }
-    format!("-m setting ({n}{suffix} bytes) is less than the minimum required (1M)")
-}
-
 pub fn run(args: SortArgs) -> CmdResult {
-    // As samtools: -O, else the output file's extension, else BAM.
-    let spec = match (&args.format, &args.output) {
-        (Some(f), _) => f.clone(),
-        (None, Some(o)) => format_of_extension(&o.to_string_lossy()).unwrap_or("bam").to_string(),
-        (None, None) => "bam".to_string(),
-    };
-    let (format, format_level) = parse_output_format(&spec, &args.output_options)?;
-    check_input_options(args.input_format.as_deref(), &args.input_options)?;
-    if args.write_index && format != OutputFormat::Bam {
-        return Err("--write-index is only supported with BAM output".into());
-    }
-    if args.memory < MIN_MEMORY_PER_THREAD {
-        return Err(memory_too_small(args.memory).into());
-    }
-    let threads = args.threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let level = if args.uncompressed { 0 } else { args.level.or(format_level).unwrap_or(fasthts::bgzf::DEFAULT_LEVEL) };
-    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
-    // samtools' `-o out.bam##idx##out.bam.bai` names the index.
     // `-o -` is standard output, as in samtools.
-    let (output, index_path) = match args.output.as_ref().map(|o| o.to_string_lossy().into_owned()).filter(|o| o != "-") {
-        Some(o) => match o.split_once("##idx##") {
-            Some((bam, idx)) => (Some(PathBuf::from(bam)), Some(PathBuf::from(idx))),
-            None => (Some(PathBuf::from(&o)), Some(PathBuf::from(format!("{o}.csi")))),
-        },
-        None => (None, None),
-    };
-    let temp_prefix = args.temp_prefix.clone().unwrap_or_else(|| output.clone().unwrap_or_else(|| PathBuf::from("fasthts-sort")));
-    // As in samtools, the last of -n, -M and --template-coordinate wins,
-    // and -t turns it into tag order (by name with -n, else by position).
-    let order = match args.tag {
-        Some(tag) => SortOrder::Tag { tag, then_by_name: args.by_name },
-        None if args.by_name => SortOrder::QueryName,
-        None if args.template_coordinate => SortOrder::TemplateCoordinate,
-        None if args.minimiser => SortOrder::Minimiser { kmer: args.kmer },
-        None => SortOrder::Coordinate,
-    };
-    let mut index = None;
-    if args.write_index {
-        if !order.is_positional() {
-            eprintln!("fasthts sort: warning: ignoring --write-index as it only works for position sorted files");
-        } else if let Some(p) = &index_path {
-            let bai = p.extension().is_some_and(|e| e == "bai");
-            index = Some(if bai { IndexFormat::Bai } else { IndexFormat::Csi { min_shift: DEFAULT_MIN_SHIFT, depth: 0 } });
-        } else {
-            return Err("--write-index needs an output file (-o)".into());
+    let output = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    // As samtools: -O, else the output file's extension; the format
+    // options apply either way.
+    let extra_options = args.output_options.iter().map(String::as_str);
+    let (format, format_level) = match &args.format {
+        Some(spec) => {
+            let (format, level) = OutputFormat::parse_spec(spec)?;
+            (format, parse_output_options(extra_options)?.or(level))
         }
-    }
+        None => (OutputFormat::from_path(&output)?, parse_output_options(extra_options)?),
+    };
+    check_input_options(args.input_format.as_deref(), &args.input_options)?;
     let progress = crate::progress::on_terminal().then(|| Arc::new(SortProgress::default()));
     let _ticker = progress.clone().map(|p| crate::progress::Ticker::start(move |elapsed| progress_line(&p, elapsed)));
-    let opts = SortOptions {
+    let options = SortFileOptions {
+        // As in samtools, the last of -n, -M and --template-coordinate wins
+        // (clap keeps only that one).
+        order: command::sort_order(args.tag, args.by_name, args.template_coordinate, args.minimiser.then_some(args.kmer)),
+        format: Some(format),
+        level: if args.uncompressed { Some(0) } else { args.level.or(format_level) },
+        memory_per_thread: args.memory,
+        threads: args.threads,
+        write_index: args.write_index,
+        temp_prefix: args.temp_prefix.clone(),
+        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" "))),
         max_fan_in: args.fan_in.map(|n| n as usize),
         engine: if args.engine == "rocksdb" { SortEngine::RocksDb } else { SortEngine::Native },
-        index,
-        order,
-        memory: args.memory.saturating_mul(threads),
-        level,
-        temp_prefix,
-        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), command_line)),
-        progress: progress.clone(),
-        format,
+        progress,
     };
-    crate::with_threads(Some(threads), || -> CmdResult {
-        let mut input = fasthts::input::open(&args.input, &opts.temp_prefix)?;
-        if let Input::Bam(bam, _) = &input {
-            crate::warn_if_truncated(bam);
-        }
-        match &output {
-            Some(path) => {
-                let (temp, file) = TempOutput::create(path)?;
-                let writer = BufWriter::with_capacity(1 << 20, fasthts::output::WritebackFile::new(file));
-                let (stats, out) = sort::sort_input(&mut input, &opts, writer)?;
-                let file = out.into_inner().map_err(|e| e.into_error())?.into_inner();
-                fasthts::output::sync_if_file(&file)?;
-                temp.commit()?;
-                if let (Some(index), Some(p)) = (stats.index, &index_path) {
-                    fasthts::indexer::write_index(&index, p)?;
-                }
-            }
-            None => {
-                let stdout = io::stdout().lock();
-                match sort::sort_input(&mut input, &opts, BufWriter::with_capacity(1 << 20, stdout)) {
-                    Err(fasthts::Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
-                    r => {
-                        r?;
-                    }
-                }
-                io::stdout().flush().ok();
-            }
-        }
-        Ok(())
-    })
+    command::sort_file(Path::new(&args.input), &output, &options, &Terminal { command: "sort" })?;
+    Ok(())
 }
 
 /// The status line: records read and runs written, then merge progress.

@@ -181,7 +181,7 @@ impl Countgraph {
             off += 8 + s;
         }
         f.write_all_at(&self.ct_bigcounts(), off)?;
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(sizes.len()).max(1);
+        let threads = fasthts_io::pool::thread_count(None).min(sizes.len()).max(1);
         let n = sizes.len();
         // Raw views: with `release`, written parts are freed while the rest
         // is still being written, so no slice may span a whole table.
@@ -316,7 +316,7 @@ impl Countgraph {
             off += 8 + size;
         }
         let mut tables: Vec<ByteTable> = sizes.iter().map(|&s| ByteTable::zeroed(s as usize)).collect();
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).max(1);
+        let threads = fasthts_io::pool::thread_count(None);
         // split the tables into ~64 MB pieces shared out between threads
         let mut pieces: Vec<(u64, &mut [u8])> = Vec::new();
         for (t, &o) in tables.iter_mut().zip(&offsets) {

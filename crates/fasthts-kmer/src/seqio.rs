@@ -129,7 +129,7 @@ enum Format {
 /// in parallel, other gzip, bzip2 — khmer's screed opens these by content
 /// too).
 pub fn open_input(path: &str) -> Result<Box<dyn Read + Send>, SeqError> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    let threads = fasthts_io::pool::thread_count(None).min(4);
     let name = if path == "/dev/stdin" { "-" } else { path };
     match fasthts_io::compression::open(Path::new(name), threads) {
         Ok((reader, _)) => Ok(reader),

@@ -1,9 +1,10 @@
 //! `BamFile`, `Region`, `Record`: a memory-mapped BAM, its regions, its
 //! records as objects, and a region's records as columns.
 
-use crate::{err, to_py, with_threads};
+use crate::{err, run_detached, to_py, with_threads};
 use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
 use fasthts::bgzf::VirtualOffset;
+use fasthts::command::{self, IndexLocation, Report, REGION_BYTES};
 use fasthts::index::{Index, IndexFormat};
 use fasthts::region::{self, Plan, Region as LibRegion, RegionReader};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
@@ -11,7 +12,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -25,9 +25,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// Records read per GIL release when iterating records as objects.
 const BATCH: usize = 4096;
-
-/// Compressed bytes per region in the default plan (as the CLI's flagstat).
-pub(crate) const REGION_BYTES: u64 = 8 << 20;
 
 /// A BAM opened once and shared by iterators and worker threads.
 pub(crate) struct Shared {
@@ -44,38 +41,35 @@ impl Shared {
         Ok(Shared { bam, index_path, index: Mutex::new(None), names })
     }
 
-    /// The index: the file given, else the one beside the BAM (unless it is
-    /// older than the BAM, as the CLI), else one built in memory.
-    pub(crate) fn index(&self) -> Result<Arc<Index>, fasthts::Error> {
+    /// The index: the file given, else the usable one beside the BAM (as
+    /// the CLI finds it: a stale one is reported and not used), else one
+    /// built in memory. An index made for another file is an error.
+    pub(crate) fn index(&self, report: &dyn Report) -> Result<Arc<Index>, fasthts::Error> {
         let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(ix) = slot.as_ref() {
             return Ok(ix.clone());
         }
-        let found = self.index_path.clone().or_else(|| usable_index_path(self.bam.path()));
-        let ix = match found {
-            Some(p) => Index::from_path(&p).map_err(|e| fasthts::Error::from(e).with_path(&p))?,
-            None => fasthts::indexer::build(&self.bam, IndexFormat::Bai)?,
+        let ix = match &self.index_path {
+            Some(p) => command::load_index(&self.bam, p)?,
+            None => match command::find_index(&self.bam, report)? {
+                Some(ix) => ix,
+                None => fasthts::indexer::build(&self.bam, IndexFormat::Bai)?,
+            },
         };
         let ix = Arc::new(ix);
         *slot = Some(ix.clone());
         Ok(ix)
     }
 
-    /// Whether an index file (given or found, not stale) exists.
+    /// Whether an index file (given, or beside the BAM and not stale) exists.
     pub(crate) fn has_index_file(&self) -> bool {
-        self.index_path.is_some() || usable_index_path(self.bam.path()).is_some()
+        self.index_path.is_some() || matches!(command::locate_index(self.bam.path()), IndexLocation::Found(_))
     }
 }
 
-/// The index beside `bam`, unless it is older than the BAM (the CLI warns
-/// and does not use such an index either).
-pub(crate) fn usable_index_path(bam: &Path) -> Option<PathBuf> {
-    let found = fasthts::indexer::locate(bam)?;
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    match (modified(&found), modified(bam)) {
-        (Some(i), Some(b)) if i < b => None,
-        _ => Some(found),
-    }
+/// The reference names of the BAM at `path`.
+pub(crate) fn reference_names(py: Python<'_>, path: &Path) -> PyResult<Vec<String>> {
+    run_detached(py, |_| Ok(LibBam::open(path)?.header().references.iter().map(|r| r.name.clone()).collect()))
 }
 
 /// A genomic region: records of reference `ref_id` whose **start** position
@@ -104,7 +98,7 @@ impl Region {
         LibRegion { ref_id: self.ref_id, start: self.start.unwrap_or(i64::MIN), end: self.end.unwrap_or(i64::MAX) }
     }
 
-    fn from_lib(r: LibRegion, names: &[String]) -> Region {
+    pub(crate) fn from_lib(r: LibRegion, names: &[String]) -> Region {
         Region {
             ref_id: r.ref_id,
             start: (r.start != i64::MIN).then_some(r.start),
@@ -158,74 +152,22 @@ impl Region {
 }
 
 /// Parses a region argument: a `Region`, a string in samtools notation
-/// (`chr1`, `chr1:1000-2000` (1-based, inclusive), `chr1:1000`, `*`), or a
-/// tuple `(contig, start, end)` with 0-based half-open bounds (None for
-/// open ends).
+/// (`chr1`, `chr1:1000-2000` (1-based, inclusive), `chr1:1000`, `*`; see
+/// `fasthts::region::Region::parse`), or a tuple `(contig, start, end)`
+/// with 0-based half-open bounds (None for open ends).
 pub(crate) fn region_arg(names: &[String], obj: &Bound<'_, PyAny>) -> PyResult<LibRegion> {
-    if let Ok(r) = obj.cast::<Region>() {
-        let r = r.get().lib();
-        if r.ref_id < -1 || r.ref_id >= names.len() as i32 {
-            return Err(PyValueError::new_err(format!(
-                "region reference id {} is not in the file (-1 to {})",
-                r.ref_id,
-                names.len() as i64 - 1
-            )));
-        }
-        if r.start > r.end {
-            return Err(PyValueError::new_err(format!("region end {} is before its start {}", r.end, r.start)));
-        }
-        return Ok(r);
-    }
-    let tid = |name: &str| -> PyResult<i32> {
-        names.iter().position(|n| n == name).map(|i| i as i32).ok_or_else(|| PyValueError::new_err(format!("unknown reference {name:?}")))
-    };
-    if let Ok(s) = obj.extract::<String>() {
-        return parse_region(names, &s);
-    }
-    if let Ok((contig, start, end)) = obj.extract::<(Option<String>, Option<i64>, Option<i64>)>() {
+    let region = if let Ok(r) = obj.cast::<Region>() {
+        r.get().lib()
+    } else if let Ok(s) = obj.extract::<String>() {
+        LibRegion::parse(&s, names).map_err(to_py)?
+    } else if let Ok((contig, start, end)) = obj.extract::<(Option<String>, Option<i64>, Option<i64>)>() {
         let Some(contig) = contig else { return Ok(LibRegion::unplaced()) };
-        let r = LibRegion { ref_id: tid(&contig)?, start: start.unwrap_or(i64::MIN), end: end.unwrap_or(i64::MAX) };
-        if r.start > r.end {
-            return Err(PyValueError::new_err(format!("region end {} is before its start {}", r.end, r.start)));
-        }
-        return Ok(r);
-    }
-    Err(PyTypeError::new_err("a region is a Region, a string such as 'chr1:1001-2000', or a tuple (contig, start, end)"))
-}
-
-fn parse_region(names: &[String], s: &str) -> PyResult<LibRegion> {
-    if s == "*" {
-        return Ok(LibRegion::unplaced());
-    }
-    if let Some(i) = names.iter().position(|n| n == s) {
-        return Ok(LibRegion::whole(i as i32));
-    }
-    let bad = || PyValueError::new_err(format!("invalid region {s:?} (expected CONTIG, CONTIG:BEG-END or *, 1-based)"));
-    let (name, range) = s.rsplit_once(':').ok_or_else(|| PyValueError::new_err(format!("unknown reference {s:?}")))?;
-    let Some(tid) = names.iter().position(|n| n == name) else {
-        return Err(PyValueError::new_err(format!("unknown reference {name:?}")));
+        let ref_id = region::reference_id(names, &contig).map_err(to_py)?;
+        LibRegion { ref_id, start: start.unwrap_or(i64::MIN), end: end.unwrap_or(i64::MAX) }
+    } else {
+        return Err(PyTypeError::new_err("a region is a Region, a string such as 'chr1:1001-2000', or a tuple (contig, start, end)"));
     };
-    let num = |t: &str| -> PyResult<Option<i64>> {
-        let t: String = t.chars().filter(|&c| c != ',').collect();
-        if t.is_empty() {
-            return Ok(None);
-        }
-        t.parse::<i64>().map(Some).map_err(|_| bad())
-    };
-    let (beg, end) = match range.split_once('-') {
-        Some((b, e)) => (num(b)?, num(e)?),
-        None => (num(range)?, None),
-    };
-    let start = match beg {
-        Some(b) if b < 1 => return Err(bad()),
-        Some(b) => b - 1,
-        None => i64::MIN,
-    };
-    let end = end.unwrap_or(i64::MAX);
-    if end < start {
-        return Err(bad());
-    }
-    Ok(LibRegion { ref_id: tid as i32, start, end })
+    region.checked(names.len()).map_err(to_py)
 }
 
 /// A BAM file, memory-mapped, with its index.
@@ -285,7 +227,7 @@ impl BamFile {
             Some(w) => Plan::Windows(w),
             None => Plan::BalancedBytes(region_bytes),
         };
-        let regions = py.detach(|| -> Result<_, fasthts::Error> { Ok(region::plan(&sh.bam, &*sh.index()?, plan)) }).map_err(to_py)?;
+        let regions = run_detached(py, |w| Ok(region::plan(&sh.bam, &*sh.index(w)?, plan)))?;
         Ok(regions.into_iter().map(|r| Region::from_lib(r, &self.shared.names)).collect())
     }
 
@@ -304,12 +246,10 @@ impl BamFile {
             return Ok(RecordIter { shared: sh.clone(), region: None, next, following: None, buf: VecDeque::new() });
         };
         let r = region_arg(&sh.names, region)?;
-        let (start, following) = py
-            .detach(|| -> Result<_, fasthts::Error> {
-                let ix = sh.index()?;
-                Ok((region::start_offset(&sh.bam, &ix, r.ref_id, r.start), region::following_start(&sh.bam, &ix, r)))
-            })
-            .map_err(to_py)?;
+        let (start, following) = run_detached(py, |w| {
+            let ix = sh.index(w)?;
+            Ok((region::start_offset(&sh.bam, &ix, r.ref_id, r.start), region::following_start(&sh.bam, &ix, r)))
+        })?;
         Ok(RecordIter { shared: sh, region: Some(r), next: start, following, buf: VecDeque::new() })
     }
 
@@ -332,9 +272,9 @@ impl BamFile {
             Some(r) => {
                 let r = region_arg(&sh.names, r)?;
                 let piece_bytes = piece_bytes.unwrap_or(PIECE_BYTES).max(1);
-                py.detach(|| with_threads(threads, || region_columns(&sh, r, piece_bytes))).map_err(to_py)?
+                run_detached(py, |w| with_threads(threads, || region_columns(&sh, r, piece_bytes, w)))?
             }
-            None => py.detach(|| with_threads(threads, || whole_file_columns(&sh))).map_err(to_py)?,
+            None => run_detached(py, |w| with_threads(threads, || whole_file_columns(&sh, w)))?,
         };
         cols.into_py(py)
     }
@@ -352,7 +292,7 @@ impl BamFile {
         for r in regions.try_iter()? {
             rs.push(region_arg(&sh.names, &r?)?);
         }
-        let all = py.detach(|| with_threads(threads, || read_columns(&sh, &rs))).map_err(to_py)?;
+        let all = run_detached(py, |w| with_threads(threads, || read_columns(&sh, &rs, w)))?;
         all.into_iter().map(|c| c.into_py(py)).collect()
     }
 
@@ -648,8 +588,8 @@ fn estimate_records(bam: &LibBam, ix: &Index, r: LibRegion) -> usize {
     ((n as f64 * share * 1.1) as u64).min(n) as usize
 }
 
-fn read_columns(sh: &Shared, regions: &[LibRegion]) -> Result<Vec<Columns>, fasthts::Error> {
-    let ix = sh.index()?;
+fn read_columns(sh: &Shared, regions: &[LibRegion], report: &dyn Report) -> Result<Vec<Columns>, fasthts::Error> {
+    let ix = sh.index(report)?;
     region::scatter(&sh.bam, &ix, regions, |r, rd| {
         let mut c = Columns::with_capacity(estimate_records(&sh.bam, &ix, *r));
         while let Some(r) = rd.next_record()? {
@@ -671,10 +611,10 @@ const PIECE_BYTES: u64 = 4 << 20;
 /// the boundaries of the plan of pieces of about `piece_bytes` (regions are
 /// start-based, so the pieces partition its records), the pieces read in
 /// parallel and their columns appended in order.
-fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64) -> Result<Columns, fasthts::Error> {
-    let ix = sh.index()?;
+fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64, report: &dyn Report) -> Result<Columns, fasthts::Error> {
+    let ix = sh.index(report)?;
     if r.ref_id < 0 || rayon::current_num_threads() == 1 {
-        return Ok(Columns::concat(read_columns(sh, &[r])?));
+        return Ok(Columns::concat(read_columns(sh, &[r], report)?));
     }
     let mut pieces = Vec::new();
     let mut start = r.start;
@@ -694,7 +634,9 @@ fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64) -> Result<Columns
     let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(sh.bam.path());
     // What follows the region bounds its last piece's data.
     let after = region::following_start(&sh.bam, &ix, r);
+    // A buffer that held an earlier piece is emptied first.
     let read_piece = |i: usize, c: &mut Columns| -> Result<(), fasthts::Error> {
+        c.clear();
         // The next piece's start bounds this one's data.
         let following = starts.get(i + 1).copied().unwrap_or(after);
         let mut rd = match starts[i] {
@@ -706,99 +648,39 @@ fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64) -> Result<Columns
         }
         Ok(())
     };
-    // Threads take pieces in order and read each into a buffer of their
-    // own, which is appended to the output as soon as the pieces before it
-    // have been, then reused: the output is the only large memory written
-    // (page faults on fresh per-piece buffers cost ~5 % of the CPU time),
-    // and each append copies from a buffer still in cache.
-    struct Gather {
-        out: Columns,
-        /// The next piece to append.
-        next: usize,
-        /// Pieces read but waiting for an earlier one.
-        waiting: std::collections::BTreeMap<usize, Columns>,
-        spare: Vec<Columns>,
-        /// The first failing piece, in piece order.
-        error: Option<(usize, fasthts::Error)>,
-    }
-    let n = pieces.len();
-    let taken = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let state = Mutex::new(Gather {
-        out: Columns::with_capacity(estimate_records(&sh.bam, &ix, r)),
-        next: 0,
-        waiting: Default::default(),
-        spare: Vec::new(),
-        error: None,
-    });
-    let lock = || state.lock().unwrap_or_else(|p| p.into_inner());
-    rayon::scope(|s| {
-        for _ in 0..rayon::current_num_threads().min(n) {
-            s.spawn(|_| {
-                let mut buf: Option<Columns> = None;
-                loop {
-                    // Pieces are taken in order, so when one fails every
-                    // earlier piece has been taken and its error (if any)
-                    // is still seen: the error reported is the first in
-                    // piece order, whatever the thread count.
-                    let i = taken.fetch_add(1, Ordering::Relaxed);
-                    if i >= n || failed.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let mut c = buf.take().unwrap_or_else(|| Columns::with_capacity(estimate_records(&sh.bam, &ix, pieces[i])));
-                    c.clear();
-                    let result = read_piece(i, &mut c);
-                    let mut guard = lock();
-                    let g = &mut *guard;
-                    if let Err(e) = result {
-                        failed.store(true, Ordering::Relaxed);
-                        if g.error.as_ref().map_or(true, |(j, _)| i < *j) {
-                            g.error = Some((i, e));
-                        }
-                        break;
-                    }
-                    g.waiting.insert(i, c);
-                    while let Some(c) = g.waiting.remove(&g.next) {
-                        g.out.append(&c);
-                        g.next += 1;
-                        g.spare.push(c);
-                    }
-                    buf = g.spare.pop();
-                }
-            });
-        }
-    });
-    let g = state.into_inner().unwrap_or_else(|p| p.into_inner());
-    match g.error {
-        Some((_, e)) => Err(e),
-        None => {
-            debug_assert_eq!(g.next, n);
-            Ok(g.out)
-        }
-    }
+    // Pieces are read in parallel into buffers that are appended in order
+    // and reused: the output is the only large memory written.
+    let mut out = Columns::with_capacity(estimate_records(&sh.bam, &ix, r));
+    let new_buffer = |i: usize| Columns::with_capacity(estimate_records(&sh.bam, &ix, pieces[i]));
+    fasthts::gather::fill_in_order(pieces.len(), new_buffer, read_piece, |c| out.append(c))?;
+    Ok(out)
 }
 
-/// Every record's columns, in file order: through the index in parallel
-/// (checked to cover the file exactly), or sequentially when there is no
-/// index file.
-fn whole_file_columns(sh: &Shared) -> Result<Columns, fasthts::Error> {
-    Ok(if sh.has_index_file() {
-        let ix = sh.index()?;
-        Columns::concat(region::scatter_all(&sh.bam, &ix, Plan::BalancedBytes(REGION_BYTES), |r, rd| {
-            let mut c = Columns::with_capacity(estimate_records(&sh.bam, &ix, *r));
+/// Every record's columns, in file order, read as flagstat reads a file
+/// (`fasthts::command::by_index_or_sequentially`): through the index file
+/// in parallel, or sequentially when there is none or it turns out not to
+/// describe the file.
+fn whole_file_columns(sh: &Shared, report: &dyn Report) -> Result<Columns, fasthts::Error> {
+    let index = if sh.has_index_file() { sh.index(report).ok() } else { None };
+    let by_regions = |ix: &Index| {
+        let parts = region::scatter_all(&sh.bam, ix, Plan::BalancedBytes(REGION_BYTES), |r, rd| {
+            let mut c = Columns::with_capacity(estimate_records(&sh.bam, ix, *r));
             while let Some(r) = rd.next_record()? {
                 c.push(&r);
             }
             Ok(c)
-        })?)
-    } else {
+        })?;
+        Ok(Columns::concat(parts))
+    };
+    let sequentially = || {
         let mut c = Columns::with_capacity(0);
         fasthts::bam::scan(&sh.bam, |r, _| {
             c.push(r);
             Ok(())
         })?;
-        c
-    })
+        Ok(c)
+    };
+    command::by_index_or_sequentially(&sh.bam, index.as_deref(), by_regions, sequentially, report)
 }
 
 /// Iterator over a region's records (or the whole file's) as `Record`s,

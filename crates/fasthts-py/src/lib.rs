@@ -1,14 +1,19 @@
 //! `fasthts._fasthts`: the compiled half of the `fasthts` Python package.
 //!
-//! Thin wrappers over the `fasthts` library: every call that reads or writes
-//! data releases the GIL (`Python::detach`) and runs on a rayon pool; errors
-//! become Python exceptions carrying the message the CLI prints after
-//! `fasthts <command>: `. The Python half (`python/fasthts/`) adds numpy
-//! arrays, `scatter`, and the dask layer.
+//! Thin wrappers over the `fasthts` library, mostly its command layer
+//! (`fasthts::command`), the functions the CLI calls: every call that reads
+//! or writes data releases the GIL (`Python::detach`) and runs on a rayon
+//! pool; errors become Python exceptions carrying the message the CLI
+//! prints after `fasthts <command>: `, and warnings Python warnings with
+//! the text the CLI prints after `warning: `. The Python half
+//! (`python/fasthts/`) adds numpy arrays, `scatter`, and the dask layer.
 
+use fasthts::command::{Report, Warning};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyOSError};
+use pyo3::exceptions::{PyException, PyOSError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
+use std::ffi::CString;
+use std::sync::Mutex;
 
 mod bam;
 mod kmer;
@@ -17,12 +22,14 @@ mod ops;
 create_exception!(fasthts, Error, PyException, "Bad input or a failed operation; the message is the one the fasthts CLI prints.");
 
 /// Turns a library error into a Python exception: operating-system errors
-/// become `OSError` (so a missing file is `FileNotFoundError`), everything
-/// else `fasthts.Error`; the message is the library's, as the CLI prints it.
+/// become `OSError` (so a missing file is `FileNotFoundError`), invalid
+/// arguments `ValueError`, everything else `fasthts.Error`; the message is
+/// the library's, as the CLI prints it.
 pub(crate) fn to_py(e: fasthts::Error) -> PyErr {
     let msg = e.to_string();
     match io_kind(&e) {
         Some(errno) => PyOSError::new_err((errno, msg)),
+        None if matches!(e, fasthts::Error::InvalidArgument(_)) => PyValueError::new_err(msg),
         None => Error::new_err(msg),
     }
 }
@@ -45,6 +52,38 @@ pub(crate) fn err(msg: impl std::fmt::Display) -> PyErr {
 
 /// The CLI's `-@` rule (all cores when `None` or 0).
 pub(crate) use fasthts_io::pool::with_threads;
+
+/// A job's warnings, kept while the GIL is released and issued as Python
+/// warnings (`UserWarning`) once it is held again.
+#[derive(Default)]
+pub(crate) struct Warnings(Mutex<Vec<Warning>>);
+
+impl Report for Warnings {
+    fn warning(&self, warning: Warning) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(warning);
+    }
+}
+
+impl Warnings {
+    /// Issues the warnings kept so far (an error if warnings are errors).
+    pub(crate) fn issue(&self, py: Python<'_>) -> PyResult<()> {
+        let kept = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        for warning in kept {
+            let text = CString::new(warning.to_string().replace('\0', " ")).expect("no NUL left");
+            PyErr::warn(py, py.get_type::<PyUserWarning>().as_any(), &text, 1)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs a library job with the GIL released, then issues the warnings it
+/// reported and turns its error into a Python exception.
+pub(crate) fn run_detached<T: Send>(py: Python<'_>, job: impl FnOnce(&Warnings) -> Result<T, fasthts::Error> + Send) -> PyResult<T> {
+    let warnings = Warnings::default();
+    let result = py.detach(|| job(&warnings));
+    warnings.issue(py)?;
+    result.map_err(to_py)
+}
 
 #[pymodule]
 fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {

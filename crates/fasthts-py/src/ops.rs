@@ -1,22 +1,17 @@
-//! Whole-file operations as the CLI does them: flagstat, index, sort,
-//! snp-pileup; and the per-task pieces the dask layer distributes.
+//! Whole-file operations as the CLI does them (flagstat, index, sort,
+//! snp-pileup), and the per-task pieces the dask layer plans, runs and
+//! gathers: each a call of the same `fasthts::command` function as the CLI.
 
-use crate::bam::{region_arg, usable_index_path, Shared, REGION_BYTES};
-use crate::{err, to_py, with_threads};
-use fasthts::bam::BamFile as LibBam;
-use fasthts::bgzf::{BgzfWriter, VirtualOffset, DEFAULT_LEVEL};
-use fasthts::flagstat::{self, Counts, FlagStat as LibFlagStat};
-use fasthts::index::{Index, IndexFormat, DEFAULT_MIN_SHIFT};
-use fasthts::input::Input;
-use fasthts::output::TempOutput;
+use crate::bam::{region_arg, Region};
+use crate::{run_detached, to_py};
+use fasthts::command::{self, FlagstatOptions, IndexOptions, SnpPileupFileOptions, SortFileOptions};
+use fasthts::flagstat::{Counts, FlagStat as LibFlagStat};
 use fasthts::pileup::snp::{self, SnpPileupOptions};
-use fasthts::pileup::vcf::{self, VcfSummary};
-use fasthts::region;
-use fasthts::sort::{self, SortEngine, SortOptions, SortOrder};
+use fasthts::region::Span;
+use fasthts::sort::OutputFormat;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
-use std::io::{BufWriter, Write};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 use std::path::PathBuf;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -25,10 +20,12 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index, m)?)?;
     m.add_function(wrap_pyfunction!(sort_fn, m)?)?;
     m.add_function(wrap_pyfunction!(snp_pileup, m)?)?;
+    m.add_function(wrap_pyfunction!(flagstat_plan, m)?)?;
     m.add_function(wrap_pyfunction!(flagstat_regions, m)?)?;
-    m.add_function(wrap_pyfunction!(check_coverage, m)?)?;
-    m.add_function(wrap_pyfunction!(snp_pileup_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(flagstat_gather, m)?)?;
+    m.add_function(wrap_pyfunction!(snp_pileup_plan, m)?)?;
     m.add_function(wrap_pyfunction!(snp_pileup_block, m)?)?;
+    m.add_function(wrap_pyfunction!(snp_block_entry_state, m)?)?;
     m.add_function(wrap_pyfunction!(write_csv, m)?)?;
     m.add("SNP_WALK_EXHAUSTED", snp::EXHAUSTED)?;
     Ok(())
@@ -104,7 +101,7 @@ fn counts_from(v: &[u64]) -> Counts {
 /// 3125 + 170 in total (QC-passed reads + QC-failed reads)
 /// >>> s.as_dict()["passed"]["mapped"], (s + s).as_dict()["passed"]["total"]
 /// (3074, 6250)
-#[pyclass(frozen, module = "fasthts._fasthts")]
+#[pyclass(frozen, from_py_object, module = "fasthts._fasthts")]
 #[derive(Clone)]
 pub struct FlagStat {
     inner: LibFlagStat,
@@ -201,38 +198,9 @@ impl FlagStat {
 #[pyfunction]
 #[pyo3(name = "flagstat", signature = (path, threads=None))]
 fn flagstat_fn(py: Python<'_>, path: PathBuf, threads: Option<usize>) -> PyResult<FlagStat> {
-    let inner = py
-        .detach(|| {
-            with_threads(threads, || -> Result<LibFlagStat, fasthts::Error> {
-                let spool = std::env::temp_dir().join(format!("fasthts-flagstat.{}", std::process::id()));
-                match fasthts::input::open(&path, &spool)? {
-                    Input::Bam(bam, _spool) => count_bam(&bam),
-                    Input::Sam(mut sam) => {
-                        let mut stats = LibFlagStat::default();
-                        sam.for_each_record(|r| {
-                            stats.add(&r);
-                            Ok::<(), fasthts::Error>(())
-                        })?;
-                        Ok(stats)
-                    }
-                }
-            })
-        })
-        .map_err(to_py)?;
+    let options = FlagstatOptions { threads, ..FlagstatOptions::default() };
+    let inner = run_detached(py, |w| command::flagstat_path(&path, &options, w))?;
     Ok(FlagStat { inner })
-}
-
-/// As the CLI: by regions when the BAM has a usable index that describes
-/// it, else sequentially (which reports the file's own errors).
-fn count_bam(bam: &LibBam) -> Result<LibFlagStat, fasthts::Error> {
-    if let Some(p) = usable_index_path(bam.path()) {
-        if let Ok(ix) = Index::from_path(&p) {
-            if let Ok(stats) = flagstat::count_indexed(bam, &ix, REGION_BYTES) {
-                return Ok(stats);
-            }
-        }
-    }
-    flagstat::count_sequential(bam)
 }
 
 /// Indexes a coordinate-sorted BAM as `fasthts index` (samtools index):
@@ -248,22 +216,8 @@ fn index(
     min_shift: Option<i32>,
     threads: Option<usize>,
 ) -> PyResult<String> {
-    let shift = min_shift.unwrap_or(DEFAULT_MIN_SHIFT as i32);
-    let csi = (csi || min_shift.is_some()) && shift > 0;
-    let format = if csi { IndexFormat::Csi { min_shift: shift as u32, depth: 0 } } else { IndexFormat::Bai };
-    let target = output.unwrap_or_else(|| {
-        let mut p = path.as_os_str().to_owned();
-        p.push(if csi { ".csi" } else { ".bai" });
-        PathBuf::from(p)
-    });
-    py.detach(|| {
-        with_threads(threads, || -> Result<(), fasthts::Error> {
-            let bam = LibBam::open(&path)?;
-            let ix = fasthts::indexer::build(&bam, format)?;
-            fasthts::indexer::write_index(&ix, &target)
-        })
-    })
-    .map_err(to_py)?;
+    let options = IndexOptions { format: command::index_format(csi, min_shift), output, threads };
+    let target = run_detached(py, |w| command::index_file(&path, &options, w))?;
     Ok(target.display().to_string())
 }
 
@@ -272,15 +226,7 @@ fn memory_arg(v: &Bound<'_, PyAny>) -> PyResult<usize> {
     if let Ok(n) = v.extract::<usize>() {
         return Ok(n);
     }
-    let s: String = v.extract()?;
-    let s = s.trim();
-    let (num, mult) = match s.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&s[..i], 1usize << 10),
-        Some((i, 'm' | 'M')) => (&s[..i], 1 << 20),
-        Some((i, 'g' | 'G')) => (&s[..i], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<usize>().ok().and_then(|n| n.checked_mul(mult)).ok_or_else(|| PyValueError::new_err(format!("invalid memory size {s:?}")))
+    command::parse_memory_size(&v.extract::<String>()?).map_err(to_py)
 }
 
 /// Sorts a BAM or SAM file into `output` as `fasthts sort -o OUTPUT`
@@ -288,8 +234,10 @@ fn memory_arg(v: &Bound<'_, PyAny>) -> PyResult<usize> {
 /// template-coordinate (`template_coordinate`), or by coordinate with
 /// unplaced reads clustered by minimiser (`minimiser`, `kmer`). The output
 /// appears only when complete. `memory` is per thread, as `-m`. `format`:
-/// "bam", "sam" or "sam.gz" (default: from the output's extension, as the
-/// CLI). `fan_in`: the most runs merged at once (`--fan-in`).
+/// "bam", "sam" or "sam.gz", with options as `-O` (default: from the
+/// output's name, as the CLI: `.sam`, `.sam.gz`/`.bgz`/`.bgzf`, else BAM).
+/// `write_index`: as `--write-index` (`OUTPUT##idx##INDEX` names the
+/// index). `fan_in`: the most runs merged at once (`--fan-in`).
 #[pyfunction]
 #[pyo3(name = "sort", signature = (input, output, by_name=false, tag=None, level=None, memory=None, threads=None, write_index=false, temp_prefix=None, no_pg=false, format=None, template_coordinate=false, minimiser=false, kmer=20, fan_in=None))]
 #[allow(clippy::too_many_arguments)]
@@ -311,28 +259,11 @@ fn sort_fn(
     kmer: i64,
     fan_in: Option<usize>,
 ) -> PyResult<()> {
-    // As the CLI: the format given, else from the output's extension.
-    let name = output.to_string_lossy().to_ascii_lowercase();
-    let format = match format.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        Some("bam") => sort::OutputFormat::Bam,
-        Some("sam") => sort::OutputFormat::Sam,
-        Some("sam.gz") => sort::OutputFormat::SamGz,
-        Some(f) => return Err(PyValueError::new_err(format!("unknown output format {f:?}; use bam, sam or sam.gz"))),
-        None if name.ends_with(".sam") => sort::OutputFormat::Sam,
-        None if name.ends_with(".sam.gz") => sort::OutputFormat::SamGz,
-        None => sort::OutputFormat::Bam,
+    let (format, format_level) = match format.as_deref().map(OutputFormat::parse_spec).transpose().map_err(to_py)? {
+        Some((format, level)) => (Some(format), level),
+        None => (None, None),
     };
-    if write_index && format != sort::OutputFormat::Bam {
-        return Err(PyValueError::new_err("write_index is only supported with BAM output"));
-    }
-    let tag = match tag.as_deref().map(str::as_bytes) {
-        None => None,
-        Some([a, b]) => Some([*a, *b]),
-        Some(_) => return Err(PyValueError::new_err("invalid tag: a tag has two characters")),
-    };
-    if level.is_some_and(|l| l > 9) {
-        return Err(PyValueError::new_err("level must be between 0 and 9"));
-    }
+    let tag = tag.as_deref().map(command::parse_tag).transpose().map_err(to_py)?;
     // The CLI lets the last of -n, -M and --template-coordinate win; keyword
     // arguments have no order, so more than one is an error here.
     if usize::from(by_name) + usize::from(template_coordinate) + usize::from(minimiser) > 1 {
@@ -341,51 +272,21 @@ fn sort_fn(
     if tag.is_some() && (template_coordinate || minimiser) {
         return Err(PyValueError::new_err("tag cannot be combined with template_coordinate or minimiser"));
     }
-    if fan_in.is_some_and(|n| n < 2) {
-        return Err(PyValueError::new_err("fan_in must be at least 2"));
-    }
-    let per_thread = match memory {
-        Some(m) => memory_arg(m)?,
-        None => 768 << 20,
-    };
-    let n = threads.filter(|&n| n > 0).unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let index = (write_index && !by_name && tag.is_none()).then_some(IndexFormat::Csi { min_shift: DEFAULT_MIN_SHIFT, depth: 0 });
-    let opts = SortOptions {
-        engine: SortEngine::Native,
-        max_fan_in: fan_in,
-        index,
-        order: match tag {
-            Some(tag) => SortOrder::Tag { tag, then_by_name: by_name },
-            None if by_name => SortOrder::QueryName,
-            None if template_coordinate => SortOrder::TemplateCoordinate,
-            // As samtools' -K: clamped to 1..=31.
-            None if minimiser => SortOrder::Minimiser { kmer: kmer.clamp(1, 31) as u8 },
-            None => SortOrder::Coordinate,
-        },
-        memory: per_thread.saturating_mul(n),
-        level: level.unwrap_or(DEFAULT_LEVEL),
-        temp_prefix: temp_prefix.unwrap_or_else(|| output.clone()),
-        program: (!no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), format!("fasthts.sort({:?}, {:?})", input, output))),
-        progress: None,
+    let mut options = SortFileOptions {
+        order: command::sort_order(tag, by_name, template_coordinate, minimiser.then_some(kmer)),
         format,
+        level: level.or(format_level),
+        threads,
+        write_index,
+        temp_prefix,
+        program: (!no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), format!("fasthts.sort({:?}, {:?})", input, output))),
+        max_fan_in: fan_in,
+        ..SortFileOptions::default()
     };
-    py.detach(|| {
-        with_threads(Some(n), || -> Result<(), fasthts::Error> {
-            let mut inp = fasthts::input::open(&input, &opts.temp_prefix)?;
-            let (temp, file) = TempOutput::create(&output)?;
-            let (stats, out) = sort::sort_input(&mut inp, &opts, BufWriter::with_capacity(1 << 20, file))?;
-            let file = out.into_inner().map_err(|e| e.into_error())?;
-            file.sync_all()?;
-            temp.commit()?;
-            if let Some(ix) = stats.index {
-                let mut p = output.as_os_str().to_owned();
-                p.push(".csi");
-                fasthts::indexer::write_index(&ix, PathBuf::from(p))?;
-            }
-            Ok(())
-        })
-    })
-    .map_err(to_py)
+    if let Some(m) = memory {
+        options.memory_per_thread = memory_arg(m)?;
+    }
+    run_detached(py, |w| command::sort_file(&input, &output, &options, w))
 }
 
 /// snp-pileup's options, FACETS' defaults, from the Python arguments.
@@ -411,72 +312,24 @@ fn snp_options(
     }
 }
 
-/// The plan of a run over the VCF's used records `records` (its first
-/// pass, checking every line) and the BAMs with their indexes, with the
-/// CLI's messages.
-fn snp_inputs(
-    vcf: &std::path::Path,
-    bams: &[PathBuf],
-    opts: &SnpPileupOptions,
-    records: std::ops::Range<u64>,
-) -> Result<(VcfSummary, Vec<LibBam>, Vec<Index>), String> {
-    if bams.is_empty() {
-        return Err("snp_pileup needs at least one BAM".into());
-    }
-    let sites = vcf::scan_records(vcf, opts.region_size, records).map_err(|e| format!("Failed to read VCF file: {e}"))?;
-    let mut libbams = Vec::with_capacity(bams.len());
-    let mut indexes = Vec::with_capacity(bams.len());
-    for p in bams {
-        let bam = LibBam::open(p).map_err(|e| format!("Failed to read sequence file {} ({e})", p.display()))?;
-        let Some(ip) = usable_index_path(p) else {
-            return Err(format!(
-                "{}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {}` first)",
-                p.display(),
-                p.display()
-            ));
-        };
-        let ix = Index::from_path(&ip).map_err(|e| fasthts::Error::from(e).with_path(&ip).to_string())?;
-        libbams.push(bam);
-        indexes.push(ix);
-    }
-    Ok((sites, libbams, indexes))
-}
-
-/// The output path (`.gz` added with gzip, as FACETS), refusing to overwrite.
-fn snp_target(output: &std::path::Path, gzip: bool) -> Result<PathBuf, String> {
-    let mut target = output.as_os_str().to_owned();
-    if gzip && !output.to_string_lossy().ends_with(".gz") {
-        target.push(".gz");
-    }
-    let target = PathBuf::from(target);
-    if target.exists() {
-        return Err(format!("Output file {} already exists!", output.display()));
-    }
-    Ok(target)
-}
-
-/// Writes `write`'s bytes to `target` atomically, BGZF-compressed (as the
-/// CLI's `-g`) or plain.
-fn write_output(
-    target: &std::path::Path,
-    gzip: bool,
-    write: impl FnOnce(&mut (dyn Write + Send)) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
-) -> Result<(), String> {
-    let (temp, file) = TempOutput::create(target).map_err(|e| format!("Failed to open output file for writing: {e}"))?;
-    let r = (|| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-        if gzip {
-            let mut w = BgzfWriter::new(BufWriter::new(file), DEFAULT_LEVEL);
-            write(&mut w)?;
-            w.finish()?.flush()?;
-        } else {
-            let mut w = BufWriter::with_capacity(1 << 20, file);
-            write(&mut w)?;
-            w.flush()?;
+/// snp-pileup's options from keyword arguments named as `snp_pileup`'s
+/// (those not given keep FACETS' defaults); any other name is a TypeError.
+fn snp_options_from(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<SnpPileupOptions> {
+    let mut o = SnpPileupOptions::default();
+    for (key, value) in kwargs.into_iter().flatten() {
+        let key: String = key.extract()?;
+        match key.as_str() {
+            "count_orphans" => o.count_orphans = value.extract()?,
+            "max_depth" => o.max_depth = value.extract()?,
+            "pseudo_snps" => o.pseudo_snps = value.extract()?,
+            "min_map_quality" => o.min_map_quality = value.extract()?,
+            "min_base_quality" => o.min_base_quality = value.extract()?,
+            "min_read_counts" => o.min_read_counts = value.extract()?,
+            "ignore_overlaps" => o.ignore_overlaps = value.extract()?,
+            _ => return Err(PyTypeError::new_err(format!("unexpected snp-pileup option {key:?}"))),
         }
-        Ok(())
-    })();
-    r.map_err(|e| e.to_string())?;
-    temp.commit().map_err(|e| e.to_string())
+    }
+    Ok(o)
 }
 
 /// FACETS snp-pileup: the allele counts of `bams` at the SNPs of `vcf`,
@@ -501,40 +354,37 @@ fn snp_pileup(
     ignore_overlaps: bool,
     threads: Option<usize>,
 ) -> PyResult<u64> {
-    let opts = snp_options(count_orphans, max_depth, pseudo_snps, min_map_quality, min_base_quality, min_read_counts, ignore_overlaps);
-    let result = py.detach(|| -> Result<u64, String> {
-        let (summary, libbams, indexes) = snp_inputs(&vcf, &bams, &opts, 0..u64::MAX)?;
-        let target = snp_target(&output, gzip)?;
-        let mut rows = 0;
-        write_output(&target, gzip, |w| {
-            rows = with_threads(threads, || snp::run(&vcf, &summary, &libbams, &indexes, &opts, w))?.rows;
-            Ok(())
-        })?;
-        Ok(rows)
-    });
-    result.map_err(err)
+    let pileup = snp_options(count_orphans, max_depth, pseudo_snps, min_map_quality, min_base_quality, min_read_counts, ignore_overlaps);
+    let options = SnpPileupFileOptions { pileup, gzip, threads, ..SnpPileupFileOptions::default() };
+    let stats = run_detached(py, |w| command::snp_pileup(&vcf, &output, &bams, &options, w))?;
+    Ok(stats.rows)
 }
 
-/// For `fasthts.dask.snp_pileup`: the VCF's used records (file order) cut
-/// into about `parts` consecutive blocks `[(first, end, tid), ...]`,
-/// cutting only where the contig changes; `tid` is the reference id of
-/// the block's contig in `bam` (FACETS' matching; -1: none).
+/// For `fasthts.dask.snp_pileup`: `snp_pileup`'s checks (the VCF, the BAMs
+/// and their indexes, the output not there yet), then the VCF's used
+/// records (file order) cut into about `parts` consecutive blocks
+/// `[(first, end, tid), ...]`, cutting only where the contig changes;
+/// `tid` is the reference id of the block's contig in the first BAM
+/// (FACETS' matching; -1: none).
 #[pyfunction]
-fn snp_pileup_blocks(py: Python<'_>, vcf: PathBuf, bam: PathBuf, parts: usize) -> PyResult<Vec<(u64, u64, i32)>> {
-    py.detach(|| -> Result<_, String> {
-        let b = LibBam::open(&bam).map_err(|e| format!("Failed to read sequence file {} ({e})", bam.display()))?;
-        let names: Vec<&str> = b.header().references.iter().map(|r| r.name.as_str()).collect();
-        snp::plan_blocks(&vcf, &names, parts).map_err(|e| format!("Failed to read VCF file: {e}"))
-    })
-    .map_err(err)
+#[pyo3(signature = (vcf, output, bams, parts, gzip=false))]
+fn snp_pileup_plan(
+    py: Python<'_>,
+    vcf: PathBuf,
+    output: PathBuf,
+    bams: Vec<PathBuf>,
+    parts: usize,
+    gzip: bool,
+) -> PyResult<Vec<(u64, u64, i32)>> {
+    let options = SnpPileupFileOptions { gzip, ..SnpPileupFileOptions::default() };
+    run_detached(py, |w| command::snp_pileup_plan(&vcf, &output, &bams, parts, &options, w))
 }
 
 /// One dask task of `fasthts.dask.snp_pileup`: the CSV rows (no header)
-/// of the VCF's used records `first..end`, with FACETS' walk starting at `state`,
-/// and the state it ends in (`snp::run_from`).
+/// of the VCF's used records `first..end`, with FACETS' walk starting at
+/// `state`, and the state it ends in. `options`: `snp_pileup`'s.
 #[pyfunction]
-#[pyo3(signature = (vcf, bams, first, end, state, count_orphans=false, max_depth=4000, pseudo_snps=0, min_map_quality=0, min_base_quality=0, min_read_counts=Vec::new(), ignore_overlaps=false, threads=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (vcf, bams, first, end, state, threads=None, **options))]
 fn snp_pileup_block<'py>(
     py: Python<'py>,
     vcf: PathBuf,
@@ -542,31 +392,20 @@ fn snp_pileup_block<'py>(
     first: u64,
     end: u64,
     state: Option<(i32, i64)>,
-    count_orphans: bool,
-    max_depth: i32,
-    pseudo_snps: i32,
-    min_map_quality: i32,
-    min_base_quality: i32,
-    min_read_counts: Vec<i32>,
-    ignore_overlaps: bool,
     threads: Option<usize>,
-) -> PyResult<(Bound<'py, pyo3::types::PyBytes>, Option<(i32, i64)>)> {
-    let opts = snp_options(count_orphans, max_depth, pseudo_snps, min_map_quality, min_base_quality, min_read_counts, ignore_overlaps);
-    let (text, state) = py
-        .detach(|| -> Result<(Vec<u8>, Option<(i32, i64)>), String> {
-            if first > end {
-                return Err("record block out of range".into());
-            }
-            let (summary, libbams, indexes) = snp_inputs(&vcf, &bams, &opts, first..end)?;
-            let mut out = Vec::new();
-            let (_, end_state) =
-                with_threads(threads, || snp::run_from(&vcf, &summary, &libbams, &indexes, &opts, &mut out, first..end, state))
-                    .map_err(|e| e.to_string())?;
-            let header = out.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1);
-            Ok((out.split_off(header), end_state))
-        })
-        .map_err(err)?;
-    Ok((pyo3::types::PyBytes::new(py, &text), state))
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<(Bound<'py, PyBytes>, Option<(i32, i64)>)> {
+    let options = SnpPileupFileOptions { pileup: snp_options_from(options)?, threads, ..SnpPileupFileOptions::default() };
+    let (rows, state) = run_detached(py, |w| command::snp_pileup_block(&vcf, &bams, first..end, state, &options, w))?;
+    Ok((PyBytes::new(py, &rows), state))
+}
+
+/// For `fasthts.dask.snp_pileup`: the state to run a block whose first
+/// contig is reference `block_tid` from, when FACETS' walk enters it at
+/// `state` (None: as if it started the file).
+#[pyfunction]
+fn snp_block_entry_state(state: Option<(i32, i64)>, block_tid: i32) -> Option<(i32, i64)> {
+    snp::block_entry_state(state, block_tid)
 }
 
 /// Writes snp-pileup's output from its rows: the header for `n_files`
@@ -574,23 +413,25 @@ fn snp_pileup_block<'py>(
 /// the CLI), atomically; refuses to overwrite.
 #[pyfunction]
 fn write_csv(py: Python<'_>, output: PathBuf, n_files: usize, chunks: Vec<Vec<u8>>, gzip: bool) -> PyResult<()> {
-    py.detach(|| -> Result<(), String> {
-        let target = snp_target(&output, gzip)?;
-        write_output(&target, gzip, |w| {
-            w.write_all(snp::header(n_files).as_bytes())?;
-            for c in &chunks {
-                w.write_all(c)?;
-            }
-            Ok(())
-        })
-    })
-    .map_err(err)
+    run_detached(py, |_| command::write_snp_pileup(&output, gzip, n_files, &chunks))
+}
+
+/// The regions of a dask flagstat: those `flagstat` reads through the
+/// index, of about `region_bytes` compressed bytes each, or None when it
+/// reads the file sequentially (no usable index, SAM).
+#[pyfunction]
+#[pyo3(signature = (path, region_bytes=None))]
+fn flagstat_plan(py: Python<'_>, path: PathBuf, region_bytes: Option<u64>) -> PyResult<Option<Vec<Region>>> {
+    let options = FlagstatOptions { region_bytes: region_bytes.unwrap_or(command::REGION_BYTES), ..FlagstatOptions::default() };
+    let regions = run_detached(py, |w| command::flagstat_plan(&path, &options, w))?;
+    let Some(regions) = regions else { return Ok(None) };
+    let names = crate::bam::reference_names(py, &path)?;
+    Ok(Some(regions.into_iter().map(|r| Region::from_lib(r, &names)).collect()))
 }
 
 /// One dask task of `fasthts.dask.flagstat`: the flag statistics of the
 /// records starting in `regions` of the BAM at `path` (opened here, by
-/// path), and each region's span `(first, stop)` as virtual offsets, for
-/// the coverage check.
+/// path), and each region's span `(first, stop)` as virtual offsets.
 #[pyfunction]
 #[pyo3(signature = (path, regions, threads=None))]
 fn flagstat_regions(
@@ -599,56 +440,37 @@ fn flagstat_regions(
     regions: &Bound<'_, PyAny>,
     threads: Option<usize>,
 ) -> PyResult<(FlagStat, Vec<(u64, u64)>)> {
-    let sh = py.detach(|| Shared::open(&path, None)).map_err(to_py)?;
-    let names: Vec<String> = sh.bam.header().references.iter().map(|r| r.name.clone()).collect();
-    let mut rs = Vec::new();
-    for r in regions.try_iter()? {
-        rs.push(region_arg(&names, &r?)?);
-    }
-    let (stats, spans) = py
-        .detach(|| {
-            with_threads(threads, || -> Result<_, fasthts::Error> {
-                let ix = sh.index()?;
-                let parts = region::scatter_with_spans(&sh.bam, &ix, &rs, |_, rd| {
-                    let mut s = LibFlagStat::default();
-                    while let Some(r) = rd.next_record()? {
-                        s.add(&r);
-                    }
-                    Ok(s)
-                })?;
-                let mut total = LibFlagStat::default();
-                let mut spans = Vec::with_capacity(parts.len());
-                for (s, (a, b)) in parts {
-                    total.merge(&s);
-                    spans.push((u64::from(a), u64::from(b)));
-                }
-                Ok((total, spans))
-            })
-        })
-        .map_err(to_py)?;
-    Ok((FlagStat { inner: stats }, spans))
+    let regions = region_args(py, &path, regions)?;
+    let options = FlagstatOptions { threads, ..FlagstatOptions::default() };
+    let (inner, spans) = run_detached(py, |w| command::flagstat_regions(&path, &regions, &options, w))?;
+    Ok((FlagStat { inner }, spans.into_iter().map(|(a, b)| (u64::from(a), u64::from(b))).collect()))
 }
 
-/// Checks that region spans (in plan order, from `flagstat_regions`) cover
-/// the BAM exactly, as `region::scatter_all` does; raises
-/// `fasthts.Error` ("the index does not match the data file ...") if not.
+/// The answer of a dask flagstat from its plan's `regions` and the tasks'
+/// `parts` (`flagstat_regions` results in plan order; None if a task
+/// failed), or None when the file is to be counted sequentially instead,
+/// as `flagstat` decides (the tasks failed, or their spans do not cover
+/// the file: the index does not describe it).
 #[pyfunction]
-fn check_coverage(py: Python<'_>, path: PathBuf, spans: Vec<(u64, u64)>) -> PyResult<()> {
-    py.detach(|| -> Result<(), fasthts::Error> {
-        let bam = LibBam::open(&path)?;
-        let mut expected = bam.first_record_offset();
-        for (first, stop) in spans {
-            let first = VirtualOffset::from(first);
-            if first != expected {
-                return Err(fasthts::Error::IndexMismatch(format!("a region starts at {first}, expected {expected}")));
-            }
-            expected = VirtualOffset::from(stop);
+fn flagstat_gather(
+    py: Python<'_>,
+    path: PathBuf,
+    regions: &Bound<'_, PyAny>,
+    parts: Option<Vec<(FlagStat, Vec<(u64, u64)>)>>,
+) -> PyResult<Option<FlagStat>> {
+    let regions = region_args(py, &path, regions)?;
+    let parts: Result<Vec<(LibFlagStat, Vec<Span>)>, fasthts::Error> = match parts {
+        Some(parts) => {
+            Ok(parts.into_iter().map(|(s, spans)| (s.inner, spans.into_iter().map(|(a, b)| (a.into(), b.into())).collect())).collect())
         }
-        let mut tail = bam.records_from(expected)?;
-        if tail.advance().map_err(|e| fasthts::Error::from(e).with_path(bam.path()))? {
-            return Err(fasthts::Error::IndexMismatch(format!("records after {expected} belong to no region")));
-        }
-        Ok(())
-    })
-    .map_err(to_py)
+        None => Err(fasthts::Error::Message("a flagstat task failed".into())),
+    };
+    let gathered = run_detached(py, |w| command::flagstat_gather(&path, &regions, parts, w))?;
+    Ok(gathered.map(|inner| FlagStat { inner }))
+}
+
+/// Region arguments against the references of the BAM at `path`.
+fn region_args(py: Python<'_>, path: &std::path::Path, regions: &Bound<'_, PyAny>) -> PyResult<Vec<fasthts::region::Region>> {
+    let names = crate::bam::reference_names(py, path)?;
+    regions.try_iter()?.map(|r| region_arg(&names, &r?)).collect()
 }

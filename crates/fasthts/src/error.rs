@@ -31,6 +31,11 @@ pub enum Error {
     /// The index does not describe the data file.
     #[error("the index does not match the data file ({0})")]
     IndexMismatch(String),
+    /// An argument given to a job is not valid: an option value, a region,
+    /// an output name, or options that do not go together. (The Python
+    /// package raises `ValueError` for these.)
+    #[error("{0}")]
+    InvalidArgument(String),
     /// Anything else, described.
     #[error("{0}")]
     Message(String),

@@ -358,6 +358,16 @@ pub fn count_sequential(bam: &crate::bam::BamFile) -> Result<FlagStat, crate::Er
     Ok(tally.stats())
 }
 
+/// Flag statistics of the records of one region, visited in place.
+pub fn count_region(records: &mut crate::region::RegionReader<'_>) -> Result<FlagStat, crate::bam::BamError> {
+    // The tally (32 KiB of slots) becomes its few counts at once: the parts
+    // of a whole-file count are held until every region is done, and a
+    // large file has hundreds of regions.
+    let mut tally = FlagTally::default();
+    records.for_each_record(|r| tally.add(r))?;
+    Ok(tally.stats())
+}
+
 /// Flag statistics of every record of `bam`, with the genome cut into
 /// regions of about `region_bytes` compressed bytes by `index` and the
 /// regions counted in parallel. Fails with [`crate::Error::IndexMismatch`]
@@ -365,14 +375,7 @@ pub fn count_sequential(bam: &crate::bam::BamFile) -> Result<FlagStat, crate::Er
 /// [`crate::region::scatter_all`]).
 pub fn count_indexed(bam: &crate::bam::BamFile, index: &crate::index::Index, region_bytes: u64) -> Result<FlagStat, crate::Error> {
     use crate::region::{self, Plan};
-    // Each region's tally (32 KiB of slots) becomes its few counts at once:
-    // the parts are held until every region is done, and a large file has
-    // hundreds of regions.
-    let parts = region::scatter_all(bam, index, Plan::BalancedBytes(region_bytes), |_, records| {
-        let mut tally = FlagTally::default();
-        records.for_each_record(|r| tally.add(r))?;
-        Ok(tally.stats())
-    })?;
+    let parts = region::scatter_all(bam, index, Plan::BalancedBytes(region_bytes), |_, records| count_region(records))?;
     let mut total = FlagStat::default();
     for part in &parts {
         total.merge(part);

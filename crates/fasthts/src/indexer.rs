@@ -14,7 +14,7 @@ use crate::bam::{flags, BamFile, Header};
 use crate::index::{self, Index, IndexBuilder, IndexFormat};
 use crate::Error;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Builds the index of a coordinate-sorted BAM as `samtools index` does
 /// (BAI, or CSI with the given `min_shift`; the CSI depth follows from the
@@ -89,15 +89,51 @@ pub fn idxstats_by_scan(bam: &BamFile) -> Result<String, Error> {
 
 /// The index file beside `bam_path`, if there is one: `IN.csi`, `IN.bai`,
 /// or the same with a `.bam` extension replaced, in htslib's order.
-pub fn locate(bam_path: &Path) -> Option<std::path::PathBuf> {
+pub fn locate(bam_path: &Path) -> Option<PathBuf> {
     let mut candidates = Vec::new();
     for ext in ["csi", "bai"] {
         let mut p = bam_path.as_os_str().to_owned();
         p.push(format!(".{ext}"));
-        candidates.push(std::path::PathBuf::from(p));
+        candidates.push(PathBuf::from(p));
         if bam_path.extension().is_some_and(|e| e == "bam") {
             candidates.push(bam_path.with_extension(ext));
         }
     }
     candidates.into_iter().find(|p| p.is_file())
+}
+
+/// Where the index of `data` goes unless another name is given:
+/// `DATA.bai`, or `DATA.csi` for a CSI (samtools index's and sort
+/// `--write-index`'s default).
+pub fn index_path_for(data: &Path, format: IndexFormat) -> PathBuf {
+    let mut p = data.as_os_str().to_owned();
+    p.push(match format {
+        IndexFormat::Bai => ".bai",
+        IndexFormat::Csi { .. } => ".csi",
+    });
+    PathBuf::from(p)
+}
+
+/// An output name that may name its index too, as htslib's
+/// `DATA##idx##INDEX`: the data file, the index file (`DATA.csi` when not
+/// named) and the index format its name asks for (BAI when it ends in
+/// `.bai`, else CSI with samtools' default interval).
+///
+/// ```
+/// use fasthts::index::IndexFormat;
+/// use fasthts::indexer::split_index_name;
+/// use std::path::{Path, PathBuf};
+/// let (data, index, format) = split_index_name(Path::new("out.bam##idx##out.bai"));
+/// assert_eq!((data, index, format), (PathBuf::from("out.bam"), PathBuf::from("out.bai"), IndexFormat::Bai));
+/// let (data, index, _) = split_index_name(Path::new("out.bam"));
+/// assert_eq!((data, index), (PathBuf::from("out.bam"), PathBuf::from("out.bam.csi")));
+/// ```
+pub fn split_index_name(output: &Path) -> (PathBuf, PathBuf, IndexFormat) {
+    let csi = IndexFormat::Csi { min_shift: index::DEFAULT_MIN_SHIFT, depth: 0 };
+    let (data, index) = match output.to_str().and_then(|o| o.split_once("##idx##")) {
+        Some((data, index)) => (PathBuf::from(data), PathBuf::from(index)),
+        None => (output.to_path_buf(), index_path_for(output, csi)),
+    };
+    let format = if index.extension().is_some_and(|e| e == "bai") { IndexFormat::Bai } else { csi };
+    (data, index, format)
 }

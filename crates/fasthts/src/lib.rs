@@ -8,7 +8,10 @@
 //! gathered in genome order. [`flagstat`] and [`indexer`] reproduce
 //! `samtools flagstat`, `index` and `idxstats` byte for byte on top.
 //! [`sam`] reads SAM text into BAM records and writes records back as SAM
-//! text, byte for byte as htslib does.
+//! text, byte for byte as htslib does. [`command`] is what the `fasthts`
+//! command line and the Python package both call: one function per job
+//! (flagstat, index, idxstats, sort, snp-pileup, quickcheck) with typed
+//! options, where every decision a user can observe is taken once.
 //!
 //! # Count records per region, in parallel
 //!
@@ -58,8 +61,10 @@
 //! ```
 
 pub mod bam;
+pub mod command;
 mod error;
 pub mod flagstat;
+pub mod gather;
 pub mod index;
 pub mod indexer;
 pub mod input;

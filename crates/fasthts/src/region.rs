@@ -65,6 +65,69 @@ impl Region {
         Region { ref_id: -1, start: i64::MIN, end: i64::MAX }
     }
 
+    /// Parses samtools' region notation against the file's reference
+    /// `names`: `*` (the unplaced records), `CONTIG` (a whole reference),
+    /// `CONTIG:BEG-END` (1-based, inclusive; commas allowed in numbers),
+    /// `CONTIG:BEG` (to the end) or `CONTIG:-END`. A name is looked up whole
+    /// first, so a reference whose name holds a `:` is found; that needs the
+    /// names, which is why this is not [`std::str::FromStr`].
+    ///
+    /// ```
+    /// use fasthts::region::Region;
+    /// let names = ["chr1", "chr2"];
+    /// assert_eq!(Region::parse("chr2:1,001-2000", &names)?, Region { ref_id: 1, start: 1000, end: 2000 });
+    /// assert_eq!(Region::parse("chr1", &names)?, Region::whole(0));
+    /// assert_eq!(Region::parse("*", &names)?, Region::unplaced());
+    /// assert!(Region::parse("chr3:1-10", &names).is_err());
+    /// # Ok::<(), fasthts::Error>(())
+    /// ```
+    pub fn parse<N: AsRef<str>>(text: &str, names: &[N]) -> Result<Region, Error> {
+        if text == "*" {
+            return Ok(Region::unplaced());
+        }
+        if let Some(i) = names.iter().position(|n| n.as_ref() == text) {
+            return Ok(Region::whole(i as i32));
+        }
+        let invalid = || Error::InvalidArgument(format!("invalid region {text:?} (expected CONTIG, CONTIG:BEG-END or *, 1-based)"));
+        let Some((name, range)) = text.rsplit_once(':') else { return Err(unknown_reference(text)) };
+        let ref_id = reference_id(names, name)?;
+        let number = |t: &str| -> Result<Option<i64>, Error> {
+            let t: String = t.chars().filter(|&c| c != ',').collect();
+            if t.is_empty() {
+                return Ok(None);
+            }
+            t.parse::<i64>().map(Some).map_err(|_| invalid())
+        };
+        let (beg, end) = match range.split_once('-') {
+            Some((b, e)) => (number(b)?, number(e)?),
+            None => (number(range)?, None),
+        };
+        let start = match beg {
+            Some(b) if b < 1 => return Err(invalid()),
+            Some(b) => b - 1,
+            None => i64::MIN,
+        };
+        let end = end.unwrap_or(i64::MAX);
+        if end < start {
+            return Err(invalid());
+        }
+        Ok(Region { ref_id, start, end })
+    }
+
+    /// This region, if it can be read from a file of `n_references`
+    /// references: its reference exists (or it is the unplaced records) and
+    /// it does not end before it starts.
+    pub fn checked(self, n_references: usize) -> Result<Region, Error> {
+        if self.ref_id < -1 || i64::from(self.ref_id) >= n_references as i64 {
+            let last = n_references as i64 - 1;
+            return Err(Error::InvalidArgument(format!("region reference id {} is not in the file (-1 to {last})", self.ref_id)));
+        }
+        if self.start > self.end {
+            return Err(Error::InvalidArgument(format!("region end {} is before its start {}", self.end, self.start)));
+        }
+        Ok(self)
+    }
+
     /// Where a record with this reference and position falls relative to the
     /// region, in a coordinate-sorted file.
     #[inline]
@@ -87,6 +150,15 @@ impl Region {
             Place::Inside
         }
     }
+}
+
+/// The id of the reference called `name` among `names`.
+pub fn reference_id<N: AsRef<str>>(names: &[N], name: &str) -> Result<i32, Error> {
+    names.iter().position(|n| n.as_ref() == name).map(|i| i as i32).ok_or_else(|| unknown_reference(name))
+}
+
+fn unknown_reference(name: &str) -> Error {
+    Error::InvalidArgument(format!("unknown reference {name:?}"))
 }
 
 impl fmt::Display for Region {
@@ -391,18 +463,28 @@ where
 {
     let regions = self::plan(bam, index, plan);
     let parts = scatter_with_spans(bam, index, &regions, work)?;
+    check_coverage(bam, regions.iter().zip(parts.iter().map(|(_, span)| *span)))?;
+    Ok(parts.into_iter().map(|(t, _)| t).collect())
+}
+
+/// Checks that the spans of a plan's regions, in plan order (from
+/// [`scatter_with_spans`], in one call or several), covered `bam` exactly:
+/// each region ends where the next begins, the first begins at the first
+/// record and the last ends at the end of the file. Fails with
+/// [`Error::IndexMismatch`] otherwise (the index does not describe the file).
+pub fn check_coverage<'r>(bam: &BamFile, spans: impl IntoIterator<Item = (&'r Region, Span)>) -> Result<(), Error> {
     let mut expected = bam.first_record_offset();
-    for (region, (_, (first, stop))) in regions.iter().zip(&parts) {
-        if *first != expected {
+    for (region, (first, stop)) in spans {
+        if first != expected {
             return Err(Error::IndexMismatch(format!("region {region} starts at {first}, expected {expected}")));
         }
-        expected = *stop;
+        expected = stop;
     }
     let mut tail = bam.records_from(expected)?;
     if tail.advance().map_err(|e| Error::from(e).with_path(bam.path()))? {
         return Err(Error::IndexMismatch(format!("records after {expected} belong to no region")));
     }
-    Ok(parts.into_iter().map(|(t, _)| t).collect())
+    Ok(())
 }
 
 /// The part of the file a region's reader covered: from its first record
@@ -432,4 +514,49 @@ where
         })
         .collect();
     results.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NAMES: [&str; 3] = ["chr1", "HLA:1-2", "chr2"];
+
+    fn parse(text: &str) -> Result<Region, String> {
+        Region::parse(text, &NAMES).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn parses_samtools_notation() {
+        assert_eq!(parse("*"), Ok(Region::unplaced()));
+        assert_eq!(parse("chr2"), Ok(Region::whole(2)));
+        assert_eq!(parse("chr1:1,001-2,000"), Ok(Region { ref_id: 0, start: 1000, end: 2000 }));
+        assert_eq!(parse("chr1:1000"), Ok(Region { ref_id: 0, start: 999, end: i64::MAX }));
+        assert_eq!(parse("chr1:-50"), Ok(Region { ref_id: 0, start: i64::MIN, end: 50 }));
+        assert_eq!(parse("chr1:"), Ok(Region::whole(0)));
+        // A name holding a colon is looked up whole before it is split.
+        assert_eq!(parse("HLA:1-2"), Ok(Region::whole(1)));
+        assert_eq!(parse("HLA:1-2:5-6"), Ok(Region { ref_id: 1, start: 4, end: 6 }));
+    }
+
+    #[test]
+    fn parse_errors_name_the_problem() {
+        assert_eq!(parse("chr3"), Err("unknown reference \"chr3\"".into()));
+        assert_eq!(parse("chr3:1-5"), Err("unknown reference \"chr3\"".into()));
+        let invalid = |t: &str| Err(format!("invalid region {t:?} (expected CONTIG, CONTIG:BEG-END or *, 1-based)"));
+        for bad in ["chr1:10-5", "chr1:0-5", "chr1:x-5", "chr1:5-y"] {
+            assert_eq!(parse(bad), invalid(bad), "{bad}");
+        }
+        assert!(matches!(Region::parse("chr3", &NAMES), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn checked_regions_fit_the_file() {
+        assert_eq!(Region::whole(2).checked(3).map_err(|e| e.to_string()), Ok(Region::whole(2)));
+        assert_eq!(Region::unplaced().checked(0).map_err(|e| e.to_string()), Ok(Region::unplaced()));
+        let err = |r: Region, n| r.checked(n).unwrap_err().to_string();
+        assert_eq!(err(Region::whole(3), 3), "region reference id 3 is not in the file (-1 to 2)");
+        assert_eq!(err(Region::whole(-2), 3), "region reference id -2 is not in the file (-1 to 2)");
+        assert_eq!(err(Region { ref_id: 0, start: 10, end: 5 }, 3), "region end 5 is before its start 10");
+    }
 }

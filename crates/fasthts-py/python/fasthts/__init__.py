@@ -73,8 +73,10 @@ class BamFile(_fasthts.BamFile):
     """A BAM file, memory-mapped, with its index.
 
     ``BamFile(path, index=None)``: the index is ``index`` if given, else
-    the ``.csi``/``.bai`` beside the file (ignored if older than the BAM,
-    as the CLI does), else built in memory on the first region query.
+    the ``.csi``/``.bai`` beside the file (as the CLI finds it: ignored,
+    with a warning, if older than the BAM), else built in memory on the
+    first region query. An index made for a file with other references is
+    refused.
 
     A ``BamFile`` pickles as its path: a worker process maps the file
     itself (a shared filesystem is assumed).
@@ -90,9 +92,10 @@ class BamFile(_fasthts.BamFile):
         Keys: ``tid`` (int32), ``pos`` (int32, 0-based), ``end`` (int64,
         htslib's ``bam_endpos``), ``flag`` (uint16), ``mapq`` (uint8),
         ``len`` (int32, sequence length), ``mate_tid``, ``mate_pos``,
-        ``tlen`` (int32). ``region=None`` reads the whole file (through the
-        index, region by region, on ``threads`` threads). Built in Rust
-        with the GIL released.
+        ``tlen`` (int32). ``region=None`` reads the whole file as
+        ``flagstat`` does: through the index file, region by region, on
+        ``threads`` threads, or sequentially when there is none or it does
+        not describe the file. Built in Rust with the GIL released.
         """
         return _arrays(self._columns(region, threads))
 

@@ -10,7 +10,7 @@ _Path = Union[str, os.PathLike[str]]
 _RegionLike = Union["Region", str, Tuple[Optional[str], Optional[int], Optional[int]]]
 
 __version__: str
-__all__ = ["Error", "__version__", "BamFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "snp_pileup", "flagstat_regions", "check_coverage", "snp_pileup_blocks", "snp_pileup_block", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "seqfile_split", "_countgraph_from_bytes"]
+__all__ = ["Error", "__version__", "BamFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "seqfile_split", "_countgraph_from_bytes"]
 
 class Error(Exception):
     """Bad input or a failed operation; the message is the CLI's."""
@@ -168,25 +168,21 @@ def snp_pileup(
     ignore_overlaps: bool = False,
     threads: Optional[int] = None,
 ) -> int: ...
+def flagstat_plan(path: _Path, region_bytes: Optional[int] = None) -> Optional[List[Region]]: ...
 def flagstat_regions(path: _Path, regions: Sequence[_RegionLike], threads: Optional[int] = None) -> Tuple[FlagStat, List[Tuple[int, int]]]: ...
-def check_coverage(path: _Path, spans: Sequence[Tuple[int, int]]) -> None: ...
+def flagstat_gather(path: _Path, regions: Sequence[_RegionLike], parts: Optional[Sequence[Tuple[FlagStat, Sequence[Tuple[int, int]]]]]) -> Optional[FlagStat]: ...
 def seqfile_split(path: str, parts: int) -> List[Tuple[int, Optional[int]]]: ...
 def _countgraph_from_bytes(data: bytes) -> Countgraph: ...
 SNP_WALK_EXHAUSTED: Tuple[int, int]
-def snp_pileup_blocks(vcf: _Path, bam: _Path, parts: int) -> List[Tuple[int, int, int]]: ...
+def snp_pileup_plan(vcf: _Path, output: _Path, bams: Sequence[_Path], parts: int, gzip: bool = False) -> List[Tuple[int, int, int]]: ...
 def snp_pileup_block(
     vcf: _Path,
     bams: Sequence[_Path],
     first: int,
     end: int,
     state: Optional[Tuple[int, int]],
-    count_orphans: bool = False,
-    max_depth: int = 4000,
-    pseudo_snps: int = 0,
-    min_map_quality: int = 0,
-    min_base_quality: int = 0,
-    min_read_counts: Sequence[int] = ...,
-    ignore_overlaps: bool = False,
     threads: Optional[int] = None,
+    **options: Any,
 ) -> Tuple[bytes, Optional[Tuple[int, int]]]: ...
+def snp_block_entry_state(state: Optional[Tuple[int, int]], block_tid: int) -> Optional[Tuple[int, int]]: ...
 def write_csv(output: _Path, n_files: int, chunks: Sequence[bytes], gzip: bool) -> None: ...

@@ -18,7 +18,7 @@ import os
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _fasthts
-from . import BamFile, Countgraph, FlagStat, Region, _progress
+from . import Countgraph, FlagStat, _progress
 
 __all__ = ["flagstat", "snp_pileup", "count_kmers"]
 
@@ -51,39 +51,35 @@ def _watch(futures: List[Any], progress: Optional[bool], label: str) -> None:
 def flagstat(
     client: Any,
     path: PathLike,
-    region_bytes: int = 8 << 20,
+    region_bytes: Optional[int] = None,
     tasks: Optional[int] = None,
     progress: Optional[bool] = None,
 ) -> FlagStat:
     """``fasthts.flagstat(path)`` on the cluster.
 
-    The genome is cut into regions of about ``region_bytes`` compressed
-    bytes through the BAM's index (as the CLI does on one machine); the
-    regions are grouped into ``tasks`` tasks (default: 2 per worker
-    thread), each counted on a worker, and the counts added. The regions'
-    spans are checked to cover the file exactly (a stale or foreign index
-    fails that check), and then, as the CLI, the file is counted
-    sequentially on one worker instead. A BAM without an index file (or a
-    SAM) is counted by one task.
+    The same library functions as ``fasthts.flagstat`` (and the CLI)
+    decide how the file is read: when the BAM has a usable index, the
+    genome is cut into regions of about ``region_bytes`` compressed bytes
+    (default: the CLI's 8 MB); the regions are grouped into ``tasks``
+    tasks (default: 2 per worker thread), each counted on a worker, and
+    the counts added once the regions' spans are checked to cover the file
+    exactly. A BAM without a usable index, a SAM, a failed task or an index
+    that does not describe the file (which is reported) means counting
+    sequentially, in one task.
     """
     path = os.fspath(path)
-    try:
-        bam: Optional[BamFile] = BamFile(path)
-    except _fasthts.Error:
-        bam = None  # SAM (or bad input: the single task reports it as the CLI)
-    if bam is not None and bam.has_index:
-        regions = bam.plan(region_bytes)
+    regions = _fasthts.flagstat_plan(path, region_bytes)
+    if regions is not None:
         groups = _chunks(regions, tasks or 2 * _n_threads(client))
         futures = [client.submit(_fasthts.flagstat_regions, path, g, 1, pure=False) for g in groups]
         _watch(futures, progress, "flagstat")
         try:
-            parts = client.gather(futures)
-            _fasthts.check_coverage(path, [s for _, sp in parts for s in sp])
-            return sum((p for p, _ in parts), FlagStat())
-        except _fasthts.Error:
-            # As the CLI: the index is only a way to parallelise; counting
-            # sequentially gives the answer, or the file's own error.
-            pass
+            parts: Optional[List[Any]] = client.gather(futures)
+        except (_fasthts.Error, OSError):
+            parts = None  # the sequential count reports the file's own errors
+        stats = _fasthts.flagstat_gather(path, regions, parts)
+        if stats is not None:
+            return stats
     return client.submit(_fasthts.flagstat, path, pure=False).result()
 
 
@@ -97,7 +93,8 @@ def snp_pileup(
     **options: Any,
 ) -> int:
     """``fasthts.snp_pileup(vcf, output, bams, **options)`` on the cluster;
-    the same output bytes. Returns the number of rows.
+    the same checks and errors first, and the same output bytes. Returns
+    the number of rows.
 
     The VCF's sites are cut into ``tasks`` consecutive blocks (default: 2
     per worker thread; cuts only where the contig changes); each block's
@@ -111,23 +108,18 @@ def snp_pileup(
     """
     vcf, output = os.fspath(vcf), os.fspath(output)
     bams = [os.fspath(b) for b in bams]
-    target = output + (".gz" if options.get("gzip") and not output.endswith(".gz") else "")
-    if os.path.exists(target):
-        raise _fasthts.Error(f"Output file {output} already exists!")
     gzip = bool(options.pop("gzip", False))
-    if not bams:
-        raise ValueError("snp_pileup needs at least one BAM")
-    blocks = _fasthts.snp_pileup_blocks(vcf, bams[0], tasks or 2 * _n_threads(client))
+    blocks = _fasthts.snp_pileup_plan(vcf, output, bams, tasks or 2 * _n_threads(client), gzip)
     # One thread per task unless told otherwise: the parallelism is the tasks.
     options.setdefault("threads", 1)
 
     def submit(a: int, b: int, state: Optional[Tuple[int, int]]) -> Any:
         return client.submit(_fasthts.snp_pileup_block, vcf, bams, a, b, state, pure=False, **options)
 
-    def safe(entry: Optional[Tuple[int, int]], vt: int) -> bool:
-        # A walk standing before the block's first contig acts as one that
-        # has not started (see fasthts::pileup::snp::run_from).
-        return entry is None or (vt >= 0 and entry[0] < vt)
+    def entry(state: Optional[Tuple[int, int]], block_tid: int) -> Optional[Tuple[int, int]]:
+        # The state to run the block from: None when a run from the file's
+        # start gives the same (the library decides).
+        return _fasthts.snp_block_entry_state(state, block_tid)
 
     # Round 1, in parallel: every block as if it started the file.
     first = [submit(a, b, None) for a, b, _ in blocks]
@@ -136,9 +128,10 @@ def snp_pileup(
     # Round 2, in parallel: blocks whose entry state (the end state of the
     # block before, as run in round 1) matters, from that state.
     guess = [None] + [runs[(i, None)][1] for i in range(len(blocks) - 1)]
-    again = {i: submit(a, b, guess[i]) for i, (a, b, vt) in enumerate(blocks) if not safe(guess[i], vt) and guess[i] != _fasthts.SNP_WALK_EXHAUSTED}
+    starts = [entry(guess[i], vt) for i, (_, _, vt) in enumerate(blocks)]
+    again = {i: submit(a, b, starts[i]) for i, (a, b, _) in enumerate(blocks) if starts[i] not in (None, _fasthts.SNP_WALK_EXHAUSTED)}
     for i, r in zip(again, client.gather(list(again.values()))):
-        runs[(i, guess[i])] = r
+        runs[(i, starts[i])] = r
     # Gather in order; a block whose real entry state differs from both
     # guesses (its predecessor's end changed in round 2) runs once more.
     chunks: List[bytes] = []
@@ -146,9 +139,9 @@ def snp_pileup(
     for i, (a, b, vt) in enumerate(blocks):
         if state == _fasthts.SNP_WALK_EXHAUSTED:
             break  # FACETS stopped: no later site is looked at
-        key = (i, None) if safe(state, vt) else (i, state)
+        key = (i, entry(state, vt))
         if key not in runs:
-            runs[key] = submit(a, b, state).result()
+            runs[key] = submit(a, b, key[1]).result()
         text, state = runs[key]
         chunks.append(text)
     _fasthts.write_csv(output, len(bams), chunks, gzip)

@@ -868,6 +868,20 @@ fn first_needed_job(jobs: &[Job], state: WalkState) -> usize {
     }
 }
 
+/// The state to run a block of [`plan_blocks`] from (with [`run_from`])
+/// when FACETS' walk enters it at `state`, the block's first contig being
+/// reference `block_tid` (-1: none): `None` when the walk stands before
+/// that contig (or has not started), where it acts as one that has not
+/// started, so that a run from the file's start gives the same rows and end
+/// state; else `state`. A scheduler can run every block from `None` ahead
+/// and run again only the blocks this sends elsewhere.
+pub fn block_entry_state(state: WalkState, block_tid: i32) -> WalkState {
+    match state {
+        Some((tid, _)) if block_tid >= 0 && tid < block_tid => None,
+        state => state,
+    }
+}
+
 /// Cuts the VCF's used records (see [`run_from`]) into about `parts`
 /// consecutive blocks `(first, end, tid)`, cutting only where the contig
 /// changes; `tid` is the reference id in `bam_names` of the block's first
@@ -1079,6 +1093,18 @@ impl Walk<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_walk_before_the_blocks_contig_enters_it_as_a_fresh_one() {
+        assert_eq!(block_entry_state(None, 3), None);
+        assert_eq!(block_entry_state(Some((2, 500)), 3), None);
+        // On the block's contig or past it, or a block on no BAM contig:
+        // the state matters.
+        assert_eq!(block_entry_state(Some((3, 10)), 3), Some((3, 10)));
+        assert_eq!(block_entry_state(Some((4, 0)), 3), Some((4, 0)));
+        assert_eq!(block_entry_state(Some((0, 0)), -1), Some((0, 0)));
+        assert_eq!(block_entry_state(Some(EXHAUSTED), 3), Some(EXHAUSTED));
+    }
 
     #[test]
     fn the_tail_is_cut_finer_and_still_tiles_the_same_columns() {

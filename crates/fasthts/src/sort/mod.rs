@@ -11,12 +11,14 @@
 //! the oldest ones are merged into one in the background while input is
 //! still read (rocksort's compaction), so the final merge stays within it.
 
+mod format;
 mod header;
 mod key;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 mod run;
 
+pub use format::{parse_output_options, OutputFormat};
 pub use header::{add_missing_sq_lines, add_pg_line, set_sort_order};
 pub use key::{
     coordinate_key, minimiser, prepare_for_minimiser, record_coordinate_key, restore_minimiser_fields, strnum_cmp, Comparator, SortOrder,
@@ -73,18 +75,6 @@ pub enum SortEngine {
     /// compacted by its background threads, read back in order (samtools
     /// rocksort's engine; needs the cargo feature `rocksdb`).
     RocksDb,
-}
-
-/// Formats sort can write.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OutputFormat {
-    /// BAM (BGZF-compressed binary records).
-    #[default]
-    Bam,
-    /// SAM text, uncompressed.
-    Sam,
-    /// SAM text in BGZF blocks (samtools' `.sam.gz`).
-    SamGz,
 }
 
 /// How far a sort has got, updated every few thousand records (relaxed

@@ -1,0 +1,215 @@
+//! `flagstat`: samtools flagstat, through the index when the BAM has a
+//! usable one, else sequentially; on one machine or planned, run in parts
+//! and gathered (the Python package's dask layer).
+
+use super::{by_index_or_sequentially, find_index, indexed_or_sequential, warn_if_truncated, with_threads, Report};
+use crate::bam::BamFile;
+use crate::flagstat::{self, FlagStat};
+use crate::index::Index;
+use crate::input::{self, Input};
+use crate::region::{self, Plan, Region, Span};
+use crate::Error;
+use std::path::{Path, PathBuf};
+
+/// Compressed bytes per region when counting through the index: large
+/// enough that re-reading the block at each cut costs under 1%, small
+/// enough to balance the threads.
+pub const REGION_BYTES: u64 = 8 << 20;
+
+/// How to run flagstat.
+#[derive(Clone, Debug)]
+pub struct FlagstatOptions {
+    /// Worker threads (all cores when `None`).
+    pub threads: Option<usize>,
+    /// Compressed bytes per region when reading through the index.
+    pub region_bytes: u64,
+}
+
+impl Default for FlagstatOptions {
+    fn default() -> Self {
+        FlagstatOptions { threads: None, region_bytes: REGION_BYTES }
+    }
+}
+
+/// Where a BAM read from a pipe is spooled while it is counted.
+fn spool_prefix() -> PathBuf {
+    std::env::temp_dir().join(format!("fasthts-flagstat.{}", std::process::id()))
+}
+
+/// The index a flagstat of `bam` reads through, if any. The index is only
+/// a way to read in parallel: one that cannot be read or was made for
+/// another file means reading sequentially.
+fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
+    find_index(bam, report).unwrap_or(None)
+}
+
+/// Flag statistics of the BAM or SAM file at `path` (`-` for standard
+/// input), equal to samtools flagstat's: a BAM with a usable index
+/// ([`super::find_index`]) is counted region by region in parallel, and
+/// sequentially if that fails ([`super::by_index_or_sequentially`]);
+/// other input sequentially.
+pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
+    with_threads(options.threads, || match input::open(path, &spool_prefix())? {
+        Input::Bam(bam, _spool) => {
+            warn_if_truncated(&bam, report);
+            let index = usable_index(&bam, report);
+            let by_regions = |index: &Index| flagstat::count_indexed(&bam, index, options.region_bytes);
+            by_index_or_sequentially(&bam, index.as_ref(), by_regions, || flagstat::count_sequential(&bam), report)
+        }
+        Input::Sam(mut sam) => {
+            let mut stats = FlagStat::default();
+            sam.for_each_record(|r| {
+                stats.add(&r);
+                Ok::<(), Error>(())
+            })?;
+            Ok(stats)
+        }
+    })
+}
+
+/// The plan of a flagstat run in parts ([`flagstat_regions`] on each,
+/// then [`flagstat_gather`]): the regions of `options.region_bytes` that
+/// [`flagstat_path`] would read through the index, or `None` when it
+/// would read the file sequentially (no usable index; SAM input).
+pub fn flagstat_plan(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<Option<Vec<Region>>, Error> {
+    Ok(match input::open(path, &spool_prefix())? {
+        Input::Bam(bam, _spool) => {
+            warn_if_truncated(&bam, report);
+            usable_index(&bam, report).map(|index| region::plan(&bam, &index, Plan::BalancedBytes(options.region_bytes)))
+        }
+        Input::Sam(_) => None,
+    })
+}
+
+/// One part of a planned flagstat: the flag statistics of the records
+/// starting in `regions` of the BAM at `path` (read through its usable
+/// index, in parallel on `options.threads`), and each region's span of the
+/// file for [`flagstat_gather`]'s coverage check.
+pub fn flagstat_regions(
+    path: &Path,
+    regions: &[Region],
+    options: &FlagstatOptions,
+    report: &dyn Report,
+) -> Result<(FlagStat, Vec<Span>), Error> {
+    let bam = BamFile::open(path)?;
+    let index = find_index(&bam, report)?.ok_or_else(|| Error::Message("no usable index for a planned flagstat".into()).with_path(path))?;
+    let parts =
+        with_threads(options.threads, || region::scatter_with_spans(&bam, &index, regions, |_, records| flagstat::count_region(records)))?;
+    let mut total = FlagStat::default();
+    let mut spans = Vec::with_capacity(parts.len());
+    for (stats, span) in parts {
+        total.merge(&stats);
+        spans.push(span);
+    }
+    Ok((total, spans))
+}
+
+/// The flag statistics of a planned flagstat from its parts (each a
+/// [`flagstat_regions`] result, in plan order; an error if any part
+/// failed), or `None` when the file is to be counted sequentially instead
+/// ([`flagstat_path`]'s rule: the parts failed, or their spans do not
+/// cover the file exactly, so the index does not describe it).
+pub fn flagstat_gather(
+    path: &Path,
+    regions: &[Region],
+    parts: Result<Vec<(FlagStat, Vec<Span>)>, Error>,
+    report: &dyn Report,
+) -> Result<Option<FlagStat>, Error> {
+    let bam = BamFile::open(path)?;
+    let gathered = parts.and_then(|parts| {
+        region::check_coverage(&bam, regions.iter().zip(parts.iter().flat_map(|(_, spans)| spans.iter().copied())))?;
+        let mut total = FlagStat::default();
+        for (stats, _) in &parts {
+            total.merge(stats);
+        }
+        Ok(total)
+    });
+    Ok(indexed_or_sequential(&bam, gathered, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{age, data, scratch, Kept};
+    use super::*;
+
+    fn options(threads: usize, region_bytes: u64) -> FlagstatOptions {
+        FlagstatOptions { threads: Some(threads), region_bytes }
+    }
+
+    #[test]
+    fn indexed_planned_and_sequential_counts_agree() {
+        let path = data("small.bam");
+        let bam = BamFile::open(&path).unwrap();
+        let want = flagstat::count_sequential(&bam).unwrap();
+        let kept = Kept::default();
+        for threads in [1, 3] {
+            assert_eq!(flagstat_path(&path, &options(threads, 4096), &kept).unwrap(), want);
+            let opts = options(threads, 4096);
+            let regions = flagstat_plan(&path, &opts, &kept).unwrap().expect("small.bam is indexed");
+            assert!(regions.len() > 2);
+            // In three parts, as tasks on several machines would.
+            let mut parts = Vec::new();
+            for chunk in regions.chunks(regions.len().div_ceil(3)) {
+                parts.push(flagstat_regions(&path, chunk, &opts, &kept).unwrap());
+            }
+            assert_eq!(flagstat_gather(&path, &regions, Ok(parts), &kept).unwrap(), Some(want));
+            // A failed part means counting sequentially, silently.
+            assert_eq!(flagstat_gather(&path, &regions, Err(Error::Message("lost".into())), &kept).unwrap(), None);
+        }
+        assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
+    }
+
+    /// Writes to `target` the BAI of `bam` with reference `tid` emptied.
+    fn write_index_without_reference(bam: &Path, tid: usize, target: &Path) {
+        use crate::index::{Index, IndexFormat, ReferenceIndex};
+        let index = crate::indexer::build(&BamFile::open(bam).unwrap(), IndexFormat::Bai).unwrap();
+        let mut references = index.references().to_vec();
+        references[tid] = ReferenceIndex::new(Vec::new(), Vec::new(), None);
+        crate::indexer::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), target).unwrap();
+    }
+
+    #[test]
+    fn foreign_and_stale_indexes_mean_reading_sequentially() {
+        let dir = scratch("flagstat");
+        let path = dir.join("x.bam");
+        std::fs::copy(data("small.bam"), &path).unwrap();
+        let want = flagstat::count_sequential(&BamFile::open(&path).unwrap()).unwrap();
+        let opts = options(2, 4096);
+        // No index: planned as one sequential task.
+        assert_eq!(flagstat_plan(&path, &opts, &Kept::default()).unwrap(), None);
+
+        // An index of another file with other references: not used, silently.
+        std::fs::copy(data("long_ref.bam.csi"), dir.join("x.bam.csi")).unwrap();
+        let kept = Kept::default();
+        assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
+        assert_eq!(flagstat_plan(&path, &opts, &kept).unwrap(), None);
+        assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
+        std::fs::remove_file(dir.join("x.bam.csi")).unwrap();
+
+        // An index with as many references that does not describe the
+        // file (as of a copy before chr2's records were written): reading
+        // through it fails the coverage check, which is reported.
+        write_index_without_reference(&path, 1, &dir.join("x.bam.bai"));
+        let kept = Kept::default();
+        assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
+        let warnings = kept.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let prefix = format!("{}: the index does not match the data file (region #3:", path.display());
+        assert!(warnings[0].starts_with(&prefix) && warnings[0].ends_with("); reading the file sequentially"), "{warnings:?}");
+        // The same decision when planned and gathered.
+        let kept_planned = Kept::default();
+        let regions = flagstat_plan(&path, &opts, &kept_planned).unwrap().unwrap();
+        let parts = flagstat_regions(&path, &regions, &opts, &kept_planned).unwrap();
+        assert_eq!(flagstat_gather(&path, &regions, Ok(vec![parts]), &kept_planned).unwrap(), None);
+        assert_eq!(kept_planned.warnings(), warnings);
+
+        // Older than the BAM: reported and not used.
+        age(&dir.join("x.bam.bai"), 3600);
+        let kept = Kept::default();
+        assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
+        assert_eq!(flagstat_plan(&path, &opts, &kept).unwrap(), None);
+        assert_eq!(kept.warnings().len(), 2);
+        assert!(kept.warnings()[0].ends_with("; not using it"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

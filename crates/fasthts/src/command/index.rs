@@ -1,0 +1,117 @@
+//! `index` and `idxstats`: samtools index and idxstats.
+
+use super::{find_index, warn_if_truncated, with_threads, Report, Warning};
+use crate::bam::BamFile;
+use crate::index::{IndexFormat, DEFAULT_MIN_SHIFT};
+use crate::indexer;
+use crate::Error;
+use std::path::{Path, PathBuf};
+
+/// How to index a BAM (a BAI beside it by default).
+#[derive(Clone, Debug)]
+pub struct IndexOptions {
+    /// BAI or CSI (see [`index_format`]).
+    pub format: IndexFormat,
+    /// Where to write the index; `None`: beside the BAM
+    /// ([`crate::indexer::index_path_for`]).
+    pub output: Option<PathBuf>,
+    /// Worker threads (all cores when `None`).
+    pub threads: Option<usize>,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions { format: IndexFormat::Bai, output: None, threads: None }
+    }
+}
+
+/// The index format samtools index's options ask for: CSI when `csi` is
+/// set or a `min_shift` is given (samtools' `-c`, `-m`), with
+/// `min_shift` (default 14) as its interval; BAI otherwise, and when
+/// `min_shift` is 0 or less.
+pub fn index_format(csi: bool, min_shift: Option<i32>) -> IndexFormat {
+    let shift = min_shift.unwrap_or(DEFAULT_MIN_SHIFT as i32);
+    if (csi || min_shift.is_some()) && shift > 0 {
+        IndexFormat::Csi { min_shift: shift as u32, depth: 0 }
+    } else {
+        IndexFormat::Bai
+    }
+}
+
+/// Indexes the coordinate-sorted BAM at `path` as samtools index does and
+/// writes the index (atomically) to `options.output` or beside the BAM;
+/// returns where it was written.
+pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> Result<PathBuf, Error> {
+    let target = options.output.clone().unwrap_or_else(|| indexer::index_path_for(path, options.format));
+    with_threads(options.threads, || {
+        let bam = BamFile::open(path)?;
+        warn_if_truncated(&bam, report);
+        let index = indexer::build(&bam, options.format)?;
+        indexer::write_index(&index, &target)
+    })?;
+    Ok(target)
+}
+
+/// How to run idxstats.
+#[derive(Clone, Debug, Default)]
+pub struct IdxstatsOptions {
+    /// Worker threads (all cores when `None`).
+    pub threads: Option<usize>,
+}
+
+/// samtools idxstats' text for the BAM at `path`: from its usable index
+/// ([`super::find_index`]), or, without one, by counting every record
+/// ([`Warning::CountingEveryRecord`]), as samtools' slow method does.
+pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> Result<String, Error> {
+    with_threads(options.threads, || {
+        let bam = BamFile::open(path)?;
+        warn_if_truncated(&bam, report);
+        match find_index(&bam, report)? {
+            Some(index) => Ok(indexer::idxstats(&bam, &index)),
+            None => {
+                report.warning(Warning::CountingEveryRecord { path: path.to_path_buf() });
+                indexer::idxstats_by_scan(&bam)
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{data, scratch, Kept};
+    use super::*;
+
+    #[test]
+    fn samtools_index_options() {
+        let csi = |m| IndexFormat::Csi { min_shift: m, depth: 0 };
+        assert_eq!(index_format(false, None), IndexFormat::Bai);
+        assert_eq!(index_format(true, None), csi(14));
+        assert_eq!(index_format(false, Some(12)), csi(12));
+        assert_eq!(index_format(true, Some(0)), IndexFormat::Bai);
+        assert_eq!(index_format(false, Some(-3)), IndexFormat::Bai);
+    }
+
+    #[test]
+    fn index_and_idxstats_with_and_without_an_index() {
+        let dir = scratch("index");
+        let path = dir.join("x.bam");
+        std::fs::copy(data("small.bam"), &path).unwrap();
+        let kept = Kept::default();
+        let by_scan = idxstats(&path, &IdxstatsOptions::default(), &kept).unwrap();
+        assert_eq!(kept.warnings(), [format!("no usable index for \"{}\"; counting every record instead", path.display())]);
+
+        let options = IndexOptions { format: IndexFormat::Bai, output: None, threads: Some(2) };
+        let written = index_file(&path, &options, &kept).unwrap();
+        assert_eq!(written, dir.join("x.bam.bai"));
+        assert_eq!(std::fs::read(&written).unwrap(), std::fs::read(data("small.bam.bai")).unwrap());
+        let from_index = idxstats(&path, &IdxstatsOptions { threads: Some(1) }, &kept).unwrap();
+        assert_eq!(kept.warnings().len(), 1);
+        // samtools' slow method counts unplaced records without the
+        // unmapped flag as mapped on the `*` line; the index does not.
+        assert_eq!(from_index.lines().count(), by_scan.lines().count());
+
+        let csi = IndexOptions { format: index_format(true, None), output: Some(dir.join("elsewhere.csi")), threads: None };
+        assert_eq!(index_file(&path, &csi, &kept).unwrap(), dir.join("elsewhere.csi"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

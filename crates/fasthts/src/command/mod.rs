@@ -1,0 +1,320 @@
+//! The command layer: one function per job, with a typed options struct,
+//! called alike by the `fasthts` command line and the Python package.
+//!
+//! Every decision a user can observe is taken once, here or by a library
+//! function these call: which index is usable ([`find_index`]), when a
+//! file is read through its index and when sequentially
+//! ([`by_index_or_sequentially`]), which format an output name asks for
+//! ([`crate::sort::OutputFormat::from_path`]), where an index is written
+//! ([`crate::indexer::split_index_name`]), how a memory size is read
+//! ([`parse_memory_size`]) and a region string
+//! ([`crate::region::Region::parse`]). Front ends turn their arguments into
+//! the options and present what comes back: results, errors, and what a job
+//! reports on the way through a [`Report`] (warnings; a tool's own progress
+//! text). Threads come from the options, as samtools' `-@`
+//! (`fasthts_io::pool::with_threads`).
+//!
+//! ```
+//! use fasthts::command::{self, FlagstatOptions, Warning};
+//! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/small.bam");
+//! let stats = command::flagstat_path(path.as_ref(), &FlagstatOptions::default(), &|w: Warning| eprintln!("warning: {w}"))?;
+//! print!("{}", stats.to_default_text());
+//! # Ok::<(), fasthts::Error>(())
+//! ```
+
+mod flagstat;
+mod index;
+mod quickcheck;
+mod snp_pileup;
+mod sort;
+
+pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
+pub use index::{idxstats, index_file, index_format, IdxstatsOptions, IndexOptions};
+pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
+pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
+pub use sort::{parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
+
+use crate::bam::BamFile;
+use crate::index::Index;
+use crate::Error;
+use fasthts_io::pool::{thread_count, with_threads};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Where a job reports what it has to say besides its result, as it
+/// happens: the CLI prints, the Python package issues Python warnings.
+pub trait Report: Sync {
+    /// A warning: something is odd, and the job goes on.
+    fn warning(&self, warning: Warning);
+
+    /// Text a tool writes to its standard output as it goes (FACETS
+    /// snp-pileup's `-v` and `-p` lines, which end in newlines or `\r`).
+    /// Dropped unless the front end shows it.
+    fn message(&self, text: &str) {
+        let _ = text;
+    }
+}
+
+/// A closure reports warnings; messages are dropped.
+impl<F: Fn(Warning) + Sync> Report for F {
+    fn warning(&self, warning: Warning) {
+        self(warning)
+    }
+}
+
+/// A warning from a job. `Display` gives the text the CLI prints after
+/// `warning: `.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// A BAM without BGZF's end-of-file marker, as htslib warns.
+    MissingEofMarker {
+        /// The BAM.
+        path: PathBuf,
+    },
+    /// An index older than its data file: not used, as htslib does.
+    StaleIndex {
+        /// The index.
+        index: PathBuf,
+        /// Its data file.
+        data: PathBuf,
+    },
+    /// The index did not describe the file, which is read sequentially.
+    ReadingSequentially {
+        /// The data file.
+        path: PathBuf,
+        /// How the index failed.
+        reason: String,
+    },
+    /// idxstats found no usable index and counts every record instead.
+    CountingEveryRecord {
+        /// The data file.
+        path: PathBuf,
+    },
+    /// Sort was asked to index an output whose order is not by position.
+    IndexNeedsPositionOrder,
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::MissingEofMarker { path } => write!(f, "{}: EOF marker is absent. The input is probably truncated", path.display()),
+            Warning::StaleIndex { index, data } => {
+                write!(f, "the index file {} is older than the data file {}; not using it", index.display(), data.display())
+            }
+            Warning::ReadingSequentially { path, reason } => write!(f, "{}: {reason}; reading the file sequentially", path.display()),
+            Warning::CountingEveryRecord { path } => {
+                write!(f, "no usable index for \"{}\"; counting every record instead", path.display())
+            }
+            Warning::IndexNeedsPositionOrder => f.write_str("ignoring --write-index as it only works for position sorted files"),
+        }
+    }
+}
+
+/// Warns, as htslib does, when a BAM lacks its EOF marker.
+fn warn_if_truncated(bam: &BamFile, report: &dyn Report) {
+    if !bam.has_eof_marker() {
+        report.warning(Warning::MissingEofMarker { path: bam.path().to_path_buf() });
+    }
+}
+
+/// Reads samtools' memory sizes: a number of bytes with an optional `K`,
+/// `M` or `G` (powers of 1024, either case).
+///
+/// ```
+/// assert_eq!(fasthts::command::parse_memory_size("768M")?, 768 << 20);
+/// assert_eq!(fasthts::command::parse_memory_size("2g")?, 2 << 30);
+/// assert!(fasthts::command::parse_memory_size("12X").is_err());
+/// # Ok::<(), fasthts::Error>(())
+/// ```
+pub fn parse_memory_size(text: &str) -> Result<usize, Error> {
+    let s = text.trim();
+    let (number, unit) = match s.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&s[..i], 1usize << 10),
+        Some((i, 'm' | 'M')) => (&s[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: usize = number.parse().map_err(|_| Error::InvalidArgument(format!("invalid memory size {s:?}")))?;
+    n.checked_mul(unit).ok_or_else(|| Error::InvalidArgument(format!("memory size {s:?} is too large")))
+}
+
+/// What lies beside a BAM for an index (see [`locate_index`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexLocation {
+    /// No index file.
+    Missing,
+    /// An index file older than the BAM: not to be used.
+    Stale(PathBuf),
+    /// An index file to use.
+    Found(PathBuf),
+}
+
+/// The index file beside `bam_path` ([`crate::indexer::locate`]'s
+/// names), unless it is older than the BAM: a BAM written again after it
+/// was indexed has another layout, and htslib does not trust such an index.
+pub fn locate_index(bam_path: &Path) -> IndexLocation {
+    let Some(found) = crate::indexer::locate(bam_path) else { return IndexLocation::Missing };
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    match (modified(&found), modified(bam_path)) {
+        (Some(index), Some(data)) if index < data => IndexLocation::Stale(found),
+        _ => IndexLocation::Found(found),
+    }
+}
+
+/// Reads the index at `path` for `bam`, refusing (with
+/// [`Error::IndexMismatch`]) one whose number of references differs from
+/// the BAM header's: htslib writes one entry per header reference, so such
+/// an index was made for another file, and reading through it would skip
+/// data silently.
+pub fn load_index(bam: &BamFile, path: &Path) -> Result<Index, Error> {
+    let index = Index::from_path(path).map_err(|e| Error::from(e).with_path(path))?;
+    let (in_index, in_header) = (index.references().len(), bam.header().references.len());
+    if in_index != in_header {
+        let what = format!("{in_index} references in the index, {in_header} in the header of {}", bam.path().display());
+        return Err(Error::IndexMismatch(what).with_path(path));
+    }
+    Ok(index)
+}
+
+/// The index of `bam` if it has a usable one beside it ([`locate_index`],
+/// then [`load_index`]); a stale one is reported and not used. An index
+/// that cannot be read, or that was made for another file, is an error.
+pub fn find_index(bam: &BamFile, report: &dyn Report) -> Result<Option<Index>, Error> {
+    match locate_index(bam.path()) {
+        IndexLocation::Missing => Ok(None),
+        IndexLocation::Stale(index) => {
+            report.warning(Warning::StaleIndex { index, data: bam.path().to_path_buf() });
+            Ok(None)
+        }
+        IndexLocation::Found(path) => load_index(bam, &path).map(Some),
+    }
+}
+
+/// Runs a whole-file job as flagstat does: through `index` when there is
+/// one (`by_regions`), else sequentially (`sequential`), and sequentially
+/// too when reading through the index fails: the index is only a way to
+/// read in parallel, and the sequential reading reports the file's own
+/// errors as samtools would. An index that turns out not to describe the
+/// file is reported ([`Warning::ReadingSequentially`]).
+pub fn by_index_or_sequentially<T>(
+    bam: &BamFile,
+    index: Option<&Index>,
+    by_regions: impl FnOnce(&Index) -> Result<T, Error>,
+    sequential: impl FnOnce() -> Result<T, Error>,
+    report: &dyn Report,
+) -> Result<T, Error> {
+    match index.and_then(|index| indexed_or_sequential(bam, by_regions(index), report)) {
+        Some(t) => Ok(t),
+        None => sequential(),
+    }
+}
+
+/// The result of a whole-file job run through the index, or `None` when
+/// the file is to be read sequentially instead (see
+/// [`by_index_or_sequentially`]).
+fn indexed_or_sequential<T>(bam: &BamFile, indexed: Result<T, Error>, report: &dyn Report) -> Option<T> {
+    match indexed {
+        Ok(t) => Some(t),
+        Err(e) => {
+            if let Error::IndexMismatch(_) = e {
+                report.warning(Warning::ReadingSequentially { path: bam.path().to_path_buf(), reason: e.to_string() });
+            }
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A report that keeps what it is told.
+    #[derive(Default)]
+    pub(crate) struct Kept {
+        pub(crate) warnings: Mutex<Vec<Warning>>,
+        pub(crate) messages: Mutex<String>,
+    }
+
+    impl Report for Kept {
+        fn warning(&self, warning: Warning) {
+            self.warnings.lock().unwrap().push(warning);
+        }
+        fn message(&self, text: &str) {
+            self.messages.lock().unwrap().push_str(text);
+        }
+    }
+
+    impl Kept {
+        pub(crate) fn warnings(&self) -> Vec<String> {
+            self.warnings.lock().unwrap().iter().map(|w| w.to_string()).collect()
+        }
+    }
+
+    /// A file of the repository's tests/data.
+    pub(crate) fn data(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data").join(name)
+    }
+
+    /// A fresh directory for one test.
+    pub(crate) fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("fasthts-command-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Sets the modification time of `path` `seconds` into the past.
+    pub(crate) fn age(path: &Path, seconds: u64) {
+        let f = std::fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(seconds)).unwrap();
+    }
+
+    #[test]
+    fn memory_sizes_as_samtools_reads_them() {
+        assert_eq!(parse_memory_size("768M").unwrap(), 768 << 20);
+        assert_eq!(parse_memory_size(" 1k ").unwrap(), 1024);
+        assert_eq!(parse_memory_size("5").unwrap(), 5);
+        assert_eq!(parse_memory_size("3G").unwrap(), 3 << 30);
+        assert_eq!(parse_memory_size("1.5G").unwrap_err().to_string(), "invalid memory size \"1.5G\"");
+        assert_eq!(parse_memory_size("M").unwrap_err().to_string(), "invalid memory size \"M\"");
+        let huge = format!("{}G", usize::MAX / 2);
+        assert_eq!(parse_memory_size(&huge).unwrap_err().to_string(), format!("memory size {huge:?} is too large"));
+        assert!(matches!(parse_memory_size("x"), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn index_lookup_skips_stale_and_refuses_foreign_indexes() {
+        let dir = scratch("lookup");
+        let bam_path = dir.join("a.bam");
+        std::fs::copy(data("small.bam"), &bam_path).unwrap();
+        let bam = BamFile::open(&bam_path).unwrap();
+        let kept = Kept::default();
+        assert_eq!(locate_index(&bam_path), IndexLocation::Missing);
+        assert!(find_index(&bam, &kept).unwrap().is_none());
+
+        // An index of this file, newer than it: used.
+        let bai = dir.join("a.bam.bai");
+        std::fs::copy(data("small.bam.bai"), &bai).unwrap();
+        assert_eq!(locate_index(&bam_path), IndexLocation::Found(bai.clone()));
+        assert!(find_index(&bam, &kept).unwrap().is_some());
+        assert!(kept.warnings().is_empty());
+
+        // Older than the BAM: reported, not used.
+        age(&bai, 3600);
+        assert!(find_index(&bam, &kept).unwrap().is_none());
+        assert_eq!(
+            kept.warnings(),
+            [format!("the index file {} is older than the data file {}; not using it", bai.display(), bam_path.display())]
+        );
+
+        // Made for a file with another number of references: an error.
+        std::fs::copy(data("long_ref.bam.csi"), dir.join("a.bam.csi")).unwrap();
+        let err = find_index(&bam, &kept).unwrap_err();
+        let n_refs = bam.header().references.len();
+        assert!(err.to_string().ends_with(&format!("references in the index, {n_refs} in the header of {})", bam_path.display())), "{err}");
+        assert!(matches!(err, Error::WithPath { ref source, .. } if matches!(**source, Error::IndexMismatch(_))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,158 @@
+//! What sort writes, and how samtools' names for it are read: `-O
+//! FORMAT[,OPT[=VAL]]...` and the output file's extension.
+
+use crate::Error;
+use std::path::Path;
+
+/// Formats sort can write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// BAM (BGZF-compressed binary records).
+    #[default]
+    Bam,
+    /// SAM text, uncompressed.
+    Sam,
+    /// SAM text in BGZF blocks (samtools' `.sam.gz`).
+    SamGz,
+}
+
+impl OutputFormat {
+    /// The format an output file's name asks for, as htslib's
+    /// `sam_open_mode` reads it: `.bam`, `.sam`, `.sam.gz` (or `.sam.bgz`,
+    /// `.sam.bgzf`), in any case; BAM for any other name (`-` included).
+    /// A `.cram` name is refused: CRAM output is not supported. Only the
+    /// part before `##idx##` counts (see [`crate::indexer::split_index_name`]).
+    ///
+    /// ```
+    /// use fasthts::sort::OutputFormat;
+    /// use std::path::Path;
+    /// assert_eq!(OutputFormat::from_path(Path::new("out.SAM.bgzf"))?, OutputFormat::SamGz);
+    /// assert_eq!(OutputFormat::from_path(Path::new("out.bgzf"))?, OutputFormat::Bam);
+    /// assert!(OutputFormat::from_path(Path::new("out.cram")).is_err());
+    /// # Ok::<(), fasthts::Error>(())
+    /// ```
+    pub fn from_path(path: &Path) -> Result<OutputFormat, Error> {
+        let (data, _, _) = crate::indexer::split_index_name(path);
+        let data = data.to_string_lossy();
+        let name = data.rsplit('/').next().unwrap_or(&data).to_ascii_lowercase();
+        let (stem, compressed) = match [".gz", ".bgz", ".bgzf"].iter().find_map(|suffix| name.strip_suffix(suffix)) {
+            Some(stem) => (stem, true),
+            None => (name.as_str(), false),
+        };
+        let extension = stem.rsplit_once('.').map(|(_, e)| e);
+        match (extension, compressed) {
+            (Some("sam"), false) => Ok(OutputFormat::Sam),
+            (Some("sam"), true) => Ok(OutputFormat::SamGz),
+            (Some("cram"), false) => OutputFormat::from_name("cram"),
+            _ => Ok(OutputFormat::Bam),
+        }
+    }
+
+    /// The format samtools' `-O` names: `bam`, `sam` or `sam.gz`, in any case.
+    pub fn from_name(name: &str) -> Result<OutputFormat, Error> {
+        match name.to_ascii_lowercase().as_str() {
+            "bam" => Ok(OutputFormat::Bam),
+            "sam" => Ok(OutputFormat::Sam),
+            "sam.gz" => Ok(OutputFormat::SamGz),
+            "cram" => Err(Error::InvalidArgument("CRAM output is not supported; use BAM or SAM".into())),
+            _ => Err(Error::InvalidArgument(format!("unknown output format {name:?}; use BAM or SAM"))),
+        }
+    }
+
+    /// Parses samtools' `-O FORMAT[,OPT[=VAL]]...`: the format, and the
+    /// compression level if an option sets one (see [`parse_output_options`]).
+    pub fn parse_spec(spec: &str) -> Result<(OutputFormat, Option<u32>), Error> {
+        let mut parts = spec.split(',');
+        let format = OutputFormat::from_name(parts.next().unwrap_or(""))?;
+        Ok((format, parse_output_options(parts)?))
+    }
+}
+
+/// Reads output format options (`OPT` or `OPT=VAL`, as after `-O FORMAT,`
+/// or in `--output-fmt-option`): the compression level if one is set
+/// (`level=0` to `9`, the last one counting). The options that only change
+/// CRAM, and `nthreads` (threads come from `-@`), are accepted and have no
+/// effect; any other is refused rather than silently ignored.
+pub fn parse_output_options<'a>(options: impl IntoIterator<Item = &'a str>) -> Result<Option<u32>, Error> {
+    let mut level = None;
+    for opt in options.into_iter().filter(|o| !o.is_empty()) {
+        let (key, value) = opt.split_once('=').unwrap_or((opt, ""));
+        match key.to_ascii_lowercase().as_str() {
+            "level" => match value.parse::<u32>() {
+                Ok(l) if l <= 9 => level = Some(l),
+                _ => return Err(Error::InvalidArgument(format!("invalid output option {opt:?}: level is 0 to 9"))),
+            },
+            "nthreads"
+            | "reference"
+            | "version"
+            | "embed_ref"
+            | "no_ref"
+            | "seqs_per_slice"
+            | "bases_per_slice"
+            | "slices_per_container"
+            | "use_bzip2"
+            | "use_lzma"
+            | "use_tok"
+            | "use_fqz"
+            | "use_arith"
+            | "lossy_names"
+            | "store_md"
+            | "store_nm" => {}
+            _ => return Err(Error::InvalidArgument(format!("output option {opt:?} is not supported"))),
+        }
+    }
+    Ok(level)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(path: &str) -> Result<OutputFormat, String> {
+        OutputFormat::from_path(Path::new(path)).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn output_names_as_htslib_reads_them() {
+        use OutputFormat::*;
+        for (name, want) in [
+            ("out.bam", Bam),
+            ("out.sam", Sam),
+            ("dir.sam/out.SAM", Sam),
+            ("out.sam.gz", SamGz),
+            ("out.sam.bgz", SamGz),
+            ("OUT.SAM.BGZF", SamGz),
+            // Compressed BAM is BAM; so is a name without a known extension.
+            ("out.bam.gz", Bam),
+            ("out.bgzf", Bam),
+            ("out.bgz", Bam),
+            ("out.gz", Bam),
+            ("out", Bam),
+            ("-", Bam),
+            ("dir.sam/out", Bam),
+            // Only the data part of DATA##idx##INDEX counts.
+            ("out.sam##idx##out.bam.csi", Sam),
+            ("out.bam##idx##x.sam", Bam),
+        ] {
+            assert_eq!(of(name), Ok(want), "{name}");
+        }
+        assert_eq!(of("out.cram"), Err("CRAM output is not supported; use BAM or SAM".into()));
+        // htslib has no compressed CRAM name: it is BAM.
+        assert_eq!(of("out.cram.gz"), Ok(Bam));
+    }
+
+    #[test]
+    fn format_specs_and_options() {
+        assert_eq!(OutputFormat::parse_spec("SAM.gz,level=3").map_err(|e| e.to_string()), Ok((OutputFormat::SamGz, Some(3))));
+        assert_eq!(
+            OutputFormat::parse_spec("bam,nthreads=4,,level=1,level=2").map_err(|e| e.to_string()),
+            Ok((OutputFormat::Bam, Some(2)))
+        );
+        let err = |spec: &str| OutputFormat::parse_spec(spec).unwrap_err().to_string();
+        assert_eq!(err("cram"), "CRAM output is not supported; use BAM or SAM");
+        assert_eq!(err("vcf"), "unknown output format \"vcf\"; use BAM or SAM");
+        assert_eq!(err("bam,level=10"), "invalid output option \"level=10\": level is 0 to 9");
+        assert_eq!(err("bam,filter=x"), "output option \"filter=x\" is not supported");
+        assert_eq!(parse_output_options(["level=0"]).map_err(|e| e.to_string()), Ok(Some(0)));
+    }
+}
