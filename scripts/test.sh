@@ -14,7 +14,8 @@ command -v load-into-counting.py >/dev/null || [[ -x /usr/lib/khmer/bin/load-int
 [[ -x /usr/bin/time ]] || need+=(time)
 # bgzip makes the BGZF reads of the k-mer differential tests.
 command -v bgzip >/dev/null || need+=(tabix)
-# Simulated paired alignments for the differential corpus (tests/common).
+# Simulated paired alignments for the differential corpus
+# (crates/fasthts-cli/tests/cli/common.rs).
 command -v art_illumina >/dev/null || need+=(art-nextgen-simulation-tools)
 # The sort engine behind the cargo feature "rocksdb" links the system's librocksdb.
 [[ -f /usr/include/rocksdb/c.h ]] || need+=(librocksdb-dev)
@@ -41,10 +42,11 @@ python3 -m pip install -q --disable-pip-version-check --no-build-isolation "$roo
 FASTHTS_BIN="$CARGO_TARGET_DIR/release/fasthts" python3 -m pytest -q "$root/tests/python"
 
 # The rocksdb sort engine (cargo feature): its unit and property tests, the
-# differential sort tests and the interruption tests, with the feature on.
+# differential sort tests and the interruption tests (modules sort and
+# robustness_faults of the CLI's test binary), with the feature on.
 if [[ -f /usr/include/rocksdb/c.h ]]; then
     cargo test --release -p fasthts --features rocksdb --lib sort::
-    cargo test --release -p fasthts-cli --features rocksdb --test sort --test robustness_faults
+    cargo test --release -p fasthts-cli --features rocksdb --test cli -- sort:: robustness_faults::
 else
     echo "warning: librocksdb-dev missing; the rocksdb engine is not tested" >&2
 fi

@@ -81,6 +81,12 @@ impl Rng {
         lo + self.below(hi - lo + 1)
     }
 
+    /// Uniform float in `[0, 1)`: 53 random bits, exactly representable.
+    #[inline]
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// True with probability `p` (a precomputed [`Prob`]).
     #[inline]
     pub fn hit(&mut self, p: Prob) -> bool {

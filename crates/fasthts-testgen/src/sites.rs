@@ -59,10 +59,11 @@ pub fn write_vcf<W: Write>(genome: &Genome, cfg: &Config, n_sites: u64, mut out:
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn config(seed: u64, genome_seed: u64) -> Config {
+    /// The generator's default options (the CLI's), for tests.
+    pub(crate) fn config(seed: u64, genome_seed: u64) -> Config {
         Config {
             seed,
             read_len: (100, 150),

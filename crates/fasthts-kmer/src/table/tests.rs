@@ -4,17 +4,8 @@
 use super::pass::INLINE_TABLES;
 use super::*;
 use crate::hash::{hash_kmer, hashes_into, Cleaning, KmerIter};
+use fasthts_testgen::rng::Rng;
 use std::collections::HashMap;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 /// Naive oracle: khmer's add/get semantics with `%` and a HashMap.
 struct Oracle {
@@ -75,10 +66,10 @@ impl Oracle {
 fn random_seqs(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
     (0..n)
         .map(|i| {
-            let len = (rng.next() % 60) as usize + if i % 7 == 0 { 0 } else { 10 };
+            let len = rng.below(60) as usize + if i % 7 == 0 { 0 } else { 10 };
             (0..len)
                 .map(|_| {
-                    let r = rng.next() % 100;
+                    let r = rng.below(100);
                     if r < 2 {
                         b'N'
                     } else if r < 4 {
@@ -97,7 +88,7 @@ fn random_seqs(rng: &mut Rng, n: usize) -> Vec<Vec<u8>> {
 /// The hashes of every k-mer of `n` random sequences, in order.
 fn random_hashes(seed: u64, n: usize, k: u32) -> Vec<u64> {
     let mut hs = Vec::new();
-    for s in &random_seqs(&mut Rng(seed), n) {
+    for s in &random_seqs(&mut Rng::new(seed), n) {
         hashes_into(s, k, Cleaning::CppParser, &mut hs);
     }
     hs
@@ -132,7 +123,7 @@ fn matches_oracle_single_and_shared() {
         (40, 3000, 2, true),
         (6, 500, 10, true),
     ] {
-        let mut rng = Rng(k as u64 * 977 + x);
+        let mut rng = Rng::new(k as u64 * 977 + x);
         let seqs = random_seqs(&mut rng, 400);
         let mut g = Countgraph::new(k, x, n).unwrap();
         g.set_use_bigcount(bigcount);
@@ -195,7 +186,7 @@ fn saturation_without_bigcount() {
 
 #[test]
 fn threads_give_identical_tables() {
-    let mut rng = Rng(99);
+    let mut rng = Rng::new(99);
     let seqs = random_seqs(&mut rng, 2000);
     let mut batches: Vec<Vec<u64>> = Vec::new();
     for c in seqs.chunks(50) {
@@ -299,7 +290,7 @@ fn sorted_partition_equals_serial() {
 /// fed the first half of them: saturated bins, bigcount values and
 /// absent k-mers among the second half's.
 fn half_consumed_graph(seed: u64, n: usize) -> (Countgraph, Vec<Vec<u8>>) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let seqs = random_seqs(&mut rng, n);
     let mut g = bigcount_graph(7, 3000, 3);
     for s in &seqs[..n / 2] {
@@ -432,8 +423,8 @@ fn median_and_trim() {
 
 #[test]
 fn merge_of_parts_equals_one_graph_fed_both() {
-    let mut rng = Rng(7);
-    let hashes: Vec<u64> = (0..20000).map(|_| rng.next() % 5000).collect();
+    let mut rng = Rng::new(7);
+    let hashes: Vec<u64> = (0..20000).map(|_| rng.below(5000)).collect();
     let (a_part, b_part) = hashes.split_at(12000);
     let mut whole = Countgraph::new(11, 1000, 3).unwrap();
     whole.consume_hashes(&hashes, 0);

@@ -24,7 +24,8 @@
 //!
 //! ```
 //! use fasthts::index::{idxstats, Index};
-//! let index = Index::from_path("tests/data/index/small.bam.bai")?;
+//! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/index/small.bam.bai");
+//! let index = Index::from_path(path)?;
 //! let refs = [("chr1", 200_000u64), ("empty", 5_000), ("chr3", 40_000)];
 //! assert_eq!(
 //!     idxstats(&index, &refs),

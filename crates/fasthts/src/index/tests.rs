@@ -9,6 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use fasthts_testgen::rng::Rng;
+use fasthts_testgen::support::{shared_golden, with_samtools};
+
 use super::*;
 use crate::bgzf::{Block, VirtualOffset};
 
@@ -166,25 +169,6 @@ fn naive_overlap(bam: &Bam, tid: usize, beg: i64, end: i64) -> Vec<VirtualOffset
 // ---------------------------------------------------------------------------
 // Test data.
 
-fn samtools_ok() -> bool {
-    let ok = Command::new("samtools")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("samtools not found: skipping differential index test");
-    }
-    ok
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("fasthts-index-{}-{}", name, std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn run(args: &[&str]) -> std::process::Output {
     let out = Command::new(args[0]).args(&args[1..]).output().unwrap();
     out
@@ -201,25 +185,11 @@ fn run_ok(args: &[&str]) -> Vec<u8> {
     out.stdout
 }
 
-/// A tiny deterministic generator (xorshift64*).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Sorted SAM text: several references (one with no reads, one long if
 /// `long_ref`), reads with long skips, placed unmapped reads, zero-length
 /// CIGARs, and unplaced reads at the end.
 fn make_sam(seed: u64, n_reads: usize, long_ref: bool) -> String {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut refs: Vec<(&str, u64)> = vec![
         ("chr1", 300_000),
         ("chr2", 120_000),
@@ -389,7 +359,7 @@ fn check_against_samtools(
             "{format:?} region {tid}:{b}-{e}"
         );
     }
-    let mut rng = Rng(0x5eed ^ u64::from(format.min_shift()));
+    let mut rng = Rng::new(0x5eed ^ u64::from(format.min_shift()));
     for _ in 0..300 {
         let tid = rng.below(bam.names.len() as u64) as usize;
         let len = bam.names[tid].1.max(1);
@@ -484,10 +454,10 @@ fn samtools_agrees(_dir: &Path, bam_path: &Path, bam: &Bam, theirs: &Path, ours:
 
 #[test]
 fn bai_and_csi_match_samtools_on_generated_bam() {
-    if !samtools_ok() {
+    let Some(tmp) = with_samtools("index-gen") else {
         return;
-    }
-    let dir = tmpdir("gen");
+    };
+    let dir = tmp.0.clone();
     let bam_path = sam_to_bam(&dir, "gen", &make_sam(7, 12_000, false));
     let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
     assert!(bam.records.iter().any(|r| r.tid >= 0 && r.flag & 4 != 0));
@@ -511,15 +481,14 @@ fn bai_and_csi_match_samtools_on_generated_bam() {
         let (theirs, ours) = check_against_samtools(&dir, &bam_path, &bam, format, &flags);
         samtools_agrees(&dir, &bam_path, &bam, &theirs, &ours);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn csi_for_a_reference_longer_than_2_pow_29() {
-    if !samtools_ok() {
+    let Some(tmp) = with_samtools("index-big") else {
         return;
-    }
-    let dir = tmpdir("big");
+    };
+    let dir = tmp.0.clone();
     let bam_path = sam_to_bam(&dir, "big", &make_sam(11, 3_000, true));
     let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
     let depth = csi_depth(14, 1_000_000_000);
@@ -551,15 +520,14 @@ fn csi_for_a_reference_longer_than_2_pow_29() {
         stderr.contains(&err.to_string()),
         "samtools said {stderr:?}, we said {err}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn unsorted_input_is_refused_like_samtools() {
-    if !samtools_ok() {
+    let Some(tmp) = with_samtools("index-unsorted") else {
         return;
-    }
-    let dir = tmpdir("unsorted");
+    };
+    let dir = tmp.0.clone();
     let sam = "@SQ\tSN:c1\tLN:1000\n\
                a\t0\tc1\t500\t30\t4M\t*\t0\t0\tACGT\tFFFF\n\
                b\t0\tc1\t100\t30\t4M\t*\t0\t0\tACGT\tFFFF\n";
@@ -579,15 +547,14 @@ fn unsorted_input_is_refused_like_samtools() {
         "Unsorted positions on sequence #1: 500 followed by 100"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains(&err.to_string()));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn header_only_and_unplaced_only_bams() {
-    if !samtools_ok() {
+    let Some(tmp) = with_samtools("index-edge") else {
         return;
-    }
-    let dir = tmpdir("edge");
+    };
+    let dir = tmp.0.clone();
     for (name, sam) in [
         ("hdr", "@SQ\tSN:c1\tLN:1000\n@SQ\tSN:c2\tLN:10\n".to_string()),
         ("unpl", "@SQ\tSN:c1\tLN:1000\nu\t4\t*\t0\t0\t*\t*\t0\t0\tAC\tFF\nv\t4\t*\t0\t0\t*\t*\t0\t0\tAC\tFF\n".to_string()),
@@ -600,17 +567,19 @@ fn header_only_and_unplaced_only_bams() {
             samtools_agrees(&dir, &bam_path, &bam, &theirs, &ours);
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn golden_tumour_bam() {
-    let golden = Path::new("/work/shared/golden/snp-pileup/tumour.bam");
-    if !golden.exists() || !samtools_ok() {
+    let golden = &shared_golden().join("snp-pileup/tumour.bam");
+    if !golden.exists() {
         eprintln!("golden tumour.bam not available: skipping");
         return;
     }
-    let dir = tmpdir("golden");
+    let Some(tmp) = with_samtools("index-golden") else {
+        return;
+    };
+    let dir = tmp.0.clone();
     let bam = walk_bam(&std::fs::read(golden).unwrap());
     for (format, flags) in [
         (IndexFormat::Bai, vec![]),
@@ -625,7 +594,6 @@ fn golden_tumour_bam() {
         let (theirs, ours) = check_against_samtools(&dir, golden, &bam, format, &flags);
         samtools_agrees(&dir, golden, &bam, &theirs, &ours);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -663,10 +631,10 @@ fn strip_metadata(index: &Index) -> Index {
 
 #[test]
 fn index_without_metadata_behaves_like_samtools() {
-    if !samtools_ok() {
+    let Some(tmp) = with_samtools("index-nometa") else {
         return;
-    }
-    let dir = tmpdir("nometa");
+    };
+    let dir = tmp.0.clone();
     let bam_path = sam_to_bam(&dir, "nm", &make_sam(23, 6_000, false));
     let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
     for (format, flags) in [
@@ -702,13 +670,10 @@ fn index_without_metadata_behaves_like_samtools() {
             .lines()
             .all(|l| l.ends_with("\t0\t0")));
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/index")
-        .join(name)
+    fasthts_testgen::support::data("index").join(name)
 }
 
 /// Committed samtools-made fixtures (see tests/data/index/README.md): read,
@@ -802,12 +767,12 @@ fn external_bam_matches_samtools() {
     let Ok(path) = std::env::var("FASTHTS_INDEX_TEST_BAM") else {
         return;
     };
-    if !samtools_ok() {
+    let Some(tmp) = with_samtools("index-external") else {
         return;
-    }
+    };
+    let dir = tmp.0.clone();
     let bam_path = PathBuf::from(path);
     let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
-    let dir = tmpdir("external");
     let min_shift_arg =
         std::env::var("FASTHTS_INDEX_TEST_MIN_SHIFT").unwrap_or_else(|_| "14".into());
     let (format, flags) = if std::env::var("FASTHTS_INDEX_TEST_CSI").is_ok() {
@@ -825,7 +790,6 @@ fn external_bam_matches_samtools() {
     };
     let (theirs, ours) = check_against_samtools(&dir, &bam_path, &bam, format, &flags);
     samtools_agrees(&dir, &bam_path, &bam, &theirs, &ours);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Builder throughput on `FASTHTS_INDEX_TEST_BAM` (records pushed per second).

@@ -848,20 +848,8 @@ mod tests {
     use super::*;
     use crate::bam::record::tests::encode;
     use crate::bam::Reference;
+    use fasthts_testgen::rng::Rng;
     use std::cmp::Ordering;
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     /// A random record: few distinct coordinates and names so that ties are
     /// common; names without leading zeros (where samtools' order has quirks).
@@ -975,7 +963,7 @@ mod tests {
             SortOrder::Tag { tag: *b"XT", then_by_name: true },
         ];
         for seed in 1..=3u64 {
-            let mut rng = Rng(seed * 0x9e37_79b9_7f4a_7c15);
+            let mut rng = Rng::new(seed * 0x9e37_79b9_7f4a_7c15);
             // Seed 3 makes enough runs for merges in the background.
             let n = [300, 40_000, 160_000][seed as usize - 1];
             let input: Vec<Vec<u8>> = (0..n).map(|_| random_record(&mut rng)).collect();

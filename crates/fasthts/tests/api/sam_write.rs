@@ -6,11 +6,11 @@
 //! synthetic SAM full of edge cases (floats of every magnitude, arrays of
 //! every subtype, missing fields, a CIGAR of 70,000 operations).
 
-mod common;
-use common::*;
 use fasthts::sam::{format_record, format_records_parallel, SamWriter};
 use fasthts::bam::{BamFile, RecordRef};
-use std::path::{Path, PathBuf};
+use fasthts_testgen::rng::Rng;
+use fasthts_testgen::support::*;
+use std::path::Path;
 use std::process::Command;
 
 /// What one comparison covered.
@@ -99,25 +99,6 @@ fn compare(file: &Path, tally: &mut Tally) {
     }
 }
 
-/// Every file under `dir` (recursively) whose name ends with `suffix`, sorted.
-fn files_under(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.to_string_lossy().ends_with(suffix) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn report(what: &str, tally: &Tally) {
     eprintln!("{what}: {} files, {} records identical to samtools view", tally.files, tally.records);
     for s in &tally.skipped {
@@ -138,7 +119,7 @@ fn every_corpus_bam_prints_as_samtools_view() {
         return;
     }
     let mut files = Vec::new();
-    for dir in [repo_root().join("tests/data"), repo_root().join("../shared/golden")] {
+    for dir in [data_dir(), shared_golden()] {
         files.extend(files_under(&dir, ".bam"));
     }
     files.extend(files_under(Path::new("/usr/share/samtools/test"), ".bam"));
@@ -152,10 +133,7 @@ fn every_corpus_bam_prints_as_samtools_view() {
 
 #[test]
 fn every_samtools_test_sam_prints_as_samtools_view() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("samwrite-sam");
+    let Some(dir) = with_samtools("samwrite-sam") else { return };
     let mut tally = Tally::default();
     let mut sams = files_under(Path::new("/usr/share/samtools/test"), ".sam");
     sams.extend(files_under(Path::new("/usr/share/samtools/test"), ".sam.gz"));
@@ -176,28 +154,19 @@ fn every_samtools_test_sam_prints_as_samtools_view() {
     report("samtools test SAMs via BAM", &tally);
 }
 
-/// The generator binary beside the fasthts binary, or built by gen-bam.sh
-/// into the same target directory.
+/// A BAM of the generator's SAM for `args`, made as scripts/gen-bam.sh
+/// makes it (`samtools view --no-PG -b`, any message from samtools a failure).
 fn gen_bam(out: &Path, args: &[&str]) {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_fasthts"));
-    let mut c = Command::new("bash");
-    c.arg(repo_root().join("scripts/gen-bam.sh")).arg(out).args(args);
-    let sibling = exe.with_file_name("fasthts-testgen");
-    if sibling.exists() {
-        c.env("FASTHTS_TESTGEN", &sibling);
-    } else if let Some(target) = exe.parent().and_then(Path::parent) {
-        c.env("CARGO_TARGET_DIR", target);
-    }
-    let o = run_with_timeout(c, std::time::Duration::from_secs(900));
-    assert!(o.status.success(), "gen-bam.sh {args:?} failed: {}", text(&o.stderr));
+    let sam = fasthts_testgen::cli::sam(args).unwrap();
+    let mut c = Command::new("samtools");
+    c.args(["view", "--no-PG", "-b", "-@", "2", "-o"]).arg(out).arg("-");
+    let o = run_with_stdin(c, sam);
+    assert!(o.status.success() && o.stderr.is_empty(), "samtools view -b of the generated SAM {args:?}: {}", text(&o.stderr));
 }
 
 #[test]
 fn generated_bams_print_as_samtools_view() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("samwrite-gen");
+    let Some(dir) = with_samtools("samwrite-gen") else { return };
     let mut tally = Tally::default();
     let cases: &[&[&str]] = &[
         &["--seed", "11", "--reads", "3000"],
@@ -213,61 +182,48 @@ fn generated_bams_print_as_samtools_view() {
     report("generated BAMs", &tally);
 }
 
-/// A small deterministic generator (xorshift64*), enough to vary values.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// A float of any magnitude and sign, biased towards the ranges where
-    /// kputd and %g take different paths and towards their boundaries.
-    fn float(&mut self) -> f32 {
-        const EDGES: &[f32] = &[
-            0.0,
-            -0.0,
-            0.0001,
-            0.00009999999,
-            0.00010000001,
-            999999.0,
-            999999.5,
-            999999.44,
-            999998.5,
-            1e6,
-            0.1,
-            0.099999994,
-            1.0,
-            0.99999994,
-            0.999995,
-            0.9999949,
-            9.999995,
-            99.99995,
-            123456.5,
-            100000.0,
-            12.5,
-            1.5e-7,
-            3.4028235e38,
-            1e-45,
-            f32::MIN_POSITIVE,
-            0.3,
-            65504.0,
-            1234565.0,
-            0.5,
-            2.5e-5,
-        ];
-        match self.below(4) {
-            0 => EDGES[self.below(EDGES.len() as u64) as usize] * if self.below(2) == 0 { 1.0 } else { -1.0 },
-            1 => f32::from_bits(self.next() as u32 & 0x7f7f_ffff | (self.next() as u32 & 0x8000_0000)),
-            _ => {
-                let exp = self.below(16) as i32 - 6;
-                let m = (self.below(10_000_000) as f32) / 1e6;
-                m * 10f32.powi(exp) * if self.below(3) == 0 { -1.0 } else { 1.0 }
-            }
+/// A float of any magnitude and sign, biased towards the ranges where
+/// kputd and %g take different paths and towards their boundaries.
+fn float(rng: &mut Rng) -> f32 {
+    const EDGES: &[f32] = &[
+        0.0,
+        -0.0,
+        0.0001,
+        0.00009999999,
+        0.00010000001,
+        999999.0,
+        999999.5,
+        999999.44,
+        999998.5,
+        1e6,
+        0.1,
+        0.099999994,
+        1.0,
+        0.99999994,
+        0.999995,
+        0.9999949,
+        9.999995,
+        99.99995,
+        123456.5,
+        100000.0,
+        12.5,
+        1.5e-7,
+        3.4028235e38,
+        1e-45,
+        f32::MIN_POSITIVE,
+        0.3,
+        65504.0,
+        1234565.0,
+        0.5,
+        2.5e-5,
+    ];
+    match rng.below(4) {
+        0 => EDGES[rng.below(EDGES.len() as u64) as usize] * if rng.below(2) == 0 { 1.0 } else { -1.0 },
+        1 => f32::from_bits(rng.next_u64() as u32 & 0x7f7f_ffff | (rng.next_u64() as u32 & 0x8000_0000)),
+        _ => {
+            let exp = rng.below(16) as i32 - 6;
+            let m = (rng.below(10_000_000) as f32) / 1e6;
+            m * 10f32.powi(exp) * if rng.below(3) == 0 { -1.0 } else { 1.0 }
         }
     }
 }
@@ -275,7 +231,7 @@ impl Rng {
 /// SAM text exercising every field's edge cases.
 fn tricky_sam() -> String {
     let mut s = String::from("@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:chr1\tLN:100000\n@SQ\tSN:chr2\tLN:50000\n@RG\tID:g1\n@CO\tcomment\n");
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     // Fixed cases first.
     s.push_str("mate_same\t99\tchr1\t100\t60\t4M\t=\t200\t104\tACGT\tIIII\n");
     s.push_str("mate_other\t97\tchr1\t100\t60\t2S2M\tchr2\t300\t0\tACGT\t!!~~\n");
@@ -291,18 +247,18 @@ fn tricky_sam() -> String {
     for i in 0..400 {
         let mut line = format!("floats{i}\t4\t*\t0\t0\t*\t*\t0\t0\t*\t*");
         for t in 0..5 {
-            line.push_str(&format!("\tf{t}:f:{:e}", rng.float()));
+            line.push_str(&format!("\tf{t}:f:{:e}", float(&mut rng)));
         }
         line.push_str("\tBF:B:f");
         for _ in 0..20 {
-            line.push_str(&format!(",{:e}", rng.float()));
+            line.push_str(&format!(",{:e}", float(&mut rng)));
         }
         s.push_str(&line);
         s.push('\n');
     }
     // Integers of every width, as scalars and arrays.
     for i in 0..100 {
-        let v = (rng.next() as i64) >> rng.below(63);
+        let v = (rng.next_u64() as i64) >> rng.below(63);
         let v32 = v.clamp(i64::from(i32::MIN), i64::from(u32::MAX));
         s.push_str(&format!("ints{i}\t4\t*\t0\t0\t*\t*\t0\t0\t*\t*\tXI:i:{v32}\tXB:B:i,{},{}\n", v as i32, (v >> 7) as i32));
     }
@@ -317,10 +273,7 @@ fn tricky_sam() -> String {
 
 #[test]
 fn tricky_records_print_as_samtools_view() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("samwrite-tricky");
+    let Some(dir) = with_samtools("samwrite-tricky") else { return };
     let sam = dir.path("tricky.sam");
     std::fs::write(&sam, tricky_sam()).unwrap();
     let bam = dir.path("tricky.bam");
@@ -420,10 +373,7 @@ fn handmade_bam(path: &Path, text: &[u8], records: &[Vec<u8>]) {
 /// its NUL, aux bytes too short to be a field, a CG tag on an unplaced read.
 #[test]
 fn handmade_bams_print_as_samtools_view() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("samwrite-hand");
+    let Some(dir) = with_samtools("samwrite-hand") else { return };
     let mut d_tag = b"XDd".to_vec();
     d_tag.extend_from_slice(&0.1f64.to_le_bytes());
     d_tag.extend_from_slice(b"YDd");
@@ -437,6 +387,10 @@ fn handmade_bams_print_as_samtools_view() {
     }
     let mut cg_then = cg.clone();
     cg_then.extend_from_slice(b"NMC\x01");
+    let with_cg = |name, flag, tid, pos| {
+        let cigar = &[(4 << 4) | 4, (3 << 4) | 3];
+        Raw { name, flag, tid, pos, mtid: -1, cigar, seq: b"ACGT", qual: &[9; 4], aux: &cg_then }.encode()
+    };
     let records = vec![
         Raw { name: b"op9\0", flag: 0, tid: 0, pos: 10, mtid: 0, cigar: &[4 << 4, (2 << 4) | 9], seq: b"ACGT", qual: &[10; 4], aux: b"" }
             .encode(),
@@ -457,30 +411,8 @@ fn handmade_bams_print_as_samtools_view() {
         Raw { name: b"no_nul", flag: 4, tid: -1, pos: -1, mtid: -1, cigar: &[], seq: b"A", qual: &[0], aux: b"XAA!\x01\x02" }.encode(),
         Raw { name: b"pad\0", flag: 4, tid: -1, pos: -1, mtid: -1, cigar: &[], seq: b"", qual: &[], aux: b"XAA!" }.encode(),
         // Placed: the CG tag becomes the CIGAR; unplaced: it stays a tag.
-        Raw {
-            name: b"cg\0",
-            flag: 0,
-            tid: 0,
-            pos: 5,
-            mtid: -1,
-            cigar: &[(4 << 4) | 4, (3 << 4) | 3],
-            seq: b"ACGT",
-            qual: &[9; 4],
-            aux: &cg_then,
-        }
-        .encode(),
-        Raw {
-            name: b"cg_unplaced\0",
-            flag: 4,
-            tid: -1,
-            pos: -1,
-            mtid: -1,
-            cigar: &[(4 << 4) | 4, (3 << 4) | 3],
-            seq: b"ACGT",
-            qual: &[9; 4],
-            aux: &cg_then,
-        }
-        .encode(),
+        with_cg(b"cg\0", 0, 0, 5),
+        with_cg(b"cg_unplaced\0", 4, -1, -1),
     ];
     let texts: &[&[u8]] = &[
         b"@HD\tVN:1.6\tSO:unsorted\n",

@@ -22,12 +22,8 @@
 //!
 //! The test prints `N passed, M failed` and fails unless M is 0.
 
-mod common;
-#[path = "robustness/harness.rs"]
-mod harness;
-
-use common::*;
-use harness::*;
+use crate::common::*;
+use crate::harness::*;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -146,8 +142,8 @@ impl Corpus {
             dir,
             cases: Vec::new(),
         };
-        std::fs::copy(repo_root().join("tests/data/small.bam"), &c.good_bam).unwrap();
-        std::fs::copy(repo_root().join("tests/data/small.bam.bai"), c.dir.path("good.bam.bai")).unwrap();
+        std::fs::copy(data("small.bam"), &c.good_bam).unwrap();
+        std::fs::copy(data("small.bam.bai"), c.dir.path("good.bam.bai")).unwrap();
         c.bam_cases();
         c.index_cases();
         c.vcf_cases();
@@ -337,8 +333,8 @@ impl Corpus {
             add_index(self, format!("idx-flip{at}"), "bai", Some(&b), false);
         }
         // An index made for another BAM (different reference count).
-        add_index(self, "idx-other-bam".into(), "bai", Some(&read(repo_root().join("tests/data/refs_without_reads.bam.bai"))), false);
-        let csi = read(repo_root().join("tests/data/long_ref.bam.csi"));
+        add_index(self, "idx-other-bam".into(), "bai", Some(&read(data("refs_without_reads.bam.bai"))), false);
+        let csi = read(data("long_ref.bam.csi"));
         add_index(self, "idx-other-bam-csi".into(), "csi", Some(&csi), false);
         // CSI with absurd parameters (uncompressed CSI is accepted, as htslib does).
         let raw_csi = fasthts::bgzf::decompress_all(&csi).unwrap();
@@ -415,19 +411,7 @@ impl Corpus {
     }
 
     fn seq_cases(&mut self) {
-        let mut fq = String::new();
-        let mut x = 12345u64;
-        for i in 0..400 {
-            let seq: String = (0..80)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    b"ACGT"[(x % 4) as usize] as char
-                })
-                .collect();
-            fq.push_str(&format!("@read{i}\n{seq}\n+\n{}\n", "I".repeat(80)));
-        }
+        let fq = random_fastq(12345, 400, 80, "read");
         std::fs::write(&self.good_fastq, &fq).unwrap();
         let first = fq.find("@read3\n").unwrap();
         let rec3_end = fq.find("@read4\n").unwrap();

@@ -1,12 +1,11 @@
 //! The scatter/gather engine: any plan, any thread count, every record
 //! exactly once; an index that does not describe the file is detected.
 
-mod common;
-use common::*;
 use fasthts::bam::BamFile;
 use fasthts::flagstat::{self, FlagStat};
 use fasthts::index::{Index, IndexFormat};
 use fasthts::region::{self, Plan, Region};
+use fasthts_testgen::support::*;
 use std::collections::BTreeMap;
 
 /// Each region's records, read one by one with `next_record` or, with
@@ -32,7 +31,7 @@ fn names_by_region(bam: &BamFile, index: &Index, plan: Plan, walk: bool, pulled:
 #[test]
 fn every_record_once_whatever_the_plan_and_threads() {
     for fixture in ["small.bam", "long_ref.bam", "huge_record.bam", "long_cigar.bam", "refs_without_reads.bam", "unmapped_only.bam"] {
-        let bam = BamFile::open(repo_root().join("tests/data").join(fixture)).unwrap();
+        let bam = BamFile::open(data(fixture)).unwrap();
         // All records, in file order, by a plain sequential read.
         let mut all = Vec::new();
         let mut rr = bam.records().unwrap();
@@ -72,8 +71,8 @@ fn every_record_once_whatever_the_plan_and_threads() {
 
 #[test]
 fn an_index_of_another_file_is_detected_not_trusted() {
-    let small = BamFile::open(repo_root().join("tests/data/small.bam")).unwrap();
-    let other = BamFile::open(repo_root().join("tests/data/refs_without_reads.bam")).unwrap();
+    let small = BamFile::open(data("small.bam")).unwrap();
+    let other = BamFile::open(data("refs_without_reads.bam")).unwrap();
     let wrong = fasthts::indexer::build(&other, IndexFormat::Bai).unwrap();
     let truth = flagstat::count_sequential(&small).unwrap();
     match flagstat::count_indexed(&small, &wrong, 10_000) {
@@ -88,7 +87,7 @@ fn a_region_reads_no_further_than_what_follows_it_needs() {
     // Damage a block well inside chr2: reading chr1 must not reach it (as
     // htslib would not), whatever the thread count; reading chr2 must
     // report it.
-    let path = repo_root().join("tests/data/small.bam");
+    let path = data("small.bam");
     let good = BamFile::open(&path).unwrap();
     let index = fasthts::indexer::build(&good, IndexFormat::Bai).unwrap();
     let chr2 = region::region_start(&good, &index, Region::whole(1)).unwrap();

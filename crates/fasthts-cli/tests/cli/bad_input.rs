@@ -1,12 +1,9 @@
 //! Broken input: every command answers with one clear error line and a
 //! non-zero exit, within seconds, never a panic, and leaves no output.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-const SMALL: &str = "tests/data/small.bam";
 
 struct Case {
     name: String,
@@ -15,7 +12,7 @@ struct Case {
 
 /// Damaged variants of a small valid BAM.
 fn corpus(dir: &TempDir) -> Vec<Case> {
-    let good = std::fs::read(repo_root().join(SMALL)).unwrap();
+    let good = std::fs::read(data("small.bam")).unwrap();
     let mut cases = Vec::new();
     let mut add = |name: String, bytes: &[u8]| {
         let path = dir.path(&format!("{name}.bam"));
@@ -65,7 +62,7 @@ fn damaged_files_fail_cleanly_in_every_command() {
         let out = run_quick(&["flagstat"], &case.path);
         // A cut just before the EOF marker leaves complete records: samtools
         // accepts that with a warning, and so do we.
-        if case.name == format!("cut{}", std::fs::metadata(repo_root().join(SMALL)).unwrap().len() - 29) {
+        if case.name == format!("cut{}", std::fs::metadata(data("small.bam")).unwrap().len() - 29) {
             continue;
         }
         assert_clean_failure(&format!("flagstat {}", case.name), &out);
@@ -96,7 +93,7 @@ fn missing_files_and_directories_fail_cleanly() {
 #[test]
 fn truncation_before_eof_marker_warns_like_samtools() {
     let dir = TempDir::new("noeof");
-    let good = std::fs::read(repo_root().join(SMALL)).unwrap();
+    let good = std::fs::read(data("small.bam")).unwrap();
     let p = dir.path("noeof.bam");
     std::fs::write(&p, &good[..good.len() - 28]).unwrap();
     let out = run_quick(&["flagstat"], &p);
@@ -108,7 +105,7 @@ fn truncation_before_eof_marker_warns_like_samtools() {
 fn unsorted_input_is_refused_by_index_and_leaves_nothing() {
     let dir = TempDir::new("unsorted");
     let p = dir.path("unsorted.bam");
-    std::fs::copy(repo_root().join("tests/data/unsorted.bam"), &p).unwrap();
+    std::fs::copy(data("unsorted.bam"), &p).unwrap();
     let out = run_quick(&["index"], &p);
     assert_clean_failure("index unsorted", &out);
     let err = text(&out.stderr);
@@ -121,7 +118,7 @@ fn unsorted_input_is_refused_by_index_and_leaves_nothing() {
 fn bai_refuses_positions_past_2_pow_29_but_csi_works() {
     let dir = TempDir::new("longref");
     let p = dir.path("long.bam");
-    std::fs::copy(repo_root().join("tests/data/long_ref.bam"), &p).unwrap();
+    std::fs::copy(data("long_ref.bam"), &p).unwrap();
     let out = run_quick(&["index"], &p);
     assert_clean_failure("index -b long_ref", &out);
     assert!(text(&out.stderr).contains("csi"), "{}", text(&out.stderr));
@@ -139,7 +136,7 @@ fn index_of_another_bam_is_refused_not_read_through() {
     let p = dir.path("x.bam");
     let header = fasthts::bam::Header { text: b"@HD\tVN:1.6\tSO:coordinate\n".to_vec(), references: vec![] };
     std::fs::write(&p, fasthts::bgzf::compress_all(&header.to_bytes(), 6)).unwrap();
-    std::fs::copy(repo_root().join("tests/data/small.bam.bai"), dir.path("x.bam.bai")).unwrap();
+    std::fs::copy(data("small.bam.bai"), dir.path("x.bam.bai")).unwrap();
     let vcf = dir.path("s.vcf");
     std::fs::write(&vcf, "chr1\t1000\t.\tA\tC\n").unwrap();
     let out = dir.path("out.csv");
@@ -151,8 +148,8 @@ fn index_of_another_bam_is_refused_not_read_through() {
     assert!(!out.exists());
     // idxstats would report the other file's counts.
     let p = dir.path("y.bam");
-    std::fs::copy(repo_root().join(SMALL), &p).unwrap();
-    std::fs::copy(repo_root().join("tests/data/refs_without_reads.bam.bai"), dir.path("y.bam.bai")).unwrap();
+    std::fs::copy(data("small.bam"), &p).unwrap();
+    std::fs::copy(data("refs_without_reads.bam.bai"), dir.path("y.bam.bai")).unwrap();
     assert_clean_failure("idxstats with another BAM's index", &run_quick(&["idxstats"], &p));
 }
 

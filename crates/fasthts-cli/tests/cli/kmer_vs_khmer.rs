@@ -4,16 +4,14 @@
 //! Outputs are compared byte for byte. Skipped (with a message) when khmer is
 //! not installed.
 
+use crate::common::*;
+use fasthts_testgen::rng::Rng;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const KHMER_BIN: &str = "/usr/lib/khmer/bin";
-
-fn fasthts() -> &'static str {
-    env!("CARGO_BIN_EXE_fasthts")
-}
 
 fn khmer_available() -> bool {
     let ok = Path::new(KHMER_BIN).join("load-into-counting.py").exists()
@@ -24,48 +22,20 @@ fn khmer_available() -> bool {
     ok
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn frac(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
+/// Reverse complement, case kept; N and IUPAC codes stay as they are.
 fn revcomp(s: &[u8]) -> Vec<u8> {
-    s.iter()
-        .rev()
-        .map(|&c| match c {
-            b'A' => b'T',
-            b'T' => b'A',
-            b'C' => b'G',
-            b'G' => b'C',
-            b'a' => b't',
-            b't' => b'a',
-            b'c' => b'g',
-            b'g' => b'c',
-            x => x,
-        })
-        .collect()
+    s.iter().rev().map(|&c| b"ACGTacgt".iter().position(|&x| x == c).map_or(c, |k| b"TGCAtgca"[k])).collect()
 }
 
 /// Test data in `dir`: r.fq (pairs /1 /2, some Casava-named), r.fa
 /// (multi-line), r.fq.gz, single.fq.
 fn make_data(dir: &Path, seed: u64) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let genome: Vec<u8> = (0..4000).map(|_| b"ACGT"[rng.below(4) as usize]).collect();
     let mutate = |s: &[u8], rng: &mut Rng| -> Vec<u8> {
         s.iter()
             .map(|&c| {
-                let r = rng.frac();
+                let r = rng.unit();
                 if r < 0.01 {
                     b"ACGT"[rng.below(4) as usize]
                 } else if r < 0.013 {
@@ -141,17 +111,15 @@ fn make_data(dir: &Path, seed: u64) {
 }
 
 struct Dirs {
-    root: PathBuf,
+    root: TempDir,
     k: PathBuf,
     f: PathBuf,
 }
 
 fn dirs(name: &str) -> Dirs {
-    let root = std::env::temp_dir().join(format!("fasthts-kmer-vs-khmer-{}-{name}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
-    fs::create_dir_all(&root).unwrap();
-    make_data(&root, 0x5eed_1234 ^ name.len() as u64);
-    Dirs { k: root.join("k"), f: root.join("f"), root }
+    let root = TempDir::new(&format!("kmer-vs-khmer-{name}"));
+    make_data(&root.0, 0x5eed_1234 ^ name.len() as u64);
+    Dirs { k: root.path("k"), f: root.path("f"), root }
 }
 
 impl Dirs {
@@ -168,7 +136,7 @@ impl Dirs {
     fn run_with(&self, script: &str, sub: &str, args: &[&str], extra: &[&str]) -> (i32, i32) {
         self.fresh();
         let k = Command::new("/usr/bin/python3").arg(Path::new(KHMER_BIN).join(script)).args(args).current_dir(&self.k).output().unwrap();
-        let f = Command::new(fasthts()).args(["kmer", sub]).args(extra).args(args).current_dir(&self.f).output().unwrap();
+        let f = fasthts().args(["kmer", sub]).args(extra).args(args).current_dir(&self.f).output().unwrap();
         (k.status.code().unwrap_or(-1), f.status.code().unwrap_or(-1))
     }
     /// Every file khmer wrote must exist in fasthts' directory with the same
@@ -258,17 +226,10 @@ fn count_matches_khmer() {
             .current_dir(&d.k)
             .output()
             .unwrap();
-        let f = Command::new(fasthts())
-            .args(["kmer", "count"])
-            .args(extra)
-            .args(["-T", t, "out.ct", "../r.fq"])
-            .current_dir(&d.f)
-            .output()
-            .unwrap();
+        let f = fasthts().args(["kmer", "count"]).args(extra).args(["-T", t, "out.ct", "../r.fq"]).current_dir(&d.f).output().unwrap();
         assert_eq!(k.status.code(), f.status.code());
         d.compare(&format!("count {extra:?} -T {t} vs khmer -T 1"));
     }
-    let _ = fs::remove_dir_all(&d.root);
 }
 
 fn make_ct(d: &Dirs, name: &str, args: &[&str], inputs: &[&str]) {
@@ -278,7 +239,7 @@ fn make_ct(d: &Dirs, name: &str, args: &[&str], inputs: &[&str]) {
         .args(args)
         .arg(name)
         .args(inputs)
-        .current_dir(&d.root)
+        .current_dir(&d.root.0)
         .output()
         .unwrap();
     assert!(st.status.success() || args.contains(&"-f"), "making {name}");
@@ -314,15 +275,10 @@ fn abundance_dist_matches_khmer() {
             .current_dir(&d.k)
             .output()
             .unwrap();
-        let f = Command::new(fasthts())
-            .args(["kmer", "abundance-dist", "-T", "2", ct, "../r.fq", "out.csv"])
-            .current_dir(&d.f)
-            .output()
-            .unwrap();
+        let f = fasthts().args(["kmer", "abundance-dist", "-T", "2", ct, "../r.fq", "out.csv"]).current_dir(&d.f).output().unwrap();
         assert_eq!(k.status.code(), f.status.code());
         d.compare(&format!("abundance-dist -T 2 {ct}"));
     }
-    let _ = fs::remove_dir_all(&d.root);
 }
 
 #[test]
@@ -365,10 +321,9 @@ fn normalize_matches_khmer() {
         .current_dir(&d.k)
         .output()
         .unwrap();
-    let f = Command::new(fasthts()).args(["kmer", "normalize", "-T", "2"]).args(args).current_dir(&d.f).output().unwrap();
+    let f = fasthts().args(["kmer", "normalize", "-T", "2"]).args(args).current_dir(&d.f).output().unwrap();
     assert_eq!(k.status.code(), f.status.code());
     d.compare("normalize -T 2");
-    let _ = fs::remove_dir_all(&d.root);
 }
 
 #[test]
@@ -390,7 +345,6 @@ fn filter_abund_matches_khmer() {
     for c in cases {
         check(&d, "filter-abund.py", "filter-abund", c);
     }
-    let _ = fs::remove_dir_all(&d.root);
 }
 
 #[test]
@@ -415,7 +369,6 @@ fn trim_low_abund_matches_khmer() {
     for c in cases {
         check(&d, "trim-low-abund.py", "trim-low-abund", c);
     }
-    let _ = fs::remove_dir_all(&d.root);
 }
 
 /// What a run left: exit status, stdout, stderr (without count's timings)
@@ -425,7 +378,7 @@ type RunOutput = (Option<i32>, Vec<u8>, String, Vec<(String, Vec<u8>)>);
 fn run_in(dir: &Path, args: &[&str]) -> RunOutput {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir).unwrap();
-    let out = Command::new(fasthts()).arg("kmer").args(args).current_dir(dir).output().unwrap();
+    let out = fasthts().arg("kmer").args(args).current_dir(dir).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).lines().filter(|l| !l.starts_with("counted ")).collect::<Vec<_>>().join("\n");
     let mut files: Vec<(String, Vec<u8>)> = fs::read_dir(dir)
         .unwrap()
@@ -443,8 +396,7 @@ fn run_in(dir: &Path, args: &[&str]) -> RunOutput {
 fn same_output_at_any_thread_count() {
     let d = dirs("threads");
     for (table, args) in [("g.ct", &["-k", "15", "-x", "4e5", "-N", "3"][..]), ("g4.ct", &["-k", "4", "-x", "300", "-N", "2", "-f"][..])] {
-        let st =
-            Command::new(fasthts()).args(["kmer", "count", "-q"]).args(args).args([table, "r.fq", "r.fa"]).current_dir(&d.root).output();
+        let st = fasthts().args(["kmer", "count", "-q"]).args(args).args([table, "r.fq", "r.fa"]).current_dir(&d.root.0).output();
         assert!(st.unwrap().status.success(), "making {table}");
     }
     let runs: &[(&str, &str, &[&str])] = &[
@@ -470,7 +422,7 @@ fn same_output_at_any_thread_count() {
             let mut all = vec![*sub];
             all.extend(threads.map(|t| [*flag, t]).iter().flatten());
             all.extend_from_slice(args);
-            run_in(&d.root.join(format!("t{}", threads.unwrap_or("default"))), &all)
+            run_in(&d.root.path(&format!("t{}", threads.unwrap_or("default"))), &all)
         };
         let one = at(Some("1"));
         assert!(!one.3.is_empty() || one.0 != Some(0), "{sub} {args:?}: no output");
@@ -487,16 +439,14 @@ fn same_output_at_any_thread_count() {
             }
         }
     }
-    let _ = fs::remove_dir_all(&d.root);
 }
 
 /// Bad input: one clear error line, non-zero exit, no partial output.
 #[test]
 fn bad_input_fails_cleanly() {
-    let root = std::env::temp_dir().join(format!("fasthts-kmer-bad-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
-    fs::create_dir_all(&root).unwrap();
-    make_data(&root, 7);
+    let dir = TempDir::new("kmer-bad");
+    let root = &dir.0;
+    make_data(root, 7);
     let fq = fs::read(root.join("r.fq.gz")).unwrap();
     fs::write(root.join("trunc.fq.gz"), &fq[..fq.len() / 2]).unwrap();
     for f in ["big.fq.bgz", "r.fq.bz2"] {
@@ -509,7 +459,7 @@ fn bad_input_fails_cleanly() {
     fs::write(root.join("mismatch.fq"), b"@a\nACGTACGT\n+\nIIII\n").unwrap();
     fs::write(root.join("garbage.fq"), [0u8, 159, 146, 150, 1, 2, 3, 4, 5]).unwrap();
     fs::write(root.join("empty.fq"), b"").unwrap();
-    let ok = Command::new(fasthts()).args(["kmer", "count", "-q", "-k", "12", "good.ct", "r.fq"]).current_dir(&root).status().unwrap();
+    let ok = fasthts().args(["kmer", "count", "-q", "-k", "12", "good.ct", "r.fq"]).current_dir(root).status().unwrap();
     assert!(ok.success());
     let ct = fs::read(root.join("good.ct")).unwrap();
     let mut v4 = ct.clone();
@@ -528,48 +478,37 @@ fn bad_input_fails_cleanly() {
         "empty.fq",
     ] {
         for t in ["1", "2"] {
-            let out = Command::new(fasthts())
-                .args(["kmer", "count", "-q", "-k", "12", "-T", t, "bad.ct", input])
-                .current_dir(&root)
-                .output()
-                .unwrap();
+            let out = fasthts().args(["kmer", "count", "-q", "-k", "12", "-T", t, "bad.ct", input]).current_dir(root).output().unwrap();
             assert!(!out.status.success(), "{input}: should fail");
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(!err.contains("panicked"), "{input}: {err}");
             assert!(!root.join("bad.ct").exists(), "{input}: no .ct should be written");
             assert!(!root.join("bad.ct.info").exists(), "{input}: no .info should be left");
         }
-        let out =
-            Command::new(fasthts()).args(["kmer", "filter-abund", "-o", "bad.out", "good.ct", input]).current_dir(&root).output().unwrap();
+        let out = fasthts().args(["kmer", "filter-abund", "-o", "bad.out", "good.ct", input]).current_dir(root).output().unwrap();
         assert!(!out.status.success(), "filter {input}: should fail");
         assert!(!root.join("bad.out").exists(), "filter {input}: no partial output");
     }
     for ct in ["version.ct", "trunc.ct", "r.fq"] {
-        let out =
-            Command::new(fasthts()).args(["kmer", "abundance-dist", "-q", ct, "r.fq", "bad.csv"]).current_dir(&root).output().unwrap();
+        let out = fasthts().args(["kmer", "abundance-dist", "-q", ct, "r.fq", "bad.csv"]).current_dir(root).output().unwrap();
         assert!(!out.status.success(), "{ct}: should fail");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked") && err.trim().lines().count() == 1, "{ct}: {err}");
         assert!(!root.join("bad.csv").exists());
     }
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// The k > 32 extension (`--long-k`): counts never under-estimate the exact
 /// counts, and khmer's k <= 32 error stays the default.
 #[test]
 fn long_k_extension_counts() {
-    let root = std::env::temp_dir().join(format!("fasthts-kmer-longk-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
-    fs::create_dir_all(&root).unwrap();
-    make_data(&root, 11);
-    let out = Command::new(fasthts()).args(["kmer", "count", "-q", "-k", "40", "l.ct", "r.fq"]).current_dir(&root).output().unwrap();
+    let dir = TempDir::new("kmer-longk");
+    let root = &dir.0;
+    make_data(root, 11);
+    let out = fasthts().args(["kmer", "count", "-q", "-k", "40", "l.ct", "r.fq"]).current_dir(root).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    let out = Command::new(fasthts())
-        .args(["kmer", "count", "-q", "--long-k", "-k", "40", "-x", "2e5", "l.ct", "r.fq"])
-        .current_dir(&root)
-        .output()
-        .unwrap();
+    let out =
+        fasthts().args(["kmer", "count", "-q", "--long-k", "-k", "40", "-x", "2e5", "l.ct", "r.fq"]).current_dir(root).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let g = fasthts_kmer::Countgraph::load(&root.join("l.ct")).unwrap();
     assert_eq!(g.ksize(), 40);
@@ -583,5 +522,4 @@ fn long_k_extension_counts() {
     for (&h, &c) in &exact {
         assert!(g.get(h) as u64 >= c.min(65535), "under-estimate");
     }
-    let _ = fs::remove_dir_all(&root);
 }

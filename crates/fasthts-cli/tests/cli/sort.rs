@@ -2,8 +2,7 @@
 //! (ties included), same header edits, in memory and through run files, at
 //! several thread counts.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 
@@ -22,6 +21,18 @@ fn samtools_sort(order: &[&str], input: &Path, out: &Path) -> bool {
     run(c).status.success()
 }
 
+/// `fasthts sort ARGS --no-PG -@ THREADS -m MEMORY` of `input` (temporary
+/// files under `dir`, output `dir/ours.bam`) must give the records
+/// `expected` holds: `samtools view` of samtools sort's output.
+fn assert_sorts_like_samtools(dir: &TempDir, args: &[&str], threads: &str, memory: &str, input: &Path, expected: &[u8]) {
+    let ours = dir.path("ours.bam");
+    let mut c = fasthts();
+    c.arg("sort").args(args).args(["--no-PG", "-@", threads, "-m", memory, "-T"]).arg(dir.path("tmp")).arg("-o").arg(&ours).arg(input);
+    let out = run(c);
+    assert!(out.status.success(), "{} {args:?}: {}", input.display(), text(&out.stderr));
+    assert!(view(&ours) == expected, "{} {args:?} -@ {threads} -m {memory}: differs from samtools sort", input.display());
+}
+
 /// The names in `dir` that contain `part`: what a sort left behind.
 fn left_in(dir: &Path, part: &str) -> Vec<String> {
     std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains(part)).collect()
@@ -29,39 +40,24 @@ fn left_in(dir: &Path, part: &str) -> Vec<String> {
 
 #[test]
 fn coordinate_and_name_sorts_match_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort");
-    let data = repo_root().join("tests/data");
-    let mut inputs = vec![data.join("unsorted.bam")];
+    let Some(dir) = with_samtools("sort") else { return };
+    let mut inputs = vec![data("unsorted.bam")];
     // Name-sorted copies of the fixtures, so coordinate sorting has work to do.
     for f in ["small.bam", "long_ref.bam", "huge_record.bam", "long_cigar.bam", "unmapped_only.bam", "header_only.bam"] {
         let byname = dir.path(&format!("byname-{f}"));
-        assert!(samtools_sort(&["-n"], &data.join(f), &byname));
+        assert!(samtools_sort(&["-n"], &data(f), &byname));
         inputs.push(byname);
     }
     // The coordinate-sorted fixtures are inputs for the name sort.
-    inputs.push(data.join("small.bam"));
-    inputs.push(data.join("long_cigar.bam"));
+    inputs.push(data("small.bam"));
+    inputs.push(data("long_cigar.bam"));
     for input in &inputs {
         for order in [&[][..], &["-n"][..], &["-t", "RG"][..], &["-t", "NM", "-n"][..], &["-t", "XF"][..], &["-t", "ZZ"][..]] {
             let theirs = dir.path("theirs.bam");
             assert!(samtools_sort(order, input, &theirs));
             let expected = view(&theirs);
             for (threads, memory) in [("1", "768M"), ("4", "768M"), ("2", "1M"), ("1", "1M")] {
-                let ours = dir.path("ours.bam");
-                let mut c = fasthts();
-                c.arg("sort")
-                    .args(order)
-                    .args(["--no-PG", "-@", threads, "-m", memory, "-T"])
-                    .arg(dir.path("tmp"))
-                    .arg("-o")
-                    .arg(&ours)
-                    .arg(input);
-                let out = run(c);
-                assert!(out.status.success(), "{}: {}", input.display(), text(&out.stderr));
-                assert!(view(&ours) == expected, "{} {order:?} -@ {threads} -m {memory}: differs from samtools sort", input.display());
+                assert_sorts_like_samtools(&dir, order, threads, memory, input, &expected);
                 let left = left_in(&dir.0, "runs");
                 assert!(left.is_empty(), "run files left: {left:?}");
             }
@@ -74,7 +70,7 @@ fn sorted_output_indexes_and_carries_pg_and_so() {
     let dir = TempDir::new("sortpg");
     let out = dir.path("s.bam");
     let mut c = fasthts();
-    c.args(["sort", "-o"]).arg(&out).arg(repo_root().join("tests/data/unsorted.bam"));
+    c.args(["sort", "-o"]).arg(&out).arg(data("unsorted.bam"));
     assert!(run(c).status.success());
     let mut c = fasthts();
     c.arg("index").arg(&out);
@@ -89,7 +85,7 @@ fn sorted_output_indexes_and_carries_pg_and_so() {
 #[test]
 fn sort_fails_cleanly_on_bad_input() {
     let dir = TempDir::new("sortbad");
-    let good = std::fs::read(repo_root().join("tests/data/small.bam")).unwrap();
+    let good = std::fs::read(data("small.bam")).unwrap();
     let bad = dir.path("cut.bam");
     std::fs::write(&bad, &good[..good.len() / 2]).unwrap();
     let out = dir.path("out.bam");
@@ -104,13 +100,10 @@ fn sort_fails_cleanly_on_bad_input() {
 
 #[test]
 fn write_index_equals_samtools_index_of_the_output() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sortidx");
+    let Some(dir) = with_samtools("sortidx") else { return };
     let input = dir.path("byname.bam");
     let mut c = Command::new("samtools");
-    c.args(["sort", "-n", "-o"]).arg(&input).arg(repo_root().join("tests/data/small.bam"));
+    c.args(["sort", "-n", "-o"]).arg(&input).arg(data("small.bam"));
     assert!(run(c).status.success());
     for memory in ["768M", "1M"] {
         // Default: OUT.csi.
@@ -137,11 +130,8 @@ fn write_index_equals_samtools_index_of_the_output() {
 
 #[test]
 fn sorts_a_bam_from_standard_input_to_standard_output() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sortpipe");
-    let input = std::fs::read(repo_root().join("tests/data/unsorted.bam")).unwrap();
+    let Some(dir) = with_samtools("sortpipe") else { return };
+    let input = std::fs::read(data("unsorted.bam")).unwrap();
     let mut c = fasthts();
     c.args(["sort", "--no-PG", "-m", "1M", "-T"]).arg(dir.path("t"));
     let out = run_with_stdin(c, input);
@@ -149,7 +139,7 @@ fn sorts_a_bam_from_standard_input_to_standard_output() {
     let ours = dir.path("ours.bam");
     std::fs::write(&ours, &out.stdout).unwrap();
     let theirs = dir.path("theirs.bam");
-    assert!(samtools_sort(&[], &repo_root().join("tests/data/unsorted.bam"), &theirs));
+    assert!(samtools_sort(&[], &data("unsorted.bam"), &theirs));
     assert!(view(&ours) == view(&theirs));
     let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
     assert_eq!(left.len(), 2, "spool or runs left behind: {left:?}");
@@ -158,7 +148,7 @@ fn sorts_a_bam_from_standard_input_to_standard_output() {
 #[test]
 fn sigterm_removes_temporary_files() {
     let dir = TempDir::new("sortsig");
-    let input = std::fs::read(repo_root().join("tests/data/small.bam")).unwrap();
+    let input = std::fs::read(data("small.bam")).unwrap();
     let mut c = fasthts();
     c.args(["sort", "-T"]).arg(dir.path("t")).arg("-o").arg(dir.path("out.bam"));
     c.stdin(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
@@ -221,12 +211,9 @@ fn passes_samtools_own_sort_tests() {
 
 #[test]
 fn sorts_sam_from_a_pipe_like_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sortsam");
+    let Some(dir) = with_samtools("sortsam") else { return };
     let mut v = Command::new("samtools");
-    v.args(["view", "-h", "--no-PG"]).arg(repo_root().join("tests/data/unsorted.bam"));
+    v.args(["view", "-h", "--no-PG"]).arg(data("unsorted.bam"));
     let sam = run(v).stdout;
     let sam_path = dir.path("in.sam");
     std::fs::write(&sam_path, &sam).unwrap();
@@ -245,17 +232,14 @@ fn sorts_sam_from_a_pipe_like_samtools() {
 
 #[test]
 fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sortfan");
+    let Some(dir) = with_samtools("sortfan") else { return };
     // ~30 MB of records, so 1 MB batches make ~30 runs; 40 open files
     // leave a fan-in of 8.
     let big = dir.path("big.bam");
     let mut c = Command::new("samtools");
     c.args(["cat", "-o"]).arg(&big);
     for _ in 0..16 {
-        c.arg(repo_root().join("tests/data/small.bam"));
+        c.arg(data("small.bam"));
     }
     assert!(run(c).status.success());
     let theirs = dir.path("theirs.bam");
@@ -292,13 +276,10 @@ fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
 /// Generated pairs with `MC` tags (from `samtools fixmate -m`) and `MI`
 /// tags (some with `/A`, `/B` strand suffixes), many unplaced reads, in
 /// name-hash order: input for template-coordinate and minimiser orders.
-fn template_input(dir: &TempDir) -> Option<std::path::PathBuf> {
-    let mut gen = testgen()?;
-    gen.args(["--seed", "17", "--reads", "3000", "--unsorted", "--unmapped-fraction", "0.3"]);
-    let generated = run(gen);
-    assert!(generated.status.success(), "{}", text(&generated.stderr));
+fn template_input(dir: &TempDir) -> std::path::PathBuf {
+    let generated = fasthts_testgen::cli::sam(&["--seed", "17", "--reads", "3000", "--unsorted", "--unmapped-fraction", "0.3"]).unwrap();
     let raw = dir.path("generated.sam");
-    std::fs::write(&raw, &generated.stdout).unwrap();
+    std::fs::write(&raw, generated).unwrap();
     // fixmate gives MC tags to primary records only, as template order needs.
     let by_name = dir.path("by-name.bam");
     let mut c = Command::new("sh");
@@ -324,16 +305,13 @@ fn template_input(dir: &TempDir) -> Option<std::path::PathBuf> {
     }
     let input = dir.path("template-input.sam");
     std::fs::write(&input, with_mi).unwrap();
-    Some(input)
+    input
 }
 
 #[test]
 fn template_coordinate_and_minimiser_orders_match_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort-template");
-    let Some(input) = template_input(&dir) else { return };
+    let Some(dir) = with_samtools("sort-template") else { return };
+    let input = template_input(&dir);
     let orders: [&[&str]; 6] =
         [&["--template-coordinate"], &["-M"], &["-M", "-K", "7"], &["-n", "-M"], &["-M", "-n"], &["--template-coordinate", "-t", "MI"]];
     for order in orders {
@@ -344,18 +322,7 @@ fn template_coordinate_and_minimiser_orders_match_samtools() {
         assert!(out.status.success(), "samtools sort {order:?}: {}", text(&out.stderr));
         let expected = view(&theirs);
         for (threads, memory) in [("1", "768M"), ("2", "1M"), ("1", "1M")] {
-            let ours = dir.path("ours.bam");
-            let mut c = fasthts();
-            c.arg("sort")
-                .args(order)
-                .args(["--no-PG", "-@", threads, "-m", memory, "-T"])
-                .arg(dir.path("tmp"))
-                .arg("-o")
-                .arg(&ours)
-                .arg(&input);
-            let out = run(c);
-            assert!(out.status.success(), "{order:?}: {}", text(&out.stderr));
-            assert!(view(&ours) == expected, "{order:?} -@ {threads} -m {memory}: differs from samtools sort");
+            assert_sorts_like_samtools(&dir, order, threads, memory, &input, &expected);
         }
     }
 }
@@ -377,7 +344,7 @@ fn template_coordinate_refuses_pairs_without_mc_like_samtools() {
 #[test]
 fn samtools_sort_flags_are_accepted_or_refused_clearly() {
     let dir = TempDir::new("sort-flags");
-    let input = repo_root().join("tests/data/small.bam");
+    let input = data("small.bam");
     let out = dir.path("out.bam");
     // Accepted: format options, CRAM-only input options, --reference, --verbosity.
     for extra in [
@@ -412,11 +379,8 @@ fn samtools_sort_flags_are_accepted_or_refused_clearly() {
 
 #[test]
 fn sam_output_is_byte_identical_to_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort-sam-out");
-    let Some(input) = template_input(&dir) else { return };
+    let Some(dir) = with_samtools("sort-sam-out") else { return };
+    let input = template_input(&dir);
     for order in [&[][..], &["-n"], &["-M"], &["--template-coordinate"], &["-t", "RG"]] {
         let mut c = Command::new("samtools");
         c.arg("sort").args(order).args(["--no-PG", "-O", "sam"]).arg(&input);
@@ -444,7 +408,7 @@ fn sam_output_is_byte_identical_to_samtools() {
 
 #[test]
 fn dash_and_dev_stdout_write_to_standard_output() {
-    let input = repo_root().join("tests/data/small.bam");
+    let input = data("small.bam");
     let mut reference = fasthts();
     reference.args(["sort", "--no-PG", "-O", "sam"]).arg(&input);
     let expected = run(reference);
@@ -462,10 +426,7 @@ fn dash_and_dev_stdout_write_to_standard_output() {
 
 #[test]
 fn header_is_rebuilt_as_htslib_rebuilds_it() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort-header");
+    let Some(dir) = with_samtools("sort-header") else { return };
     // @HD not first, @PG chains with a @CO after them.
     let sam = dir.path("in.sam");
     std::fs::write(
@@ -494,15 +455,11 @@ fn header_is_rebuilt_as_htslib_rebuilds_it() {
 #[cfg(feature = "rocksdb")]
 #[test]
 fn rocksdb_engine_matches_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("sort-rocksdb");
-    let data = repo_root().join("tests/data");
+    let Some(dir) = with_samtools("sort-rocksdb") else { return };
     let byname = dir.path("byname.bam");
-    assert!(samtools_sort(&["-n"], &data.join("small.bam"), &byname));
-    let mut inputs = vec![data.join("unsorted.bam"), byname, data.join("small.bam"), data.join("long_cigar.bam")];
-    inputs.extend(template_input(&dir));
+    assert!(samtools_sort(&["-n"], &data("small.bam"), &byname));
+    let mut inputs = vec![data("unsorted.bam"), byname, data("small.bam"), data("long_cigar.bam")];
+    inputs.push(template_input(&dir));
     for input in &inputs {
         for order in [&[][..], &["-n"], &["-t", "RG"], &["-t", "NM", "-n"], &["--template-coordinate"], &["-M"]] {
             let theirs = dir.path("theirs.bam");
@@ -510,13 +467,9 @@ fn rocksdb_engine_matches_samtools() {
                 continue; // template-coordinate without MC tags: refused by both (tested elsewhere)
             }
             let expected = view(&theirs);
+            let args = [order, &["--engine", "rocksdb"]].concat();
             for (threads, memory) in [("2", "768M"), ("1", "1M"), ("2", "1M")] {
-                let ours = dir.path("ours.bam");
-                let mut c = fasthts();
-                c.arg("sort").args(order).args(["--engine", "rocksdb", "--no-PG", "-@", threads, "-m", memory, "-T"]).arg(dir.path("t")).arg("-o").arg(&ours).arg(input);
-                let out = run(c);
-                assert!(out.status.success(), "{}: {}", input.display(), text(&out.stderr));
-                assert!(view(&ours) == expected, "{} {order:?} -@ {threads} -m {memory}: rocksdb engine differs from samtools sort", input.display());
+                assert_sorts_like_samtools(&dir, &args, threads, memory, input, &expected);
                 let left = left_in(&dir.0, "rocksdb");
                 assert!(left.is_empty(), "database left: {left:?}");
             }
@@ -531,7 +484,7 @@ fn rocksdb_engine_is_refused_clearly_without_the_feature() {
     let dir = TempDir::new("sort-no-rocksdb");
     let out = dir.path("out.bam");
     let mut c = fasthts();
-    c.args(["sort", "--engine", "rocksdb", "-o"]).arg(&out).arg(repo_root().join("tests/data/small.bam"));
+    c.args(["sort", "--engine", "rocksdb", "-o"]).arg(&out).arg(data("small.bam"));
     let r = run(c);
     assert!(!r.status.success());
     let err = text(&r.stderr);

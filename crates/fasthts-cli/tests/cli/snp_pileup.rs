@@ -4,20 +4,10 @@
 //! `-@ 1` and `-@ 2`; independence from thread count and region size; and
 //! bad input (one error line, non-zero exit, no output left).
 
-mod common;
-use common::*;
+use crate::common::*;
+use fasthts_testgen::rng::Rng;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn golden() -> Option<PathBuf> {
-    let d = repo_root().join("../shared/golden/snp-pileup");
-    if d.join("commands.txt").is_file() {
-        Some(d)
-    } else {
-        eprintln!("golden snp-pileup data not found: skipping");
-        None
-    }
-}
 
 /// One golden case: its arguments (output under `out/`), and what FACETS
 /// printed and returned.
@@ -84,7 +74,7 @@ fn without_time(s: &str) -> String {
 
 /// Runs every successful golden case with `extra` options and compares.
 fn check_golden(extra: &[&str], only: Option<&[&str]>) {
-    let Some(dir) = golden() else { return };
+    let Some(dir) = golden_snp_pileup() else { return };
     let tmp = TempDir::new("snp-golden");
     let mut checked = 0;
     for case in cases(&dir) {
@@ -157,7 +147,7 @@ fn output_independent_of_threads_and_region_size() {
 }
 
 fn golden_case(name: &str) -> Option<(PathBuf, Case)> {
-    let dir = golden()?;
+    let dir = golden_snp_pileup()?;
     let c = cases(&dir).into_iter().find(|c| c.args.iter().any(|a| a.contains(name)))?;
     Some((dir, c))
 }
@@ -181,7 +171,7 @@ fn assert_failed(o: &std::process::Output, code: i32, tmp: &TempDir, what: &str)
 
 #[test]
 fn golden_error_cases() {
-    let Some(dir) = golden() else { return };
+    let Some(dir) = golden_snp_pileup() else { return };
     let tmp = TempDir::new("snp-err");
     // Missing VCF, missing BAM, too few arguments: FACETS' exit statuses.
     for (name, code) in [("err1.csv", 1), ("err2.csv", 1), ("err3.csv", 64)] {
@@ -220,7 +210,7 @@ fn golden_error_cases() {
 
 #[test]
 fn missing_index_is_a_clear_error() {
-    let Some(dir) = golden() else { return };
+    let Some(dir) = golden_snp_pileup() else { return };
     let tmp = TempDir::new("snp-noindex");
     let bam = tmp.path("noindex.bam");
     std::fs::copy(dir.join("normal.bam"), &bam).unwrap();
@@ -235,7 +225,7 @@ fn missing_index_is_a_clear_error() {
 
 #[test]
 fn malformed_vcf_is_a_clear_error() {
-    let Some(dir) = golden() else { return };
+    let Some(dir) = golden_snp_pileup() else { return };
     let tmp = TempDir::new("snp-badvcf");
     let vcf = tmp.path("bad.vcf");
     std::fs::write(&vcf, "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\nI\t100\t.\tA\tC\nI\tnot_a_number\t.\tA\tC\n").unwrap();
@@ -252,11 +242,8 @@ fn malformed_vcf_is_a_clear_error() {
 /// index of the sorted file beside it: an error, not output.
 #[test]
 fn unsorted_bam_is_an_error() {
-    let Some(dir) = golden() else { return };
-    if !have_samtools() {
-        return;
-    }
-    let tmp = TempDir::new("snp-unsorted");
+    let Some(dir) = golden_snp_pileup() else { return };
+    let Some(tmp) = with_samtools("snp-unsorted") else { return };
     let bam = tmp.path("unsorted.bam");
     let o = Command::new("samtools").args(["sort", "-n", "-o"]).arg(&bam).arg(dir.join("normal.bam")).output().unwrap();
     assert!(o.status.success());
@@ -277,240 +264,6 @@ fn unsorted_bam_is_an_error() {
     assert!(err.contains("not coordinate-sorted"), "{err}");
 }
 
-/// Per-column counts from `samtools mpileup` output: depth, bases by letter
-/// (A C G T N), deletions, ref-skips.
-fn parse_mpileup(line: &str) -> (String, i64, [u32; 8]) {
-    let f: Vec<&str> = line.split('\t').collect();
-    let mut c = [0u32; 8];
-    c[0] = f[3].parse().unwrap();
-    // With nothing passing the quality filter samtools prints a lone `*`.
-    let b = if c[0] == 0 { &[][..] } else { f[4].as_bytes() };
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'^' => i += 1,
-            b'$' => {}
-            b'+' | b'-' => {
-                let mut j = i + 1;
-                let mut n = 0usize;
-                while j < b.len() && b[j].is_ascii_digit() {
-                    n = n * 10 + usize::from(b[j] - b'0');
-                    j += 1;
-                }
-                i = j + n - 1;
-            }
-            b'*' | b'#' => c[6] += 1,
-            b'>' | b'<' => c[7] += 1,
-            x => {
-                let k = match x.to_ascii_uppercase() {
-                    b'A' => 1,
-                    b'C' => 2,
-                    b'G' => 3,
-                    b'T' => 4,
-                    _ => 5,
-                };
-                c[k] += 1;
-            }
-        }
-        i += 1;
-    }
-    (f[0].to_string(), f[1].parse().unwrap(), c)
-}
-
-/// A second user of the pileup engine: per-position depth and allele counts
-/// with samtools mpileup's filters (`-B -d 0`, MAPQ 0 kept, orphans
-/// dropped), checked against `samtools mpileup` with and without overlap
-/// detection and at two base-quality thresholds.
-#[test]
-fn engine_matches_samtools_mpileup() {
-    use fasthts::bam::BamFile;
-    use fasthts::pileup::{FileRecords, Pileup, PileupOptions, ReadFilter};
-    let Some(dir) = golden() else { return };
-    if !have_samtools() {
-        return;
-    }
-    let path = dir.join("tumour.bam");
-    let bam = BamFile::open(&path).unwrap();
-    let names: Vec<String> = bam.header().references.iter().map(|r| r.name.clone()).collect();
-    for (overlaps, min_q) in [(true, 0u8), (true, 20), (false, 20)] {
-        let mut cmd = Command::new("samtools");
-        cmd.args(["mpileup", "-B", "-d", "0", "-Q", &min_q.to_string()]);
-        if !overlaps {
-            cmd.arg("-x");
-        }
-        let o = cmd.arg(&path).output().unwrap();
-        assert!(o.status.success());
-        let theirs: Vec<(String, i64, [u32; 8])> = text(&o.stdout).lines().map(parse_mpileup).collect();
-        let opts = PileupOptions { max_depth: i32::MAX, overlaps, filter: ReadFilter { skip_mapq_zero: false, ..ReadFilter::default() } };
-        let mut p = Pileup::new(vec![FileRecords::new(&bam).unwrap()], &opts);
-        let mut ours = Vec::new();
-        while let Some((tid, pos)) = p.next_column().unwrap() {
-            let mut c = [0u32; 8];
-            for r in p.reads(0) {
-                if r.qual() < min_q {
-                    continue;
-                }
-                c[0] += 1;
-                let k = if r.is_refskip() {
-                    7
-                } else if r.is_del() {
-                    6
-                } else {
-                    match r.base() {
-                        b'A' => 1,
-                        b'C' => 2,
-                        b'G' => 3,
-                        b'T' => 4,
-                        _ => 5,
-                    }
-                };
-                c[k] += 1;
-            }
-            ours.push((names[tid as usize].clone(), pos + 1, c));
-        }
-        assert_eq!(ours.len(), theirs.len(), "columns (overlaps {overlaps}, Q {min_q})");
-        for (a, b) in ours.iter().zip(&theirs) {
-            assert_eq!(a, b, "overlaps {overlaps}, Q {min_q}");
-        }
-    }
-}
-
-/// The pileup's index reader returns what `samtools view -c BAM REGION`
-/// counts: every record overlapping the region.
-#[test]
-fn region_records_match_samtools_view() {
-    use fasthts::bam::BamFile;
-    use fasthts::index::Index;
-    use fasthts::pileup::{RecordSource, RegionRecords};
-    let Some(dir) = golden() else { return };
-    if !have_samtools() {
-        return;
-    }
-    let path = dir.join("tumour.bam");
-    let bam = BamFile::open(&path).unwrap();
-    let index = Index::from_path(dir.join("tumour.bam.bai")).unwrap();
-    for (tid, name, beg, end) in [
-        (0, "I", 0, 1),
-        (0, "I", 999, 2000),
-        (0, "I", 29_950, 31_050),
-        (1, "II", 19_990, 20_900),
-        (3, "MtDNA", 0, 5000),
-        (2, "X", 29_990, 40_000),
-    ] {
-        let mut r = RegionRecords::new(&bam, &index, tid, beg, end);
-        let mut n = 0;
-        while r.advance().unwrap() {
-            n += 1;
-        }
-        let o = Command::new("samtools").args(["view", "-c"]).arg(&path).arg(format!("{name}:{}-{end}", beg + 1)).output().unwrap();
-        assert_eq!(text(&o.stdout).trim(), n.to_string(), "{name}:{}-{end}", beg + 1);
-    }
-}
-
-/// Resolving reads only at some columns (what snp-pileup does) gives the
-/// same reads there as resolving every column (htslib's way), and finds the
-/// same covered columns.
-#[test]
-fn skipping_columns_changes_nothing() {
-    use fasthts::bam::BamFile;
-    use fasthts::pileup::{FileRecords, Pileup, PileupOptions};
-    let Some(dir) = golden() else { return };
-    let a = BamFile::open(dir.join("tumour.bam")).unwrap();
-    let b = BamFile::open(dir.join("normal.bam")).unwrap();
-    let opts = PileupOptions::default();
-    let snapshot = |p: &Pileup<FileRecords<'_>>| -> Vec<(usize, Vec<(usize, bool, bool, u8, u8)>)> {
-        (0..2).map(|i| (p.depth(i), p.reads(i).map(|r| (r.qpos(), r.is_del(), r.is_refskip(), r.qual(), r.base())).collect())).collect()
-    };
-    let mut full = Pileup::new(vec![FileRecords::new(&a).unwrap(), FileRecords::new(&b).unwrap()], &opts);
-    let mut sparse = Pileup::new(vec![FileRecords::new(&a).unwrap(), FileRecords::new(&b).unwrap()], &opts);
-    let want = |pos: i64| pos % 37 == 0 || pos % 101 < 3;
-    let mut n = 0;
-    let mut last: Option<(i32, i64)> = None;
-    while let Some(c) = full.next_column().unwrap() {
-        if want(c.1) {
-            // The sparse pileup jumps from the last wanted column to this one.
-            let from = last.map_or((0, 0), |(t, p)| (t, p + 1));
-            let next = sparse.next_covered(from.0, from.1).unwrap();
-            assert!(next.is_some_and(|x| x <= c), "{next:?} after {from:?}, full pileup at {c:?}");
-            assert!(sparse.goto(c.0, c.1).unwrap());
-            assert!(snapshot(&full) == snapshot(&sparse), "column {c:?}");
-            last = Some(c);
-            n += 1;
-        }
-    }
-    assert!(n > 1000);
-}
-
-/// A small seeded generator of indices (the test needs no quality RNG).
-fn lcg(state: &mut u64, below: usize) -> usize {
-    *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    ((*state >> 33) % below as u64) as usize
-}
-
-/// The engine's second user, `pileup::counts::counts_at`, at random
-/// positions against `samtools mpileup` with the same filters: on generated
-/// data (`tests/data/small.bam`, made by fasthts-testgen: ref-skips, soft and
-/// hard clips, `=`/`X` operations, SEQ and QUAL `*`, MAPQ 0, overlapping
-/// mates on a deep chrM) and on the golden tumour/normal pair, with and
-/// without overlap detection and at three base-quality thresholds. Positions
-/// are drawn from the covered columns and uniformly (mostly uncovered on
-/// the sparse generated file).
-#[test]
-fn counts_at_random_positions_match_samtools_mpileup() {
-    use fasthts::bam::BamFile;
-    use fasthts::index::Index;
-    use fasthts::pileup::counts::counts_at;
-    use fasthts::pileup::{PileupOptions, ReadFilter};
-    if !have_samtools() {
-        return;
-    }
-    let mut files = vec![repo_root().join("tests/data/small.bam")];
-    if let Some(d) = golden() {
-        files.push(d.join("tumour.bam"));
-        files.push(d.join("normal.bam"));
-    }
-    let mut seed = 7u64;
-    for path in files {
-        let bam = BamFile::open(&path).unwrap();
-        let index = Index::from_path(format!("{}.bai", path.display())).unwrap();
-        let refs: Vec<(String, i64)> = bam.header().references.iter().map(|r| (r.name.clone(), i64::from(r.len))).collect();
-        let tid_of = |name: &str| refs.iter().position(|r| r.0 == name).unwrap();
-        let mut checked_covered = 0;
-        for (overlaps, min_q) in [(true, 13u8), (false, 0), (true, 30)] {
-            let mut cmd = Command::new("samtools");
-            cmd.args(["mpileup", "-B", "-d", "0", "-Q", &min_q.to_string()]);
-            if !overlaps {
-                cmd.arg("-x");
-            }
-            let o = cmd.arg(&path).output().unwrap();
-            assert!(o.status.success(), "{}", text(&o.stderr));
-            let theirs: Vec<(String, i64, [u32; 8])> = text(&o.stdout).lines().map(parse_mpileup).collect();
-            let by_pos: std::collections::HashMap<(usize, i64), [u32; 8]> =
-                theirs.iter().map(|(c, p, v)| ((tid_of(c), p - 1), *v)).collect();
-            let mut positions: Vec<(usize, i64)> = Vec::new();
-            for _ in 0..300 {
-                let (c, p, _) = &theirs[lcg(&mut seed, theirs.len())];
-                positions.push((tid_of(c), p - 1));
-            }
-            for _ in 0..100 {
-                let t = lcg(&mut seed, refs.len());
-                positions.push((t, lcg(&mut seed, refs[t].1.max(1) as usize) as i64));
-            }
-            let opts =
-                PileupOptions { max_depth: i32::MAX, overlaps, filter: ReadFilter { skip_mapq_zero: false, ..ReadFilter::default() } };
-            let ours = counts_at(&[BamFile::open(&path).unwrap()], &[index.clone()], &positions, &opts, min_q).unwrap();
-            for (&(t, p), c) in positions.iter().zip(&ours) {
-                let c = c[0];
-                let got = [c.depth, c.bases[0], c.bases[1], c.bases[2], c.bases[3], c.bases[4], c.deletions, c.ref_skips];
-                let want = by_pos.get(&(t, p)).copied().unwrap_or([0; 8]);
-                assert_eq!(got, want, "{} {}:{} (overlaps {overlaps}, Q {min_q})", path.display(), refs[t].0, p + 1);
-                checked_covered += usize::from(want[0] > 0);
-            }
-        }
-        assert!(checked_covered > 300, "{}: only {checked_covered} covered positions checked", path.display());
-    }
-}
-
 /// snp-pileup on generated data (`tests/data/small.bam`: ref-skips, soft
 /// and hard clips, deletions, insertions, `=`/`X`, QUAL `*`, overlapping
 /// mates that may disagree, a deep chrM) with a VCF of random sites, sites
@@ -522,11 +275,8 @@ fn counts_at_random_positions_match_samtools_mpileup() {
 /// threads or region size.
 #[test]
 fn generated_data_rows_match_samtools_mpileup() {
-    if !have_samtools() {
-        return;
-    }
-    let bam = repo_root().join("tests/data/small.bam");
-    let tmp = TempDir::new("snp-generated");
+    let Some(tmp) = with_samtools("snp-generated") else { return };
+    let bam = data("small.bam");
     let o = Command::new("samtools").args(["mpileup", "-B", "-q1", "-Q20", "-d", "4000"]).arg(&bam).output().unwrap();
     assert!(o.status.success());
     let theirs: Vec<(String, i64, [u32; 8])> = text(&o.stdout).lines().map(parse_mpileup).collect();
@@ -541,7 +291,7 @@ fn generated_data_rows_match_samtools_mpileup() {
         })
         .collect();
     // Sites: ends of every contig, every 7th covered column, random ALT.
-    let mut seed = 11u64;
+    let mut rng = Rng::new(11);
     let letters = [b'A', b'C', b'G', b'T'];
     let mut sites: Vec<(usize, i64)> = Vec::new();
     for (t, (_, len)) in refs.iter().enumerate() {
@@ -556,10 +306,10 @@ fn generated_data_rows_match_samtools_mpileup() {
     sites.dedup();
     let mut vcf = String::from("##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nchrZ\t5\t.\tA\tG\t.\t.\t.\n");
     for &(t, p) in &sites {
-        let r = letters[lcg(&mut seed, 4)];
-        let a = letters[(letters.iter().position(|&x| x == r).unwrap() + 1 + lcg(&mut seed, 3)) % 4];
+        let r = letters[rng.below(4) as usize];
+        let a = letters[(letters.iter().position(|&x| x == r).unwrap() + 1 + rng.below(3) as usize) % 4];
         let name = &refs[t].0;
-        match lcg(&mut seed, 20) {
+        match rng.below(20) {
             0 => vcf.push_str(&format!("{name}\t{p}\t.\t{}\t{},T\t.\t.\t.\n", r as char, a as char)),
             1 => vcf.push_str(&format!("{name}\t{p}\t.\t{}A\t{}\t.\t.\t.\n", r as char, r as char)),
             _ => {}
@@ -639,7 +389,7 @@ fn is_subsequence(sub: &str, all: &str) -> bool {
 /// reported once.
 #[test]
 fn exact_sites_reports_what_facets_loses() {
-    let Some(dir) = golden() else { return };
+    let Some(dir) = golden_snp_pileup() else { return };
     let tmp = TempDir::new("snp-exact");
     let bams = [dir.join("normal.bam"), dir.join("tumour.bam")];
     let vcf = dir.join("sites.vcf.gz");
@@ -706,11 +456,8 @@ fn exact_sites_reports_what_facets_loses() {
 /// overlap detection on): every site row, FACETS-lost sites included.
 #[test]
 fn exact_sites_counts_match_samtools_mpileup() {
-    let Some(dir) = golden() else { return };
-    if !have_samtools() {
-        return;
-    }
-    let tmp = TempDir::new("snp-exact-mpileup");
+    let Some(dir) = golden_snp_pileup() else { return };
+    let Some(tmp) = with_samtools("snp-exact-mpileup") else { return };
     let bams = [dir.join("normal.bam"), dir.join("tumour.bam")];
     let exact = snp_csv(&dir, &["--exact-sites", "-q1", "-Q20"], &dir.join("sites.vcf.gz"), &bams, &tmp, "exact.csv");
     let per_file: Vec<std::collections::HashMap<(String, i64), [u32; 8]>> = bams
@@ -754,7 +501,7 @@ fn exact_sites_counts_match_samtools_mpileup() {
 /// including cuts refused by the depth cap (whole references redone).
 #[test]
 fn exact_sites_independent_of_threads_and_region_size() {
-    let Some(dir) = golden() else { return };
+    let Some(dir) = golden_snp_pileup() else { return };
     let tmp = TempDir::new("snp-exact-threads");
     let bams = [dir.join("normal.bam"), dir.join("tumour.bam")];
     let vcf = dir.join("sites.vcf.gz");
@@ -780,11 +527,8 @@ fn exact_sites_independent_of_threads_and_region_size() {
 /// MtDNA records moved to the front of the VCF, MtDNA rows come first.
 #[test]
 fn exact_sites_matches_contigs_per_name_in_vcf_order() {
-    let Some(dir) = golden() else { return };
-    if !have_samtools() {
-        return;
-    }
-    let tmp = TempDir::new("snp-exact-names");
+    let Some(dir) = golden_snp_pileup() else { return };
+    let Some(tmp) = with_samtools("snp-exact-names") else { return };
     let header = Command::new("samtools").args(["view", "-H"]).arg(dir.join("normal.bam")).output().unwrap();
     let renamed = text(&header.stdout).replace("SN:I\t", "SN:chrI\t").replace("SN:II\t", "SN:chrII\t").replace("SN:X\t", "SN:chrX\t");
     std::fs::write(tmp.path("h.sam"), renamed).unwrap();

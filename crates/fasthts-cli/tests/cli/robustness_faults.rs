@@ -14,12 +14,9 @@
 //!   with a small `-m` or under `ulimit -v` sort completes or fails cleanly.
 //! * `-@ 1`, `-@ 2`, `-@ 8` give identical output for every command.
 
-mod common;
-#[path = "robustness/harness.rs"]
-mod harness;
-
-use common::*;
-use harness::*;
+use crate::common::*;
+use crate::harness::*;
+use fasthts_testgen::rng::Rng;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -53,7 +50,7 @@ fn inputs() -> &'static Inputs {
                 let _ = std::fs::remove_dir_all(old.path());
             }
         }
-        let raw = fasthts::bgzf::decompress_all(&std::fs::read(repo_root().join("tests/data/small.bam")).unwrap()).unwrap();
+        let raw = fasthts::bgzf::decompress_all(&std::fs::read(data("small.bam")).unwrap()).unwrap();
         let l_text = u32::from_le_bytes(raw[4..8].try_into().unwrap()) as usize;
         let mut p = 8 + l_text;
         let n_ref = u32::from_le_bytes(raw[p..p + 4].try_into().unwrap());
@@ -81,20 +78,7 @@ fn inputs() -> &'static Inputs {
         }
         std::fs::write(&vcf, v).unwrap();
         let fastq = dir.path("reads.fq");
-        let mut fq = String::new();
-        let mut x = 99u64;
-        for i in 0..60_000 {
-            let seq: String = (0..100)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    b"ACGT"[(x % 4) as usize] as char
-                })
-                .collect();
-            fq.push_str(&format!("@r{i}\n{seq}\n+\n{}\n", "I".repeat(100)));
-        }
-        std::fs::write(&fastq, fq).unwrap();
+        std::fs::write(&fastq, random_fastq(99, 60_000, 100, "r")).unwrap();
         std::mem::forget(dir);
         Inputs { unsorted, sorted, vcf, fastq }
     })
@@ -188,23 +172,12 @@ fn names_in(w: &Path) -> Vec<String> {
     listing(w)
 }
 
-/// A small deterministic generator for the kill times (the seed is printed).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn interrupted_commands_leave_no_output_or_temporary_files() {
     let dir = TempDir::new("faults-kill");
     let w = dir.path("w");
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     println!("kill times from seed {seed}");
     let (mut completed, mut interrupted) = (0, 0);
     for t in targets(&w) {
@@ -223,9 +196,9 @@ fn interrupted_commands_leave_no_output_or_temporary_files() {
             let sig = if round % 2 == 0 { libc::SIGINT } else { libc::SIGTERM };
             // Uniform over the run, plus a few very early signals and more
             // around the end, where outputs are renamed into place.
-            let fraction = |from: f64, span: f64, rng: &mut Rng| from + span * (rng.next() % 1000) as f64 / 1000.0;
+            let fraction = |from: f64, span: f64, rng: &mut Rng| from + span * rng.below(1000) as f64 / 1000.0;
             let at = match round {
-                0..2 => Duration::from_micros(rng.next() % 3000),
+                0..2 => Duration::from_micros(rng.below(3000)),
                 2..12 => full.mul_f64(fraction(0.0, 1.0, &mut rng)),
                 _ => full.mul_f64(fraction(0.8, 0.3, &mut rng)),
             };
@@ -380,13 +353,20 @@ fn full_disk_fails_cleanly_and_leaves_nothing() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// `dir/ref.bam`, the unsorted input sorted without limits: what a sort
+/// under limits must write.
+fn reference_sort(dir: &TempDir) -> PathBuf {
+    let reference = dir.path("ref.bam");
+    let out = fasthts().args(["sort", "--no-PG", "-o"]).arg(&reference).arg(&inputs().unsorted).output().unwrap();
+    assert!(out.status.success());
+    reference
+}
+
 #[test]
 fn sort_completes_under_a_small_open_file_limit() {
     let dir = TempDir::new("faults-nofile");
     let i = inputs();
-    let reference = dir.path("ref.bam");
-    let out = fasthts().args(["sort", "--no-PG", "-o"]).arg(&reference).arg(&i.unsorted).output().unwrap();
-    assert!(out.status.success());
+    let reference = reference_sort(&dir);
     // The smallest -m samtools accepts: 1 MiB arenas make hundreds of runs,
     // more than 64 descriptors.
     let out_bam = dir.path("out.bam");
@@ -403,10 +383,7 @@ fn sort_completes_under_a_small_open_file_limit() {
 fn sort_with_little_memory_completes_or_fails_cleanly() {
     let dir = TempDir::new("faults-mem");
     let i = inputs();
-    let reference = dir.path("ref.bam");
-    let out = fasthts().args(["sort", "--no-PG", "-o"]).arg(&reference).arg(&i.unsorted).output().unwrap();
-    assert!(out.status.success());
-    let reference = std::fs::read(&reference).unwrap();
+    let reference = std::fs::read(reference_sort(&dir)).unwrap();
     let mut outcomes = Vec::new();
     // The tight limits repeat: where the limit bites depends on thread
     // timing (once, an allocation there aborted instead of failing cleanly).
@@ -449,7 +426,7 @@ fn every_command_gives_identical_output_at_any_thread_count() {
     let fixtures: Vec<PathBuf> =
         ["small.bam", "long_cigar.bam", "huge_record.bam", "unmapped_only.bam", "refs_without_reads.bam", "header_only.bam"]
             .iter()
-            .map(|n| repo_root().join("tests/data").join(n))
+            .map(|n| data(n))
             .chain([i.sorted.clone()])
             .collect();
     let mut checked = 0;

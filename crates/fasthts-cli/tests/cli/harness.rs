@@ -1,6 +1,5 @@
 //! Running fasthts under limits and measuring it: wall-clock timeout,
 //! address-space limit, peak RSS from the kernel's accounting (wait4).
-#![allow(dead_code)]
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -15,6 +14,8 @@ pub struct Measured {
     pub code: Option<i32>,
     /// Terminating signal, when killed by one.
     pub signal: Option<i32>,
+    /// Drained so that the child cannot block on a full pipe; no test reads it yet.
+    #[allow(dead_code)]
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     /// Peak resident set size in KiB.

@@ -2,8 +2,7 @@
 //! samtools 1.16 on every BAM of the corpus (repository fixtures, the shared
 //! golden pair, samtools' own test files), at 1 and 4 threads.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 
@@ -62,10 +61,7 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn index_matches_samtools_byte_for_byte_and_idxstats_agree() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("index");
+    let Some(dir) = with_samtools("index") else { return };
     let mut indexed = 0;
     for (i, file) in corpus().iter().enumerate() {
         let bam = private_copy(&dir, file, &format!("in{i}.bam"));
@@ -159,10 +155,7 @@ fn regions_of(idxstats: &[u8]) -> Vec<String> {
 
 #[test]
 fn flagstat_through_the_index_equals_a_sequential_scan() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("regions");
+    let Some(dir) = with_samtools("regions") else { return };
     for (i, file) in corpus().iter().enumerate() {
         let bam = private_copy(&dir, file, &format!("r{i}.bam"));
         let mut c = fasthts();
@@ -186,22 +179,8 @@ fn flagstat_through_the_index_equals_a_sequential_scan() {
 /// (samtools can count them in memory; fasthts, which encodes SAM into BAM
 /// records, refuses them as samtools does when writing BAM).
 fn sam_corpus() -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    let mut stack = vec![std::path::PathBuf::from("/usr/share/samtools/test")];
-    while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
-        for e in rd.filter_map(|e| e.ok()) {
-            let p = e.path();
-            if p.is_dir() {
-                if !p.ends_with("large_pos") {
-                    stack.push(p);
-                }
-            } else if p.extension().is_some_and(|x| x == "sam") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    let mut files = files_under(Path::new("/usr/share/samtools/test"), ".sam");
+    files.retain(|p| !p.components().any(|c| c.as_os_str() == "large_pos"));
     files
 }
 
@@ -234,11 +213,8 @@ fn flagstat_of_sam_matches_samtools() {
 
 #[test]
 fn quickcheck_matches_samtools() {
-    if !have_samtools() {
-        return;
-    }
-    let dir = TempDir::new("quickcheck");
-    let good = std::fs::read(repo_root().join("tests/data/small.bam")).unwrap();
+    let Some(dir) = with_samtools("quickcheck") else { return };
+    let good = std::fs::read(data("small.bam")).unwrap();
     let mut files: Vec<std::path::PathBuf> = corpus();
     let mut add = |name: &str, bytes: &[u8]| {
         let p = dir.path(name);

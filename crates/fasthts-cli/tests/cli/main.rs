@@ -1,0 +1,17 @@
+//! Integration tests of the `fasthts` binary: one test binary, a module per
+//! area (`cargo test -p fasthts-cli --test cli`; one area:
+//! `cargo test -p fasthts-cli --test cli -- sort::`). `common` has the
+//! binary under test, the differential corpus and, re-exported, the
+//! workspace's test support (fasthts_testgen::support); `harness` runs
+//! commands under limits and measures them.
+
+mod common;
+mod harness;
+
+mod bad_input;
+mod kmer_vs_khmer;
+mod robustness;
+mod robustness_faults;
+mod samtools_diff;
+mod snp_pileup;
+mod sort;
