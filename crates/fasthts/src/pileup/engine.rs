@@ -570,6 +570,17 @@ fn resolve_cigar2(n: &mut Node, id: u32, pos: i64) -> Result<Entry, PileupError>
     let s = &mut n.s;
     let beg = n.beg;
     let bad = || PileupError::BadCigar { tid: n.tid, pos: n.beg };
+    // The first operation at or after `k` that consumes the reference
+    // (`nc` if none); the insertions and soft clips passed add to `y`.
+    let next_ref_op = |mut k: i64, y: &mut i64| {
+        while k < nc && !is_ref_op(op_at(k)) {
+            if matches!(op_at(k), CINS | CSOFT_CLIP) {
+                *y += len_at(k);
+            }
+            k += 1;
+        }
+        k
+    };
     let first = s.k == -1;
     if first {
         if nc == 1 {
@@ -583,16 +594,7 @@ fn resolve_cigar2(n: &mut Node, id: u32, pos: i64) -> Result<Entry, PileupError>
         } else {
             s.x = n.beg;
             s.y = 0;
-            let mut k = 0;
-            while k < nc {
-                let op = op_at(k);
-                if is_ref_op(op) {
-                    break;
-                } else if op == CINS || op == CSOFT_CLIP {
-                    s.y += len_at(k);
-                }
-                k += 1;
-            }
+            let k = next_ref_op(0, &mut s.y);
             if k >= nc {
                 return Err(bad());
             }
@@ -621,17 +623,7 @@ fn resolve_cigar2(n: &mut Node, id: u32, pos: i64) -> Result<Entry, PileupError>
                     s.y += l;
                 }
                 s.x += l;
-                let mut k = s.k + 1;
-                while k < nc {
-                    let op = op_at(k);
-                    if is_ref_op(op) {
-                        break;
-                    } else if op == CINS || op == CSOFT_CLIP {
-                        s.y += len_at(k);
-                    }
-                    k += 1;
-                }
-                s.k = k;
+                s.k = next_ref_op(s.k + 1, &mut s.y);
             }
             if s.k >= nc {
                 return Err(bad());
