@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""How cost grows with input size: flagstat and sort (default, -m 64M),
+fasthts and samtools alternating, on BAMs of several sizes.
+
+    python3 bench/scale.py --sorted A.bam B.bam ... --shuffled X.bam Y.bam ... [--runs N]
+
+--sorted BAMs (indexed, for flagstat) and --shuffled BAMs (for sort) are
+given smallest first; make them with scripts/gen-bam.sh (see
+BENCHMARKS.md, "How cost grows with input size"). Prints, per job and
+size: median wall and CPU seconds, seconds per GB of BAM, peak RSS, and
+the ratio samtools / fasthts; writes the same as JSON to bench/runs/.
+Outputs are checked equal to samtools' first (flagstat text; sort's
+records by `samtools view` digest), as bench/run.py does.
+"""
+import argparse, datetime, json, os, platform, statistics, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import ROOT, build, output, timed, view_digest  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sorted", nargs="*", default=[])
+    ap.add_argument("--shuffled", nargs="*", default=[])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
+    a = ap.parse_args()
+    fasthts, _ = build()
+    t = str(a.threads)
+    tmp = tempfile.mkdtemp(prefix="fasthts-scale-")
+    rows = []
+
+    def measure(job, bam, tools, before=None):
+        runs = {name: [] for name in tools}
+        for _ in range(a.runs):
+            for name, cmd in tools.items():
+                if before:
+                    before(name)
+                runs[name].append(timed(cmd))
+        gb = os.path.getsize(bam) / 1e9
+        med = {n: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), statistics.median(r[2] for r in rs)) for n, rs in runs.items()}
+        ratio = med["samtools"][0] / max(med["fasthts"][0], 0.01)
+        for name, (wall, cpu, rss) in med.items():
+            line = f"{job:14s} {os.path.basename(bam):22s} {gb:5.2f} GB {name:9s} wall {wall:7.2f} s  cpu {cpu:7.2f} s  {wall / gb:6.2f} s/GB  RSS {rss / 1024:7.1f} MB"
+            print(line + (f"  ratio {ratio:.2f}x" if name == "samtools" else ""), flush=True)
+            rows.append({"job": job, "bam": bam, "gb": gb, "tool": name, "wall": wall, "cpu": cpu, "rss_kb": rss, "runs": runs[name]})
+
+    for bam in a.sorted:
+        expected = output(["samtools", "flagstat", "-@", t, bam])
+        assert output([fasthts, "flagstat", "-@", t, bam]) == expected, f"fasthts flagstat differs on {bam}"
+        measure("flagstat", bam, {"fasthts": [fasthts, "flagstat", "-@", t, bam], "samtools": ["samtools", "flagstat", "-@", t, bam]})
+    for bam in a.shuffled:
+        for label, extra in (("sort", []), ("sort -m 64M", ["-m", "64M"])):
+            outs = {"fasthts": os.path.join(tmp, "f.bam"), "samtools": os.path.join(tmp, "s.bam")}
+            tools = {
+                "fasthts": [fasthts, "sort", "-@", t, "--no-PG", *extra, "-T", os.path.join(tmp, "f"), "-o", outs["fasthts"], bam],
+                "samtools": ["samtools", "sort", "-@", t, "--no-PG", *extra, "-T", os.path.join(tmp, "s"), "-o", outs["samtools"], bam],
+            }
+
+            def clear(name):
+                # Replacing a large file costs the next run its block freeing.
+                if os.path.exists(outs[name]):
+                    os.remove(outs[name])
+
+            measure(label, bam, tools, before=clear)
+            assert view_digest(outs["fasthts"]) == view_digest(outs["samtools"]), f"sort outputs differ on {bam}"
+            for name in outs:
+                clear(name)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, f"{stamp}-scale.json")
+    with open(path, "w") as f:
+        json.dump({"machine": platform.platform(), "cpus": os.cpu_count(), "threads": a.threads, "rows": rows}, f, indent=1)
+    print("results in", path)
+
+
+if __name__ == "__main__":
+    main()
