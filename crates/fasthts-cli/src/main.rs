@@ -105,9 +105,10 @@ impl Command {
             Command::Index(a) => index::run(a),
             Command::Idxstats(a) => idxstats::run(a),
             Command::Sort(a) => sort::run(a),
+            // samtools' exit bits, and nothing more to say.
             Command::Quickcheck(a) => match quickcheck::run(a) {
                 0 => Ok(()),
-                status => std::process::exit(i32::from(status)),
+                status => Err(Failure::new(status, "").into()),
             },
             Command::SnpPileup(a) => snp_pileup::run(a),
             Command::Kmer(c) => c.run(),

@@ -88,15 +88,17 @@ fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-fn usage_exit() -> ! {
-    eprintln!("Usage: fasthts snp-pileup [OPTION...] <vcf file> <output file> <sequence files...>");
-    eprintln!("Try `fasthts snp-pileup --help' for more information.");
-    std::process::exit(64);
+/// FACETS' usage error: two lines and status 64 (EX_USAGE).
+fn usage_failure() -> crate::Failure {
+    crate::Failure::new(
+        64,
+        "Usage: fasthts snp-pileup [OPTION...] <vcf file> <output file> <sequence files...>\nTry `fasthts snp-pileup --help' for more information.",
+    )
 }
 
 pub fn run(args: SnpPileupArgs) -> CmdResult {
     if args.files.len() < 3 {
-        usage_exit();
+        return Err(usage_failure().into());
     }
     let vcf = Path::new(&args.files[0]);
     let output = Path::new(&args.files[1]);
