@@ -65,7 +65,7 @@ fn nonexistent_or_index(path: &Path) -> bool {
                 || bytes.starts_with(b"CSI\x01")
                 || fasthts::bgzf::decompress_all(&bytes[..bytes.len().min(1 << 16)])
                     .map_or(false, |d| d.starts_with(b"CSI\x01"))
-                || bytes.starts_with(&[0x1f, 0x8b]) && path.extension().is_some_and(|e| e == "csi")
+                || fasthts_io::compression::is_gzip(&bytes) && path.extension().is_some_and(|e| e == "csi")
         }
     }
 }
