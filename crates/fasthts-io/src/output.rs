@@ -337,6 +337,18 @@ mod tests {
     }
 
     #[test]
+    fn descriptor_names_and_devices_are_written_directly_regular_files_are_not() {
+        // `/dev/stdout` is special even when the shell points it at a regular
+        // file: renaming a temporary over it would replace the link.
+        for p in ["/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/1", "/dev/null"] {
+            assert!(is_special_file(Path::new(p)), "{p}");
+        }
+        let dir = std::env::temp_dir();
+        assert!(!is_special_file(&dir.join(format!("fasthts-new-output-{}", std::process::id()))));
+        assert_eq!(temporary_name(Path::new("d/x.bam")), Path::new(&format!("d/.x.bam.tmp.{}", std::process::id())));
+    }
+
+    #[test]
     fn a_temporary_is_registered_from_its_creation_to_its_rename() {
         let dir = std::env::temp_dir().join(format!("fasthts-output-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
