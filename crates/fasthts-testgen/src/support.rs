@@ -9,9 +9,13 @@ use std::time::{Duration, Instant};
 
 use crate::rng::Rng;
 
-/// The repository root.
+/// The repository root. Read from the environment cargo gives the running
+/// test (the tested crate's directory, `crates/NAME`), not from this
+/// crate's compile-time path: a shared target directory may hold this
+/// crate built from another clone, whose path would then be baked in.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    let crate_dir = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    crate_dir.join("../..").canonicalize().unwrap()
 }
 
 /// The repository's test data directory, `tests/data` (see its README).
