@@ -4,7 +4,12 @@
 //! threads, then read back in key order.
 //!
 //! Linked against the system's librocksdb (Debian: librocksdb-dev) through
-//! the handful of its C API functions declared here.
+//! the handful of its C API functions declared here. Not the `rocksdb`
+//! crate (tried 2026-11-26 with `ROCKSDB_LIB_DIR` on Debian's 7.8.3): 0.20.1
+//! links but its comparator is a plain `fn` (ours carries the order and the
+//! `@RG` libraries); 0.21.0 links but binds RocksDB 8.1.1's headers to the
+//! 7.8.3 library; 0.22.0 fails to link (`rocksdb_write_buffer_manager_destroy`);
+//! each runs bindgen at build time, which needs libclang-dev (654 MB).
 //!
 //! A key is the record's 128-bit sort key (big-endian), its input
 //! position (big-endian, so ties keep input order) and the record itself
