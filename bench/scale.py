@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
-"""How cost grows with input size: flagstat and sort (default, -m 64M),
-fasthts and samtools alternating, on BAMs of several sizes.
+"""How cost grows with input size: flagstat and sort (default, -m 64M)
+against samtools, snp-pileup against FACETS, alternating, on BAMs of
+several sizes.
 
-    python3 bench/scale.py --sorted A.bam B.bam ... --shuffled X.bam Y.bam ... [--runs N]
+    python3 bench/scale.py --sorted A.bam B.bam ... --shuffled X.bam Y.bam ... \
+        [--pileup A.bam:A.vcf ...] [--runs N]
 
 --sorted BAMs (indexed, for flagstat) and --shuffled BAMs (for sort) are
 given smallest first; make them with scripts/gen-bam.sh (see
-BENCHMARKS.md, "How cost grows with input size"). Prints, per job and
-size: median wall and CPU seconds, seconds per GB of BAM, peak RSS, and
-the ratio samtools / fasthts; writes the same as JSON to bench/runs/.
-Outputs are checked equal to samtools' first (flagstat text; sort's
-records by `samtools view` digest), as bench/run.py does.
+BENCHMARKS.md, "How cost grows with input size"). --pileup BAM:VCF runs
+snp-pileup with FACETS' recommended options on the BAM given twice (as
+normal and tumour: the input is twice the BAM) at the VCF's sites; it
+needs FACETS_SNP_PILEUP (FACETS' binary, see bench/snp_pileup/run.py).
+Prints, per job and size: median wall and CPU seconds, seconds per GB of
+BAM read, peak RSS, and the ratio peer / fasthts; writes the same as JSON
+to bench/runs/. Outputs are checked equal to the peer's first (flagstat
+text; sort's records by `samtools view` digest; snp-pileup's CSV
+decompressed), as bench/run.py does.
 """
-import argparse, datetime, json, os, platform, statistics, sys, tempfile
+import argparse, datetime, gzip, json, os, platform, statistics, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import ROOT, build, output, timed, view_digest  # noqa: E402
@@ -22,6 +28,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sorted", nargs="*", default=[])
     ap.add_argument("--shuffled", nargs="*", default=[])
+    ap.add_argument("--pileup", nargs="*", default=[], metavar="BAM:VCF")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
@@ -31,19 +38,19 @@ def main():
     tmp = tempfile.mkdtemp(prefix="fasthts-scale-")
     rows = []
 
-    def measure(job, bam, tools, before=None):
+    def measure(job, bam, tools, before=None, peer="samtools", copies=1):
         runs = {name: [] for name in tools}
         for _ in range(a.runs):
             for name, cmd in tools.items():
                 if before:
                     before(name)
                 runs[name].append(timed(cmd))
-        gb = os.path.getsize(bam) / 1e9
+        gb = copies * os.path.getsize(bam) / 1e9
         med = {n: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), statistics.median(r[2] for r in rs)) for n, rs in runs.items()}
-        ratio = med["samtools"][0] / max(med["fasthts"][0], 0.01)
+        ratio = med[peer][0] / max(med["fasthts"][0], 0.01)
         for name, (wall, cpu, rss) in med.items():
             line = f"{job:14s} {os.path.basename(bam):22s} {gb:5.2f} GB {name:9s} wall {wall:7.2f} s  cpu {cpu:7.2f} s  {wall / gb:6.2f} s/GB  RSS {rss / 1024:7.1f} MB"
-            print(line + (f"  ratio {ratio:.2f}x" if name == "samtools" else ""), flush=True)
+            print(line + (f"  ratio {ratio:.2f}x" if name == peer else ""), flush=True)
             rows.append({"job": job, "bam": bam, "gb": gb, "tool": name, "wall": wall, "cpu": cpu, "rss_kb": rss, "runs": runs[name]})
 
     for bam in a.sorted:
@@ -67,6 +74,29 @@ def main():
             assert view_digest(outs["fasthts"]) == view_digest(outs["samtools"]), f"sort outputs differ on {bam}"
             for name in outs:
                 clear(name)
+    facets = os.environ.get("FACETS_SNP_PILEUP")
+    if a.pileup and not (facets and os.access(facets, os.X_OK)):
+        sys.exit("--pileup needs FACETS_SNP_PILEUP naming FACETS' snp-pileup binary")
+    for spec in a.pileup:
+        bam, vcf = spec.split(":")
+        options = ["-g", "-q15", "-Q20", "-P100", "-r25,0"]
+        # FACETS appends .gz to the name under -g; fasthts writes the name given.
+        outs = {"fasthts": os.path.join(tmp, "f.csv.gz"), "FACETS": os.path.join(tmp, "s.csv")}
+
+        def clear(name):
+            for path in (outs[name], outs[name] + ".gz"):
+                if os.path.exists(path):
+                    os.remove(path)
+
+        tools = {
+            "fasthts": [fasthts, "snp-pileup", "-@", t, *options, vcf, outs["fasthts"], bam, bam],
+            "FACETS": [facets, *options, vcf, outs["FACETS"], bam, bam],
+        }
+        measure("snp-pileup", bam, tools, before=clear, peer="FACETS", copies=2)
+        texts = {n: gzip.decompress(open(p if os.path.exists(p) else p + ".gz", "rb").read()) for n, p in outs.items()}
+        assert texts["fasthts"] == texts["FACETS"], f"snp-pileup outputs differ on {bam}"
+        for name in outs:
+            clear(name)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, f"{stamp}-scale.json")
