@@ -71,6 +71,7 @@ pub mod hash;
 pub mod plot;
 pub mod primes;
 pub mod pyfmt;
+pub mod pyrandom;
 pub mod scripts;
 pub mod seqio;
 pub mod split;

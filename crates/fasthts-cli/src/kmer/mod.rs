@@ -8,6 +8,7 @@
 //! | `normalize`      | normalize-by-median.py    | `normalize`                                  |
 //! | `filter-abund`   | filter-abund.py           | `filter_abund`                               |
 //! | `trim-low-abund` | trim-low-abund.py         | `trim`                                       |
+//! | `interleave-reads`, `split-paired-reads`, `extract-paired-reads`, `extract-long-sequences`, `fastq-to-fasta`, `readstats`, `sample-reads-randomly` | the scripts of the same names | `interleave`, `split_paired`, `extract_paired`, `extract_long`, `fastq_to_fasta`, `readstats`, `sample_reads` (their outputs: `read_outputs`) |
 //!
 //! This module holds what the scripts share: argument groups such as the
 //! table options ([`GraphArgs`]), the value parsers, the input checks and
@@ -24,6 +25,15 @@ mod count;
 mod filter_abund;
 mod normalize;
 mod trim;
+// the read-handling scripts of khmer's protocols
+mod extract_long;
+mod extract_paired;
+mod fastq_to_fasta;
+mod interleave;
+mod read_outputs;
+mod readstats;
+mod sample_reads;
+mod split_paired;
 
 use crate::Failure;
 use clap::{Args, Subcommand};
@@ -52,6 +62,27 @@ pub enum KmerCommand {
     /// Two-pass streaming abundance trimming = trim-low-abund.py
     #[command(name = "trim-low-abund", infer_long_args = true)]
     TrimLowAbund(trim::TrimArgs),
+    /// Interleave R1/R2 files of mates into one = interleave-reads.py
+    #[command(name = "interleave-reads", infer_long_args = true)]
+    InterleaveReads(interleave::InterleaveArgs),
+    /// Split interleaved reads into first and second mates = split-paired-reads.py
+    #[command(name = "split-paired-reads", infer_long_args = true)]
+    SplitPairedReads(split_paired::SplitPairedArgs),
+    /// Separate pairs from orphans = extract-paired-reads.py
+    #[command(name = "extract-paired-reads", infer_long_args = true)]
+    ExtractPairedReads(extract_paired::ExtractPairedArgs),
+    /// Reads at least -l bases long = extract-long-sequences.py
+    #[command(name = "extract-long-sequences", infer_long_args = true)]
+    ExtractLongSequences(extract_long::ExtractLongArgs),
+    /// FASTQ to FASTA (reads with N dropped unless -n) = fastq-to-fasta.py
+    #[command(name = "fastq-to-fasta", infer_long_args = true)]
+    FastqToFasta(fastq_to_fasta::FastqToFastaArgs),
+    /// Bases, sequences and average length per file = readstats.py
+    #[command(infer_long_args = true)]
+    Readstats(readstats::ReadstatsArgs),
+    /// Reservoir-sample reads or pairs (same reads as khmer for the same -R) = sample-reads-randomly.py
+    #[command(name = "sample-reads-randomly", infer_long_args = true)]
+    SampleReadsRandomly(sample_reads::SampleReadsArgs),
 }
 
 impl KmerCommand {
@@ -63,6 +94,13 @@ impl KmerCommand {
             KmerCommand::Normalize(a) => normalize::run(a),
             KmerCommand::FilterAbund(a) => filter_abund::run(a),
             KmerCommand::TrimLowAbund(a) => trim::run(a),
+            KmerCommand::InterleaveReads(a) => interleave::run(a),
+            KmerCommand::SplitPairedReads(a) => split_paired::run(a),
+            KmerCommand::ExtractPairedReads(a) => extract_paired::run(a),
+            KmerCommand::ExtractLongSequences(a) => extract_long::run(a),
+            KmerCommand::FastqToFasta(a) => fastq_to_fasta::run(a),
+            KmerCommand::Readstats(a) => readstats::run(a),
+            KmerCommand::SampleReadsRandomly(a) => sample_reads::run(a),
         }
     }
 }

@@ -5,9 +5,13 @@
 use super::BoxError;
 use crate::seqio::{OwnedRecord, Record};
 
+/// khmer's `_split_left_right`: the name before its first space or tab,
+/// and what follows that one character. A space or tab in the first
+/// position does not split (khmer's loop only stops once the left part is
+/// non-empty).
 fn split_left_right(name: &[u8]) -> (&[u8], &[u8]) {
-    match name.iter().position(|&c| c == b' ' || c == b'\t') {
-        Some(i) => (&name[..i], &name[i + 1..]),
+    match name.iter().skip(1).position(|&c| c == b' ' || c == b'\t') {
+        Some(i) => (&name[..i + 1], &name[i + 2..]),
         None => (name, &name[name.len()..]),
     }
 }
@@ -21,24 +25,50 @@ fn before_first_slash(s: &[u8]) -> &[u8] {
 
 /// khmer's `check_is_pair`. Errors when exactly one record has a quality.
 pub fn check_is_pair(a: &OwnedRecord, b: &OwnedRecord) -> Result<bool, String> {
-    if a.qual.is_some() != b.qual.is_some() {
+    check_is_pair_records(&a.as_record(), &b.as_record())
+}
+
+/// [`check_is_pair`] on record views. A FASTQ record's quality counts only
+/// when non-empty, as khmer's `Sequence.quality` is `None` for an empty one.
+pub fn check_is_pair_records(a: &Record<'_>, b: &Record<'_>) -> Result<bool, String> {
+    let has_quality = |r: &Record<'_>| r.qual.is_some_and(|q| !q.is_empty());
+    if has_quality(a) != has_quality(b) {
         return Err("both records must be same type (FASTA or FASTQ)".into());
     }
-    let (l1, r1) = split_left_right(&a.name);
-    let (l2, r2) = split_left_right(&b.name);
+    Ok(names_pair(a.name, b.name))
+}
+
+/// The name rules of khmer's `check_is_pair`: `x/1` + `x/2`, Casava 1.8
+/// `x 1:...` + `x 2:...`, and fastq-dump's `acc x/1` + `acc x/2`.
+fn names_pair(name1: &[u8], name2: &[u8]) -> bool {
+    let (l1, r1) = split_left_right(name1);
+    let (l2, r2) = split_left_right(name2);
     if l1.ends_with(b"/1") && l2.ends_with(b"/2") {
         let s1 = before_first_slash(l1);
         let s2 = before_first_slash(l2);
-        Ok(!s1.is_empty() && s1 == s2)
+        !s1.is_empty() && s1 == s2
     } else if l1 == l2 && r1.starts_with(b"1:") && r2.starts_with(b"2:") {
-        Ok(true)
+        true
     } else if l1 == l2 && r1.ends_with(b"/1") && r2.ends_with(b"/2") {
         let s1 = before_first_slash(r1);
         let s2 = before_first_slash(r2);
-        Ok(!s1.is_empty() && s1 == s2)
+        !s1.is_empty() && s1 == s2
     } else {
-        Ok(false)
+        false
     }
+}
+
+/// khmer's `check_is_left`: the name looks like the first read of a pair
+/// (`x/1`, `x 1:...`, `acc x/1`).
+pub fn check_is_left(name: &[u8]) -> bool {
+    let (l, r) = split_left_right(name);
+    l.ends_with(b"/1") || r.starts_with(b"1:") || r.ends_with(b"/1")
+}
+
+/// khmer's `check_is_right`: the second read of a pair.
+pub fn check_is_right(name: &[u8]) -> bool {
+    let (l, r) = split_left_right(name);
+    l.ends_with(b"/2") || r.starts_with(b"2:") || r.ends_with(b"/2")
 }
 
 /// A unit from the paired reader.
@@ -156,16 +186,9 @@ pub fn for_each_unit(
             if !allow_empty && r.seq.is_empty() {
                 return Err(format!("{path}: record {}: Sequence is empty", b.first_record + i as u64 + 1).into());
             }
-            if screed_names && r.seq.is_empty() && r.qual.is_some() {
-                // screed does not consume the (empty) quality line of such a
-                // record and then fails on the next line
-                return Err(
-                    format!("Bad FASTQ format: no '@' at beginning of line ({path}: record {})", b.first_record + i as u64 + 1).into()
-                );
-            }
+            let r = if screed_names { screed_record(r, path, b.first_record + i as u64 + 1)? } else { r };
             let mut rec = spare.pop().unwrap_or_default();
-            // screed strips the header line
-            rec.set_from(&if screed_names { Record { name: r.name.trim_ascii(), ..r } } else { r });
+            rec.set_from(&r);
             if let Some(u) = pr.push(rec)? {
                 f(&u)?;
                 u.recycle(&mut spare);
@@ -174,6 +197,110 @@ pub fn for_each_unit(
     }
     if let Some(u) = pr.finish()? {
         f(&u)?;
+    }
+    Ok(())
+}
+
+/// A record as khmer's Python parser (screed) gives it: the header line
+/// stripped of surrounding whitespace. A FASTQ record with an empty
+/// sequence is an error: screed does not consume its (empty) quality line
+/// and then fails on the next line. `record_number` counts from 1.
+pub fn screed_record<'a>(r: Record<'a>, path: &str, record_number: u64) -> Result<Record<'a>, BoxError> {
+    if r.seq.is_empty() && r.qual.is_some() {
+        return Err(format!("Bad FASTQ format: no '@' at beginning of line ({path}: record {record_number})").into());
+    }
+    Ok(Record { name: r.name.trim_ascii(), ..r })
+}
+
+/// A unit from [`for_each_read_unit`]: views into the reader's batches.
+#[derive(Clone, Copy, Debug)]
+pub enum ReadUnit<'a> {
+    /// Two reads of a pair.
+    Pair(Record<'a>, Record<'a>),
+    /// A read without its mate (or any read, with `force_single`).
+    Single(Record<'a>),
+}
+
+/// khmer's `UnpairedReadsError` (a read without its mate while pairs are
+/// required): `first` is the name of the unpaired read.
+#[derive(Debug)]
+pub struct UnpairedReads {
+    /// The unpaired read's name.
+    pub first: String,
+}
+
+impl std::fmt::Display for UnpairedReads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Unpaired reads found starting at {}", self.first)
+    }
+}
+impl std::error::Error for UnpairedReads {}
+
+/// khmer's `broken_paired_reader` (no minimum length) over the records of
+/// khmer's C++ `ReadParser`, as split-paired-reads, extract-paired-reads and
+/// sample-reads-randomly read: consecutive records that [`check_is_pair`]
+/// are a pair, any other read is a single (an [`UnpairedReads`] error with
+/// `require_paired`). `f` gets each unit with khmer's running index (a pair
+/// counts two). A record with an empty sequence is the parser's "Sequence is
+/// empty" error; mixed FASTA and FASTQ records are an error even with
+/// `force_single` (khmer tests the pair first).
+///
+/// Records are views into the batches; only a read left waiting for its
+/// mate at a batch's end is copied (into one reused record).
+pub fn for_each_read_unit(
+    path: &str,
+    force_single: bool,
+    require_paired: bool,
+    mut f: impl FnMut(u64, ReadUnit<'_>) -> Result<(), BoxError>,
+) -> Result<(), BoxError> {
+    let rx = crate::seqio::spawn_reader(path, 4);
+    let mut index = 0u64;
+    // a read waiting for its mate, carried over from the previous batch
+    let mut carry = OwnedRecord::default();
+    let mut carried = false;
+    let mut spare = OwnedRecord::default();
+    let unpaired = |r: &Record<'_>| -> BoxError { Box::new(UnpairedReads { first: String::from_utf8_lossy(r.name).into_owned() }) };
+    for msg in rx {
+        let b = msg?;
+        let mut prev: Option<Record<'_>> = if carried { Some(carry.as_record()) } else { None };
+        for (i, cur) in b.iter().enumerate() {
+            if cur.seq.is_empty() {
+                return Err(format!("{path}: record {}: Sequence is empty", b.first_record + i as u64 + 1).into());
+            }
+            let Some(p) = prev else {
+                prev = Some(cur);
+                continue;
+            };
+            if check_is_pair_records(&p, &cur)? && !force_single {
+                f(index, ReadUnit::Pair(p, cur))?;
+                index += 2;
+                prev = None;
+            } else {
+                if require_paired {
+                    return Err(unpaired(&p));
+                }
+                f(index, ReadUnit::Single(p))?;
+                index += 1;
+                prev = Some(cur);
+            }
+        }
+        // (`prev` may be the carry itself: copy into the spare, then swap)
+        carried = match prev {
+            Some(p) => {
+                spare.set_from(&p);
+                true
+            }
+            None => false,
+        };
+        if carried {
+            std::mem::swap(&mut carry, &mut spare);
+        }
+    }
+    if carried {
+        if require_paired {
+            return Err(unpaired(&carry.as_record()));
+        }
+        f(index, ReadUnit::Single(carry.as_record()))?;
     }
     Ok(())
 }
@@ -193,7 +320,11 @@ mod tests {
         assert!(!check_is_pair(&rec("/1", "", true), &rec("/2", "", true)).unwrap());
         assert!(check_is_pair(&rec("x 1:N:0", "", true), &rec("x 2:N:0", "", true)).unwrap());
         assert!(check_is_pair(&rec("SRR1 a/1", "", true), &rec("SRR1 a/2", "", true)).unwrap());
-        assert!(check_is_pair(&rec("a/1", "", true), &rec("a/2", "", false)).is_err());
+        assert!(check_is_pair(&rec("a/1", "A", true), &rec("a/2", "A", false)).is_err());
+        // khmer splits at the first space or tab after the first character
+        assert!(check_is_pair(&rec(" x 1:N", "", true), &rec(" x 2:N", "", true)).unwrap());
+        assert!(check_is_left(b"x 1:N") && check_is_left(b"a/1") && check_is_left(b"acc x/1") && !check_is_left(b"x"));
+        assert!(check_is_right(b"x\t2:N") && !check_is_right(b"x/1"));
     }
 
     #[test]

@@ -1,0 +1,67 @@
+//! `fasthts kmer extract-paired-reads`: extract-paired-reads.py.
+
+use super::read_outputs::script_failure;
+use super::read_outputs::{output_name, OutputCompression, ReadOutput};
+use super::{basename, check_input_file, khmer_error};
+use clap::Args;
+use fasthts_kmer::scripts;
+
+/// extract-paired-reads.py
+#[derive(Args, Debug)]
+pub struct ExtractPairedArgs {
+    /// Reads, pairs interleaved with orphans [default: stdin]
+    #[arg(default_value = "/dev/stdin")]
+    infile: String,
+    /// Output split reads to specified directory. Creates directory if necessary
+    #[arg(short = 'd', long = "output-dir", default_value = "")]
+    output_dir: String,
+    /// Output paired reads to this file [default: <infile>.pe]
+    #[arg(short = 'p', long = "output-paired", value_name = "filename")]
+    output_paired: Option<String>,
+    /// Output orphaned reads to this file [default: <infile>.se]
+    #[arg(short = 's', long = "output-single", value_name = "filename")]
+    output_single: Option<String>,
+    /// Overwrite output file if it exists
+    #[arg(short = 'f', long = "force")]
+    force: bool,
+    #[command(flatten)]
+    compression: OutputCompression,
+}
+
+pub fn run(a: ExtractPairedArgs) -> crate::CmdResult {
+    check_input_file(&a.infile, a.force)?;
+    let base = basename(&a.infile);
+    let mut infile = a.infile.as_str();
+    let (mut out1, mut out2) = (format!("{base}.se"), format!("{base}.pe"));
+    if infile == "/dev/stdin" || infile == "-" {
+        infile = "-";
+        if a.output_paired.is_none() || a.output_single.is_none() {
+            return Err(khmer_error("Accepting input from stdin; output filenames must be provided.").into());
+        }
+    } else if !a.output_dir.is_empty() {
+        std::fs::create_dir_all(&a.output_dir).map_err(|e| khmer_error(format!("{}: {e}", a.output_dir)))?;
+        out1 = format!("{}/{out1}", a.output_dir);
+        out2 = format!("{}/{out2}", a.output_dir);
+    }
+    let mut paired = ReadOutput::create(Some(a.output_paired.as_deref().unwrap_or(&out2)), a.compression)?;
+    if let Some(p) = &a.output_paired {
+        out2 = output_name(Some(p));
+    }
+    let mut single = ReadOutput::create(Some(a.output_single.as_deref().unwrap_or(&out1)), a.compression)?;
+    if let Some(p) = &a.output_single {
+        out1 = output_name(Some(p));
+    }
+    eprintln!("reading file \"{infile}\"");
+    eprintln!("outputting interleaved pairs to \"{out2}\"");
+    eprintln!("outputting orphans to \"{out1}\"");
+    let (n_pe, n_se) = scripts::extract_paired_reads(infile, &mut paired, &mut single, |n| eprintln!("... {n}")).map_err(script_failure)?;
+    single.commit()?;
+    paired.commit()?;
+    if n_pe == 0 {
+        // khmer raises this after closing (so completing) both outputs
+        return Err(khmer_error("TypeError: no paired reads!? check file formats...").into());
+    }
+    eprintln!("DONE; read {} sequences, {n_pe} pairs and {n_se} singletons", n_pe * 2 + n_se);
+    eprintln!("wrote to: {out2} and {out1}");
+    Ok(())
+}

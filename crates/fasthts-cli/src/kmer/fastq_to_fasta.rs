@@ -1,0 +1,38 @@
+//! `fasthts kmer fastq-to-fasta`: fastq-to-fasta.py.
+
+use super::khmer_error;
+use super::read_outputs::{check_readable, describe_output, python_exception, script_failure, OutputCompression, ReadOutput};
+use clap::Args;
+use fasthts_kmer::scripts;
+
+/// fastq-to-fasta.py
+#[derive(Args, Debug)]
+pub struct FastqToFastaArgs {
+    /// The name of the input FASTQ sequence file.
+    input_sequence: String,
+    /// The name of the output FASTA sequence file. [default: stdout]
+    #[arg(short = 'o', long = "output", value_name = "filename")]
+    output: Option<String>,
+    /// Option to keep reads containing 'N's in input_sequence file. Default is to drop reads
+    #[arg(short = 'n', long = "n_keep")]
+    n_keep: bool,
+    #[command(flatten)]
+    compression: OutputCompression,
+}
+
+pub fn run(a: FastqToFastaArgs) -> crate::CmdResult {
+    let input = &a.input_sequence;
+    eprintln!("fastq from  {input}");
+    let mut out = ReadOutput::create(a.output.as_deref(), a.compression)?;
+    check_readable(input).map_err(|e| khmer_error(python_exception(input, &e)))?;
+    let dropped = scripts::fastq_to_fasta(input, a.n_keep, &mut out, |n| eprintln!("... {n}")).map_err(script_failure)?;
+    out.commit()?;
+    eprintln!("\nlines from {input}");
+    if a.n_keep {
+        eprintln!("No lines dropped from file.");
+    } else {
+        eprintln!("{dropped} lines dropped.");
+    }
+    eprintln!("Wrote output to {}", describe_output(a.output.as_deref()));
+    Ok(())
+}

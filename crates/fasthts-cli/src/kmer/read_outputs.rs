@@ -1,0 +1,183 @@
+//! What the read-handling scripts (interleave-reads, split-paired-reads,
+//! extract-paired-reads, extract-long-sequences, fastq-to-fasta, readstats,
+//! sample-reads-randomly) share: their outputs (plain, gzip or bzip2, to a
+//! file written under a temporary name or to stdout), khmer's names for
+//! them in messages, and Python's wording of OS errors.
+
+use crate::Failure;
+use clap::Args;
+use fasthts_io::output::TempOutput;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+/// `--gzip`/`--bzip`: the compression of the reads written.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(super) struct OutputCompression {
+    /// Compress output using gzip
+    #[arg(long = "gzip", conflicts_with = "bzip")]
+    gzip: bool,
+    /// Compress output using bzip2
+    #[arg(long = "bzip")]
+    bzip: bool,
+}
+
+/// A stream of output bytes, compressed or not, behind a large buffer.
+enum Sink {
+    Plain(BufWriter<Box<dyn Write>>),
+    Gzip(BufWriter<flate2::write::GzEncoder<Box<dyn Write>>>),
+    Bzip(BufWriter<bzip2::write::BzEncoder<Box<dyn Write>>>),
+}
+
+const BUFFER: usize = 1 << 20;
+
+/// An output of reads: a file written under a temporary name and renamed
+/// into place by [`ReadOutput::commit`] (removed if dropped uncommitted),
+/// or stdout for `-` and `/dev/stdout`. Write errors name the output.
+pub(super) struct ReadOutput {
+    // Declared first, dropped first: closed before an uncommitted
+    // temporary is removed.
+    sink: Option<Sink>,
+    temp: Option<TempOutput>,
+    path: String,
+}
+
+impl ReadOutput {
+    /// Creates `path` (stdout for `None`, `-` and `/dev/stdout`).
+    pub(super) fn create(path: Option<&str>, compression: OutputCompression) -> Result<ReadOutput, Failure> {
+        let (raw, temp): (Box<dyn Write>, Option<TempOutput>) = match path {
+            None => (Box::new(io::stdout()), None),
+            Some(p) if super::is_stdout(p) => (Box::new(io::stdout()), None),
+            Some(p) => {
+                let (temp, file) = TempOutput::create(Path::new(p))
+                    .map_err(|e| Failure::new(1, format!("ERROR: can't open '{p}': {}", python_os_error(p, &e.source))))?;
+                (Box::new(file), Some(temp))
+            }
+        };
+        let sink = if compression.gzip {
+            Sink::Gzip(BufWriter::with_capacity(BUFFER, flate2::write::GzEncoder::new(raw, flate2::Compression::default())))
+        } else if compression.bzip {
+            Sink::Bzip(BufWriter::with_capacity(BUFFER, bzip2::write::BzEncoder::new(raw, bzip2::Compression::default())))
+        } else {
+            Sink::Plain(BufWriter::with_capacity(BUFFER, raw))
+        };
+        Ok(ReadOutput { sink: Some(sink), temp, path: path.unwrap_or("-").to_string() })
+    }
+
+    /// Finishes the stream (a compressed one's trailer included) and puts
+    /// the file in place.
+    pub(super) fn commit(mut self) -> Result<(), Failure> {
+        let fail = |e: io::Error| Failure::new(1, format!("{}: {e}", self.path));
+        let mut raw = match self.sink.take().expect("committed once") {
+            Sink::Plain(w) => w.into_inner().map_err(|e| fail(e.into_error()))?,
+            Sink::Gzip(w) => w.into_inner().map_err(|e| fail(e.into_error()))?.finish().map_err(fail)?,
+            Sink::Bzip(w) => w.into_inner().map_err(|e| fail(e.into_error()))?.finish().map_err(fail)?,
+        };
+        raw.flush().map_err(fail)?;
+        drop(raw);
+        match self.temp.take() {
+            Some(temp) => temp.commit().map_err(|e| fail(e.source)),
+            None => Ok(()),
+        }
+    }
+
+    fn named(&self, e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), format!("{}: {e}", self.path))
+    }
+}
+
+impl Write for ReadOutput {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let r = match self.sink.as_mut().expect("written before commit") {
+            Sink::Plain(w) => w.write(buf),
+            Sink::Gzip(w) => w.write(buf),
+            Sink::Bzip(w) => w.write(buf),
+        };
+        r.map_err(|e| self.named(e))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        let r = match self.sink.as_mut().expect("written before commit") {
+            Sink::Plain(w) => w.write_all(buf),
+            Sink::Gzip(w) => w.write_all(buf),
+            Sink::Bzip(w) => w.write_all(buf),
+        };
+        r.map_err(|e| self.named(e))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let r = match self.sink.as_mut().expect("written before commit") {
+            Sink::Plain(w) => w.flush(),
+            Sink::Gzip(w) => w.flush(),
+            Sink::Bzip(w) => w.flush(),
+        };
+        r.map_err(|e| self.named(e))
+    }
+}
+
+/// khmer's `describe_file_handle` of an output: "block device" for stdout
+/// and for block and character devices, else the path.
+pub(super) fn describe_output(path: Option<&str>) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    match path {
+        None | Some("-") => "block device".into(),
+        Some(p) => match std::fs::metadata(p) {
+            Ok(m) if m.file_type().is_block_device() || m.file_type().is_char_device() => "block device".into(),
+            _ => p.into(),
+        },
+    }
+}
+
+/// The `name` Python gives an output file object: `<stdout>` for `-` (and
+/// for stdout by default), else the path.
+pub(super) fn output_name(path: Option<&str>) -> String {
+    match path {
+        None | Some("-") => "<stdout>".into(),
+        Some(p) => p.into(),
+    }
+}
+
+/// Python's text of an OS error on `path`: `[Errno 2] No such file or
+/// directory: 'path'`.
+pub(super) fn python_os_error(path: &str, e: &io::Error) -> String {
+    let text = e.to_string();
+    match e.raw_os_error() {
+        Some(errno) => {
+            let strerror = text.strip_suffix(&format!(" (os error {errno})")).unwrap_or(&text);
+            format!("[Errno {errno}] {strerror}: '{path}'")
+        }
+        None => text,
+    }
+}
+
+/// Python's exception (class and text) for an OS error on `path`, as a
+/// traceback's last line shows it.
+pub(super) fn python_exception(path: &str, e: &io::Error) -> String {
+    let class = match e.raw_os_error() {
+        Some(libc::ENOENT) => "FileNotFoundError",
+        Some(libc::EACCES | libc::EPERM) => "PermissionError",
+        Some(libc::EISDIR) => "IsADirectoryError",
+        Some(libc::ENOTDIR) => "NotADirectoryError",
+        _ => "OSError",
+    };
+    format!("{class}: {}", python_os_error(path, e))
+}
+
+/// Opens input `path` for reading as Python's `open` would, to report a
+/// missing or unreadable file as khmer's scripts do (their Python
+/// exception); standard input always opens.
+pub(super) fn check_readable(path: &str) -> Result<(), io::Error> {
+    if path == "-" {
+        return Ok(());
+    }
+    std::fs::File::open(path)?;
+    if std::fs::metadata(path)?.is_dir() {
+        return Err(io::Error::from_raw_os_error(libc::EISDIR));
+    }
+    Ok(())
+}
+
+/// One of the scripts' errors after reading started: its text, status 1
+/// (an [`fasthts_kmer::scripts::UnpairedReads`] is worded by its caller).
+pub(super) fn script_failure(e: fasthts_kmer::scripts::BoxError) -> Failure {
+    Failure::new(1, e.to_string())
+}

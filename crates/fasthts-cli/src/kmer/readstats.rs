@@ -1,0 +1,53 @@
+//! `fasthts kmer readstats`: readstats.py.
+
+use super::read_outputs::{check_readable, python_os_error, OutputCompression, ReadOutput};
+use clap::Args;
+use fasthts_kmer::scripts::{self, average_length, FileStats};
+use std::io::Write;
+
+/// readstats.py
+#[derive(Args, Debug)]
+pub struct ReadstatsArgs {
+    /// FASTA/FASTQ files
+    #[arg(required = true)]
+    filenames: Vec<String>,
+    /// output file for statistics; defaults to stdout.
+    #[arg(short = 'o', long = "output", value_name = "filename")]
+    output: Option<String>,
+    /// Use the CSV format for the statistics, including column headers.
+    #[arg(long = "csv")]
+    csv: bool,
+}
+
+pub fn run(a: ReadstatsArgs) -> crate::CmdResult {
+    let mut stats = Vec::new();
+    for f in &a.filenames {
+        // khmer reports a file it cannot read and goes on with the next
+        let counted = check_readable(f)
+            .map_err(|e| python_os_error(f, &e))
+            .and_then(|()| scripts::read_stats(f, |n| eprintln!("... {f} {n}")).map_err(|e| e.to_string()));
+        let (bases, seqs) = match counted {
+            Ok(c) => c,
+            Err(msg) => {
+                eprintln!("ERROR in opening {f}:\n      {msg}");
+                continue;
+            }
+        };
+        if seqs > 0 {
+            eprintln!("... found {bases} bps / {seqs} seqs; {} average length -- {f}", average_length(bases, seqs));
+            stats.push(FileStats { bases, seqs, name: f.clone() });
+        } else {
+            eprintln!("No sequences found in {f}");
+        }
+    }
+    let text = if stats.is_empty() {
+        format!("No sequences found in {} files\n", a.filenames.len())
+    } else {
+        scripts::format_read_stats(&stats, a.csv)
+    };
+    let plain = OutputCompression::default();
+    let mut out = ReadOutput::create(a.output.as_deref(), plain)?;
+    out.write_all(text.as_bytes())?;
+    out.commit()?;
+    Ok(())
+}

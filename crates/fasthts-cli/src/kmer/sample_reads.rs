@@ -1,0 +1,135 @@
+//! `fasthts kmer sample-reads-randomly`: sample-reads-randomly.py.
+
+use super::read_outputs::{output_name, script_failure, OutputCompression, ReadOutput};
+use super::{basename, check_input_file, khmer_error};
+use clap::Args;
+use fasthts_kmer::pyrandom::PyRandom;
+use fasthts_kmer::scripts::{Reservoirs, SampleOptions, SampleProgress, SampledUnit};
+
+/// sample-reads-randomly.py
+#[derive(Args, Debug)]
+pub struct SampleReadsArgs {
+    /// Input files (sampled together)
+    #[arg(required = true)]
+    filenames: Vec<String>,
+    /// samples the number of sequences or pairs specified with -N
+    #[arg(short = 'N', long = "num_reads", default_value_t = 100_000, allow_negative_numbers = true)]
+    num_reads: i64,
+    /// stop reading a file after this many sequences or pairs (checked every 10,000)
+    #[arg(short = 'M', long = "max_reads", default_value_t = 100_000_000, allow_negative_numbers = true)]
+    max_reads: i64,
+    /// number of samples to take
+    #[arg(short = 'S', long = "samples", default_value_t = 1, allow_negative_numbers = true)]
+    num_samples: i64,
+    /// Provide a random seed for the generator (the same seed picks the same reads as khmer)
+    #[arg(short = 'R', long = "random-seed", value_parser = python_int, allow_negative_numbers = true)]
+    random_seed: Option<String>,
+    /// Ignore read pair information if present
+    #[arg(long = "force_single")]
+    force_single: bool,
+    /// Output file (one sample only) [default: <first input>.subset]
+    #[arg(short = 'o', long = "output", value_name = "filename")]
+    output: Option<String>,
+    /// Overwrite output file if it exists
+    #[arg(short = 'f', long = "force")]
+    force: bool,
+    #[command(flatten)]
+    compression: OutputCompression,
+}
+
+/// argparse's `type=int`: any size of integer.
+fn python_int(s: &str) -> Result<String, String> {
+    match PyRandom::from_decimal(s) {
+        Some(_) => Ok(s.to_string()),
+        None => Err(format!("invalid int value: '{s}'")),
+    }
+}
+
+/// The generator: seeded with `-R` (unless 0, which khmer ignores), else
+/// from the system's entropy as Python seeds itself.
+fn generator(seed: Option<&str>) -> PyRandom {
+    match seed {
+        Some(s) if s.trim().trim_start_matches(['-', '+']).chars().any(|c| c.is_ascii_digit() && c != '0') => {
+            PyRandom::from_decimal(s).expect("checked by the parser")
+        }
+        _ => {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+            let x = h.finish();
+            PyRandom::from_key(&[x as u32, (x >> 32) as u32])
+        }
+    }
+}
+
+fn write_sample(path: &str, sample: &[SampledUnit], compression: OutputCompression) -> crate::CmdResult {
+    let mut out = ReadOutput::create(Some(path), compression)?;
+    for unit in sample {
+        unit.write(&mut out)?;
+    }
+    out.commit()?;
+    Ok(())
+}
+
+pub fn run(a: SampleReadsArgs) -> crate::CmdResult {
+    for f in &a.filenames {
+        check_input_file(f, a.force)?;
+    }
+    let rng = generator(a.random_seed.as_deref());
+    let num_samples = a.num_samples.max(1) as usize;
+    let output_filename = match &a.output {
+        Some(p) => {
+            if num_samples > 1 {
+                // khmer's message has no line end
+                if !a.force {
+                    return Err(khmer_error(
+                        "Error: cannot specify -o with more than one sample.NOTE: This can be overridden using the --force argument",
+                    )
+                    .into());
+                }
+                eprint!("Error: cannot specify -o with more than one sample.");
+            }
+            output_name(Some(p))
+        }
+        None => {
+            let first = &a.filenames[0];
+            if first == "/dev/stdin" || first == "-" {
+                return Err(khmer_error("Accepting input from stdin; output filename must be provided with '-o'.").into());
+            }
+            format!("{}.subset", basename(first))
+        }
+    };
+    if num_samples == 1 {
+        eprintln!("Subsampling {} reads using reservoir sampling.", a.num_reads);
+        eprintln!("Subsampled reads will be placed in {output_filename}");
+    } else {
+        eprintln!("Subsampling {} reads, {num_samples} times,  using reservoir sampling.", a.num_reads);
+        eprintln!("Subsampled reads will be placed in {output_filename}.N");
+    }
+    eprintln!();
+    let options = SampleOptions { num_reads: a.num_reads, max_reads: a.max_reads, samples: num_samples, force_single: a.force_single };
+    let mut reservoirs = Reservoirs::new(options, rng);
+    for f in &a.filenames {
+        eprintln!("opening {f} for reading");
+        let input = if f == "/dev/stdin" { "-" } else { f.as_str() };
+        reservoirs
+            .add_file(input, |p| match p {
+                SampleProgress::Scanned(n) => eprintln!("... {n} reads scanned"),
+                SampleProgress::LimitReached => eprintln!("reached upper limit of {} reads (see -M); exiting", a.max_reads),
+            })
+            .map_err(script_failure)?;
+    }
+    if num_samples == 1 {
+        let sample = &reservoirs.samples[0];
+        eprintln!("Writing {} sequences to {output_filename}", sample.len());
+        let path = a.output.clone().unwrap_or(output_filename);
+        write_sample(&path, sample, a.compression)?;
+    } else {
+        for (n, sample) in reservoirs.samples.iter().enumerate() {
+            let path = format!("{output_filename}.{n}");
+            eprintln!("Writing {} sequences to {path}", sample.len());
+            write_sample(&path, sample, a.compression)?;
+        }
+    }
+    Ok(())
+}

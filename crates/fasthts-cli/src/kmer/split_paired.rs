@@ -1,0 +1,91 @@
+//! `fasthts kmer split-paired-reads`: split-paired-reads.py.
+
+use super::read_outputs::{describe_output, output_name, script_failure, OutputCompression, ReadOutput};
+use super::{basename, check_input_file, khmer_error};
+use clap::Args;
+use fasthts_kmer::scripts::{self, UnpairedReads};
+
+/// split-paired-reads.py
+#[derive(Args, Debug)]
+pub struct SplitPairedArgs {
+    /// Interleaved reads [default: stdin]
+    #[arg(default_value = "/dev/stdin")]
+    infile: String,
+    /// Output split reads to specified directory. Creates directory if necessary
+    #[arg(short = 'd', long = "output-dir", value_name = "output_directory", default_value = "")]
+    output_directory: String,
+    /// Allow "orphaned" reads and extract them to this file
+    #[arg(short = '0', long = "output-orphaned", value_name = "output_orphaned")]
+    output_orphaned: Option<String>,
+    /// Output "left" reads to this file [default: <infile>.1]
+    #[arg(short = '1', long = "output-first", value_name = "output_first")]
+    output_first: Option<String>,
+    /// Output "right" reads to this file [default: <infile>.2]
+    #[arg(short = '2', long = "output-second", value_name = "output_second")]
+    output_second: Option<String>,
+    /// Overwrite output file if it exists
+    #[arg(short = 'f', long = "force")]
+    force: bool,
+    #[command(flatten)]
+    compression: OutputCompression,
+}
+
+/// `os.path.join(dir, name)` for a bare file name.
+fn join(dir: &str, name: &str) -> String {
+    if dir.ends_with('/') {
+        format!("{dir}{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+pub fn run(a: SplitPairedArgs) -> crate::CmdResult {
+    check_input_file(&a.infile, a.force)?;
+    let base = basename(&a.infile);
+    let mut infile = a.infile.as_str();
+    let (mut out1, mut out2) = (format!("{base}.1"), format!("{base}.2"));
+    if infile == "/dev/stdin" || infile == "-" {
+        infile = "-";
+        if a.output_first.is_none() || a.output_second.is_none() {
+            return Err(khmer_error("Accepting input from stdin; output filenames must be provided.").into());
+        }
+    } else if !a.output_directory.is_empty() {
+        std::fs::create_dir_all(&a.output_directory).map_err(|e| khmer_error(format!("{}: {e}", a.output_directory)))?;
+        out1 = join(&a.output_directory, &out1);
+        out2 = join(&a.output_directory, &out2);
+    }
+    let mut fp1 = ReadOutput::create(Some(a.output_first.as_deref().unwrap_or(&out1)), a.compression)?;
+    if let Some(p) = &a.output_first {
+        out1 = output_name(Some(p));
+    }
+    let mut fp2 = ReadOutput::create(Some(a.output_second.as_deref().unwrap_or(&out2)), a.compression)?;
+    if let Some(p) = &a.output_second {
+        out2 = output_name(Some(p));
+    }
+    let mut fp0 = a.output_orphaned.as_deref().map(|p| ReadOutput::create(Some(p), a.compression)).transpose()?;
+    let orphans = fp0.as_mut().map(|w| w as &mut dyn std::io::Write);
+    let counts = scripts::split_paired_reads(infile, &mut fp1, &mut fp2, orphans, |n| eprintln!("... {n}")).map_err(|e| match e
+        .downcast_ref::<UnpairedReads>(
+    ) {
+        Some(u) => khmer_error(format!("Unpaired reads found starting at {}; exiting", u.first)),
+        None => script_failure(e),
+    })?;
+    fp1.commit()?;
+    fp2.commit()?;
+    if let Some(f) = fp0 {
+        f.commit()?;
+    }
+    eprintln!(
+        "DONE; split {} sequences ({} left, {} right, {} orphans)",
+        counts.left + counts.right,
+        counts.left,
+        counts.right,
+        counts.orphans
+    );
+    eprintln!("/1 reads in {out1}");
+    eprintln!("/2 reads in {out2}");
+    if let Some(p) = &a.output_orphaned {
+        eprintln!("orphans in {}", describe_output(Some(p)));
+    }
+    Ok(())
+}
