@@ -1,7 +1,7 @@
 //! fastq-to-fasta: FASTQ records written as FASTA, reads with an `N`
 //! dropped unless kept.
 
-use super::pairing::screed_record;
+use super::pairing::{screed_check_after, screed_view};
 use super::BoxError;
 use crate::seqio::{spawn_reader, write_record};
 use std::io::Write;
@@ -20,7 +20,7 @@ pub fn fastq_to_fasta(path: &str, keep_n: bool, out: &mut dyn Write, mut progres
             if n % 10_000 == 0 {
                 progress(n);
             }
-            let r = screed_record(r, path, n + 1)?;
+            let r = screed_view(r);
             if !keep_n && memchr::memchr(b'N', r.seq).is_some() {
                 dropped += 1;
                 continue;
@@ -29,6 +29,7 @@ pub fn fastq_to_fasta(path: &str, keep_n: bool, out: &mut dyn Write, mut progres
                 return Err("KeyError: 'quality'".into());
             }
             write_record(out, r.name, r.seq, None)?;
+            screed_check_after(&r, path, n + 1)?;
         }
     }
     Ok(dropped)

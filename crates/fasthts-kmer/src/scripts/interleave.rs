@@ -2,7 +2,7 @@
 //! alternately into one, names made `x/1`, `x/2` where they do not already
 //! say which mate they are, each pair checked.
 
-use super::pairing::{check_is_left, check_is_pair_records, check_is_right, screed_record};
+use super::pairing::{check_is_left, check_is_pair_records, check_is_right, screed_check_after, screed_view};
 use super::BoxError;
 use crate::seqio::{spawn_reader, write_record, Record, RecordBatch, SeqError};
 use std::io::Write;
@@ -35,11 +35,17 @@ impl<'p> Cursor<'p> {
         Ok(true)
     }
 
-    /// The record [`Cursor::has_next`] found.
-    fn take(&mut self) -> Result<Record<'_>, BoxError> {
+    /// The record [`Cursor::has_next`] found, as screed gives it.
+    fn take(&mut self) -> Record<'_> {
         let i = self.next;
         self.next += 1;
-        screed_record(self.batch.get(i), self.path, self.batch.first_record + i as u64 + 1)
+        screed_view(self.batch.get(i))
+    }
+
+    /// screed's error after the record [`Cursor::take`] gave, if any.
+    fn check_taken(&self) -> Result<(), BoxError> {
+        let i = self.next - 1;
+        screed_check_after(&self.batch.get(i), self.path, self.batch.first_record + i as u64 + 1)
     }
 }
 
@@ -72,8 +78,8 @@ pub fn interleave_reads(
             progress(pairs);
         }
         pairs += 1;
-        let mut r1 = c1.take()?;
-        let mut r2 = c2.take()?;
+        let mut r1 = c1.take();
+        let mut r2 = c2.take();
         if reformat {
             name1.clear();
             name1.extend_from_slice(r1.name);
@@ -108,5 +114,7 @@ pub fn interleave_reads(
                 write_record(out, r2.name, r2.seq, None)?;
             }
         }
+        c1.check_taken()?;
+        c2.check_taken()?;
     }
 }

@@ -41,8 +41,8 @@ pub use filter_abund::filter_abund_file;
 pub use interleave::interleave_reads;
 pub use normalize::{normalize_file, Diagnostics, NormalizeOptions};
 pub use pairing::{
-    check_is_left, check_is_pair, check_is_pair_records, check_is_right, for_each_read_unit, for_each_unit, screed_record,
-    BrokenPairedReader, ReadUnit, Unit, UnpairedReads,
+    check_is_left, check_is_pair, check_is_pair_records, check_is_right, for_each_read_unit, for_each_unit, screed_check_after,
+    screed_record, screed_view, BrokenPairedReader, ReadUnit, Unit, UnpairedReads,
 };
 pub use readstats::{average_length, format_read_stats, read_stats, FileStats};
 pub use sample_reads::{Reservoirs, SampleOptions, SampleProgress, SampledUnit};

@@ -206,10 +206,25 @@ pub fn for_each_unit(
 /// sequence is an error: screed does not consume its (empty) quality line
 /// and then fails on the next line. `record_number` counts from 1.
 pub fn screed_record<'a>(r: Record<'a>, path: &str, record_number: u64) -> Result<Record<'a>, BoxError> {
+    screed_check_after(&r, path, record_number)?;
+    Ok(screed_view(r))
+}
+
+/// A record's name as screed gives it (the header line stripped of
+/// surrounding whitespace).
+pub fn screed_view(r: Record<'_>) -> Record<'_> {
+    Record { name: r.name.trim_ascii(), ..r }
+}
+
+/// The error screed raises when it reads on after a FASTQ record without
+/// bases: it yields that record, but leaves its empty quality line unread
+/// and then fails on it (even at the end of the input). Scripts that stream
+/// records call this after using each one.
+pub fn screed_check_after(r: &Record<'_>, path: &str, record_number: u64) -> Result<(), BoxError> {
     if r.seq.is_empty() && r.qual.is_some() {
         return Err(format!("Bad FASTQ format: no '@' at beginning of line ({path}: record {record_number})").into());
     }
-    Ok(Record { name: r.name.trim_ascii(), ..r })
+    Ok(())
 }
 
 /// A unit from [`for_each_read_unit`]: views into the reader's batches.

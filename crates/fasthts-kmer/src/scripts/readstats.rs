@@ -1,7 +1,7 @@
 //! readstats: bases, sequences and average length per file, as a report
 //! or CSV.
 
-use super::pairing::screed_record;
+use super::pairing::screed_check_after;
 use super::BoxError;
 use crate::seqio::spawn_reader;
 
@@ -15,9 +15,9 @@ pub fn read_stats(path: &str, mut progress: impl FnMut(u64)) -> Result<(u64, u64
             if seqs % 100_000 == 0 {
                 progress(seqs);
             }
-            screed_record(r, path, b.first_record + i as u64 + 1)?;
             bases += r.seq.len() as u64;
             seqs += 1;
+            screed_check_after(&r, path, b.first_record + i as u64 + 1)?;
         }
     }
     Ok((bases, seqs))
