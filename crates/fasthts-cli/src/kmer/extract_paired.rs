@@ -9,11 +9,11 @@ use fasthts_kmer::scripts;
 /// extract-paired-reads.py
 #[derive(Args, Debug)]
 pub struct ExtractPairedArgs {
-    /// Reads, pairs interleaved with orphans [default: stdin]
+    /// Reads, pairs interleaved with orphans (plain, gzip, BGZF or bzip2); `-` = stdin
     #[arg(default_value = "/dev/stdin")]
     infile: String,
     /// Output split reads to specified directory. Creates directory if necessary
-    #[arg(short = 'd', long = "output-dir", default_value = "")]
+    #[arg(short = 'd', long = "output-dir", default_value = "", hide_default_value = true)]
     output_dir: String,
     /// Output paired reads to this file [default: <infile>.pe]
     #[arg(short = 'p', long = "output-paired", value_name = "filename")]
@@ -21,7 +21,7 @@ pub struct ExtractPairedArgs {
     /// Output orphaned reads to this file [default: <infile>.se]
     #[arg(short = 's', long = "output-single", value_name = "filename")]
     output_single: Option<String>,
-    /// Overwrite output file if it exists
+    /// Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)
     #[arg(short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]

@@ -18,7 +18,7 @@ pub struct InterleaveArgs {
     /// Do not reformat read names or enforce consistency
     #[arg(long = "no-reformat")]
     no_reformat: bool,
-    /// Overwrite output file if it exists
+    /// Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)
     #[arg(short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]

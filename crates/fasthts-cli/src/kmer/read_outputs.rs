@@ -14,7 +14,7 @@ use std::path::Path;
 /// `--gzip`/`--bzip`: the compression of the reads written.
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub(super) struct OutputCompression {
-    /// Compress output using gzip
+    /// Compress output using gzip (BGZF: gzip members compressed on all cores)
     #[arg(long = "gzip", conflicts_with = "bzip")]
     gzip: bool,
     /// Compress output using bzip2

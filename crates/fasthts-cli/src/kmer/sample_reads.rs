@@ -30,7 +30,7 @@ pub struct SampleReadsArgs {
     /// Output file (one sample only) [default: <first input>.subset]
     #[arg(short = 'o', long = "output", value_name = "filename")]
     output: Option<String>,
-    /// Overwrite output file if it exists
+    /// Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)
     #[arg(short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]

@@ -8,11 +8,11 @@ use fasthts_kmer::scripts::{self, UnpairedReads};
 /// split-paired-reads.py
 #[derive(Args, Debug)]
 pub struct SplitPairedArgs {
-    /// Interleaved reads [default: stdin]
+    /// Interleaved reads (plain, gzip, BGZF or bzip2); `-` = stdin
     #[arg(default_value = "/dev/stdin")]
     infile: String,
     /// Output split reads to specified directory. Creates directory if necessary
-    #[arg(short = 'd', long = "output-dir", value_name = "output_directory", default_value = "")]
+    #[arg(short = 'd', long = "output-dir", value_name = "output_directory", default_value = "", hide_default_value = true)]
     output_directory: String,
     /// Allow "orphaned" reads and extract them to this file
     #[arg(short = '0', long = "output-orphaned", value_name = "output_orphaned")]
@@ -23,7 +23,7 @@ pub struct SplitPairedArgs {
     /// Output "right" reads to this file [default: <infile>.2]
     #[arg(short = '2', long = "output-second", value_name = "output_second")]
     output_second: Option<String>,
-    /// Overwrite output file if it exists
+    /// Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)
     #[arg(short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]
