@@ -1,7 +1,9 @@
 //! `fasthts kmer extract-long-sequences`: extract-long-sequences.py.
 
 use super::khmer_error;
-use super::read_outputs::{check_readable, output_name, python_exception, script_failure, OutputCompression, ReadOutput};
+use super::read_outputs::{
+    check_readable, output_name, python_exception, refuse_input_as_output, script_failure, OutputCompression, ReadOutput,
+};
 use clap::Args;
 use fasthts_kmer::scripts;
 
@@ -22,6 +24,7 @@ pub struct ExtractLongArgs {
 }
 
 pub fn run(a: ExtractLongArgs) -> crate::CmdResult {
+    refuse_input_as_output(&a.input_filenames, a.output.as_slice())?;
     let mut out = ReadOutput::create(a.output.as_deref(), a.compression)?;
     for f in &a.input_filenames {
         check_readable(f).map_err(|e| khmer_error(python_exception(f, &e)))?;

@@ -1,7 +1,7 @@
 //! `fasthts kmer extract-paired-reads`: extract-paired-reads.py.
 
 use super::read_outputs::script_failure;
-use super::read_outputs::{output_name, OutputCompression, ReadOutput};
+use super::read_outputs::{output_name, refuse_input_as_output, OutputCompression, ReadOutput};
 use super::{basename, check_input_file, khmer_error};
 use clap::Args;
 use fasthts_kmer::scripts;
@@ -43,6 +43,8 @@ pub fn run(a: ExtractPairedArgs) -> crate::CmdResult {
         out1 = format!("{}/{out1}", a.output_dir);
         out2 = format!("{}/{out2}", a.output_dir);
     }
+    let outputs = [a.output_paired.as_deref().unwrap_or(&out2), a.output_single.as_deref().unwrap_or(&out1)];
+    refuse_input_as_output(&[infile], &outputs)?;
     let mut paired = ReadOutput::create(Some(a.output_paired.as_deref().unwrap_or(&out2)), a.compression)?;
     if let Some(p) = &a.output_paired {
         out2 = output_name(Some(p));

@@ -1,7 +1,7 @@
 //! `fasthts kmer interleave-reads`: interleave-reads.py.
 
 use super::check_input_file;
-use super::read_outputs::{describe_output, script_failure, OutputCompression, ReadOutput};
+use super::read_outputs::{describe_output, refuse_input_as_output, script_failure, OutputCompression, ReadOutput};
 use clap::Args;
 use fasthts_kmer::scripts;
 
@@ -28,6 +28,7 @@ pub struct InterleaveArgs {
 pub fn run(a: InterleaveArgs) -> crate::CmdResult {
     check_input_file(&a.left, a.force)?;
     check_input_file(&a.right, a.force)?;
+    refuse_input_as_output(&[&a.left, &a.right], a.output.as_slice())?;
     eprintln!("Interleaving:\n\t{}\n\t{}", a.left, a.right);
     let mut out = ReadOutput::create(a.output.as_deref(), a.compression)?;
     let pairs =

@@ -186,3 +186,22 @@ pub(super) fn check_readable(path: &str) -> Result<(), io::Error> {
 pub(super) fn script_failure(e: fasthts_kmer::scripts::BoxError) -> Failure {
     Failure::new(1, e.to_string())
 }
+
+/// Refuses outputs that are one of the inputs (the same file, under any
+/// name): the output would replace the input once written, where khmer
+/// truncates it before reading it. Standard streams and devices are not
+/// compared.
+pub(super) fn refuse_input_as_output<I: AsRef<str>, O: AsRef<str>>(inputs: &[I], outputs: &[O]) -> Result<(), Failure> {
+    use std::os::unix::fs::MetadataExt;
+    let identity = |p: &str| -> Option<(u64, u64)> {
+        let m = std::fs::metadata(p).ok()?;
+        m.is_file().then(|| (m.dev(), m.ino()))
+    };
+    for out in outputs.iter().map(AsRef::as_ref) {
+        let Some(id) = identity(out) else { continue };
+        if let Some(input) = inputs.iter().map(AsRef::as_ref).find(|i| identity(i) == Some(id)) {
+            return Err(Failure::new(1, format!("ERROR: output file {out} is the input {input}; not overwriting it")));
+        }
+    }
+    Ok(())
+}

@@ -1,6 +1,6 @@
 //! `fasthts kmer readstats`: readstats.py.
 
-use super::read_outputs::{check_readable, python_os_error, OutputCompression, ReadOutput};
+use super::read_outputs::{check_readable, python_os_error, refuse_input_as_output, OutputCompression, ReadOutput};
 use clap::Args;
 use fasthts_kmer::scripts::{self, average_length, FileStats};
 use std::io::Write;
@@ -45,6 +45,7 @@ pub fn run(a: ReadstatsArgs) -> crate::CmdResult {
     } else {
         scripts::format_read_stats(&stats, a.csv)
     };
+    refuse_input_as_output(&a.filenames, a.output.as_slice())?;
     let plain = OutputCompression::default();
     let mut out = ReadOutput::create(a.output.as_deref(), plain)?;
     out.write_all(text.as_bytes())?;

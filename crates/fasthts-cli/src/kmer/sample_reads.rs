@@ -1,6 +1,6 @@
 //! `fasthts kmer sample-reads-randomly`: sample-reads-randomly.py.
 
-use super::read_outputs::{output_name, script_failure, OutputCompression, ReadOutput};
+use super::read_outputs::{output_name, refuse_input_as_output, script_failure, OutputCompression, ReadOutput};
 use super::{basename, check_input_file, khmer_error};
 use clap::Args;
 use fasthts_kmer::pyrandom::PyRandom;
@@ -62,7 +62,8 @@ fn generator(seed: Option<&str>) -> PyRandom {
     }
 }
 
-fn write_sample(path: &str, sample: &[SampledUnit], compression: OutputCompression) -> crate::CmdResult {
+fn write_sample(path: &str, sample: &[SampledUnit], inputs: &[String], compression: OutputCompression) -> crate::CmdResult {
+    refuse_input_as_output(inputs, &[path])?;
     let mut out = ReadOutput::create(Some(path), compression)?;
     for unit in sample {
         unit.write(&mut out)?;
@@ -123,12 +124,12 @@ pub fn run(a: SampleReadsArgs) -> crate::CmdResult {
         let sample = &reservoirs.samples[0];
         eprintln!("Writing {} sequences to {output_filename}", sample.len());
         let path = a.output.clone().unwrap_or(output_filename);
-        write_sample(&path, sample, a.compression)?;
+        write_sample(&path, sample, &a.filenames, a.compression)?;
     } else {
         for (n, sample) in reservoirs.samples.iter().enumerate() {
             let path = format!("{output_filename}.{n}");
             eprintln!("Writing {} sequences to {path}", sample.len());
-            write_sample(&path, sample, a.compression)?;
+            write_sample(&path, sample, &a.filenames, a.compression)?;
         }
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! `fasthts kmer split-paired-reads`: split-paired-reads.py.
 
-use super::read_outputs::{describe_output, output_name, script_failure, OutputCompression, ReadOutput};
+use super::read_outputs::{describe_output, output_name, refuse_input_as_output, script_failure, OutputCompression, ReadOutput};
 use super::{basename, check_input_file, khmer_error};
 use clap::Args;
 use fasthts_kmer::scripts::{self, UnpairedReads};
@@ -54,6 +54,10 @@ pub fn run(a: SplitPairedArgs) -> crate::CmdResult {
         out1 = join(&a.output_directory, &out1);
         out2 = join(&a.output_directory, &out2);
     }
+    let first = a.output_first.as_deref().unwrap_or(&out1);
+    let second = a.output_second.as_deref().unwrap_or(&out2);
+    let orphaned = a.output_orphaned.as_deref().unwrap_or("-");
+    refuse_input_as_output(&[infile], &[first, second, orphaned])?;
     let mut fp1 = ReadOutput::create(Some(a.output_first.as_deref().unwrap_or(&out1)), a.compression)?;
     if let Some(p) = &a.output_first {
         out1 = output_name(Some(p));

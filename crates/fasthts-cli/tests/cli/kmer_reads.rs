@@ -418,3 +418,33 @@ fn sample_reads_randomly_matches_khmer() {
     // a second file past -N units: khmer's assert fails
     c.check("sample-reads-randomly", &["-R", "3", "-N", "20", "../data/single.fq", "../data/mixed.fq"], None, all);
 }
+
+/// An output that is one of the inputs (by any name) is refused, and the
+/// input stays as it was (khmer truncates it before reading it).
+#[test]
+fn outputs_never_replace_inputs() {
+    let root = TempDir::new("kmer-reads-in-place");
+    let data = root.path("data");
+    fs::create_dir_all(&data).unwrap();
+    make_reads(&data, 11);
+    let before = fs::read(data.join("mixed.fq")).unwrap();
+    std::os::unix::fs::symlink("mixed.fq", data.join("alias.fq")).unwrap();
+    let cases: &[&[&str]] = &[
+        &["interleave-reads", "r1.fq", "r2.fq", "-o", "r1.fq"],
+        &["split-paired-reads", "-0", "o", "-1", "alias.fq", "mixed.fq"],
+        &["extract-paired-reads", "-s", "mixed.fq", "mixed.fq"],
+        &["extract-long-sequences", "mixed.fq", "-o", "alias.fq"],
+        &["fastq-to-fasta", "mixed.fq", "-o", "mixed.fq"],
+        &["readstats", "mixed.fq", "-o", "mixed.fq"],
+        &["sample-reads-randomly", "-R", "1", "mixed.fq", "-o", "alias.fq"],
+    ];
+    for args in cases {
+        let r1 = fs::read(data.join("r1.fq")).unwrap();
+        let out = fasthts().arg("kmer").args(*args).current_dir(&data).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("is the input"), "{args:?}: {err}");
+        assert_eq!(fs::read(data.join("mixed.fq")).unwrap(), before, "{args:?} changed its input");
+        assert_eq!(fs::read(data.join("r1.fq")).unwrap(), r1, "{args:?} changed its input");
+    }
+}
