@@ -126,6 +126,10 @@ pub fn run(a: SampleReadsArgs) -> crate::CmdResult {
         let path = a.output.clone().unwrap_or(output_filename);
         write_sample(&path, sample, &a.filenames, a.compression)?;
     } else {
+        if let Some(p) = &a.output {
+            // khmer opened (so created, empty) the -o file it then does not use
+            write_sample(p, &[], &a.filenames, OutputCompression::default())?;
+        }
         for (n, sample) in reservoirs.samples.iter().enumerate() {
             let path = format!("{output_filename}.{n}");
             eprintln!("Writing {} sequences to {path}", sample.len());

@@ -323,6 +323,7 @@ fn split_paired_reads_matches_khmer() {
     c.check("split-paired-reads", &["-0", "o", "../data/emptyseq.fq"], None, Compare::ExceptStderr);
     c.check("split-paired-reads", &["-0", "o", "../data/mixed.fq"], None, all);
     c.check("split-paired-reads", &["../data/empty.fq"], None, all);
+    c.check("split-paired-reads", &["-f", "../data/empty.fq"], None, all);
     c.check("split-paired-reads", &["../data/missing.fq"], None, all);
 }
 
@@ -343,6 +344,7 @@ fn extract_paired_reads_matches_khmer() {
     // no pairs at all: khmer completes both outputs, then fails
     c.check("extract-paired-reads", &["../data/single.fq"], None, all);
     c.check("extract-paired-reads", &["../data/empty.fq"], None, all);
+    c.check("extract-paired-reads", &["-f", "../data/empty.fq"], None, all);
     c.check("extract-paired-reads", &["../data/emptyseq.fq"], None, Compare::ExceptStderr);
     c.check("extract-paired-reads", &["../data/missing.fq"], None, all);
 }
@@ -413,6 +415,8 @@ fn sample_reads_randomly_matches_khmer() {
     c.check("sample-reads-randomly", &["-R", "3", "-N", "20", "-o", "o", "-"], Some("mixed.fq"), all);
     c.check("sample-reads-randomly", &["-R", "3", "-N", "20", "/dev/stdin"], Some("mixed.fq"), all);
     c.check("sample-reads-randomly", &["-R", "3", "-S", "2", "-o", "o", "../data/mixed.fq"], None, all);
+    c.check("sample-reads-randomly", &["-R", "3", "-N", "30", "-S", "2", "-f", "-o", "o", "../data/mixed.fq"], None, all);
+    c.check("sample-reads-randomly", &["-f", "-R", "3", "../data/empty.fq", "../data/missing.fq", "../data/single.fq"], None, all);
     c.check("sample-reads-randomly", &["../data/empty.fq"], None, all);
     c.check("sample-reads-randomly", &["-R", "3", "../data/emptyseq.fq"], None, Compare::ExceptStderr);
     // a second file past -N units: khmer's assert fails

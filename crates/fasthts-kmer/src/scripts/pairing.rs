@@ -260,6 +260,9 @@ impl std::error::Error for UnpairedReads {}
 /// empty" error; mixed FASTA and FASTQ records are an error even with
 /// `force_single` (khmer tests the pair first).
 ///
+/// As khmer's parser, a missing input and one without any record are
+/// errors (Python's `OSError` with the parser's text).
+///
 /// Records are views into the batches; only a read left waiting for its
 /// mate at a batch's end is copied (into one reused record).
 pub fn for_each_read_unit(
@@ -268,8 +271,12 @@ pub fn for_each_read_unit(
     require_paired: bool,
     mut f: impl FnMut(u64, ReadUnit<'_>) -> Result<(), BoxError>,
 ) -> Result<(), BoxError> {
+    if path != "-" && !std::fs::metadata(path).is_ok_and(|m| !m.is_dir()) {
+        return Err(format!("OSError: File {path} contains badly formatted sequence or does not exist.").into());
+    }
     let rx = crate::seqio::spawn_reader(path, 4);
     let mut index = 0u64;
+    let mut any_record = false;
     // a read waiting for its mate, carried over from the previous batch
     let mut carry = OwnedRecord::default();
     let mut carried = false;
@@ -277,6 +284,7 @@ pub fn for_each_read_unit(
     let unpaired = |r: &Record<'_>| -> BoxError { Box::new(UnpairedReads { first: String::from_utf8_lossy(r.name).into_owned() }) };
     for msg in rx {
         let b = msg?;
+        any_record |= !b.is_empty();
         let mut prev: Option<Record<'_>> = if carried { Some(carry.as_record()) } else { None };
         for (i, cur) in b.iter().enumerate() {
             if cur.seq.is_empty() {
@@ -310,6 +318,9 @@ pub fn for_each_read_unit(
         if carried {
             std::mem::swap(&mut carry, &mut spare);
         }
+    }
+    if !any_record {
+        return Err(format!("OSError: File {path} does not contain any sequences!").into());
     }
     if carried {
         if require_paired {
