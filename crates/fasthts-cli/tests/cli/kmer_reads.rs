@@ -452,3 +452,32 @@ fn outputs_never_replace_inputs() {
         assert_eq!(fs::read(data.join("r1.fq")).unwrap(), r1, "{args:?} changed its input");
     }
 }
+
+/// The progress lines khmer prints every 100,000 pairs, reads or
+/// sequences (interleave-reads, extract-paired-reads, readstats), on
+/// 200,002 short reads.
+#[test]
+fn progress_lines_match_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let c = Case::new("progress");
+    let data = c.root.path("data");
+    let (mut r1, mut r2, mut inter) = (String::new(), String::new(), String::new());
+    let mut rng = Rng::new(99);
+    for i in 0..100_001 {
+        let (a, b) = (bases(&mut rng, 8), bases(&mut rng, 9));
+        fastq(&mut r1, &format!("p{i}"), &a);
+        fastq(&mut r2, &format!("p{i}"), &b);
+        fastq(&mut inter, &format!("p{i}/1"), &a);
+        if i % 3 != 0 {
+            fastq(&mut inter, &format!("p{i}/2"), &b);
+        }
+    }
+    fs::write(data.join("p1.fq"), r1).unwrap();
+    fs::write(data.join("p2.fq"), r2).unwrap();
+    fs::write(data.join("inter.fq"), inter).unwrap();
+    c.check("interleave-reads", &["../data/p1.fq", "../data/p2.fq", "-o", "il.fq"], None, Compare::All);
+    c.check("extract-paired-reads", &["../data/inter.fq"], None, Compare::All);
+    c.check("readstats", &["../data/inter.fq", "../data/p1.fq"], None, Compare::All);
+}
