@@ -151,6 +151,10 @@ fn decimal_words(text: &str) -> Option<Vec<u32>> {
 mod tests {
     use super::*;
 
+    const PYTHON_SEED42: [u64; 10] = [2, 1, 12, 5, 4, 4, 5, 4, 18, 3];
+    const PYTHON_SEED_BIG: [u64; 4] = [66, 778792058568, 3, 246419449];
+    const PYTHON_SEED0_BITS32: u64 = 3626764237;
+
     /// Values printed by CPython 3.11 (`random.seed(s)` then the calls).
     #[test]
     fn same_draws_as_cpython() {
@@ -172,10 +176,3 @@ mod tests {
         assert!(decimal_words("x").is_none());
     }
 }
-
-#[cfg(test)]
-const PYTHON_SEED42: [u64; 10] = [2, 1, 12, 5, 4, 4, 5, 4, 18, 3];
-#[cfg(test)]
-const PYTHON_SEED_BIG: [u64; 4] = [66, 778792058568, 3, 246419449];
-#[cfg(test)]
-const PYTHON_SEED0_BITS32: u64 = 3626764237;
