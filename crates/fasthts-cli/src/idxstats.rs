@@ -8,9 +8,18 @@ use std::path::PathBuf;
 /// Reports per-reference mapped and unmapped record counts from the index,
 /// as samtools idxstats (counting every record when there is no index).
 #[derive(Args)]
+#[command(
+    arg_required_else_help = true,
+    after_help = "Output: one line per reference, name, length, mapped and unmapped records, then * for the
+unplaced unmapped records.
+
+Examples:
+  fasthts idxstats in.bam              from in.bam.bai or in.bam.csi
+  fasthts idxstats -@ 2 in.bam | sort -k3,3nr | head    references with the most reads"
+)]
 pub struct IdxstatsArgs {
-    /// Worker threads (all cores by default).
-    #[arg(short = '@', long = "threads", value_name = "INT")]
+    /// Worker threads [default: all cores].
+    #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
     /// Input BAM file (indexed).
     #[arg(value_name = "IN.bam")]

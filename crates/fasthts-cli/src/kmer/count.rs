@@ -14,14 +14,20 @@ const KHMER_VERSION: &str = "3.0.0a3";
 
 /// load-into-counting.py
 #[derive(Args, Debug)]
+#[command(after_help = "Writes OUTPUT (the countgraph, as khmer's .ct) and OUTPUT.info.
+
+Examples:
+  fasthts kmer count -k 20 -M 4G reads.ct reads.fq.gz
+  fasthts kmer count -k 31 -N 4 -x 1e8 -s json -T 8 reads.ct r1.fq.gz r2.fq.gz
+  fasthts kmer count --long-k -k 45 -M 8G reads.ct reads.fa    (k > 32: not readable by khmer)")]
 pub struct CountArgs {
     #[command(flatten)]
     graph: GraphArgs,
     /// Number of simultaneous threads to execute (the tables are shared out
     /// between them; the same table at any number) [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
-    /// The default behaviour is to count past 255 using bigcount. This flag turns bigcount off.
+    /// Do not count past 255 (counting past 255 with bigcount is the usual behaviour).
     #[arg(short = 'b', long = "no-bigcount")]
     no_bigcount: bool,
     /// What format should the machine readable run summary be in? (json or tsv)
@@ -30,12 +36,14 @@ pub struct CountArgs {
     /// Overwrite output file if it exists
     #[arg(short = 'f', long = "force")]
     force: bool,
+    /// Print no progress messages (warnings and errors still go to stderr)
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
     /// The name of the file to write the k-mer countgraph to.
+    #[arg(value_name = "OUTPUT")]
     output_countgraph_filename: String,
     /// The names of one or more FAST[AQ] input sequence files.
-    #[arg(required = true)]
+    #[arg(value_name = "INPUT", required = true)]
     input_sequence_filename: Vec<String>,
 }
 
