@@ -166,13 +166,10 @@ pub fn ks_mergesort<T: Copy>(v: &mut Vec<T>, lt: impl Fn(&T, &T) -> bool) {
                     }
                     p += 1;
                 }
-                for x in j..ea {
-                    to[p] = from[x];
-                    p += 1;
-                }
-                for x in k..eb {
-                    to[p] = from[x];
-                    p += 1;
+                to[p..p + (ea - j)].copy_from_slice(&from[j..ea]);
+                p += ea - j;
+                if k < eb {
+                    to[p..p + (eb - k)].copy_from_slice(&from[k..eb]);
                 }
             }
         }
