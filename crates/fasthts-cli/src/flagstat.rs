@@ -39,7 +39,9 @@ pub enum OutputFormat {
 
 pub fn run(args: FlagstatArgs) -> CmdResult {
     let options = FlagstatOptions { threads: args.threads, ..FlagstatOptions::default() };
+    let bar = crate::progress::Bar::start("flagstat", false, crate::progress::Source::Inflated(vec![args.input.clone()]));
     let stats = command::flagstat_path(&args.input, &options, &Terminal { command: "flagstat" })?;
+    drop(bar);
     let text = match args.format {
         OutputFormat::Default => stats.to_default_text(),
         OutputFormat::Json => stats.to_json(),

@@ -27,6 +27,10 @@ pub struct IdxstatsArgs {
 }
 
 pub fn run(args: IdxstatsArgs) -> CmdResult {
+    // Shown only when there is no index and every record is counted (with
+    // one, the job is over before the bar's delay).
+    let bar = crate::progress::Bar::start("idxstats", false, crate::progress::Source::Inflated(vec![args.input.clone()]));
     let text = command::idxstats(&args.input, &IdxstatsOptions { threads: args.threads }, &Terminal { command: "idxstats" })?;
+    drop(bar);
     crate::write_stdout(text.as_bytes())
 }

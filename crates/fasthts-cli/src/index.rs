@@ -58,6 +58,7 @@ pub fn run(args: IndexArgs) -> CmdResult {
     }
     let format = command::index_format(args.csi, args.min_shift);
     let report = Terminal { command: "index" };
+    let _bar = crate::progress::Bar::start("index", false, crate::progress::Source::Inflated(inputs.clone()));
     for input in &inputs {
         let options = IndexOptions { format, output: output.clone(), threads: args.threads };
         command::index_file(input, &options, &report)?;

@@ -124,6 +124,9 @@ pub fn run(args: SnpPileupArgs) -> CmdResult {
         pileup.region_size = size.max(1);
     }
     let options = SnpPileupFileOptions { pileup, gzip: args.gzip, verbose: args.verbose, progress: args.progress, threads: args.threads };
+    // FACETS' own bar (-p) goes to stdout; ours is for a terminal without it.
+    let bar = crate::progress::Bar::start("snp-pileup", args.progress, crate::progress::Source::Inflated(bams.clone()));
     command::snp_pileup(vcf, output, bams, &options, &Terminal { command: "snp-pileup" })?;
+    drop(bar);
     crate::write_stdout(format!("Finished in {:.6} seconds.\n", cpu_seconds()).as_bytes())
 }

@@ -5,9 +5,9 @@ use clap::Args;
 use fasthts::command::{self, SortFileOptions};
 use fasthts::sort::{parse_output_options, OutputFormat, SortEngine, SortProgress};
 use std::path::{Path, PathBuf};
+use crate::progress::{Bar, Source};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Sorts a BAM or SAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
 #[derive(Args)]
@@ -131,8 +131,8 @@ pub fn run(args: SortArgs) -> CmdResult {
         None => (OutputFormat::from_path(&output)?, parse_output_options(extra_options)?),
     };
     check_input_options(args.input_format.as_deref(), &args.input_options)?;
-    let progress = crate::progress::on_terminal().then(|| Arc::new(SortProgress::default()));
-    let _ticker = progress.clone().map(|p| crate::progress::Ticker::start(move |elapsed| progress_line(&p, elapsed)));
+    let progress = crate::progress::wanted(false).then(|| Arc::new(SortProgress::default()));
+    let _bar = progress.clone().map(|p| Bar::start("sort", false, Source::Custom(Box::new(move |bar| show_progress(&p, bar)))));
     let options = SortFileOptions {
         // As in samtools, the last of -n, -M and --template-coordinate wins
         // (clap keeps only that one).
@@ -153,16 +153,22 @@ pub fn run(args: SortArgs) -> CmdResult {
     Ok(())
 }
 
-/// The status line: records read and runs written, then merge progress.
-fn progress_line(p: &SortProgress, elapsed: Duration) -> String {
+/// Records read and runs written, then records written out of those read.
+fn show_progress(p: &SortProgress, bar: &indicatif::ProgressBar) {
     let read = p.records_read.load(Relaxed);
     let runs = p.runs_written.load(Relaxed);
-    let secs = elapsed.as_secs_f64();
     if p.input_done.load(Relaxed) {
-        let written = p.records_written.load(Relaxed);
-        let percent = if read == 0 { 100.0 } else { 100.0 * written as f64 / read as f64 };
-        format!("sort: {read} records read, {runs} runs; writing {written} ({percent:.0}%) [{secs:.0}s]")
+        if bar.length() != Some(read) {
+            bar.set_style(crate::progress::counted_style("records written"));
+            bar.set_length(read);
+        }
+        bar.set_position(p.records_written.load(Relaxed));
+        bar.set_message(format!("(from {runs} runs)"));
     } else {
-        format!("sort: {read} records read, {runs} runs written [{secs:.0}s]")
+        if bar.length().is_some() || bar.position() == 0 {
+            bar.set_style(crate::progress::spinner_style());
+        }
+        bar.set_position(read);
+        bar.set_message(format!("{read} records read, {runs} runs written"));
     }
 }

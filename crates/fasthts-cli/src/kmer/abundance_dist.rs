@@ -75,7 +75,9 @@ pub fn run(a: AbundArgs) -> crate::CmdResult {
     if !q {
         eprintln!("preparing hist...");
     }
+    let bar = crate::progress::Bar::start("kmer abundance-dist", q, crate::progress::Source::FilePositions(vec![(&a.input_sequence_filename).into()], None));
     let hist = scripts::abundance_histogram(&g, &a.input_sequence_filename, thread_count(a.threads))?;
+    drop(bar);
     let total: u64 = hist[..65535].iter().sum();
     if total == 0 {
         return Err(khmer_error(

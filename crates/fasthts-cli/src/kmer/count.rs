@@ -1,12 +1,13 @@
 //! `fasthts kmer count`: load-into-counting.py.
 
 use super::{append_line, basename, check_inputs, fp_error_block, khmer_error, save_graph, save_graph_and_free, write_in_place, GraphArgs};
-use crate::progress::{ReadsDone, Ticker};
+use crate::progress::{Bar, Source};
 use crate::Failure;
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
 use fasthts_kmer::scripts;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -97,21 +98,26 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     g.set_use_bigcount(!a.no_bigcount);
     let threads = thread_count(a.threads);
     let (mut total_reads, mut total_bases) = (0u64, 0u64);
-    let done = Arc::new(ReadsDone::starting_now());
+    // Reads and bases so far, which the counting updates as it goes.
+    let done = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
     let t0 = Instant::now();
     for (index, f) in a.input_sequence_filename.iter().enumerate() {
         if !q {
             eprintln!("consuming input {f}");
         }
-        // The status line is up while this input is read (the messages
-        // between inputs are not drawn over).
-        let ticker = Ticker::start_unless(q, {
+        // The bar is up while this input is read (the messages between
+        // inputs are not drawn over).
+        let message = {
             let done = Arc::clone(&done);
-            move |_| done.line()
-        });
-        let cb = |r: u64, b: u64| done.set(total_reads + r, total_bases + b);
+            Box::new(move || format!("{} reads, {:.1} Mbp", done.0.load(Relaxed), done.1.load(Relaxed) as f64 / 1e6))
+        };
+        let bar = Bar::start("kmer count", q, Source::FilePositions(vec![f.into()], Some(message)));
+        let cb = |r: u64, b: u64| {
+            done.0.store(total_reads + r, Relaxed);
+            done.1.store(total_bases + b, Relaxed);
+        };
         let r = scripts::consume_seqfile(&mut g, f, threads, Some(&cb));
-        drop(ticker);
+        drop(bar);
         // bad input: no partial outputs
         let r = r.map_err(|e| khmer_error(format!("fasthts kmer count: {e}")))?;
         if let Some(at) = r.empty_sequence_at {

@@ -65,7 +65,9 @@ pub fn run(a: FilterArgs) -> crate::CmdResult {
         }
         let mut own = outputs.own(f)?;
         let w = outputs.writer(&mut own);
+        let bar = crate::progress::Bar::start("kmer filter-abund", q, crate::progress::Source::FilePositions(vec![f.into()], None));
         scripts::filter_abund_file(&g, f, a.cutoff, a.variable_coverage, a.normalize_to, w, thread_count(a.threads))?;
+        drop(bar);
         if let Some(o) = own {
             o.commit()?;
         }

@@ -125,7 +125,9 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
             force_single: a.force_single,
             threads: thread_count(a.threads),
         };
+        let bar = crate::progress::Bar::start("kmer normalize", q, crate::progress::Source::FilePositions(vec![f.into()], None));
         let res = scripts::normalize_file(&mut g, f, &options, w, &mut diag);
+        drop(bar);
         match res {
             Ok(()) => {
                 if !q {

@@ -220,7 +220,9 @@ fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Pat
         let mut saver = BufWriter::new(File::create(&p2)?);
         let mut own = outputs.own(f)?;
         let w = outputs.writer(&mut own);
+        let bar = crate::progress::Bar::start("kmer trim-low-abund", a.quiet, crate::progress::Source::FilePositions(vec![f.into()], None));
         scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+        drop(bar);
         saver.flush()?;
         pass2.push((p2s, own));
     }
@@ -228,7 +230,9 @@ fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Pat
     for (p, own) in pass2.iter_mut() {
         if !opt.single_pass {
             let w = outputs.writer(own);
+            let bar = crate::progress::Bar::start("kmer trim-low-abund (second pass)", a.quiet, crate::progress::Source::FilePositions(vec![PathBuf::from(&*p)], None));
             scripts::trim_pass2(g, p, &opt, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+            drop(bar);
         }
         let _ = std::fs::remove_file(&*p);
     }
