@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// Indexes a coordinate-sorted BAM file, as samtools index.
 #[derive(Args)]
 #[command(
-    override_usage = "fasthts index [options] <IN.bam> [<OUT.index>]\n       fasthts index [options] -M <IN.bam>...",
+    override_usage = "fasthts index [OPTIONS] <IN.bam> [<OUT.index>]\n       fasthts index [OPTIONS] -M <IN.bam>...",
     arg_required_else_help = true,
     after_help = "The index is written to IN.bam.bai (or IN.bam.csi with -c/-m) unless OUT or -o is given.
 
