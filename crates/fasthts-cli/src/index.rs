@@ -7,18 +7,27 @@ use std::path::{Path, PathBuf};
 
 /// Indexes a coordinate-sorted BAM file, as samtools index.
 #[derive(Args)]
-#[command(after_help = "The index is written to IN.bam.bai (or IN.bam.csi with -c/-m) unless OUT or -o is given.")]
+#[command(
+    override_usage = "fasthts index [OPTIONS] <IN.bam> [<OUT.index>]\n       fasthts index [OPTIONS] -M <IN.bam>...",
+    arg_required_else_help = true,
+    after_help = "The index is written to IN.bam.bai (or IN.bam.csi with -c/-m) unless OUT or -o is given.
+
+Examples:
+  fasthts index in.bam                    writes in.bam.bai
+  fasthts index -c -m 12 in.bam           a CSI index, in.bam.csi
+  fasthts index -M -@ 4 a.bam b.bam c.bam several files, 4 threads each"
+)]
 pub struct IndexArgs {
     // As in samtools, -b, -c and -m apply in order and the last one wins:
     // `-m 12 -b` makes a BAI, `-b -m 12` a CSI.
-    /// Generate a BAI-format index [default].
+    /// Generate a BAI-format index (what is made without -c or -m).
     #[arg(short = 'b', overrides_with_all = ["csi", "min_shift"])]
     pub bai: bool,
     /// Generate a CSI-format index.
     #[arg(short = 'c', overrides_with = "bai")]
     pub csi: bool,
     /// Minimum interval size for CSI indices is 2^INT [14] (implies -c; 0 or less makes a BAI).
-    #[arg(short = 'm', value_name = "INT", overrides_with = "bai", allow_negative_numbers = true)]
+    #[arg(short = 'm', value_name = "INT", overrides_with = "bai", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i32>(i32::MIN.into(), i32::MAX.into()))]
     pub min_shift: Option<i32>,
     /// Interpret all filename arguments as files to be indexed.
     #[arg(short = 'M')]
@@ -26,11 +35,11 @@ pub struct IndexArgs {
     /// Write the index to FILE (alternative to OUT as an argument).
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Worker threads (all cores by default).
-    #[arg(short = '@', long = "threads", value_name = "INT")]
+    /// Worker threads [default: all cores].
+    #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
     /// Input BAM file(s), optionally followed by the output index.
-    #[arg(value_name = "IN.bam [OUT.index]", required = true)]
+    #[arg(value_name = "IN.bam", required = true)]
     pub files: Vec<PathBuf>,
 }
 
@@ -49,6 +58,7 @@ pub fn run(args: IndexArgs) -> CmdResult {
     }
     let format = command::index_format(args.csi, args.min_shift);
     let report = Terminal { command: "index" };
+    let _bar = crate::progress::Bar::start("index", false, crate::progress::Source::Inflated(inputs.clone()));
     for input in &inputs {
         let options = IndexOptions { format, output: output.clone(), threads: args.threads };
         command::index_file(input, &options, &report)?;

@@ -5,7 +5,7 @@
 //!
 //! A library so that the binary (`src/main.rs`) and the Python package's
 //! `fasthts` command run the same [`main`].
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use fasthts::command::Warning;
 use std::error::Error as _;
 use std::io::{self, Write};
@@ -16,6 +16,8 @@ mod flagstat;
 mod idxstats;
 mod index;
 mod kmer;
+mod man;
+mod numbers;
 mod progress;
 mod quickcheck;
 mod signals;
@@ -84,6 +86,14 @@ enum Command {
     /// khmer-compatible k-mer counting, normalisation and trimming.
     #[command(subcommand)]
     Kmer(kmer::KmerCommand),
+    /// Writes fasthts.1 and a page per subcommand (fasthts-sort.1,
+    /// fasthts-kmer-count.1, ...) into DIR, made from these definitions.
+    #[command(name = "generate-man-pages", hide = true)]
+    GenerateManPages {
+        /// Directory for the pages (created if missing).
+        #[arg(value_name = "DIR")]
+        dir: std::path::PathBuf,
+    },
 }
 
 impl Command {
@@ -96,6 +106,7 @@ impl Command {
             Command::Quickcheck(_) => "quickcheck",
             Command::SnpPileup(_) => "snp-pileup",
             Command::Kmer(_) => "kmer",
+            Command::GenerateManPages { .. } => "generate-man-pages",
         }
     }
 
@@ -112,6 +123,7 @@ impl Command {
             },
             Command::SnpPileup(a) => snp_pileup::run(a),
             Command::Kmer(c) => c.run(),
+            Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }
     }
 }
@@ -148,6 +160,72 @@ pub fn write_stdout(bytes: &[u8]) -> CmdResult {
     }
 }
 
+/// The command line's definition (for its help, man pages and tests).
+#[doc(hidden)]
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// The exit status of a usage error in `command` (the first argument), as
+/// the tool it replaces gives it: samtools' 1 (also for no or an unknown
+/// command), argparse's 2 for the k-mer commands (khmer's scripts), argp's
+/// 64 (EX_USAGE) for snp-pileup (FACETS).
+fn usage_status(command: Option<&str>) -> u8 {
+    match command {
+        Some("kmer") => 2,
+        Some("snp-pileup") => 64,
+        _ => 1,
+    }
+}
+
+/// Prints a clap error as one line, `fasthts <command>: <what is wrong>;
+/// see 'fasthts <command> --help'`, and gives the command's usage status;
+/// help and version go out as clap prints them.
+fn report_usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> ExitCode {
+    use clap::error::ErrorKind;
+    // The subcommands named on the line (`sort`, `kmer count`).
+    let mut path: Vec<String> = Vec::new();
+    let mut cmd = Cli::command();
+    for word in args.iter().skip(1).map(|a| a.to_string_lossy()) {
+        let Some(sub) = cmd.find_subcommand(word.as_ref()).cloned() else { break };
+        path.push(word.into_owned());
+        cmd = sub;
+    }
+    let command = path.first().map(String::as_str);
+    let status = usage_status(command);
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        // Nothing but the command's name: samtools prints the usage of
+        // flagstat, index and idxstats on stdout and succeeds; elsewhere
+        // the usage goes to stderr as an error.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            if matches!(command, Some("flagstat" | "index" | "idxstats")) {
+                let _ = write_stdout(e.render().to_string().as_bytes());
+                return ExitCode::SUCCESS;
+            }
+            eprint!("{}", e.render());
+            return ExitCode::from(status);
+        }
+        _ => {}
+    }
+    let rendered = e.render().to_string();
+    let mut parts = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information") && !l.starts_with("tip: to pass"));
+    let mut line = parts.next().unwrap_or("invalid arguments").trim_start_matches("error: ").to_string();
+    for more in parts {
+        line.push(' ');
+        line.push_str(more);
+    }
+    let name = std::iter::once("fasthts").chain(path.iter().map(String::as_str)).collect::<Vec<_>>().join(" ");
+    eprintln!("{name}: {line}; see '{name} --help'");
+    ExitCode::from(status)
+}
+
 /// Runs the command line `args` (the program's name first, as
 /// `std::env::args_os` gives it) and returns the exit status. Installs the
 /// signal thread: call once per process, before any other thread starts.
@@ -157,11 +235,12 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     // removable by the signal handler until the command has finished. The
     // k-mer library's saves go through the same registry (fasthts-io).
     fasthts::output::hold_committed_outputs();
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => match e.source().and_then(|s| s.downcast_ref::<Failure>()) {
             Some(failure) => return failure.report(),
-            None => e.exit(),
+            None => return report_usage_error(&e, &args),
         },
     };
     let name = cli.command.name();

@@ -10,6 +10,13 @@ use std::path::PathBuf;
 /// data, a header with references, and (BAM) the EOF marker. Silent with
 /// exit status 0 when all pass.
 #[derive(Args)]
+#[command(after_help = "Exit status: 0 when every file passes, else the OR of 2 (could not be opened), 4 (not sequence data),
+8 (bad header, or no references without -u) and 16 (a BAM without its EOF block).
+
+Examples:
+  fasthts quickcheck *.bam && echo all intact
+  fasthts quickcheck -v *.bam > bad_files.txt
+  fasthts quickcheck -u -q unmapped.bam")]
 pub struct QuickcheckArgs {
     /// Verbose output: list failing files on stdout (repeat for more).
     #[arg(short = 'v', action = ArgAction::Count)]

@@ -5,53 +5,59 @@ use crate::{CmdResult, Terminal};
 use clap::Args;
 use fasthts::command::{self, SnpPileupFileOptions};
 use fasthts::pileup::snp::SnpPileupOptions;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// C `atoi`: optional blanks and sign, then digits; junk reads as 0.
-fn atoi(s: &str) -> Result<i32, std::convert::Infallible> {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let mut v: i64 = 0;
-    for c in digits.bytes().take_while(u8::is_ascii_digit) {
-        v = (v * 10 + i64::from(c - b'0')).min(i64::from(i32::MAX) + 1);
+/// An `int` option (FACETS reads them with `atoi`, where junk silently
+/// reads as 0; here junk is refused).
+fn int(s: &str) -> Result<i32, String> {
+    crate::numbers::whole(i32::MIN.into(), i32::MAX.into())(s)
+}
+
+/// `-r`: comma-separated whole numbers (empty items are skipped, as in FACETS).
+fn read_counts(s: &str) -> Result<String, String> {
+    for item in s.split(',').filter(|t| !t.is_empty()) {
+        int(item).map_err(|_| "expected comma-separated whole numbers".to_string())?;
     }
-    let v = if neg { -v } else { v };
-    Ok(v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32)
+    Ok(s.to_string())
 }
 
 /// Counts, at every SNP of a VCF, the reads of each BAM showing the reference
 /// allele, the alternate allele, another base or a deletion (FACETS snp-pileup).
 #[derive(Args)]
 #[command(after_help = "Output: CSV with columns Chromosome,Position,Ref,Alt,File1R,File1A,File1E,File1D,... \
-    identical to FACETS snp-pileup. BAMs must be coordinate-sorted and indexed (fasthts index).")]
+identical to FACETS snp-pileup. BAMs must be coordinate-sorted and indexed (fasthts index).
+
+Examples:
+  fasthts snp-pileup sites.vcf.gz out.csv normal.bam tumour.bam
+  fasthts snp-pileup -g -q15 -Q20 -P100 -r25,0 sites.vcf.gz out.csv normal.bam tumour.bam
+                     FACETS' recommended settings; writes out.csv.gz
+  fasthts snp-pileup -p -@ 4 sites.vcf.gz out.csv normal.bam tumour.bam    with a progress bar")]
 pub struct SnpPileupArgs {
     /// Do not discard anomalous read pairs.
     #[arg(short = 'A', long = "count-orphans")]
     pub count_orphans: bool,
-    /// Sets the maximum depth. Default is 4000.
-    #[arg(short = 'd', long = "max-depth", value_name = "DEPTH", value_parser = atoi, default_value = "4000", allow_hyphen_values = true)]
+    /// Sets the maximum depth per file.
+    #[arg(short = 'd', long = "max-depth", value_name = "DEPTH", value_parser = int, default_value = "4000", allow_negative_numbers = true)]
     pub max_depth: i32,
     /// Compresses the output file with BGZF.
     #[arg(short = 'g', long = "gzip")]
     pub gzip: bool,
-    /// Every MULTIPLE positions, if there is no SNP, insert a blank record with the total count at the position.
-    #[arg(short = 'P', long = "pseudo-snps", value_name = "MULTIPLE", value_parser = atoi, default_value = "0", allow_hyphen_values = true)]
+    /// Every MULTIPLE positions, if there is no SNP, insert a blank record with the total count at the position
+    /// (0: none).
+    #[arg(short = 'P', long = "pseudo-snps", value_name = "MULTIPLE", value_parser = crate::numbers::whole::<i32>(0, i32::MAX.into()), default_value = "0", allow_negative_numbers = true)]
     pub pseudo_snps: i32,
-    /// Show a progress bar.
+    /// Show FACETS' progress bar on stdout (a terminal shows fasthts' own on stderr without -p).
     #[arg(short = 'p', long = "progress")]
     pub progress: bool,
-    /// Sets the minimum threshold for mapping quality. Default is 0.
-    #[arg(short = 'q', long = "min-map-quality", value_name = "QUALITY", value_parser = atoi, default_value = "0", allow_hyphen_values = true)]
+    /// Sets the minimum threshold for mapping quality (MAPQ 0 is always dropped).
+    #[arg(short = 'q', long = "min-map-quality", value_name = "QUALITY", value_parser = int, default_value = "0", allow_negative_numbers = true)]
     pub min_map_quality: i32,
-    /// Sets the minimum threshold for base quality. Default is 0.
-    #[arg(short = 'Q', long = "min-base-quality", value_name = "QUALITY", value_parser = atoi, default_value = "0", allow_hyphen_values = true)]
+    /// Sets the minimum threshold for base quality (quality 0 is always ignored).
+    #[arg(short = 'Q', long = "min-base-quality", value_name = "QUALITY", value_parser = int, default_value = "0", allow_negative_numbers = true)]
     pub min_base_quality: i32,
-    /// Comma separated list of minimum read counts for a position to be output. Default is 0.
-    #[arg(short = 'r', long = "min-read-counts", value_name = "READS", allow_hyphen_values = true)]
+    /// Comma separated list of minimum read counts for a position to be output, one per BAM in order
+    /// [default: 0 for each].
+    #[arg(short = 'r', long = "min-read-counts", value_name = "READS", value_parser = read_counts, allow_negative_numbers = true)]
     pub min_read_counts: Vec<String>,
     /// Show detailed messages.
     #[arg(short = 'v', long = "verbose")]
@@ -63,18 +69,24 @@ pub struct SnpPileupArgs {
     /// (then with chr added/removed), rows in VCF order. See docs/snp-pileup.md.
     #[arg(long = "exact-sites")]
     pub exact_sites: bool,
-    /// Worker threads (all cores by default).
-    #[arg(short = '@', long = "threads", value_name = "INT")]
+    /// Worker threads [default: all cores].
+    #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
     /// Region size in bases for the parallel walk (output does not depend on it).
-    #[arg(long = "region-size", value_name = "BASES", hide = true)]
+    #[arg(long = "region-size", value_name = "BASES", hide = true, value_parser = crate::numbers::whole::<i64>(1, i64::MAX))]
     pub region_size: Option<i64>,
     /// Bases before a region from which its reads are loaded (output does not depend on it).
-    #[arg(long = "warmup", value_name = "BASES", hide = true)]
+    #[arg(long = "warmup", value_name = "BASES", hide = true, value_parser = crate::numbers::whole::<i64>(0, i64::MAX))]
     pub warmup: Option<i64>,
-    /// <vcf file> <output file> <sequence files...>
-    #[arg(value_name = "FILES")]
-    pub files: Vec<String>,
+    /// The sites: a VCF, plain or bgzipped.
+    #[arg(value_name = "VCF")]
+    pub vcf: PathBuf,
+    /// The CSV to write (must not exist; .gz is added with -g).
+    #[arg(value_name = "OUTPUT")]
+    pub output: PathBuf,
+    /// Coordinate-sorted, indexed BAMs: the columns File1..., in this order.
+    #[arg(value_name = "BAM", required = true)]
+    pub bams: Vec<PathBuf>,
 }
 
 /// Process CPU seconds (what FACETS' `clock()` reports), from /proc.
@@ -88,24 +100,11 @@ fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-/// FACETS' usage error: two lines and status 64 (EX_USAGE).
-fn usage_failure() -> crate::Failure {
-    crate::Failure::new(
-        64,
-        "Usage: fasthts snp-pileup [OPTION...] <vcf file> <output file> <sequence files...>\nTry `fasthts snp-pileup --help' for more information.",
-    )
-}
-
 pub fn run(args: SnpPileupArgs) -> CmdResult {
-    if args.files.len() < 3 {
-        return Err(usage_failure().into());
-    }
-    let vcf = Path::new(&args.files[0]);
-    let output = Path::new(&args.files[1]);
-    let bams: Vec<PathBuf> = args.files[2..].iter().map(PathBuf::from).collect();
+    let (vcf, output, bams) = (args.vcf.as_path(), args.output.as_path(), &args.bams);
     let mut min_read_counts = Vec::new();
     for r in &args.min_read_counts {
-        min_read_counts.extend(r.split(',').filter(|t| !t.is_empty()).map(|t| atoi(t).unwrap_or(0)));
+        min_read_counts.extend(r.split(',').filter(|t| !t.is_empty()).map(|t| int(t).expect("checked by read_counts")));
     }
     let mut pileup = SnpPileupOptions {
         count_orphans: args.count_orphans,
@@ -125,6 +124,9 @@ pub fn run(args: SnpPileupArgs) -> CmdResult {
         pileup.region_size = size.max(1);
     }
     let options = SnpPileupFileOptions { pileup, gzip: args.gzip, verbose: args.verbose, progress: args.progress, threads: args.threads };
-    command::snp_pileup(vcf, output, &bams, &options, &Terminal { command: "snp-pileup" })?;
+    // FACETS' own bar (-p) goes to stdout; ours is for a terminal without it.
+    let bar = crate::progress::Bar::start("snp-pileup", args.progress, crate::progress::Source::Inflated(bams.clone()));
+    command::snp_pileup(vcf, output, bams, &options, &Terminal { command: "snp-pileup" })?;
+    drop(bar);
     crate::write_stdout(format!("Finished in {:.6} seconds.\n", cpu_seconds()).as_bytes())
 }

@@ -5,21 +5,28 @@ use clap::Args;
 use fasthts::command::{self, SortFileOptions};
 use fasthts::sort::{parse_output_options, OutputFormat, SortEngine, SortProgress};
 use std::path::{Path, PathBuf};
+use crate::progress::{Bar, Source};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Sorts a BAM or SAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
 #[derive(Args)]
-#[command(after_help = "Input: BAM or plain SAM, from a file or standard input.")]
+#[command(after_help = "Input: BAM or plain SAM, from a file or standard input.
+
+Examples:
+  fasthts sort -o out.bam in.bam                      by coordinate
+  fasthts sort -n -@ 8 -m 2G -o by_name.bam in.bam    by read name, 8 threads, 2 GB each
+  bwa mem ref.fa r1.fq r2.fq | fasthts sort --write-index -o out.bam -")]
 pub struct SortArgs {
-    /// Compression level, from 0 (uncompressed) to 9 (best) [6].
-    #[arg(short = 'l', value_name = "INT", value_parser = clap::value_parser!(u32).range(0..=9))]
-    pub level: Option<u32>,
+    /// Compression level, from 0 (uncompressed) to 9 (best), or -1 for the
+    /// default (6).
+    #[arg(short = 'l', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i32>(-1, 9))]
+    pub level: Option<i32>,
     /// Output uncompressed BAM (equivalent to -l 0).
     #[arg(short = 'u')]
     pub uncompressed: bool,
-    /// Maximum memory per thread; suffix K/M/G recognised [768M].
+    /// Maximum memory per thread: bytes, or with K, M or G (768M, 2G, 2GB,
+    /// 2000M); at least 1M.
     #[arg(short = 'm', value_name = "INT", default_value = "768M", value_parser = |s: &str| command::parse_memory_size(s).map_err(|e| e.to_string()))]
     pub memory: usize,
     /// Write final output to FILE rather than standard output.
@@ -45,7 +52,7 @@ pub struct SortArgs {
     #[arg(long = "reference", value_name = "FILE")]
     pub reference: Option<PathBuf>,
     /// Set level of verbosity (accepted for samtools compatibility).
-    #[arg(long = "verbosity", value_name = "INT")]
+    #[arg(long = "verbosity", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i32>(i32::MIN.into(), i32::MAX.into()))]
     pub verbosity: Option<i32>,
     /// Write temporary files to PREFIX.* [beside the output, or ./].
     #[arg(short = 'T', value_name = "PREFIX")]
@@ -53,15 +60,15 @@ pub struct SortArgs {
     /// Merge at most INT run files at once (at least 2); when more runs are
     /// written, the oldest INT are merged into one in the background while
     /// input is still read [the open-file limit, less 32].
-    #[arg(long = "fan-in", value_name = "INT", value_parser = clap::value_parser!(u64).range(2..))]
+    #[arg(long = "fan-in", value_name = "INT", value_parser = crate::numbers::whole::<u64>(2, i64::MAX))]
     pub fan_in: Option<u64>,
     /// Sort engine: native (batches, run files, merge) or rocksdb (records
     /// in an embedded RocksDB under -T, as samtools rocksort did; needs a
     /// build with the cargo feature rocksdb).
     #[arg(long = "engine", value_name = "ENGINE", default_value = "native", value_parser = ["native", "rocksdb"])]
     pub engine: String,
-    /// Worker threads (all cores by default).
-    #[arg(short = '@', long = "threads", value_name = "INT")]
+    /// Worker threads [default: all cores].
+    #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
     /// Sort by read name (samtools' natural order), not by coordinate.
     #[arg(short = 'n', overrides_with_all = ["template_coordinate", "minimiser"])]
@@ -73,8 +80,8 @@ pub struct SortArgs {
     /// Use minimiser for clustering unaligned/unplaced reads.
     #[arg(short = 'M', overrides_with_all = ["by_name", "template_coordinate"])]
     pub minimiser: bool,
-    /// Kmer size to use for minimiser (clamped to 1..=31) [20].
-    #[arg(short = 'K', value_name = "INT", default_value = "20", value_parser = atoi)]
+    /// Kmer size to use for minimiser (as samtools, less than 1 is 1 and more than 31 is 31).
+    #[arg(short = 'K', value_name = "INT", default_value = "20", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i64>(i32::MIN.into(), i32::MAX.into()))]
     pub kmer: i64,
     /// Sort by the value of TAG, then by position (or name with -n).
     #[arg(short = 't', value_name = "TAG", value_parser = |s: &str| command::parse_tag(s).map_err(|e| e.to_string()))]
@@ -86,17 +93,9 @@ pub struct SortArgs {
     /// Do not add a @PG line to the header.
     #[arg(long = "no-PG")]
     pub no_pg: bool,
-    /// Input BAM or SAM file, or - (the default) for standard input.
+    /// Input BAM or SAM file, or - for standard input.
     #[arg(value_name = "IN.bam", default_value = "-")]
     pub input: PathBuf,
-}
-
-/// samtools reads -K with atoi (the library clamps it to 1..=31).
-fn atoi(s: &str) -> Result<i64, String> {
-    let s = s.trim_start();
-    let sign = if s.starts_with('-') { -1 } else { 1 };
-    let digits: String = s.trim_start_matches(['+', '-']).chars().take_while(char::is_ascii_digit).collect();
-    Ok(digits.parse::<i64>().unwrap_or(if digits.is_empty() { 0 } else { i64::MAX }) * sign)
 }
 
 /// Checks `--input-fmt`/`--input-fmt-option`: options that only change how
@@ -132,14 +131,15 @@ pub fn run(args: SortArgs) -> CmdResult {
         None => (OutputFormat::from_path(&output)?, parse_output_options(extra_options)?),
     };
     check_input_options(args.input_format.as_deref(), &args.input_options)?;
-    let progress = crate::progress::on_terminal().then(|| Arc::new(SortProgress::default()));
-    let _ticker = progress.clone().map(|p| crate::progress::Ticker::start(move |elapsed| progress_line(&p, elapsed)));
+    let progress = crate::progress::wanted(false).then(|| Arc::new(SortProgress::default()));
+    let _bar = progress.clone().map(|p| Bar::start("sort", false, Source::Custom(Box::new(move |bar| show_progress(&p, bar)))));
     let options = SortFileOptions {
         // As in samtools, the last of -n, -M and --template-coordinate wins
         // (clap keeps only that one).
         order: command::sort_order(args.tag, args.by_name, args.template_coordinate, args.minimiser.then_some(args.kmer)),
         format: Some(format),
-        level: if args.uncompressed { Some(0) } else { args.level.or(format_level) },
+        // -l -1: zlib's default level, as no -l.
+        level: if args.uncompressed { Some(0) } else { args.level.and_then(|l| u32::try_from(l).ok()).or(format_level) },
         memory_per_thread: args.memory,
         threads: args.threads,
         write_index: args.write_index,
@@ -153,16 +153,22 @@ pub fn run(args: SortArgs) -> CmdResult {
     Ok(())
 }
 
-/// The status line: records read and runs written, then merge progress.
-fn progress_line(p: &SortProgress, elapsed: Duration) -> String {
+/// Records read and runs written, then records written out of those read.
+fn show_progress(p: &SortProgress, bar: &indicatif::ProgressBar) {
     let read = p.records_read.load(Relaxed);
     let runs = p.runs_written.load(Relaxed);
-    let secs = elapsed.as_secs_f64();
     if p.input_done.load(Relaxed) {
-        let written = p.records_written.load(Relaxed);
-        let percent = if read == 0 { 100.0 } else { 100.0 * written as f64 / read as f64 };
-        format!("sort: {read} records read, {runs} runs; writing {written} ({percent:.0}%) [{secs:.0}s]")
+        if bar.length() != Some(read) {
+            bar.set_style(crate::progress::counted_style("records written"));
+            bar.set_length(read);
+        }
+        bar.set_position(p.records_written.load(Relaxed));
+        bar.set_message(format!("(from {runs} runs)"));
     } else {
-        format!("sort: {read} records read, {runs} runs written [{secs:.0}s]")
+        if bar.length().is_some() || bar.position() == 0 {
+            bar.set_style(crate::progress::spinner_style());
+        }
+        bar.set_position(read);
+        bar.set_message(format!("{read} records read, {runs} runs written"));
     }
 }

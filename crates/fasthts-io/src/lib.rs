@@ -12,7 +12,8 @@
 //!   registry a signal handler cleans;
 //! * [`pool`]: waiting for work handed to the rayon pool without
 //!   deadlocking it;
-//! * [`memory`]: `madvise` on mapped files and large buffers.
+//! * [`memory`]: `madvise` on mapped files and large buffers;
+//! * [`progress`]: how much BGZF input has been inflated, for progress bars.
 
 pub mod bgzf;
 pub mod compression;
@@ -20,5 +21,6 @@ mod error;
 pub mod memory;
 pub mod output;
 pub mod pool;
+pub mod progress;
 
 pub use error::{os_message, PathError};

@@ -143,15 +143,35 @@ pub fn png(hist: &[u64]) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The plot formats, chosen by the file's extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlotFormat {
+    Svg,
+    Png,
+}
+
+impl PlotFormat {
+    /// The format a plot path asks for (`.svg` or `.png`, either case);
+    /// the refusal says what is accepted. Front ends call it before any
+    /// work, so that a plot it cannot write is refused before the
+    /// histogram is written.
+    pub fn from_path(path: &str) -> Result<PlotFormat, String> {
+        let lower = path.to_ascii_lowercase();
+        if lower.ends_with(".svg") {
+            Ok(PlotFormat::Svg)
+        } else if lower.ends_with(".png") {
+            Ok(PlotFormat::Png)
+        } else {
+            Err(format!("{path}: --plot writes FILE.png or FILE.svg (PDF and other formats are not supported)"))
+        }
+    }
+}
+
 /// Write the plot; the format follows the extension (`.svg` or `.png`).
 pub fn write_plot(hist: &[u64], path: &str) -> io::Result<()> {
-    let lower = path.to_ascii_lowercase();
-    let bytes = if lower.ends_with(".svg") {
-        svg(hist).into_bytes()
-    } else if lower.ends_with(".png") {
-        png(hist)?
-    } else {
-        return Err(io::Error::other(format!("{path}: --plot writes .svg or .png files")));
+    let bytes = match PlotFormat::from_path(path).map_err(io::Error::other)? {
+        PlotFormat::Svg => svg(hist).into_bytes(),
+        PlotFormat::Png => png(hist)?,
     };
     crate::ctfile::write_atomically(std::path::Path::new(path), |w| w.write_all(&bytes))
 }
@@ -172,5 +192,7 @@ mod tests {
         assert!(p.ends_with(&[0xAE, 0x42, 0x60, 0x82])); // IEND's CRC
         let s = svg(&h);
         assert!(s.starts_with("<svg") && s.contains("polyline"));
+        assert_eq!(PlotFormat::from_path("h.PNG"), Ok(PlotFormat::Png));
+        assert!(PlotFormat::from_path("h.pdf").unwrap_err().contains("FILE.png or FILE.svg"));
     }
 }

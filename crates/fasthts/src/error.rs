@@ -56,8 +56,36 @@ impl From<fasthts_io::PathError> for Error {
 }
 
 impl Error {
-    /// Wraps this error with the file it concerns.
+    /// Wraps this error with the file it concerns, unless it names that
+    /// file already (an index error does: `x.csi: index corrupt`, not
+    /// `x.csi: x.csi: index corrupt`).
     pub fn with_path(self, path: impl AsRef<Path>) -> Error {
+        if self.path() == Some(path.as_ref()) {
+            return self;
+        }
         Error::WithPath { path: path.as_ref().to_path_buf(), source: Box::new(self) }
+    }
+
+    /// The file this error names first, if any.
+    fn path(&self) -> Option<&Path> {
+        match self {
+            Error::WithPath { path, .. } | Error::Index(IndexError::Io { path, .. } | IndexError::WithPath { path, .. }) => Some(path),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_named_once() {
+        let corrupt = IndexError::Tabix.with_path("x.csi");
+        assert_eq!(Error::from(corrupt).with_path("x.csi").to_string(), "x.csi: TBI (tabix) indexes are not supported; only BAI and CSI");
+        let io = Error::Io(io::Error::from(io::ErrorKind::NotFound)).with_path("a.bam");
+        assert_eq!(io.with_path("a.bam").to_string().matches("a.bam").count(), 1);
+        // Another file is still named.
+        assert!(Error::from(IndexError::Tabix.with_path("x.csi")).with_path("x.bam").to_string().starts_with("x.bam: x.csi: "));
     }
 }

@@ -3,11 +3,16 @@
 use super::{check_inputs, is_stdout, khmer_error, load_graph, OutFile};
 use clap::Args;
 use fasthts_io::pool::thread_count;
+use fasthts_kmer::plot::PlotFormat;
 use fasthts_kmer::scripts;
 use std::path::Path;
 
 /// abundance-dist.py
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  fasthts kmer abundance-dist reads.ct reads.fq.gz reads.hist
+  fasthts kmer abundance-dist -z -s --plot reads.png reads.ct reads.fq.gz reads.hist
+  fasthts kmer abundance-dist -q reads.ct reads.fq.gz - | head")]
 pub struct AbundArgs {
     /// Do not output zero-count bins
     #[arg(short = 'z', long = "no-zero")]
@@ -21,21 +26,25 @@ pub struct AbundArgs {
     /// Continue even if specified input files do not exist or are empty.
     #[arg(short = 'f', long = "force")]
     force: bool,
+    /// Print no progress messages (warnings and errors still go to stderr)
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
     /// Threads: 2 or more look up counts on a second thread while the
     /// order-dependent Bloom test runs in input order (same histogram)
     /// [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
     /// Also draw the histogram (log-scaled axes) to FILE.png or FILE.svg (fasthts addition)
-    #[arg(long = "plot")]
+    #[arg(long = "plot", value_name = "FILE", value_parser = |s: &str| PlotFormat::from_path(s).map(|_| s.to_string()))]
     plot: Option<String>,
     /// The name of the input k-mer countgraph file.
+    #[arg(value_name = "COUNTGRAPH")]
     input_count_graph_filename: String,
     /// The name of the input FAST[AQ] sequence file.
+    #[arg(value_name = "INPUT")]
     input_sequence_filename: String,
-    /// The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.
+    /// The histogram to write (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.
+    #[arg(value_name = "OUTPUT")]
     output_histogram_filename: String,
 }
 
@@ -66,7 +75,9 @@ pub fn run(a: AbundArgs) -> crate::CmdResult {
     if !q {
         eprintln!("preparing hist...");
     }
+    let bar = crate::progress::Bar::start("kmer abundance-dist", q, crate::progress::Source::FilePositions(vec![(&a.input_sequence_filename).into()], None));
     let hist = scripts::abundance_histogram(&g, &a.input_sequence_filename, thread_count(a.threads))?;
+    drop(bar);
     let total: u64 = hist[..65535].iter().sum();
     if total == 0 {
         return Err(khmer_error(

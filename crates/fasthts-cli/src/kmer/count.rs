@@ -1,12 +1,13 @@
 //! `fasthts kmer count`: load-into-counting.py.
 
 use super::{append_line, basename, check_inputs, fp_error_block, khmer_error, save_graph, save_graph_and_free, write_in_place, GraphArgs};
-use crate::progress::{ReadsDone, Ticker};
+use crate::progress::{Bar, Source};
 use crate::Failure;
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
 use fasthts_kmer::scripts;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,14 +15,20 @@ const KHMER_VERSION: &str = "3.0.0a3";
 
 /// load-into-counting.py
 #[derive(Args, Debug)]
+#[command(after_help = "Writes OUTPUT (the countgraph, as khmer's .ct) and OUTPUT.info.
+
+Examples:
+  fasthts kmer count -k 20 -M 4G reads.ct reads.fq.gz
+  fasthts kmer count -k 31 -N 4 -x 1e8 -s json -T 8 reads.ct r1.fq.gz r2.fq.gz
+  fasthts kmer count --long-k -k 45 -M 8G reads.ct reads.fa    (k > 32: not readable by khmer)")]
 pub struct CountArgs {
     #[command(flatten)]
     graph: GraphArgs,
     /// Number of simultaneous threads to execute (the tables are shared out
     /// between them; the same table at any number) [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
-    /// The default behaviour is to count past 255 using bigcount. This flag turns bigcount off.
+    /// Do not count past 255 (counting past 255 with bigcount is the usual behaviour).
     #[arg(short = 'b', long = "no-bigcount")]
     no_bigcount: bool,
     /// What format should the machine readable run summary be in? (json or tsv)
@@ -30,12 +37,14 @@ pub struct CountArgs {
     /// Overwrite output file if it exists
     #[arg(short = 'f', long = "force")]
     force: bool,
+    /// Print no progress messages (warnings and errors still go to stderr)
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
     /// The name of the file to write the k-mer countgraph to.
+    #[arg(value_name = "OUTPUT")]
     output_countgraph_filename: String,
     /// The names of one or more FAST[AQ] input sequence files.
-    #[arg(required = true)]
+    #[arg(value_name = "INPUT", required = true)]
     input_sequence_filename: Vec<String>,
 }
 
@@ -89,21 +98,26 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     g.set_use_bigcount(!a.no_bigcount);
     let threads = thread_count(a.threads);
     let (mut total_reads, mut total_bases) = (0u64, 0u64);
-    let done = Arc::new(ReadsDone::starting_now());
+    // Reads and bases so far, which the counting updates as it goes.
+    let done = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
     let t0 = Instant::now();
     for (index, f) in a.input_sequence_filename.iter().enumerate() {
         if !q {
             eprintln!("consuming input {f}");
         }
-        // The status line is up while this input is read (the messages
-        // between inputs are not drawn over).
-        let ticker = Ticker::start_unless(q, {
+        // The bar is up while this input is read (the messages between
+        // inputs are not drawn over).
+        let message = {
             let done = Arc::clone(&done);
-            move |_| done.line()
-        });
-        let cb = |r: u64, b: u64| done.set(total_reads + r, total_bases + b);
+            Box::new(move || format!("{} reads, {:.1} Mbp", done.0.load(Relaxed), done.1.load(Relaxed) as f64 / 1e6))
+        };
+        let bar = Bar::start("kmer count", q, Source::FilePositions(vec![f.into()], Some(message)));
+        let cb = |r: u64, b: u64| {
+            done.0.store(total_reads + r, Relaxed);
+            done.1.store(total_bases + b, Relaxed);
+        };
         let r = scripts::consume_seqfile(&mut g, f, threads, Some(&cb));
-        drop(ticker);
+        drop(bar);
         // bad input: no partial outputs
         let r = r.map_err(|e| khmer_error(format!("fasthts kmer count: {e}")))?;
         if let Some(at) = r.empty_sequence_at {

@@ -7,20 +7,25 @@ use fasthts_kmer::scripts;
 
 /// filter-abund.py
 #[derive(Args, Debug)]
+#[command(after_help = "Writes INPUT.abundfilt for each input (its basename, in the current directory) unless -o is given.
+
+Examples:
+  fasthts kmer filter-abund reads.ct reads.fq.gz
+  fasthts kmer filter-abund -C 3 -V -Z 20 -o filtered.fq reads.ct r1.fq r2.fq")]
 pub struct FilterArgs {
     /// Number of simultaneous threads to execute (khmer ignores it; here
     /// batches are filtered in parallel and written in input order)
     /// [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
     /// Trim at k-mers below this abundance.
-    #[arg(short = 'C', long = "cutoff", default_value = "2", value_parser = cutoff_range)]
+    #[arg(allow_negative_numbers = true, short = 'C', long = "cutoff", default_value = "2", value_parser = cutoff_range)]
     cutoff: u16,
     /// Only trim low-abundance k-mers from sequences that have high coverage.
     #[arg(short = 'V', long = "variable-coverage")]
     variable_coverage: bool,
     /// Base the variable-coverage cutoff on this median k-mer abundance.
-    #[arg(short = 'Z', long = "normalize-to", default_value_t = 20)]
+    #[arg(allow_negative_numbers = true, short = 'Z', long = "normalize-to", value_name = "COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     normalize_to: u16,
     /// Output the trimmed sequences into a single file with the given filename instead of creating a new file for each input file.
     #[arg(short = 'o', long = "output")]
@@ -28,12 +33,16 @@ pub struct FilterArgs {
     /// Overwrite output file if it exists
     #[arg(short = 'f', long = "force")]
     force: bool,
+    /// Print no progress messages (warnings and errors still go to stderr)
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
     #[command(flatten)]
     compression: Compression,
+    /// The countgraph (from fasthts kmer count) to look up abundances in.
+    #[arg(value_name = "COUNTGRAPH")]
     input_graph: String,
-    #[arg(required = true)]
+    /// FAST[AQ] sequence files to filter.
+    #[arg(value_name = "INPUT", required = true)]
     input_filename: Vec<String>,
 }
 
@@ -56,7 +65,9 @@ pub fn run(a: FilterArgs) -> crate::CmdResult {
         }
         let mut own = outputs.own(f)?;
         let w = outputs.writer(&mut own);
+        let bar = crate::progress::Bar::start("kmer filter-abund", q, crate::progress::Source::FilePositions(vec![f.into()], None));
         scripts::filter_abund_file(&g, f, a.cutoff, a.variable_coverage, a.normalize_to, w, thread_count(a.threads))?;
+        drop(bar);
         if let Some(o) = own {
             o.commit()?;
         }

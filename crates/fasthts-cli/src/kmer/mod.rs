@@ -105,22 +105,36 @@ impl KmerCommand {
     }
 }
 
+/// The largest table size (`-x`, and `-M`'s total) taken: 1e15 bytes.
+/// Larger has no use, and near 2^63 the table's allocation overflows and
+/// the prime search (trial division, as khmer's) takes hours.
+const MAX_TABLE_BYTES: f64 = 1e15;
+
+/// `-x`: a finite number of entries up to [`MAX_TABLE_BYTES`].
+fn tablesize(s: &str) -> Result<f64, String> {
+    crate::numbers::real(0.0, MAX_TABLE_BYTES)(s)
+}
+
 /// khmer's `memory_setting`: a float, or a float with a decimal K/M/G/T
-/// suffix (case-insensitive).
+/// suffix (case-insensitive); finite, up to [`MAX_TABLE_BYTES`].
 fn memory_setting(s: &str) -> Result<f64, String> {
+    let accepted = || "expected a number of bytes from 0 to 1e15, optionally with K, M, G or T (decimal: 4G is 4e9)".to_string();
+    parse_memory_setting(s).ok_or_else(accepted).and_then(|v| crate::numbers::in_range(v, 0.0, MAX_TABLE_BYTES).map_err(|_| accepted()))
+}
+
+fn parse_memory_setting(s: &str) -> Option<f64> {
     if let Ok(v) = s.trim().parse::<f64>() {
-        return Ok(v);
+        return Some(v);
     }
-    let err = || format!("cannot parse memory setting \"{s}\"");
     let (prefix, suffix) = s.split_at(s.len().saturating_sub(1));
     let mult = match suffix.to_ascii_uppercase().as_str() {
         "K" => 1e3,
         "M" => 1e6,
         "G" => 1e9,
         "T" => 1e12,
-        _ => return Err(err()),
+        _ => return None,
     };
-    prefix.trim().parse::<f64>().map(|v| v * mult).map_err(|_| err())
+    prefix.trim().parse::<f64>().ok().map(|v| v * mult)
 }
 
 fn cutoff_range(s: &str) -> Result<u16, BoxError> {
@@ -135,23 +149,23 @@ fn cutoff_range(s: &str) -> Result<u16, BoxError> {
 /// Table options shared by the graph-building commands (khmer_args).
 #[derive(Args, Clone, Debug)]
 pub struct GraphArgs {
-    /// k-mer size to use
-    #[arg(short = 'k', long = "ksize", default_value_t = 32)]
+    /// k-mer size to use (up to 32, as khmer; up to 64 with --long-k)
+    #[arg(allow_negative_numbers = true, short = 'k', long = "ksize", value_name = "KSIZE", default_value = "32", value_parser = crate::numbers::whole::<u32>(0, u32::MAX.into()))]
     ksize: u32,
-    /// number of tables to use in k-mer countgraph
-    #[arg(short = 'N', long = "n_tables", visible_alias = "n-tables", default_value_t = 4)]
+    /// number of tables to use in k-mer countgraph (up to 20; more with --force)
+    #[arg(allow_negative_numbers = true, short = 'N', long = "n_tables", visible_alias = "n-tables", value_name = "N", default_value = "4", value_parser = crate::numbers::whole::<usize>(0, i64::MAX))]
     n_tables: usize,
     /// approximate number of unique kmers in the input set (not supported)
-    #[arg(short = 'U', long = "unique-kmers", default_value_t = 0.0)]
+    #[arg(allow_negative_numbers = true, short = 'U', long = "unique-kmers", value_name = "N", default_value = "0", value_parser = crate::numbers::real(0.0, MAX_TABLE_BYTES))]
     unique_kmers: f64,
     /// Override the automatic FP rate setting for the current script (with -U)
-    #[arg(long = "fp-rate")]
+    #[arg(allow_negative_numbers = true, long = "fp-rate", value_name = "RATE", value_parser = crate::numbers::real(0.0, 1.0))]
     fp_rate: Option<f64>,
-    /// upper bound on tablesize to use
-    #[arg(short = 'x', long = "max-tablesize", default_value_t = 1e6, conflicts_with = "max_memory_usage")]
+    /// upper bound on tablesize to use (entries per table, up to 1e15)
+    #[arg(allow_negative_numbers = true, short = 'x', long = "max-tablesize", value_name = "SIZE", default_value = "1e6", value_parser = tablesize, conflicts_with = "max_memory_usage")]
     max_tablesize: f64,
-    /// maximum amount of memory to use for data structure (K/M/G/T suffixes, decimal)
-    #[arg(short = 'M', long = "max-memory-usage", value_parser = memory_setting)]
+    /// maximum amount of memory to use for data structure, in bytes (K/M/G/T suffixes, decimal; up to 1e15); sets -x to this / N
+    #[arg(allow_negative_numbers = true, short = 'M', long = "max-memory-usage", value_name = "BYTES", value_parser = memory_setting)]
     max_memory_usage: Option<f64>,
     /// Reduce memory usage by using a smaller counter (not supported)
     #[arg(long = "small-count")]
@@ -185,7 +199,9 @@ impl GraphArgs {
             }
         }
         if self.ksize > 32 && !self.long_k {
-            return Err(khmer_error("\n** ERROR: khmer only supports k-mer sizes <= 32.\n"));
+            return Err(khmer_error(
+                "\n** ERROR: khmer only supports k-mer sizes <= 32.\n** (fasthts takes 32 < k <= 64 with --long-k; khmer cannot read such tables)\n",
+            ));
         }
         if self.ksize > 64 {
             return Err(khmer_error("\n** ERROR: fasthts --long-k supports k-mer sizes <= 64.\n"));

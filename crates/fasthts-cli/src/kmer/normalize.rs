@@ -11,13 +11,20 @@ use std::io::{BufWriter, Write};
 
 /// normalize-by-median.py
 #[derive(Args, Debug)]
+#[command(after_help = "Writes INPUT.keep for each input (its basename, in the current directory) unless -o is given.
+
+Examples:
+  fasthts kmer normalize -k 20 -C 20 -M 4G reads.fq.gz
+  fasthts kmer normalize -p -k 20 -C 20 -M 4G -o kept.fq --gzip interleaved.fq
+  fasthts kmer normalize -k 20 -C 20 -M 4G -s reads.ct -R report.txt -o - reads.fq | gzip > kept.fq.gz")]
 pub struct NormArgs {
     #[command(flatten)]
     graph: GraphArgs,
+    /// Print no progress messages (warnings and errors still go to stderr)
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
     /// when the median k-mer coverage level is above this number the read is not kept.
-    #[arg(short = 'C', long = "cutoff", default_value = "20", value_parser = cutoff_range)]
+    #[arg(allow_negative_numbers = true, short = 'C', long = "cutoff", default_value = "20", value_parser = cutoff_range)]
     cutoff: u16,
     /// require that all sequences be properly paired
     #[arg(short = 'p', long = "paired")]
@@ -35,7 +42,7 @@ pub struct NormArgs {
     #[arg(short = 'R', long = "report")]
     report: Option<String>,
     /// report progress every report_frequency reads
-    #[arg(long = "report-frequency", default_value_t = 100000)]
+    #[arg(allow_negative_numbers = true, long = "report-frequency", value_name = "N", default_value = "100000", value_parser = crate::numbers::whole::<u64>(1, i64::MAX))]
     report_frequency: u64,
     /// continue past file reading errors
     #[arg(short = 'f', long = "force")]
@@ -52,10 +59,10 @@ pub struct NormArgs {
     /// or more, two threads share the tables out between them and look up
     /// and update each read's k-mers in lockstep; output equals khmer's)
     /// [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@')]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
     /// Input FAST[AQ] sequence filename.
-    #[arg(required = true)]
+    #[arg(value_name = "INPUT", required = true)]
     input_filenames: Vec<String>,
 }
 
@@ -118,7 +125,9 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
             force_single: a.force_single,
             threads: thread_count(a.threads),
         };
+        let bar = crate::progress::Bar::start("kmer normalize", q, crate::progress::Source::FilePositions(vec![f.into()], None));
         let res = scripts::normalize_file(&mut g, f, &options, w, &mut diag);
+        drop(bar);
         match res {
             Ok(()) => {
                 if !q {

@@ -15,14 +15,21 @@ use std::path::{Path, PathBuf};
 
 /// trim-low-abund.py
 #[derive(Args, Debug)]
+#[command(after_help = "Writes INPUT.abundtrim for each input (its basename, in the current directory) unless -o is given.
+Note that -T is khmer's --tempdir here, not threads.
+
+Examples:
+  fasthts kmer trim-low-abund -k 20 -C 3 -M 4G reads.fq.gz
+  fasthts kmer trim-low-abund -V -Z 20 -k 20 -C 3 -M 4G -T /scratch -o trimmed.fq reads.fq
+  fasthts kmer trim-low-abund --diginorm -k 20 -C 3 -M 4G --gzip -o trimmed.fq.gz reads.fq")]
 pub struct TrimArgs {
     #[command(flatten)]
     graph: GraphArgs,
     /// remove k-mers below this abundance
-    #[arg(short = 'C', long = "cutoff", default_value_t = 2)]
+    #[arg(allow_negative_numbers = true, short = 'C', long = "cutoff", value_name = "CUTOFF", default_value = "2", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     cutoff: u16,
     /// trim reads when entire read above this coverage
-    #[arg(short = 'Z', long = "trim-at-coverage", alias = "normalize-to", default_value_t = 20)]
+    #[arg(allow_negative_numbers = true, short = 'Z', long = "trim-at-coverage", alias = "normalize-to", value_name = "COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     trim_at_coverage: u16,
     /// only output a single file with the specified filename
     #[arg(short = 'o', long = "output")]
@@ -36,11 +43,13 @@ pub struct TrimArgs {
     /// save the k-mer countgraph to disk after all reads are loaded.
     #[arg(short = 's', long = "savegraph")]
     savegraph: Option<String>,
+    /// Print no progress messages (warnings and errors still go to stderr)
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
     /// What format should the machine readable run summary be in?
     #[arg(long = "summary-info", value_parser = ["json", "tsv"])]
     summary_info: Option<String>,
+    /// Overwrite output file if it exists; continue past a too-small table
     #[arg(long = "force")]
     force: bool,
     /// treat all reads as if they were singletons
@@ -51,20 +60,21 @@ pub struct TrimArgs {
     tempdir: String,
     /// Accepted as in the other k-mer commands, without effect: the trimming
     /// is order-dependent and runs on one thread (-T is khmer's --tempdir)
-    #[arg(short = '@', long = "threads")]
+    #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
     /// Eliminate high-coverage reads altogether (digital normalization).
     #[arg(long = "diginorm")]
     diginorm: bool,
     /// Coverage at which to normalize reads (with --diginorm)
-    #[arg(long = "diginorm-coverage", default_value_t = 20)]
+    #[arg(allow_negative_numbers = true, long = "diginorm-coverage", value_name = "COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     diginorm_coverage: u16,
     /// Do not do a second pass across the low coverage data
     #[arg(long = "single-pass")]
     single_pass: bool,
     #[command(flatten)]
     compression: Compression,
-    #[arg(required = true)]
+    /// FAST[AQ] sequence files to trim.
+    #[arg(value_name = "INPUT", required = true)]
     input_filenames: Vec<String>,
 }
 
@@ -210,7 +220,9 @@ fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Pat
         let mut saver = BufWriter::new(File::create(&p2)?);
         let mut own = outputs.own(f)?;
         let w = outputs.writer(&mut own);
+        let bar = crate::progress::Bar::start("kmer trim-low-abund", a.quiet, crate::progress::Source::FilePositions(vec![f.into()], None));
         scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+        drop(bar);
         saver.flush()?;
         pass2.push((p2s, own));
     }
@@ -218,7 +230,9 @@ fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Pat
     for (p, own) in pass2.iter_mut() {
         if !opt.single_pass {
             let w = outputs.writer(own);
+            let bar = crate::progress::Bar::start("kmer trim-low-abund (second pass)", a.quiet, crate::progress::Source::FilePositions(vec![PathBuf::from(&*p)], None));
             scripts::trim_pass2(g, p, &opt, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+            drop(bar);
         }
         let _ = std::fs::remove_file(&*p);
     }

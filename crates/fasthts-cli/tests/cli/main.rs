@@ -16,3 +16,4 @@ mod robustness_faults;
 mod samtools_diff;
 mod snp_pileup;
 mod sort;
+mod usage;

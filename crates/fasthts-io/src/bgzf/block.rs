@@ -86,6 +86,7 @@ impl Block {
         if libdeflater::crc32(out) != self.crc32 {
             return Err(BgzfError::Corrupt { offset, reason: "CRC32 mismatch" });
         }
+        crate::progress::count_inflated(self.size.into());
         Ok(())
     }
 }

@@ -118,24 +118,42 @@ fn warn_if_truncated(bam: &BamFile, report: &dyn Report) {
     }
 }
 
-/// Reads samtools' memory sizes: a number of bytes with an optional `K`,
-/// `M` or `G` (powers of 1024, either case).
+/// Reads samtools' memory sizes: a whole number of bytes with an optional
+/// `K`, `M` or `G` (powers of 1024, either case), which may be followed by
+/// `B` (`768M`, `2G`, `2g`, `2GB`, `5Mb`, `2000M`): what samtools' `-m`
+/// takes with a meaning (it reads a number and looks at the next letter
+/// only, so it reads `2GB` as `2G`, and `1.5G` as 1 byte). A refusal shows
+/// the accepted forms.
 ///
 /// ```
 /// assert_eq!(fasthts::command::parse_memory_size("768M")?, 768 << 20);
 /// assert_eq!(fasthts::command::parse_memory_size("2g")?, 2 << 30);
+/// assert_eq!(fasthts::command::parse_memory_size("2GB")?, 2 << 30);
 /// assert!(fasthts::command::parse_memory_size("12X").is_err());
 /// # Ok::<(), fasthts::Error>(())
 /// ```
 pub fn parse_memory_size(text: &str) -> Result<usize, Error> {
     let s = text.trim();
-    let (number, unit) = match s.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&s[..i], 1usize << 10),
-        Some((i, 'm' | 'M')) => (&s[..i], 1 << 20),
-        Some((i, 'g' | 'G')) => (&s[..i], 1 << 30),
-        _ => (s, 1),
+    let invalid = || {
+        Error::InvalidArgument(format!(
+            "invalid memory size {s:?}: give a whole number of bytes, optionally with K, M or G (e.g. 768M, 2G, 2g, 2GB, 2000M)"
+        ))
     };
-    let n: usize = number.parse().map_err(|_| Error::InvalidArgument(format!("invalid memory size {s:?}")))?;
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, suffix) = s.split_at(digits);
+    let unit: usize = match suffix.to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" => 1 << 10,
+        "M" | "MB" => 1 << 20,
+        "G" | "GB" => 1 << 30,
+        _ => return Err(invalid()),
+    };
+    // Digits only: a sign or a fraction is refused rather than misread.
+    let n: usize = match number.parse() {
+        Ok(n) => n,
+        Err(_) if number.is_empty() => return Err(invalid()),
+        Err(_) => return Err(Error::InvalidArgument(format!("memory size {s:?} is too large"))),
+    };
     n.checked_mul(unit).ok_or_else(|| Error::InvalidArgument(format!("memory size {s:?} is too large")))
 }
 
@@ -277,8 +295,15 @@ pub(crate) mod tests {
         assert_eq!(parse_memory_size(" 1k ").unwrap(), 1024);
         assert_eq!(parse_memory_size("5").unwrap(), 5);
         assert_eq!(parse_memory_size("3G").unwrap(), 3 << 30);
-        assert_eq!(parse_memory_size("1.5G").unwrap_err().to_string(), "invalid memory size \"1.5G\"");
-        assert_eq!(parse_memory_size("M").unwrap_err().to_string(), "invalid memory size \"M\"");
+        for (text, bytes) in [("2GB", 2usize << 30), ("2g", 2 << 30), ("2000M", 2000 << 20), ("5Mb", 5 << 20), ("7kb", 7 << 10), ("9B", 9)] {
+            assert_eq!(parse_memory_size(text).unwrap(), bytes, "{text}");
+        }
+        for refused in ["1.5G", "M", "", "-5M", "+5M", "5 M", "5T", "5MiB", "0x10M", "nan", "inf"] {
+            let message = parse_memory_size(refused).unwrap_err().to_string();
+            assert!(message.starts_with(&format!("invalid memory size {refused:?}: ")), "{message}");
+            assert!(message.contains("768M, 2G, 2g, 2GB, 2000M"), "{message}");
+        }
+        assert_eq!(parse_memory_size("99999999999999999999999").unwrap_err().to_string(), "memory size \"99999999999999999999999\" is too large");
         let huge = format!("{}G", usize::MAX / 2);
         assert_eq!(parse_memory_size(&huge).unwrap_err().to_string(), format!("memory size {huge:?} is too large"));
         assert!(matches!(parse_memory_size("x"), Err(Error::InvalidArgument(_))));

@@ -501,8 +501,11 @@ fn encode_inner(s: &[u8], refs: &RefNames, out: &mut Vec<u8>, base: usize) -> Re
     p = e;
     expect_tab(s, &mut p, Field::Tlen)?;
 
-    // SEQ
-    let e = token_end(s, p, Field::Seq)?;
+    // SEQ, which a tab must end: a SEQ that ends the line lacks QUAL.
+    let e = match token_end(s, p, Field::Seq) {
+        Err(_) if !matches!(at(s, p), 0) => return Err(RecordError::MissingField(Field::Qual)),
+        r => r?,
+    };
     let seq = &s[p..e];
     p = e + 1;
     let l_seq: usize = if seq != b"*" {

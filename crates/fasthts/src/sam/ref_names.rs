@@ -42,6 +42,12 @@ impl RefNames {
         self.n_ref == 0
     }
 
+    /// Why htslib's full header parser rejects the header text, if it does
+    /// (samtools sort then refuses the file: it cannot edit the header).
+    pub fn header_error(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
     /// The id of `name`: `Ok(None)` when unknown, an error when htslib
     /// could not parse the header.
     #[inline]

@@ -488,3 +488,13 @@ fn mutations_match_samtools() {
         assert!(samtools_bam(&sam, &format!("mutbad{k}")).is_err(), "samtools accepts {:?}", String::from_utf8_lossy(l));
     }
 }
+
+/// A line that ends after SEQ lacks QUAL (not SEQ); one that ends after
+/// TLEN's tab lacks SEQ.
+#[test]
+fn missing_last_fields_are_named() {
+    let h = SamHeader::parse(b"@SQ\tSN:chr1\tLN:1000\n").unwrap();
+    let message = |line: &[u8]| encode_record(line, &h.names, &mut Vec::new()).unwrap_err().to_string();
+    assert_eq!(message(b"r\t0\tchr1\t1\t60\t4M\t*\t0\t0\tACGT"), "missing QUAL field");
+    assert_eq!(message(b"r\t0\tchr1\t1\t60\t4M\t*\t0\t0\t"), "missing SEQ field");
+}

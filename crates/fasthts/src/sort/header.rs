@@ -1,12 +1,34 @@
 //! Header edits made by sort: `@HD SO:` (and `GO:`, `SS:`), and an `@PG` line.
 
 use super::SortOrder;
+use crate::bam::Header;
+use crate::Error;
+
+/// Refuses a header whose text htslib's header parser rejects (a malformed
+/// `@SQ\t` line, a tag without `XX:`, a line without a tab): samtools sort
+/// cannot edit such a header ("failed to change sort order header") and
+/// writes nothing. The rules are `RefNames`' replay of that parser.
+pub fn check_editable(header: &Header) -> Result<(), Error> {
+    match crate::sam::RefNames::new(header).header_error() {
+        Some(e) => Err(Error::Message(format!("cannot set the sort order in the header: {e}"))),
+        None => Ok(()),
+    }
+}
+
+/// Whether `line` is a header line with a type and nothing else (`@CO`):
+/// htslib's parser skips such lines, so samtools sort drops them.
+fn is_bare(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.len() == 3 && line[0] == b'@'
+}
 
 /// Edits the `@HD` line for `order` as samtools sort does
 /// (`sam_hdr_update_hd`, then `sam_hdr_remove_tag_hd`): `SO`, and `GO`/`SS`
 /// where the order has them, replace existing values in place or are
 /// appended; `GO`/`SS` are removed where it has none. Without an `@HD`
 /// line, `@HD VN:1.6 SO:... [GO:...] [SS:...]` becomes the first line.
+/// Lines with a type and nothing else (a bare `@CO`) are dropped, as
+/// htslib's rebuilt text drops them.
 ///
 /// ```
 /// use fasthts::sort::{set_sort_order, SortOrder};
@@ -18,6 +40,7 @@ use super::SortOrder;
 /// assert_eq!(set_sort_order(b"@HD\tVN:1.6\tSS:x\n", SortOrder::TemplateCoordinate),
 ///            b"@HD\tVN:1.6\tSS:unsorted:template-coordinate\tSO:unsorted\tGO:query\n");
 /// assert_eq!(set_sort_order(b"@CO\tx\n@HD\tVN:1.5\n", SortOrder::Coordinate), b"@HD\tVN:1.5\tSO:coordinate\n@CO\tx\n");
+/// assert_eq!(set_sort_order(b"@HD\tVN:1.5\n@CO\n@CO\t\n", SortOrder::Coordinate), b"@HD\tVN:1.5\tSO:coordinate\n@CO\t\n");
 /// ```
 pub fn set_sort_order(text: &[u8], order: SortOrder) -> Vec<u8> {
     let (so, go, ss) = order.header_tags();
@@ -25,7 +48,8 @@ pub fn set_sort_order(text: &[u8], order: SortOrder) -> Vec<u8> {
     let text = trim_nuls(text);
     // htslib keeps the @HD line first, wherever the input had it.
     let lines: Vec<&[u8]> = text.split_inclusive(|&c| c == b'\n').collect();
-    let hd = lines.iter().position(|l| l.starts_with(b"@HD\t") || l.strip_suffix(b"\n").unwrap_or(l) == b"@HD");
+    // A bare `@HD` is skipped by htslib's parser like any bare line.
+    let hd = lines.iter().position(|l| l.starts_with(b"@HD\t"));
     let mut fields: Vec<Vec<u8>> = match hd {
         Some(i) => lines[i].strip_suffix(b"\n").unwrap_or(lines[i]).split(|&c| c == b'\t').skip(1).map(<[u8]>::to_vec).collect(),
         None => vec![b"VN:1.6".to_vec()],
@@ -49,7 +73,7 @@ pub fn set_sort_order(text: &[u8], order: SortOrder) -> Vec<u8> {
     }
     out.push(b'\n');
     for (i, line) in lines.iter().enumerate() {
-        if Some(i) != hd {
+        if Some(i) != hd && !is_bare(line) {
             out.extend_from_slice(line);
         }
     }

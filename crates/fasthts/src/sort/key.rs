@@ -95,6 +95,21 @@ impl Comparator {
         }
     }
 
+    /// Whether this order's comparison is not a total order on `r`: a tag
+    /// order where `r`'s tag is a NaN float, which samtools 1.16 finds
+    /// neither less nor equal to any number, from either side.
+    #[inline]
+    pub fn is_incomparable(&self, r: &RecordRef<'_>) -> bool {
+        match self.order {
+            SortOrder::Tag { tag, .. } => match r.aux().find(tag) {
+                Some(AuxValue::Float(f)) => f.is_nan(),
+                Some(AuxValue::Double(d)) => d.is_nan(),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+
     /// Compares two records with equal keys.
     #[inline]
     pub fn compare(&self, a: &RecordRef<'_>, b: &RecordRef<'_>) -> Ordering {
@@ -111,6 +126,60 @@ impl Comparator {
                 _ => Ordering::Equal,
             },
         }
+    }
+}
+
+/// Sorts `v` with klib's bottom-up merge sort (`ks_mergesort`, which
+/// samtools 1.16 sort runs on each in-memory block), making the same
+/// comparisons in the same order. With a total order any stable sort gives
+/// the same result; this one is for the orders that are not (NaN tag
+/// values), where the result is that of the algorithm.
+pub fn ks_mergesort<T: Copy>(v: &mut Vec<T>, lt: impl Fn(&T, &T) -> bool) {
+    let n = v.len();
+    let mut other = v.clone();
+    let (mut from, mut to) = (v, &mut other);
+    let mut swapped = false;
+    let mut shift = 0u32;
+    while (1usize << shift) < n {
+        if shift == 0 {
+            for i in (0..n).step_by(2) {
+                if i == n - 1 {
+                    to[i] = from[i];
+                } else if lt(&from[i + 1], &from[i]) {
+                    (to[i], to[i + 1]) = (from[i + 1], from[i]);
+                } else {
+                    (to[i], to[i + 1]) = (from[i], from[i + 1]);
+                }
+            }
+        } else {
+            let step = 1usize << shift;
+            for i in (0..n).step_by(step << 1) {
+                let (ea, eb) = if n < i + step { (n, i) } else { (i + step, n.min(i + (step << 1))) };
+                let (mut j, mut k, mut p) = (i, i + step, i);
+                while j < ea && k < eb {
+                    if lt(&from[k], &from[j]) {
+                        to[p] = from[k];
+                        k += 1;
+                    } else {
+                        to[p] = from[j];
+                        j += 1;
+                    }
+                    p += 1;
+                }
+                to[p..p + (ea - j)].copy_from_slice(&from[j..ea]);
+                p += ea - j;
+                if k < eb {
+                    to[p..p + (eb - k)].copy_from_slice(&from[k..eb]);
+                }
+            }
+        }
+        std::mem::swap(&mut from, &mut to);
+        swapped = !swapped;
+        shift += 1;
+    }
+    if swapped {
+        // The result is in the scratch copy.
+        to.copy_from_slice(&from[..]);
     }
 }
 

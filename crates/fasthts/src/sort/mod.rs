@@ -19,7 +19,7 @@ mod rocksdb;
 mod run;
 
 pub use format::{parse_output_options, OutputFormat};
-pub use header::{add_missing_sq_lines, add_pg_line, set_sort_order};
+pub use header::{add_missing_sq_lines, add_pg_line, check_editable, set_sort_order};
 pub use key::{
     coordinate_key, minimiser, prepare_for_minimiser, record_coordinate_key, restore_minimiser_fields, strnum_cmp, Comparator, SortOrder,
 };
@@ -144,6 +144,12 @@ impl Arena {
         // half the entries) give the stable order.
         match cmp.order() {
             SortOrder::Coordinate | SortOrder::Minimiser { .. } => self.entries.par_sort_unstable(),
+            SortOrder::Tag { .. } if self.entries.iter().any(|e| cmp.is_incomparable(&self.rec(e.1))) => {
+                // NaN values: samtools' order is its algorithm's outcome.
+                let data = &self.data;
+                let rec = |off: usize| RecordRef::new_prevalidated(&record_at(data, off)[4..]);
+                key::ks_mergesort(&mut self.entries, |a, b| cmp.compare(&rec(a.1), &rec(b.1)) == std::cmp::Ordering::Less);
+            }
             SortOrder::QueryName | SortOrder::Tag { .. } | SortOrder::TemplateCoordinate => {
                 let data = &self.data;
                 let rec = |off: usize| RecordRef::new_prevalidated(&record_at(data, off)[4..]);
@@ -154,6 +160,10 @@ impl Arena {
 
     fn record(&self, offset: usize) -> &[u8] {
         record_at(&self.data, offset)
+    }
+
+    fn rec(&self, offset: usize) -> RecordRef<'_> {
+        RecordRef::new_prevalidated(&record_at(&self.data, offset)[4..])
     }
 
     /// Writes the records in sorted order to `run`, gathering them on all
@@ -374,6 +384,7 @@ where
     W: Write,
     F: FnOnce(&mut Push<'_>) -> Result<(), Error> + Send,
 {
+    check_editable(header)?;
     if opts.engine == SortEngine::RocksDb {
         #[cfg(feature = "rocksdb")]
         return rocksdb::sort_records(header, opts, out, feed);
