@@ -4,7 +4,7 @@ claims hold."""
 import re
 from pathlib import Path
 
-import pytest
+from conftest import require_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -14,7 +14,7 @@ def blocks():
 
 
 def test_tutorial_runs(gen_bam, fastq, tmp_path, capsys):
-    pytest.importorskip("distributed")
+    require_module("distributed")
     code = blocks()
     assert len(code) >= 5
     ns = {"BAM": str(gen_bam), "READS": str(fastq), "OUT": str(tmp_path)}
