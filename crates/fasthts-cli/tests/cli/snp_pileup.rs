@@ -1,5 +1,5 @@
 //! `fasthts snp-pileup` against the real FACETS binary's outputs (issue 5):
-//! the 27 golden commands of `shared/golden/snp-pileup/commands.txt`, byte
+//! the 27 golden commands of `tests/data/golden/snp-pileup/commands.txt`, byte
 //! for byte (gzip outputs decompressed, the CPU-time line excepted), at
 //! `-@ 1` and `-@ 2`; independence from thread count and region size; and
 //! bad input (one error line, non-zero exit, no output left).
