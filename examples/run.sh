@@ -48,6 +48,10 @@ if "$fasthts" generate-man-pages --help >/dev/null 2>&1; then
     mkdir -p "$man_dir"
     "$fasthts" generate-man-pages "$man_dir"
     echo "man pages in $man_dir (man fasthts, man fasthts-sort, ...)"
+    # man looks there when ~/.local/bin is on the PATH; else MANPATH says so.
+    if command -v manpath >/dev/null && [[ ":$(manpath 2>/dev/null):" != *":${man_dir%/man1}:"* ]]; then
+        echo "  for man to find them: export MANPATH=\"${man_dir%/man1}:\""
+    fi
 else
     echo "note: this fasthts cannot write man pages (no generate-man-pages); none installed"
 fi
