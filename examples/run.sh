@@ -34,8 +34,8 @@ MSG
     fi
 fi
 
-# 1. Build and install (cargo shows its progress: a first build compiles
-# about 90 crates, a few minutes on 2 cores).
+# 1. Build and install (cargo shows its progress: a first build downloads and
+# compiles about 55 crates, 4-5 minutes on 2 cores).
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/fasthts-target}
 start=$SECONDS
 cargo install --path "$root/crates/fasthts-cli" --locked
