@@ -71,6 +71,8 @@ cargo test --release --workspace
 # are compiled again.
 venv=${FASTHTS_VENV:-$HOME/.cache/fasthts-venv}
 "$venv/bin/python" -c '' 2>/dev/null || "$python" -m venv --clear "$venv"
+# As if activated: pip's build of the package runs the venv's maturin.
+export PATH=$venv/bin:$PATH
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" maturin pytest numpy pysam "dask[distributed]" mypy
 "${pip[@]}" --no-build-isolation "$root"
