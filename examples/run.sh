@@ -1,25 +1,107 @@
 #!/usr/bin/env bash
-# The main job on the bundled example data: build fasthts, then run the
-# pipeline it supports so far on examples/example.bam (a small generated
-# tumour-like BAM):
-#   sort -n -> sort --write-index -> index (BAI) -> idxstats -> flagstat (three formats)
-# Outputs go to examples/out/ (or $1).
+# The README's first command: builds and installs fasthts, then runs every
+# command on the bundled example data (examples/README.md describes it).
+#
+#   bash examples/run.sh [OUTDIR]      # outputs in OUTDIR (default: examples/out)
+#
+# 1. `cargo install --path crates/fasthts-cli --locked`: the binary goes to
+#    ~/.cargo/bin/fasthts ($CARGO_HOME/bin), the build to
+#    $CARGO_TARGET_DIR (default ~/.cache/fasthts-target, which
+#    scripts/test.sh reuses).
+# 2. The man pages (`fasthts generate-man-pages`) go to
+#    ~/.local/share/man/man1 ($XDG_DATA_HOME/man/man1).
+# 3. Every command runs on the examples; the list of outputs ends the run.
+# Without cargo it stops and says how to install Rust (rustup).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-$root/examples/out}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/fasthts-target}
-cargo build --quiet --release -p fasthts-cli --manifest-path "$root/Cargo.toml"
-fasthts=$CARGO_TARGET_DIR/release/fasthts
+ex=$root/examples
+cargo_bin=${CARGO_HOME:-$HOME/.cargo}/bin
+# Where cargo install puts binaries: $CARGO_INSTALL_ROOT/bin, else cargo's bin.
+install_bin=${CARGO_INSTALL_ROOT:+$CARGO_INSTALL_ROOT/bin}
+install_bin=${install_bin:-$cargo_bin}
 
+if ! command -v cargo >/dev/null; then
+    if [[ -x $cargo_bin/cargo ]]; then
+        PATH=$cargo_bin:$PATH
+    else
+        cat >&2 <<'MSG'
+examples/run.sh: cargo (Rust) is not installed. Install it with rustup
+(https://rustup.rs), then run this again in a new shell:
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y
+MSG
+        exit 1
+    fi
+fi
+
+# 1. Build and install (cargo shows its progress: a first build downloads and
+# compiles about 55 crates, 4-5 minutes on 2 cores).
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/fasthts-target}
+start=$SECONDS
+cargo install --path "$root/crates/fasthts-cli" --locked
+fasthts=$install_bin/fasthts
+echo "installed $fasthts (build: $((SECONDS - start)) s)"
+
+# 2. Man pages, when this build can write them.
+man_dir=${XDG_DATA_HOME:-$HOME/.local/share}/man/man1
+if "$fasthts" generate-man-pages --help >/dev/null 2>&1; then
+    mkdir -p "$man_dir"
+    "$fasthts" generate-man-pages "$man_dir"
+    echo "man pages in $man_dir (man fasthts, man fasthts-sort, ...)"
+    # man looks there when ~/.local/bin is on the PATH; else MANPATH says so.
+    if command -v manpath >/dev/null && [[ ":$(manpath 2>/dev/null):" != *":${man_dir%/man1}:"* ]]; then
+        echo "  for man to find them: export MANPATH=\"${man_dir%/man1}:\""
+    fi
+else
+    echo "note: this fasthts cannot write man pages (no generate-man-pages); none installed"
+fi
+
+# 3. Every command on the examples. Outputs are replaced on a second run.
 mkdir -p "$out"
+cd "$out"
+rm -f byname.bam sorted.bam sorted.bam.csi sorted.bam.bai tumour.bam tumour.bam.bai normal.bam normal.bam.bai \
+    pileup.csv reads.ct reads.ct.info reads.hist.csv reads.normalized.fq reads.filtered.fq reads.trimmed.fq
 set -x
-"$fasthts" sort -n -o "$out/byname.bam" "$root/examples/example.bam"
-"$fasthts" sort --write-index -o "$out/example.bam" "$out/byname.bam"
-"$fasthts" index "$out/example.bam"
-"$fasthts" idxstats "$out/example.bam" > "$out/idxstats.txt"
-"$fasthts" flagstat "$out/example.bam" > "$out/flagstat.txt"
-"$fasthts" flagstat -O json "$out/example.bam" > "$out/flagstat.json"
-"$fasthts" flagstat -O tsv "$out/example.bam" > "$out/flagstat.tsv"
-set +x
-cat "$out/flagstat.txt"
-echo "outputs in $out"
+# samtools: quickcheck, flagstat (three formats), sort by name and back by
+# coordinate (writing a CSI on the way), index (BAI), idxstats.
+"$fasthts" quickcheck -v "$ex/example.bam" "$ex/example-normal.bam"
+"$fasthts" flagstat "$ex/example.bam" >flagstat.txt
+"$fasthts" flagstat -O json "$ex/example.bam" >flagstat.json
+"$fasthts" flagstat -O tsv "$ex/example.bam" >flagstat.tsv
+"$fasthts" sort -n -o byname.bam "$ex/example.bam"
+"$fasthts" sort --write-index -o sorted.bam byname.bam
+"$fasthts" index sorted.bam
+"$fasthts" idxstats sorted.bam >idxstats.txt
+# FACETS: snp-pileup of the normal and tumour BAMs (indexed here, beside
+# copies) at the VCF's sites.
+cp "$ex/example.bam" tumour.bam
+cp "$ex/example-normal.bam" normal.bam
+"$fasthts" index tumour.bam
+"$fasthts" index normal.bam
+"$fasthts" snp-pileup "$ex/sites.vcf" pileup.csv normal.bam tumour.bam
+# khmer: count k-mers, their abundance histogram, digital normalisation,
+# trimming at low-abundance k-mers with the saved table and in two passes.
+"$fasthts" kmer count -k 20 reads.ct "$ex/reads.fq.gz"
+"$fasthts" kmer abundance-dist reads.ct "$ex/reads.fq.gz" reads.hist.csv
+"$fasthts" kmer normalize -k 20 -C 10 "$ex/reads.fq.gz" -o reads.normalized.fq
+"$fasthts" kmer filter-abund -C 2 reads.ct "$ex/reads.fq.gz" -o reads.filtered.fq
+"$fasthts" kmer trim-low-abund -k 20 -C 2 -V "$ex/reads.fq.gz" -o reads.trimmed.fq
+{ set +x; } 2>/dev/null
+
+cat flagstat.txt
+cat <<EOF
+
+outputs in $out:
+  flagstat.txt, flagstat.json, flagstat.tsv   fasthts flagstat of example.bam
+  byname.bam                                  sort -n (read-name order)
+  sorted.bam, sorted.bam.csi, sorted.bam.bai  sort --write-index back to coordinate order; index
+  idxstats.txt                                idxstats of sorted.bam
+  tumour.bam(.bai), normal.bam(.bai)          indexed copies of the example pair
+  pileup.csv                                  snp-pileup: allele counts at sites.vcf (FACETS' CSV)
+  reads.ct, reads.ct.info                     kmer count: the k-mer table of reads.fq.gz (khmer's .ct)
+  reads.hist.csv                              kmer abundance-dist: the k-mer abundance histogram
+  reads.normalized.fq                         kmer normalize: reads kept at median k-mer coverage <= 10
+  reads.filtered.fq                           kmer filter-abund: reads trimmed at k-mers seen once
+  reads.trimmed.fq                            kmer trim-low-abund: two-pass trimming
+fasthts is $fasthts$(command -v fasthts >/dev/null || echo " (add $install_bin to your PATH)")
+EOF

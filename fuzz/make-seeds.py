@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the fuzz seed corpora (fuzz/seeds/<target>/) from the repository's
-test fixtures and the shared golden inputs. Each seed is a few KB at most;
+test fixtures and golden inputs (tests/data/golden). Each seed is a few KB at most;
 rerun to regenerate (the output is deterministic)."""
 import gzip
 import os
@@ -9,7 +9,7 @@ import sys
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 data = os.path.join(root, "tests", "data")
-golden = os.environ.get("FASTHTS_GOLDEN", os.path.join(root, "..", "shared", "golden"))
+golden = os.environ.get("FASTHTS_GOLDEN", os.path.join(data, "golden"))
 out = os.path.join(root, "fuzz", "seeds")
 
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Build and run the BGZF inflater benchmark.
 #   bench/inflaters/run.sh [BAM] [REPEATS]
-# Defaults: BAM=/work/main/bench/data/1g.bam, REPEATS=5.
-# Quick test: bench/inflaters/run.sh /work/main/bench/data/50m.bam 3
+# Defaults: BAM=bench/data/1g.bam, REPEATS=5.
+# Quick test: bench/inflaters/run.sh bench/data/50m.bam 3
 # zlib-ng is measured when packaged (Debian trixie on) or when ZLIBNG_PREFIX
 # names an install of it.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-BAM=${1:-/work/main/bench/data/1g.bam}
+BAM=${1:-$HERE/../data/1g.bam}
 REPS=${2:-5}
 BUILD="$HERE/build"
 mkdir -p "$BUILD"

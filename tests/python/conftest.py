@@ -1,7 +1,9 @@
 """Fixtures of the Python package's tests: the CLI binary, a generated BAM,
-the golden snp-pileup inputs, and a FASTQ for the k-mer tests."""
+the golden snp-pileup inputs, and a FASTQ for the k-mer tests; and
+`require`, the one way a test goes without what it compares against."""
 
 import gzip
+import importlib
 import os
 import random
 import shutil
@@ -13,6 +15,41 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def under_ci() -> bool:
+    """`CI=true` (set by .ci/run, as by most CI services)."""
+    return os.environ.get("CI") in ("true", "1")
+
+
+def require(available: bool, what: str) -> None:
+    """The one way a test goes without something it compares against (a
+    tool, a Python module, reference data): nothing happens when it is
+    `available`. Otherwise, under CI the test fails naming what is missing
+    (a CI run that skips its comparisons proves nothing); elsewhere it is
+    skipped, counted in pytest's summary line ("N skipped") and listed with
+    `-rs` (scripts/test.sh passes it)."""
+    if available:
+        return
+    if under_ci():
+        pytest.fail(f"{what} is missing (CI=true: a test may not skip its comparison)", pytrace=False)
+    pytest.skip(f"{what} is missing", allow_module_level=True)
+
+
+def require_module(name: str):
+    """The module `name`, imported, through `require`."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        require(False, f"Python module {name} (pip install '.[test]')")
+
+
+def require_tool(name: str, package: str) -> str:
+    """The path of the program `name`, through `require` (`package`: the
+    Debian package that has it)."""
+    path = shutil.which(name)
+    require(path is not None, f"{name} (Debian package {package})")
+    return path
+
+
 def target_dir() -> Path:
     return Path(os.environ.get("CARGO_TARGET_DIR", Path.home() / ".cache/fasthts-target"))
 
@@ -22,8 +59,7 @@ def cli() -> str:
     """The `fasthts` binary (FASTHTS_BIN, or the release build of the
     cargo target dir, which scripts/test.sh builds before running pytest)."""
     b = os.environ.get("FASTHTS_BIN") or str(target_dir() / "release" / "fasthts")
-    if not Path(b).is_file():
-        pytest.skip(f"fasthts binary not found at {b} (cargo build --release -p fasthts-cli)")
+    require(Path(b).is_file(), f"the fasthts binary {b} (cargo build --release -p fasthts-cli)")
     return b
 
 
@@ -35,8 +71,7 @@ def run(*args, **kw) -> subprocess.CompletedProcess:
 def gen_bam(tmp_path_factory) -> Path:
     """A generated, sorted, indexed BAM of a few thousand records
     (scripts/gen-bam.sh; needs samtools)."""
-    if not shutil.which("samtools"):
-        pytest.skip("samtools not installed (scripts/gen-bam.sh needs it)")
+    require_tool("samtools", "samtools")  # scripts/gen-bam.sh needs it
     d = tmp_path_factory.mktemp("gen")
     out = d / "gen.bam"
     env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir()))
@@ -50,16 +85,13 @@ def gen_bam(tmp_path_factory) -> Path:
     return out
 
 
-def golden_dir() -> Path:
-    for d in [ROOT.parent / "shared/golden/snp-pileup", Path("/work/shared/golden/snp-pileup")]:
-        if (d / "normal.bam").is_file():
-            return d
-    pytest.skip("golden snp-pileup inputs (../shared/golden/snp-pileup) not found")
-
-
 @pytest.fixture(scope="session")
 def golden() -> Path:
-    return golden_dir()
+    """FACETS' snp-pileup inputs and outputs, part of the repository
+    (tests/data/golden/snp-pileup; see its README)."""
+    d = ROOT / "tests/data/golden/snp-pileup"
+    assert (d / "normal.bam").is_file(), f"{d}: golden data missing from the checkout"
+    return d
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import fasthts
+from conftest import require_module
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests/data/small.bam"
@@ -36,7 +37,7 @@ def norm_tags(tags):
 
 
 def cross_check(path: Path, limit=None):
-    pysam = pytest.importorskip("pysam")
+    pysam = require_module("pysam")
     bam = fasthts.BamFile(str(path))
     n = 0
     with pysam.AlignmentFile(str(path), "rb") as ps:

@@ -7,8 +7,9 @@ import shutil
 import pytest
 
 import fasthts
+from conftest import require_module
 
-distributed = pytest.importorskip("distributed")
+distributed = require_module("distributed")
 import fasthts.dask as fdask  # noqa: E402
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import fasthts
-from conftest import run
+from conftest import require_tool, run
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests/data/small.bam"
@@ -23,17 +23,11 @@ def test_flagstat_equals_cli(cli, gen_bam, fmt):
 
 def test_flagstat_sam_and_unindexed(cli, tmp_path):
     sam = tmp_path / "small.sam"
-    sam.write_bytes(run("samtools", "view", "-h", SMALL).stdout) if _have("samtools") else pytest.skip("samtools")
+    sam.write_bytes(run(require_tool("samtools", "samtools"), "view", "-h", SMALL).stdout)
     assert str(fasthts.flagstat(str(sam))) == run(cli, "flagstat", sam).stdout.decode()
     bare = tmp_path / "bare.bam"
     bare.write_bytes(SMALL.read_bytes())  # no index beside it
     assert fasthts.flagstat(str(bare)) == fasthts.flagstat(str(SMALL))
-
-
-def _have(tool):
-    import shutil
-
-    return shutil.which(tool) is not None
 
 
 def test_flagstat_object():

@@ -81,8 +81,8 @@ def test_mypy_stubtest_finds_no_difference():
     import subprocess
     import sys
 
-    import pytest
+    from conftest import require_module
 
-    pytest.importorskip("mypy")
+    require_module("mypy")
     r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "fasthts._fasthts"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

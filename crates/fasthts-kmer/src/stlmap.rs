@@ -525,8 +525,7 @@ mod tests {
         .unwrap();
         let exe = dir.join("m");
         let ok = Command::new("g++").arg("-O1").arg(&src).arg("-o").arg(&exe).status().map(|s| s.success()).unwrap_or(false);
-        if !ok {
-            eprintln!("g++ not available: skipping libstdc++ comparison");
+        if !fasthts_testgen::support::require(ok, "g++ (compiling the libstdc++ reference)") {
             return;
         }
         let mut s = 12345u64;

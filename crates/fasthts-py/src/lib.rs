@@ -16,6 +16,7 @@ use std::ffi::CString;
 use std::sync::Mutex;
 
 mod bam;
+mod cli;
 mod kmer;
 mod ops;
 
@@ -92,5 +93,6 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bam::register(m)?;
     ops::register(m)?;
     kmer::register(m)?;
+    cli::register(m)?;
     Ok(())
 }

@@ -28,22 +28,61 @@ pub fn data(name: &str) -> PathBuf {
     data_dir().join(name)
 }
 
-/// The golden data shared between worktrees (`../shared/golden` beside the
-/// repository), not committed; may be absent.
-pub fn shared_golden() -> PathBuf {
-    repo_root().join("../shared/golden")
+/// The repository's golden data, `tests/data/golden` (reference tools'
+/// outputs on small inputs; see its README).
+pub fn golden_dir() -> PathBuf {
+    data("golden")
 }
 
-/// The golden snp-pileup inputs and FACETS' outputs, or `None` (with a
-/// note) when they are not there.
-pub fn golden_snp_pileup() -> Option<PathBuf> {
-    let d = shared_golden().join("snp-pileup");
-    if d.join("commands.txt").is_file() {
-        Some(d)
-    } else {
-        eprintln!("golden snp-pileup data not found: skipping");
-        None
+/// The golden snp-pileup inputs and FACETS' outputs
+/// (`tests/data/golden/snp-pileup`). Part of the repository: a checkout
+/// without them is broken, and the test fails.
+pub fn golden_snp_pileup() -> PathBuf {
+    let d = golden_dir().join("snp-pileup");
+    assert!(d.join("commands.txt").is_file(), "{}: golden snp-pileup data missing from the checkout", d.display());
+    d
+}
+
+/// Whether the tests run under CI: `CI=true` (set by `.ci/run`, as by
+/// most CI services).
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The one way a test goes without something it compares against (a tool
+/// such as samtools, khmer or bgzip, or reference data): returns
+/// `available`. When it is false, under CI ([`under_ci`]) the test fails
+/// naming what is missing: a CI run that skips its comparisons proves
+/// nothing. Elsewhere the skip is noted on stderr and appended to the file
+/// `$FASTHTS_SKIP_LOG` (scripts/test.sh lists them in its summary), and
+/// the caller returns early.
+pub fn require(available: bool, what: &str) -> bool {
+    if available {
+        return true;
     }
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    assert!(!under_ci(), "{test}: {what} is missing (CI=true: a test may not skip its comparison)");
+    let line = format!("SKIPPED {test}: {what} is missing\n");
+    eprint!("{line}");
+    if let Some(log) = std::env::var_os("FASTHTS_SKIP_LOG") {
+        use std::io::Write;
+        // One short append per skip: lines from parallel tests stay whole.
+        let _ = std::fs::OpenOptions::new().create(true).append(true).open(log).and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+    false
+}
+
+/// Whether `program ARGS` runs and exits 0 (a tool's presence).
+pub fn runs(program: &str, args: &[&str]) -> bool {
+    Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+}
+
+/// samtools' own test files (Debian package samtools-test), or `None`
+/// through [`require`].
+pub fn samtools_test_data() -> Option<PathBuf> {
+    let d = PathBuf::from("/usr/share/samtools/test");
+    require(d.join("dat").is_dir(), "samtools' test files (Debian package samtools-test, /usr/share/samtools/test)").then_some(d)
 }
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -70,18 +109,15 @@ impl Drop for TempDir {
     }
 }
 
-/// Whether samtools is installed; differential tests print a note and
-/// pass vacuously without it (CI installs it, see `.ci/run`).
+/// Whether samtools is installed, through [`require`]: differential
+/// tests return early without it, outside CI only.
 pub fn have_samtools() -> bool {
-    let ok = Command::new("samtools").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("samtools not found: skipping differential checks");
-    }
-    ok
+    static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    require(*FOUND.get_or_init(|| runs("samtools", &["--version"])), "samtools (Debian package samtools)")
 }
 
-/// A temporary directory for a differential test, or `None` (with a note)
-/// without samtools.
+/// A temporary directory for a differential test, or `None` without
+/// samtools (see [`have_samtools`]).
 pub fn with_samtools(tag: &str) -> Option<TempDir> {
     have_samtools().then(|| TempDir::new(tag))
 }

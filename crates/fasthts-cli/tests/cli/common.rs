@@ -12,8 +12,8 @@ pub fn fasthts() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fasthts"))
 }
 
-/// BAM files to compare on: the repository fixtures, the shared golden
-/// tumour/normal pair when present, art_illumina's alignments ([`art_bam`]),
+/// BAM files to compare on: the repository fixtures, the golden
+/// tumour/normal pair, art_illumina's alignments ([`art_bam`]),
 /// and samtools' own test BAMs when the samtools-test package is installed.
 pub fn corpus() -> Vec<PathBuf> {
     let mut files = Vec::new();
@@ -26,10 +26,13 @@ pub fn corpus() -> Vec<PathBuf> {
         }
     };
     add_dir(&data_dir());
-    add_dir(&shared_golden().join("snp-pileup"));
-    for sub in ["dat", "bedcov", "quickcheck", "mpileup", "split", "stat", "merge", "index", "depth", "coverage", "markdup", "sort", "view"]
-    {
-        add_dir(&Path::new("/usr/share/samtools/test").join(sub));
+    add_dir(&golden_snp_pileup());
+    if let Some(samtools_tests) = samtools_test_data() {
+        for sub in
+            ["dat", "bedcov", "quickcheck", "mpileup", "split", "stat", "merge", "index", "depth", "coverage", "markdup", "sort", "view"]
+        {
+            add_dir(&samtools_tests.join(sub));
+        }
     }
     files.extend(art_bam());
     files
@@ -39,7 +42,7 @@ pub fn corpus() -> Vec<PathBuf> {
 /// paired 100 bp reads it simulates over a seeded genome of three
 /// references (`=`/`X` CIGARs, proper pairs on both strands): a simulator's
 /// output rather than our generator's. Made once in cargo's test scratch
-/// directory and reused; `None` (with a note) without art_illumina (Debian
+/// directory and reused; `None` (see `require`) without art_illumina (Debian
 /// package art-nextgen-simulation-tools) or samtools.
 pub fn art_bam() -> Option<PathBuf> {
     static BAM: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
@@ -75,8 +78,9 @@ fn make_art_bam() -> Option<PathBuf> {
     if bam.exists() {
         return Some(bam);
     }
-    if Command::new("art_illumina").output().is_err() || !have_samtools() {
-        eprintln!("art_illumina or samtools not found: the simulator's BAM is left out of the corpus");
+    // art_illumina without arguments prints its usage and exits non-zero.
+    let art = Command::new("art_illumina").output().is_ok();
+    if !require(art, "art_illumina (Debian package art-nextgen-simulation-tools)") || !have_samtools() {
         return None;
     }
     // Built aside and renamed into place, so that test processes running at

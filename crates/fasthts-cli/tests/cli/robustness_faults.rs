@@ -8,8 +8,8 @@
 //!   uninterrupted run's) or no output, temporary or run file remains.
 //!   (SIGKILL cannot be cleaned up after and is not tested.)
 //! * A nearly full tmpfs: the same commands fail with one "No space left"
-//!   error line and leave nothing behind (skipped with a note when the test
-//!   cannot mount, i.e. not root).
+//!   error line and leave nothing behind (needs root to mount; without,
+//!   `require` fails it under CI and skips it elsewhere).
 //! * `ulimit -n 64`: an external sort with hundreds of runs completes;
 //!   with a small `-m` or under `ulimit -v` sort completes or fails cleanly.
 //! * `-@ 1`, `-@ 2`, `-@ 8` give identical output for every command.
@@ -278,8 +278,8 @@ impl Drop for Unmount {
 fn full_disk_fails_cleanly_and_leaves_nothing() {
     let dir = TempDir::new("faults-full");
     let mnt = dir.path("mnt");
-    if let Err(why) = mount_tmpfs(&mnt, "8m") {
-        println!("SKIPPED full-disk test: cannot mount a tmpfs ({why})");
+    let mounted = mount_tmpfs(&mnt, "8m");
+    if !require(mounted.is_ok(), &format!("a tmpfs to fill (needs root: {})", mounted.err().unwrap_or_default())) {
         return;
     }
     let _unmount = Unmount(mnt.clone());

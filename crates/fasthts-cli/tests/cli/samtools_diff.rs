@@ -179,7 +179,8 @@ fn flagstat_through_the_index_equals_a_sequential_scan() {
 /// (samtools can count them in memory; fasthts, which encodes SAM into BAM
 /// records, refuses them as samtools does when writing BAM).
 fn sam_corpus() -> Vec<std::path::PathBuf> {
-    let mut files = files_under(Path::new("/usr/share/samtools/test"), ".sam");
+    let Some(samtools_tests) = samtools_test_data() else { return Vec::new() };
+    let mut files = files_under(&samtools_tests, ".sam");
     files.retain(|p| !p.components().any(|c| c.as_os_str() == "large_pos"));
     files
 }

@@ -1,5 +1,5 @@
 //! `fasthts snp-pileup` against the real FACETS binary's outputs (issue 5):
-//! the 27 golden commands of `shared/golden/snp-pileup/commands.txt`, byte
+//! the 27 golden commands of `tests/data/golden/snp-pileup/commands.txt`, byte
 //! for byte (gzip outputs decompressed, the CPU-time line excepted), at
 //! `-@ 1` and `-@ 2`; independence from thread count and region size; and
 //! bad input (one error line, non-zero exit, no output left).
@@ -74,7 +74,7 @@ fn without_time(s: &str) -> String {
 
 /// Runs every successful golden case with `extra` options and compares.
 fn check_golden(extra: &[&str], only: Option<&[&str]>) {
-    let Some(dir) = golden_snp_pileup() else { return };
+    let dir = golden_snp_pileup();
     let tmp = TempDir::new("snp-golden");
     let mut checked = 0;
     for case in cases(&dir) {
@@ -147,7 +147,7 @@ fn output_independent_of_threads_and_region_size() {
 }
 
 fn golden_case(name: &str) -> Option<(PathBuf, Case)> {
-    let dir = golden_snp_pileup()?;
+    let dir = golden_snp_pileup();
     let c = cases(&dir).into_iter().find(|c| c.args.iter().any(|a| a.contains(name)))?;
     Some((dir, c))
 }
@@ -171,7 +171,7 @@ fn assert_failed(o: &std::process::Output, code: i32, tmp: &TempDir, what: &str)
 
 #[test]
 fn golden_error_cases() {
-    let Some(dir) = golden_snp_pileup() else { return };
+    let dir = golden_snp_pileup();
     let tmp = TempDir::new("snp-err");
     // Missing VCF, missing BAM, too few arguments: FACETS' exit statuses.
     for (name, code) in [("err1.csv", 1), ("err2.csv", 1), ("err3.csv", 64)] {
@@ -211,7 +211,7 @@ fn golden_error_cases() {
 
 #[test]
 fn missing_index_is_a_clear_error() {
-    let Some(dir) = golden_snp_pileup() else { return };
+    let dir = golden_snp_pileup();
     let tmp = TempDir::new("snp-noindex");
     let bam = tmp.path("noindex.bam");
     std::fs::copy(dir.join("normal.bam"), &bam).unwrap();
@@ -226,7 +226,7 @@ fn missing_index_is_a_clear_error() {
 
 #[test]
 fn malformed_vcf_is_a_clear_error() {
-    let Some(dir) = golden_snp_pileup() else { return };
+    let dir = golden_snp_pileup();
     let tmp = TempDir::new("snp-badvcf");
     let vcf = tmp.path("bad.vcf");
     std::fs::write(&vcf, "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\nI\t100\t.\tA\tC\nI\tnot_a_number\t.\tA\tC\n").unwrap();
@@ -243,7 +243,7 @@ fn malformed_vcf_is_a_clear_error() {
 /// index of the sorted file beside it: an error, not output.
 #[test]
 fn unsorted_bam_is_an_error() {
-    let Some(dir) = golden_snp_pileup() else { return };
+    let dir = golden_snp_pileup();
     let Some(tmp) = with_samtools("snp-unsorted") else { return };
     let bam = tmp.path("unsorted.bam");
     let o = Command::new("samtools").args(["sort", "-n", "-o"]).arg(&bam).arg(dir.join("normal.bam")).output().unwrap();
@@ -390,7 +390,7 @@ fn is_subsequence(sub: &str, all: &str) -> bool {
 /// reported once.
 #[test]
 fn exact_sites_reports_what_facets_loses() {
-    let Some(dir) = golden_snp_pileup() else { return };
+    let dir = golden_snp_pileup();
     let tmp = TempDir::new("snp-exact");
     let bams = [dir.join("normal.bam"), dir.join("tumour.bam")];
     let vcf = dir.join("sites.vcf.gz");
@@ -457,7 +457,7 @@ fn exact_sites_reports_what_facets_loses() {
 /// overlap detection on): every site row, FACETS-lost sites included.
 #[test]
 fn exact_sites_counts_match_samtools_mpileup() {
-    let Some(dir) = golden_snp_pileup() else { return };
+    let dir = golden_snp_pileup();
     let Some(tmp) = with_samtools("snp-exact-mpileup") else { return };
     let bams = [dir.join("normal.bam"), dir.join("tumour.bam")];
     let exact = snp_csv(&dir, &["--exact-sites", "-q1", "-Q20"], &dir.join("sites.vcf.gz"), &bams, &tmp, "exact.csv");
@@ -502,7 +502,7 @@ fn exact_sites_counts_match_samtools_mpileup() {
 /// including cuts refused by the depth cap (whole references redone).
 #[test]
 fn exact_sites_independent_of_threads_and_region_size() {
-    let Some(dir) = golden_snp_pileup() else { return };
+    let dir = golden_snp_pileup();
     let tmp = TempDir::new("snp-exact-threads");
     let bams = [dir.join("normal.bam"), dir.join("tumour.bam")];
     let vcf = dir.join("sites.vcf.gz");
@@ -528,7 +528,7 @@ fn exact_sites_independent_of_threads_and_region_size() {
 /// MtDNA records moved to the front of the VCF, MtDNA rows come first.
 #[test]
 fn exact_sites_matches_contigs_per_name_in_vcf_order() {
-    let Some(dir) = golden_snp_pileup() else { return };
+    let dir = golden_snp_pileup();
     let Some(tmp) = with_samtools("snp-exact-names") else { return };
     let header = Command::new("samtools").args(["view", "-H"]).arg(dir.join("normal.bam")).output().unwrap();
     let renamed = text(&header.stdout).replace("SN:I\t", "SN:chrI\t").replace("SN:II\t", "SN:chrII\t").replace("SN:X\t", "SN:chrX\t");

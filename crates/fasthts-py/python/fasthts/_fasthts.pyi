@@ -10,7 +10,7 @@ _Path = Union[str, os.PathLike[str]]
 _RegionLike = Union["Region", str, Tuple[Optional[str], Optional[int], Optional[int]]]
 
 __version__: str
-__all__ = ["Error", "__version__", "BamFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "seqfile_split", "_countgraph_from_bytes"]
+__all__ = ["Error", "__version__", "BamFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "seqfile_split", "_countgraph_from_bytes", "run_cli"]
 
 class Error(Exception):
     """Bad input or a failed operation; the message is the CLI's."""
@@ -186,3 +186,4 @@ def snp_pileup_block(
 ) -> Tuple[bytes, Optional[Tuple[int, int]]]: ...
 def snp_block_entry_state(state: Optional[Tuple[int, int]], block_tid: int) -> Optional[Tuple[int, int]]: ...
 def write_csv(output: _Path, n_files: int, chunks: Sequence[bytes], gzip: bool) -> None: ...
+def run_cli(argv: Sequence[str]) -> int: ...

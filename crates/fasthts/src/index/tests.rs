@@ -3,14 +3,15 @@
 //! by a minimal test-only BAM reader, pushed through [`IndexBuilder`] and
 //! compared with samtools' index structurally and byte for byte; then
 //! `samtools idxstats` / `samtools view IN REGION` run with our index must
-//! print what they print with samtools' own. Tests that need samtools skip
-//! (with a note on stderr) when it is not installed.
+//! print what they print with samtools' own. Tests that need samtools fail
+//! without it under CI and skip with a note elsewhere
+//! (`fasthts_testgen::support::require`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use fasthts_testgen::rng::Rng;
-use fasthts_testgen::support::{shared_golden, with_samtools};
+use fasthts_testgen::support::{golden_snp_pileup, with_samtools};
 
 use super::*;
 use crate::bgzf::{Block, VirtualOffset};
@@ -571,11 +572,7 @@ fn header_only_and_unplaced_only_bams() {
 
 #[test]
 fn golden_tumour_bam() {
-    let golden = &shared_golden().join("snp-pileup/tumour.bam");
-    if !golden.exists() {
-        eprintln!("golden tumour.bam not available: skipping");
-        return;
-    }
+    let golden = &golden_snp_pileup().join("tumour.bam");
     let Some(tmp) = with_samtools("index-golden") else {
         return;
     };

@@ -1,17 +1,14 @@
 //! Tests across the SAM reader's layers, most of them against samtools
-//! (`samtools view -b`; skipped when samtools is not installed), and the
-//! fixtures the files' own tests share.
+//! (`samtools view -b`; required under CI, see
+//! `fasthts_testgen::support::require`), and the fixtures the files' own
+//! tests share.
 
 use super::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn samtools_available() -> bool {
-    let ok = Command::new("samtools").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
-    if !ok {
-        eprintln!("note: samtools not found; skipping the differential test");
-    }
-    ok
+    fasthts_testgen::support::have_samtools()
 }
 
 fn tmp(name: &str) -> PathBuf {

@@ -119,10 +119,9 @@ fn every_corpus_bam_prints_as_samtools_view() {
         return;
     }
     let mut files = Vec::new();
-    for dir in [data_dir(), shared_golden()] {
+    for dir in [data_dir(), golden_dir()].into_iter().chain(samtools_test_data()) {
         files.extend(files_under(&dir, ".bam"));
     }
-    files.extend(files_under(Path::new("/usr/share/samtools/test"), ".bam"));
     assert!(files.len() >= 10, "corpus too small: {files:?}");
     let mut tally = Tally::default();
     for f in &files {
@@ -134,9 +133,10 @@ fn every_corpus_bam_prints_as_samtools_view() {
 #[test]
 fn every_samtools_test_sam_prints_as_samtools_view() {
     let Some(dir) = with_samtools("samwrite-sam") else { return };
+    let Some(samtools_tests) = samtools_test_data() else { return };
     let mut tally = Tally::default();
-    let mut sams = files_under(Path::new("/usr/share/samtools/test"), ".sam");
-    sams.extend(files_under(Path::new("/usr/share/samtools/test"), ".sam.gz"));
+    let mut sams = files_under(&samtools_tests, ".sam");
+    sams.extend(files_under(&samtools_tests, ".sam.gz"));
     for (i, sam) in sams.iter().enumerate() {
         // Through BAM, as samtools stores it; samtools view of that BAM is
         // the reference (the SAM itself may hold what BAM cannot).
@@ -478,8 +478,9 @@ fn samtools_test_sams_read_by_the_sam_reader_print_as_samtools_view() {
     if !have_samtools() {
         return;
     }
+    let Some(samtools_tests) = samtools_test_data() else { return };
     let mut tally = Tally::default();
-    for sam in files_under(Path::new("/usr/share/samtools/test"), ".sam") {
+    for sam in files_under(&samtools_tests, ".sam") {
         compare_via_sam_reader(&sam, &mut tally);
     }
     report("samtools test SAMs via the SAM reader", &tally);
