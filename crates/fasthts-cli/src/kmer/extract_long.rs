@@ -9,6 +9,9 @@ use fasthts_kmer::scripts;
 
 /// extract-long-sequences.py
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  fasthts kmer extract-long-sequences -l 500 contigs.fa -o long.fa
+  fasthts kmer extract-long-sequences -l 100 reads.fq.gz > long.fq")]
 pub struct ExtractLongArgs {
     /// Input FAST[AQ] sequence filename.
     #[arg(required = true)]

@@ -8,6 +8,9 @@ use fasthts_kmer::scripts;
 
 /// extract-paired-reads.py
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  fasthts kmer extract-paired-reads kept.fq   (writes kept.fq.pe and kept.fq.se)
+  fasthts kmer extract-paired-reads -p pairs.fq -s singles.fq --gzip kept.fq.gz")]
 pub struct ExtractPairedArgs {
     /// Reads, pairs interleaved with orphans (plain, gzip, BGZF or bzip2); `-` = stdin
     #[arg(default_value = "/dev/stdin")]

@@ -9,13 +9,16 @@ use fasthts_kmer::scripts;
 
 /// fastq-to-fasta.py
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  fasthts kmer fastq-to-fasta reads.fq -o reads.fa
+  fasthts kmer fastq-to-fasta -n --gzip reads.fq.gz -o reads.fa.gz")]
 pub struct FastqToFastaArgs {
     /// The name of the input FASTQ sequence file.
     input_sequence: String,
     /// The name of the output FASTA sequence file. [default: stdout]
     #[arg(short = 'o', long = "output", value_name = "filename")]
     output: Option<String>,
-    /// Option to keep reads containing 'N's in input_sequence file. Default is to drop reads
+    /// Keep reads containing 'N's (they are dropped otherwise)
     #[arg(short = 'n', long = "n_keep")]
     n_keep: bool,
     #[command(flatten)]

@@ -7,6 +7,9 @@ use fasthts_kmer::scripts;
 
 /// interleave-reads.py
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  fasthts kmer interleave-reads reads_R1.fq reads_R2.fq -o interleaved.fq
+  fasthts kmer interleave-reads --gzip -o interleaved.fq.gz reads_R1.fq.gz reads_R2.fq.gz")]
 pub struct InterleaveArgs {
     /// First reads of the pairs (R1)
     left: String,

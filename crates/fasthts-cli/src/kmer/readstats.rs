@@ -7,6 +7,9 @@ use std::io::Write;
 
 /// readstats.py
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  fasthts kmer readstats reads_R1.fq.gz reads_R2.fq.gz
+  fasthts kmer readstats --csv -o stats.csv *.fq.gz")]
 pub struct ReadstatsArgs {
     /// FASTA/FASTQ files
     #[arg(required = true)]

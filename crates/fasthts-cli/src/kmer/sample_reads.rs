@@ -8,6 +8,9 @@ use fasthts_kmer::scripts::{Reservoirs, SampleOptions, SampleProgress, SampledUn
 
 /// sample-reads-randomly.py
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  fasthts kmer sample-reads-randomly -N 100000 -R 1 reads.fq -o subset.fq
+  fasthts kmer sample-reads-randomly -N 1000 -S 3 -R 7 reads.fq   (writes reads.fq.subset.0 to .2)")]
 pub struct SampleReadsArgs {
     /// Input files (sampled together)
     #[arg(required = true)]

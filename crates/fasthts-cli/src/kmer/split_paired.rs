@@ -7,6 +7,10 @@ use fasthts_kmer::scripts::{self, UnpairedReads};
 
 /// split-paired-reads.py
 #[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  fasthts kmer split-paired-reads interleaved.fq   (writes interleaved.fq.1 and .2)
+  fasthts kmer split-paired-reads -0 orphans.fq -1 R1.fq -2 R2.fq interleaved.fq
+  gunzip -c kept.fq.gz | fasthts kmer split-paired-reads -d out/ -")]
 pub struct SplitPairedArgs {
     /// Interleaved reads (plain, gzip, BGZF or bzip2); `-` = stdin
     #[arg(default_value = "/dev/stdin")]
