@@ -1,6 +1,9 @@
 //! `fasthts kmer count`: load-into-counting.py.
 
-use super::{append_line, basename, check_inputs, fp_error_block, khmer_error, save_graph, save_graph_and_free, write_in_place, GraphArgs};
+use super::{
+    append_line, basename, check_inputs, fp_error_block, khmer_error, refuse_input_as_output, save_graph, save_graph_and_free,
+    write_in_place, GraphArgs,
+};
 use crate::progress::{ReadsDone, Ticker};
 use crate::Failure;
 use clap::Args;
@@ -77,6 +80,8 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     a.graph.report(q, false);
     let base = &a.output_countgraph_filename;
     check_inputs(&a.input_sequence_filename, a.force)?;
+    let inputs: Vec<&str> = a.input_sequence_filename.iter().map(String::as_str).collect();
+    refuse_input_as_output(&[Some(base.as_str()), Some(info)], None, "", &inputs)?;
     if !q {
         eprintln!("Saving k-mer countgraph to {base}");
         eprintln!("Loading kmers from sequences in {}", py_list(&a.input_sequence_filename));
