@@ -368,25 +368,25 @@ fn descriptor_number(path: &Path) -> Option<i32> {
     }
 }
 
-/// Opens a special file for writing, truncating it as samtools' `fopen(.., "w")`
-/// does. A socket cannot be opened by name (ENXIO): a name of a descriptor
-/// then writes a duplicate of the descriptor itself.
+/// Opens a special file for writing. A name of one of this process's
+/// descriptors (`/dev/stdout`, `/dev/fd/N`) writes a duplicate of that
+/// descriptor: it shares the descriptor's offset, so the command's own
+/// messages on stdout follow its output instead of overwriting it, a file
+/// opened for appending (`>>`) is appended to rather than truncated, and
+/// a socket (which cannot be opened by name) works. Anything else is
+/// opened by name and truncated, as samtools' `fopen(.., "w")` does.
 fn open_direct(path: &Path) -> io::Result<File> {
-    match fs::OpenOptions::new().write(true).truncate(true).open(path) {
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
-            let Some(fd) = descriptor_number(path) else { return Err(e) };
-            use std::os::fd::FromRawFd;
-            // SAFETY: dup of a descriptor number the user named; a closed
-            // one fails with EBADF, and the open's error is reported.
-            let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
-            if copy < 0 {
-                return Err(e);
-            }
+    if let Some(fd) = descriptor_number(path) {
+        use std::os::fd::FromRawFd;
+        // SAFETY: dup of a descriptor number the user named; a closed one
+        // fails with EBADF.
+        let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
+        if copy >= 0 {
             // SAFETY: `copy` is a new descriptor owned by nobody else.
-            Ok(unsafe { File::from_raw_fd(copy) })
+            return Ok(unsafe { File::from_raw_fd(copy) });
         }
-        r => r,
     }
+    fs::OpenOptions::new().write(true).truncate(true).open(path)
 }
 
 /// Creates an output that is written in place as a command goes (khmer's

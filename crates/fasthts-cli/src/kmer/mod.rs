@@ -313,7 +313,7 @@ struct OutFile {
 impl OutFile {
     fn create(path: &str, gzip: bool) -> io::Result<OutFile> {
         let (raw, temp): (Box<dyn Write>, Option<TempOutput>) = if is_stdout(path) {
-            (Box::new(io::stdout()), None)
+            (Box::new(fasthts_io::output::Named::new(io::stdout(), fasthts_io::output::stdout_name())), None)
         } else {
             // Removed by the signal handler if interrupted. The bare OS
             // error: the caller names the file as khmer does.

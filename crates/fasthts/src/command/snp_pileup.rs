@@ -113,6 +113,7 @@ fn output_target(output: &Path, gzip: bool) -> Result<PathBuf, Error> {
 /// (`gzip`) or plain.
 fn write_output(target: &Path, gzip: bool, write: impl FnOnce(&mut (dyn Write + Send)) -> Result<(), Error>) -> Result<(), Error> {
     let (temp, file) = TempOutput::create(target).map_err(|e| Error::Message(format!("Failed to open output file for writing: {e}")))?;
+    let file = crate::output::Named::new(file, temp.shown());
     if gzip {
         let mut w = BgzfWriter::new(BufWriter::new(file), DEFAULT_LEVEL);
         write(&mut w)?;
