@@ -37,13 +37,32 @@ pub fn recv_helping<T>(rx: &Receiver<T>) -> T {
 /// only wait for a core, and each costs a stack and, idle, steals work
 /// from all the others (rayon's pool started 5,000 of them in 28-56 s on
 /// 2 cores, for a flagstat of 390 KB).
+///
+/// Under an address-space limit (`ulimit -v`), also no more than one
+/// thread per [`ADDRESS_SPACE_PER_THREAD`] of it: each thread reserves a
+/// stack and buffers, and a pool that starts all its threads and then has
+/// too little left for the work failed where fewer threads would have
+/// succeeded (failures were not monotonic in the limit).
 pub fn thread_count(requested: Option<usize>) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    requested.filter(|&n| n > 0).unwrap_or(cores).min(cores.saturating_mul(MAX_THREADS_PER_CORE))
+    let asked = requested.filter(|&n| n > 0).unwrap_or(cores);
+    asked.min(cores.saturating_mul(MAX_THREADS_PER_CORE)).min(threads_the_address_space_allows()).max(1)
 }
 
 /// The most threads per core a job gets, whatever it asks for.
 pub const MAX_THREADS_PER_CORE: usize = 4;
+
+/// Address space budgeted per thread under `ulimit -v`.
+pub const ADDRESS_SPACE_PER_THREAD: u64 = 32 << 20;
+
+fn threads_the_address_space_allows() -> usize {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct owned here.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+        return usize::MAX;
+    }
+    usize::try_from(limit.rlim_cur as u64 / ADDRESS_SPACE_PER_THREAD).unwrap_or(usize::MAX).max(1)
+}
 
 /// [`thread_count`] for a job of `units` independent pieces of work (BGZF
 /// blocks, input files): no more threads than pieces, at least one.
