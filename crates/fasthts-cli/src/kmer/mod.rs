@@ -443,14 +443,19 @@ fn create_in_place(path: &str) -> io::Result<File> {
     fasthts_io::output::create_in_place(Path::new(path))
 }
 
-/// [`create_in_place`] with all of its text at once.
-fn write_in_place(path: &str, text: &str) -> io::Result<()> {
-    create_in_place(path)?.write_all(text.as_bytes())
+/// [`create_in_place`] with all of its text at once; the error names the file.
+fn write_in_place(path: &str, text: &str) -> Result<(), Failure> {
+    create_in_place(path).and_then(|mut f| f.write_all(text.as_bytes())).map_err(|e| file_error(path, &e))
+}
+
+/// `path: <OS error>`, as one of khmer's errors.
+fn file_error(path: &str, e: &io::Error) -> Failure {
+    khmer_error(format!("{path}: {}", fasthts_io::os_message(e)))
 }
 
 /// Appends to a file that exists: if an interrupted run's signal handler
 /// has just removed it, it stays removed.
-fn append_line(path: &str, line: &str) -> io::Result<()> {
-    let mut f = OpenOptions::new().append(true).open(path)?;
-    f.write_all(line.as_bytes())
+fn append_line(path: &str, line: &str) -> Result<(), Failure> {
+    let mut f = OpenOptions::new().append(true).open(path).map_err(|e| file_error(path, &e))?;
+    f.write_all(line.as_bytes()).map_err(|e| file_error(path, &e))
 }

@@ -131,7 +131,7 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
             _ => format!("trim-low-abund-{}", utc_timestamp()),
         };
         let path = format!("{base}.info.{fmt}");
-        write_in_place(&path, &summary_text(fmt, fp, &stats)).map_err(|e| format!("{path}: {e}"))?;
+        write_in_place(&path, &summary_text(fmt, fp, &stats))?;
     }
     Ok(())
 }
