@@ -18,6 +18,38 @@ use std::sync::OnceLock;
 
 pub struct ExitOnExhaustion;
 
+/// Address space each glibc malloc arena reserves (`HEAP_MAX_SIZE` on
+/// 64-bit), whether or not it is used.
+const ARENA_RESERVATION: u64 = 64 << 20;
+
+/// Under an address-space limit (`ulimit -v`), lets glibc's malloc keep
+/// at most one arena per quarter of the limit divided by an arena's
+/// reservation (at least one).
+///
+/// Why: each thread that allocates may get an arena of its own (up to 8
+/// per core), and each reserves 64 MiB of address space on creation.
+/// Measured with sort of a 390 KB BAM on 2 cores: it succeeded under 40 to
+/// 135 MiB (no arena fits: every thread shares the main heap), failed at
+/// 140-145 MiB (one or two arenas fit, then their reservations leave too
+/// little for the work) and succeeded again from 150 MiB; with one arena
+/// it succeeds at every one of those limits. Without a limit, nothing
+/// changes.
+pub fn fit_allocator_to_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct owned here.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+        return;
+    }
+    let arenas = (limit.rlim_cur as u64 / 4 / ARENA_RESERVATION).clamp(1, 1 << 16) as libc::c_int;
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt with a documented parameter, before other threads start.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, arenas);
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = arenas;
+}
+
 /// The subcommand's name for the error line (set once by `main`).
 static COMMAND: OnceLock<&'static str> = OnceLock::new();
 

@@ -11,6 +11,17 @@ use std::error::Error as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+// Every message of the CLI goes through these instead of std's macros,
+// which panic (exit 101, a backtrace) when the stream is closed or full.
+macro_rules! eprintln {
+    () => { $crate::print_stderr(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::print_stderr(format_args!("{}\n", format_args!($($arg)*))) };
+}
+macro_rules! println {
+    () => { $crate::print_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::print_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 pub mod exhaustion;
 mod flagstat;
 mod idxstats;
@@ -151,12 +162,15 @@ impl fasthts::command::Report for Terminal {
     }
 }
 
-/// Writes to stdout; a closed pipe is not an error.
+/// Writes a command's output to stdout. A closed pipe ends the process
+/// as it ends samtools ([`die_of_broken_pipe`]); another failure (a full
+/// disk) is an error naming the file stdout is.
 pub fn write_stdout(bytes: &[u8]) -> CmdResult {
     let mut out = io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        r => Ok(r?),
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => die_of_broken_pipe(),
+        Err(e) => Err(fasthts_io::PathError::new(fasthts_io::output::stdout_name(), e).into()),
     }
 }
 
@@ -206,7 +220,7 @@ fn report_usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> ExitCode 
                 let _ = write_stdout(e.render().to_string().as_bytes());
                 return ExitCode::SUCCESS;
             }
-            eprint!("{}", e.render());
+            print_stderr(format_args!("{}", e.render()));
             return ExitCode::from(status);
         }
         _ => {}
@@ -226,10 +240,63 @@ fn report_usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> ExitCode 
     ExitCode::from(status)
 }
 
+/// `println!` of this crate: a message line on stdout; a closed pipe ends
+/// the process ([`die_of_broken_pipe`]), other failures are ignored (the
+/// command's status says how it went).
+#[doc(hidden)]
+pub fn print_stdout(args: std::fmt::Arguments) {
+    let mut out = io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            die_of_broken_pipe();
+        }
+    }
+}
+
+/// `eprintln!` of this crate: as [`print_stdout`], for stderr.
+#[doc(hidden)]
+pub fn print_stderr(args: std::fmt::Arguments) {
+    if let Err(e) = io::stderr().lock().write_fmt(args) {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            die_of_broken_pipe();
+        }
+    }
+}
+
+/// Ends the process as a C program such as samtools ends when its reader
+/// has gone (`| head`): killed by SIGPIPE (status 141 in a shell), after
+/// removing the temporaries in progress. Rust ignores SIGPIPE so that
+/// writes fail with EPIPE instead; this restores the default and raises it.
+pub fn die_of_broken_pipe() -> ! {
+    fasthts::output::remove_in_progress();
+    // SAFETY: restores the default action of SIGPIPE and raises it in this
+    // thread, where it is not blocked: the process ends here.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+        libc::_exit(128 + libc::SIGPIPE)
+    }
+}
+
+/// True when `e` or an error it wraps is a write to a closed pipe.
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if e.downcast_ref::<io::Error>().is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            || e.downcast_ref::<fasthts_io::PathError>().is_some_and(|e| e.source.kind() == io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
 /// Runs the command line `args` (the program's name first, as
 /// `std::env::args_os` gives it) and returns the exit status. Installs the
 /// signal thread: call once per process, before any other thread starts.
 pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
+    exhaustion::fit_allocator_to_limit();
     signals::install();
     // An interrupted command leaves all its outputs or none: each stays
     // removable by the signal handler until the command has finished. The
@@ -251,6 +318,9 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
+            if is_broken_pipe(&*e) {
+                die_of_broken_pipe();
+            }
             if fasthts::output::interrupted() {
                 // The signal thread removed the temporaries under us and is
                 // ending the process with the signal's status: this error

@@ -1,6 +1,6 @@
 //! `fasthts kmer abundance-dist`: abundance-dist.py.
 
-use super::{check_inputs, is_stdout, khmer_error, load_graph, OutFile};
+use super::{check_inputs, is_stdout, khmer_error, load_graph, refuse_input_as_output, OutFile};
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::plot::PlotFormat;
@@ -51,6 +51,8 @@ pub struct AbundArgs {
 pub fn run(a: AbundArgs) -> crate::CmdResult {
     let q = a.quiet;
     check_inputs(&[&a.input_count_graph_filename, &a.input_sequence_filename], false)?;
+    let inputs = [a.input_count_graph_filename.as_str(), a.input_sequence_filename.as_str()];
+    refuse_input_as_output(&[Some(a.output_histogram_filename.as_str()), a.plot.as_deref()], None, "", &inputs)?;
     if !q {
         eprintln!("Loading counting graph from {}", a.input_count_graph_filename);
     }

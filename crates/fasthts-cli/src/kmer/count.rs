@@ -1,6 +1,9 @@
 //! `fasthts kmer count`: load-into-counting.py.
 
-use super::{append_line, basename, check_inputs, fp_error_block, khmer_error, save_graph, save_graph_and_free, write_in_place, GraphArgs};
+use super::{
+    append_line, basename, check_inputs, fp_error_block, khmer_error, refuse_input_as_output, save_graph, save_graph_and_free,
+    write_in_place, GraphArgs,
+};
 use crate::progress::{Bar, Source};
 use crate::Failure;
 use clap::Args;
@@ -86,11 +89,13 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     a.graph.report(q, false);
     let base = &a.output_countgraph_filename;
     check_inputs(&a.input_sequence_filename, a.force)?;
+    let inputs: Vec<&str> = a.input_sequence_filename.iter().map(String::as_str).collect();
+    refuse_input_as_output(&[Some(base.as_str()), Some(info)], None, "", &inputs)?;
     if !q {
         eprintln!("Saving k-mer countgraph to {base}");
         eprintln!("Loading kmers from sequences in {}", py_list(&a.input_sequence_filename));
     }
-    write_in_place(info, &format!("khmer version: {KHMER_VERSION}\n")).map_err(|e| khmer_error(format!("{info}: {e}")))?;
+    write_in_place(info, &format!("khmer version: {KHMER_VERSION}\n"))?;
     if !q {
         eprintln!("making countgraph");
     }
@@ -131,7 +136,7 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
             }
             save_graph(&mut g, base).map_err(khmer_error)?;
         }
-        append_line(info, &format!("through {f}\n")).map_err(|e| khmer_error(e.to_string()))?;
+        append_line(info, &format!("through {f}\n"))?;
         total_reads += r.n_reads;
         total_bases += r.n_bases;
     }
@@ -140,7 +145,7 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     if !q {
         eprintln!("Total number of unique k-mers: {n_kmers}");
     }
-    append_line(info, &format!("Total number of unique k-mers: {n_kmers}\n")).map_err(|e| khmer_error(e.to_string()))?;
+    append_line(info, &format!("Total number of unique k-mers: {n_kmers}\n"))?;
     if !q {
         eprintln!("saving {base}");
     }
@@ -154,7 +159,7 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
 /// The end of the .info file, the summary file (`-s`) and the closing report.
 fn count_summary(a: &CountArgs, info: &str, c: &Counted) -> Result<(), Failure> {
     let (q, base, fp) = (a.quiet, &a.output_countgraph_filename, c.fp);
-    append_line(info, &format!("fp rate estimated to be {fp:1.3}\n\n")).map_err(|e| khmer_error(e.to_string()))?;
+    append_line(info, &format!("fp rate estimated to be {fp:1.3}\n\n"))?;
     if let Some(fmt) = &a.summary_info {
         let mr_file = format!("{base}.info.{fmt}");
         if !q {
@@ -180,7 +185,7 @@ fn count_summary(a: &CountArgs, info: &str, c: &Counted) -> Result<(), Failure> 
                 a.input_sequence_filename.join(";")
             )
         };
-        write_in_place(&mr_file, &text).map_err(|e| khmer_error(format!("{mr_file}: {e}")))?;
+        write_in_place(&mr_file, &text)?;
     }
     if !q {
         eprintln!("fp rate estimated to be {fp:1.3}");

@@ -1,6 +1,6 @@
 //! `fasthts kmer filter-abund`: filter-abund.py.
 
-use super::{check_inputs, check_stdin_output, cutoff_range, load_graph, Compression, ReadOutputs};
+use super::{check_inputs, check_stdin_output, cutoff_range, load_graph, refuse_input_as_output, Compression, ReadOutputs};
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::scripts;
@@ -51,6 +51,8 @@ pub fn run(a: FilterArgs) -> crate::CmdResult {
     let gzip = a.compression.gzip()?;
     check_stdin_output(&a.input_filename, a.output.as_deref(), "-o")?;
     check_inputs(&a.input_filename, a.force)?;
+    let inputs: Vec<&str> = a.input_filename.iter().chain([&a.input_graph]).map(String::as_str).collect();
+    refuse_input_as_output(&[], a.output.as_deref(), "abundfilt", &inputs)?;
     if !q {
         eprintln!("loading countgraph: {}", a.input_graph);
     }

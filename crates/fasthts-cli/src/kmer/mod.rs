@@ -271,10 +271,31 @@ fn py_g2(x: f64) -> String {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// An output named by an option that cannot be created: khmer opens those
+/// while parsing its arguments (argparse's `FileType`), so the error is
+/// argparse's, status 2.
+fn cannot_open(option: &str, path: &str, e: &io::Error) -> Failure {
+    Failure::new(2, format!("fasthts kmer: argument {option}: can't open '{path}': {}", fasthts_io::os_message(e)))
+}
+
 /// One of khmer's own errors (its `sys.exit(1)` paths): the text as khmer
 /// prints it, status 1.
 fn khmer_error(message: impl Into<String>) -> Failure {
     Failure::new(1, message)
+}
+
+/// Refuses, before anything is written, an output that is one of the
+/// inputs (see `fasthts_io::output::refuse_input_as_output`). `single` is
+/// the `-o` of a command that otherwise writes `<input's name>.<suffix>`
+/// for each input.
+fn refuse_input_as_output(outputs: &[Option<&str>], single: Option<&str>, suffix: &str, inputs: &[&str]) -> Result<(), Failure> {
+    let mut written: Vec<String> = outputs.iter().flatten().map(|s| s.to_string()).collect();
+    match single {
+        Some(path) => written.push(path.to_string()),
+        None if !suffix.is_empty() => written.extend(inputs.iter().map(|f| format!("{}.{suffix}", basename(f)))),
+        None => {}
+    }
+    fasthts_io::output::refuse_input_as_output(&written, inputs).map_err(|e| khmer_error(e.to_string()))
 }
 
 /// khmer's `check_input_files` on each of `paths`: a missing or empty file
@@ -346,7 +367,7 @@ struct OutFile {
 impl OutFile {
     fn create(path: &str, gzip: bool) -> io::Result<OutFile> {
         let (raw, temp): (Box<dyn Write>, Option<TempOutput>) = if is_stdout(path) {
-            (Box::new(io::stdout()), None)
+            (Box::new(fasthts_io::output::Named::new(io::stdout(), fasthts_io::output::stdout_name())), None)
         } else {
             // Removed by the signal handler if interrupted. The bare OS
             // error: the caller names the file as khmer does.
@@ -384,8 +405,9 @@ struct ReadOutputs {
 }
 
 impl ReadOutputs {
-    fn new(single: Option<&str>, suffix: &'static str, gzip: bool) -> io::Result<ReadOutputs> {
-        let single = single.map(|path| OutFile::create(path, gzip).map(|file| (path.to_string(), file))).transpose()?;
+    fn new(single: Option<&str>, suffix: &'static str, gzip: bool) -> Result<ReadOutputs, Failure> {
+        let open = |path: &str| OutFile::create(path, gzip).map_err(|e| cannot_open("-o/--output", path, &e));
+        let single = single.map(|path| open(path).map(|file| (path.to_string(), file))).transpose()?;
         Ok(ReadOutputs { single, suffix, gzip })
     }
 
@@ -472,21 +494,22 @@ fn fp_error_block(fp: f64, max: f64) -> String {
 /// `.info`, report and summary files), registered so that an interrupted
 /// run leaves none of it (see `fasthts::output::hold_committed_outputs`).
 fn create_in_place(path: &str) -> io::Result<File> {
-    if fasthts_io::output::is_special_file(Path::new(path)) {
-        File::create(path)
-    } else {
-        fasthts::output::create_temporary(Path::new(path))
-    }
+    fasthts_io::output::create_in_place(Path::new(path))
 }
 
-/// [`create_in_place`] with all of its text at once.
-fn write_in_place(path: &str, text: &str) -> io::Result<()> {
-    create_in_place(path)?.write_all(text.as_bytes())
+/// [`create_in_place`] with all of its text at once; the error names the file.
+fn write_in_place(path: &str, text: &str) -> Result<(), Failure> {
+    create_in_place(path).and_then(|mut f| f.write_all(text.as_bytes())).map_err(|e| file_error(path, &e))
+}
+
+/// `path: <OS error>`, as one of khmer's errors.
+fn file_error(path: &str, e: &io::Error) -> Failure {
+    khmer_error(format!("{path}: {}", fasthts_io::os_message(e)))
 }
 
 /// Appends to a file that exists: if an interrupted run's signal handler
 /// has just removed it, it stays removed.
-fn append_line(path: &str, line: &str) -> io::Result<()> {
-    let mut f = OpenOptions::new().append(true).open(path)?;
-    f.write_all(line.as_bytes())
+fn append_line(path: &str, line: &str) -> Result<(), Failure> {
+    let mut f = OpenOptions::new().append(true).open(path).map_err(|e| file_error(path, &e))?;
+    f.write_all(line.as_bytes()).map_err(|e| file_error(path, &e))
 }

@@ -1,8 +1,8 @@
 //! `fasthts kmer normalize`: normalize-by-median.py.
 
 use super::{
-    basename, check_inputs, check_stdin_output, create_in_place, cutoff_range, fp_error_block, khmer_error, load_graph,
-    save_graph_and_free, Compression, GraphArgs, ReadOutputs,
+    basename, cannot_open, check_inputs, check_stdin_output, create_in_place, cutoff_range, fp_error_block, khmer_error, load_graph,
+    refuse_input_as_output, save_graph_and_free, Compression, GraphArgs, ReadOutputs,
 };
 use clap::Args;
 use fasthts_io::pool::thread_count;
@@ -84,6 +84,8 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         }
     }
     check_inputs(&a.input_filenames, false)?;
+    let inputs: Vec<&str> = a.input_filenames.iter().chain(&a.unpaired_reads).chain(&a.loadgraph).map(String::as_str).collect();
+    refuse_input_as_output(&[a.savegraph.as_deref(), a.report.as_deref()], a.output.as_deref(), "keep", &inputs)?;
     let mut g = match &a.loadgraph {
         Some(l) => {
             if !q {
@@ -100,7 +102,7 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         }
     };
     let report: Option<Box<dyn Write + Send>> = match &a.report {
-        Some(r) => Some(Box::new(BufWriter::new(create_in_place(r).map_err(|e| format!("{r}: {e}"))?))),
+        Some(r) => Some(Box::new(BufWriter::new(create_in_place(r).map_err(|e| cannot_open("-R/--report", r, &e))?))),
         None => None,
     };
     let mut diag = Diagnostics::new(report, a.report_frequency)?;

@@ -187,21 +187,11 @@ pub(super) fn script_failure(e: fasthts_kmer::scripts::BoxError) -> Failure {
     Failure::new(1, e.to_string())
 }
 
-/// Refuses outputs that are one of the inputs (the same file, under any
-/// name): the output would replace the input once written, where khmer
-/// truncates it before reading it. Standard streams and devices are not
-/// compared.
+/// Refuses, before anything is written, an output that is one of the
+/// inputs, however named (`fasthts_io::output::refuse_input_as_output`):
+/// khmer would truncate the input before reading it.
 pub(super) fn refuse_input_as_output<I: AsRef<str>, O: AsRef<str>>(inputs: &[I], outputs: &[O]) -> Result<(), Failure> {
-    use std::os::unix::fs::MetadataExt;
-    let identity = |p: &str| -> Option<(u64, u64)> {
-        let m = std::fs::metadata(p).ok()?;
-        m.is_file().then(|| (m.dev(), m.ino()))
-    };
-    for out in outputs.iter().map(AsRef::as_ref) {
-        let Some(id) = identity(out) else { continue };
-        if let Some(input) = inputs.iter().map(AsRef::as_ref).find(|i| identity(i) == Some(id)) {
-            return Err(Failure::new(1, format!("ERROR: output file {out} is the input {input}; not overwriting it")));
-        }
-    }
-    Ok(())
+    let inputs: Vec<&str> = inputs.iter().map(AsRef::as_ref).collect();
+    let outputs: Vec<&str> = outputs.iter().map(AsRef::as_ref).collect();
+    fasthts_io::output::refuse_input_as_output(&outputs, &inputs).map_err(|e| Failure::new(1, format!("ERROR: {e}")))
 }

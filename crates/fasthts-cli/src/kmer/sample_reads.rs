@@ -91,7 +91,7 @@ pub fn run(a: SampleReadsArgs) -> crate::CmdResult {
                     )
                     .into());
                 }
-                eprint!("Error: cannot specify -o with more than one sample.");
+                crate::print_stderr(format_args!("Error: cannot specify -o with more than one sample."));
             }
             output_name(Some(p))
         }

@@ -1,8 +1,8 @@
 //! `fasthts kmer trim-low-abund`: trim-low-abund.py.
 
 use super::{
-    check_inputs, check_stdin_output, fp_error_block, is_stdout, khmer_error, load_graph, save_graph_and_free, write_in_place, BoxError,
-    Compression, GraphArgs, OutFile, ReadOutputs,
+    check_inputs, check_stdin_output, fp_error_block, is_stdout, khmer_error, load_graph, refuse_input_as_output, save_graph_and_free,
+    write_in_place, BoxError, Compression, GraphArgs, OutFile, ReadOutputs,
 };
 use clap::Args;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
@@ -101,6 +101,8 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
     let gzip = a.compression.gzip()?;
     a.graph.report(q, a.loadgraph.is_some());
     check_inputs(&a.input_filenames, a.force)?;
+    let inputs: Vec<&str> = a.input_filenames.iter().chain(&a.loadgraph).map(String::as_str).collect();
+    refuse_input_as_output(&[a.savegraph.as_deref()], a.output.as_deref(), "abundtrim", &inputs)?;
     check_stdin_output(&a.input_filenames, a.output.as_deref(), "-o")?;
     let mut g = match &a.loadgraph {
         Some(l) => load_graph(l)?,
@@ -139,7 +141,7 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
             _ => format!("trim-low-abund-{}", utc_timestamp()),
         };
         let path = format!("{base}.info.{fmt}");
-        write_in_place(&path, &summary_text(fmt, fp, &stats)).map_err(|e| format!("{path}: {e}"))?;
+        write_in_place(&path, &summary_text(fmt, fp, &stats))?;
     }
     Ok(())
 }

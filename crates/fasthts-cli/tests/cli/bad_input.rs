@@ -1,6 +1,9 @@
 //! Broken input: every command answers with one clear error line and a
 //! non-zero exit, within seconds, never a panic, and leaves no output.
 
+// Issue 19: outputs, streams, signals, threads, memory limits.
+mod outputs;
+
 use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -49,7 +49,8 @@ fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
 /// sequentially if that fails ([`super::by_index_or_sequentially`]);
 /// other input sequentially.
 pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
-    with_threads(options.threads, || match input::open(path, &spool_prefix())? {
+    let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
+    with_threads(threads, || match input::open(path, &spool_prefix())? {
         Input::Bam(bam, _spool) => {
             warn_if_truncated(&bam, report);
             let index = usable_index(&bam, report);

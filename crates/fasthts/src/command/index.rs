@@ -43,7 +43,9 @@ pub fn index_format(csi: bool, min_shift: Option<i32>) -> IndexFormat {
 /// returns where it was written.
 pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> Result<PathBuf, Error> {
     let target = options.output.clone().unwrap_or_else(|| indexer::index_path_for(path, options.format));
-    with_threads(options.threads, || {
+    crate::output::refuse_input_as_output(&[&target], &[path])?;
+    let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
+    with_threads(threads, || {
         let bam = BamFile::open(path)?;
         warn_if_truncated(&bam, report);
         let index = indexer::build(&bam, options.format)?;

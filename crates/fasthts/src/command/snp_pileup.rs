@@ -102,7 +102,8 @@ fn output_target(output: &Path, gzip: bool) -> Result<PathBuf, Error> {
         target.push(".gz");
     }
     let target = PathBuf::from(target);
-    if target.exists() {
+    // A device or pipe (`/dev/stdout`) holds no file to lose.
+    if target.exists() && !crate::output::is_special_file(&target) {
         return Err(Error::Message(format!("Output file {} already exists!", output.display())));
     }
     Ok(target)
@@ -112,6 +113,7 @@ fn output_target(output: &Path, gzip: bool) -> Result<PathBuf, Error> {
 /// (`gzip`) or plain.
 fn write_output(target: &Path, gzip: bool, write: impl FnOnce(&mut (dyn Write + Send)) -> Result<(), Error>) -> Result<(), Error> {
     let (temp, file) = TempOutput::create(target).map_err(|e| Error::Message(format!("Failed to open output file for writing: {e}")))?;
+    let file = crate::output::Named::new(file, temp.shown());
     if gzip {
         let mut w = BgzfWriter::new(BufWriter::new(file), DEFAULT_LEVEL);
         write(&mut w)?;
@@ -143,6 +145,7 @@ pub fn snp_pileup(
 ) -> Result<SnpPileupStats, Error> {
     let inputs = open_inputs(vcf, bams, 0..u64::MAX, options, report)?;
     let target = output_target(output, options.gzip)?;
+    crate::output::refuse_input_as_output(&[&target], &[vcf].into_iter().chain(bams.iter().map(PathBuf::as_path)).collect::<Vec<_>>())?;
     let mut stats = SnpPileupStats::default();
     write_output(&target, options.gzip, |w| {
         let Inputs { summary, bams, indexes } = &inputs;

@@ -3,7 +3,7 @@
 
 use super::{thread_count, warn_if_truncated, with_threads, Report, Warning};
 use crate::input::{self, Input};
-use crate::output::TempOutput;
+use crate::output::{Named, TempOutput};
 use crate::sort::{self, OutputFormat, SortEngine, SortOptions, SortOrder, SortProgress};
 use crate::Error;
 use std::io::{self, BufWriter, Write};
@@ -134,6 +134,8 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
             index = Some(index_format);
         }
     }
+    let written: &[&Path] = if index.is_some() { &[&data, &index_path] } else { &[&data] };
+    crate::output::refuse_input_as_output(written, &[input])?;
     let threads = thread_count(options.threads);
     let temp_prefix = match &options.temp_prefix {
         Some(prefix) => prefix.clone(),
@@ -158,7 +160,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
             warn_if_truncated(bam, report);
         }
         if to_stdout {
-            let stdout = BufWriter::with_capacity(1 << 20, io::stdout().lock());
+            let stdout = BufWriter::with_capacity(1 << 20, Named::new(io::stdout().lock(), crate::output::stdout_name()));
             match sort::sort_input(&mut input, &sort_options, stdout) {
                 // A reader that has seen enough (`| head`) is not an error.
                 Err(Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
@@ -170,10 +172,10 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
             return Ok(());
         }
         let (temp, file) = TempOutput::create(&data)?;
-        let writer = BufWriter::with_capacity(1 << 20, crate::output::WritebackFile::new(file));
+        let writer = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
         let (stats, out) = sort::sort_input(&mut input, &sort_options, writer)?;
-        let file = out.into_inner().map_err(|e| e.into_error())?.into_inner();
-        crate::output::sync_if_file(&file)?;
+        let file = out.into_inner().map_err(|e| e.into_error())?.into_inner().into_inner();
+        crate::output::sync_if_file(&file).map_err(|e| Error::from(e).with_path(temp.shown()))?;
         temp.commit()?;
         if let Some(index) = stats.index {
             crate::indexer::write_index(&index, &index_path)?;

@@ -25,7 +25,7 @@ use std::cmp::Ordering;
 use std::ffi::{c_char, c_int, c_uchar, c_void, CStr, CString};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering::Relaxed;
 
 #[allow(non_camel_case_types)]
@@ -283,7 +283,7 @@ where
     let cmp = Comparator::new(opts.order, &header.text);
     let mut stats = SortStats::default();
     let progress = opts.progress.as_deref();
-    let dir = temp_dir(&opts.temp_prefix);
+    let dir = super::run::temporary_dir(&opts.temp_prefix, "rocksdb");
     let max_open_files = opts.max_fan_in.unwrap_or_else(super::max_fan_in);
     let mut db = Db::create(dir, &cmp, opts.memory, rayon::current_num_threads(), max_open_files)?;
     let mut key = Vec::new();
@@ -317,11 +317,4 @@ where
     stats.index = index;
     drop(db);
     Ok((stats, out))
-}
-
-/// `<prefix>.fasthts-sort.<pid>.rocksdb`, beside the run directories.
-fn temp_dir(prefix: &Path) -> PathBuf {
-    let mut name = prefix.as_os_str().to_owned();
-    name.push(format!(".fasthts-sort.{}.rocksdb", std::process::id()));
-    PathBuf::from(name)
 }

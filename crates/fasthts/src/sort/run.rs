@@ -19,6 +19,31 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
+/// The directory a sort of this process keeps its temporaries in (`kind`:
+/// `runs`, `rocksdb`), as samtools reads `-T`: inside `prefix` when it is
+/// an existing directory (`DIR/fasthts-sort.PID.runs`), else named after it
+/// (`PREFIX.fasthts-sort.PID.runs`; the default prefix is the output's
+/// name). Those a killed sort left there (its process gone, see
+/// [`crate::output::remove_stale`]) are removed first.
+pub fn temporary_dir(prefix: &Path, kind: &str) -> PathBuf {
+    let (dir, stem) = if prefix.is_dir() {
+        (prefix.to_path_buf(), "fasthts-sort.".to_string())
+    } else {
+        let name = prefix.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir = prefix.parent().map(Path::to_path_buf).unwrap_or_default();
+        (dir, format!("{name}.fasthts-sort."))
+    };
+    let suffix = format!(".{kind}");
+    crate::output::remove_stale(&dir, &stem, &suffix);
+    if prefix.is_dir() {
+        prefix.join(format!("{stem}{}{suffix}", std::process::id()))
+    } else {
+        let mut name = prefix.as_os_str().to_owned();
+        name.push(format!(".fasthts-sort.{}{suffix}", std::process::id()));
+        PathBuf::from(name)
+    }
+}
+
 /// A directory of run files, removed with its contents when dropped.
 pub struct RunDir {
     path: PathBuf,
@@ -26,11 +51,10 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    /// Creates a fresh directory `<prefix>.<pid>.runs` (samtools' `-T PREFIX`).
+    /// Creates a fresh directory for this process's runs where samtools'
+    /// `-T` would put its temporaries ([`temporary_dir`]).
     pub fn create(prefix: &Path) -> Result<RunDir, Error> {
-        let mut name = prefix.as_os_str().to_owned();
-        name.push(format!(".fasthts-sort.{}.runs", std::process::id()));
-        let path = PathBuf::from(name);
+        let path = temporary_dir(prefix, "runs");
         // Not create_dir_all: a -T prefix in a missing directory is an error,
         // and nothing should be left behind but what Drop removes.
         crate::output::create_temporary_dir(&path).map_err(|e| Error::from(e).with_path(&path))?;
@@ -86,7 +110,19 @@ pub fn max_fan_in() -> usize {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        if std::fs::remove_dir_all(&self.path).is_err() {
+            // remove_dir_all needs a descriptor, and running out of them
+            // (`ulimit -n`) may be why the sort is ending: close the
+            // directory's lock, then unlink the runs by name, which needs
+            // none.
+            crate::output::unregister_temporary(&self.path);
+            if std::fs::remove_dir_all(&self.path).is_err() {
+                for n in 0..self.next {
+                    let _ = std::fs::remove_file(self.path.join(format!("{n:06}.run")));
+                }
+                let _ = std::fs::remove_dir(&self.path);
+            }
+        }
         crate::output::unregister_temporary(&self.path);
     }
 }
