@@ -2,14 +2,14 @@
 //! usable one, else sequentially; on one machine or planned, run in parts
 //! and gathered (the Python package's dask layer).
 
-use super::{by_index_or_sequentially, find_index, indexed_or_sequential, warn_if_truncated, with_threads, Report};
+use super::{by_index_or_sequentially, find_index, indexed_or_sequential, warn_if_stream_truncated, warn_if_truncated, with_threads, Report};
 use crate::bam::BamFile;
-use crate::flagstat::{self, FlagStat};
+use crate::flagstat::{self, FlagStat, FlagTally};
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::region::{self, Plan, Region, Span};
 use crate::Error;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Compressed bytes per region when counting through the index: large
 /// enough that re-reading the block at each cut costs under 1%, small
@@ -31,11 +31,6 @@ impl Default for FlagstatOptions {
     }
 }
 
-/// Where a BAM read from a pipe is spooled while it is counted.
-fn spool_prefix() -> PathBuf {
-    std::env::temp_dir().join(format!("fasthts-flagstat.{}", std::process::id()))
-}
-
 /// The index a flagstat of `bam` reads through, if any. The index is only
 /// a way to read in parallel: one that cannot be read or was made for
 /// another file means reading sequentially.
@@ -47,14 +42,24 @@ fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
 /// input), equal to samtools flagstat's: a BAM with a usable index
 /// ([`super::find_index`]) is counted region by region in parallel, and
 /// sequentially if that fails ([`super::by_index_or_sequentially`]);
-/// other input sequentially.
+/// other input sequentially, a stream (a pipe, standard input) as it
+/// arrives, inflated ahead on the other threads.
 pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
-    with_threads(options.threads, || match input::open(path, &spool_prefix())? {
-        Input::Bam(bam, _spool) => {
+    with_threads(options.threads, || match input::open(path)? {
+        Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
             let index = usable_index(&bam, report);
             let by_regions = |index: &Index| flagstat::count_indexed(&bam, index, options.region_bytes);
             by_index_or_sequentially(&bam, index.as_ref(), by_regions, || flagstat::count_sequential(&bam), report)
+        }
+        Input::Stream(mut stream) => {
+            let mut tally = FlagTally::default();
+            stream.for_each_record(|r| {
+                tally.add(r);
+                Ok::<(), Error>(())
+            })?;
+            warn_if_stream_truncated(&stream, report);
+            Ok(tally.stats())
         }
         Input::Sam(mut sam) => {
             let mut stats = FlagStat::default();
@@ -72,12 +77,17 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
 /// [`flagstat_path`] would read through the index, or `None` when it
 /// would read the file sequentially (no usable index; SAM input).
 pub fn flagstat_plan(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<Option<Vec<Region>>, Error> {
-    Ok(match input::open(path, &spool_prefix())? {
-        Input::Bam(bam, _spool) => {
+    // A stream is counted once, as it arrives, not planned (and not opened
+    // here: a FIFO would give its data to this look and none to the count).
+    if path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Ok(None);
+    }
+    Ok(match input::open(path)? {
+        Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
             usable_index(&bam, report).map(|index| region::plan(&bam, &index, Plan::BalancedBytes(options.region_bytes)))
         }
-        Input::Sam(_) => None,
+        Input::Stream(_) | Input::Sam(_) => None,
     })
 }
 

@@ -118,6 +118,14 @@ fn warn_if_truncated(bam: &BamFile, report: &dyn Report) {
     }
 }
 
+/// Warns, as for a file, when a BGZF stream read to its end lacked the EOF
+/// marker (htslib cannot tell on a pipe; the stream reader can).
+fn warn_if_stream_truncated(stream: &crate::bam::BamStream, report: &dyn Report) {
+    if stream.missing_eof_marker() {
+        report.warning(Warning::MissingEofMarker { path: stream.path().to_path_buf() });
+    }
+}
+
 /// Reads samtools' memory sizes: a number of bytes with an optional `K`,
 /// `M` or `G` (powers of 1024, either case).
 ///
