@@ -2,7 +2,7 @@
 //! usable one, else sequentially; on one machine or planned, run in parts
 //! and gathered (the Python package's dask layer).
 
-use super::{by_index_or_sequentially, find_index, indexed_or_sequential, warn_if_stream_truncated, warn_if_truncated, with_threads, Report};
+use super::{by_index_or_sequentially, find_index, indexed_or_sequential, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
 use crate::bam::BamFile;
 use crate::flagstat::{self, FlagStat, FlagTally};
 use crate::index::Index;
@@ -32,10 +32,14 @@ impl Default for FlagstatOptions {
 }
 
 /// The index a flagstat of `bam` reads through, if any. The index is only
-/// a way to read in parallel: one that cannot be read or was made for
-/// another file means reading sequentially.
+/// a way to read in parallel: one that cannot be read, was made for
+/// another file or points outside this one means reading sequentially,
+/// which is reported.
 fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
-    find_index(bam, report).unwrap_or(None)
+    find_index(bam, report).unwrap_or_else(|e| {
+        report.warning(Warning::ReadingSequentially { path: bam.path().to_path_buf(), reason: e.to_string() });
+        None
+    })
 }
 
 /// Flag statistics of the BAM or SAM file at `path` (`-` for standard
@@ -178,6 +182,24 @@ mod tests {
         crate::indexer::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), target).unwrap();
     }
 
+    /// Writes to `target` the BAI of `bam` with its last chunk moved 1 MB
+    /// past the end of the file.
+    pub(crate) fn write_index_past_the_end(bam: &Path, target: &Path) {
+        use crate::bgzf::VirtualOffset;
+        use crate::index::{Bin, Index, IndexFormat, ReferenceIndex};
+        let index = crate::indexer::build(&BamFile::open(bam).unwrap(), IndexFormat::Bai).unwrap();
+        let mut references = index.references().to_vec();
+        let tid = references.iter().rposition(|r| !r.bins().is_empty()).unwrap();
+        let r = &references[tid];
+        let mut bins: Vec<Bin> = r.bins().to_vec();
+        let bin = bins.iter_mut().rev().find(|b| !b.chunks.is_empty() && b.id < 37450).unwrap();
+        let last = bin.chunks.last_mut().unwrap();
+        let past = std::fs::metadata(bam).unwrap().len() + (1 << 20);
+        last.end = VirtualOffset::new(past, 0).unwrap();
+        references[tid] = ReferenceIndex::new(bins, r.linear_index().to_vec(), r.metadata().copied());
+        crate::indexer::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), target).unwrap();
+    }
+
     #[test]
     fn foreign_and_stale_indexes_mean_reading_sequentially() {
         let dir = scratch("flagstat");
@@ -188,13 +210,26 @@ mod tests {
         // No index: planned as one sequential task.
         assert_eq!(flagstat_plan(&path, &opts, &Kept::default()).unwrap(), None);
 
-        // An index of another file with other references: not used, silently.
+        // An index of another file with other references: not used, and said so.
         std::fs::copy(data("long_ref.bam.csi"), dir.join("x.bam.csi")).unwrap();
         let kept = Kept::default();
         assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
         assert_eq!(flagstat_plan(&path, &opts, &kept).unwrap(), None);
-        assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
+        assert_eq!(kept.warnings().len(), 2, "{:?}", kept.warnings());
+        assert!(kept.warnings()[0].contains("the index does not match the data file"), "{:?}", kept.warnings());
+        assert!(kept.warnings()[0].ends_with("; reading the file sequentially"), "{:?}", kept.warnings());
         std::fs::remove_file(dir.join("x.bam.csi")).unwrap();
+
+        // An index whose chunks point past the end of the file (as one
+        // made for a longer file): caught before reading, and read
+        // sequentially.
+        write_index_past_the_end(&path, &dir.join("x.bam.bai"));
+        let kept = Kept::default();
+        assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
+        let warnings = kept.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("lies past the end of the file"), "{warnings:?}");
+        std::fs::remove_file(dir.join("x.bam.bai")).unwrap();
 
         // An index with as many references that does not describe the
         // file (as of a copy before chr2's records were written): reading
@@ -213,13 +248,22 @@ mod tests {
         assert_eq!(flagstat_gather(&path, &regions, Ok(vec![parts]), &kept_planned).unwrap(), None);
         assert_eq!(kept_planned.warnings(), warnings);
 
-        // Older than the BAM: reported and not used.
+        // Older than the BAM: used with a warning, as htslib does; the
+        // same mismatch is found.
         age(&dir.join("x.bam.bai"), 3600);
         let kept = Kept::default();
         assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
-        assert_eq!(flagstat_plan(&path, &opts, &kept).unwrap(), None);
-        assert_eq!(kept.warnings().len(), 2);
-        assert!(kept.warnings()[0].ends_with("; not using it"));
+        let warnings = kept.warnings();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains(" is older than the data file "), "{warnings:?}");
+        assert!(warnings[1].ends_with("; reading the file sequentially"), "{warnings:?}");
+        // A stale index that describes the file is read through.
+        crate::indexer::write_index(&crate::indexer::build(&BamFile::open(&path).unwrap(), crate::index::IndexFormat::Bai).unwrap(), dir.join("x.bam.bai")).unwrap();
+        age(&dir.join("x.bam.bai"), 3600);
+        let kept = Kept::default();
+        assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
+        assert!(flagstat_plan(&path, &opts, &kept).unwrap().is_some());
+        assert_eq!(kept.warnings().len(), 2, "{:?}", kept.warnings());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

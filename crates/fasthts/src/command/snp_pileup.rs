@@ -84,14 +84,9 @@ fn open_inputs(
 /// (when its header says so), or not indexed.
 fn no_index(bam: &BamFile) -> Error {
     let p = bam.path().display();
-    let text = String::from_utf8_lossy(&bam.header().text);
-    let hd = text.lines().find(|l| l.starts_with("@HD"));
-    match hd.and_then(|hd| hd.split('\t').find_map(|f| f.strip_prefix("SO:"))) {
-        Some(order) if order != "coordinate" => Error::Message(format!(
-            "{p}: not coordinate-sorted (header says SO:{order}); sort it (fasthts sort) and index it (fasthts index) first"
-        )),
-        _ => Error::Message(format!("{p}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {p}` first)")),
-    }
+    super::not_coordinate_sorted(bam, None).unwrap_or_else(|| {
+        Error::Message(format!("{p}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {p}` first)"))
+    })
 }
 
 /// The file the CSV goes to: `output`, with `.gz` added when compressing
@@ -290,7 +285,7 @@ mod tests {
         let unsorted = dir.join("unsorted.bam");
         std::fs::copy(data("unsorted.bam"), &unsorted).unwrap();
         assert!(err(&vcf, &[unsorted])
-            .ends_with("not coordinate-sorted (header says SO:unsorted); sort it (fasthts sort) and index it (fasthts index) first"));
+            .ends_with("not coordinate-sorted (header says SO:unsorted); sort it by coordinate first (fasthts sort)"));
         // An index made for another file is refused, not read through.
         std::fs::copy(data("long_ref.bam.csi"), dir.join("bare.bam.csi")).unwrap();
         assert!(err(&vcf, &[bare]).contains("the index does not match the data file"));
