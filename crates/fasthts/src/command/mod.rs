@@ -195,6 +195,14 @@ pub fn load_index(bam: &BamFile, path: &Path) -> Result<Index, Error> {
 /// file or points outside this one is an error
 /// ([`Error::IndexMismatch`] for the last two).
 pub fn find_index(bam: &BamFile, report: &dyn Report) -> Result<Option<Index>, Error> {
+    let Some((index, path, stale)) = find_unchecked_index(bam, report)? else { return Ok(None) };
+    verify_index(bam, &index, stale).map_err(|e| e.with_path(&path))?;
+    Ok(Some(index))
+}
+
+/// [`find_index`] before [`verify_index`]: the index, its path, and
+/// whether it is stale (to be checked block by block).
+fn find_unchecked_index(bam: &BamFile, report: &dyn Report) -> Result<Option<(Index, PathBuf, bool)>, Error> {
     let (path, stale) = match locate_index(bam.path()) {
         IndexLocation::Missing => return Ok(None),
         IndexLocation::Stale(index) => {
@@ -204,8 +212,7 @@ pub fn find_index(bam: &BamFile, report: &dyn Report) -> Result<Option<Index>, E
         IndexLocation::Found(path) => (path, false),
     };
     let index = load_index(bam, &path)?;
-    verify_index(bam, &index, stale).map_err(|e| e.with_path(&path))?;
-    Ok(Some(index))
+    Ok(Some((index, path, stale)))
 }
 
 /// Checks the spans of `index` against `bam`: every offset it holds
