@@ -151,7 +151,9 @@ impl StreamReader {
                 let mut job = Vec::with_capacity(BLOCKS_PER_JOB << 16);
                 let job_offset = offset;
                 let mut last = false;
-                for _ in 0..BLOCKS_PER_JOB {
+                // The first jobs are small (1, 2, 4, ... blocks), so that a
+                // slow producer's first bytes (a header) come out at once.
+                for _ in 0..BLOCKS_PER_JOB.min(1 << seq.min(4)) {
                     let start = job.len();
                     match read_block(&mut *src, offset, &mut job) {
                         Ok(Some(size)) => {
