@@ -360,4 +360,10 @@ fn stale_indexes_are_used_and_bad_ones_caught_in_every_command() {
     let out = fasthts_in(&[&"flagstat", &bam], &dir.0);
     assert_eq!(ok(&out, "flagstat, bad index"), flagstat);
     assert!(text(&out.stderr).contains("reading the file sequentially"), "{}", text(&out.stderr));
+    // A BAM from a FIFO cannot be read through an index: said so, no hang.
+    let f = dir.path("t.fifo");
+    fifo(&f, std::fs::read(&bam).unwrap());
+    let out = fasthts_in(&[&"snp-pileup", &sites, &"fifo.csv", &f], &dir.0);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("not a regular file"), "{}", text(&out.stderr));
 }

@@ -37,11 +37,18 @@ impl BamFile {
     pub fn open(path: impl AsRef<Path>) -> Result<BamFile, Error> {
         let path = path.as_ref().to_path_buf();
         let with_path = |e: Error| e.with_path(&path);
-        let file = File::open(&path).map_err(|e| with_path(e.into()))?;
-        let meta = file.metadata().map_err(|e| with_path(e.into()))?;
+        // Looked at before opening: opening a FIFO waits for a writer.
+        let meta = std::fs::metadata(&path).map_err(|e| with_path(e.into()))?;
         if meta.is_dir() {
             return Err(with_path(Error::IsADirectory));
         }
+        if !meta.is_file() {
+            // A pipe, a FIFO, a device: read once as it streams, never mapped.
+            return Err(with_path(Error::Message(
+                "not a regular file: a BAM from a pipe or FIFO is read as it streams, and cannot be read through an index".into(),
+            )));
+        }
+        let file = File::open(&path).map_err(|e| with_path(e.into()))?;
         if meta.len() == 0 {
             return Err(crate::input::check_indexable(crate::input::Format::Empty, &path).unwrap_err());
         }
