@@ -138,7 +138,7 @@ fn recognise_content(content: &[u8], compression: Compression) -> Format {
 
 /// Printable text, tabs and line ends only.
 fn is_text(bytes: &[u8]) -> bool {
-    bytes.iter().all(|&c| c >= b' ' && c < 0x7f || c == b'\t' || c == b'\n' || c == b'\r')
+    bytes.iter().all(|&c| (b' '..0x7f).contains(&c) || c == b'\t' || c == b'\n' || c == b'\r')
 }
 
 /// The error for an input that is not one this build reads as
@@ -171,8 +171,10 @@ pub fn check_indexable(format: Format, path: &Path) -> Result<(), Error> {
         Format::Bam(_) => "BAM compressed with gzip, not BGZF,",
         other => return check_supported(other, path),
     };
-    Err(Error::Message(format!("{what} cannot be indexed or read through an index: only BGZF-compressed BAM can (fasthts sort writes one)"))
-        .with_path(path))
+    Err(Error::Message(format!(
+        "{what} cannot be indexed or read through an index: only BGZF-compressed BAM can (fasthts sort writes one)"
+    ))
+    .with_path(path))
 }
 
 fn compressed_name(c: Compression) -> &'static str {

@@ -234,12 +234,7 @@ fn the_same_wrong_input_is_named_alike_by_every_command() {
         let p = dir.path(name);
         std::fs::write(&p, &bytes).unwrap();
         let said = format!("{}: {reason}", p.display());
-        for args in [
-            vec!["flagstat"],
-            vec!["idxstats"],
-            vec!["index"],
-            vec!["sort", "-o", "out.bam"],
-        ] {
+        for args in [vec!["flagstat"], vec!["idxstats"], vec!["index"], vec!["sort", "-o", "out.bam"]] {
             let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = args.iter().map(|s| s as &dyn AsRef<std::ffi::OsStr>).collect();
             a.push(&p);
             let out = fasthts_in(&a, &dir.0);

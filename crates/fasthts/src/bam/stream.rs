@@ -113,7 +113,8 @@ impl BamStream {
                 if rest.len() < 4 + size {
                     break;
                 }
-                let record = RecordRef::new(&rest[4..4 + size], n_ref).map_err(|defect| wrap(BamError::InvalidStreamRecord { offset, defect }))?;
+                let record =
+                    RecordRef::new(&rest[4..4 + size], n_ref).map_err(|defect| wrap(BamError::InvalidStreamRecord { offset, defect }))?;
                 f(&record)?;
                 pos += 4 + size;
             }

@@ -109,7 +109,7 @@ impl Read for SharedCursor {
 impl VcfSource {
     /// The VCF at `path` (`-`: standard input); a stream is read whole now.
     pub fn open(path: &Path) -> Result<VcfSource, PileupError> {
-        let stream = path.as_os_str() == "-" || std::fs::metadata(path).map_err(|e| io_err(path, e))?.file_type().is_file() == false;
+        let stream = path.as_os_str() == "-" || !std::fs::metadata(path).map_err(|e| io_err(path, e))?.file_type().is_file();
         let held = if stream {
             let mut bytes = Vec::new();
             let read = if path.as_os_str() == "-" {
