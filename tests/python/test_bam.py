@@ -333,3 +333,36 @@ def test_whole_file_columns_read_as_flagstat_reads(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert fasthts.flagstat(str(bam)) == fasthts.flagstat(str(SMALL))
+
+
+def test_wrong_inputs_are_named_as_the_cli_names_them(cli, tmp_path):
+    # One recognition function in the library: BamFile says what `fasthts
+    # index` says (both need a BGZF-compressed BAM).
+    import gzip
+    import subprocess
+
+    sam = b"@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:100\n"
+    cases = {
+        "x.cram": (b"CRAM\x03\x00 and no container", "CRAM input is not supported yet"),
+        "x.sam.gz": (gzip.compress(sam), "gzip-compressed SAM input is not supported yet"),
+        "x.fq": (b"@r\nACGT\n+\nIIII\n", "FASTQ sequences, not BAM or SAM alignments"),
+        "x.sam": (sam, "SAM cannot be indexed or read through an index"),
+    }
+    for name, (data, reason) in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(fasthts.Error) as e:
+            fasthts.BamFile(str(p))
+        assert str(e.value).startswith(f"{p}: {reason}")
+        c = subprocess.run([cli, "index", str(p)], capture_output=True)
+        assert c.stderr.decode() == f"fasthts index: {e.value}\n"
+
+
+def test_a_name_sorted_bam_is_said_to_be_not_coordinate_sorted(cli, tmp_path):
+    import subprocess
+
+    by_name = tmp_path / "n.bam"
+    subprocess.run([cli, "sort", "-n", "-o", str(by_name), str(SMALL)], check=True)
+    bam = fasthts.BamFile(str(by_name))
+    with pytest.raises(fasthts.Error, match=r"n\.bam: not coordinate-sorted \(header says SO:queryname\)"):
+        list(bam.fetch("chr1"))

@@ -139,6 +139,7 @@ def test_flagstat_takes_the_clis_path_with_a_bad_index(client, cli, tmp_path, in
     stats, warned = py_call(fdask.flagstat, client, str(bam), tasks=3)
     assert stats.text() == c.stdout.decode()
     assert warned == cli_warnings(c.stderr)
+    # A stale index (that describes the file) is used with htslib's warning.
     assert len(warned) == (0 if index == "other references" else 1)
 
 

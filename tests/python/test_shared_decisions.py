@@ -101,7 +101,8 @@ def test_flagstat_stale_index_is_reported_alike(cli, bam):
     os.utime(bai, (old, old))
     cli_side, py_side = flagstat_both(cli, bam)
     assert cli_side == py_side
-    assert py_side[1] == [f"the index file {bai} is older than the data file {bam}; not using it"]
+    # Used with htslib's warning, as it describes the file.
+    assert py_side[1] == [f"the index file {bai} is older than the data file {bam}"]
 
 
 def test_truncated_bam_is_reported_alike(cli, bam):

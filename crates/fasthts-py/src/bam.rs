@@ -5,7 +5,7 @@ use crate::{err, run_detached, to_py, with_threads};
 use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
 use fasthts::bgzf::VirtualOffset;
 use fasthts::command::{self, IndexLocation, Report, REGION_BYTES};
-use fasthts::index::{Index, IndexFormat};
+use fasthts::index::Index;
 use fasthts::region::{self, Plan, Region as LibRegion, RegionReader};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -53,7 +53,7 @@ impl Shared {
             Some(p) => command::load_index(&self.bam, p)?,
             None => match command::find_index(&self.bam, report)? {
                 Some(ix) => ix,
-                None => fasthts::indexer::build(&self.bam, IndexFormat::Bai)?,
+                None => command::build_index(&self.bam)?,
             },
         };
         let ix = Arc::new(ix);
@@ -61,9 +61,9 @@ impl Shared {
         Ok(ix)
     }
 
-    /// Whether an index file (given, or beside the BAM and not stale) exists.
+    /// Whether an index file (given, or beside the BAM) exists.
     pub(crate) fn has_index_file(&self) -> bool {
-        self.index_path.is_some() || matches!(command::locate_index(self.bam.path()), IndexLocation::Found(_))
+        self.index_path.is_some() || matches!(command::locate_index(self.bam.path()), IndexLocation::Found(_) | IndexLocation::Stale(_))
     }
 }
 

@@ -63,28 +63,51 @@ pub fn idxstats(bam: &BamFile, index: &Index) -> String {
 /// without the unmapped flag as mapped on the `*` line). Fails, as samtools
 /// does, when a reference's records are not contiguous.
 pub fn idxstats_by_scan(bam: &BamFile) -> Result<String, Error> {
-    let refs = &bam.header().references;
-    // Slot 0 is the unplaced records; slot tid + 1 is reference tid.
-    let mut counts = vec![[0u64; 2]; refs.len() + 1];
-    let mut last_tid = -2i32;
-    crate::bam::scan(bam, |r, _| {
+    let mut counts = IdxstatsCounts::new(bam.header());
+    crate::bam::scan(bam, |r, _| counts.add(r).map_err(|e| e.with_path(bam.path())))?;
+    Ok(counts.text(bam.header()))
+}
+
+/// samtools idxstats' slow method, record by record (for a stream: a
+/// pipe, SAM): see [`idxstats_by_scan`].
+pub struct IdxstatsCounts {
+    /// Slot 0 is the unplaced records; slot tid + 1 is reference tid;
+    /// `[mapped, unmapped]`.
+    counts: Vec<[u64; 2]>,
+    last_tid: i32,
+}
+
+impl IdxstatsCounts {
+    /// No records counted yet, for a file with `header`.
+    pub fn new(header: &Header) -> Self {
+        IdxstatsCounts { counts: vec![[0u64; 2]; header.references.len() + 1], last_tid: -2 }
+    }
+
+    /// Counts one record; an error when its reference's records are not
+    /// contiguous (the caller adds the path).
+    #[inline]
+    pub fn add(&mut self, r: &crate::bam::RecordRef<'_>) -> Result<(), Error> {
         let tid = r.ref_id();
         let slot = (tid + 1) as usize;
-        if tid != last_tid {
-            if last_tid >= -1 && counts[slot][0] + counts[slot][1] > 0 {
-                return Err(Error::Message("file is not position sorted".into()).with_path(bam.path()));
+        if tid != self.last_tid {
+            if self.last_tid >= -1 && self.counts[slot][0] + self.counts[slot][1] > 0 {
+                return Err(Error::Message("file is not position sorted".into()));
             }
-            last_tid = tid;
+            self.last_tid = tid;
         }
-        counts[slot][usize::from(r.flag() & flags::UNMAPPED != 0)] += 1;
+        self.counts[slot][usize::from(r.flag() & flags::UNMAPPED != 0)] += 1;
         Ok(())
-    })?;
-    let mut out = String::new();
-    for (r, c) in refs.iter().zip(&counts[1..]) {
-        out.push_str(&format!("{}\t{}\t{}\t{}\n", r.name, r.len, c[0], c[1]));
     }
-    out.push_str(&format!("*\t0\t{}\t{}\n", counts[0][0], counts[0][1]));
-    Ok(out)
+
+    /// samtools idxstats' text of the records counted.
+    pub fn text(&self, header: &Header) -> String {
+        let mut out = String::new();
+        for (r, c) in header.references.iter().zip(&self.counts[1..]) {
+            out.push_str(&format!("{}\t{}\t{}\t{}\n", r.name, r.len, c[0], c[1]));
+        }
+        out.push_str(&format!("*\t0\t{}\t{}\n", self.counts[0][0], self.counts[0][1]));
+        out
+    }
 }
 
 /// The index file beside `bam_path`, if there is one: `IN.csi`, `IN.bai`,

@@ -1,27 +1,42 @@
-//! Opening an alignment input that may be BAM or SAM, a file or a pipe.
+//! Recognising and opening an alignment input, a file or a pipe.
 //!
-//! BAM files are memory-mapped; BAM arriving on a pipe is first spooled to
-//! a temporary file (removed afterwards) so it can be mapped too. SAM is
-//! parsed as a stream, from a file or a pipe alike.
+//! One function says what an input is ([`recognise`]) and one what is
+//! said about an input that is not a supported one ([`unsupported`]), so
+//! every command and the Python package name a wrong input alike.
+//! BGZF-compressed BAM in a regular file is memory-mapped; BAM from a pipe,
+//! a FIFO, process substitution or standard input is read once as it
+//! streams ([`BamStream`], inflated ahead on worker threads), as is
+//! uncompressed BAM (raw `BAM\1`, or gzip that is not BGZF) from anywhere;
+//! SAM is parsed as a stream. Nothing is copied to disk.
 
-use crate::sam::SamReader;
-use crate::bam::BamFile;
+use crate::bam::{BamFile, BamStream};
 use crate::bgzf::{Block, BlockReader, VirtualOffset};
-use crate::output::TempOutput;
+use crate::sam::SamReader;
 use crate::Error;
+use fasthts_io::compression::{self, Compression};
 use std::fs::File;
-use std::io::{self, BufWriter, Cursor, Read, Write};
+use std::io::{self, Cursor, Read};
 use std::path::{Path, PathBuf};
 
 /// What the first bytes of an input say it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// BGZF whose first block starts with `BAM\1`.
-    Bam,
-    /// Plain text (SAM).
+pub enum Format {
+    /// BAM, compressed as given.
+    Bam(Compression),
+    /// Plain SAM text.
     Sam,
-    /// gzip or BGZF holding something else (compressed SAM): not supported.
-    Compressed,
+    /// SAM text compressed (BGZF or gzip).
+    CompressedSam(Compression),
+    /// CRAM.
+    Cram,
+    /// An index (`"BAI"`, `"CSI"`, `"tabix"`), not data.
+    Index(&'static str),
+    /// Sequences without alignments (`"FASTA"`, `"FASTQ"`), compressed or not.
+    Sequences(&'static str),
+    /// VCF text, compressed or not.
+    Vcf,
+    /// Compressed data that is none of the above.
+    OtherCompressed(Compression),
     /// No bytes at all.
     Empty,
     /// Something else (text that does not look like SAM, binary data).
@@ -29,46 +44,145 @@ pub enum Kind {
 }
 
 /// Bytes read to recognise an input (a BGZF block is at most 64 KiB).
-const SNIFF_BYTES: usize = 1 << 16;
+pub const SNIFF_BYTES: usize = 1 << 16;
+/// Decompressed bytes looked at to recognise compressed content.
+const CONTENT_BYTES: usize = 4096;
 
-/// Recognises an input from its first bytes (up to 64 KiB).
+/// Recognises an input from its first bytes (up to [`SNIFF_BYTES`]),
+/// looking into compressed data.
 ///
 /// ```
-/// use fasthts::input::{sniff, Kind};
-/// assert_eq!(sniff(b"@HD\tVN:1.6\n"), Kind::Sam);
-/// assert_eq!(sniff(b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\tI\n"), Kind::Sam);
-/// assert_eq!(sniff(b"this is not a BAM file\n"), Kind::Unknown);
-/// assert_eq!(sniff(b""), Kind::Empty);
-/// assert_eq!(sniff(&[0x1f, 0x8b, 8, 0]), Kind::Compressed);
+/// use fasthts::input::{recognise, Format};
+/// use fasthts_io::compression::Compression;
+/// assert_eq!(recognise(b"@HD\tVN:1.6\n"), Format::Sam);
+/// assert_eq!(recognise(b"r1\t4\t*\t0\t0\t*\t*\t0\t0\tA\tI\n"), Format::Sam);
+/// assert_eq!(recognise(b"BAM\x01\0\0\0\0\0\0\0\0"), Format::Bam(Compression::None));
+/// assert_eq!(recognise(b"CRAM\x03\0"), Format::Cram);
+/// assert_eq!(recognise(b"@r1\nACGT\n+\nIIII\n"), Format::Sequences("FASTQ"));
+/// assert_eq!(recognise(b"this is not a BAM file\n"), Format::Unknown);
+/// assert_eq!(recognise(b""), Format::Empty);
 /// ```
-pub fn sniff(prefix: &[u8]) -> Kind {
+pub fn recognise(prefix: &[u8]) -> Format {
     if prefix.is_empty() {
-        return Kind::Empty;
+        return Format::Empty;
     }
-    if !fasthts_io::compression::is_gzip(prefix) {
-        return if looks_like_sam(prefix) { Kind::Sam } else { Kind::Unknown };
-    }
-    match Block::parse(prefix, 0) {
-        // A whole first block: its contents decide.
-        Ok(_) => {
-            let mut first = [0u8; 4];
+    match compression::detect(prefix) {
+        Compression::None => recognise_content(prefix, Compression::None),
+        Compression::Bgzf => {
             // One block at a time: the prefix may end inside the second block.
+            let mut content = Vec::with_capacity(CONTENT_BYTES);
             let read = BlockReader::with_batch_bytes(prefix, VirtualOffset::default(), 1).and_then(|mut r| {
-                let n = r.fill(4)?.min(4);
-                first[..n].copy_from_slice(&r.available()[..n]);
+                let n = r.fill(CONTENT_BYTES)?.min(CONTENT_BYTES);
+                content.extend_from_slice(&r.available()[..n]);
                 Ok(n)
             });
             match read {
-                Ok(4) if first == *b"BAM\x01" => Kind::Bam,
-                Ok(_) => Kind::Compressed,
                 // A damaged first block: let the BAM reader say what is wrong.
-                Err(_) => Kind::Bam,
+                Err(_) => Format::Bam(Compression::Bgzf),
+                // A header, and the EOF marker or nothing after it: an empty BGZF file.
+                Ok(0) => Format::OtherCompressed(Compression::Bgzf),
+                Ok(_) => recognise_content(&content, Compression::Bgzf),
             }
         }
-        // A BGZF header cut short is a (truncated) BAM as far as we can tell;
-        // gzip without the BC subfield is not BGZF.
-        Err(crate::bgzf::BgzfError::Truncated { .. }) if prefix.starts_with(&[0x1f, 0x8b, 8, 4]) => Kind::Bam,
-        Err(_) => Kind::Compressed,
+        other => {
+            // A BGZF header cut short is a (truncated) BAM as far as we can
+            // tell; gzip without the BC subfield is not BGZF.
+            if prefix.starts_with(&[0x1f, 0x8b, 8, 4]) && Block::parse(prefix, 0).is_err() && prefix.len() < 18 {
+                return Format::Bam(Compression::Bgzf);
+            }
+            let mut content = Vec::with_capacity(CONTENT_BYTES);
+            if let Ok((reader, _)) = compression::decompress(Cursor::new(prefix.to_vec()), 1) {
+                // The prefix may end mid-stream: what came out before that is enough.
+                let _ = reader.take(CONTENT_BYTES as u64).read_to_end(&mut content);
+            }
+            if content.is_empty() {
+                Format::OtherCompressed(other)
+            } else {
+                recognise_content(&content, other)
+            }
+        }
+    }
+}
+
+/// What decompressed (or plain) bytes are.
+fn recognise_content(content: &[u8], compression: Compression) -> Format {
+    let compressed = |f: Format| if compression == Compression::None { f } else { Format::OtherCompressed(compression) };
+    if content.starts_with(b"BAM\x01") {
+        Format::Bam(compression)
+    } else if content.starts_with(b"CRAM") {
+        compressed(Format::Cram)
+    } else if content.starts_with(b"BAI\x01") {
+        Format::Index("BAI")
+    } else if content.starts_with(b"CSI\x01") {
+        Format::Index("CSI")
+    } else if content.starts_with(b"TBI\x01") {
+        Format::Index("tabix")
+    } else if content.starts_with(b"##fileformat=VCF") {
+        Format::Vcf
+    } else if looks_like_sam(content) {
+        if compression == Compression::None {
+            Format::Sam
+        } else {
+            Format::CompressedSam(compression)
+        }
+    } else if content.starts_with(b">") && is_text(content) {
+        Format::Sequences("FASTA")
+    } else if content.starts_with(b"@") && is_text(content) && content.split(|&c| c == b'\n').nth(2).is_some_and(|l| l.starts_with(b"+")) {
+        Format::Sequences("FASTQ")
+    } else if compression != Compression::None {
+        Format::OtherCompressed(compression)
+    } else {
+        Format::Unknown
+    }
+}
+
+/// Printable text, tabs and line ends only.
+fn is_text(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&c| (b' '..0x7f).contains(&c) || c == b'\t' || c == b'\n' || c == b'\r')
+}
+
+/// The error for an input that is not one this build reads as
+/// alignments, naming `path`: the same words for the same input in every
+/// command and in Python. `Ok(())` for BAM and plain SAM.
+pub fn check_supported(format: Format, path: &Path) -> Result<(), Error> {
+    let what = match format {
+        Format::Bam(_) | Format::Sam => return Ok(()),
+        Format::Empty => "empty file, not BAM or SAM".to_string(),
+        Format::Cram => "CRAM input is not supported yet".into(),
+        Format::CompressedSam(Compression::Bgzf) => "bgzipped SAM input is not supported yet".into(),
+        Format::CompressedSam(c) => format!("{} SAM input is not supported yet", compressed_name(c)),
+        Format::Index(kind) => format!("a {kind} index, not the BAM or SAM file it indexes"),
+        Format::Sequences(kind) => format!("{kind} sequences, not BAM or SAM alignments"),
+        Format::Vcf => "VCF, not BAM or SAM alignments".into(),
+        Format::OtherCompressed(c) => format!("{} data that is not BAM or SAM", compressed_name(c)),
+        Format::Unknown => "not a BAM or SAM file".into(),
+    };
+    Err(Error::Message(what).with_path(path))
+}
+
+/// The error for an input that is read as a stream only, where a
+/// memory-mapped BGZF BAM is needed (an index is built or read): SAM or
+/// uncompressed BAM; else what [`check_supported`] says.
+pub fn check_indexable(format: Format, path: &Path) -> Result<(), Error> {
+    let what = match format {
+        Format::Bam(Compression::Bgzf) => return Ok(()),
+        Format::Sam => "SAM",
+        Format::Bam(Compression::None) => "uncompressed BAM",
+        Format::Bam(_) => "BAM compressed with gzip, not BGZF,",
+        other => return check_supported(other, path),
+    };
+    Err(Error::Message(format!(
+        "{what} cannot be indexed or read through an index: only BGZF-compressed BAM can (fasthts sort writes one)"
+    ))
+    .with_path(path))
+}
+
+fn compressed_name(c: Compression) -> &'static str {
+    match c {
+        Compression::Bgzf => "BGZF-compressed",
+        Compression::Gzip => "gzip-compressed",
+        Compression::Bzip2 => "bzip2-compressed",
+        Compression::None => "uncompressed",
     }
 }
 
@@ -101,67 +215,164 @@ fn looks_like_sam(prefix: &[u8]) -> bool {
 
 /// An opened input.
 pub enum Input {
-    /// A memory-mapped BAM; the spool file, if any, is removed on drop.
-    Bam(BamFile, Option<TempOutput>),
+    /// A memory-mapped BGZF BAM (a regular file).
+    Bam(BamFile),
+    /// A BAM read once as it streams (a pipe, a FIFO, standard input;
+    /// uncompressed BAM).
+    Stream(Box<BamStream>),
     /// A SAM stream with its header read.
     Sam(Box<SamReader<Box<dyn Read + Send>>>),
 }
 
-/// Opens `path` (`-` for standard input). BAM from a pipe is spooled to
-/// `spool_prefix` + `.input`.
-pub fn open(path: &Path, spool_prefix: &Path) -> Result<Input, Error> {
+impl Input {
+    /// The header's references (SAM's converted as BAM's).
+    pub fn header(&self) -> &crate::bam::Header {
+        match self {
+            Input::Bam(bam) => bam.header(),
+            Input::Stream(s) => s.header(),
+            Input::Sam(sam) => sam.header(),
+        }
+    }
+}
+
+/// An input whose first bytes have been read and recognised, the rest
+/// still to read.
+pub struct Peeked {
+    path: PathBuf,
+    format: Format,
+    /// The path to map, when the input is a regular file (also standard
+    /// input redirected from one).
+    regular: Option<PathBuf>,
+    prefix: Vec<u8>,
+    rest: Box<dyn Read + Send>,
+}
+
+/// Opens `path` (`-` for standard input) and recognises its first bytes.
+/// Errors name `path`.
+pub fn peek(path: &Path) -> Result<Peeked, Error> {
     let stdin = path.as_os_str() == "-";
     let with_path = |e: Error| e.with_path(path);
-    let meta = if stdin { None } else { Some(std::fs::metadata(path).map_err(|e| with_path(e.into()))?) };
+    // Standard input redirected from a file is that file (`< x.bam`).
+    let meta_path = if stdin { Path::new("/dev/stdin") } else { path };
+    let meta = std::fs::metadata(meta_path);
+    let meta = match (stdin, meta) {
+        (false, Err(e)) => return Err(with_path(e.into())),
+        (_, m) => m.ok(),
+    };
     if meta.as_ref().is_some_and(|m| m.is_dir()) {
         return Err(with_path(Error::IsADirectory));
     }
-    let regular = meta.as_ref().is_some_and(|m| m.is_file());
-    let mut reader: Box<dyn Read + Send> =
+    let regular = meta.as_ref().is_some_and(|m| m.is_file()).then(|| meta_path.to_path_buf());
+    let mut rest: Box<dyn Read + Send> =
         if stdin { Box::new(io::stdin()) } else { Box::new(File::open(path).map_err(|e| with_path(e.into()))?) };
     let mut prefix = Vec::with_capacity(SNIFF_BYTES);
-    (&mut reader).take(SNIFF_BYTES as u64).read_to_end(&mut prefix).map_err(|e| with_path(e.into()))?;
-    match sniff(&prefix) {
-        Kind::Empty => Err(with_path(Error::Message("empty input".into()))),
-        Kind::Unknown => Err(with_path(Error::Message("not a BAM or SAM file".into()))),
-        Kind::Compressed => {
-            Err(with_path(Error::Message("compressed SAM (or other gzip data) is not supported; give BAM or plain SAM".into())))
-        }
-        Kind::Sam => {
-            let chained: Box<dyn Read + Send> = Box::new(Cursor::new(prefix).chain(reader));
-            let sam = SamReader::new(chained).map_err(|e| with_path(e.into()))?;
-            Ok(Input::Sam(Box::new(sam)))
-        }
-        Kind::Bam if regular => Ok(Input::Bam(BamFile::open(path)?, None)),
-        Kind::Bam => {
-            let target = PathBuf::from(format!("{}.input", spool_prefix.display()));
-            let (temp, file) = TempOutput::create(&target)?;
-            let mut w = BufWriter::with_capacity(1 << 20, file);
-            w.write_all(&prefix)
-                .and_then(|()| io::copy(&mut reader, &mut w).map(|_| ()))
-                .and_then(|()| w.flush())
-                .map_err(|e| with_path(e.into()))?;
-            let bam = BamFile::open(temp.path()).map_err(|e| match e {
-                Error::WithPath { source, .. } => source.with_path(path),
-                e => e,
-            })?;
-            Ok(Input::Bam(bam, Some(temp)))
+    (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut prefix).map_err(|e| with_path(e.into()))?;
+    let format = recognise(&prefix);
+    Ok(Peeked { path: path.to_path_buf(), format, regular, prefix, rest })
+}
+
+impl Peeked {
+    /// What the input is.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Whether the input is a regular file (it can be mapped and read
+    /// more than once).
+    pub fn is_regular_file(&self) -> bool {
+        self.regular.is_some()
+    }
+
+    /// The whole input, as it is, read to its end: the first bytes and
+    /// the rest.
+    pub fn into_reader(self) -> Box<dyn Read + Send> {
+        Box::new(Cursor::new(self.prefix).chain(self.rest))
+    }
+
+    /// Opens the input for reading records: BGZF BAM in a regular file is
+    /// mapped, other BAM streamed (BGZF inflated ahead on as many threads
+    /// as the current pool has), SAM parsed as a stream; anything else is
+    /// refused ([`check_supported`]).
+    pub fn open(self) -> Result<Input, Error> {
+        check_supported(self.format, &self.path)?;
+        let path = self.path.clone();
+        match (self.format, &self.regular) {
+            (Format::Bam(Compression::Bgzf), Some(map)) => {
+                let bam = BamFile::open(map).map_err(|e| rename(e, map, &path))?;
+                Ok(Input::Bam(bam.with_path(&path)))
+            }
+            (Format::Bam(Compression::Bgzf), None) => {
+                Ok(Input::Stream(Box::new(BamStream::bgzf(&path, self.into_reader(), rayon::current_num_threads())?)))
+            }
+            (Format::Bam(Compression::None), _) => Ok(Input::Stream(Box::new(BamStream::uncompressed(&path, self.into_reader())?))),
+            (Format::Bam(_), _) => {
+                let (decompressed, _) = compression::decompress(self.into_reader(), 1).map_err(|e| Error::from(e).with_path(&path))?;
+                Ok(Input::Stream(Box::new(BamStream::uncompressed(&path, decompressed)?)))
+            }
+            _ => {
+                let sam = SamReader::new(self.into_reader()).map_err(|e| Error::from(e).with_path(&path))?;
+                Ok(Input::Sam(Box::new(sam)))
+            }
         }
     }
+}
+
+/// `e` about `opened`, said about `path` instead (`/dev/stdin` is `-`).
+fn rename(e: Error, opened: &Path, path: &Path) -> Error {
+    match e {
+        Error::WithPath { path: p, source } if p == opened => source.with_path(path),
+        e => e,
+    }
+}
+
+/// Opens `path` (`-` for standard input) for reading records (see
+/// [`Peeked::open`]).
+pub fn open(path: &Path) -> Result<Input, Error> {
+    peek(path)?.open()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
     #[test]
     fn a_bam_prefix_is_bam_even_when_cut_mid_block() {
         let bam = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/small.bam")).unwrap();
-        for cut in [bam.len(), SNIFF_BYTES, 100, 19] {
-            assert_eq!(sniff(&bam[..cut.min(bam.len())]), Kind::Bam, "cut at {cut}");
+        for cut in [bam.len(), SNIFF_BYTES, 100, 19, 10] {
+            assert_eq!(recognise(&bam[..cut.min(bam.len())]), Format::Bam(Compression::Bgzf), "cut at {cut}");
         }
-        // gzip-compressed text is not BAM.
-        let text = crate::bgzf::compress_all(b"@HD\tVN:1.6\n", 1);
-        assert_eq!(sniff(&text), Kind::Compressed);
+        let raw = crate::bgzf::decompress_all(&bam).unwrap();
+        assert_eq!(recognise(&raw), Format::Bam(Compression::None));
+        assert_eq!(recognise(&gzip(&raw)), Format::Bam(Compression::Gzip));
+    }
+
+    #[test]
+    fn every_wrong_input_is_named_as_what_it_is() {
+        let sam = b"@HD\tVN:1.6\n@SQ\tSN:c\tLN:5\n";
+        let say = |bytes: &[u8]| match check_supported(recognise(bytes), Path::new("x")) {
+            Ok(()) => "supported".to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert_eq!(say(&crate::bgzf::compress_all(sam, 1)), "x: bgzipped SAM input is not supported yet");
+        assert_eq!(say(&gzip(sam)), "x: gzip-compressed SAM input is not supported yet");
+        assert_eq!(say(b"CRAM\x03\x00rest"), "x: CRAM input is not supported yet");
+        assert_eq!(say(&gzip(b"hello\n")), "x: gzip-compressed data that is not BAM or SAM");
+        assert_eq!(say(b"hello\n"), "x: not a BAM or SAM file");
+        assert_eq!(say(b""), "x: empty file, not BAM or SAM");
+        assert_eq!(say(b"BAI\x01\0\0\0\0"), "x: a BAI index, not the BAM or SAM file it indexes");
+        assert_eq!(say(&crate::bgzf::compress_all(b"CSI\x01\0\0\0\0", 1)), "x: a CSI index, not the BAM or SAM file it indexes");
+        assert_eq!(say(b">r\nACGT\n"), "x: FASTA sequences, not BAM or SAM alignments");
+        assert_eq!(say(&gzip(b"@r\nACGT\n+\nIIII\n")), "x: FASTQ sequences, not BAM or SAM alignments");
+        assert_eq!(say(b"##fileformat=VCFv4.2\n"), "x: VCF, not BAM or SAM alignments");
+        assert_eq!(say(sam), "supported");
+        let indexable = check_indexable(recognise(sam), Path::new("c.sam")).unwrap_err().to_string();
+        assert!(indexable.starts_with("c.sam: SAM cannot be indexed"), "{indexable}");
     }
 }

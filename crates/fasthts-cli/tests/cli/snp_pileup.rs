@@ -146,6 +146,42 @@ fn output_independent_of_threads_and_region_size() {
     }
 }
 
+/// The VCF read once from a stream (issue 19): `/dev/stdin` from a pipe and
+/// a named FIFO, plain and compressed, give FACETS' bytes at any thread
+/// count (a header-only CSV and a hang before).
+#[test]
+fn golden_outputs_with_the_vcf_from_a_stream() {
+    let Some(dir) = golden_snp_pileup() else { return };
+    let tmp = TempDir::new("snp-stream");
+    for (vcf, golden) in [("sites.vcf", "out/default_plainvcf.csv"), ("sites.vcf.gz", "out/default.csv")] {
+        let want = std::fs::read(dir.join(golden)).unwrap();
+        let bytes = std::fs::read(dir.join(vcf)).unwrap();
+        for threads in ["1", "2", "3"] {
+            let out = tmp.path(&format!("stdin-{vcf}-{threads}.csv"));
+            let mut cmd = fasthts();
+            cmd.current_dir(&dir).args(["snp-pileup", "-@", threads, "/dev/stdin"]).arg(&out).args(["normal.bam", "tumour.bam"]);
+            let o = run_with_stdin(cmd, bytes.clone());
+            assert!(o.status.success(), "{vcf} from a pipe: {}", text(&o.stderr));
+            assert!(std::fs::read(&out).unwrap() == want, "{vcf} from a pipe at -@ {threads}: output differs from FACETS");
+            let fifo = tmp.path(&format!("{vcf}-{threads}.fifo"));
+            let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+            // SAFETY: mkfifo(3) on a NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+            let writer = {
+                let (fifo, bytes) = (fifo.clone(), bytes.clone());
+                std::thread::spawn(move || std::fs::write(fifo, bytes))
+            };
+            let out = tmp.path(&format!("fifo-{vcf}-{threads}.csv"));
+            let mut cmd = fasthts();
+            cmd.current_dir(&dir).args(["snp-pileup", "-@", threads]).arg(&fifo).arg(&out).args(["normal.bam", "tumour.bam"]);
+            let o = run_with_timeout(cmd, std::time::Duration::from_secs(120));
+            writer.join().unwrap().unwrap();
+            assert!(o.status.success(), "{vcf} from a FIFO: {}", text(&o.stderr));
+            assert!(std::fs::read(&out).unwrap() == want, "{vcf} from a FIFO at -@ {threads}: output differs from FACETS");
+        }
+    }
+}
+
 fn golden_case(name: &str) -> Option<(PathBuf, Case)> {
     let dir = golden_snp_pileup();
     let c = cases(&dir).into_iter().find(|c| c.args.iter().any(|a| a.contains(name)))?;

@@ -142,7 +142,7 @@ fn sorts_a_bam_from_standard_input_to_standard_output() {
     assert!(samtools_sort(&[], &data("unsorted.bam"), &theirs));
     assert!(view(&ours) == view(&theirs));
     let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
-    assert_eq!(left.len(), 2, "spool or runs left behind: {left:?}");
+    assert_eq!(left.len(), 2, "runs left behind: {left:?}");
 }
 
 #[test]
@@ -154,13 +154,13 @@ fn sigterm_removes_temporary_files() {
     c.stdin(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
     let mut child = c.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    // Half the input, then silence: fasthts is mid-way through spooling.
+    // Half the input, then silence: fasthts is mid-way through reading it.
     std::io::Write::write_all(&mut stdin, &input[..input.len() / 2]).unwrap();
-    let spooling = (0..200).any(|_| {
+    let started = (0..200).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(10));
         std::fs::read_dir(&dir.0).unwrap().count() > 0
     });
-    assert!(spooling, "no temporary file appeared");
+    assert!(started, "no temporary file appeared");
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();

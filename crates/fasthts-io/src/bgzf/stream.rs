@@ -14,12 +14,13 @@
 //! the reader's consumer may itself be a job of the pool, waiting for
 //! bytes that queued jobs would inflate.
 
-use super::block::{Block, BlockHeader};
+use super::block::{Block, BlockHeader, EOF_MARKER};
 use super::BgzfError;
 use libdeflater::Decompressor;
 use std::collections::BTreeMap;
 use std::io::{self, Read};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Blocks per job (up to 1 MiB of output).
@@ -120,6 +121,8 @@ pub struct StreamReader {
     cur: Vec<u8>,
     pos: usize,
     done: bool,
+    /// Whether the last block cut so far is BGZF's end-of-file marker.
+    eof_marker_last: Arc<AtomicBool>,
 }
 
 impl StreamReader {
@@ -137,6 +140,8 @@ impl StreamReader {
         // The cutter: whole blocks, a few per job; a job waits for a token,
         // so at most `in_flight` jobs' outputs exist at once.
         let res_err = res_tx.clone();
+        let eof_marker_last = Arc::new(AtomicBool::new(false));
+        let marker_seen = eof_marker_last.clone();
         std::thread::spawn(move || {
             let (mut seq, mut offset) = (0u64, 0u64);
             loop {
@@ -146,9 +151,15 @@ impl StreamReader {
                 let mut job = Vec::with_capacity(BLOCKS_PER_JOB << 16);
                 let job_offset = offset;
                 let mut last = false;
-                for _ in 0..BLOCKS_PER_JOB {
+                // The first jobs are small (1, 2, 4, ... blocks), so that a
+                // slow producer's first bytes (a header) come out at once.
+                for _ in 0..BLOCKS_PER_JOB.min(1 << seq.min(4)) {
+                    let start = job.len();
                     match read_block(&mut *src, offset, &mut job) {
-                        Ok(Some(size)) => offset += size as u64,
+                        Ok(Some(size)) => {
+                            offset += size as u64;
+                            marker_seen.store(job[start..] == EOF_MARKER, Ordering::Relaxed);
+                        }
                         Ok(None) => {
                             last = true;
                             break;
@@ -192,7 +203,15 @@ impl StreamReader {
                 }
             });
         }
-        StreamReader { results, tokens, pending: BTreeMap::new(), next: 0, cur: Vec::new(), pos: 0, done: false }
+        StreamReader { results, tokens, pending: BTreeMap::new(), next: 0, cur: Vec::new(), pos: 0, done: false, eof_marker_last }
+    }
+
+    /// Whether the stream, read to its end, ended with BGZF's end-of-file
+    /// marker (false before the end): without it, the data is probably
+    /// truncated, as htslib warns for files.
+    pub fn ended_with_eof_marker(&self) -> bool {
+        // The end-of-stream result is sent after the last block is cut.
+        self.done && self.eof_marker_last.load(Ordering::Relaxed)
     }
 
     /// Makes `cur` the next job's output; false at the end.
@@ -276,6 +295,20 @@ mod tests {
         }
         assert_eq!(read_all(EOF_MARKER.to_vec(), 2).unwrap(), b"");
         assert_eq!(read_all(Vec::new(), 2).unwrap(), b"");
+    }
+
+    #[test]
+    fn tells_whether_the_stream_ended_with_the_eof_marker() {
+        let file = compress_all(&sample(200_000), 6);
+        let ended = |bytes: &[u8]| {
+            let mut r = StreamReader::new(Box::new(io::Cursor::new(bytes.to_vec())), 2);
+            assert!(!r.ended_with_eof_marker());
+            io::copy(&mut r, &mut io::sink()).unwrap();
+            r.ended_with_eof_marker()
+        };
+        assert!(ended(&file));
+        assert!(!ended(&file[..file.len() - EOF_MARKER.len()]));
+        assert!(!ended(b""));
     }
 
     #[test]

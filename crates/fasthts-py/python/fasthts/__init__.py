@@ -73,10 +73,11 @@ class BamFile(_fasthts.BamFile):
     """A BAM file, memory-mapped, with its index.
 
     ``BamFile(path, index=None)``: the index is ``index`` if given, else
-    the ``.csi``/``.bai`` beside the file (as the CLI finds it: ignored,
-    with a warning, if older than the BAM), else built in memory on the
-    first region query. An index made for a file with other references is
-    refused.
+    the ``.csi``/``.bai`` beside the file (as the CLI finds it: used with
+    a warning, its chunks checked against the file, if older than the BAM),
+    else built in memory on the first region query (a BAM not sorted by
+    coordinate is refused as such). An index made for a file with other
+    references, or pointing outside this one, is refused.
 
     A ``BamFile`` pickles as its path: a worker process maps the file
     itself (a shared filesystem is assumed).

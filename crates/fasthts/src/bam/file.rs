@@ -17,37 +17,80 @@ use std::path::{Path, PathBuf};
 /// not modify a BAM while fasthts reads it.
 pub struct BamFile {
     path: PathBuf,
-    map: Option<Mmap>,
+    bytes: Bytes,
     header: Header,
     first_record: VirtualOffset,
     has_eof_marker: bool,
 }
 
+/// Where a BamFile's compressed bytes are.
+enum Bytes {
+    Mapped(Mmap),
+    /// Read from a stream into memory (an index built from a pipe).
+    Owned(Vec<u8>),
+}
+
 impl BamFile {
-    /// Opens and maps `path` and reads its header.
+    /// Opens and maps `path` and reads its header. A file that is not a
+    /// BGZF-compressed BAM is refused with the words every command uses
+    /// for it ([`crate::input::check_indexable`]).
     pub fn open(path: impl AsRef<Path>) -> Result<BamFile, Error> {
         let path = path.as_ref().to_path_buf();
         let with_path = |e: Error| e.with_path(&path);
-        let file = File::open(&path).map_err(|e| with_path(e.into()))?;
-        let meta = file.metadata().map_err(|e| with_path(e.into()))?;
+        // Looked at before opening: opening a FIFO waits for a writer.
+        let meta = std::fs::metadata(&path).map_err(|e| with_path(e.into()))?;
         if meta.is_dir() {
             return Err(with_path(Error::IsADirectory));
         }
+        if !meta.is_file() {
+            // A pipe, a FIFO, a device: read once as it streams, never mapped.
+            return Err(with_path(Error::Message(
+                "not a regular file: a BAM from a pipe or FIFO is read as it streams, and cannot be read through an index".into(),
+            )));
+        }
+        let file = File::open(&path).map_err(|e| with_path(e.into()))?;
         if meta.len() == 0 {
-            return Err(with_path(BamError::Empty.into()));
+            return Err(crate::input::check_indexable(crate::input::Format::Empty, &path).unwrap_err());
         }
         // SAFETY: read-only private map; the module docs state the contract
         // that the file is not truncated while mapped.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| with_path(e.into()))?;
-        // One block at a time: the header is usually a block or two.
-        let (header, first_record) = {
-            let mut reader =
-                BlockReader::with_batch_bytes(&map, VirtualOffset::default(), 1).map_err(|e| with_path(BamError::from(e).into()))?;
-            let header = Header::read(&mut reader).map_err(|e| with_path(e.into()))?;
-            (header, reader.virtual_offset())
+        BamFile::from_bytes(path, Bytes::Mapped(map))
+    }
+
+    /// A BAM held in memory (`bytes`, the whole compressed file), named
+    /// `path` in messages.
+    pub fn from_vec(path: impl AsRef<Path>, bytes: Vec<u8>) -> Result<BamFile, Error> {
+        BamFile::from_bytes(path.as_ref().to_path_buf(), Bytes::Owned(bytes))
+    }
+
+    fn from_bytes(path: PathBuf, bytes: Bytes) -> Result<BamFile, Error> {
+        let data: &[u8] = match &bytes {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
         };
-        let has_eof_marker = bgzf::has_eof_marker(&map);
-        Ok(BamFile { path, map: Some(map), header, first_record, has_eof_marker })
+        // One block at a time: the header is usually a block or two.
+        let read = BlockReader::with_batch_bytes(data, VirtualOffset::default(), 1)
+            .map_err(BamError::from)
+            .and_then(|mut reader| Header::read(&mut reader).map(|h| (h, reader.virtual_offset())));
+        let (header, first_record) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                // Not BAM in BGZF at all: say what it is instead.
+                let head = &data[..data.len().min(crate::input::SNIFF_BYTES)];
+                crate::input::check_indexable(crate::input::recognise(head), &path)?;
+                return Err(Error::from(e).with_path(&path));
+            }
+        };
+        let has_eof_marker = bgzf::has_eof_marker(data);
+        Ok(BamFile { path, bytes, header, first_record, has_eof_marker })
+    }
+
+    /// The same file, named `path` in messages (`-` for standard input
+    /// redirected from it).
+    pub fn with_path(mut self, path: impl AsRef<Path>) -> BamFile {
+        self.path = path.as_ref().to_path_buf();
+        self
     }
 
     /// The path the file was opened from.
@@ -62,7 +105,16 @@ impl BamFile {
 
     /// The whole compressed file.
     pub fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        match &self.bytes {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+
+    /// Whether the bytes are a file mapping (whose pages read can be
+    /// released), not memory of the process's own.
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.bytes, Bytes::Mapped(_))
     }
 
     /// Virtual offset of the first record (just after the header).
@@ -84,8 +136,10 @@ impl BamFile {
     /// Records starting at `offset`, which must be the start of a record.
     pub fn records_from(&self, offset: VirtualOffset) -> Result<RecordReader<'_>, Error> {
         let mut blocks = BlockReader::new(self.bytes(), offset).map_err(|e| Error::from(BamError::from(e)).with_path(&self.path))?;
-        // SAFETY: `bytes()` is the read-only file mapping made in `open`.
-        unsafe { blocks.release_read_pages() };
+        if let Bytes::Mapped(_) = self.bytes {
+            // SAFETY: `bytes()` is the read-only file mapping made in `open`.
+            unsafe { blocks.release_read_pages() };
+        }
         Ok(RecordReader::new(blocks, self.header.references.len()))
     }
 }

@@ -2,6 +2,7 @@
 
 use super::BamError;
 use crate::bgzf::BlockReader;
+use std::io::Read;
 
 /// One `@SQ` entry of the binary reference dictionary.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,31 +30,51 @@ impl Header {
     /// Reads the header from the start of a BAM stream, leaving `reader` at
     /// the first record.
     pub fn read(reader: &mut BlockReader<'_>) -> Result<Header, BamError> {
-        let magic = take(reader, 4, "magic")?;
+        Header::read_with(|n, what| take(reader, n, what))
+    }
+
+    /// Reads the header from the start of decompressed BAM data (a stream
+    /// inflated ahead, or uncompressed BAM), leaving `src` at the first
+    /// record.
+    pub fn read_from(src: &mut dyn Read) -> Result<Header, crate::Error> {
+        Header::read_with(|n, what| {
+            // Grows only with data actually present (see `take`).
+            let mut v = Vec::new();
+            let got = (&mut *src).take(n as u64).read_to_end(&mut v)?;
+            if got < n {
+                return Err(BamError::TruncatedHeader(what).into());
+            }
+            Ok(v)
+        })
+    }
+
+    /// The header's fields, each read by `take(length, what)`.
+    fn read_with<E: From<BamError>>(mut take: impl FnMut(usize, &'static str) -> Result<Vec<u8>, E>) -> Result<Header, E> {
+        let magic = take(4, "magic")?;
         if magic != *b"BAM\x01" {
-            return Err(BamError::NotBam);
+            return Err(BamError::NotBam.into());
         }
-        let l_text = u32_le(&take(reader, 4, "header text length")?) as usize;
-        let text = take(reader, l_text, "header text")?;
-        let n_ref = i32_le(&take(reader, 4, "reference count")?);
+        let l_text = u32_le(&take(4, "header text length")?) as usize;
+        let text = take(l_text, "header text")?;
+        let n_ref = i32_le(&take(4, "reference count")?);
         if n_ref < 0 {
-            return Err(BamError::InvalidHeader("negative reference count"));
+            return Err(BamError::InvalidHeader("negative reference count").into());
         }
         let mut references = Vec::new();
         for _ in 0..n_ref {
-            let l_name = i32_le(&take(reader, 4, "reference name length")?);
+            let l_name = i32_le(&take(4, "reference name length")?);
             if l_name < 1 || l_name as usize > MAX_NAME_LEN {
-                return Err(BamError::InvalidHeader("invalid reference name length"));
+                return Err(BamError::InvalidHeader("invalid reference name length").into());
             }
-            let mut name = take(reader, l_name as usize, "reference name")?;
+            let mut name = take(l_name as usize, "reference name")?;
             if name.pop() != Some(0) {
-                return Err(BamError::InvalidHeader("reference name not NUL-terminated"));
+                return Err(BamError::InvalidHeader("reference name not NUL-terminated").into());
             }
-            let len = i32_le(&take(reader, 4, "reference length")?);
+            let len = i32_le(&take(4, "reference length")?);
             if len < 0 {
-                return Err(BamError::InvalidHeader("negative reference length"));
+                return Err(BamError::InvalidHeader("negative reference length").into());
             }
-            let name = String::from_utf8(name).map_err(|_| BamError::InvalidHeader("reference name is not UTF-8"))?;
+            let name = String::from_utf8(name).map_err(|_| E::from(BamError::InvalidHeader("reference name is not UTF-8")))?;
             references.push(Reference { name, len: len as u32 });
         }
         Ok(Header { text, references })

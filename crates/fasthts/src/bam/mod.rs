@@ -5,11 +5,13 @@ mod header;
 mod reader;
 pub mod record;
 mod scan;
+mod stream;
 
 pub use file::BamFile;
 pub use header::{Header, Reference};
 pub use reader::RecordReader;
 pub use scan::{scan, RecordPlace};
+pub use stream::BamStream;
 pub use record::{flags, Aux, AuxValue, Cigar, CigarOp, RecordRef};
 
 use crate::bgzf::{BgzfError, VirtualOffset};
@@ -45,6 +47,20 @@ pub enum BamError {
     OutOfOrder {
         /// Where the record starts.
         offset: VirtualOffset,
+    },
+    /// A stream ends inside a record.
+    #[error("truncated BAM record at uncompressed offset {offset}")]
+    TruncatedStreamRecord {
+        /// Where the incomplete record starts in the decompressed stream.
+        offset: u64,
+    },
+    /// A record's fields are inconsistent, in a stream.
+    #[error("invalid BAM record at uncompressed offset {offset}: {defect}")]
+    InvalidStreamRecord {
+        /// Where the record starts in the decompressed stream.
+        offset: u64,
+        /// What is wrong with it.
+        defect: RecordDefect,
     },
     /// A record's fields are inconsistent.
     #[error("invalid BAM record at virtual offset {offset}: {defect}")]

@@ -123,7 +123,7 @@ where
                 stop = cur.virtual_offset(cur.pos);
             }
             let walked_to = cur.map.end_offset();
-            if walked_to >= released + fasthts_io::memory::RELEASE_STEP {
+            if bam.is_mapped() && walked_to >= released + fasthts_io::memory::RELEASE_STEP {
                 // SAFETY: `file` is the BamFile's read-only file mapping;
                 // every block before `walked_to` has been inflated.
                 unsafe { fasthts_io::memory::release_mapped_pages(file, released, walked_to) };

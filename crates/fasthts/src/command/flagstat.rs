@@ -2,14 +2,14 @@
 //! usable one, else sequentially; on one machine or planned, run in parts
 //! and gathered (the Python package's dask layer).
 
-use super::{by_index_or_sequentially, find_index, indexed_or_sequential, warn_if_truncated, with_threads, Report};
+use super::{by_index_or_sequentially, find_index, find_unchecked_index, indexed_or_sequential, verify_index, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
 use crate::bam::BamFile;
-use crate::flagstat::{self, FlagStat};
+use crate::flagstat::{self, FlagStat, FlagTally};
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::region::{self, Plan, Region, Span};
 use crate::Error;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Compressed bytes per region when counting through the index: large
 /// enough that re-reading the block at each cut costs under 1%, small
@@ -31,31 +31,45 @@ impl Default for FlagstatOptions {
     }
 }
 
-/// Where a BAM read from a pipe is spooled while it is counted.
-fn spool_prefix() -> PathBuf {
-    std::env::temp_dir().join(format!("fasthts-flagstat.{}", std::process::id()))
-}
-
 /// The index a flagstat of `bam` reads through, if any. The index is only
 /// a way to read in parallel: one that cannot be read or was made for
-/// another file means reading sequentially.
+/// another file means reading sequentially; one that points outside the
+/// file ([`super::verify_index`]) too, and that is reported, as a failed
+/// coverage check is.
 fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
-    find_index(bam, report).unwrap_or(None)
+    let (index, _, stale) = find_unchecked_index(bam, report).unwrap_or(None)?;
+    match verify_index(bam, &index, stale) {
+        Ok(()) => Some(index),
+        Err(e) => {
+            report.warning(Warning::ReadingSequentially { path: bam.path().to_path_buf(), reason: e.to_string() });
+            None
+        }
+    }
 }
 
 /// Flag statistics of the BAM or SAM file at `path` (`-` for standard
 /// input), equal to samtools flagstat's: a BAM with a usable index
 /// ([`super::find_index`]) is counted region by region in parallel, and
 /// sequentially if that fails ([`super::by_index_or_sequentially`]);
-/// other input sequentially.
+/// other input sequentially, a stream (a pipe, standard input) as it
+/// arrives, inflated ahead on the other threads.
 pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
-    with_threads(threads, || match input::open(path, &spool_prefix())? {
-        Input::Bam(bam, _spool) => {
+    with_threads(threads, || match input::open(path)? {
+        Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
             let index = usable_index(&bam, report);
             let by_regions = |index: &Index| flagstat::count_indexed(&bam, index, options.region_bytes);
             by_index_or_sequentially(&bam, index.as_ref(), by_regions, || flagstat::count_sequential(&bam), report)
+        }
+        Input::Stream(mut stream) => {
+            let mut tally = FlagTally::default();
+            stream.for_each_record(|r| {
+                tally.add(r);
+                Ok::<(), Error>(())
+            })?;
+            warn_if_stream_truncated(&stream, report);
+            Ok(tally.stats())
         }
         Input::Sam(mut sam) => {
             let mut stats = FlagStat::default();
@@ -73,12 +87,17 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
 /// [`flagstat_path`] would read through the index, or `None` when it
 /// would read the file sequentially (no usable index; SAM input).
 pub fn flagstat_plan(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<Option<Vec<Region>>, Error> {
-    Ok(match input::open(path, &spool_prefix())? {
-        Input::Bam(bam, _spool) => {
+    // A stream is counted once, as it arrives, not planned (and not opened
+    // here: a FIFO would give its data to this look and none to the count).
+    if path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Ok(None);
+    }
+    Ok(match input::open(path)? {
+        Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
             usable_index(&bam, report).map(|index| region::plan(&bam, &index, Plan::BalancedBytes(options.region_bytes)))
         }
-        Input::Sam(_) => None,
+        Input::Stream(_) | Input::Sam(_) => None,
     })
 }
 
@@ -169,6 +188,24 @@ mod tests {
         crate::indexer::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), target).unwrap();
     }
 
+    /// Writes to `target` the BAI of `bam` with its last chunk moved 1 MB
+    /// past the end of the file.
+    pub(crate) fn write_index_past_the_end(bam: &Path, target: &Path) {
+        use crate::bgzf::VirtualOffset;
+        use crate::index::{Bin, Index, IndexFormat, ReferenceIndex};
+        let index = crate::indexer::build(&BamFile::open(bam).unwrap(), IndexFormat::Bai).unwrap();
+        let mut references = index.references().to_vec();
+        let tid = references.iter().rposition(|r| !r.bins().is_empty()).unwrap();
+        let r = &references[tid];
+        let mut bins: Vec<Bin> = r.bins().to_vec();
+        let bin = bins.iter_mut().rev().find(|b| !b.chunks.is_empty() && b.id < 37450).unwrap();
+        let last = bin.chunks.last_mut().unwrap();
+        let past = std::fs::metadata(bam).unwrap().len() + (1 << 20);
+        last.end = VirtualOffset::new(past, 0).unwrap();
+        references[tid] = ReferenceIndex::new(bins, r.linear_index().to_vec(), r.metadata().copied());
+        crate::indexer::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), target).unwrap();
+    }
+
     #[test]
     fn foreign_and_stale_indexes_mean_reading_sequentially() {
         let dir = scratch("flagstat");
@@ -187,6 +224,17 @@ mod tests {
         assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
         std::fs::remove_file(dir.join("x.bam.csi")).unwrap();
 
+        // An index whose chunks point past the end of the file (as one
+        // made for a longer file): caught before reading, and read
+        // sequentially.
+        write_index_past_the_end(&path, &dir.join("x.bam.bai"));
+        let kept = Kept::default();
+        assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
+        let warnings = kept.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("lies past the end of the file"), "{warnings:?}");
+        std::fs::remove_file(dir.join("x.bam.bai")).unwrap();
+
         // An index with as many references that does not describe the
         // file (as of a copy before chr2's records were written): reading
         // through it fails the coverage check, which is reported.
@@ -204,13 +252,22 @@ mod tests {
         assert_eq!(flagstat_gather(&path, &regions, Ok(vec![parts]), &kept_planned).unwrap(), None);
         assert_eq!(kept_planned.warnings(), warnings);
 
-        // Older than the BAM: reported and not used.
+        // Older than the BAM: used with a warning, as htslib does; the
+        // same mismatch is found.
         age(&dir.join("x.bam.bai"), 3600);
         let kept = Kept::default();
         assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
-        assert_eq!(flagstat_plan(&path, &opts, &kept).unwrap(), None);
-        assert_eq!(kept.warnings().len(), 2);
-        assert!(kept.warnings()[0].ends_with("; not using it"));
+        let warnings = kept.warnings();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains(" is older than the data file "), "{warnings:?}");
+        assert!(warnings[1].ends_with("; reading the file sequentially"), "{warnings:?}");
+        // A stale index that describes the file is read through.
+        crate::indexer::write_index(&crate::indexer::build(&BamFile::open(&path).unwrap(), crate::index::IndexFormat::Bai).unwrap(), dir.join("x.bam.bai")).unwrap();
+        age(&dir.join("x.bam.bai"), 3600);
+        let kept = Kept::default();
+        assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);
+        assert!(flagstat_plan(&path, &opts, &kept).unwrap().is_some());
+        assert_eq!(kept.warnings().len(), 2, "{:?}", kept.warnings());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,10 +1,12 @@
 //! `index` and `idxstats`: samtools index and idxstats.
 
-use super::{find_index, warn_if_truncated, with_threads, Report, Warning};
+use super::{find_index, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
 use crate::bam::BamFile;
 use crate::index::{IndexFormat, DEFAULT_MIN_SHIFT};
-use crate::indexer;
+use crate::indexer::{self, IdxstatsCounts};
+use crate::input::{self, Input};
 use crate::Error;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// How to index a BAM (a BAI beside it by default).
@@ -40,18 +42,38 @@ pub fn index_format(csi: bool, min_shift: Option<i32>) -> IndexFormat {
 
 /// Indexes the coordinate-sorted BAM at `path` as samtools index does and
 /// writes the index (atomically) to `options.output` or beside the BAM;
-/// returns where it was written.
+/// returns where it was written. As in samtools, a BAM from a pipe, a
+/// FIFO or standard input (`-`, whose index is `-.bai`) is indexed too:
+/// its compressed bytes are held in memory while it is read, since an
+/// index records offsets into them.
 pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> Result<PathBuf, Error> {
     let target = options.output.clone().unwrap_or_else(|| indexer::index_path_for(path, options.format));
     crate::output::refuse_input_as_output(&[&target], &[path])?;
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
     with_threads(threads, || {
-        let bam = BamFile::open(path)?;
+        let bam = open_to_index(path)?;
         warn_if_truncated(&bam, report);
         let index = indexer::build(&bam, options.format)?;
         indexer::write_index(&index, &target)
     })?;
     Ok(target)
+}
+
+/// The BGZF BAM at `path` to index: mapped from a regular file, read
+/// whole into memory from a stream. Anything else is refused as
+/// [`input::check_indexable`] says.
+fn open_to_index(path: &Path) -> Result<BamFile, Error> {
+    let peeked = input::peek(path)?;
+    input::check_indexable(peeked.format(), path)?;
+    if peeked.is_regular_file() {
+        return match peeked.open()? {
+            Input::Bam(bam) => Ok(bam),
+            _ => Err(Error::Message("a regular BGZF file opened as a stream".into()).with_path(path)),
+        };
+    }
+    let mut bytes = Vec::new();
+    peeked.into_reader().read_to_end(&mut bytes).map_err(|e| Error::from(e).with_path(path))?;
+    BamFile::from_vec(path, bytes)
 }
 
 /// How to run idxstats.
@@ -63,17 +85,32 @@ pub struct IdxstatsOptions {
 
 /// samtools idxstats' text for the BAM at `path`: from its usable index
 /// ([`super::find_index`]), or, without one, by counting every record
-/// ([`Warning::CountingEveryRecord`]), as samtools' slow method does.
+/// ([`Warning::CountingEveryRecord`]), as samtools' slow method does; a
+/// stream (a pipe, standard input) and SAM are counted as they arrive.
 pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> Result<String, Error> {
-    with_threads(options.threads, || {
-        let bam = BamFile::open(path)?;
-        warn_if_truncated(&bam, report);
-        match find_index(&bam, report)? {
-            Some(index) => Ok(indexer::idxstats(&bam, &index)),
-            None => {
-                report.warning(Warning::CountingEveryRecord { path: path.to_path_buf() });
-                indexer::idxstats_by_scan(&bam)
+    with_threads(options.threads, || match input::open(path)? {
+        Input::Bam(bam) => {
+            warn_if_truncated(&bam, report);
+            match find_index(&bam, report)? {
+                Some(index) => Ok(indexer::idxstats(&bam, &index)),
+                None => {
+                    report.warning(Warning::CountingEveryRecord { path: path.to_path_buf() });
+                    indexer::idxstats_by_scan(&bam)
+                }
             }
+        }
+        Input::Stream(mut stream) => {
+            report.warning(Warning::CountingEveryRecord { path: path.to_path_buf() });
+            let mut counts = IdxstatsCounts::new(stream.header());
+            stream.for_each_record(|r| counts.add(r).map_err(|e| e.with_path(path)))?;
+            warn_if_stream_truncated(&stream, report);
+            Ok(counts.text(stream.header()))
+        }
+        Input::Sam(mut sam) => {
+            report.warning(Warning::CountingEveryRecord { path: path.to_path_buf() });
+            let mut counts = IdxstatsCounts::new(sam.header());
+            sam.for_each_record(|r| counts.add(&r).map_err(|e| e.with_path(path)))?;
+            Ok(counts.text(sam.header()))
         }
     })
 }

@@ -35,6 +35,7 @@ pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pi
 pub use sort::{parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
 
 use crate::bam::BamFile;
+use crate::bgzf::{Block, VirtualOffset};
 use crate::index::Index;
 use crate::Error;
 use fasthts_io::pool::{thread_count, with_threads};
@@ -72,7 +73,8 @@ pub enum Warning {
         /// The BAM.
         path: PathBuf,
     },
-    /// An index older than its data file: not used, as htslib does.
+    /// An index older than its data file: used (its spans checked), as
+    /// htslib does, with a warning.
     StaleIndex {
         /// The index.
         index: PathBuf,
@@ -100,7 +102,7 @@ impl fmt::Display for Warning {
         match self {
             Warning::MissingEofMarker { path } => write!(f, "{}: EOF marker is absent. The input is probably truncated", path.display()),
             Warning::StaleIndex { index, data } => {
-                write!(f, "the index file {} is older than the data file {}; not using it", index.display(), data.display())
+                write!(f, "the index file {} is older than the data file {}", index.display(), data.display())
             }
             Warning::ReadingSequentially { path, reason } => write!(f, "{}: {reason}; reading the file sequentially", path.display()),
             Warning::CountingEveryRecord { path } => {
@@ -115,6 +117,14 @@ impl fmt::Display for Warning {
 fn warn_if_truncated(bam: &BamFile, report: &dyn Report) {
     if !bam.has_eof_marker() {
         report.warning(Warning::MissingEofMarker { path: bam.path().to_path_buf() });
+    }
+}
+
+/// Warns, as for a file, when a BGZF stream read to its end lacked the EOF
+/// marker (htslib cannot tell on a pipe; the stream reader can).
+fn warn_if_stream_truncated(stream: &crate::bam::BamStream, report: &dyn Report) {
+    if stream.missing_eof_marker() {
+        report.warning(Warning::MissingEofMarker { path: stream.path().to_path_buf() });
     }
 }
 
@@ -195,18 +205,114 @@ pub fn load_index(bam: &BamFile, path: &Path) -> Result<Index, Error> {
     Ok(index)
 }
 
-/// The index of `bam` if it has a usable one beside it ([`locate_index`],
-/// then [`load_index`]); a stale one is reported and not used. An index
-/// that cannot be read, or that was made for another file, is an error.
+/// The index of `bam` if it has one beside it ([`locate_index`], then
+/// [`load_index`]), its spans checked against the file
+/// ([`verify_index`]). One older than the BAM is used with a warning, as
+/// htslib does, after a closer check (each chunk must start at a BGZF
+/// block of the file). An index that cannot be read, was made for another
+/// file or points outside this one is an error
+/// ([`Error::IndexMismatch`] for the last two).
 pub fn find_index(bam: &BamFile, report: &dyn Report) -> Result<Option<Index>, Error> {
-    match locate_index(bam.path()) {
-        IndexLocation::Missing => Ok(None),
+    let Some((index, path, stale)) = find_unchecked_index(bam, report)? else { return Ok(None) };
+    verify_index(bam, &index, stale).map_err(|e| e.with_path(&path))?;
+    Ok(Some(index))
+}
+
+/// [`find_index`] before [`verify_index`]: the index, its path, and
+/// whether it is stale (to be checked block by block).
+fn find_unchecked_index(bam: &BamFile, report: &dyn Report) -> Result<Option<(Index, PathBuf, bool)>, Error> {
+    let (path, stale) = match locate_index(bam.path()) {
+        IndexLocation::Missing => return Ok(None),
         IndexLocation::Stale(index) => {
-            report.warning(Warning::StaleIndex { index, data: bam.path().to_path_buf() });
-            Ok(None)
+            report.warning(Warning::StaleIndex { index: index.clone(), data: bam.path().to_path_buf() });
+            (index, true)
         }
-        IndexLocation::Found(path) => load_index(bam, &path).map(Some),
+        IndexLocation::Found(path) => (path, false),
+    };
+    let index = load_index(bam, &path)?;
+    Ok(Some((index, path, stale)))
+}
+
+/// Checks the spans of `index` against `bam`: every offset it holds
+/// (chunks, linear index, metadata) lies within the file, so reading
+/// through it cannot silently stop short; with `thorough`, each chunk also
+/// starts at a BGZF block of the file holding its offset. Fails with
+/// [`Error::IndexMismatch`]. Costs no reading of the file unless
+/// `thorough` (then one block header per chunk).
+pub fn verify_index(bam: &BamFile, index: &Index, thorough: bool) -> Result<(), Error> {
+    let file = bam.bytes();
+    let len = file.len() as u64;
+    let names = &bam.header().references;
+    for (tid, reference) in index.references().iter().enumerate() {
+        let name = names.get(tid).map_or("?", |r| r.name.as_str());
+        let outside = |what: &str, at: VirtualOffset| {
+            Error::IndexMismatch(format!("{what} of {name} at {at} lies past the end of the file ({len} bytes)"))
+        };
+        for bin in reference.bins() {
+            for chunk in &bin.chunks {
+                if chunk.start.compressed() > len || chunk.end.compressed() > len {
+                    return Err(outside("a chunk", chunk.start.max(chunk.end)));
+                }
+                if thorough && chunk.start < chunk.end {
+                    let fits = Block::parse(file, chunk.start.compressed())
+                        .is_ok_and(|b| u32::from(chunk.start.uncompressed()) <= b.uncompressed_size);
+                    if !fits {
+                        return Err(Error::IndexMismatch(format!("a chunk of {name} at {} is not the start of a record", chunk.start)));
+                    }
+                }
+            }
+        }
+        if let Some(&at) = reference.linear_index().iter().find(|o| o.compressed() > len) {
+            return Err(outside("the linear index", at));
+        }
+        if let Some(m) = reference.metadata() {
+            if m.ref_beg.compressed() > len || m.ref_end.compressed() > len {
+                return Err(outside("the span", m.ref_beg.max(m.ref_end)));
+            }
+        }
     }
+    Ok(())
+}
+
+/// The sort order the header of `bam` declares (`@HD SO:`), if any.
+fn declared_order(bam: &BamFile) -> Option<String> {
+    let text = String::from_utf8_lossy(&bam.header().text);
+    let hd = text.lines().find(|l| l.starts_with("@HD"))?;
+    hd.split('\t').find_map(|f| f.strip_prefix("SO:")).map(str::to_owned)
+}
+
+/// The error for a BAM that is to be read through an index but is not
+/// sorted by coordinate (what its header declares, else what indexing
+/// found, `found`), or `None` when neither says so.
+pub fn not_coordinate_sorted(bam: &BamFile, found: Option<&Error>) -> Option<Error> {
+    let why = match declared_order(bam) {
+        Some(order) if order != "coordinate" => format!("header says SO:{order}"),
+        _ => {
+            let unsorted = |e: &crate::index::IndexError| {
+                use crate::index::IndexError::*;
+                matches!(e, Unsorted { .. } | NotContinuous { .. } | NoCoorNotAtEnd { .. })
+            };
+            let mut e = found?;
+            while let Error::WithPath { source, .. } = e {
+                e = source;
+            }
+            match e {
+                Error::Index(ix) if unsorted(ix) => ix.to_string(),
+                _ => return None,
+            }
+        }
+    };
+    Some(Error::Message(format!("not coordinate-sorted ({why}); sort it by coordinate first (fasthts sort)")).with_path(bam.path()))
+}
+
+/// An index of `bam` made in memory, for a reader given no index file
+/// (Python's `BamFile`); a BAM not sorted by coordinate is said to be so
+/// ([`not_coordinate_sorted`]).
+pub fn build_index(bam: &BamFile) -> Result<Index, Error> {
+    if let Some(e) = not_coordinate_sorted(bam, None) {
+        return Err(e);
+    }
+    crate::indexer::build(bam, crate::index::IndexFormat::Bai).map_err(|e| not_coordinate_sorted(bam, Some(&e)).unwrap_or(e))
 }
 
 /// Runs a whole-file job as flagstat does: through `index` when there is
@@ -326,13 +432,20 @@ pub(crate) mod tests {
         assert!(find_index(&bam, &kept).unwrap().is_some());
         assert!(kept.warnings().is_empty());
 
-        // Older than the BAM: reported, not used.
+        // Older than the BAM: reported, checked block by block, and used.
         age(&bai, 3600);
-        assert!(find_index(&bam, &kept).unwrap().is_none());
-        assert_eq!(
-            kept.warnings(),
-            [format!("the index file {} is older than the data file {}; not using it", bai.display(), bam_path.display())]
-        );
+        assert!(find_index(&bam, &kept).unwrap().is_some());
+        assert_eq!(kept.warnings(), [format!("the index file {} is older than the data file {}", bai.display(), bam_path.display())]);
+        // Stale and made for another layout: its chunks do not start at blocks.
+        let other = dir.join("other.bam");
+        crate::command::sort_file(&bam_path, &other, &crate::command::SortFileOptions { level: Some(1), memory_per_thread: 1 << 20, threads: Some(1), ..Default::default() }, &kept).unwrap();
+        crate::indexer::write_index(&crate::indexer::build(&BamFile::open(&other).unwrap(), crate::index::IndexFormat::Bai).unwrap(), &bai).unwrap();
+        let index = load_index(&bam, &bai).unwrap();
+        let err = verify_index(&bam, &index, true).unwrap_err().to_string();
+        assert!(err.contains("is not the start of a record") || err.contains("past the end of the file"), "{err}");
+        age(&bai, 3600);
+        assert!(find_index(&bam, &kept).is_err());
+        std::fs::remove_file(&bai).unwrap();
 
         // Made for a file with another number of references: an error.
         std::fs::copy(data("long_ref.bam.csi"), dir.join("a.bam.csi")).unwrap();

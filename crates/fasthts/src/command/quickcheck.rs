@@ -1,11 +1,10 @@
 //! `quickcheck`: samtools quickcheck's checks, failures and exit status
 //! bits.
 
-use crate::bam::BamFile;
-use crate::input::{sniff, Kind};
+use crate::input::{self, Format, Input};
 use crate::sam::SamReader;
+use fasthts_io::compression;
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 
 /// How to check files.
@@ -56,27 +55,34 @@ impl fmt::Display for QuickcheckFailure {
     }
 }
 
-/// samtools quickcheck's checks of the file at `path`: readable, BAM or
-/// SAM, a readable header with references, and (BAM) the EOF marker. The
-/// failures, in the order found; none when the file passes.
+/// samtools quickcheck's checks of the file at `path` (`-` for standard
+/// input; a pipe or FIFO is read up to its header): readable, sequence
+/// data (BAM, SAM, and as htslib FASTA/FASTQ, which have no references),
+/// a readable header with references, and (a BAM file) the EOF marker.
+/// The failures, in the order found; none when the file passes.
 pub fn quickcheck(path: &Path, options: &QuickcheckOptions) -> Vec<QuickcheckFailure> {
-    let prefix = std::fs::File::open(path).and_then(|f| {
-        let mut v = Vec::new();
-        f.take(1 << 16).read_to_end(&mut v).map(|_| v)
-    });
-    let Ok(prefix) = prefix else { return vec![QuickcheckFailure::CannotOpen] };
+    let Ok(peeked) = input::peek(path) else { return vec![QuickcheckFailure::CannotOpen] };
     // The number of references, if the header can be read, and whether
     // the EOF marker is missing.
-    let (n_references, no_eof_marker) = match sniff(&prefix) {
-        Kind::Bam => match BamFile::open(path) {
-            Err(_) => (None, false),
-            Ok(bam) => (Some(bam.header().references.len()), !bam.has_eof_marker()),
-        },
-        Kind::Sam => {
-            let sam = std::fs::File::open(path).ok().and_then(|f| SamReader::new(f).ok());
+    let (n_references, no_eof_marker) = match peeked.format() {
+        // htslib opens an index, then fails to read it as data.
+        Format::Index(_) => return vec![QuickcheckFailure::CannotOpen],
+        Format::Sequences(_) => (Some(0), false),
+        Format::CompressedSam(_) => {
+            // Its header is all that is checked, as samtools does; reading
+            // its records is another matter (not supported yet).
+            let sam = compression::decompress(peeked.into_reader(), 1).ok().and_then(|(text, _)| SamReader::new(text).ok());
             (sam.map(|s| s.header().references.len()), false)
         }
-        Kind::Compressed | Kind::Empty | Kind::Unknown => return vec![QuickcheckFailure::NotSequenceData],
+        Format::Bam(_) | Format::Sam => match peeked.open() {
+            Err(_) => (None, false),
+            Ok(Input::Bam(bam)) => (Some(bam.header().references.len()), !bam.has_eof_marker()),
+            // A stream's end is not looked at (htslib cannot seek to it).
+            Ok(opened) => (Some(opened.header().references.len()), false),
+        },
+        Format::Cram | Format::Vcf | Format::OtherCompressed(_) | Format::Empty | Format::Unknown => {
+            return vec![QuickcheckFailure::NotSequenceData]
+        }
     };
     let mut failures = Vec::new();
     match n_references {

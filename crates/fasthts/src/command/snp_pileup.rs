@@ -8,7 +8,7 @@ use crate::bgzf::{BgzfWriter, DEFAULT_LEVEL};
 use crate::index::Index;
 use crate::output::TempOutput;
 use crate::pileup::snp::{self, SnpPileupOptions, SnpPileupStats, WalkState};
-use crate::pileup::vcf::{self, VcfSummary};
+use crate::pileup::vcf::{self, VcfSource, VcfSummary};
 use crate::pileup::PileupError;
 use crate::Error;
 use std::io::{BufWriter, Write};
@@ -31,8 +31,10 @@ pub struct SnpPileupFileOptions {
     pub threads: Option<usize>,
 }
 
-/// The VCF's plan and the BAMs with their indexes.
+/// The VCF (read once if it is a stream), its plan, and the BAMs with
+/// their indexes.
 struct Inputs {
+    vcf: VcfSource,
     summary: VcfSummary,
     bams: Vec<BamFile>,
     indexes: Vec<Index>,
@@ -51,8 +53,9 @@ fn open_inputs(
     if bams.is_empty() {
         return Err(Error::InvalidArgument("snp_pileup needs at least one BAM".into()));
     }
-    let summary =
-        vcf::scan_records(vcf, options.pileup.region_size, records).map_err(|e| Error::Message(format!("Failed to read VCF file: {e}")))?;
+    let vcf_failure = |e: PileupError| Error::Message(format!("Failed to read VCF file: {e}"));
+    let vcf = VcfSource::open(vcf).map_err(vcf_failure)?;
+    let summary = vcf::scan_records(&vcf, options.pileup.region_size, records).map_err(vcf_failure)?;
     if options.progress {
         report.message("Calculating SNP count...done.\n");
     }
@@ -77,21 +80,16 @@ fn open_inputs(
     if options.verbose {
         report.message(&format!("Max per-file depth set to {}.\n", options.pileup.max_depth));
     }
-    Ok(Inputs { summary, bams: opened, indexes })
+    Ok(Inputs { vcf, summary, bams: opened, indexes })
 }
 
 /// Why a BAM without an index cannot be read: not sorted by coordinate
 /// (when its header says so), or not indexed.
 fn no_index(bam: &BamFile) -> Error {
     let p = bam.path().display();
-    let text = String::from_utf8_lossy(&bam.header().text);
-    let hd = text.lines().find(|l| l.starts_with("@HD"));
-    match hd.and_then(|hd| hd.split('\t').find_map(|f| f.strip_prefix("SO:"))) {
-        Some(order) if order != "coordinate" => Error::Message(format!(
-            "{p}: not coordinate-sorted (header says SO:{order}); sort it (fasthts sort) and index it (fasthts index) first"
-        )),
-        _ => Error::Message(format!("{p}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {p}` first)")),
-    }
+    super::not_coordinate_sorted(bam, None).unwrap_or_else(|| {
+        Error::Message(format!("{p}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {p}` first)"))
+    })
 }
 
 /// The file the CSV goes to: `output`, with `.gz` added when compressing
@@ -148,7 +146,7 @@ pub fn snp_pileup(
     crate::output::refuse_input_as_output(&[&target], &[vcf].into_iter().chain(bams.iter().map(PathBuf::as_path)).collect::<Vec<_>>())?;
     let mut stats = SnpPileupStats::default();
     write_output(&target, options.gzip, |w| {
-        let Inputs { summary, bams, indexes } = &inputs;
+        let Inputs { vcf, summary, bams, indexes } = &inputs;
         stats = with_threads(options.threads, || snp::run(vcf, summary, bams, indexes, &options.pileup, w)).map_err(pileup_error)?;
         Ok(())
     })?;
@@ -174,7 +172,7 @@ pub fn snp_pileup_plan(
     let inputs = open_inputs(vcf, bams, 0..u64::MAX, options, report)?;
     output_target(output, options.gzip)?;
     let names: Vec<&str> = inputs.bams[0].header().references.iter().map(|r| r.name.as_str()).collect();
-    snp::plan_blocks(vcf, &names, parts).map_err(|e| Error::Message(format!("Failed to read VCF file: {e}")))
+    snp::plan_blocks(&inputs.vcf, &names, parts).map_err(|e| Error::Message(format!("Failed to read VCF file: {e}")))
 }
 
 /// One block of a planned run: the CSV rows (without the header) of the
@@ -191,10 +189,10 @@ pub fn snp_pileup_block(
     if records.start > records.end {
         return Err(Error::InvalidArgument("record block out of range".into()));
     }
-    let Inputs { summary, bams, indexes } = open_inputs(vcf, bams, records.clone(), options, report)?;
+    let Inputs { vcf, summary, bams, indexes } = open_inputs(vcf, bams, records.clone(), options, report)?;
     let mut out = Vec::new();
     let (_, end_state) =
-        with_threads(options.threads, || snp::run_from(vcf, &summary, &bams, &indexes, &options.pileup, &mut out, records, state))
+        with_threads(options.threads, || snp::run_from(&vcf, &summary, &bams, &indexes, &options.pileup, &mut out, records, state))
             .map_err(pileup_error)?;
     let header = out.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1);
     Ok((out.split_off(header), end_state))
@@ -293,7 +291,7 @@ mod tests {
         let unsorted = dir.join("unsorted.bam");
         std::fs::copy(data("unsorted.bam"), &unsorted).unwrap();
         assert!(err(&vcf, &[unsorted])
-            .ends_with("not coordinate-sorted (header says SO:unsorted); sort it (fasthts sort) and index it (fasthts index) first"));
+            .ends_with("not coordinate-sorted (header says SO:unsorted); sort it by coordinate first (fasthts sort)"));
         // An index made for another file is refused, not read through.
         std::fs::copy(data("long_ref.bam.csi"), dir.join("bare.bam.csi")).unwrap();
         assert!(err(&vcf, &[bare]).contains("the index does not match the data file"));

@@ -1,7 +1,7 @@
 //! `sort`: samtools sort from a file (or standard input) to a file (or
 //! standard output), with its index if asked.
 
-use super::{thread_count, warn_if_truncated, with_threads, Report, Warning};
+use super::{thread_count, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
 use crate::sort::{self, OutputFormat, SortEngine, SortOptions, SortOrder, SortProgress};
@@ -155,10 +155,17 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         engine: options.engine,
     };
     with_threads(Some(threads), || {
-        let mut input = input::open(input, &sort_options.temp_prefix)?;
-        if let Input::Bam(bam, _) = &input {
+        // A stream's records go straight into the sort's batches: the
+        // disk holds the output and the runs only.
+        let mut input = input::open(input)?;
+        if let Input::Bam(bam) = &input {
             warn_if_truncated(bam, report);
         }
+        let stream_warning = |input: &Input| {
+            if let Input::Stream(stream) = input {
+                warn_if_stream_truncated(stream, report);
+            }
+        };
         if to_stdout {
             let stdout = BufWriter::with_capacity(1 << 20, Named::new(io::stdout().lock(), crate::output::stdout_name()));
             match sort::sort_input(&mut input, &sort_options, stdout) {
@@ -168,12 +175,14 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
                     r?;
                 }
             }
+            stream_warning(&input);
             io::stdout().flush().ok();
             return Ok(());
         }
         let (temp, file) = TempOutput::create(&data)?;
         let writer = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
         let (stats, out) = sort::sort_input(&mut input, &sort_options, writer)?;
+        stream_warning(&input);
         let file = out.into_inner().map_err(|e| e.into_error())?.into_inner().into_inner();
         crate::output::sync_if_file(&file).map_err(|e| Error::from(e).with_path(temp.shown()))?;
         temp.commit()?;

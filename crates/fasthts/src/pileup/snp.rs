@@ -45,14 +45,13 @@
 mod exact;
 pub use exact::map_contig_exact;
 
-use super::vcf::{VcfReader, VcfSummary};
+use super::vcf::{VcfReader, VcfSource, VcfSummary};
 use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource, RegionRecords};
 use crate::bam::{BamFile, RecordRef};
 use crate::index::Index;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::ops::Range;
-use std::path::Path;
 use std::sync::mpsc::{channel, Receiver, Sender};
 
 /// snp-pileup's options, FACETS' defaults in [`Default`].
@@ -699,7 +698,7 @@ impl Window<'_, '_> {
 /// index), writing the CSV (header included) to `out`. Work runs on the
 /// current rayon pool.
 pub fn run(
-    vcf: &Path,
+    vcf: &VcfSource,
     summary: &VcfSummary,
     bams: &[BamFile],
     indexes: &[Index],
@@ -733,7 +732,7 @@ pub const EXHAUSTED: (i32, i64) = (i32::MAX, i64::MAX);
 /// back, so a block costs what its own records cost.
 #[allow(clippy::too_many_arguments)]
 pub fn run_from(
-    vcf: &Path,
+    vcf: &VcfSource,
     summary: &VcfSummary,
     bams: &[BamFile],
     indexes: &[Index],
@@ -907,7 +906,7 @@ pub fn block_entry_state(state: WalkState, block_tid: i32) -> WalkState {
 /// changes; `tid` is the reference id in `bam_names` of the block's first
 /// contig (FACETS' matching; -1: none). Reads the VCF once, keeping only
 /// its runs of records on one contig.
-pub fn plan_blocks(vcf: &Path, bam_names: &[&str], parts: usize) -> Result<Vec<(u64, u64, i32)>, PileupError> {
+pub fn plan_blocks(vcf: &VcfSource, bam_names: &[&str], parts: usize) -> Result<Vec<(u64, u64, i32)>, PileupError> {
     let mut reader = VcfReader::open(vcf)?;
     let mut runs: Vec<(Vec<u8>, u64)> = Vec::new();
     while let Some(r) = reader.next_record()? {

@@ -3,10 +3,14 @@
 //! [`fasthts_io::compression`]), with what FACETS uses of each (contig, position,
 //! first allele characters, and whether it is a biallelic single-base
 //! record). Nothing is kept: [`scan`] makes a first pass for planning and
-//! the walk reads the file again.
+//! the walk reads the file again; a VCF that cannot be read twice (a pipe,
+//! a FIFO, process substitution, standard input) is read once into memory
+//! ([`VcfSource`]).
 
 use super::PileupError;
-use std::path::Path;
+use std::io::{Cursor, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What the first pass over a VCF learns ([`scan`]): enough to plan the
 /// work without keeping the sites.
@@ -65,6 +69,79 @@ pub fn parse_line(line: &[u8]) -> Result<Record<'_>, String> {
     Ok(Record { chrom, pos: pos - 1, alleles })
 }
 
+/// A VCF to read in several passes: a regular file is opened again for
+/// each; anything else (a pipe, a FIFO, process substitution, `/dev/stdin`,
+/// `-`) is read once, as it arrives, and held in memory as it came
+/// (compressed or not) for the passes to read.
+#[derive(Clone, Debug)]
+pub struct VcfSource {
+    path: PathBuf,
+    held: Option<Arc<HeldBytes>>,
+}
+
+/// A stream's bytes, held for the passes.
+#[derive(Debug)]
+struct HeldBytes(Vec<u8>);
+
+impl AsRef<[u8]> for HeldBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// A reader of held bytes, shared by the passes.
+struct SharedCursor(Cursor<ArcBytes>);
+
+struct ArcBytes(Arc<HeldBytes>);
+
+impl AsRef<[u8]> for ArcBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.0 .0
+    }
+}
+
+impl Read for SharedCursor {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl VcfSource {
+    /// The VCF at `path` (`-`: standard input); a stream is read whole now.
+    pub fn open(path: &Path) -> Result<VcfSource, PileupError> {
+        let stream = path.as_os_str() == "-" || !std::fs::metadata(path).map_err(|e| io_err(path, e))?.file_type().is_file();
+        let held = if stream {
+            let mut bytes = Vec::new();
+            let read = if path.as_os_str() == "-" {
+                std::io::stdin().lock().read_to_end(&mut bytes)
+            } else {
+                std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes))
+            };
+            read.map_err(|e| io_err(path, e))?;
+            Some(Arc::new(HeldBytes(bytes)))
+        } else {
+            None
+        };
+        Ok(VcfSource { path: path.to_path_buf(), held })
+    }
+
+    /// The path given.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The text, decompressed by content, from its start.
+    fn text(&self) -> Result<Box<dyn Read + Send>, PileupError> {
+        // One inflating thread: the walk that reads the VCF is one of the
+        // job's threads, and a VCF inflates far faster than sites are piled up.
+        let opened = match &self.held {
+            None => fasthts_io::compression::open(&self.path, 1).map_err(|e| e.source),
+            Some(bytes) => fasthts_io::compression::decompress(SharedCursor(Cursor::new(ArcBytes(bytes.clone()))), 1),
+        };
+        opened.map(|(text, _)| text).map_err(|e| io_err(&self.path, e))
+    }
+}
+
 /// A VCF read line by line, in file order.
 pub struct VcfReader {
     path: std::path::PathBuf,
@@ -78,12 +155,10 @@ pub struct VcfReader {
 }
 
 impl VcfReader {
-    /// Opens `path` (plain, BGZF, gzip or bzip2).
-    pub fn open(path: &Path) -> Result<VcfReader, PileupError> {
-        // One inflating thread: the walk that reads the VCF is one of the
-        // job's threads, and a VCF inflates far faster than sites are piled up.
-        let (text, _) = fasthts_io::compression::open(path, 1).map_err(|e| io_err(path, e.source))?;
-        Ok(VcfReader { path: path.to_path_buf(), text, buf: Vec::new(), start: 0, line: Vec::new(), line_no: 0, eof: false })
+    /// Reads `source` (plain, BGZF, gzip or bzip2) from its start.
+    pub fn open(source: &VcfSource) -> Result<VcfReader, PileupError> {
+        let text = source.text()?;
+        Ok(VcfReader { path: source.path.clone(), text, buf: Vec::new(), start: 0, line: Vec::new(), line_no: 0, eof: false })
     }
 
     /// Reads more text into `buf`; false at the end.
@@ -142,16 +217,16 @@ impl VcfReader {
 
 /// The first pass: counts the records, checks every line and notes where
 /// usable records are (tiles of `tile` bases), without keeping them.
-pub fn scan(path: &Path, tile: i64) -> Result<VcfSummary, PileupError> {
-    scan_records(path, tile, 0..u64::MAX)
+pub fn scan(source: &VcfSource, tile: i64) -> Result<VcfSummary, PileupError> {
+    scan_records(source, tile, 0..u64::MAX)
 }
 
 /// [`scan`] noting only the usable records numbered `records` (0-based, in
 /// file order, counting usable records only): the plan of a run over that
 /// block of the VCF (`snp::run_from`). Every line is still checked and
 /// counted in `n_records`.
-pub fn scan_records(path: &Path, tile: i64, records: std::ops::Range<u64>) -> Result<VcfSummary, PileupError> {
-    let mut r = VcfReader::open(path)?;
+pub fn scan_records(source: &VcfSource, tile: i64, records: std::ops::Range<u64>) -> Result<VcfSummary, PileupError> {
+    let mut r = VcfReader::open(source)?;
     let mut out = VcfSummary::default();
     let mut names: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
     let mut last: Option<usize> = None;
@@ -210,7 +285,7 @@ mod tests {
     fn records(text: &[u8]) -> Vec<(String, i64, Option<(u8, u8)>)> {
         let dir = std::env::temp_dir().join(format!("fasthts-vcf-test-{}-{}", std::process::id(), text.len()));
         std::fs::write(&dir, text).unwrap();
-        let mut r = VcfReader::open(&dir).unwrap();
+        let mut r = VcfReader::open(&VcfSource::open(&dir).unwrap()).unwrap();
         let mut out = Vec::new();
         while let Some(rec) = r.next_record().unwrap() {
             out.push((String::from_utf8_lossy(rec.chrom).into_owned(), rec.pos, rec.alleles));
@@ -261,10 +336,31 @@ mod tests {
         gz[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
         let path = std::env::temp_dir().join(format!("fasthts-vcf-damaged-{}.vcf.gz", std::process::id()));
         std::fs::write(&path, &gz).unwrap();
-        let mut r = VcfReader::open(&path).unwrap();
+        let mut r = VcfReader::open(&VcfSource::open(&path).unwrap()).unwrap();
         let e = std::iter::from_fn(|| Some(r.next_record().map(|rec| rec.is_some()))).find(|r| !matches!(r, Ok(true))).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(e.unwrap_err().to_string().starts_with(&path.display().to_string()));
+    }
+
+    #[test]
+    fn a_fifo_is_read_once_and_every_pass_sees_it_whole() {
+        let dir = std::env::temp_dir().join(format!("fasthts-vcf-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("sites.vcf");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) on a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let text = b"#CHROM\tPOS\tID\tREF\tALT\n1\t5\t.\tA\tC\n2\t9\t.\tG\tT\n".to_vec();
+        let writer = {
+            let (fifo, text) = (fifo.clone(), text.clone());
+            std::thread::spawn(move || std::fs::write(fifo, text).unwrap())
+        };
+        let source = VcfSource::open(&fifo).unwrap();
+        writer.join().unwrap();
+        for _ in 0..2 {
+            assert_eq!(scan(&source, 1000).unwrap().n_records, 2);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -365,7 +365,11 @@ fn wait_for_spill(rx: &std::sync::Mutex<&mut std::sync::mpsc::Receiver<SpillResu
 /// Sorts an opened input, BAM or SAM (see [`crate::input::open`]).
 pub fn sort_input<W: Write>(input: &mut crate::input::Input, opts: &SortOptions, out: W) -> Result<(SortStats, W), Error> {
     match input {
-        crate::input::Input::Bam(bam, _) => sort_bam(bam, opts, out),
+        crate::input::Input::Bam(bam) => sort_bam(bam, opts, out),
+        crate::input::Input::Stream(stream) => {
+            let header = stream.header().clone();
+            sort_records(&header, opts, out, |push| stream.for_each_record(|r| push(r)))
+        }
         crate::input::Input::Sam(sam) => {
             let header = sam.header().clone();
             sort_records(&header, opts, out, |push| sam.for_each_record(|r| push(&r)))

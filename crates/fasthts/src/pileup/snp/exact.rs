@@ -20,13 +20,13 @@
 //! bytes per record plus 20 per site and file), unlike the default mode's
 //! streaming walk.
 
-use super::{Counts, Ctx, Job, PileupError, Rows, SiteAt, SnpPileupOptions, SnpPileupStats, VcfReader};
+use super::{Counts, Ctx, Job, PileupError, Rows, SiteAt, SnpPileupOptions, SnpPileupStats, VcfReader, VcfSource};
 use crate::bam::BamFile;
 use crate::index::Index;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
+
 
 /// Exact-sites contig matching: the BAM contig with the VCF's name, else
 /// (when there is none) the one with the name with its leading `chr`
@@ -83,7 +83,7 @@ impl ContigCounts {
 /// Runs snp-pileup in exact-sites mode (see the module docs), writing the
 /// CSV (header included) to `out`. Work runs on the current rayon pool.
 pub(super) fn run(
-    vcf: &Path,
+    vcf: &VcfSource,
     bams: &[BamFile],
     indexes: &[Index],
     opts: &SnpPileupOptions,
@@ -180,7 +180,7 @@ pub(super) fn run(
 }
 
 /// The VCF's used records in file order, contigs matched per name.
-fn read_records(vcf: &Path, names: &[&str]) -> Result<Vec<UsedRecord>, PileupError> {
+fn read_records(vcf: &VcfSource, names: &[&str]) -> Result<Vec<UsedRecord>, PileupError> {
     let mut reader = VcfReader::open(vcf)?;
     let mut out = Vec::new();
     let mut tids: HashMap<Vec<u8>, i32> = HashMap::new();
