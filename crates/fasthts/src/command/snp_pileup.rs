@@ -5,10 +5,9 @@
 use super::{find_index, warn_if_truncated, with_threads, Report};
 use crate::bam::BamFile;
 use crate::bgzf::{BgzfWriter, DEFAULT_LEVEL};
-use crate::index::Index;
 use crate::output::TempOutput;
-use crate::pileup::snp::{self, SnpPileupOptions, SnpPileupStats, WalkState};
-use crate::pileup::vcf::{self, VcfSource, VcfSummary};
+use crate::pileup::snp::{self, SnpInputs, SnpPileupOptions, SnpPileupStats, WalkState};
+use crate::pileup::vcf::{self, VcfSource};
 use crate::pileup::PileupError;
 use crate::Error;
 use std::io::{BufWriter, Write};
@@ -31,15 +30,6 @@ pub struct SnpPileupFileOptions {
     pub threads: Option<usize>,
 }
 
-/// The VCF (read once if it is a stream), its plan, and the BAMs with
-/// their indexes.
-struct Inputs {
-    vcf: VcfSource,
-    summary: VcfSummary,
-    bams: Vec<BamFile>,
-    indexes: Vec<Index>,
-}
-
 /// FACETS' checks before any work, in its order with its messages: the
 /// VCF's used records `records` planned (every line checked), then each
 /// BAM opened with its index. The BAMs are read through their indexes.
@@ -49,7 +39,7 @@ fn open_inputs(
     records: Range<u64>,
     options: &SnpPileupFileOptions,
     report: &dyn Report,
-) -> Result<Inputs, Error> {
+) -> Result<SnpInputs, Error> {
     if bams.is_empty() {
         return Err(Error::InvalidArgument("snp_pileup needs at least one BAM".into()));
     }
@@ -80,7 +70,7 @@ fn open_inputs(
     if options.verbose {
         report.message(&format!("Max per-file depth set to {}.\n", options.pileup.max_depth));
     }
-    Ok(Inputs { vcf, summary, bams: opened, indexes })
+    Ok(SnpInputs { vcf, summary, bams: opened, indexes })
 }
 
 /// Why a BAM without an index cannot be read: not sorted by coordinate
@@ -146,8 +136,7 @@ pub fn snp_pileup(
     crate::output::refuse_input_as_output(&[&target], &[vcf].into_iter().chain(bams.iter().map(PathBuf::as_path)).collect::<Vec<_>>())?;
     let mut stats = SnpPileupStats::default();
     write_output(&target, options.gzip, |w| {
-        let Inputs { vcf, summary, bams, indexes } = &inputs;
-        stats = with_threads(options.threads, || snp::run(vcf, summary, bams, indexes, &options.pileup, w)).map_err(pileup_error)?;
+        stats = with_threads(options.threads, || snp::run(&inputs, &options.pileup, w)).map_err(pileup_error)?;
         Ok(())
     })?;
     if options.progress {
@@ -189,11 +178,10 @@ pub fn snp_pileup_block(
     if records.start > records.end {
         return Err(Error::InvalidArgument("record block out of range".into()));
     }
-    let Inputs { vcf, summary, bams, indexes } = open_inputs(vcf, bams, records.clone(), options, report)?;
+    let inputs = open_inputs(vcf, bams, records.clone(), options, report)?;
     let mut out = Vec::new();
     let (_, end_state) =
-        with_threads(options.threads, || snp::run_from(&vcf, &summary, &bams, &indexes, &options.pileup, &mut out, records, state))
-            .map_err(pileup_error)?;
+        with_threads(options.threads, || snp::run_from(&inputs, &options.pileup, &mut out, records, state)).map_err(pileup_error)?;
     let header = out.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1);
     Ok((out.split_off(header), end_state))
 }

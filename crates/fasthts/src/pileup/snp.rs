@@ -693,22 +693,38 @@ impl Window<'_, '_> {
     }
 }
 
-/// Runs snp-pileup: the VCF at `vcf` (planned by `summary`, from
-/// [`super::vcf::scan`] with `opts.region_size`) against `bams` (each with its
-/// index), writing the CSV (header included) to `out`. Work runs on the
-/// current rayon pool.
-pub fn run(
-    vcf: &VcfSource,
-    summary: &VcfSummary,
-    bams: &[BamFile],
-    indexes: &[Index],
-    opts: &SnpPileupOptions,
-    out: &mut dyn Write,
-) -> Result<SnpPileupStats, PileupError> {
-    if opts.exact_sites {
-        return exact::run(vcf, bams, indexes, opts, out);
+/// What a snp-pileup run reads: the VCF (held in memory if it came from a
+/// stream), its plan, and the BAMs with their indexes (one each, in the
+/// order of the CSV's columns).
+pub struct SnpInputs {
+    /// The VCF of the sites.
+    pub vcf: VcfSource,
+    /// From [`super::vcf::scan`] (or `scan_records` for a block) with the
+    /// options' `region_size`.
+    pub summary: VcfSummary,
+    /// The BAMs, one column group each in the CSV.
+    pub bams: Vec<BamFile>,
+    /// Their indexes, in the same order.
+    pub indexes: Vec<Index>,
+}
+
+impl SnpInputs {
+    fn check(&self) -> Result<(), PileupError> {
+        let n = self.bams.len();
+        if n == 0 || self.indexes.len() != n {
+            return Err(PileupError::Message("snp-pileup needs at least one BAM and an index for each".into()));
+        }
+        Ok(())
     }
-    run_from(vcf, summary, bams, indexes, opts, out, 0..u64::MAX, None).map(|(stats, _)| stats)
+}
+
+/// Runs snp-pileup over `inputs`, writing the CSV (header included) to
+/// `out`. Work runs on the current rayon pool.
+pub fn run(inputs: &SnpInputs, opts: &SnpPileupOptions, out: &mut dyn Write) -> Result<SnpPileupStats, PileupError> {
+    if opts.exact_sites {
+        return exact::run(inputs, opts, out);
+    }
+    run_from(inputs, opts, out, 0..u64::MAX, None).map(|(stats, _)| stats)
 }
 
 /// Where FACETS' walk stands: the pileup column (reference id, 0-based
@@ -730,21 +746,16 @@ pub const EXHAUSTED: (i32, i64) = (i32::MAX, i64::MAX);
 ///
 /// Regions lying wholly before `state` are not run: the walk never looks
 /// back, so a block costs what its own records cost.
-#[allow(clippy::too_many_arguments)]
 pub fn run_from(
-    vcf: &VcfSource,
-    summary: &VcfSummary,
-    bams: &[BamFile],
-    indexes: &[Index],
+    inputs: &SnpInputs,
     opts: &SnpPileupOptions,
     out: &mut dyn Write,
     records: Range<u64>,
     state: WalkState,
 ) -> Result<(SnpPileupStats, WalkState), PileupError> {
+    inputs.check()?;
+    let SnpInputs { vcf, summary, bams, indexes } = inputs;
     let n = bams.len();
-    if n == 0 || indexes.len() != n {
-        return Err(PileupError::Message("snp-pileup needs at least one BAM and an index for each".into()));
-    }
     if opts.exact_sites {
         // Blocks replay FACETS' walk state, which exact mode does not have.
         return Err(PileupError::Message("exact sites mode runs over the whole VCF (use run, not run_from)".into()));

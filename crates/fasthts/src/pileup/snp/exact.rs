@@ -20,9 +20,7 @@
 //! bytes per record plus 20 per site and file), unlike the default mode's
 //! streaming walk.
 
-use super::{Counts, Ctx, Job, PileupError, Rows, SiteAt, SnpPileupOptions, SnpPileupStats, VcfReader, VcfSource};
-use crate::bam::BamFile;
-use crate::index::Index;
+use super::{Counts, Ctx, Job, PileupError, Rows, SiteAt, SnpInputs, SnpPileupOptions, SnpPileupStats, VcfReader, VcfSource};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::Write;
@@ -82,17 +80,10 @@ impl ContigCounts {
 
 /// Runs snp-pileup in exact-sites mode (see the module docs), writing the
 /// CSV (header included) to `out`. Work runs on the current rayon pool.
-pub(super) fn run(
-    vcf: &VcfSource,
-    bams: &[BamFile],
-    indexes: &[Index],
-    opts: &SnpPileupOptions,
-    out: &mut dyn Write,
-) -> Result<SnpPileupStats, PileupError> {
+pub(super) fn run(inputs: &SnpInputs, opts: &SnpPileupOptions, out: &mut dyn Write) -> Result<SnpPileupStats, PileupError> {
+    inputs.check()?;
+    let SnpInputs { vcf, bams, indexes, .. } = inputs;
     let n = bams.len();
-    if n == 0 || indexes.len() != n {
-        return Err(PileupError::Message("snp-pileup needs at least one BAM and an index for each".into()));
-    }
     let names: Vec<&str> = bams[0].header().references.iter().map(|r| r.name.as_str()).collect();
     let records = read_records(vcf, &names)?;
 
