@@ -11,6 +11,7 @@ use std::error::Error as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+mod depth;
 pub mod exhaustion;
 mod flagstat;
 mod idxstats;
@@ -79,6 +80,8 @@ enum Command {
     Quickcheck(quickcheck::QuickcheckArgs),
     /// Sorts a BAM or SAM by coordinate, name or tag, as samtools sort.
     Sort(sort::SortArgs),
+    /// Per-position read depth, as samtools depth.
+    Depth(depth::DepthArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -95,6 +98,7 @@ impl Command {
             Command::Sort(_) => "sort",
             Command::Quickcheck(_) => "quickcheck",
             Command::SnpPileup(_) => "snp-pileup",
+            Command::Depth(_) => "depth",
             Command::Kmer(_) => "kmer",
         }
     }
@@ -111,6 +115,7 @@ impl Command {
                 status => Err(Failure::new(status, "").into()),
             },
             Command::SnpPileup(a) => snp_pileup::run(a),
+            Command::Depth(a) => depth::run(a),
             Command::Kmer(c) => c.run(),
         }
     }
