@@ -492,7 +492,14 @@ pub(crate) struct Counter<'s> {
     bed: Option<&'s [(i64, i64)]>,
     mates: Vec<MateEnds>,
     pub(crate) had_reads: bool,
+    /// Where rows go once `out` holds [`SPILL_BYTES`] (in one pass over
+    /// whole files; a window keeps its rows), and the first write error.
+    sink: Option<&'s mut (dyn std::io::Write + Send)>,
+    pub(crate) sink_error: Option<std::io::Error>,
 }
+
+/// Rows are handed to the sink in pieces of about this size.
+const SPILL_BYTES: usize = 1 << 20;
 
 impl<'s> Counter<'s> {
     /// A counter printing positions `[beg, end)` of every reference;
@@ -518,6 +525,27 @@ impl<'s> Counter<'s> {
             bed: None,
             mates,
             had_reads: false,
+            sink: None,
+            sink_error: None,
+        }
+    }
+
+    /// Hands rows to `sink` as they accumulate rather than keeping them.
+    pub(crate) fn spill_to(&mut self, sink: &'s mut (dyn std::io::Write + Send)) {
+        self.sink = Some(sink);
+    }
+
+    /// Writes the rows held to the sink when they are many (`all`: any).
+    pub(crate) fn spill(&mut self, all: bool) {
+        if let Some(sink) = self.sink.as_mut() {
+            if (all || self.out.len() >= SPILL_BYTES) && !self.out.is_empty() {
+                if self.sink_error.is_none() {
+                    if let Err(e) = sink.write_all(&self.out) {
+                        self.sink_error = Some(e);
+                    }
+                }
+                self.out.clear();
+            }
         }
     }
 
@@ -655,6 +683,7 @@ impl<'s> Counter<'s> {
         let covered_to = to.min(self.max_end).max(self.flushed);
         if covered_to > self.flushed {
             self.print_counted(self.flushed, covered_to);
+            self.spill(false);
         }
         if self.setup.options.all_positions > 0 && to > covered_to {
             let tid = self.tid;
@@ -733,10 +762,14 @@ impl<'s> Counter<'s> {
     }
 
     fn zero_rows_unclipped(&mut self, tid: i32, from: i64, to: i64) {
-        if from >= to {
-            return;
+        // In slices, so that a long stretch is handed on as it is written.
+        let mut p = from;
+        while p < to {
+            let q = to.min(p.saturating_add(1 << 16));
+            write_zero_rows(self.setup, tid, p, q, &mut self.rows, &mut self.out);
+            self.spill(false);
+            p = q;
         }
-        write_zero_rows(self.setup, tid, from, to, &mut self.rows, &mut self.out);
     }
 
     /// Ends the input: the last reference and, with `-aa`, the references
@@ -749,6 +782,7 @@ impl<'s> Counter<'s> {
                 self.zero_rows_unclipped(tid, beg.max(0), end.min(len));
             }
         }
+        self.spill(true);
     }
 
     /// Ends one window of a reference: what follows the last read, when a

@@ -9,6 +9,7 @@ mod common;
 mod harness;
 
 mod bad_input;
+mod depth;
 mod kmer_vs_khmer;
 mod robustness;
 mod robustness_faults;

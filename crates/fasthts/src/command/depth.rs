@@ -18,10 +18,6 @@ use std::path::{Path, PathBuf};
 /// are also cut at [`DepthOptions::window_bases`] positions).
 const WINDOW_BYTES: u64 = 8 << 20;
 
-/// Rows are handed to the output in pieces of about this size when
-/// counting in one pass.
-const SPILL_BYTES: usize = 1 << 20;
-
 /// Where a BAM read from a pipe is spooled while it is counted.
 fn spool_prefix(i: usize) -> PathBuf {
     std::env::temp_dir().join(format!("fasthts-depth.{}.{i}", std::process::id()))
@@ -236,7 +232,7 @@ fn by_windows(setup: &Setup, bams: &[(&BamFile, &Index)], paths: &[PathBuf], out
                 for (bam, index) in bams {
                     sources.push(Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: overlap_from, path: bam.path() });
                 }
-                merge(setup, &mut counter, &mut sources, paths, &mut |_| Ok(()))?;
+                merge(setup, &mut counter, &mut sources, paths)?;
             }
             counter.finish_window();
             piece.had_reads = counter.had_reads;
@@ -391,14 +387,12 @@ impl Source<'_> {
 }
 
 /// Feeds `counter` the records of `sources` merged by position (the
-/// first input first among equals), handing rows to `spill` as they
-/// accumulate.
+/// first input first among equals).
 fn merge(
     setup: &Setup,
     counter: &mut Counter<'_>,
     sources: &mut [Source<'_>],
     paths: &[PathBuf],
-    spill: &mut dyn FnMut(&mut Vec<u8>) -> Result<(), Error>,
 ) -> Result<(), Error> {
     let mut heads: Vec<Vec<u8>> = vec![Vec::new(); sources.len()];
     let mut live: Vec<bool> = Vec::with_capacity(sources.len());
@@ -419,8 +413,8 @@ fn merge(
         }
         let Some((i, _)) = best else { return Ok(()) };
         counter.add(i, &RecordRef::new_prevalidated(&heads[i])).map_err(|e| count_error(e, &paths[i]))?;
-        if counter.out.len() >= SPILL_BYTES {
-            spill(&mut counter.out)?;
+        if let Some(e) = counter.sink_error.take() {
+            return Err(e.into());
         }
         live[i] = sources[i].pull(setup, &mut heads[i])?;
     }
@@ -431,6 +425,7 @@ fn merge(
 fn one_pass(setup: &Setup, bams: Vec<(&BamFile, Option<&Index>)>, paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
     let (beg, end) = setup.region.map_or((i64::MIN, i64::MAX), |(_, b, e)| (b, e));
     let mut counter = Counter::new(setup, beg, end, setup.region.is_some());
+    counter.spill_to(out);
     let mut sources = Vec::with_capacity(bams.len());
     for (bam, index) in &bams {
         sources.push(match (setup.region, index) {
@@ -438,14 +433,24 @@ fn one_pass(setup: &Setup, bams: Vec<(&BamFile, Option<&Index>)>, paths: &[PathB
             _ => Source::Bam { reader: bam.records()?, path: bam.path() },
         });
     }
-    let mut spill = |rows: &mut Vec<u8>| -> Result<(), Error> {
-        out.write_all(rows)?;
-        rows.clear();
-        Ok(())
-    };
-    merge(setup, &mut counter, &mut sources, paths, &mut spill)?;
+    let fed = merge(setup, &mut counter, &mut sources, paths);
+    finish(counter, fed)
+}
+
+/// Ends a one-pass count: the rows after the last read, and the first
+/// write error if writing failed. When reading failed (`fed`), the rows
+/// printed so far are written, as samtools has printed them, and the error
+/// returned.
+fn finish(mut counter: Counter<'_>, fed: Result<(), Error>) -> Result<(), Error> {
+    if let Err(e) = fed {
+        counter.spill(true);
+        return Err(e);
+    }
     counter.finish();
-    spill(&mut counter.out)
+    match counter.sink_error.take() {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }
 
 /// One pass over inputs without usable indexes (or SAM, or pipes), in
@@ -453,40 +458,34 @@ fn one_pass(setup: &Setup, bams: Vec<(&BamFile, Option<&Index>)>, paths: &[PathB
 /// decoded on the pool; several are merged by position.
 fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
     let mut counter = Counter::new(setup, i64::MIN, i64::MAX, false);
-    let mut spill = |rows: &mut Vec<u8>| -> Result<(), Error> {
-        out.write_all(rows)?;
-        rows.clear();
-        Ok(())
+    counter.spill_to(out);
+    let wrote = |counter: &mut Counter<'_>| match counter.sink_error.take() {
+        Some(e) => Err(Error::from(e)),
+        None => Ok(()),
     };
-    if inputs.len() == 1 {
+    let fed = if inputs.len() == 1 {
         let path = &paths[0];
         match &mut inputs[0] {
-            Input::Bam(bam, _) => {
-                crate::bam::scan(bam, |r, _| {
-                    if setup.keeps(r) {
-                        counter.add(0, r).map_err(|e| count_error(e, path))?;
-                        if counter.out.len() >= SPILL_BYTES {
-                            spill(&mut counter.out)?;
-                        }
-                    }
-                    Ok(())
-                })?;
-            }
-            Input::Sam(sam) => {
-                sam.for_each_record(|r| {
+            Input::Bam(bam, _) => crate::bam::scan(bam, |r, _| {
+                if setup.keeps(r) {
+                    counter.add(0, r).map_err(|e| count_error(e, path))?;
+                    wrote(&mut counter)?;
+                }
+                Ok(())
+            })
+            .map(|_| ()),
+            Input::Sam(sam) => sam
+                .for_each_record(|r| {
                     if setup.keeps(&r) {
                         counter.add(0, &r).map_err(|e| count_error(e, path))?;
-                        if counter.out.len() >= SPILL_BYTES {
-                            spill(&mut counter.out)?;
-                        }
+                        wrote(&mut counter)?;
                     }
                     Ok::<(), Error>(())
                 })
                 .map_err(|e| match e {
                     Error::Sam(e) => Error::Sam(e).with_path(path),
                     e => e,
-                })?;
-            }
+                }),
         }
     } else {
         let mut sources = Vec::with_capacity(inputs.len());
@@ -499,8 +498,7 @@ fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out
                 }
             });
         }
-        merge(setup, &mut counter, &mut sources, paths, &mut spill)?;
-    }
-    counter.finish();
-    spill(&mut counter.out)
+        merge(setup, &mut counter, &mut sources, paths)
+    };
+    finish(counter, fed)
 }
