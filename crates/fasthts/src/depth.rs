@@ -13,7 +13,10 @@
 //!   aligns fewer bases than that (the sequence less its outer soft
 //!   clips, or, without a sequence, the M/I/=/X lengths);
 //! - `M`, `=` and `X` bases count when their quality is at least
-//!   `min_base_quality` (bases past the stored sequence always count);
+//!   `min_base_quality` (without a stored sequence, samtools compares the
+//!   bytes after the record for all but the last `len % 8` bases of an
+//!   operation: the tags, then zeros here, where samtools reads whatever
+//!   its buffer holds);
 //!   `D` counts only with `count_deletions` (`-J`), judged by the quality
 //!   of the base after it; `N` never;
 //! - a position is printed when a read's span (start to `bam_endpos`)
@@ -588,12 +591,24 @@ impl<'s> Counter<'s> {
                     if min_q <= 0 {
                         self.add_range(file, at.max(floor), (at + len).min(limit));
                     } else {
-                        // Runs of bases that pass; bases past the sequence pass.
+                        // Runs of bases that pass; bases past the sequence pass,
+                        // except that without a sequence samtools' loop, eight
+                        // bases at a time, reads its "qualities" from the bytes
+                        // after it (the tags, then what follows: taken as 0).
                         let (a, b) = (at.max(floor), (at + len).min(limit));
+                        let from = at.max(clip);
+                        let unrolled_end = from + ((at + len - from).max(0) & !7);
+                        let aux = if qual.is_empty() { r.aux_bytes() } else { &[] };
                         let mut run_start = -1;
                         for p in a..b.max(a) {
                             let qi = q + (p - at) as usize;
-                            let pass = qi >= qual.len() || i32::from(qual[qi]) >= min_q;
+                            let pass = if qi < qual.len() {
+                                i32::from(qual[qi]) >= min_q
+                            } else if qual.is_empty() && p < unrolled_end {
+                                i32::from(aux.get(qi).copied().unwrap_or(0)) >= min_q
+                            } else {
+                                true
+                            };
                             if pass && run_start < 0 {
                                 run_start = p;
                             } else if !pass && run_start >= 0 {
