@@ -1022,10 +1022,7 @@ mod tests {
         rows.seek(98, &mut out);
         rows.row(&[1000, 12], &mut out);
         rows.row(&[0, 123], &mut out);
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            "c\t8\t3\nc\t9\t3\nc\t10\t3\nc\t11\t3\nc\t12\t3\nc\t99\t1000\t12\nc\t100\t0\t123\n"
-        );
+        assert_eq!(String::from_utf8(out).unwrap(), "c\t8\t3\nc\t9\t3\nc\t10\t3\nc\t11\t3\nc\t12\t3\nc\t99\t1000\t12\nc\t100\t0\t123\n");
     }
 
     #[test]

@@ -230,7 +230,11 @@ fn by_windows(setup: &Setup, bams: &[(&BamFile, &Index)], paths: &[PathBuf], out
             } else {
                 let mut sources = Vec::with_capacity(bams.len());
                 for (bam, index) in bams {
-                    sources.push(Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: overlap_from, path: bam.path() });
+                    sources.push(Source::Overlap {
+                        reader: overlap_reader(bam, index, tid, beg, end)?,
+                        from: overlap_from,
+                        path: bam.path(),
+                    });
                 }
                 merge(setup, &mut counter, &mut sources, paths)?;
             }
@@ -388,12 +392,7 @@ impl Source<'_> {
 
 /// Feeds `counter` the records of `sources` merged by position (the
 /// first input first among equals).
-fn merge(
-    setup: &Setup,
-    counter: &mut Counter<'_>,
-    sources: &mut [Source<'_>],
-    paths: &[PathBuf],
-) -> Result<(), Error> {
+fn merge(setup: &Setup, counter: &mut Counter<'_>, sources: &mut [Source<'_>], paths: &[PathBuf]) -> Result<(), Error> {
     let mut heads: Vec<Vec<u8>> = vec![Vec::new(); sources.len()];
     let mut live: Vec<bool> = Vec::with_capacity(sources.len());
     for (source, head) in sources.iter_mut().zip(heads.iter_mut()) {
@@ -429,7 +428,9 @@ fn one_pass(setup: &Setup, bams: Vec<(&BamFile, Option<&Index>)>, paths: &[PathB
     let mut sources = Vec::with_capacity(bams.len());
     for (bam, index) in &bams {
         sources.push(match (setup.region, index) {
-            (Some((tid, b, e)), Some(index)) => Source::Overlap { reader: overlap_reader(bam, index, tid, b, e)?, from: b, path: bam.path() },
+            (Some((tid, b, e)), Some(index)) => {
+                Source::Overlap { reader: overlap_reader(bam, index, tid, b, e)?, from: b, path: bam.path() }
+            }
             _ => Source::Bam { reader: bam.records()?, path: bam.path() },
         });
     }
