@@ -503,3 +503,49 @@ fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out
     };
     finish(counter, fed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{data, scratch, Kept};
+    use super::*;
+
+    fn depth(inputs: &[PathBuf], options: &DepthOptions) -> Vec<u8> {
+        let mut out = Vec::new();
+        depth_to(inputs, options, &mut out, &Kept::default()).unwrap();
+        out
+    }
+
+    #[test]
+    fn windows_at_any_size_and_thread_count_equal_one_pass() {
+        let dir = scratch("depth");
+        let bare = dir.join("bare.bam");
+        std::fs::copy(data("small.bam"), &bare).unwrap();
+        for all_positions in [0, 1, 2] {
+            let base = DepthOptions { all_positions, count_deletions: all_positions == 1, ..Default::default() };
+            let one_pass = depth(&[bare.clone()], &base);
+            assert!(one_pass.len() > 100_000);
+            for (threads, window_bases) in [(1, 1 << 20), (2, 1000), (3, 777)] {
+                let options = DepthOptions { threads: Some(threads), window_bases, ..base.clone() };
+                assert!(
+                    depth(&[data("small.bam")], &options) == one_pass,
+                    "-a x{all_positions}, {threads} threads, windows of {window_bases}"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_region_needs_an_index_and_names_the_file() {
+        let dir = scratch("depth-region");
+        let bare = dir.join("bare.bam");
+        std::fs::copy(data("small.bam"), &bare).unwrap();
+        let options = DepthOptions { region: Some("chr1:1-100".into()), ..Default::default() };
+        let err = depth_to(&[bare.clone()], &options, &mut Vec::new(), &Kept::default()).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}: cannot load index", bare.display())), "{err}");
+        let out = dir.join("out.tsv");
+        assert!(depth_file(&[bare], &out, &options, &Kept::default()).is_err());
+        assert!(!out.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
