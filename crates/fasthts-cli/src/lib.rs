@@ -22,6 +22,7 @@ macro_rules! println {
     ($($arg:tt)*) => { $crate::print_stdout(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
+mod depth;
 pub mod exhaustion;
 mod flagstat;
 mod idxstats;
@@ -92,6 +93,8 @@ enum Command {
     Quickcheck(quickcheck::QuickcheckArgs),
     /// Sorts a BAM or SAM by coordinate, name or tag, as samtools sort.
     Sort(sort::SortArgs),
+    /// Per-position read depth, as samtools depth.
+    Depth(depth::DepthArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -116,6 +119,7 @@ impl Command {
             Command::Sort(_) => "sort",
             Command::Quickcheck(_) => "quickcheck",
             Command::SnpPileup(_) => "snp-pileup",
+            Command::Depth(_) => "depth",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -133,6 +137,7 @@ impl Command {
                 status => Err(Failure::new(status, "").into()),
             },
             Command::SnpPileup(a) => snp_pileup::run(a),
+            Command::Depth(a) => depth::run(a),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }

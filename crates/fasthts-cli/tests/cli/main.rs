@@ -9,6 +9,7 @@ mod common;
 mod harness;
 
 mod bad_input;
+mod depth;
 mod inputs;
 mod kmer_reads;
 mod kmer_vs_khmer;

@@ -42,6 +42,9 @@ pub struct BamStream {
     header: Header,
     source: Source,
     buf: Vec<u8>,
+    /// Unread data is `buf[pos..filled]`.
+    pos: usize,
+    filled: usize,
     /// Bytes of the decompressed stream before `buf[0]`.
     consumed: u64,
     eof_checked: bool,
@@ -63,7 +66,7 @@ impl BamStream {
     fn new(path: &Path, mut source: Source, eof_checked: bool) -> Result<BamStream, Error> {
         let header = Header::read_from(source.reader()).map_err(|e| e.with_path(path))?;
         let consumed = header.to_bytes().len() as u64;
-        Ok(BamStream { path: path.to_path_buf(), header, source, buf: Vec::new(), consumed, eof_checked: !eof_checked })
+        Ok(BamStream { path: path.to_path_buf(), header, source, buf: Vec::new(), pos: 0, filled: 0, consumed, eof_checked: !eof_checked })
     }
 
     /// The path the stream was opened from (`-` for standard input).
@@ -90,55 +93,71 @@ impl BamStream {
     /// read buffer; an error it returns stops the walk. Reads the stream
     /// to its end.
     pub fn for_each_record<E: From<Error>>(&mut self, mut f: impl FnMut(&RecordRef<'_>) -> Result<(), E>) -> Result<(), E> {
-        let n_ref = self.header.references.len();
-        let path = self.path.clone();
-        let wrap = |e: BamError| E::from(Error::from(e).with_path(&path));
+        while let Some(record) = self.next_record()? {
+            f(&record)?;
+        }
+        Ok(())
+    }
+
+    /// The next record, a view into the read buffer valid until the next
+    /// call; `None` at the end of the stream (a record cut short there is
+    /// an error).
+    pub fn next_record(&mut self) -> Result<Option<RecordRef<'_>>, Error> {
+        loop {
+            // A complete record at `pos`: handed out in place.
+            let rest = &self.buf[self.pos..self.filled];
+            if rest.len() >= 4 {
+                let size = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                let offset = self.consumed + self.pos as u64;
+                if size > MAX_RECORD_SIZE {
+                    return Err(self.error(BamError::InvalidStreamRecord { offset, defect: RecordDefect::BlockSizeTooLarge }));
+                }
+                if rest.len() >= 4 + size {
+                    let start = self.pos + 4;
+                    self.pos = start + size;
+                    let n_ref = self.header.references.len();
+                    return match RecordRef::new(&self.buf[start..start + size], n_ref) {
+                        Ok(record) => Ok(Some(record)),
+                        Err(defect) => Err(Error::from(BamError::InvalidStreamRecord { offset, defect }).with_path(&self.path)),
+                    };
+                }
+            }
+            if !self.refill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Moves the partial record at `pos` to the front and reads more after
+    /// it (growing the buffer for a large record); false at the end.
+    fn refill(&mut self) -> Result<bool, Error> {
         if self.buf.len() < CHUNK_BYTES {
             self.buf.resize(CHUNK_BYTES, 0);
         }
-        // Unread data is `buf[pos..filled]`.
-        let (mut pos, mut filled) = (0usize, 0usize);
-        loop {
-            // Complete records in place.
-            loop {
-                let rest = &self.buf[pos..filled];
-                if rest.len() < 4 {
-                    break;
-                }
-                let size = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                let offset = self.consumed + pos as u64;
-                if size > MAX_RECORD_SIZE {
-                    return Err(wrap(BamError::InvalidStreamRecord { offset, defect: RecordDefect::BlockSizeTooLarge }));
-                }
-                if rest.len() < 4 + size {
-                    break;
-                }
-                let record =
-                    RecordRef::new(&rest[4..4 + size], n_ref).map_err(|defect| wrap(BamError::InvalidStreamRecord { offset, defect }))?;
-                f(&record)?;
-                pos += 4 + size;
+        self.buf.copy_within(self.pos..self.filled, 0);
+        self.consumed += self.pos as u64;
+        self.filled -= self.pos;
+        self.pos = 0;
+        if self.filled >= 4 {
+            let size = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
+            if 4 + size > self.buf.len() {
+                self.buf.resize(4 + size, 0);
             }
-            // Keep the partial record, at the front; grow for a large one.
-            self.buf.copy_within(pos..filled, 0);
-            self.consumed += pos as u64;
-            filled -= pos;
-            pos = 0;
-            if filled >= 4 {
-                let size = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
-                if 4 + size > self.buf.len() {
-                    self.buf.resize(4 + size, 0);
-                }
-            }
-            let n = read_some(self.source.reader(), &mut self.buf[filled..]).map_err(|e| E::from(Error::from(e).with_path(&path)))?;
-            if n == 0 {
-                self.eof_checked = true;
-                if filled > 0 {
-                    return Err(wrap(BamError::TruncatedStreamRecord { offset: self.consumed }));
-                }
-                return Ok(());
-            }
-            filled += n;
         }
+        let n = read_some(self.source.reader(), &mut self.buf[self.filled..]).map_err(|e| Error::from(e).with_path(&self.path))?;
+        if n == 0 {
+            self.eof_checked = true;
+            if self.filled > 0 {
+                return Err(self.error(BamError::TruncatedStreamRecord { offset: self.consumed }));
+            }
+            return Ok(false);
+        }
+        self.filled += n;
+        Ok(true)
+    }
+
+    fn error(&self, e: BamError) -> Error {
+        Error::from(e).with_path(&self.path)
     }
 }
 

@@ -22,12 +22,14 @@
 //! # Ok::<(), fasthts::Error>(())
 //! ```
 
+mod depth;
 mod flagstat;
 mod index;
 mod quickcheck;
 mod snp_pileup;
 mod sort;
 
+pub use depth::{depth_file, depth_to};
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
 pub use index::{idxstats, index_file, index_format, IdxstatsOptions, IndexOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
