@@ -85,6 +85,22 @@ pub fn open(path: &Path, threads: usize) -> Result<(Box<dyn Read + Send>, Compre
     opened.map_err(|e| PathError::new(path, e))
 }
 
+
+/// Reads `buf.len()` bytes unless the stream ends first (a pipe hands data
+/// out in pieces); returns how many.
+pub fn read_full(src: &mut (impl Read + ?Sized), buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match src.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

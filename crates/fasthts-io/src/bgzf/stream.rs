@@ -36,27 +36,13 @@ fn stream_error(e: BgzfError) -> io::Error {
     io::Error::new(kind, e)
 }
 
-/// Reads `buf.len()` bytes unless the stream ends first; returns how many.
-fn read_full(src: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match src.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
 /// Reads the whole block at compressed offset `offset` of `src` and appends
 /// it to `job`; its size, or `None` at a clean end of the stream.
 fn read_block(src: &mut dyn Read, offset: u64, job: &mut Vec<u8>) -> io::Result<Option<usize>> {
     let start = job.len();
     let truncated = || stream_error(BgzfError::Truncated { offset });
     job.resize(start + BlockHeader::FIXED_LEN, 0);
-    let got = read_full(src, &mut job[start..])?;
+    let got = crate::compression::read_full(src, &mut job[start..])?;
     let result = if got == 0 {
         Ok(None)
     } else if got < BlockHeader::FIXED_LEN {
@@ -64,14 +50,14 @@ fn read_block(src: &mut dyn Read, offset: u64, job: &mut Vec<u8>) -> io::Result<
     } else {
         let header_len = BlockHeader::FIXED_LEN + BlockHeader::extra_len(&job[start..]);
         job.resize(start + header_len, 0);
-        if read_full(src, &mut job[start + BlockHeader::FIXED_LEN..])? < header_len - BlockHeader::FIXED_LEN {
+        if crate::compression::read_full(src, &mut job[start + BlockHeader::FIXED_LEN..])? < header_len - BlockHeader::FIXED_LEN {
             Err(truncated())
         } else {
             match BlockHeader::parse(&job[start..], offset) {
                 Err(e) => Err(stream_error(e)),
                 Ok(header) => {
                     job.resize(start + header.size, 0);
-                    if read_full(src, &mut job[start + header_len..])? < header.size - header_len {
+                    if crate::compression::read_full(src, &mut job[start + header_len..])? < header.size - header_len {
                         Err(truncated())
                     } else {
                         Ok(Some(header.size))

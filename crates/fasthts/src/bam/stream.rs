@@ -10,7 +10,7 @@ use super::record::{RecordDefect, RecordRef};
 use super::{BamError, Header};
 use crate::bgzf::StreamReader;
 use crate::Error;
-use std::io::{self, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Bytes read from the stream at a time; records larger than this grow
@@ -144,7 +144,7 @@ impl BamStream {
                 self.buf.resize(4 + size, 0);
             }
         }
-        let n = read_some(self.source.reader(), &mut self.buf[self.filled..]).map_err(|e| Error::from(e).with_path(&self.path))?;
+        let n = fasthts_io::compression::read_full(self.source.reader(), &mut self.buf[self.filled..]).map_err(|e| Error::from(e).with_path(&self.path))?;
         if n == 0 {
             self.eof_checked = true;
             if self.filled > 0 {
@@ -159,20 +159,6 @@ impl BamStream {
     fn error(&self, e: BamError) -> Error {
         Error::from(e).with_path(&self.path)
     }
-}
-
-/// Reads into `buf` until it is full or the stream ends; how many bytes.
-fn read_some(src: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match src.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
 
 #[cfg(test)]
