@@ -60,7 +60,8 @@ fi
 mkdir -p "$out"
 cd "$out"
 rm -f byname.bam sorted.bam sorted.bam.csi sorted.bam.bai tumour.bam tumour.bam.bai normal.bam normal.bam.bai \
-    pileup.csv reads.ct reads.ct.info reads.hist.csv reads.normalized.fq reads.filtered.fq reads.trimmed.fq
+    pileup.csv depth.txt reads.ct reads.ct.info reads.hist.csv reads.normalized.fq reads.filtered.fq reads.trimmed.fq \
+    reads.pe.fq reads.se.fq reads.1.fq reads.2.fq reads.interleaved.fq reads.fa reads.long.fa readstats.txt reads.sample.fq
 set -x
 # samtools: quickcheck, flagstat (three formats), sort by name and back by
 # coordinate (writing a CSI on the way), index (BAI), idxstats.
@@ -79,6 +80,7 @@ cp "$ex/example-normal.bam" normal.bam
 "$fasthts" index tumour.bam
 "$fasthts" index normal.bam
 "$fasthts" snp-pileup "$ex/sites.vcf" pileup.csv normal.bam tumour.bam
+"$fasthts" depth normal.bam tumour.bam >depth.txt
 # khmer: count k-mers, their abundance histogram, digital normalisation,
 # trimming at low-abundance k-mers with the saved table and in two passes.
 "$fasthts" kmer count -k 20 reads.ct "$ex/reads.fq.gz"
@@ -86,6 +88,13 @@ cp "$ex/example-normal.bam" normal.bam
 "$fasthts" kmer normalize -k 20 -C 10 "$ex/reads.fq.gz" -o reads.normalized.fq
 "$fasthts" kmer filter-abund -C 2 reads.ct "$ex/reads.fq.gz" -o reads.filtered.fq
 "$fasthts" kmer trim-low-abund -k 20 -C 2 -V "$ex/reads.fq.gz" -o reads.trimmed.fq
+"$fasthts" kmer extract-paired-reads "$ex/reads.fq.gz" -p reads.pe.fq -s reads.se.fq
+"$fasthts" kmer split-paired-reads reads.pe.fq -1 reads.1.fq -2 reads.2.fq
+"$fasthts" kmer interleave-reads reads.1.fq reads.2.fq -o reads.interleaved.fq
+"$fasthts" kmer fastq-to-fasta "$ex/reads.fq.gz" -o reads.fa
+"$fasthts" kmer extract-long-sequences -l 100 reads.fa -o reads.long.fa
+"$fasthts" kmer readstats "$ex/reads.fq.gz" -o readstats.txt
+"$fasthts" kmer sample-reads-randomly -N 100 -R 1 "$ex/reads.fq.gz" -o reads.sample.fq
 { set +x; } 2>/dev/null
 
 cat flagstat.txt
@@ -98,10 +107,17 @@ outputs in $out:
   idxstats.txt                                idxstats of sorted.bam
   tumour.bam(.bai), normal.bam(.bai)          indexed copies of the example pair
   pileup.csv                                  snp-pileup: allele counts at sites.vcf (FACETS' CSV)
+  depth.txt                                   depth: per-position depth of normal.bam and tumour.bam
   reads.ct, reads.ct.info                     kmer count: the k-mer table of reads.fq.gz (khmer's .ct)
   reads.hist.csv                              kmer abundance-dist: the k-mer abundance histogram
   reads.normalized.fq                         kmer normalize: reads kept at median k-mer coverage <= 10
   reads.filtered.fq                           kmer filter-abund: reads trimmed at k-mers seen once
   reads.trimmed.fq                            kmer trim-low-abund: two-pass trimming
+  reads.pe.fq, reads.se.fq                    kmer extract-paired-reads: pairs and singletons
+  reads.1.fq, reads.2.fq                      kmer split-paired-reads of reads.pe.fq
+  reads.interleaved.fq                        kmer interleave-reads of reads.1.fq and reads.2.fq
+  reads.fa, reads.long.fa                     kmer fastq-to-fasta; extract-long-sequences -l 100
+  readstats.txt                               kmer readstats
+  reads.sample.fq                             kmer sample-reads-randomly -N 100 -R 1
 fasthts is $fasthts$(command -v fasthts >/dev/null || echo " (add $install_bin to your PATH)")
 EOF
