@@ -180,7 +180,6 @@ fn test_bams_match_samtools() {
     }
     let mut compared = 0;
     for file in corpus() {
-        let name = file.display().to_string();
         // -a prints every base of the references: only where they are short
         // (samtools' own test BAMs declare human chromosomes).
         let genome: u64 = match fasthts::bam::BamFile::open(&file) {
