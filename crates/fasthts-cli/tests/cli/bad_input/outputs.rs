@@ -406,14 +406,15 @@ fn a_sort_that_fails_early_removes_its_run_directory() {
 /// still running afterwards, then finishes it by reading its output.
 fn survives(sig: libc::c_int, ignored: bool, d: &Path, big: &Path) -> (bool, std::process::ExitStatus, usize) {
     let mut cmd = fasthts();
-    if ignored {
-        // SAFETY: signal() is async-signal-safe, called between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::signal(sig, libc::SIG_IGN);
-                Ok(())
-            });
-        }
+    // Set either way: the test itself may run with the signal ignored
+    // (under nohup, SIGHUP is ignored for the whole process tree).
+    let disposition = if ignored { libc::SIG_IGN } else { libc::SIG_DFL };
+    // SAFETY: signal() is async-signal-safe, called between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(sig, disposition);
+            Ok(())
+        });
     }
     let (mut child, _) = blocked_sort_with(cmd, d, big, &[], d, "fasthts-sort.fasthts-sort.");
     // SAFETY: a signal to our own child.
