@@ -123,3 +123,21 @@ fn make_art_bam() -> Option<PathBuf> {
     }
     Some(bam)
 }
+
+/// small.bam's records 20 times over (its header once), unsorted, written
+/// to `path` as BGZF: big enough that `sort -m 1M` writes many runs.
+pub fn write_small_bam_20_times(path: &Path) {
+    let raw = fasthts::bgzf::decompress_all(&std::fs::read(data("small.bam")).unwrap()).unwrap();
+    let l_text = u32::from_le_bytes(raw[4..8].try_into().unwrap()) as usize;
+    let mut p = 8 + l_text;
+    let n_ref = u32::from_le_bytes(raw[p..p + 4].try_into().unwrap());
+    p += 4;
+    for _ in 0..n_ref {
+        p += 4 + u32::from_le_bytes(raw[p..p + 4].try_into().unwrap()) as usize + 4;
+    }
+    let mut big = raw[..p].to_vec();
+    for _ in 0..20 {
+        big.extend_from_slice(&raw[p..]);
+    }
+    std::fs::write(path, fasthts::bgzf::compress_all(&big, 1)).unwrap();
+}

@@ -50,20 +50,8 @@ fn inputs() -> &'static Inputs {
                 let _ = std::fs::remove_dir_all(old.path());
             }
         }
-        let raw = fasthts::bgzf::decompress_all(&std::fs::read(data("small.bam")).unwrap()).unwrap();
-        let l_text = u32::from_le_bytes(raw[4..8].try_into().unwrap()) as usize;
-        let mut p = 8 + l_text;
-        let n_ref = u32::from_le_bytes(raw[p..p + 4].try_into().unwrap());
-        p += 4;
-        for _ in 0..n_ref {
-            p += 4 + u32::from_le_bytes(raw[p..p + 4].try_into().unwrap()) as usize + 4;
-        }
-        let mut big = raw[..p].to_vec();
-        for _ in 0..20 {
-            big.extend_from_slice(&raw[p..]);
-        }
         let unsorted = dir.path("unsorted.bam");
-        std::fs::write(&unsorted, fasthts::bgzf::compress_all(&big, 1)).unwrap();
+        write_small_bam_20_times(&unsorted);
         let sorted = dir.path("sorted.bam");
         let out = fasthts().arg("sort").arg("-o").arg(&sorted).arg(&unsorted).output().unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));

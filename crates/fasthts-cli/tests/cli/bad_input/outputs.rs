@@ -54,23 +54,10 @@ fn workdir(tag: &str) -> TempDir {
     dir
 }
 
-/// small.bam's records 20 times over, unsorted: big enough that `sort -m 1M`
-/// writes many runs.
+/// [`write_small_bam_20_times`] in `dir`.
 fn big_bam(dir: &TempDir) -> PathBuf {
-    let raw = fasthts::bgzf::decompress_all(&fs::read(data("small.bam")).unwrap()).unwrap();
-    let l_text = u32::from_le_bytes(raw[4..8].try_into().unwrap()) as usize;
-    let mut p = 8 + l_text;
-    let n_ref = u32::from_le_bytes(raw[p..p + 4].try_into().unwrap());
-    p += 4;
-    for _ in 0..n_ref {
-        p += 4 + u32::from_le_bytes(raw[p..p + 4].try_into().unwrap()) as usize + 4;
-    }
-    let mut big = raw[..p].to_vec();
-    for _ in 0..20 {
-        big.extend_from_slice(&raw[p..]);
-    }
     let path = dir.path("big.bam");
-    fs::write(&path, fasthts::bgzf::compress_all(&big, 1)).unwrap();
+    write_small_bam_20_times(&path);
     path
 }
 
