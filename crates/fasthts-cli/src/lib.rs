@@ -35,6 +35,7 @@ mod quickcheck;
 mod signals;
 mod snp_pileup;
 mod sort;
+mod view;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
 /// `fasthts <subcommand>: <error>`, and the process exits with status 1;
@@ -95,6 +96,8 @@ enum Command {
     Sort(sort::SortArgs),
     /// Per-position read depth, as samtools depth.
     Depth(depth::DepthArgs),
+    /// Prints, filters and converts alignments, as samtools view.
+    View(view::ViewArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -120,6 +123,7 @@ impl Command {
             Command::Quickcheck(_) => "quickcheck",
             Command::SnpPileup(_) => "snp-pileup",
             Command::Depth(_) => "depth",
+            Command::View(_) => "view",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -138,6 +142,7 @@ impl Command {
             },
             Command::SnpPileup(a) => snp_pileup::run(a),
             Command::Depth(a) => depth::run(a),
+            Command::View(a) => view::run(a),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }

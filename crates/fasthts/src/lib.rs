@@ -73,6 +73,7 @@ pub mod pileup;
 pub mod region;
 pub mod sam;
 pub mod sort;
+pub mod view;
 
 pub use error::Error;
 /// BGZF, from the I/O crate the library stands on.

@@ -518,38 +518,87 @@ fn write_output<W: Write>(
         text = add_pg_line(&text, "fasthts", version, cl);
     }
     let header = Header { text, references: header.references.clone() };
-    let mut w = match opts.format {
-        OutputFormat::Bam => {
-            let mut w = BgzfWriter::new(out, opts.level);
-            w.write_all(&header.to_bytes())?;
-            w.end_block()?;
-            Out::Bgzf(w)
+    let index = opts.index.filter(|_| order.is_positional());
+    let mut output = RecordOutput::open(&header, opts.format, opts.level, index, true, out)?;
+    output.sink.restore_minimiser = matches!(order, SortOrder::Minimiser { .. });
+    output.sink.progress = progress;
+    produce(&mut |r| output.write_record(r))?;
+    output.finish()
+}
+
+/// Records written out as BAM, SAM or BGZF-compressed SAM under a header
+/// already edited as the command edits it, with the index built as the
+/// BAM is written when asked (sort's output; `view`'s outputs).
+pub(crate) struct RecordOutput<'p, W: Write> {
+    out: Out<W>,
+    sink: Sink<'p>,
+}
+
+impl<'p, W: Write> RecordOutput<'p, W> {
+    /// Writes the header (for SAM only with `sam_header`; BAM always has
+    /// one) and readies the records' writer; `index`: build an index of a
+    /// BAM output (ignored for SAM).
+    pub(crate) fn open(
+        header: &Header,
+        format: OutputFormat,
+        level: u32,
+        index: Option<IndexFormat>,
+        sam_header: bool,
+        out: W,
+    ) -> Result<RecordOutput<'p, W>, Error> {
+        let mut w = match format {
+            OutputFormat::Bam => {
+                let mut w = BgzfWriter::new(out, level);
+                w.write_all(&header.to_bytes())?;
+                w.end_block()?;
+                Out::Bgzf(w)
+            }
+            OutputFormat::Sam | OutputFormat::SamGz => {
+                let mut text = Vec::new();
+                if sam_header {
+                    crate::sam::format_header(header, &mut text)?;
+                }
+                let mut w = if format == OutputFormat::Sam { Out::Plain(out) } else { Out::Bgzf(BgzfWriter::new(out, level)) };
+                w.write_all(&text)?;
+                w
+            }
+        };
+        let mut sink = Sink {
+            index: None,
+            text: (format != OutputFormat::Bam).then(|| SamText::new(header)),
+            restore_minimiser: false,
+            scratch: Vec::new(),
+            progress: None,
+            written: 0,
+        };
+        if let (Some(index), OutputFormat::Bam, Out::Bgzf(w)) = (index, format, &mut w) {
+            w.track_virtual_offsets();
+            let start = w.virtual_offset_of(w.uncompressed_position()).expect("header blocks are written");
+            let builder = IndexBuilder::new(indexer::format_for(header, index), header.references.len(), start);
+            sink.index = Some((builder, VecDeque::new()));
         }
-        OutputFormat::Sam | OutputFormat::SamGz => {
-            let mut text = Vec::new();
-            crate::sam::format_header(&header, &mut text)?;
-            let mut w = if opts.format == OutputFormat::Sam { Out::Plain(out) } else { Out::Bgzf(BgzfWriter::new(out, opts.level)) };
-            w.write_all(&text)?;
-            w
-        }
-    };
-    let mut sink = Sink {
-        index: None,
-        text: (opts.format != OutputFormat::Bam).then(|| SamText::new(&header)),
-        restore_minimiser: matches!(order, SortOrder::Minimiser { .. }),
-        scratch: Vec::new(),
-        progress,
-        written: 0,
-    };
-    if let (Some(format), true, OutputFormat::Bam, Out::Bgzf(w)) = (opts.index, order.is_positional(), opts.format, &mut w) {
-        w.track_virtual_offsets();
-        let start = w.virtual_offset_of(w.uncompressed_position()).expect("header blocks are written");
-        let builder = IndexBuilder::new(indexer::format_for(&header, format), header.references.len(), start);
-        sink.index = Some((builder, VecDeque::new()));
+        Ok(RecordOutput { out: w, sink })
     }
-    produce(&mut |r| sink.write(&mut w, r))?;
-    let index = sink.finish(&mut w)?;
-    Ok((index, w.finish()?))
+
+    /// Writes one record (`block_size` and data).
+    pub(crate) fn write_record(&mut self, record: &[u8]) -> Result<(), Error> {
+        self.sink.write(&mut self.out, record)
+    }
+
+    /// Writes SAM lines formatted elsewhere, after the records given before.
+    pub(crate) fn write_text(&mut self, text: &[u8]) -> Result<(), Error> {
+        if let Some(batch) = &mut self.sink.text {
+            batch.flush(&mut self.out)?;
+        }
+        Ok(self.out.write_all(text)?)
+    }
+
+    /// Writes what is batched, ends the output and returns the index, if
+    /// asked for, and the writer, flushed.
+    pub(crate) fn finish(mut self) -> Result<(Option<Index>, W), Error> {
+        let index = self.sink.finish(&mut self.out)?;
+        Ok((index, self.out.finish()?))
+    }
 }
 
 /// Frees `value` on a thread of its own: giving back a sort's arena (a

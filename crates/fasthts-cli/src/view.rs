@@ -1,0 +1,303 @@
+//! `fasthts view`: samtools view 1.16. The work is in
+//! `fasthts::command::view_file`; records are selected by `fasthts::view`.
+
+use crate::{CmdResult, Terminal};
+use clap::Args;
+use fasthts::command::{self, HeaderMode, SkippedRegion, ViewOptions};
+use fasthts::depth::{atoi, parse_flags, BedFilter};
+use fasthts::sort::{parse_output_options, OutputFormat};
+use fasthts::view::{self as select, output_format, TagEdit};
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+/// Prints, filters and converts alignments, whole or by region (samtools view).
+#[derive(Args)]
+#[command(
+    disable_help_flag = true,
+    override_usage = "fasthts view [options] in.bam|in.sam [region ...]",
+    after_help = "Output: SAM records (with -h the header too), or BAM with -b, -u, -O bam or an -o name \
+    ending .bam, identical to samtools view 1.16 (its @PG line names fasthts; --no-PG leaves it out). \
+    Regions (CONTIG, CONTIG:BEG-END, * for unplaced reads) need an indexed BAM; each region gives \
+    every record overlapping it, region by region, so a record overlapping two regions is printed twice \
+    unless -M. Regions are read through the index in parallel windows and written in order.\n\n\
+    Not supported: CRAM output (-C), -e filter expressions, -r/-R read groups, -l library, -p, -P, -B.\n\n\
+    Examples:\n  fasthts view -h in.bam | less\n  fasthts view -c -F 0x904 -q 30 in.bam chr1:1,000,000-2,000,000\n  \
+    fasthts view -b --subsample 0.1 --subsample-seed 7 -o sub.bam in.bam\n  \
+    fasthts view -M -L targets.bed -b --write-index -o on_target.bam in.bam"
+)]
+pub struct ViewArgs {
+    /// Print help (-h is samtools' --with-header here)
+    #[arg(long = "help", action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+    /// Output BAM
+    #[arg(short = 'b', long = "bam")]
+    pub bam: bool,
+    /// Use fast BAM compression (level 1; and default to BAM)
+    #[arg(short = '1', long = "fast")]
+    pub fast: bool,
+    /// Uncompressed BAM output (and default to BAM)
+    #[arg(short = 'u', long = "uncompressed")]
+    pub uncompressed: bool,
+    /// Include the header in SAM output
+    #[arg(short = 'h', long = "with-header")]
+    pub with_header: bool,
+    /// Print the header only (no alignments)
+    #[arg(short = 'H', long = "header-only")]
+    pub header_only: bool,
+    /// Print alignment records only [default]
+    #[arg(long = "no-header")]
+    pub no_header: bool,
+    /// Print only the count of matching records
+    #[arg(short = 'c', long = "count")]
+    pub count: bool,
+    /// Write output to FILE [standard output]
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write the records not selected by the filters to FILE
+    #[arg(short = 'U', long = "unoutput", visible_alias = "output-unselected", value_name = "FILE")]
+    pub unselected: Option<PathBuf>,
+    /// Use the index and the multi-region iterator: each record once, in file order
+    #[arg(short = 'M', long = "use-index")]
+    pub multi_region: bool,
+    /// Read the regions of a BED FILE through the index (as -M -L FILE)
+    #[arg(long = "region-file", visible_alias = "regions-file", value_name = "FILE")]
+    pub region_file: Option<PathBuf>,
+    /// The index file follows the input on the command line (in.bam in.bam.bai [region ...])
+    #[arg(short = 'X', long = "customized-index", visible_alias = "customised-index")]
+    pub explicit_index: bool,
+    /// Only records overlapping the BED FILE's regions
+    #[arg(short = 'L', long = "target-file", visible_alias = "targets-file", value_name = "FILE")]
+    pub bed: Option<PathBuf>,
+    /// Only records whose name is listed in FILE
+    #[arg(short = 'N', long = "qname-file", visible_alias = "QNAME-file", value_name = "FILE")]
+    pub names: Option<PathBuf>,
+    /// Only records with tag STR1 (with value STR2)
+    #[arg(short = 'd', long = "tag", value_name = "STR1[:STR2]")]
+    pub tag: Vec<String>,
+    /// Only records with tag STR whose value is listed in FILE
+    #[arg(short = 'D', long = "tag-file", value_name = "STR:FILE")]
+    pub tag_file: Vec<String>,
+    /// Only records with mapping quality >= INT [0]
+    #[arg(short = 'q', long = "min-MQ", visible_aliases = ["min-mq", "min-mapq"], value_name = "INT", allow_hyphen_values = true)]
+    pub min_mapq: Option<String>,
+    /// Only records covering >= INT query bases (as measured via CIGAR) [0]
+    #[arg(short = 'm', long = "min-qlen", value_name = "INT", allow_hyphen_values = true)]
+    pub min_qlen: Option<String>,
+    /// Only records with all bits of FLAG set (number or names, e.g. PAIRED,READ1)
+    #[arg(short = 'f', long = "require-flags", value_name = "FLAG")]
+    pub require_flags: Vec<String>,
+    /// Only records with none of the bits of FLAG set
+    #[arg(short = 'F', long = "excl-flags", visible_alias = "exclude-flags", value_name = "FLAG")]
+    pub exclude_flags: Vec<String>,
+    /// Only records with any bit of FLAG set
+    #[arg(long = "rf", visible_aliases = ["incl-flags", "include-flags"], value_name = "FLAG")]
+    pub any_flags: Vec<String>,
+    /// Leave out records with all bits of FLAG set
+    #[arg(short = 'G', value_name = "FLAG")]
+    pub all_flags_off: Vec<String>,
+    /// Keep only FLOAT (0 to 1) of the templates, chosen by a hash of the read name
+    #[arg(long = "subsample", value_name = "FLOAT")]
+    pub subsample: Option<String>,
+    /// Seed for --subsample [0]
+    #[arg(long = "subsample-seed", value_name = "INT", allow_hyphen_values = true)]
+    pub subsample_seed: Option<String>,
+    /// Subsample: seed INT and fraction .FRAC in one (-s 42.1: seed 42, 10 %)
+    #[arg(short = 's', value_name = "INT.FRAC")]
+    pub seed_fraction: Option<String>,
+    /// Remove these tags (XX,YY; ^XX,YY keeps only these)
+    #[arg(short = 'x', long = "remove-tag", value_name = "STR")]
+    pub remove_tag: Vec<String>,
+    /// Keep only these tags (XX,YY)
+    #[arg(long = "keep-tag", value_name = "STR")]
+    pub keep_tag: Vec<String>,
+    /// Output format, SAM or BAM, with options: FORMAT[,OPT[=VAL]]... (level=INT)
+    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT[,OPT[=VAL]]...")]
+    pub format: Option<String>,
+    /// A single output format option, OPT or OPT=VAL (level=INT)
+    #[arg(long = "output-fmt-option", value_name = "OPT[=VAL]")]
+    pub output_options: Vec<String>,
+    /// Index the BAM output as it is written: OUT.csi, or the path after ##idx## in -o OUT##idx##INDEX
+    #[arg(long = "write-index")]
+    pub write_index: bool,
+    /// Do not add a @PG line to the header
+    #[arg(long = "no-PG")]
+    pub no_pg: bool,
+    /// Worker threads [default: all cores]
+    #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    pub threads: Option<usize>,
+    /// Positions per parallel window (output does not depend on it)
+    #[arg(long = "window-bases", value_name = "INT", hide = true)]
+    pub window_bases: Option<u64>,
+    /// Input BAM or SAM file (- for standard input), then regions
+    #[arg(value_name = "in.bam [region ...]")]
+    pub args: Vec<String>,
+}
+
+/// `-d`/`-D`: the one tag all of them name (samtools refuses two).
+fn set_tag(tag: &mut Option<[u8; 2]>, text: &str) -> Result<(), String> {
+    let b = text.as_bytes();
+    let new = [b[0], b[1]];
+    match tag {
+        Some(t) if *t != new => {
+            Err(format!("different tag \"{}\" was specified before: \"{text}\"", String::from_utf8_lossy(t)))
+        }
+        _ => {
+            *tag = Some(new);
+            Ok(())
+        }
+    }
+}
+
+pub fn run(args: ViewArgs) -> CmdResult {
+    let mut selection = select::Selection::default();
+    for f in &args.require_flags {
+        selection.flag_on |= parse_flags(f)?;
+    }
+    for f in &args.exclude_flags {
+        selection.flag_off |= parse_flags(f)?;
+    }
+    for f in &args.any_flags {
+        selection.flag_any_on |= parse_flags(f)?;
+    }
+    for f in &args.all_flags_off {
+        selection.flag_all_off |= parse_flags(f)?;
+    }
+    selection.min_mapq = args.min_mapq.as_deref().map_or(0, atoi) as i32;
+    selection.min_qlen = args.min_qlen.as_deref().map_or(0, atoi) as i32;
+    let mut fraction = None;
+    let mut seed = 0u32;
+    if let Some(text) = &args.subsample {
+        fraction = Some(select::parse_fraction(text)?);
+    }
+    if let Some(text) = &args.subsample_seed {
+        seed = atoi(text) as u32;
+    }
+    if let Some(text) = &args.seed_fraction {
+        let (s, f) = select::parse_seed_fraction(text)?;
+        seed = s;
+        fraction = Some(f);
+    }
+    if let Some(f) = fraction {
+        selection.subsample = Some((f, select::subsample_seed(seed)));
+    }
+    for d in &args.tag {
+        if d.len() < 2 || (d.len() > 2 && d.as_bytes()[2] != b':') {
+            return Err(format!("invalid \"tag:value\" option: \"{d}\"").into());
+        }
+        set_tag(&mut selection.tag, d)?;
+        if d.len() > 3 {
+            selection.tag_values.get_or_insert_with(HashSet::new).insert(d.as_bytes()[3..].to_vec());
+        }
+    }
+    for d in &args.tag_file {
+        if d.len() < 4 || !matches!(d.as_bytes()[2], b':' | b';') {
+            return Err(format!("invalid \"tag:file\" option: \"{d}\"").into());
+        }
+        set_tag(&mut selection.tag, d)?;
+        let words = select::read_word_list(std::path::Path::new(&d[3..]))?;
+        selection.tag_values.get_or_insert_with(HashSet::new).extend(words);
+    }
+    if let Some(path) = &args.names {
+        selection.names = Some(select::read_word_list(path)?);
+    }
+    let mut tags = TagEdit::None;
+    for x in &args.remove_tag {
+        let (list, keep) = match x.strip_prefix('^') {
+            Some(rest) => (rest, true),
+            None => (x.as_str(), false),
+        };
+        add_tags(&mut tags, list, keep)?;
+    }
+    for x in &args.keep_tag {
+        add_tags(&mut tags, x, true)?;
+    }
+    let multi_region = args.multi_region || args.region_file.is_some();
+    let bed_path = args.region_file.as_ref().or(args.bed.as_ref());
+    let bed = bed_path.map(|p| BedFilter::read(p)).transpose()?;
+    let mut positional = args.args.into_iter();
+    let input = PathBuf::from(positional.next().unwrap_or_else(|| "-".into()));
+    let index = if args.explicit_index {
+        match positional.next() {
+            Some(index) => Some(PathBuf::from(index)),
+            None => return Err("incorrect number of arguments for -X (in.bam in.bam.bai [region ...])".into()),
+        }
+    } else {
+        None
+    };
+    let regions: Vec<String> = positional.collect();
+    let (mut bed_regions, mut selection_bed) = (None, None);
+    if multi_region {
+        bed_regions = bed;
+    } else {
+        selection_bed = bed;
+    }
+    selection.bed = selection_bed;
+
+    let format_option = match &args.format {
+        Some(spec) => Some(OutputFormat::parse_spec(spec)?),
+        None => None,
+    };
+    let level_flag = args.uncompressed || args.fast;
+    let (format, force_header) = output_format(args.output.as_deref(), args.bam, level_flag, format_option.map(|f| f.0))?;
+    let unselected = match &args.unselected {
+        Some(path) => {
+            let (f, forced) = output_format(Some(path), args.bam, level_flag, format_option.map(|f| f.0))?;
+            Some((path.clone(), f, forced))
+        }
+        None => None,
+    };
+    let flag_level = if args.uncompressed { Some(0) } else if args.fast { Some(1) } else { None };
+    let level = parse_output_options(args.output_options.iter().map(String::as_str))?.or(format_option.and_then(|f| f.1)).or(flag_level);
+    let header = if args.header_only {
+        HeaderMode::HeaderOnly
+    } else if args.with_header {
+        HeaderMode::WithHeader
+    } else {
+        HeaderMode::Records
+    };
+    // --no-header after -h or -H resets them, as samtools reads its options in order.
+    let header = if args.no_header { HeaderMode::Records } else { header };
+    let options = ViewOptions {
+        selection,
+        tags,
+        regions,
+        multi_region,
+        bed_regions,
+        index,
+        count: args.count,
+        header,
+        format,
+        level,
+        force_header,
+        unselected,
+        write_index: args.write_index,
+        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" "))),
+        threads: args.threads,
+        window_bases: args.window_bases.unwrap_or(command::VIEW_WINDOW_BASES),
+    };
+    let output = args.output.unwrap_or_else(|| PathBuf::from("-"));
+    let skipped = |SkippedRegion(region): SkippedRegion| {
+        eprintln!("fasthts view: warning: region \"{region}\" specifies an invalid region or unknown reference; continuing");
+    };
+    match command::view_file(&input, &output, &options, &Terminal { command: "view" }, &skipped) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Adds a `-x`/`--keep-tag` list to `tags` (removal and keeping cannot mix:
+/// a keep list wins, as in samtools).
+fn add_tags(tags: &mut TagEdit, list: &str, keep: bool) -> Result<(), fasthts::Error> {
+    let mut set = match std::mem::take(tags) {
+        TagEdit::Keep(s) if keep => s,
+        TagEdit::Remove(s) if !keep => s,
+        TagEdit::Keep(s) => {
+            *tags = TagEdit::Keep(s);
+            return TagEdit::parse_list(list, &mut HashSet::new());
+        }
+        _ => HashSet::new(),
+    };
+    TagEdit::parse_list(list, &mut set)?;
+    *tags = if keep { TagEdit::Keep(set) } else { TagEdit::Remove(set) };
+    Ok(())
+}

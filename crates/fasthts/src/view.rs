@@ -1,0 +1,475 @@
+//! Which records `samtools view` 1.16 selects, and how it edits them.
+//!
+//! [`Selection`] is samtools' `process_aln`: flag filters (`-f` all on,
+//! `-F` all off, `--rf` any on, `-G` not all on), `-q` MAPQ, `-m` query
+//! length, `-L` BED overlap (when not used as regions), hash-based
+//! subsampling (`--subsample`, `-s`), `-d`/`-D` tag values and `-N` read
+//! names, in samtools' order. [`TagEdit`] is `-x`/`--keep-tag`.
+//! [`subsample_keeps`] reproduces samtools' hash of the read name, so a
+//! pair's reads (same name) are kept or dropped together, and a seed picks
+//! the same reads as samtools with that seed.
+//!
+//! Which records a region gives (see [`crate::command::view_to`]): as a
+//! samtools region query, every record whose alignment overlaps the region
+//! (`pos < end` and its end from the CIGAR, `bam_endpos`, `> start`; an
+//! unmapped read placed with its mate spans one base), not the "starts in
+//! the region" rule of [`crate::region::scatter`]. Several regions give
+//! their records region by region, a record once per region it overlaps;
+//! with `-M` (samtools' multi-region iterator) each record once, in file
+//! order.
+
+use crate::bam::RecordRef;
+use crate::depth::BedFilter;
+use crate::sort::OutputFormat;
+use crate::Error;
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::Path;
+
+/// samtools view's record filters (its `process_aln`).
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Keep if all of these flags are set (`-f`).
+    pub flag_on: u16,
+    /// Keep if none of these flags is set (`-F`).
+    pub flag_off: u16,
+    /// Keep if any of these flags is set (`--rf`, `--incl-flags`).
+    pub flag_any_on: u16,
+    /// Drop if all of these flags are set (`-G`).
+    pub flag_all_off: u16,
+    /// Minimum mapping quality (`-q`).
+    pub min_mapq: i32,
+    /// Minimum query length from the CIGAR (`-m`; M/I/S/=/X and H count).
+    pub min_qlen: i32,
+    /// Only records overlapping these intervals (`-L` without `-M`).
+    pub bed: Option<BedFilter>,
+    /// Keep a fraction of the templates by name (`--subsample`, `-s`):
+    /// the fraction and the seed as samtools uses it ([`subsample_seed`]).
+    pub subsample: Option<(f64, u32)>,
+    /// Only records with this tag (`-d TAG`, `-D TAG:FILE`)...
+    pub tag: Option<[u8; 2]>,
+    /// ...whose value, as text, is one of these (`-d TAG:VAL`, `-D`).
+    pub tag_values: Option<HashSet<Vec<u8>>>,
+    /// Only records with one of these names (`-N`).
+    pub names: Option<HashSet<Vec<u8>>>,
+}
+
+impl Selection {
+    /// Whether samtools view selects `r`; `ref_names` are the header's
+    /// reference names (for the BED filter).
+    pub fn keeps(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
+        let flag = r.flag();
+        if self.min_qlen > 0 && query_len(r) < i64::from(self.min_qlen) {
+            return false;
+        }
+        if i32::from(r.mapq()) < self.min_mapq || flag & self.flag_on != self.flag_on || flag & self.flag_off != 0 {
+            return false;
+        }
+        if self.flag_all_off != 0 && flag & self.flag_all_off == self.flag_all_off {
+            return false;
+        }
+        if self.flag_any_on != 0 && flag & self.flag_any_on == 0 {
+            return false;
+        }
+        if let Some(bed) = &self.bed {
+            let tid = r.ref_id();
+            if tid < 0 || !overlaps(bed.intervals(&ref_names[tid as usize]), i64::from(r.pos()), r.end_pos()) {
+                return false;
+            }
+        }
+        if let Some((fraction, seed)) = self.subsample {
+            if !subsample_keeps(r.name(), fraction, seed) {
+                return false;
+            }
+        }
+        if let Some(tag) = self.tag {
+            match tag_text(r, tag) {
+                None => return false,
+                Some(value) => {
+                    if let Some(values) = &self.tag_values {
+                        if !values.contains(value.as_slice()) {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(names) = &self.names {
+            if !names.contains(r.name()) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// samtools' `-m` length: M, I, S, =, X and H operations.
+fn query_len(r: &RecordRef<'_>) -> i64 {
+    use crate::bam::CigarOp::*;
+    r.cigar()
+        .iter()
+        .filter(|(op, _)| matches!(op, Match | Insertion | SoftClip | SequenceMatch | SequenceMismatch | HardClip))
+        .map(|(_, l)| i64::from(l))
+        .sum()
+}
+
+/// Whether `[beg, end)` overlaps one of the sorted, disjoint `intervals`.
+fn overlaps(intervals: &[(i64, i64)], beg: i64, end: i64) -> bool {
+    let k = intervals.partition_point(|&(_, e)| e <= beg);
+    intervals.get(k).is_some_and(|&(b, _)| b < end)
+}
+
+/// The value of `tag` as samtools view's `-d`/`-D` compare it: integers
+/// in decimal, a character as itself, anything else its bytes up to a NUL.
+/// `None` when the record lacks the tag.
+fn tag_text(r: &RecordRef<'_>, tag: [u8; 2]) -> Option<Vec<u8>> {
+    let aux = r.aux_bytes();
+    let at = find_tag(aux, tag)?;
+    let (kind, value) = (aux[at + 2], &aux[at + 3..]);
+    let int = |n: i64| n.to_string().into_bytes();
+    let le = |n: usize| value.get(..n);
+    Some(match kind {
+        b'c' => int(i64::from(*value.first()? as i8)),
+        b'C' => int(i64::from(*value.first()?)),
+        b's' => int(i64::from(i16::from_le_bytes(le(2)?.try_into().ok()?))),
+        b'S' => int(i64::from(u16::from_le_bytes(le(2)?.try_into().ok()?))),
+        b'i' => int(i64::from(i32::from_le_bytes(le(4)?.try_into().ok()?))),
+        b'I' => int(i64::from(u32::from_le_bytes(le(4)?.try_into().ok()?))),
+        b'A' => vec![*value.first()?],
+        _ => value[..value.iter().position(|&c| c == 0).unwrap_or(value.len())].to_vec(),
+    })
+}
+
+/// The offset of `tag`'s field in `aux` (htslib's `bam_aux_get`: the
+/// first field of that name; `None` past malformed data).
+fn find_tag(aux: &[u8], tag: [u8; 2]) -> Option<usize> {
+    let mut at = 0;
+    while at + 3 <= aux.len() {
+        if aux[at..at + 2] == tag {
+            return Some(at);
+        }
+        at = skip_field(aux, at)?;
+    }
+    None
+}
+
+/// The offset past the aux field starting at `at` (samtools' `skip_aux`
+/// after the tag); `None` when it is malformed.
+fn skip_field(aux: &[u8], at: usize) -> Option<usize> {
+    let s = at + 2;
+    let kind = *aux.get(s)?;
+    let s = s + 1;
+    let size = |t: u8| -> Option<usize> { match t {
+        b'A' | b'c' | b'C' => Some(1),
+        b's' | b'S' => Some(2),
+        b'i' | b'I' | b'f' => Some(4),
+        b'd' => Some(8),
+        _ => None,
+    } };
+    match kind {
+        b'Z' | b'H' => Some(aux[s..].iter().position(|&c| c == 0).map_or(aux.len(), |n| s + n + 1)),
+        b'B' => {
+            let elem = size(*aux.get(s)?)?;
+            let n = u32::from_le_bytes(aux.get(s + 1..s + 5)?.try_into().ok()?) as usize;
+            let end = (s + 5).checked_add(elem.checked_mul(n)?)?;
+            (end <= aux.len()).then_some(end)
+        }
+        t => {
+            let end = s + size(t)?;
+            (end <= aux.len()).then_some(end)
+        }
+    }
+}
+
+/// Tags removed from (`-x`) or kept in (`--keep-tag`, `-x ^TAGS`) every
+/// record written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum TagEdit {
+    /// Records as they are.
+    #[default]
+    None,
+    /// These tags removed.
+    Remove(HashSet<[u8; 2]>),
+    /// Only these tags kept.
+    Keep(HashSet<[u8; 2]>),
+}
+
+impl TagEdit {
+    /// Adds the tags of a samtools `-x` list (`XX,YY` or `XXYY`) to `set`,
+    /// refusing what samtools refuses (a tag not two characters long).
+    pub fn parse_list(text: &str, set: &mut HashSet<[u8; 2]>) -> Result<(), Error> {
+        let mut rest = text.as_bytes();
+        while rest.len() >= 2 {
+            set.insert([rest[0], rest[1]]);
+            rest = &rest[2..];
+            match rest.first() {
+                Some(b',') => rest = &rest[1..],
+                Some(_) => break,
+                None => {}
+            }
+        }
+        if !rest.is_empty() {
+            return Err(Error::InvalidArgument(format!("invalid tag list {text:?}: auxiliary tags should be exactly two characters long")));
+        }
+        Ok(())
+    }
+
+    /// Whether records are written as they are.
+    pub fn is_none(&self) -> bool {
+        matches!(self, TagEdit::None)
+    }
+
+    /// Appends `r` (`block_size` and data) with the tags edited to `out`;
+    /// fails as samtools does on malformed aux data.
+    pub fn append(&self, r: &RecordRef<'_>, out: &mut Vec<u8>) -> Result<(), Error> {
+        let data = r.as_bytes();
+        let start = out.len();
+        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        let aux = r.aux_bytes();
+        let fixed = data.len() - aux.len();
+        out.extend_from_slice(&data[..fixed]);
+        let (set, keep) = match self {
+            TagEdit::None => {
+                out.extend_from_slice(aux);
+                return Ok(());
+            }
+            TagEdit::Remove(set) => (set, false),
+            TagEdit::Keep(set) => (set, true),
+        };
+        let mut at = 0;
+        while at < aux.len() {
+            let Some(next) = (at + 2 <= aux.len()).then(|| skip_field(aux, at)).flatten() else {
+                out.truncate(start);
+                return Err(Error::Message(format!("malformed aux data for record \"{}\"", String::from_utf8_lossy(r.name()))));
+            };
+            if set.contains(&[aux[at], aux[at + 1]]) == keep {
+                out.extend_from_slice(&aux[at..next]);
+            }
+            at = next;
+        }
+        let len = (out.len() - start - 4) as u32;
+        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+        Ok(())
+    }
+}
+
+/// khash's `__ac_X31_hash_string` over a C string (`char` is signed).
+fn x31_hash(name: &[u8]) -> u32 {
+    let name = &name[..name.iter().position(|&c| c == 0).unwrap_or(name.len())];
+    let Some((&first, rest)) = name.split_first() else { return 0 };
+    let mut h = first as i8 as i32 as u32;
+    for &c in rest {
+        h = (h << 5).wrapping_sub(h).wrapping_add(c as i8 as i32 as u32);
+    }
+    h
+}
+
+/// khash's `__ac_Wang_hash`.
+fn wang_hash(mut key: u32) -> u32 {
+    key = key.wrapping_add(!(key << 15));
+    key ^= key >> 10;
+    key = key.wrapping_add(key << 3);
+    key ^= key >> 6;
+    key = key.wrapping_add(!(key << 11));
+    key ^= key >> 16;
+    key
+}
+
+/// Whether samtools view's subsampling keeps a read named `name`
+/// (`fraction` of the names, chosen by a hash of the name and `seed`, the
+/// value [`subsample_seed`] gives). A fraction of 0 or less keeps every
+/// read, as in samtools.
+pub fn subsample_keeps(name: &[u8], fraction: f64, seed: u32) -> bool {
+    if fraction <= 0.0 {
+        return true;
+    }
+    let k = wang_hash(x31_hash(name) ^ seed);
+    f64::from(k & 0xff_ffff) / f64::from(0x100_0000) < fraction
+}
+
+/// The seed samtools hashes with for a user's seed: 0 stays 0; any other
+/// is glibc's first `rand()` after `srand(seed)`.
+pub fn subsample_seed(seed: u32) -> u32 {
+    if seed == 0 {
+        return 0;
+    }
+    // glibc's random_r, TYPE_3: an additive generator over 34 words seeded
+    // by a Lehmer sequence, its first 310 outputs discarded.
+    let mut r = [0i32; 344];
+    r[0] = seed as i32;
+    for i in 1..31 {
+        let word = i64::from(r[i - 1]);
+        let (hi, lo) = (word / 127_773, word % 127_773);
+        let mut next = 16_807 * lo - 2_836 * hi;
+        if next < 0 {
+            next += 2_147_483_647;
+        }
+        r[i] = next as i32;
+    }
+    for i in 31..34 {
+        r[i] = r[i - 31];
+    }
+    for i in 34..344 {
+        r[i] = r[i - 31].wrapping_add(r[i - 3]);
+    }
+    (r[344 - 31].wrapping_add(r[344 - 3]) as u32) >> 1
+}
+
+/// Parses samtools view's `-s INT.FRAC`: the seed before the point, the
+/// fraction from the point on (`-s 42.1`: seed 42, 10 %).
+pub fn parse_seed_fraction(text: &str) -> Result<(u32, f64), Error> {
+    let bad = || Error::InvalidArgument(format!("incorrect sampling argument {text:?}"));
+    let t = text.trim_start();
+    let sign = usize::from(t.starts_with(['-', '+']));
+    let digits = t[sign..].bytes().take_while(u8::is_ascii_digit).count();
+    let (int, frac) = t.split_at(sign + digits);
+    if !frac.starts_with('.') {
+        return Err(bad());
+    }
+    let seed = if digits == 0 { 0 } else { int.parse::<i64>().map_err(|_| bad())? };
+    let fraction: f64 = frac.parse().map_err(|_| bad())?;
+    Ok((seed as u32, fraction))
+}
+
+/// Parses `--subsample FLOAT` (0 to 1).
+pub fn parse_fraction(text: &str) -> Result<f64, Error> {
+    match text.trim_start().parse::<f64>() {
+        Ok(f) if (0.0..=1.0).contains(&f) => Ok(f),
+        _ => Err(Error::InvalidArgument(format!("incorrect sampling argument {text:?}"))),
+    }
+}
+
+/// The words of a file as samtools reads a name or value list (`-N`,
+/// `-D`): whitespace-separated, each cut to 1,023 bytes. Errors name `path`.
+pub fn read_word_list(path: &Path) -> Result<HashSet<Vec<u8>>, Error> {
+    let mut text = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut text))
+        .map_err(|e| Error::from(e).with_path(path))?;
+    let mut words = HashSet::new();
+    for word in text.split(|c| c.is_ascii_whitespace()).filter(|w| !w.is_empty()) {
+        // fscanf("%1023s") reads a longer word as several.
+        for part in word.chunks(1023) {
+            words.insert(part.to_vec());
+        }
+    }
+    Ok(words)
+}
+
+/// Sorted, merged intervals per reference for the multi-region iterator
+/// (`-M`): `(tid, [(beg, end)])` in reference order, the unplaced records
+/// (`tid == -1`) last. Intervals that touch or overlap are merged, as
+/// samtools' `bed_unify` does.
+pub fn merge_intervals(mut list: Vec<(i32, i64, i64)>) -> Vec<(i32, Vec<(i64, i64)>)> {
+    list.sort_by_key(|&(tid, b, e)| (if tid < 0 { i32::MAX } else { tid }, b, e));
+    let mut out: Vec<(i32, Vec<(i64, i64)>)> = Vec::new();
+    for (tid, b, e) in list {
+        match out.last_mut() {
+            Some((t, intervals)) if *t == tid => match intervals.last_mut() {
+                Some(last) if b <= last.1 => last.1 = last.1.max(e),
+                _ => intervals.push((b, e)),
+            },
+            _ => out.push((tid, vec![(b, e)])),
+        }
+    }
+    out
+}
+
+
+/// The format htslib's `sam_open_mode` gives an output named `path`:
+/// `.bam`, `.sam`, `.sam.gz` (any case; `.cram` is refused), `None` for
+/// another extension.
+fn format_from_extension(path: &Path) -> Result<Option<OutputFormat>, Error> {
+    let (data, _, _) = crate::indexer::split_index_name(path);
+    let name = data.to_string_lossy().rsplit('/').next().unwrap_or_default().to_ascii_lowercase();
+    let stem = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bgz"));
+    let extension = match stem {
+        Some(stem) => stem.rsplit_once('.').map(|(_, e)| format!("{e}.gz")),
+        None => name.rsplit_once('.').map(|(_, e)| e.to_string()),
+    };
+    Ok(match extension.as_deref() {
+        Some("bam") => Some(OutputFormat::Bam),
+        Some("sam") => Some(OutputFormat::Sam),
+        Some("sam.gz") => Some(OutputFormat::SamGz),
+        Some("cram") => return Err(Error::InvalidArgument("CRAM output is not supported; use BAM or SAM".into())),
+        _ => None,
+    })
+}
+
+/// What samtools view writes to an output named `path` (`None`: standard
+/// output) given `-b` (`bam`), `-u`/`-1` (`level_flag`) and `-O`
+/// (`format_option`): the format, and whether the header is written even
+/// without `-h` (BAM as the mode letter says, or `-O` naming a format other
+/// than SAM; samtools decides the header before `-O` changes the format,
+/// so `-b -O sam` prints a SAM header).
+///
+/// ```
+/// use fasthts::view::output_format;
+/// use fasthts::sort::OutputFormat;
+/// use std::path::Path;
+/// assert_eq!(output_format(None, false, false, None)?, (OutputFormat::Sam, false));
+/// assert_eq!(output_format(Some(Path::new("x.bam")), false, false, None)?, (OutputFormat::Bam, true));
+/// assert_eq!(output_format(None, false, true, None)?, (OutputFormat::Bam, true));
+/// assert_eq!(output_format(Some(Path::new("x.txt")), false, true, None)?, (OutputFormat::Bam, true));
+/// assert_eq!(output_format(None, true, false, Some(OutputFormat::Sam))?, (OutputFormat::Sam, true));
+/// # Ok::<(), fasthts::Error>(())
+/// ```
+pub fn output_format(path: Option<&Path>, bam: bool, level_flag: bool, format_option: Option<OutputFormat>) -> Result<(OutputFormat, bool), Error> {
+    let by_name = match path {
+        Some(p) => format_from_extension(p)?,
+        None => None,
+    };
+    let mode = if bam {
+        Some(OutputFormat::Bam)
+    } else if level_flag {
+        Some(by_name.unwrap_or(OutputFormat::Bam))
+    } else {
+        by_name
+    };
+    let forced = mode == Some(OutputFormat::Bam) || format_option.is_some_and(|f| f == OutputFormat::Bam);
+    Ok((format_option.or(mode).unwrap_or(OutputFormat::Sam), forced))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glibc_rand_after_srand() {
+        // First rand() after srand(n), from glibc.
+        assert_eq!(subsample_seed(1), 1_804_289_383);
+        assert_eq!(subsample_seed(42), 71_876_166);
+        assert_eq!(subsample_seed(0), 0);
+    }
+
+    #[test]
+    fn x31_and_wang_as_khash() {
+        assert_eq!(x31_hash(b"a"), 97);
+        assert_eq!(x31_hash(b"ab"), 97 * 31 + 98);
+        assert_eq!(wang_hash(0), wang_hash(0));
+    }
+
+    #[test]
+    fn seed_and_fraction() {
+        assert_eq!(parse_seed_fraction("42.1").unwrap(), (42, 0.1));
+        assert_eq!(parse_seed_fraction("0.25").unwrap(), (0, 0.25));
+        assert!(parse_seed_fraction("42").is_err());
+        assert!(parse_seed_fraction("1.2x").is_err());
+        assert!(parse_fraction("1.5").is_err());
+    }
+
+    #[test]
+    fn tag_lists_as_samtools() {
+        let mut set = HashSet::new();
+        TagEdit::parse_list("NM,MD", &mut set).unwrap();
+        TagEdit::parse_list("XAXB", &mut set).unwrap();
+        assert_eq!(set.len(), 4);
+        assert!(TagEdit::parse_list("NMX", &mut set).is_err());
+    }
+
+    #[test]
+    fn intervals_merge_per_reference_unplaced_last() {
+        let merged = merge_intervals(vec![(1, 5, 10), (-1, 0, 1), (0, 20, 30), (1, 10, 12), (1, 0, 2)]);
+        assert_eq!(merged, vec![(0, vec![(20, 30)]), (1, vec![(0, 2), (5, 12)]), (-1, vec![(0, 1)])]);
+    }
+}
