@@ -32,10 +32,10 @@ pub struct ViewArgs {
     /// Output BAM
     #[arg(short = 'b', long = "bam")]
     pub bam: bool,
-    /// Use fast BAM compression (level 1; and default to BAM)
+    /// Use fast BAM compression (level 1; BAM unless -o names SAM)
     #[arg(short = '1', long = "fast")]
     pub fast: bool,
-    /// Uncompressed BAM output (and default to BAM)
+    /// Uncompressed BAM output (BAM unless -o names SAM)
     #[arg(short = 'u', long = "uncompressed")]
     pub uncompressed: bool,
     /// Include the header in SAM output
@@ -44,7 +44,7 @@ pub struct ViewArgs {
     /// Print the header only (no alignments)
     #[arg(short = 'H', long = "header-only")]
     pub header_only: bool,
-    /// Print alignment records only [default]
+    /// Print alignment records only, as without -h or -H
     #[arg(long = "no-header")]
     pub no_header: bool,
     /// Print only the count of matching records

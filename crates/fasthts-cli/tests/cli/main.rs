@@ -19,3 +19,4 @@ mod samtools_diff;
 mod snp_pileup;
 mod sort;
 mod usage;
+mod view;

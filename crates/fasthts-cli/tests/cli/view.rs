@@ -1,0 +1,407 @@
+//! `fasthts view` against samtools view 1.16: every option and the common
+//! combinations, whole files and regions, on a generated BAM (BAI and
+//! CSI; long CIGARs, records larger than a block, unmapped reads placed
+//! and unplaced) and the corpus, at 1 and 2 threads and in windows small
+//! enough that reads cross many cuts; SAM and BAM outputs (BAM compared
+//! decompressed: the records and header are the same bytes, the BGZF
+//! blocks are cut elsewhere); the @PG line; inputs from SAM and pipes;
+//! `--write-index`; bad input.
+
+use crate::common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A generated BAM with its BAI, the same with a CSI, and its SAM text.
+struct Generated {
+    dir: TempDir,
+    bam: PathBuf,
+    csi_bam: PathBuf,
+    sam: PathBuf,
+}
+
+fn generate(tag: &str) -> Option<Generated> {
+    let dir = with_samtools(tag)?;
+    let args = [
+        "--seed", "41", "--reads", "5000", "--refs", "4", "--ref-len", "60k", "--read-len", "60-150", "--long-cigar-fraction", "0.0005",
+        "--huge-record-fraction", "0.0005", "--unmapped-fraction", "0.05",
+    ];
+    let sam = dir.path("gen.sam");
+    std::fs::write(&sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
+    let bam = dir.path("gen.bam");
+    let mut view = Command::new("samtools");
+    view.args(["view", "--no-PG", "-b", "-o"]).arg(&bam).arg(&sam);
+    assert!(run(view).status.success());
+    let csi_bam = dir.path("gen_csi.bam");
+    std::fs::copy(&bam, &csi_bam).unwrap();
+    for (file, extra) in [(&bam, None), (&csi_bam, Some("-c"))] {
+        let mut idx = Command::new("samtools");
+        idx.arg("index").args(extra).arg(file);
+        assert!(run(idx).status.success());
+    }
+    Some(Generated { dir, bam, csi_bam, sam })
+}
+
+fn samtools_view(args: &[&str]) -> Output {
+    let mut c = Command::new("samtools");
+    c.arg("view").args(args);
+    run(c)
+}
+
+fn fasthts_view(args: &[&str], extra: &[&str]) -> Output {
+    let mut c = fasthts();
+    c.arg("view").args(extra).args(args);
+    run(c)
+}
+
+/// The thread and window settings every comparison runs at.
+const RUNS: [&[&str]; 4] = [&["-@", "1"], &["-@", "2"], &["-@", "1", "--window-bases", "700"], &["-@", "2", "--window-bases", "3000"]];
+
+/// Output bytes as compared: BGZF data decompressed.
+fn comparable(bytes: &[u8]) -> Vec<u8> {
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        fasthts::bgzf::decompress_all(bytes).expect("BGZF output")
+    } else {
+        bytes.to_vec()
+    }
+}
+
+/// Compares `fasthts view ARGS` with `samtools view ARGS` (standard output
+/// and exit status) at every setting of [`RUNS`]; returns the lines
+/// samtools printed.
+fn compare(args: &[&str]) -> usize {
+    let expected = samtools_view(args);
+    for extra in RUNS {
+        let got = fasthts_view(args, extra);
+        assert_eq!(
+            got.status.success(),
+            expected.status.success(),
+            "view {args:?} {extra:?}: exit status differs; fasthts stderr: {}; samtools stderr: {}",
+            text(&got.stderr),
+            text(&expected.stderr)
+        );
+        let (e, g) = (comparable(&expected.stdout), comparable(&got.stdout));
+        if g != e {
+            let (e, g) = (text(&e), text(&g));
+            let first = e.lines().zip(g.lines()).position(|(a, b)| a != b);
+            panic!(
+                "view {args:?} {extra:?}: output differs ({} lines against samtools' {}), first at line {first:?}: {:?} / {:?}",
+                g.lines().count(),
+                e.lines().count(),
+                first.and_then(|i| g.lines().nth(i)),
+                first.and_then(|i| e.lines().nth(i))
+            );
+        }
+    }
+    expected.stdout.iter().filter(|&&c| c == b'\n').count()
+}
+
+/// [`compare`] with `--no-PG` and the input last.
+fn compare_on(options: &[&str], input: &Path, regions: &[&str]) -> usize {
+    let mut args = vec!["--no-PG"];
+    args.extend_from_slice(options);
+    let input = input.to_str().unwrap();
+    args.push(input);
+    args.extend_from_slice(regions);
+    compare(&args)
+}
+
+/// Every filter and output option alone, and usual combinations.
+const OPTION_SETS: &[&[&str]] = &[
+    &[],
+    &["-h"],
+    &["-H"],
+    &["-h", "--no-header"],
+    &["-c"],
+    &["-f", "2"],
+    &["-f", "PAIRED,READ1"],
+    &["-F", "0x904"],
+    &["-F", "UNMAP,SECONDARY"],
+    &["--rf", "0x100"],
+    &["--incl-flags", "SUPPLEMENTARY,DUP"],
+    &["-G", "0x50"],
+    &["-q", "30"],
+    &["-q", "1", "-F", "4", "-c"],
+    &["-m", "100"],
+    &["-d", "RG"],
+    &["-d", "RG:grp1"],
+    &["-d", "NM:0"],
+    &["-d", "NM:1", "-d", "NM:2"],
+    &["-x", "NM,MD"],
+    &["-x", "^RG"],
+    &["--keep-tag", "NM,XA"],
+    &["--subsample", "0.3"],
+    &["--subsample", "0.3", "--subsample-seed", "7"],
+    &["-s", "5.25"],
+    &["-s", "0.5", "-c"],
+    &["-b"],
+    &["-u"],
+    &["-1"],
+    &["-O", "bam"],
+    &["-O", "bam,level=1"],
+    &["-b", "--output-fmt-option", "level=0"],
+    &["-b", "-O", "sam"],
+    &["-O", "sam.gz", "-h"],
+    &["-h", "-f", "1", "-F", "0x900", "-q", "20", "-x", "MD"],
+    &["-c", "-f", "0x40", "--subsample", "0.5", "--subsample-seed", "3"],
+];
+
+#[test]
+fn every_option_matches_samtools_on_a_whole_file() {
+    let Some(g) = generate("view-options") else { return };
+    let mut lines = 0;
+    for options in OPTION_SETS {
+        lines += compare_on(options, &g.bam, &[]);
+    }
+    // SAM input, and a BAM without an index (read in one pass either way).
+    for options in [&[][..], &["-h", "-F", "4"], &["-b", "-x", "RG"], &["-c", "-q", "10"]] {
+        compare_on(options, &g.sam, &[]);
+        compare_on(options, &g.csi_bam, &[]);
+    }
+    assert!(lines > 100_000, "too little compared: {lines} lines");
+}
+
+#[test]
+fn regions_match_samtools() {
+    let Some(g) = generate("view-regions") else { return };
+    let region_sets: &[&[&str]] = &[
+        &["chr1"],
+        &["chr1:1000-5000"],
+        &["chr1:1,000-5,000", "chr1:4000-9000", "chr1:1000-5000"],
+        &["chr2:30000-", "chr1:100-200", "chr2"],
+        &["*"],
+        &["chr4:100-200", "*", "chr1:5-6"],
+        &["chrM", "chr3", "chrUn_gen1"],
+        &["nope", "chr2:1-40000", "chr1:0-5"],
+        &["chr1:50000-40000", "chr2:10000-10000"],
+    ];
+    let option_sets: &[&[&str]] = &[&[], &["-c"], &["-M"], &["-M", "-c"], &["-F", "4", "-q", "5"], &["-b"], &["-h", "-x", "NM"]];
+    let mut lines = 0;
+    for bam in [&g.bam, &g.csi_bam] {
+        for regions in region_sets {
+            for options in option_sets {
+                lines += compare_on(options, bam, regions);
+            }
+        }
+    }
+    assert!(lines > 50_000, "too little compared: {lines} lines");
+}
+
+#[test]
+fn bed_files_and_multi_region_match_samtools() {
+    let Some(g) = generate("view-bed") else { return };
+    let bed = g.dir.path("targets.bed");
+    std::fs::write(&bed, "# targets\nchr1\t1000\t5000\nchr1 4000 9000\nchr2\t100\ntrack x\nchr4 20000 30000\nchr4 30000 30500\nchrM 0 100\nchrZ 5 10\n").unwrap();
+    let bed = bed.to_str().unwrap();
+    let sets: &[(&[&str], &[&str])] = &[
+        (&["-L", bed], &[]),
+        (&["-L", bed, "-c"], &[]),
+        (&["-L", bed], &["chr1:3000-20000", "chr4"]),
+        (&["-L", bed, "-F", "0x10"], &["chr1", "*"]),
+        (&["-M", "-L", bed], &[]),
+        (&["--region-file", bed], &[]),
+        (&["--region-file", bed, "-b"], &[]),
+        (&["-M"], &["chr1:3000-20000", "chr1:100-5000", "chr2", "chr4:5-9"]),
+        (&["-M"], &["chr2:100-200", "chr2:200-300", "chr2:301-400"]),
+    ];
+    for (options, regions) in sets {
+        compare_on(options, &g.bam, regions);
+        compare_on(options, &g.csi_bam, regions);
+    }
+    // -L without an index: the whole file, filtered.
+    compare_on(&["-L", bed], &g.sam, &[]);
+}
+
+#[test]
+fn name_and_tag_lists_match_samtools() {
+    let Some(g) = generate("view-lists") else { return };
+    let sam = std::fs::read_to_string(&g.sam).unwrap();
+    let names: Vec<&str> = sam.lines().filter(|l| !l.starts_with('@')).step_by(37).map(|l| l.split('\t').next().unwrap()).collect();
+    let names_file = g.dir.path("names.txt");
+    std::fs::write(&names_file, format!("{}\n  nosuchread\t{}\n", names[..names.len() / 2].join("\n"), names[names.len() / 2..].join(" "))).unwrap();
+    let values = g.dir.path("rg.txt");
+    std::fs::write(&values, "grp2\nnone\n").unwrap();
+    let nm = g.dir.path("nm.txt");
+    std::fs::write(&nm, "0 3\n").unwrap();
+    let names_file = names_file.to_str().unwrap();
+    let rg = format!("RG:{}", values.display());
+    let nm = format!("NM:{}", nm.display());
+    for options in [
+        &["-N", names_file][..],
+        &["-N", names_file, "-f", "0x80"],
+        &["-D", &rg],
+        &["-D", &nm, "-c"],
+        &["-d", "NM:1", "-D", &nm],
+        &["-N", names_file, "-D", &rg, "-b"],
+    ] {
+        compare_on(options, &g.bam, &[]);
+        compare_on(options, &g.bam, &["chr1", "chr2:1-30000"]);
+    }
+}
+
+/// Runs both tools writing to files (`-o` and `-U`), compares the files.
+#[test]
+fn output_files_match_samtools() {
+    let Some(g) = generate("view-files") else { return };
+    let input = g.bam.to_str().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["-q", "20"], &["out.sam", "un.sam"]),
+        (&["-q", "20"], &["out.bam", "un.bam"]),
+        (&["-u", "-F", "0x10"], &["out.txt", "un.sam"]),
+        (&["-f", "2"], &["out.sam.gz", "un.bam"]),
+        (&["-b", "-d", "RG:grp1"], &["out.sam", "un.sam"]),
+        (&["-c", "-q", "20"], &["count.txt", "un.sam"]),
+    ];
+    for (options, names) in cases {
+        for regions in [&[][..], &["chr2", "chr1:1000-20000"]] {
+            let mut outputs: Vec<Vec<Vec<u8>>> = Vec::new();
+            for tool in ["samtools", "fasthts"] {
+                let (out, un) = (g.dir.path(&format!("{tool}-{}", names[0])), g.dir.path(&format!("{tool}-{}", names[1])));
+                let _ = std::fs::remove_file(&un);
+                let mut c = if tool == "samtools" { Command::new("samtools") } else { fasthts() };
+                c.args(["view", "--no-PG"]).args(*options).arg("-o").arg(&out).arg("-U").arg(&un).arg(input).args(regions);
+                let got = run(c);
+                assert!(got.status.success() && got.stdout.is_empty(), "{tool} {options:?}: {}", text(&got.stderr));
+                let read = |p: &Path| std::fs::read(p).map(|b| comparable(&b)).unwrap_or_default();
+                outputs.push(vec![read(&out), read(&un)]);
+            }
+            assert!(!outputs[0][0].is_empty(), "{options:?}");
+            assert!(outputs[0] == outputs[1], "{options:?} {regions:?}: -o / -U files differ");
+        }
+    }
+}
+
+#[test]
+fn the_pg_line_is_samtools_own_with_fasthts_named() {
+    let Some(g) = generate("view-pg") else { return };
+    let input = g.bam.to_str().unwrap();
+    for (options, regions) in [(&["-h"][..], &[][..]), (&["-H"], &[]), (&["-b"], &[]), (&["-h"], &["chr1:1-1000"])] {
+        let mut args = options.to_vec();
+        args.push(input);
+        args.extend_from_slice(regions);
+        let expected = text(&comparable(&samtools_view(&args).stdout));
+        let got = text(&comparable(&fasthts_view(&args, &[]).stdout));
+        let pg = |t: &str| t.lines().filter(|l| l.starts_with("@PG")).last().map(str::to_owned);
+        let rest = |t: &str| t.lines().filter(|l| !l.starts_with("@PG\tID:samtools") && !l.starts_with("@PG\tID:fasthts")).collect::<Vec<_>>().join("\n");
+        let (theirs, ours) = (pg(&expected).unwrap_or_else(|| panic!("{options:?}: no @PG line from samtools: {}", &expected[..expected.len().min(3000)])), pg(&got).unwrap_or_else(|| panic!("{options:?}: no @PG line in {got:?}")));
+        assert!(theirs.starts_with("@PG\tID:samtools\tPN:samtools\tPP:") && theirs.contains("\tCL:samtools view"), "{theirs}");
+        let expected_ours = theirs
+            .replace("ID:samtools\tPN:samtools", "ID:fasthts\tPN:fasthts")
+            .replace(&format!("VN:{}", theirs.split("VN:").nth(1).unwrap().split('\t').next().unwrap()), &format!("VN:{}", env!("CARGO_PKG_VERSION")));
+        let cl = |l: &str| l.split("\tCL:").next().unwrap().to_owned();
+        assert_eq!(cl(&ours), cl(&expected_ours), "{options:?}");
+        assert!(ours.contains(" view ") && ours.ends_with(&args.join(" ")), "{ours}");
+        assert!(rest(&got) == rest(&expected), "{options:?}: output besides the @PG line differs");
+    }
+}
+
+#[test]
+fn pipes_and_head_as_samtools() {
+    let Some(g) = generate("view-pipes") else { return };
+    for (input, options) in [(&g.bam, &["-h", "--no-PG"][..]), (&g.sam, &["--no-PG", "-F", "4"]), (&g.bam, &["-c"])] {
+        let expected = samtools_view(&[options, &[g.bam.to_str().unwrap()]].concat());
+        let mut c = fasthts();
+        c.arg("view").args(options).arg("-");
+        let got = run_with_stdin(c, std::fs::read(input).unwrap());
+        assert!(got.status.success(), "{}", text(&got.stderr));
+        assert!(got.stdout == expected.stdout, "view {options:?} - < {}", input.display());
+    }
+    // A reader that stops early ends the writer quietly (SIGPIPE, as samtools).
+    let mut sh = Command::new("sh");
+    sh.arg("-c").arg(format!("{} view {} | head -3 | wc -l", env!("CARGO_BIN_EXE_fasthts"), g.bam.display()));
+    let got = run(sh);
+    assert_eq!(text(&got.stdout).trim(), "3");
+    assert!(got.stderr.is_empty(), "{}", text(&got.stderr));
+}
+
+#[test]
+fn explicit_index_and_written_index() {
+    let Some(g) = generate("view-index") else { return };
+    // -X: the index named after the input; the input has none beside it.
+    let bare = g.dir.path("bare.bam");
+    std::fs::copy(&g.bam, &bare).unwrap();
+    let bai = format!("{}.bai", g.bam.display());
+    let expected = samtools_view(&["--no-PG", "-X", bare.to_str().unwrap(), &bai, "chr1:100-20000", "chr2"]);
+    let got = fasthts_view(&["--no-PG", "-X", bare.to_str().unwrap(), &bai, "chr1:100-20000", "chr2"], &[]);
+    assert!(expected.status.success() && got.status.success(), "{}", text(&got.stderr));
+    assert!(got.stdout == expected.stdout);
+    // --write-index: the index samtools makes of the output.
+    let spec = format!("{}##idx##{}", g.dir.path("r.bam").display(), g.dir.path("r.bai").display());
+    for (name, index, regions) in [("w.bam", "w.bam.csi", &[][..]), (spec.as_str(), "r.bai", &["chr1", "chr2:1-30000"])] {
+        let out = g.dir.path(name);
+        let mut args = vec!["--no-PG", "-b", "-F", "0x10", "--write-index", "-o", out.to_str().unwrap(), g.bam.to_str().unwrap()];
+        args.extend_from_slice(regions);
+        let got = fasthts_view(&args, &["-@", "2"]);
+        assert!(got.status.success(), "{}", text(&got.stderr));
+        let data = PathBuf::from(out.to_str().unwrap().split("##").next().unwrap());
+        let theirs = g.dir.path("theirs.idx");
+        let mut idx = Command::new("samtools");
+        idx.arg("index").args(if index.ends_with(".csi") { &["-c"][..] } else { &[] }).arg(&data).arg(&theirs);
+        assert!(run(idx).status.success());
+        // The same index; its BGZF blocks may be compressed differently.
+        let read = |p: &Path| comparable(&std::fs::read(p).unwrap());
+        assert!(read(&g.dir.path(index)) == read(&theirs), "{name}: index differs");
+    }
+}
+
+#[test]
+fn test_bams_match_samtools() {
+    if !have_samtools() {
+        return;
+    }
+    let mut compared = 0;
+    for file in corpus() {
+        let indexed = fasthts::indexer::locate(&file).is_some();
+        for options in [&["-h"][..], &["-c", "-F", "0x904"], &["-b", "-q", "10"]] {
+            compare_on(options, &file, &[]);
+            compared += 1;
+        }
+        if indexed {
+            let bam = fasthts::bam::BamFile::open(&file).unwrap();
+            let refs: Vec<String> = bam.header().references.iter().take(3).map(|r| r.name.clone()).collect();
+            let mut regions: Vec<String> = refs.iter().map(|r| format!("{r}:1-100000")).collect();
+            regions.extend(refs.first().cloned());
+            regions.push("*".into());
+            let regions: Vec<&str> = regions.iter().map(String::as_str).collect();
+            compare_on(&[], &file, &regions);
+            // (Without "*": samtools' multi-region iterator reads the
+            // unplaced records of a file cut short after them without error.)
+            compare_on(&["-M", "-c"], &file, &regions[..regions.len() - 1]);
+        }
+    }
+    assert!(compared >= 20, "corpus too small");
+}
+
+#[test]
+fn bad_input_is_one_line_naming_the_file() {
+    let dir = TempDir::new("view-bad");
+    let bare = dir.path("bare.bam");
+    std::fs::copy(data("small.bam"), &bare).unwrap();
+    let missing = dir.path("missing.bam");
+    let out = dir.path("out.sam");
+    let text_file = dir.path("notes.txt");
+    std::fs::write(&text_file, "hello\n").unwrap();
+    let s = |p: &Path| p.display().to_string();
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (vec![s(&missing)], s(&missing)),
+        (vec![s(&text_file)], s(&text_file)),
+        (vec![s(&bare), "chr1:1-100".into()], s(&bare)),
+        (vec!["-N".into(), s(&dir.path("names.txt")), s(&bare)], "names.txt".into()),
+        (vec!["-L".into(), s(&dir.path("missing.bed")), s(&bare)], "missing.bed".into()),
+        (vec!["-X".into(), s(&bare), s(&dir.path("no.bai")), "chr1".into()], "no.bai".into()),
+        (vec!["--subsample".into(), "2".into(), s(&bare)], "sampling".into()),
+        (vec!["-x".into(), "NMX".into(), s(&bare)], "NMX".into()),
+        (vec!["-d".into(), "N".into(), s(&bare)], "N".into()),
+        (vec!["-M".into(), s(&data("small.bam"))], "regions".into()),
+    ];
+    for (args, named) in cases {
+        let _ = std::fs::remove_file(&out);
+        let mut c = fasthts();
+        c.args(["view", "-o"]).arg(&out).args(&args);
+        let got = run(c);
+        let err = text(&got.stderr);
+        assert!(!got.status.success(), "{args:?} succeeded");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("fasthts view: ") && err.contains(&named), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} left an output");
+    }
+}
