@@ -20,7 +20,8 @@ use std::path::PathBuf;
     Regions (CONTIG, CONTIG:BEG-END, * for unplaced reads) need an indexed BAM; each region gives \
     every record overlapping it, region by region, so a record overlapping two regions is printed twice \
     unless -M. Regions are read through the index in parallel windows and written in order.\n\n\
-    Not supported: CRAM output (-C), -e filter expressions, -r/-R read groups, -l library, -p, -P, -B.\n\n\
+    -e takes the part of htslib's expression language fasthts evaluates exactly (see -e below). \
+    Not supported: CRAM output (-C), -r/-R read groups, -l library, -p, -P, -B.\n\n\
     Examples:\n  fasthts view -h in.bam | less\n  fasthts view -c -F 0x904 -q 30 in.bam chr1:1,000,000-2,000,000\n  \
     fasthts view -b --subsample 0.1 --subsample-seed 7 -o sub.bam in.bam\n  \
     fasthts view -M -L targets.bed -b --write-index -o on_target.bam in.bam"
@@ -77,6 +78,12 @@ pub struct ViewArgs {
     /// Only records with tag STR whose value is listed in FILE
     #[arg(short = 'D', long = "tag-file", value_name = "STR:FILE")]
     pub tag_file: Vec<String>,
+    /// Only records the filter expression passes (htslib's syntax; the subset
+    /// fasthts evaluates exactly: fields, [XX] tags, numbers, "strings",
+    /// ! - == != < <= > >= =~ !~ && || and parentheses; arithmetic, bitwise
+    /// operators and functions are refused)
+    #[arg(short = 'e', long = "expr", visible_alias = "expression", value_name = "STR", allow_hyphen_values = true)]
+    pub expr: Option<String>,
     /// Only records with mapping quality >= INT [0]
     #[arg(short = 'q', long = "min-MQ", visible_aliases = ["min-mq", "min-mapq"], value_name = "INT", allow_hyphen_values = true)]
     pub min_mapq: Option<String>,
@@ -138,9 +145,7 @@ fn set_tag(tag: &mut Option<[u8; 2]>, text: &str) -> Result<(), String> {
     let b = text.as_bytes();
     let new = [b[0], b[1]];
     match tag {
-        Some(t) if *t != new => {
-            Err(format!("different tag \"{}\" was specified before: \"{text}\"", String::from_utf8_lossy(t)))
-        }
+        Some(t) if *t != new => Err(format!("different tag \"{}\" was specified before: \"{text}\"", String::from_utf8_lossy(t))),
         _ => {
             *tag = Some(new);
             Ok(())
@@ -162,6 +167,7 @@ pub fn run(args: ViewArgs) -> CmdResult {
     for f in &args.all_flags_off {
         selection.flag_all_off |= parse_flags(f)?;
     }
+    selection.expr = args.expr.as_deref().map(select::Expr::parse).transpose()?;
     selection.min_mapq = args.min_mapq.as_deref().map_or(0, atoi) as i32;
     selection.min_qlen = args.min_qlen.as_deref().map_or(0, atoi) as i32;
     let mut fraction = None;
@@ -246,7 +252,13 @@ pub fn run(args: ViewArgs) -> CmdResult {
         }
         None => None,
     };
-    let flag_level = if args.uncompressed { Some(0) } else if args.fast { Some(1) } else { None };
+    let flag_level = if args.uncompressed {
+        Some(0)
+    } else if args.fast {
+        Some(1)
+    } else {
+        None
+    };
     let level = parse_output_options(args.output_options.iter().map(String::as_str))?.or(format_option.and_then(|f| f.1)).or(flag_level);
     let header = if args.header_only {
         HeaderMode::HeaderOnly

@@ -22,8 +22,22 @@ struct Generated {
 fn generate(tag: &str) -> Option<Generated> {
     let dir = with_samtools(tag)?;
     let args = [
-        "--seed", "41", "--reads", "5000", "--refs", "4", "--ref-len", "60k", "--read-len", "60-150", "--long-cigar-fraction", "0.0005",
-        "--huge-record-fraction", "0.0005", "--unmapped-fraction", "0.05",
+        "--seed",
+        "41",
+        "--reads",
+        "5000",
+        "--refs",
+        "4",
+        "--ref-len",
+        "60k",
+        "--read-len",
+        "60-150",
+        "--long-cigar-fraction",
+        "0.0005",
+        "--huge-record-fraction",
+        "0.0005",
+        "--unmapped-fraction",
+        "0.05",
     ];
     let sam = dir.path("gen.sam");
     std::fs::write(&sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
@@ -190,7 +204,11 @@ fn regions_match_samtools() {
 fn bed_files_and_multi_region_match_samtools() {
     let Some(g) = generate("view-bed") else { return };
     let bed = g.dir.path("targets.bed");
-    std::fs::write(&bed, "# targets\nchr1\t1000\t5000\nchr1 4000 9000\nchr2\t100\ntrack x\nchr4 20000 30000\nchr4 30000 30500\nchrM 0 100\nchrZ 5 10\n").unwrap();
+    std::fs::write(
+        &bed,
+        "# targets\nchr1\t1000\t5000\nchr1 4000 9000\nchr2\t100\ntrack x\nchr4 20000 30000\nchr4 30000 30500\nchrM 0 100\nchrZ 5 10\n",
+    )
+    .unwrap();
     let bed = bed.to_str().unwrap();
     let sets: &[(&[&str], &[&str])] = &[
         (&["-L", bed], &[]),
@@ -211,13 +229,57 @@ fn bed_files_and_multi_region_match_samtools() {
     compare_on(&["-L", bed], &g.sam, &[]);
 }
 
+/// Filter expressions of the supported subset, each against samtools.
+const EXPRESSIONS: &[&str] = &[
+    "mapq >= 30 && !flag.dup",
+    "[NM] == 0 || rname == \"chr2\"",
+    "qname =~ \"1[0-9]$\"",
+    "!([XA])",
+    "[RG] != \"grp1\"",
+    "[RG] == \"grp1\" || [RG] == \"grp2\"",
+    "pos < 20000 && flag.paired && !flag.reverse",
+    "[NM] > 2",
+    "cigar =~ \"S\" && sclen > 5",
+    "tlen < -100 || tlen > 300",
+    "[MD] =~ \"\\^\"",
+    "mrname != rname",
+    "[NM]",
+    "!([NM] > 1)",
+    "[XX] || mapq < 10",
+    "!([XX] > 1) && ![YY]",
+    "qlen != rlen",
+    "-tlen > 100",
+    "seq =~ \"^AC\" || qual =~ \"^#\"",
+    "refid == mrefid && mpos > pos",
+    "endpos >= 30000 && pnext < 0x7530",
+    "flag == 99 || flag.supplementary",
+    "ncigar > 1 && [MQ] >= 1.5e1",
+    "qname < \"r2\" && qname >= \"r1\"",
+];
+
+#[test]
+fn filter_expressions_match_samtools() {
+    let Some(g) = generate("view-expr") else { return };
+    for e in EXPRESSIONS {
+        compare_on(&["-e", e], &g.bam, &[]);
+        compare_on(&["-c", "-e", e], &g.bam, &["chr1", "chr2:1000-40000"]);
+    }
+    // Outside the subset: one line saying what, nothing written.
+    for (e, what) in [("endpos - pos > 100", "arithmetic"), ("flag & 4", "bitwise"), ("length(seq) > 100", "functions")] {
+        let got = fasthts_view(&["-e", e, g.bam.to_str().unwrap()], &[]);
+        let err = text(&got.stderr);
+        assert!(!got.status.success() && got.stdout.is_empty() && err.lines().count() == 1 && err.contains(what), "{e}: {err}");
+    }
+}
+
 #[test]
 fn name_and_tag_lists_match_samtools() {
     let Some(g) = generate("view-lists") else { return };
     let sam = std::fs::read_to_string(&g.sam).unwrap();
     let names: Vec<&str> = sam.lines().filter(|l| !l.starts_with('@')).step_by(37).map(|l| l.split('\t').next().unwrap()).collect();
     let names_file = g.dir.path("names.txt");
-    std::fs::write(&names_file, format!("{}\n  nosuchread\t{}\n", names[..names.len() / 2].join("\n"), names[names.len() / 2..].join(" "))).unwrap();
+    std::fs::write(&names_file, format!("{}\n  nosuchread\t{}\n", names[..names.len() / 2].join("\n"), names[names.len() / 2..].join(" ")))
+        .unwrap();
     let values = g.dir.path("rg.txt");
     std::fs::write(&values, "grp2\nnone\n").unwrap();
     let nm = g.dir.path("nm.txt");
@@ -281,12 +343,18 @@ fn the_pg_line_is_samtools_own_with_fasthts_named() {
         let expected = text(&comparable(&samtools_view(&args).stdout));
         let got = text(&comparable(&fasthts_view(&args, &[]).stdout));
         let pg = |t: &str| t.lines().filter(|l| l.starts_with("@PG")).last().map(str::to_owned);
-        let rest = |t: &str| t.lines().filter(|l| !l.starts_with("@PG\tID:samtools") && !l.starts_with("@PG\tID:fasthts")).collect::<Vec<_>>().join("\n");
-        let (theirs, ours) = (pg(&expected).unwrap_or_else(|| panic!("{options:?}: no @PG line from samtools: {}", &expected[..expected.len().min(3000)])), pg(&got).unwrap_or_else(|| panic!("{options:?}: no @PG line in {got:?}")));
+        let rest = |t: &str| {
+            t.lines().filter(|l| !l.starts_with("@PG\tID:samtools") && !l.starts_with("@PG\tID:fasthts")).collect::<Vec<_>>().join("\n")
+        };
+        let (theirs, ours) = (
+            pg(&expected).unwrap_or_else(|| panic!("{options:?}: no @PG line from samtools: {}", &expected[..expected.len().min(3000)])),
+            pg(&got).unwrap_or_else(|| panic!("{options:?}: no @PG line in {got:?}")),
+        );
         assert!(theirs.starts_with("@PG\tID:samtools\tPN:samtools\tPP:") && theirs.contains("\tCL:samtools view"), "{theirs}");
-        let expected_ours = theirs
-            .replace("ID:samtools\tPN:samtools", "ID:fasthts\tPN:fasthts")
-            .replace(&format!("VN:{}", theirs.split("VN:").nth(1).unwrap().split('\t').next().unwrap()), &format!("VN:{}", env!("CARGO_PKG_VERSION")));
+        let expected_ours = theirs.replace("ID:samtools\tPN:samtools", "ID:fasthts\tPN:fasthts").replace(
+            &format!("VN:{}", theirs.split("VN:").nth(1).unwrap().split('\t').next().unwrap()),
+            &format!("VN:{}", env!("CARGO_PKG_VERSION")),
+        );
         let cl = |l: &str| l.split("\tCL:").next().unwrap().to_owned();
         assert_eq!(cl(&ours), cl(&expected_ours), "{options:?}");
         assert!(ours.contains(" view ") && ours.ends_with(&args.join(" ")), "{ours}");

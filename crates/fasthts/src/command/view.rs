@@ -175,14 +175,18 @@ pub fn view_file(
         if !options.count {
             let (mut dest, w) = open_destination(&data)?;
             dest.index_path = index_format.map(|_| index_path.clone());
-            outputs.main = Some((RecordOutput::open(&out_header, options.format, level, index_format, sam_header(options.force_header), w)?, options.format));
+            outputs.main = Some((
+                RecordOutput::open(&out_header, options.format, level, index_format, sam_header(options.force_header), w)?,
+                options.format,
+            ));
             outputs.destinations.push(dest);
             if let Some((path, format, forced)) = &options.unselected {
                 let (u_data, u_index, u_format) = crate::indexer::split_index_name(path);
                 let u_index_format = (options.write_index && *format == OutputFormat::Bam).then_some(u_format);
                 let (mut dest, w) = open_destination(&u_data)?;
                 dest.index_path = u_index_format.map(|_| u_index);
-                outputs.unselected = Some((RecordOutput::open(&out_header, *format, level, u_index_format, sam_header(*forced), w)?, *format));
+                outputs.unselected =
+                    Some((RecordOutput::open(&out_header, *format, level, u_index_format, sam_header(*forced), w)?, *format));
                 outputs.destinations.push(dest);
             }
         }
@@ -446,7 +450,14 @@ fn encode(record: &[u8], format: Option<OutputFormat>, refs: &[crate::bam::Refer
 }
 
 /// Reads the pieces on all threads and writes them in order.
-fn by_pieces(bam: &BamFile, index: &Index, pieces: &[Piece], options: &ViewOptions, names: &[String], outputs: &mut Outputs) -> Result<(), Error> {
+fn by_pieces(
+    bam: &BamFile,
+    index: &Index,
+    pieces: &[Piece],
+    options: &ViewOptions,
+    names: &[String],
+    outputs: &mut Outputs,
+) -> Result<(), Error> {
     let refs = &bam.header().references;
     let main_format = outputs.main.as_ref().map(|(_, f)| *f);
     let unselected_format = outputs.unselected.as_ref().map(|(_, f)| *f);
@@ -462,7 +473,8 @@ fn by_pieces(bam: &BamFile, index: &Index, pieces: &[Piece], options: &ViewOptio
             let tid = piece.scope.ref_id;
             let start = region::start_offset(bam, index, tid, piece.offset_pos);
             let Some(start) = start else { return Ok(()) };
-            let following = region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
+            let following =
+                region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
             let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
             let mut router = Router { options, names, scratch: Vec::new() };
             let wants = main_format.is_some() || unselected_format.is_some();
@@ -495,7 +507,8 @@ fn by_pieces(bam: &BamFile, index: &Index, pieces: &[Piece], options: &ViewOptio
                 return;
             }
             outputs.count += filled.count;
-            let result = write_piece(&mut outputs.main, &filled.selected).and_then(|()| write_piece(&mut outputs.unselected, &filled.unselected));
+            let result =
+                write_piece(&mut outputs.main, &filled.selected).and_then(|()| write_piece(&mut outputs.unselected, &filled.unselected));
             if let Err(e) = result {
                 write_error = Some(e);
             }

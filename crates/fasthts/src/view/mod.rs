@@ -4,7 +4,7 @@
 //! `-F` all off, `--rf` any on, `-G` not all on), `-q` MAPQ, `-m` query
 //! length, `-L` BED overlap (when not used as regions), hash-based
 //! subsampling (`--subsample`, `-s`), `-d`/`-D` tag values and `-N` read
-//! names, in samtools' order. [`TagEdit`] is `-x`/`--keep-tag`.
+//! names, in samtools' order; `-e` expressions are [`Expr`]. [`TagEdit`] is `-x`/`--keep-tag`.
 //! [`subsample_keeps`] reproduces samtools' hash of the read name, so a
 //! pair's reads (same name) are kept or dropped together, and a seed picks
 //! the same reads as samtools with that seed.
@@ -17,6 +17,10 @@
 //! their records region by region, a record once per region it overlaps;
 //! with `-M` (samtools' multi-region iterator) each record once, in file
 //! order.
+
+mod expr;
+
+pub use expr::Expr;
 
 use crate::bam::RecordRef;
 use crate::depth::BedFilter;
@@ -52,12 +56,19 @@ pub struct Selection {
     pub tag_values: Option<HashSet<Vec<u8>>>,
     /// Only records with one of these names (`-N`).
     pub names: Option<HashSet<Vec<u8>>>,
+    /// Only records the filter expression passes (`-e`; see [`Expr`]).
+    pub expr: Option<Expr>,
 }
 
 impl Selection {
     /// Whether samtools view selects `r`; `ref_names` are the header's
     /// reference names (for the BED filter).
     pub fn keeps(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
+        if let Some(expr) = &self.expr {
+            if !expr.passes(r, ref_names) {
+                return false;
+            }
+        }
         let flag = r.flag();
         if self.min_qlen > 0 && query_len(r) < i64::from(self.min_qlen) {
             return false;
@@ -159,13 +170,15 @@ fn skip_field(aux: &[u8], at: usize) -> Option<usize> {
     let s = at + 2;
     let kind = *aux.get(s)?;
     let s = s + 1;
-    let size = |t: u8| -> Option<usize> { match t {
-        b'A' | b'c' | b'C' => Some(1),
-        b's' | b'S' => Some(2),
-        b'i' | b'I' | b'f' => Some(4),
-        b'd' => Some(8),
-        _ => None,
-    } };
+    let size = |t: u8| -> Option<usize> {
+        match t {
+            b'A' | b'c' | b'C' => Some(1),
+            b's' | b'S' => Some(2),
+            b'i' | b'I' | b'f' => Some(4),
+            b'd' => Some(8),
+            _ => None,
+        }
+    };
     match kind {
         b'Z' | b'H' => Some(aux[s..].iter().position(|&c| c == 0).map_or(aux.len(), |n| s + n + 1)),
         b'B' => {
@@ -343,9 +356,7 @@ pub fn parse_fraction(text: &str) -> Result<f64, Error> {
 /// `-D`): whitespace-separated, each cut to 1,023 bytes. Errors name `path`.
 pub fn read_word_list(path: &Path) -> Result<HashSet<Vec<u8>>, Error> {
     let mut text = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut text))
-        .map_err(|e| Error::from(e).with_path(path))?;
+    std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut text)).map_err(|e| Error::from(e).with_path(path))?;
     let mut words = HashSet::new();
     for word in text.split(|c| c.is_ascii_whitespace()).filter(|w| !w.is_empty()) {
         // fscanf("%1023s") reads a longer word as several.
@@ -374,7 +385,6 @@ pub fn merge_intervals(mut list: Vec<(i32, i64, i64)>) -> Vec<(i32, Vec<(i64, i6
     }
     out
 }
-
 
 /// The format htslib's `sam_open_mode` gives an output named `path`:
 /// `.bam`, `.sam`, `.sam.gz` (any case; `.cram` is refused), `None` for
@@ -414,7 +424,12 @@ fn format_from_extension(path: &Path) -> Result<Option<OutputFormat>, Error> {
 /// assert_eq!(output_format(None, true, false, Some(OutputFormat::Sam))?, (OutputFormat::Sam, true));
 /// # Ok::<(), fasthts::Error>(())
 /// ```
-pub fn output_format(path: Option<&Path>, bam: bool, level_flag: bool, format_option: Option<OutputFormat>) -> Result<(OutputFormat, bool), Error> {
+pub fn output_format(
+    path: Option<&Path>,
+    bam: bool,
+    level_flag: bool,
+    format_option: Option<OutputFormat>,
+) -> Result<(OutputFormat, bool), Error> {
     let by_name = match path {
         Some(p) => format_from_extension(p)?,
         None => None,
