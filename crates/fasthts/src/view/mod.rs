@@ -477,8 +477,10 @@ mod tests {
     fn tag_lists_as_samtools() {
         let mut set = HashSet::new();
         TagEdit::parse_list("NM,MD", &mut set).unwrap();
-        TagEdit::parse_list("XAXB", &mut set).unwrap();
-        assert_eq!(set.len(), 4);
+        TagEdit::parse_list("XA,", &mut set).unwrap();
+        assert_eq!(set.len(), 3);
+        // Tags run together are refused, as by samtools.
+        assert!(TagEdit::parse_list("XAXB", &mut set).is_err());
         assert!(TagEdit::parse_list("NMX", &mut set).is_err());
     }
 
