@@ -15,7 +15,11 @@ Also the physical limit: single-thread inflate of every block of the file
 Peers missing from PATH (sambamba, biobambam2's bamsort) are skipped with a
 note. The sort jobs use a shuffled BAM of about 300 MB (bench/data/
 300m.shuffled.bam, generated with --unsorted --target-bytes 870M --seed 12):
-default settings, -m 64M, -l 1, and SAM on standard input.
+default settings, -m 64M, -l 1, and SAM on standard input. The view jobs
+(--jobs view, not in the default set) are issue 23's bars: `view -c` of the
+whole file and of 1,000 random 10 kb regions (seeded; on references with
+reads), and `view -b -o` of a 10 % subsample, each against `samtools view`
+at the same -@.
 """
 import argparse, datetime, json, os, platform, shutil, socket, statistics, subprocess, sys, tempfile
 
@@ -233,6 +237,41 @@ def main():
         assert view_digest(out["f"]) == view_digest(out["s"]), "fasthts sort (SAM stdin) output differs from samtools sort"
         base = report("sort SAM stdin", "fasthts", runs["fasthts"])
         report("sort SAM stdin", "samtools", runs["samtools"], base)
+
+    if "view" in jobs:
+        # The regions: 1,000 random 10 kb windows on references with reads
+        # (seeded, so every run and tool gets the same ones).
+        import random
+        rng = random.Random(23)
+        refs = []
+        for line in output(["samtools", "idxstats", bam]).decode().splitlines():
+            name, length, mapped = line.split("\t")[:3]
+            if name != "*" and int(mapped) > 0 and int(length) > 10_000:
+                refs.append((name, int(length)))
+        regions = []
+        for _ in range(1000):
+            name, length = rng.choice(refs)
+            beg = rng.randrange(1, length - 10_000)
+            regions.append(f"{name}:{beg}-{beg + 9_999}")
+        sub_f, sub_s = os.path.join(tmp, "sub.f.bam"), os.path.join(tmp, "sub.s.bam")
+        sub = ["--no-PG", "-b", "--subsample", "0.1", "--subsample-seed", "1"]
+        variants = [
+            ("view -c", ["-c", bam], None),
+            ("view -c 1k regions", ["-c", bam, *regions], None),
+            ("view -b 10%", [*sub, "-o", sub_f, bam], [*sub, "-o", sub_s, bam]),
+        ]
+        for job, ours_args, theirs_args in variants:
+            tools = {"fasthts": [fasthts, "view", "-@", t, *ours_args], "samtools": ["samtools", "view", "-@", t, *(theirs_args or ours_args)]}
+            if theirs_args is None:
+                assert output(tools["fasthts"]) == output(tools["samtools"]), f"fasthts {job} differs from samtools"
+            runs = {k: [] for k in tools}
+            for _ in range(a.runs):
+                for k, cmd in tools.items():
+                    runs[k].append(timed(cmd))
+            if theirs_args is not None:
+                assert view_digest(sub_f) == view_digest(sub_s), f"fasthts {job} output differs from samtools"
+            base = report(job, "fasthts", runs["fasthts"])
+            report(job, "samtools", runs["samtools"], base)
 
     if "inflate" in jobs:
         out = output([inflate_bound, bam, str(a.runs)]).decode()
