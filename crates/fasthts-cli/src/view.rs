@@ -114,6 +114,12 @@ pub struct ViewArgs {
     /// Remove these tags (XX,YY; ^XX,YY keeps only these)
     #[arg(short = 'x', long = "remove-tag", value_name = "STR")]
     pub remove_tag: Vec<String>,
+    /// Set these flags on the records written
+    #[arg(long = "add-flags", value_name = "FLAG")]
+    pub add_flags: Vec<String>,
+    /// Clear these flags on the records written
+    #[arg(long = "remove-flags", value_name = "FLAG")]
+    pub remove_flags: Vec<String>,
     /// Keep only these tags (XX,YY)
     #[arg(long = "keep-tag", value_name = "STR")]
     pub keep_tag: Vec<String>,
@@ -217,6 +223,13 @@ pub fn run(args: ViewArgs) -> CmdResult {
     for x in &args.keep_tag {
         add_tags(&mut tags, x, true)?;
     }
+    let (mut add_flags, mut remove_flags) = (0, 0);
+    for f in &args.add_flags {
+        add_flags |= parse_flags(f)?;
+    }
+    for f in &args.remove_flags {
+        remove_flags |= parse_flags(f)?;
+    }
     let multi_region = args.multi_region || args.region_file.is_some();
     let bed_path = args.region_file.as_ref().or(args.bed.as_ref());
     let bed = bed_path.map(|p| BedFilter::read(p)).transpose()?;
@@ -272,6 +285,8 @@ pub fn run(args: ViewArgs) -> CmdResult {
     let options = ViewOptions {
         selection,
         tags,
+        add_flags,
+        remove_flags,
         regions,
         multi_region,
         bed_regions,

@@ -568,6 +568,12 @@ fn jobs_for(c: &Corpus, case: &Case, w: &Path) -> Vec<Job> {
                     Some(os(&[&"sort", &"-m", &"1M", &"-T", &tmp, &"-o", &out_bam, &f])),
                     vec!["out.bam"],
                 ),
+                job(
+                    "view",
+                    os(&[&"view", &"-@", &"2", &"--no-PG", &"-b", &"-o", &out_bam, &f]),
+                    Some(os(&[&"view", &"--no-PG", &"-b", &"-o", &out_bam, &f])),
+                    vec!["out.bam"],
+                ),
                 // samtools reads the same blocks through the index: only
                 // those overlapping the sites.
                 job(

@@ -157,6 +157,8 @@ const OPTION_SETS: &[&[&str]] = &[
     &["-O", "sam.gz", "-h"],
     &["-h", "-f", "1", "-F", "0x900", "-q", "20", "-x", "MD"],
     &["-c", "-f", "0x40", "--subsample", "0.5", "--subsample-seed", "3"],
+    &["--add-flags", "0x400", "-q", "40"],
+    &["--remove-flags", "DUP,PAIRED", "--add-flags", "QCFAIL", "-b"],
 ];
 
 #[test]

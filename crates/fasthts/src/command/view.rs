@@ -41,6 +41,10 @@ pub struct ViewOptions {
     pub selection: Selection,
     /// Tags removed or kept in the records written.
     pub tags: TagEdit,
+    /// Flags set on the selected records written (`--add-flags`).
+    pub add_flags: u16,
+    /// Flags cleared on the selected records written (`--remove-flags`).
+    pub remove_flags: u16,
     /// Regions (samtools notation), in command-line order.
     pub regions: Vec<String>,
     /// samtools' `-M`: the regions (and the BED file) merged, each record
@@ -80,6 +84,8 @@ impl Default for ViewOptions {
         ViewOptions {
             selection: Selection::default(),
             tags: TagEdit::None,
+            add_flags: 0,
+            remove_flags: 0,
             regions: Vec::new(),
             multi_region: false,
             bed_regions: None,
@@ -271,14 +277,22 @@ struct Router<'a> {
 }
 
 impl Router<'_> {
-    /// `Some(true)`: selected, its bytes (`block_size` and data, tags
-    /// edited) in `scratch` when `want_bytes`; `Some(false)`: not selected.
-    fn route(&mut self, r: &RecordRef<'_>, want_bytes: bool) -> Result<bool, Error> {
+    /// Whether `r` is selected; its bytes (`block_size` and data; tags and
+    /// flags edited when selected) are put in `scratch` when its output is
+    /// written (`selected_out`, `unselected_out`).
+    fn route(&mut self, r: &RecordRef<'_>, selected_out: bool, unselected_out: bool) -> Result<bool, Error> {
         let selected = self.options.selection.keeps(r, self.names);
         self.scratch.clear();
-        if want_bytes {
+        if (selected && selected_out) || (!selected && unselected_out) {
             if selected {
                 self.options.tags.append(r, &mut self.scratch)?;
+                let (add, remove) = (self.options.add_flags, self.options.remove_flags);
+                if add != 0 || remove != 0 {
+                    // FLAG: bytes 14..16 of the record, after block_size.
+                    let at = 4 + 14;
+                    let flag = (u16::from_le_bytes([self.scratch[at], self.scratch[at + 1]]) | add) & !remove;
+                    self.scratch[at..at + 2].copy_from_slice(&flag.to_le_bytes());
+                }
             } else {
                 TagEdit::None.append(r, &mut self.scratch)?;
             }
@@ -291,8 +305,7 @@ impl Router<'_> {
 fn whole_file(input: &mut Input, path: &Path, options: &ViewOptions, names: &[String], outputs: &mut Outputs) -> Result<(), Error> {
     let mut router = Router { options, names, scratch: Vec::new() };
     let mut handle = |r: &RecordRef<'_>| -> Result<(), Error> {
-        let writes = outputs.main.is_some();
-        let selected = router.route(r, writes)?;
+        let selected = router.route(r, outputs.main.is_some(), outputs.unselected.is_some())?;
         if selected {
             outputs.count += 1;
             if let Some((sink, _)) = &mut outputs.main {
@@ -477,14 +490,13 @@ fn by_pieces(
                 region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
             let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
             let mut router = Router { options, names, scratch: Vec::new() };
-            let wants = main_format.is_some() || unselected_format.is_some();
             let mut failed = None;
             reader
                 .for_each_record(|r| {
                     if failed.is_some() || r.end_pos() <= piece.overlap_from {
                         return;
                     }
-                    let result = router.route(r, wants).and_then(|selected| {
+                    let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|selected| {
                         if selected {
                             filled.count += 1;
                             encode(&router.scratch, main_format, refs, &mut filled.selected)
