@@ -20,7 +20,9 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from . import _fasthts
 from . import Countgraph, FlagStat, _progress
 
-__all__ = ["flagstat", "snp_pileup", "count_kmers"]
+from ._dask_sort import sort
+
+__all__ = ["flagstat", "snp_pileup", "count_kmers", "sort"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -34,7 +34,7 @@ pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regio
 pub use index::{idxstats, index_file, index_format, IdxstatsOptions, IndexOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
-pub use sort::{parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
+pub use sort::{check_memory_per_thread, parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
 
 use crate::bam::BamFile;
 use crate::bgzf::{Block, VirtualOffset};

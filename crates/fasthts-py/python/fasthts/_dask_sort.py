@@ -1,0 +1,210 @@
+"""``fasthts.dask.sort``: samtools sort on a dask.distributed cluster.
+
+The steps are those of ``fasthts::sort::distributed`` (the Rust library's
+module docs explain each); this module only submits them and checks what
+they report. Every file goes to a work directory beside the output (a
+shared filesystem); nothing but small values travels through dask.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _fasthts, _progress
+
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+#: Compressed bytes per split and per part when not told otherwise: a part
+#: of this size sorts in the default memory of one thread.
+_SPLIT_BYTES = 256 << 20
+_PART_BYTES = 192 << 20
+#: Sampled records per part, spread over all splits.
+_SAMPLES_PER_PART = 200
+
+
+def _path(p: Any, what: str) -> str:
+    if not isinstance(p, (str, bytes, os.PathLike)):
+        raise TypeError(f"{what} must be a path (str, bytes or os.PathLike), not {type(p).__name__}")
+    return os.fsdecode(os.fspath(p))
+
+
+def _n_threads(client: Any) -> int:
+    info = client.scheduler_info()
+    return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
+
+
+def _watch(futures: List[Any], progress: Optional[bool], label: str) -> None:
+    tick = _progress(len(futures), progress, label)
+    for f in futures:
+        f.add_done_callback(lambda _f: tick())
+
+
+def sort(
+    client: Any,
+    inputs: Union[PathLike, Sequence[PathLike]],
+    output: PathLike,
+    by_name: bool = False,
+    tag: Optional[str] = None,
+    template_coordinate: bool = False,
+    minimiser: bool = False,
+    kmer: int = 20,
+    level: Optional[int] = None,
+    memory: Union[int, str, None] = None,
+    write_index: bool = False,
+    no_pg: bool = False,
+    parts: Optional[int] = None,
+    splits: Optional[int] = None,
+    threads: int = 1,
+    progress: Optional[bool] = None,
+) -> int:
+    """``fasthts.sort`` on the cluster; returns the number of records.
+
+    ``inputs``: one BAM, or several (e.g. per-lane BAMs with the same
+    reference sequences), sorted into one ``output`` BAM whose content
+    equals ``samtools cat --no-PG INPUTS... | samtools sort`` (the first
+    input's header, edited as samtools sort edits it; ties in input
+    order). The options are those of ``fasthts.sort``; ``memory`` and
+    ``threads`` apply to each part's sort on its worker.
+
+    How: each input is cut into splits at BGZF block starts (``splits``
+    per input; default: one per 256 MB, at least two per worker thread);
+    a sample of records from every split sets the key ranges of ``parts``
+    output parts (default: one per 192 MB of input, at least one per
+    worker thread); every split's records go to the shuffle file of their
+    part; every part is sorted into a BAM of its own; the output is the
+    parts' BGZF blocks concatenated (no block is compressed twice), each
+    copied into place by a worker. Files live in a work directory beside
+    ``output`` (so the output's filesystem must be shared by the workers),
+    which is removed on success, error and interruption. Tasks can be
+    retried by dask (a lost worker) without changing the output.
+
+    ``write_index``: as ``--write-index`` (``OUTPUT.csi``, or
+    ``OUTPUT##idx##INDEX``); the index is built from the finished output
+    on one worker.
+    """
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        inputs = [inputs]
+    elif not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"inputs must be a path or a list of paths, not {type(inputs).__name__}")
+    paths = [_path(p, "each input") for p in inputs]
+    output = _path(output, "output")
+    order = (bool(by_name), tag, bool(template_coordinate), bool(minimiser), int(kmer))
+    workers = _n_threads(client)
+    if write_index:
+        data, index_path, index_csi = _fasthts.dask_sort_index_name(output)
+    else:
+        data, index_path, index_csi = output, None, False
+    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in paths]
+    pieces = splits or max(2 * workers, -(-max(sizes) // _SPLIT_BYTES))
+    n_parts = parts or max(workers, -(-sum(sizes) // _PART_BYTES))
+    plan: List[Tuple[int, int, int]] = _fasthts.dask_sort_plan(paths, data, pieces)
+    header = paths[0]
+    program = None if no_pg else (_fasthts.__version__, f"fasthts.dask.sort({paths!r}, {output!r})")
+
+    directory = os.path.dirname(os.path.abspath(os.fspath(data)))
+    work = tempfile.mkdtemp(prefix=f".{os.path.basename(os.fspath(data))}.fasthts-dask-", dir=directory)
+    futures: List[Any] = []
+
+    def submit(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        f = client.submit(fn, *args, pure=False, **kwargs)
+        futures.append(f)
+        return f
+
+    try:
+        # Samples, then the parts' key ranges.
+        per_split = max(8, _SAMPLES_PER_PART * n_parts // max(1, len(plan)))
+        sampled = [submit(_fasthts.dask_sort_sample, paths[i], header, s, e, per_split, order) for i, s, e in plan]
+        _watch(sampled, progress, "sort: sampling")
+        samples = [s for batch in client.gather(sampled) for s in batch]
+        boundaries = _fasthts.dask_sort_boundaries(header, samples, n_parts, order)
+        n_parts = len(boundaries) + 1
+
+        # Every split's records to its parts' shuffle files.
+        def shuffle_files(j: int) -> List[str]:
+            return [os.path.join(work, f"split{j:06}.part{p:06}") for p in range(n_parts)]
+
+        def shuffle(j: int, entry: Optional[int]) -> Any:
+            i, s, e = plan[j]
+            return submit(_fasthts.dask_sort_shuffle, paths[i], header, s, e, entry, boundaries, order, shuffle_files(j))
+
+        shuffled = [shuffle(j, None) for j in range(len(plan))]
+        _watch(shuffled, progress, "sort: shuffling")
+        reports = client.gather(shuffled)
+        # Each split must start where the one before it (same input) ended;
+        # a split whose first record was guessed wrongly, or could not be
+        # guessed, runs again from there.
+        used: List[int] = []
+        for j, (i, _, _) in enumerate(plan):
+            first_of_input = j == 0 or plan[j - 1][0] != i
+            if not first_of_input:
+                before = reports[j - 1]
+                if before[1] is None:
+                    continue  # the split before read to the end: nothing starts here
+                if reports[j] is None or reports[j][0] != before[1]:
+                    reports[j] = shuffle(j, before[1]).result()
+            elif reports[j] is None:
+                raise _fasthts.Error(f"{paths[i]}: cannot find the first record")
+            used.append(j)
+            last_of_input = j + 1 == len(plan) or plan[j + 1][0] != i
+            if last_of_input and reports[j][1] is not None:
+                raise _fasthts.Error(f"{paths[i]}: records continue past the end of the file's last split")
+
+        # Every part sorted into a BAM of its own.
+        part_paths = [os.path.join(work, f"part{p:06}.bam") for p in range(n_parts)]
+        sorted_parts = [
+            submit(
+                _fasthts.dask_sort_part,
+                header,
+                [shuffle_files(j)[p] for j in used],
+                order,
+                part_paths[p],
+                level,
+                memory,
+                threads,
+                program,
+            )
+            for p in range(n_parts)
+        ]
+        _watch(sorted_parts, progress, "sort: sorting parts")
+        layout = client.gather(sorted_parts)
+        records = sum(r for _, _, r in layout)
+
+        # The output: part 0's header blocks, every part's record blocks, EOF.
+        temporary = os.path.join(work, "output.bam")
+        body_start0 = layout[0][0]
+        body_len = sum(end - start for start, end, _ in layout)
+        _fasthts.dask_sort_create(temporary, part_paths[0], body_start0, body_len)
+        at = body_start0
+        placed = []
+        for p, (start, end, _) in enumerate(layout):
+            if end > start:
+                placed.append(submit(_fasthts.dask_sort_place, part_paths[p], start, end, temporary, at))
+            at += end - start
+        _watch(placed, progress, "sort: writing")
+        client.gather(placed)
+        _fasthts.dask_sort_finish(temporary)
+        if index_path is not None:
+            index_temporary = os.path.join(work, "output.index")
+            submit(_fasthts.index, temporary, index_temporary, index_csi, None, threads).result()
+            os.replace(temporary, os.fspath(data))
+            os.replace(index_temporary, os.fspath(index_path))
+        else:
+            os.replace(temporary, os.fspath(data))
+        return records
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+        _remove_tree(work)
+
+
+def _remove_tree(path: str) -> None:
+    """Removes the work directory; tasks cancelled a moment ago may still
+    be closing files in it."""
+    for _ in range(20):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            return
+        time.sleep(0.1)
