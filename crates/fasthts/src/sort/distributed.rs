@@ -214,17 +214,15 @@ const SAMPLE_PLACES: u64 = 8;
 /// sample only balances the parts; it never decides where a record goes
 /// wrongly).
 pub fn sample_records(bam: &BamFile, split: Split, count: usize, cmp: &Comparator) -> Result<Vec<Vec<u8>>, Error> {
+    let mut places: Vec<u64> = (0..SAMPLE_PLACES)
+        .filter_map(|k| next_block_start(bam.bytes(), split.start + (split.end - split.start) * k / SAMPLE_PLACES))
+        .filter(|&s| s < split.end)
+        .collect();
+    places.dedup();
+    let per_place = count.div_ceil(places.len().max(1));
     let mut samples = Vec::with_capacity(count);
-    let per_place = (count as u64).div_ceil(SAMPLE_PLACES).max(1) as usize;
     let mut scratch = Vec::new();
-    let mut last_start = None;
-    for k in 0..SAMPLE_PLACES {
-        let target = split.start + (split.end - split.start) * k / SAMPLE_PLACES;
-        let Some(start) = next_block_start(bam.bytes(), target).filter(|&s| s < split.end) else { continue };
-        if last_start == Some(start) {
-            continue;
-        }
-        last_start = Some(start);
+    for start in places {
         let Some(entry) = guess_entry(bam, Split { start, end: split.end })? else { continue };
         let mut records = bam.records_from(entry)?;
         records.set_parallel(false);
@@ -234,9 +232,6 @@ pub fn sample_records(bam: &BamFile, split: Split, count: usize, cmp: &Comparato
                 // A guess that went wrong further on: what was read is kept.
                 _ => break,
             }
-        }
-        if samples.len() >= count {
-            break;
         }
     }
     samples.truncate(count);
@@ -411,4 +406,144 @@ pub fn place_part(part: &Path, from: u64, to: u64, output: &Path, at: u64) -> Re
 pub fn finish_output(output: &Path) -> Result<(), Error> {
     let out = File::options().write(true).open(output).map_err(|e| Error::from(e).with_path(output))?;
     out.sync_all().map_err(|e| Error::from(e).with_path(output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sort::{sort_bam, SortEngine};
+
+    fn small() -> BamFile {
+        BamFile::open(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/small.bam")).unwrap()
+    }
+
+    /// small.bam sorted by name through fasthts' own writer, whose blocks
+    /// end every 0xff00 bytes, inside records (htslib's start with one).
+    fn records_across_blocks() -> BamFile {
+        let opts = SortOptions {
+            order: SortOrder::QueryName,
+            memory: 64 << 20,
+            level: 1,
+            temp_prefix: std::env::temp_dir().join("fasthts-distributed-test"),
+            program: None,
+            index: None,
+            max_fan_in: None,
+            progress: None,
+            format: crate::sort::OutputFormat::Bam,
+            engine: SortEngine::Native,
+        };
+        let (_, bytes) = sort_bam(&small(), &opts, Vec::new()).unwrap();
+        BamFile::from_vec("by-name.bam", bytes).unwrap()
+    }
+
+    /// Every record's start, in the block-start form.
+    fn record_starts(bam: &BamFile) -> Vec<VirtualOffset> {
+        let mut records = bam.records().unwrap();
+        let mut starts = Vec::new();
+        while records.advance().unwrap() {
+            starts.push(at_block_start(bam, records.record_start()));
+        }
+        starts
+    }
+
+    fn blocks(bam: &BamFile) -> Vec<Block> {
+        let mut at = 0;
+        let mut out = Vec::new();
+        while at < bam.bytes().len() as u64 {
+            let b = Block::parse(bam.bytes(), at).unwrap();
+            at = b.next_offset();
+            out.push(b);
+        }
+        out
+    }
+
+    #[test]
+    fn entries_guessed_are_each_blocks_first_record() {
+        for bam in [small(), records_across_blocks()] {
+            let starts = record_starts(&bam);
+            let mut inside = 0;
+            for block in blocks(&bam) {
+                let split = Split { start: block.offset, end: block.next_offset() };
+                let first = starts.iter().find(|s| s.compressed() == block.offset && split.start >= bam.first_record_offset().compressed());
+                let guessed = guess_entry(&bam, split).unwrap();
+                if let Some(&first) = first {
+                    assert_eq!(guessed, Some(first), "block at {}", block.offset);
+                    inside += usize::from(first.uncompressed() > 0);
+                }
+            }
+            assert!(bam.path() == Path::new("by-name.bam") && inside > 10 || bam.path() != Path::new("by-name.bam"));
+        }
+    }
+
+    #[test]
+    fn block_starts_are_found_from_anywhere() {
+        let bam = records_across_blocks();
+        let blocks = blocks(&bam);
+        for w in blocks.windows(2) {
+            for from in [w[0].offset, w[0].offset + 1, w[1].offset - 1, w[1].offset] {
+                let want = if from == w[0].offset { w[0].offset } else { w[1].offset };
+                assert_eq!(next_block_start(bam.bytes(), from), Some(want));
+            }
+        }
+        let splits = plan_splits(&bam, 7);
+        assert_eq!(splits.len(), 7);
+        assert_eq!(splits[0].start, bam.first_record_offset().compressed());
+        assert_eq!(splits.last().unwrap().end, bam.bytes().len() as u64);
+        assert!(splits.windows(2).all(|w| w[0].end == w[1].start && blocks.iter().any(|b| b.offset == w[1].start)));
+    }
+
+    /// Splits shuffled into parts by sampled boundaries hold every record
+    /// once, each part in input order and within its key range; each split
+    /// ends where the next begins.
+    #[test]
+    fn shuffled_parts_partition_the_records_in_input_order() {
+        let dir = std::env::temp_dir().join(format!("fasthts-distributed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bam = records_across_blocks();
+        for order in [SortOrder::Coordinate, SortOrder::QueryName, SortOrder::Minimiser { kmer: 12 }] {
+            let cmp = Comparator::new(order, &bam.header().text);
+            let splits = plan_splits(&bam, 5);
+            let samples: Vec<Vec<u8>> = splits.iter().flat_map(|&s| sample_records(&bam, s, 40, &cmp).unwrap()).collect();
+            assert!(samples.len() > 100);
+            let boundaries = choose_boundaries(samples, 4, &cmp);
+            assert_eq!(boundaries.len(), 3);
+            let mut parts: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 4];
+            let mut exit = None;
+            for (j, &split) in splits.iter().enumerate() {
+                let files: Vec<PathBuf> = (0..4).map(|p| dir.join(format!("s{j}p{p}"))).collect();
+                let entry = if j == 0 { bam.first_record_offset() } else { exit.expect("records go on") };
+                assert_eq!(guess_entry(&bam, split).unwrap(), Some(entry));
+                let done = shuffle_split(&bam, split, entry, &boundaries, &cmp, &files).unwrap();
+                exit = done.exit;
+                for (p, f) in files.iter().enumerate() {
+                    let mut run = RunReader::open(f, 1 << 16).unwrap();
+                    while run.advance().unwrap() {
+                        parts[p].push(run.record[4..].to_vec());
+                    }
+                }
+            }
+            assert_eq!(exit, None);
+            let all: Vec<Vec<u8>> = {
+                let mut records = bam.records().unwrap();
+                let mut v = Vec::new();
+                while let Some(r) = records.next_record().unwrap() {
+                    v.push(r.as_bytes().to_vec());
+                }
+                v
+            };
+            assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), all.len());
+            let mut scratch = Vec::new();
+            for (p, records) in parts.iter().enumerate() {
+                // In input order: a subsequence of the file's records.
+                let mut it = all.iter();
+                assert!(records.iter().all(|r| it.any(|a| a == r)), "part {p} in input order");
+                for r in records {
+                    let prepared = prepare(&cmp, r, &mut scratch).to_vec();
+                    assert_eq!(part_of(&RecordRef::new_prevalidated(&prepared), &boundaries, &cmp), p);
+                }
+                assert!(!records.is_empty());
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
