@@ -234,3 +234,16 @@ def test_header_only_input(client, tmp_path):
     out = tmp_path / "out.bam"
     assert fdask.sort(client, empty, out, no_pg=True) == 0
     assert view(out) == want
+
+
+def test_command_line(unsorted, tmp_path):
+    out = tmp_path / "out.bam"
+    run = [sys.executable, "-m", "fasthts.dask", "sort", "--local-workers", "2", "--no-PG", "-n", "-o", str(out)]
+    p = subprocess.run([*run, unsorted, unsorted], capture_output=True)
+    assert p.returncode == 0, p.stderr.decode()
+    assert view(out) == samtools_sort([unsorted, unsorted], tmp_path, "-n")
+    p = subprocess.run([*run, str(tmp_path / "missing.bam")], capture_output=True)
+    assert p.returncode == 1
+    assert p.stderr.decode().endswith("python -m fasthts.dask sort: " + str(tmp_path / "missing.bam") + ": No such file or directory\n")
+    p = subprocess.run([sys.executable, "-m", "fasthts.dask", "sort", "-o", str(out), unsorted], capture_output=True)
+    assert p.returncode == 2 and b"one of the arguments --scheduler --local-workers is required" in p.stderr

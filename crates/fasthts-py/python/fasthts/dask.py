@@ -212,3 +212,11 @@ def count_kmers(
             nxt.append(client.submit(_merge, pair, pure=False) if len(pair) == 2 else pair[0])
         futures = nxt
     return futures[0].result()
+
+
+if __name__ == "__main__":  # python -m fasthts.dask
+    import sys
+
+    from ._dask_cli import main
+
+    sys.exit(main())
