@@ -26,6 +26,7 @@ use super::key::prepare_for_minimiser;
 use super::{sort_records, Comparator, RunReader, SortOptions, SortOrder, SortStats};
 use crate::bam::{BamFile, Header, RecordRef};
 use crate::bgzf::{Block, BlockReader, VirtualOffset, EOF_MARKER};
+use crate::index::{Index, IndexBuilder, IndexFormat, IndexSegment};
 use crate::Error;
 use std::cmp::Ordering;
 use std::fs::File;
@@ -325,6 +326,52 @@ pub fn shuffle_split(
     Ok(Shuffled { entry, exit, records: count })
 }
 
+/// The index segment of `split`'s records, from `entry` on (see
+/// [`IndexSegment`]), and where the next split's first record starts
+/// (`None` at the end of the file, with where reading stopped).
+pub fn index_split(bam: &BamFile, split: Split, entry: VirtualOffset, format: IndexFormat) -> Result<(IndexSegment, Exit), Error> {
+    let format = crate::indexer::format_for(bam.header(), format);
+    let entry = at_block_start(bam, entry);
+    let mut segment = IndexSegment::new(format, bam.header().references.len(), entry);
+    let mut records = bam.records_from(entry)?;
+    records.set_soft_limit(split.end);
+    let wrap = |e: crate::index::IndexError| Error::from(e).with_path(bam.path());
+    let exit = loop {
+        if !records.advance()? {
+            break Exit::End(records.record_start());
+        }
+        let start = at_block_start(bam, records.record_start());
+        if start.compressed() >= split.end {
+            break Exit::Next(start);
+        }
+        let r = records.current();
+        let mapped = r.flag() & crate::bam::flags::UNMAPPED == 0;
+        segment.push(r.ref_id(), i64::from(r.pos()), r.end_pos(), records.record_end(), mapped).map_err(wrap)?;
+    };
+    Ok((segment, exit))
+}
+
+/// Where a split's records ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// The next split's first record starts here (block-start form).
+    Next(VirtualOffset),
+    /// The file ended; reading stopped here (what an index calls the end).
+    End(VirtualOffset),
+}
+
+/// The index of `bam` from the segments of its splits, in file order, the
+/// last ending the file at `end`: byte for byte what one pass builds.
+pub fn join_index(bam: &BamFile, format: IndexFormat, segments: Vec<IndexSegment>, end: VirtualOffset) -> Result<Index, Error> {
+    let format = crate::indexer::format_for(bam.header(), format);
+    let wrap = |e: crate::index::IndexError| Error::from(e).with_path(bam.path());
+    let mut builder = IndexBuilder::new(format, bam.header().references.len(), bam.first_record_offset());
+    for segment in segments {
+        builder.append(segment).map_err(wrap)?;
+    }
+    builder.finish(end).map_err(wrap)
+}
+
 /// Where a part's records lie in its BAM: the output takes bytes
 /// `body_start..body_end` of each part (and the header blocks of one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -490,6 +537,37 @@ mod tests {
         assert_eq!(splits[0].start, bam.first_record_offset().compressed());
         assert_eq!(splits.last().unwrap().end, bam.bytes().len() as u64);
         assert!(splits.windows(2).all(|w| w[0].end == w[1].start && blocks.iter().any(|b| b.offset == w[1].start)));
+    }
+
+    /// An index joined from the segments of any cut into splits, after a
+    /// trip through bytes, is the one-pass index, byte for byte.
+    #[test]
+    fn joined_index_segments_equal_the_one_pass_index() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+        for name in ["small.bam", "long_ref.bam", "huge_record.bam", "long_cigar.bam", "unmapped_only.bam", "refs_without_reads.bam"] {
+            let bam = BamFile::open(data.join(name)).unwrap();
+            for format in [IndexFormat::Bai, IndexFormat::Csi { min_shift: 14, depth: 0 }, IndexFormat::Csi { min_shift: 9, depth: 0 }] {
+                let Ok(whole) = crate::indexer::build(&bam, format) else { continue };
+                let want = whole.to_raw_bytes();
+                for pieces in [1, 2, 3, 7, 40] {
+                    let mut segments = Vec::new();
+                    let mut entry = bam.first_record_offset();
+                    let mut end = None;
+                    for split in plan_splits(&bam, pieces) {
+                        let (segment, exit) = index_split(&bam, split, entry, format).unwrap();
+                        segments.push(IndexSegment::from_bytes(&segment.to_bytes()).unwrap());
+                        match exit {
+                            Exit::Next(next) => entry = next,
+                            Exit::End(at) => end = Some(at),
+                        }
+                    }
+                    let end = end.unwrap_or_else(|| bam.first_record_offset());
+                    let joined = join_index(&bam, format, segments, end).unwrap();
+                    let got = joined.to_raw_bytes();
+                    assert!(got == want, "{name} {format:?} in {pieces} pieces");
+                }
+            }
+        }
     }
 
     /// Splits shuffled into parts by sampled boundaries hold every record
