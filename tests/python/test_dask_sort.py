@@ -4,6 +4,7 @@ with a local directory of its own: the output's content equals
 a killed worker or an interrupted run changes nothing / leaves nothing."""
 
 import glob
+import gzip
 import os
 import signal
 import subprocess
@@ -232,8 +233,53 @@ def test_header_only_input(client, tmp_path):
     empty = str(ROOT / "tests/data/header_only.bam")
     want = samtools_sort([empty], tmp_path)
     out = tmp_path / "out.bam"
-    assert fdask.sort(client, empty, out, no_pg=True) == 0
+    assert fdask.sort(client, empty, out, no_pg=True, write_index=True) == 0
     assert view(out) == want
+    subprocess.run([samtools(), "index", "-c", "-o", str(tmp_path / "ref.csi"), str(out)], check=True)
+    # Content: this tiny CSI is where the bundled libdeflate and samtools'
+    # compress the same bytes differently (the formats issue's "CSI bytes").
+    assert gzip.decompress((tmp_path / "out.bam.csi").read_bytes()) == gzip.decompress((tmp_path / "ref.csi").read_bytes())
+    assert fdask.index(client, out, tmp_path / "o.bai") == str(tmp_path / "o.bai")
+    subprocess.run([samtools(), "index", "-o", str(tmp_path / "ref.bai"), str(out)], check=True)
+    assert (tmp_path / "o.bai").read_bytes() == (tmp_path / "ref.bai").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def coordinate_sorted(by_name, tmp_path_factory) -> list:
+    """Coordinate-sorted BAMs: by fasthts (blocks end inside records), by
+    samtools (blocks start with records), and a fixture with a long reference."""
+    d = tmp_path_factory.mktemp("sorted")
+    ours, theirs = str(d / "ours.bam"), str(d / "theirs.bam")
+    fasthts.sort(by_name, ours, level=1)
+    subprocess.run([samtools(), "sort", "-o", theirs, by_name], check=True)
+    return [ours, theirs, str(ROOT / "tests/data/long_ref.bam"), str(ROOT / "tests/data/huge_record.bam")]
+
+
+def test_index_equals_samtools_index(client3, coordinate_sorted, tmp_path):
+    for bam in coordinate_sorted:
+        for flags, options in [([], {}), (["-c"], {"csi": True}), (["-m", "12"], {"min_shift": 12})]:
+            ref = tmp_path / "ref.index"
+            done = subprocess.run([samtools(), "index", *flags, "-o", str(ref), bam], capture_output=True)
+            for splits in [None, 1, 5, 23]:
+                out = tmp_path / "out.index"
+                if done.returncode != 0:  # e.g. a reference too long for a BAI
+                    with pytest.raises(fasthts.Error):
+                        fdask.index(client3, bam, out, splits=splits, **options)
+                    continue
+                assert fdask.index(client3, bam, out, splits=splits, **options) == str(out)
+                assert out.read_bytes() == ref.read_bytes(), f"{bam} {flags} splits={splits}"
+
+
+def test_index_beside_the_bam_and_bad_input(client, coordinate_sorted, tmp_path):
+    bam = tmp_path / "x.bam"
+    bam.write_bytes(open(coordinate_sorted[0], "rb").read())
+    assert fdask.index(client, bam) == str(bam) + ".bai"
+    assert fdask.index(client, bam, csi=True) == str(bam) + ".csi"
+    with pytest.raises(fasthts.Error, match="unsorted.bam: Chromosome blocks not continuous"):
+        fdask.index(client, ROOT / "tests/data/unsorted.bam", tmp_path / "u.bai")
+    assert not (tmp_path / "u.bai").exists()
+    with pytest.raises(FileNotFoundError):
+        fdask.index(client, tmp_path / "missing.bam")
 
 
 def test_command_line(unsorted, tmp_path):

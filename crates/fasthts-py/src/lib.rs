@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 mod bam;
 mod cli;
-mod dask_sort;
+mod distributed;
 mod kmer;
 mod ops;
 
@@ -95,6 +95,6 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     kmer::register(m)?;
     cli::register(m)?;
-    dask_sort::register(m)?;
+    distributed::register(m)?;
     Ok(())
 }

@@ -24,6 +24,8 @@ _SPLIT_BYTES = 256 << 20
 _PART_BYTES = 192 << 20
 #: Sampled records per part, spread over all splits.
 _SAMPLES_PER_PART = 200
+#: A split end past any file's end: read to the end.
+_FILE_END = 1 << 62
 
 
 def _path(p: Any, what: str) -> str:
@@ -41,6 +43,29 @@ def _watch(futures: List[Any], progress: Optional[bool], label: str) -> None:
     tick = _progress(len(futures), progress, label)
     for f in futures:
         f.add_done_callback(lambda _f: tick())
+
+
+def _chain(plan: Sequence[Tuple[int, int, int]], paths: Sequence[str], reports: List[Any], entry_of: Any, exit_of: Any, rerun: Any) -> List[int]:
+    """Checks that each split started where the one before it (same input)
+    ended, running a split again from there when its first record was
+    guessed wrongly or could not be guessed (`reports[j]` is None), and
+    returns the splits that hold records. `exit_of(report)` is None when
+    the split read to the end of its file."""
+    used: List[int] = []
+    for j, (i, _, _) in enumerate(plan):
+        if j > 0 and plan[j - 1][0] == i:
+            before = reports[j - 1]
+            if exit_of(before) is None:
+                continue  # the split before read to the end: nothing starts here
+            if reports[j] is None or entry_of(reports[j]) != exit_of(before):
+                reports[j] = rerun(j, exit_of(before))
+        elif reports[j] is None:
+            raise _fasthts.Error(f"{paths[i]}: cannot find the first record")
+        used.append(j)
+        last_of_input = j + 1 == len(plan) or plan[j + 1][0] != i
+        if last_of_input and exit_of(reports[j]) is not None:
+            raise _fasthts.Error(f"{paths[i]}: records continue past the end of the file's last split")
+    return used
 
 
 def sort(
@@ -83,8 +108,9 @@ def sort(
     retried by dask (a lost worker) without changing the output.
 
     ``write_index``: as ``--write-index`` (``OUTPUT.csi``, or
-    ``OUTPUT##idx##INDEX``); the index is built from the finished output
-    on one worker.
+    ``OUTPUT##idx##INDEX``): each part's index is built on its worker, and
+    the client joins them (offsets moved to where the parts lie), byte for
+    byte ``samtools index`` of the output.
     """
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
@@ -134,25 +160,7 @@ def sort(
         shuffled = [shuffle(j, None) for j in range(len(plan))]
         _watch(shuffled, progress, "sort: shuffling")
         reports = client.gather(shuffled)
-        # Each split must start where the one before it (same input) ended;
-        # a split whose first record was guessed wrongly, or could not be
-        # guessed, runs again from there.
-        used: List[int] = []
-        for j, (i, _, _) in enumerate(plan):
-            first_of_input = j == 0 or plan[j - 1][0] != i
-            if not first_of_input:
-                before = reports[j - 1]
-                if before[1] is None:
-                    continue  # the split before read to the end: nothing starts here
-                if reports[j] is None or reports[j][0] != before[1]:
-                    reports[j] = shuffle(j, before[1]).result()
-            elif reports[j] is None:
-                raise _fasthts.Error(f"{paths[i]}: cannot find the first record")
-            used.append(j)
-            last_of_input = j + 1 == len(plan) or plan[j + 1][0] != i
-            if last_of_input and reports[j][1] is not None:
-                raise _fasthts.Error(f"{paths[i]}: records continue past the end of the file's last split")
-
+        used = _chain(plan, paths, reports, lambda r: r[0], lambda r: r[1], lambda j, entry: shuffle(j, entry).result())
         # Every part sorted into a BAM of its own.
         part_paths = [os.path.join(work, f"part{p:06}.bam") for p in range(n_parts)]
         sorted_parts = [
@@ -188,8 +196,23 @@ def sort(
         client.gather(placed)
         _fasthts.dask_sort_finish(temporary)
         if index_path is not None:
+            # Each part's index segment, built on a worker, moved to where
+            # the part lies in the output, and joined.
+            indexed = [
+                submit(_fasthts.dask_index_split, part_paths[p], start, _FILE_END, start << 16, index_csi)
+                for p, (start, end, _) in enumerate(layout)
+                if end > start
+            ]
+            _watch(indexed, progress, "sort: indexing")
+            shifts = []
+            at = body_start0
+            for start, end, _ in layout:
+                if end > start:
+                    shifts.append(at - start)
+                at += end - start
+            segments = [(r[3], shift) for r, shift in zip(client.gather(indexed), shifts)]
             index_temporary = os.path.join(work, "output.index")
-            submit(_fasthts.index, temporary, index_temporary, index_csi, None, threads).result()
+            _fasthts.dask_index_join(temporary, segments, at << 16, index_temporary, index_csi)
             os.replace(temporary, os.fspath(data))
             os.replace(index_temporary, os.fspath(index_path))
         else:
@@ -208,3 +231,47 @@ def _remove_tree(path: str) -> None:
         if not os.path.exists(path):
             return
         time.sleep(0.1)
+
+
+def index(
+    client: Any,
+    bam: PathLike,
+    output: Optional[PathLike] = None,
+    csi: bool = False,
+    min_shift: Optional[int] = None,
+    splits: Optional[int] = None,
+    progress: Optional[bool] = None,
+) -> str:
+    """``fasthts.index`` on the cluster: the BAI (or CSI with ``csi`` or
+    ``min_shift``) of a coordinate-sorted BAM, byte for byte
+    ``samtools index``'s, written to ``output`` or beside the BAM; returns
+    its path. The BAM is cut into ``splits`` at BGZF block starts (default:
+    one per 256 MB, at least two per worker thread); each split's index
+    segment is built on a worker, and the client joins them in order."""
+    path = _path(bam, "bam")
+    out = None if output is None else _path(output, "output")
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    pieces = splits or max(2 * _n_threads(client), -(-size // _SPLIT_BYTES))
+    split_list, target = _fasthts.dask_index_plan(path, pieces, out, csi, min_shift)
+    plan = [(0, s, e) for s, e in split_list]
+    futures: List[Any] = []
+
+    def submit(j: int, entry: Optional[int]) -> Any:
+        _, s, e = plan[j]
+        f = client.submit(_fasthts.dask_index_split, path, s, e, entry, csi, min_shift, pure=False)
+        futures.append(f)
+        return f
+
+    try:
+        first = [submit(j, None) for j in range(len(plan))]
+        _watch(first, progress, "index")
+        reports = client.gather(first)
+        used = _chain(plan, [path], reports, lambda r: r[0], lambda r: None if r[1] else r[2], lambda j, entry: submit(j, entry).result())
+        end = reports[used[-1]][2] if used else 0
+        if not used:
+            # No records: one pass over nothing ends at the first record's offset.
+            end = _fasthts.dask_index_split(path, 0, _FILE_END, None, csi, min_shift)[2]
+        _fasthts.dask_index_join(path, [(reports[j][3], 0) for j in used], end, target, csi, min_shift)
+        return os.fspath(target)
+    finally:
+        client.cancel([f for f in futures if not f.done()])

@@ -20,9 +20,9 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from . import _fasthts
 from . import Countgraph, FlagStat, _progress
 
-from ._dask_sort import sort
+from ._dask_sort import index, sort
 
-__all__ = ["flagstat", "snp_pileup", "count_kmers", "sort"]
+__all__ = ["flagstat", "snp_pileup", "count_kmers", "sort", "index"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -142,7 +142,7 @@ pub fn plan_splits(bam: &BamFile, pieces: usize) -> Vec<Split> {
 /// `offset` with a record boundary at a block's end written as the next
 /// block's start (the form [`guess_entry`] gives), so offsets of the same
 /// point compare equal.
-fn at_block_start(bam: &BamFile, offset: VirtualOffset) -> VirtualOffset {
+pub fn at_block_start(bam: &BamFile, offset: VirtualOffset) -> VirtualOffset {
     match Block::parse(bam.bytes(), offset.compressed()) {
         Ok(b) if u32::from(offset.uncompressed()) == b.uncompressed_size => VirtualOffset::new(b.next_offset(), 0).unwrap_or(offset),
         _ => offset,

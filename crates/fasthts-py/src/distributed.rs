@@ -1,4 +1,4 @@
-//! The steps of `fasthts.dask.sort`, one function per task kind (see
+//! The steps of `fasthts.dask.sort` and `fasthts.dask.index`, one function per task kind (see
 //! `fasthts::sort::distributed`). Arguments are plain values (paths,
 //! integers, bytes, a tuple for the order) so that dask can send them to
 //! any worker; every function opens what it needs by path.
@@ -24,6 +24,9 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dask_sort_place, m)?)?;
     m.add_function(wrap_pyfunction!(dask_sort_finish, m)?)?;
     m.add_function(wrap_pyfunction!(dask_sort_index_name, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_index_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_index_split, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_index_join, m)?)?;
     Ok(())
 }
 
@@ -184,4 +187,88 @@ fn dask_sort_finish(py: Python<'_>, output: PathBuf) -> PyResult<()> {
 fn dask_sort_index_name(output: PathBuf) -> (PathBuf, PathBuf, bool) {
     let (data, index, format) = fasthts::indexer::split_index_name(&output);
     (data, index, format != fasthts::index::IndexFormat::Bai)
+}
+
+/// Checks `path` and `output` for `dask.index` and returns the splits
+/// `[(start, end)]` and where the index goes.
+#[pyfunction]
+#[pyo3(signature = (path, pieces, output=None, csi=false, min_shift=None))]
+fn dask_index_plan(
+    py: Python<'_>,
+    path: PathBuf,
+    pieces: usize,
+    output: Option<PathBuf>,
+    csi: bool,
+    min_shift: Option<i32>,
+) -> PyResult<(Vec<(u64, u64)>, PathBuf)> {
+    let options = fasthts::command::IndexOptions { format: fasthts::command::index_format(csi, min_shift), output, threads: None };
+    run_detached(py, |_| {
+        let target = fasthts::command::index_target(&path, &options)?;
+        let bam = dist::open_input(&path)?;
+        Ok((dist::plan_splits(&bam, pieces).into_iter().map(|s| (s.start, s.end)).collect(), target))
+    })
+}
+
+/// The index segment of a split's records from `entry` (raw virtual offset;
+/// `None`: guess): `(entry, ended, exit, segment)` where `exit` is the next
+/// split's first record, or with `ended` where reading stopped at the end;
+/// `None` when no entry could be guessed.
+#[pyfunction]
+#[pyo3(signature = (path, start, end, entry, csi=false, min_shift=None))]
+fn dask_index_split(
+    py: Python<'_>,
+    path: PathBuf,
+    start: u64,
+    end: u64,
+    entry: Option<u64>,
+    csi: bool,
+    min_shift: Option<i32>,
+) -> PyResult<Option<(u64, bool, u64, Py<PyBytes>)>> {
+    let format = fasthts::command::index_format(csi, min_shift);
+    let done = run_detached(py, |_| {
+        let bam = BamFile::open(&path)?;
+        let split = Split { start, end };
+        let entry = match entry {
+            Some(raw) => offset(raw),
+            None => match dist::guess_entry(&bam, split)? {
+                Some(e) => e,
+                None => return Ok(None),
+            },
+        };
+        let (segment, exit) = dist::index_split(&bam, split, entry, format)?;
+        let (ended, exit) = match exit {
+            dist::Exit::Next(at) => (false, at),
+            dist::Exit::End(at) => (true, at),
+        };
+        Ok(Some((u64::from(dist::at_block_start(&bam, entry)), ended, u64::from(exit), segment.to_bytes())))
+    })?;
+    Ok(done.map(|(entry, ended, exit, bytes)| (entry, ended, exit, PyBytes::new(py, &bytes).unbind())))
+}
+
+/// Joins segments (each with the bytes to shift its offsets by) into the
+/// index of `path`, whose reading ends at `end`, and writes it to `output`.
+#[pyfunction]
+#[pyo3(signature = (path, segments, end, output, csi=false, min_shift=None))]
+fn dask_index_join(
+    py: Python<'_>,
+    path: PathBuf,
+    segments: Vec<(Vec<u8>, u64)>,
+    end: u64,
+    output: PathBuf,
+    csi: bool,
+    min_shift: Option<i32>,
+) -> PyResult<()> {
+    let format = fasthts::command::index_format(csi, min_shift);
+    run_detached(py, |_| {
+        let bam = BamFile::open(&path)?;
+        let mut joined = Vec::with_capacity(segments.len());
+        for (bytes, shift) in segments {
+            let mut segment = fasthts::index::IndexSegment::from_bytes(&bytes)
+                .ok_or_else(|| Error::Message("damaged index segment from a worker".into()).with_path(&path))?;
+            segment.shift(shift);
+            joined.push(segment);
+        }
+        let index = dist::join_index(&bam, format, joined, offset(end))?;
+        fasthts::indexer::write_index(&index, &output)
+    })
 }
