@@ -293,3 +293,14 @@ def test_command_line(unsorted, tmp_path):
     assert p.stderr.decode().endswith("python -m fasthts.dask sort: " + str(tmp_path / "missing.bam") + ": No such file or directory\n")
     p = subprocess.run([sys.executable, "-m", "fasthts.dask", "sort", "-o", str(out), unsorted], capture_output=True)
     assert p.returncode == 2 and b"one of the arguments --scheduler --local-workers is required" in p.stderr
+
+
+def test_command_line_index(coordinate_sorted, tmp_path):
+    out = tmp_path / "o.csi"
+    run = [sys.executable, "-m", "fasthts.dask", "index", "--local-workers", "2", "-c", "--splits", "3"]
+    p = subprocess.run([*run, coordinate_sorted[0], str(out)], capture_output=True)
+    assert p.returncode == 0, p.stderr.decode()
+    subprocess.run([samtools(), "index", "-c", "-o", str(tmp_path / "ref.csi"), coordinate_sorted[0]], check=True)
+    assert out.read_bytes() == (tmp_path / "ref.csi").read_bytes()
+    p = subprocess.run([*run, str(ROOT / "tests/data/unsorted.bam"), str(out)], capture_output=True)
+    assert p.returncode == 1 and p.stderr.decode().endswith("unsorted.bam: Chromosome blocks not continuous\n")

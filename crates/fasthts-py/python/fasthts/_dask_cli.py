@@ -3,9 +3,10 @@ Python.
 
     python -m fasthts.dask sort --scheduler tcp://HOST:8786 -o out.bam in.bam [in2.bam ...]
     python -m fasthts.dask sort --local-workers 4 -n -o by-name.bam in.bam
+    python -m fasthts.dask index --scheduler tcp://HOST:8786 sorted.bam
 
-Options are samtools sort's (as ``fasthts sort`` takes them); the work is
-``fasthts.dask.sort``. A progress bar is shown on a terminal.
+Options are samtools sort's and index's (as ``fasthts`` takes them); the
+work is ``fasthts.dask.sort`` and ``fasthts.dask.index``. A progress bar is shown on a terminal.
 """
 
 from __future__ import annotations
@@ -52,6 +53,24 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--parts", type=int, metavar="N", help="output parts [one per 192 MB of input, at least one per worker thread]")
     s.add_argument("--splits", type=int, metavar="N", help="splits per input [one per 256 MB, at least two per worker thread]")
     s.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    i = sub.add_parser(
+        "index",
+        help="samtools index on the cluster",
+        description="Indexes a coordinate-sorted BAM, byte for byte as samtools index (see fasthts.dask.index).",
+        epilog="examples:\n"
+        "  python -m fasthts.dask index --scheduler tcp://head:8786 sorted.bam\n"
+        "  python -m fasthts.dask index --local-workers 2 -c sorted.bam",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    i.add_argument("input", metavar="IN.bam", help="a coordinate-sorted, BGZF-compressed BAM")
+    i.add_argument("output", nargs="?", metavar="OUT.index", help="the index [IN.bam.bai, or IN.bam.csi with -c/-m]")
+    where = i.add_mutually_exclusive_group(required=True)
+    where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running dask scheduler, e.g. tcp://HOST:8786")
+    where.add_argument("--local-workers", type=int, metavar="N", help="start a local cluster of N worker processes instead")
+    i.add_argument("-c", dest="csi", action="store_true", help="write a CSI index [BAI]")
+    i.add_argument("-m", dest="min_shift", type=int, metavar="INT", help="CSI with 2^INT-base windows [14]")
+    i.add_argument("--splits", type=int, metavar="N", help="splits of the BAM [one per 256 MB, at least two per worker thread]")
+    i.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return p
 
 
@@ -74,6 +93,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             cluster = LocalCluster(n_workers=args.local_workers, threads_per_worker=1, dashboard_address=":0")
             client = Client(cluster)
         with client:
+            if args.command == "index":
+                fdask.index(
+                    client, args.input, args.output, csi=args.csi, min_shift=args.min_shift, splits=args.splits, progress=False if args.quiet else None
+                )
+                return 0
             fdask.sort(
                 client,
                 args.inputs,
@@ -95,7 +119,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (Error, OSError, ValueError, TypeError) as e:
         # OSError's str() starts "[Errno N]": the message is enough.
         message = e.strerror if isinstance(e, OSError) and e.strerror else e
-        print(f"python -m fasthts.dask sort: {message}", file=sys.stderr)
+        print(f"python -m fasthts.dask {args.command}: {message}", file=sys.stderr)
         return 1
     finally:
         if cluster is not None:
