@@ -85,6 +85,7 @@ def sort(
     splits: Optional[int] = None,
     threads: int = 1,
     progress: Optional[bool] = None,
+    timings: Optional[Dict[str, float]] = None,
 ) -> int:
     """``fasthts.sort`` on the cluster; returns the number of records.
 
@@ -111,7 +112,12 @@ def sort(
     ``OUTPUT##idx##INDEX``): each part's index is built on its worker, and
     the client joins them (offsets moved to where the parts lie), byte for
     byte ``samtools index`` of the output.
+
+    ``timings``: a dict to fill with each stage's wall seconds (``plan``,
+    ``sample``, ``shuffle``, ``sort``, ``place``, ``index``) and sizes
+    (``splits``, ``parts``, ``shuffle_bytes``), for benchmarks.
     """
+    clock = _Clock(timings)
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
     elif not isinstance(inputs, (list, tuple)):
@@ -128,6 +134,7 @@ def sort(
     pieces = splits or max(2 * workers, -(-max(sizes) // _SPLIT_BYTES))
     n_parts = parts or max(workers, -(-sum(sizes) // _PART_BYTES))
     plan: List[Tuple[int, int, int]] = _fasthts.dask_sort_plan(paths, data, pieces)
+    clock.mark("plan")
     header = paths[0]
     program = None if no_pg else (_fasthts.__version__, f"fasthts.dask.sort({paths!r}, {output!r})")
 
@@ -148,6 +155,7 @@ def sort(
         samples = [s for batch in client.gather(sampled) for s in batch]
         boundaries = _fasthts.dask_sort_boundaries(header, samples, n_parts, order)
         n_parts = len(boundaries) + 1
+        clock.mark("sample")
 
         # Every split's records to its parts' shuffle files.
         def shuffle_files(j: int) -> List[str]:
@@ -161,6 +169,9 @@ def sort(
         _watch(shuffled, progress, "sort: shuffling")
         reports = client.gather(shuffled)
         used = _chain(plan, paths, reports, lambda r: r[0], lambda r: r[1], lambda j, entry: shuffle(j, entry).result())
+        clock.mark("shuffle")
+        if timings is not None:
+            timings.update(splits=len(plan), parts=n_parts, shuffle_bytes=sum(os.path.getsize(f) for j in used for f in shuffle_files(j)))
         # Every part sorted into a BAM of its own.
         part_paths = [os.path.join(work, f"part{p:06}.bam") for p in range(n_parts)]
         sorted_parts = [
@@ -180,6 +191,7 @@ def sort(
         _watch(sorted_parts, progress, "sort: sorting parts")
         layout = client.gather(sorted_parts)
         records = sum(r for _, _, r in layout)
+        clock.mark("sort")
 
         # The output: part 0's header blocks, every part's record blocks, EOF.
         temporary = os.path.join(work, "output.bam")
@@ -195,6 +207,7 @@ def sort(
         _watch(placed, progress, "sort: writing")
         client.gather(placed)
         _fasthts.dask_sort_finish(temporary)
+        clock.mark("place")
         if index_path is not None:
             # Each part's index segment, built on a worker, moved to where
             # the part lies in the output, and joined.
@@ -215,12 +228,26 @@ def sort(
             _fasthts.dask_index_join(temporary, segments, at << 16, index_temporary, index_csi)
             os.replace(temporary, os.fspath(data))
             os.replace(index_temporary, os.fspath(index_path))
+            clock.mark("index")
         else:
             os.replace(temporary, os.fspath(data))
         return records
     finally:
         client.cancel([f for f in futures if not f.done()])
         _remove_tree(work)
+
+
+class _Clock:
+    """Wall seconds of each stage, into `timings` when given."""
+
+    def __init__(self, timings: Optional[Dict[str, float]]) -> None:
+        self.timings, self.last = timings, time.perf_counter()
+
+    def mark(self, stage: str) -> None:
+        now = time.perf_counter()
+        if self.timings is not None:
+            self.timings[stage] = now - self.last
+        self.last = now
 
 
 def _remove_tree(path: str) -> None:
