@@ -17,6 +17,7 @@ use std::sync::Mutex;
 
 mod bam;
 mod cli;
+mod distributed;
 mod kmer;
 mod ops;
 
@@ -94,5 +95,6 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ops::register(m)?;
     kmer::register(m)?;
     cli::register(m)?;
+    distributed::register(m)?;
     Ok(())
 }

@@ -8,7 +8,7 @@ use fasthts::command::{self, FlagstatOptions, IndexOptions, SnpPileupFileOptions
 use fasthts::flagstat::{Counts, FlagStat as LibFlagStat};
 use fasthts::pileup::snp::{self, SnpPileupOptions};
 use fasthts::region::Span;
-use fasthts::sort::OutputFormat;
+use fasthts::sort::{OutputFormat, SortOrder};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -222,7 +222,7 @@ fn index(
 }
 
 /// samtools' memory sizes: an int, or a string with K, M or G.
-fn memory_arg(v: &Bound<'_, PyAny>) -> PyResult<usize> {
+pub(crate) fn memory_arg(v: &Bound<'_, PyAny>) -> PyResult<usize> {
     if let Ok(n) = v.extract::<usize>() {
         return Ok(n);
     }
@@ -263,17 +263,8 @@ fn sort_fn(
         Some((format, level)) => (Some(format), level),
         None => (None, None),
     };
-    let tag = tag.as_deref().map(command::parse_tag).transpose().map_err(to_py)?;
-    // The CLI lets the last of -n, -M and --template-coordinate win; keyword
-    // arguments have no order, so more than one is an error here.
-    if usize::from(by_name) + usize::from(template_coordinate) + usize::from(minimiser) > 1 {
-        return Err(PyValueError::new_err("by_name, template_coordinate and minimiser exclude each other"));
-    }
-    if tag.is_some() && (template_coordinate || minimiser) {
-        return Err(PyValueError::new_err("tag cannot be combined with template_coordinate or minimiser"));
-    }
     let mut options = SortFileOptions {
-        order: command::sort_order(tag, by_name, template_coordinate, minimiser.then_some(kmer)),
+        order: sort_order_arg(by_name, tag.as_deref(), template_coordinate, minimiser, kmer)?,
         format,
         level: level.or(format_level),
         threads,
@@ -287,6 +278,20 @@ fn sort_fn(
         options.memory_per_thread = memory_arg(m)?;
     }
     run_detached(py, |w| command::sort_file(&input, &output, &options, w))
+}
+
+/// The sort order the keyword arguments of `sort` (and `dask.sort`) ask for.
+pub(crate) fn sort_order_arg(by_name: bool, tag: Option<&str>, template_coordinate: bool, minimiser: bool, kmer: i64) -> PyResult<SortOrder> {
+    let tag = tag.map(command::parse_tag).transpose().map_err(to_py)?;
+    // The CLI lets the last of -n, -M and --template-coordinate win; keyword
+    // arguments have no order, so more than one is an error here.
+    if usize::from(by_name) + usize::from(template_coordinate) + usize::from(minimiser) > 1 {
+        return Err(PyValueError::new_err("by_name, template_coordinate and minimiser exclude each other"));
+    }
+    if tag.is_some() && (template_coordinate || minimiser) {
+        return Err(PyValueError::new_err("tag cannot be combined with template_coordinate or minimiser"));
+    }
+    Ok(command::sort_order(tag, by_name, template_coordinate, minimiser.then_some(kmer)))
 }
 
 /// snp-pileup's options, FACETS' defaults, from the Python arguments.

@@ -20,7 +20,9 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from . import _fasthts
 from . import Countgraph, FlagStat, _progress
 
-__all__ = ["flagstat", "snp_pileup", "count_kmers"]
+from ._dask_sort import index, sort
+
+__all__ = ["flagstat", "snp_pileup", "count_kmers", "sort", "index"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -210,3 +212,11 @@ def count_kmers(
             nxt.append(client.submit(_merge, pair, pure=False) if len(pair) == 2 else pair[0])
         futures = nxt
     return futures[0].result()
+
+
+if __name__ == "__main__":  # python -m fasthts.dask
+    import sys
+
+    from ._dask_cli import main
+
+    sys.exit(main())

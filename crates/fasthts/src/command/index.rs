@@ -47,8 +47,7 @@ pub fn index_format(csi: bool, min_shift: Option<i32>) -> IndexFormat {
 /// its compressed bytes are held in memory while it is read, since an
 /// index records offsets into them.
 pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> Result<PathBuf, Error> {
-    let target = options.output.clone().unwrap_or_else(|| indexer::index_path_for(path, options.format));
-    crate::output::refuse_input_as_output(&[&target], &[path])?;
+    let target = index_target(path, options)?;
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
     with_threads(threads, || {
         let bam = open_to_index(path)?;
@@ -56,6 +55,14 @@ pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> R
         let index = indexer::build(&bam, options.format)?;
         indexer::write_index(&index, &target)
     })?;
+    Ok(target)
+}
+
+/// Where the index of the BAM at `path` goes: `options.output`, or beside
+/// the BAM as samtools names it; refused when that is the BAM itself.
+pub fn index_target(path: &Path, options: &IndexOptions) -> Result<PathBuf, Error> {
+    let target = options.output.clone().unwrap_or_else(|| indexer::index_path_for(path, options.format));
+    crate::output::refuse_input_as_output(&[&target], &[path])?;
     Ok(target)
 }
 

@@ -32,11 +32,11 @@ mod view;
 
 pub use depth::{depth_file, depth_to};
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
-pub use index::{idxstats, index_file, index_format, IdxstatsOptions, IndexOptions};
+pub use index::{idxstats, index_file, index_format, index_target, IdxstatsOptions, IndexOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
+pub use sort::{check_memory_per_thread, parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
 pub use view::{view_file, HeaderMode, SkippedRegion, ViewOptions, VIEW_WINDOW_BASES};
-pub use sort::{parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
 
 use crate::bam::BamFile;
 use crate::bgzf::{Block, VirtualOffset};

@@ -88,6 +88,14 @@ pub fn parse_tag(text: &str) -> Result<[u8; 2], Error> {
 }
 
 /// samtools' complaint about a too small `-m`, sizes shown as it shows them.
+/// Refuses a `-m` below [`MIN_MEMORY_PER_THREAD`] with samtools' message.
+pub fn check_memory_per_thread(bytes: usize) -> Result<(), Error> {
+    if bytes < MIN_MEMORY_PER_THREAD {
+        return Err(memory_too_small(bytes));
+    }
+    Ok(())
+}
+
 fn memory_too_small(bytes: usize) -> Error {
     let (mut n, mut suffix) = (bytes, "");
     for next in ["K", "M"] {
@@ -119,9 +127,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
     if options.write_index && format != OutputFormat::Bam {
         return Err(Error::InvalidArgument("--write-index is only supported with BAM output".into()));
     }
-    if options.memory_per_thread < MIN_MEMORY_PER_THREAD {
-        return Err(memory_too_small(options.memory_per_thread));
-    }
+    check_memory_per_thread(options.memory_per_thread)?;
     let to_stdout = output.as_os_str() == "-";
     let (data, index_path, index_format) = crate::indexer::split_index_name(output);
     let mut index = None;

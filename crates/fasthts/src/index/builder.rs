@@ -90,6 +90,8 @@ pub struct IndexBuilder {
     last_coor: i64,
     n_mapped: u64,
     n_unmapped: u64,
+    /// Every `insert_bin`, in order, when this builds an [`IndexSegment`].
+    log: Option<Vec<(i32, u32, u64, u64)>>,
 }
 
 impl IndexBuilder {
@@ -132,6 +134,7 @@ impl IndexBuilder {
             last_coor: i64::from(u32::MAX),
             n_mapped: 0,
             n_unmapped: 0,
+            log: None,
         }
     }
 
@@ -281,6 +284,9 @@ impl IndexBuilder {
     fn insert_bin(&mut self, tid: i32, bin: u32, beg: u64, end: u64) {
         if tid < 0 {
             return;
+        }
+        if let Some(log) = &mut self.log {
+            log.push((tid, bin, beg, end));
         }
         if let Some(Some(h)) = self.bidx.get_mut(tid as usize) {
             let (k, _) = h.put(bin);
@@ -613,5 +619,279 @@ mod tests {
             (m.ref_beg, m.ref_end, m.n_mapped, m.n_unmapped),
             (vo(0, 10), vo(1000, 0), 3, 0)
         );
+    }
+}
+
+/// One record as [`IndexBuilder::push`] takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pushed {
+    tid: i32,
+    beg: i64,
+    end: i64,
+    record_end: u64,
+    mapped: bool,
+}
+
+/// The index of a stretch of a BAM's records, built on its own (by another
+/// task, on another machine) and then appended, in file order, to the
+/// index of the records before it ([`IndexBuilder::append`]): the result
+/// is the index one pass over all the records would have built, byte for
+/// byte.
+///
+/// A segment is an [`IndexBuilder`] that also logs its bins' chunk
+/// insertions: htslib's bin table comes out in an order that depends on
+/// the order of insertions, so appending replays them. Only what the
+/// stretch's first record meets depends on the records before it (a chunk
+/// or a reference's metadata that continues); `append` pushes that record
+/// for real and corrects the first chunk and metadata the segment logged.
+#[derive(Debug, Clone)]
+pub struct IndexSegment {
+    builder: IndexBuilder,
+    first: Option<Pushed>,
+}
+
+impl IndexSegment {
+    /// A segment in `format` whose first record starts at `start`.
+    pub fn new(format: IndexFormat, n_refs: usize, start: VirtualOffset) -> IndexSegment {
+        let mut builder = IndexBuilder::new(format, n_refs, start);
+        builder.log = Some(Vec::new());
+        IndexSegment { builder, first: None }
+    }
+
+    /// Adds one record, as [`IndexBuilder::push`].
+    pub fn push(&mut self, tid: i32, beg: i64, end: i64, record_end: VirtualOffset, is_mapped: bool) -> Result<(), IndexError> {
+        self.builder.push(tid, beg, end, record_end, is_mapped)?;
+        if self.first.is_none() {
+            self.first = Some(Pushed { tid, beg, end, record_end: u64::from(record_end), mapped: is_mapped });
+        }
+        Ok(())
+    }
+
+    /// Moves every offset `bytes` further into the file (a part written
+    /// on its own, placed at that distance in the whole).
+    pub fn shift(&mut self, bytes: u64) {
+        let d = bytes << 16;
+        let b = &mut self.builder;
+        let meta_bin = b.meta_bin;
+        if let Some(first) = &mut self.first {
+            first.record_end += d;
+        }
+        // Metadata comes in pairs: offsets, then counts (not offsets).
+        let mut meta_events = 0usize;
+        for (_, bin, beg, end) in b.log.iter_mut().flatten() {
+            if *bin == meta_bin {
+                meta_events += 1;
+                if meta_events % 2 == 0 {
+                    continue;
+                }
+            }
+            *beg += d;
+            *end += d;
+        }
+        b.save_off += d;
+        b.last_off += d;
+        b.off_beg += d;
+        for l in &mut b.lidx {
+            for run in &mut l.runs {
+                run.2 += d;
+            }
+        }
+    }
+
+    /// The segment as bytes, to travel between machines ([`IndexSegment::from_bytes`]).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let b = &self.builder;
+        let mut out = Vec::new();
+        let mut put = |v: u64| out.extend_from_slice(&v.to_le_bytes());
+        let (kind, min_shift, depth) = match b.format {
+            IndexFormat::Bai => (0, 0, 0),
+            IndexFormat::Csi { min_shift, depth } => (1, min_shift, depth),
+        };
+        for v in [kind, u64::from(min_shift), u64::from(depth), b.bidx.len() as u64] {
+            put(v);
+        }
+        match self.first {
+            None => put(0),
+            Some(f) => {
+                for v in [1, f.tid as u64, f.beg as u64, f.end as u64, f.record_end, u64::from(f.mapped)] {
+                    put(v);
+                }
+            }
+        }
+        for v in [
+            b.n_no_coor,
+            b.save_tid as u64,
+            b.last_tid as u64,
+            u64::from(b.save_bin),
+            u64::from(b.last_bin),
+            b.save_off,
+            b.last_off,
+            b.off_beg,
+            b.last_coor as u64,
+            b.n_mapped,
+            b.n_unmapped,
+        ] {
+            put(v);
+        }
+        let log = b.log.as_deref().unwrap_or(&[]);
+        put(log.len() as u64);
+        for &(tid, bin, beg, end) in log {
+            for v in [tid as u64, u64::from(bin), beg, end] {
+                put(v);
+            }
+        }
+        for (h, l) in b.bidx.iter().zip(&b.lidx) {
+            put(u64::from(h.is_some()));
+            put(l.n);
+            put(l.runs.len() as u64);
+            for &(from, to, off) in &l.runs {
+                for v in [from, to, off] {
+                    put(v);
+                }
+            }
+        }
+        out
+    }
+
+    /// A segment from [`IndexSegment::to_bytes`]; `None` if the bytes are
+    /// not one.
+    pub fn from_bytes(bytes: &[u8]) -> Option<IndexSegment> {
+        let mut at = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        let mut next = || at.next();
+        let format = match (next()?, next()?, next()?) {
+            (0, _, _) => IndexFormat::Bai,
+            (1, min_shift, depth) => IndexFormat::Csi { min_shift: u32::try_from(min_shift).ok()?, depth: u32::try_from(depth).ok()? },
+            _ => return None,
+        };
+        let n_refs = usize::try_from(next()?).ok()?;
+        let first = match next()? {
+            0 => None,
+            _ => Some(Pushed { tid: next()? as i32, beg: next()? as i64, end: next()? as i64, record_end: next()?, mapped: next()? != 0 }),
+        };
+        let mut b = IndexBuilder::new(format, n_refs.min(1 << 24), VirtualOffset::from(0));
+        if b.bidx.len() != n_refs {
+            return None;
+        }
+        b.n_no_coor = next()?;
+        b.save_tid = next()? as i32;
+        b.last_tid = next()? as i32;
+        b.save_bin = next()? as u32;
+        b.last_bin = next()? as u32;
+        b.save_off = next()?;
+        b.last_off = next()?;
+        b.off_beg = next()?;
+        b.last_coor = next()? as i64;
+        b.n_mapped = next()?;
+        b.n_unmapped = next()?;
+        let n_log = usize::try_from(next()?).ok()?;
+        let mut log = Vec::with_capacity(n_log.min(bytes.len() / 32));
+        for _ in 0..n_log {
+            log.push((next()? as i32, next()? as u32, next()?, next()?));
+        }
+        b.log = Some(log);
+        for t in 0..n_refs {
+            if next()? != 0 {
+                b.bidx[t] = Some(KHash::new());
+            }
+            b.lidx[t].n = next()?;
+            let runs = usize::try_from(next()?).ok()?;
+            for _ in 0..runs.min(bytes.len() / 24) {
+                b.lidx[t].runs.push((next()?, next()?, next()?));
+            }
+        }
+        next().is_none().then_some(IndexSegment { builder: b, first })
+    }
+}
+
+impl IndexBuilder {
+    /// Appends the index of the records that follow the ones pushed so far
+    /// (see [`IndexSegment`]); the segment must start where the last record
+    /// pushed ended (an empty segment changes nothing). The errors are
+    /// those `push` would have given had the records been pushed one by one.
+    pub fn append(&mut self, segment: IndexSegment) -> Result<(), IndexError> {
+        let Some(first) = segment.first else { return Ok(()) };
+        let seg = segment.builder;
+        // References the segment goes on to after its first one must be new.
+        for (t, h) in seg.bidx.iter().enumerate() {
+            if h.is_some() && t as i32 != first.tid && self.bidx.get(t).is_some_and(Option::is_some) {
+                return Err(IndexError::NotContinuous { tid: t as i32 });
+            }
+        }
+        if self.n_no_coor > 0 && seg.bidx.iter().any(Option::is_some) {
+            let tid = seg.bidx.iter().position(Option::is_some).unwrap_or(0) as i32;
+            return Err(IndexError::NoCoorNotAtEnd { tid, last_tid: self.last_tid });
+        }
+        self.push(first.tid, first.beg, first.end, VirtualOffset::from(first.record_end), first.mapped)?;
+        // What the segment began afresh and this index continues: the open
+        // chunk, the reference's metadata start and its counts.
+        let chunk_start = self.save_off;
+        let ref_start = self.off_beg;
+        let earlier_mapped = self.n_mapped - u64::from(first.mapped);
+        let earlier_unmapped = self.n_unmapped - u64::from(!first.mapped);
+        let (mut chunk_fixed, mut meta_events) = (false, 0usize);
+        for (tid, bin, mut beg, mut end) in seg.log.into_iter().flatten() {
+            if bin == self.meta_bin {
+                meta_events += 1;
+                match meta_events {
+                    1 => beg = ref_start,
+                    2 => {
+                        beg += earlier_mapped;
+                        end += earlier_unmapped;
+                    }
+                    _ => {}
+                }
+            } else if !chunk_fixed {
+                chunk_fixed = true;
+                beg = chunk_start;
+            }
+            let t = tid as usize;
+            if self.bidx[t].is_none() {
+                self.bidx[t] = Some(KHash::new());
+            }
+            self.insert_bin(tid, bin, beg, end);
+        }
+        for (mine, theirs) in self.lidx.iter_mut().zip(&seg.lidx) {
+            mine.append(theirs);
+        }
+        self.n_no_coor += seg.n_no_coor - u64::from(first.tid < 0);
+        self.save_tid = seg.save_tid;
+        self.last_tid = seg.last_tid;
+        self.save_bin = seg.save_bin;
+        self.last_bin = seg.last_bin;
+        self.last_off = seg.last_off;
+        self.last_coor = seg.last_coor;
+        if chunk_fixed {
+            self.save_off = seg.save_off;
+        }
+        if meta_events > 0 {
+            self.off_beg = seg.off_beg;
+            self.n_mapped = seg.n_mapped;
+            self.n_unmapped = seg.n_unmapped;
+        } else {
+            self.n_mapped = earlier_mapped + seg.n_mapped;
+            self.n_unmapped = earlier_unmapped + seg.n_unmapped;
+        }
+        Ok(())
+    }
+}
+
+impl Linear {
+    /// Appends the windows of a later stretch of records, as its records
+    /// would have set them here: windows already set stay.
+    fn append(&mut self, later: &Linear) {
+        for &(from, to, offset) in &later.runs {
+            let from = match self.runs.last() {
+                Some(&(_, last, _)) => from.max(last + 1),
+                None => from,
+            };
+            if from > to {
+                continue;
+            }
+            match self.runs.last_mut() {
+                Some(run) if run.1 + 1 == from && run.2 == offset => run.1 = to,
+                _ => self.runs.push((from, to, offset)),
+            }
+        }
+        self.n = self.n.max(later.n);
     }
 }

@@ -77,7 +77,7 @@ use std::fmt::Write as _;
 
 use crate::bgzf::VirtualOffset;
 
-pub use builder::{csi_depth, IndexBuilder, DEFAULT_MIN_SHIFT};
+pub use builder::{csi_depth, IndexBuilder, IndexSegment, DEFAULT_MIN_SHIFT};
 pub use error::IndexError;
 
 /// BAI's smallest window: 2^14 = 16384 bases.

@@ -11,6 +11,7 @@
 //! the oldest ones are merged into one in the background while input is
 //! still read (rocksort's compaction), so the final merge stays within it.
 
+pub mod distributed;
 mod format;
 mod header;
 mod key;

@@ -1,0 +1,304 @@
+"""``fasthts.dask.sort``: samtools sort on a dask.distributed cluster.
+
+The steps are those of ``fasthts::sort::distributed`` (the Rust library's
+module docs explain each); this module only submits them and checks what
+they report. Every file goes to a work directory beside the output (a
+shared filesystem); nothing but small values travels through dask.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _fasthts, _progress
+
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+#: Compressed bytes per split and per part when not told otherwise: a part
+#: of this size sorts in the default memory of one thread.
+_SPLIT_BYTES = 256 << 20
+_PART_BYTES = 192 << 20
+#: Sampled records per part, spread over all splits.
+_SAMPLES_PER_PART = 200
+#: A split end past any file's end: read to the end.
+_FILE_END = 1 << 62
+
+
+def _path(p: Any, what: str) -> str:
+    if not isinstance(p, (str, bytes, os.PathLike)):
+        raise TypeError(f"{what} must be a path (str, bytes or os.PathLike), not {type(p).__name__}")
+    return os.fsdecode(os.fspath(p))
+
+
+def _n_threads(client: Any) -> int:
+    info = client.scheduler_info()
+    return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
+
+
+def _watch(futures: List[Any], progress: Optional[bool], label: str) -> None:
+    tick = _progress(len(futures), progress, label)
+    for f in futures:
+        f.add_done_callback(lambda _f: tick())
+
+
+def _chain(plan: Sequence[Tuple[int, int, int]], paths: Sequence[str], reports: List[Any], entry_of: Any, exit_of: Any, rerun: Any) -> List[int]:
+    """Checks that each split started where the one before it (same input)
+    ended, running a split again from there when its first record was
+    guessed wrongly or could not be guessed (`reports[j]` is None), and
+    returns the splits that hold records. `exit_of(report)` is None when
+    the split read to the end of its file."""
+    used: List[int] = []
+    for j, (i, _, _) in enumerate(plan):
+        if j > 0 and plan[j - 1][0] == i:
+            before = reports[j - 1]
+            if exit_of(before) is None:
+                continue  # the split before read to the end: nothing starts here
+            if reports[j] is None or entry_of(reports[j]) != exit_of(before):
+                reports[j] = rerun(j, exit_of(before))
+        elif reports[j] is None:
+            raise _fasthts.Error(f"{paths[i]}: cannot find the first record")
+        used.append(j)
+        last_of_input = j + 1 == len(plan) or plan[j + 1][0] != i
+        if last_of_input and exit_of(reports[j]) is not None:
+            raise _fasthts.Error(f"{paths[i]}: records continue past the end of the file's last split")
+    return used
+
+
+def sort(
+    client: Any,
+    inputs: Union[PathLike, Sequence[PathLike]],
+    output: PathLike,
+    by_name: bool = False,
+    tag: Optional[str] = None,
+    template_coordinate: bool = False,
+    minimiser: bool = False,
+    kmer: int = 20,
+    level: Optional[int] = None,
+    memory: Union[int, str, None] = None,
+    write_index: bool = False,
+    no_pg: bool = False,
+    parts: Optional[int] = None,
+    splits: Optional[int] = None,
+    threads: int = 1,
+    progress: Optional[bool] = None,
+    timings: Optional[Dict[str, float]] = None,
+) -> int:
+    """``fasthts.sort`` on the cluster; returns the number of records.
+
+    ``inputs``: one BAM, or several (e.g. per-lane BAMs with the same
+    reference sequences), sorted into one ``output`` BAM whose content
+    equals ``samtools cat --no-PG INPUTS... | samtools sort`` (the first
+    input's header, edited as samtools sort edits it; ties in input
+    order). The options are those of ``fasthts.sort``; ``memory`` and
+    ``threads`` apply to each part's sort on its worker.
+
+    How: each input is cut into splits at BGZF block starts (``splits``
+    per input; default: one per 256 MB, at least two per worker thread);
+    a sample of records from every split sets the key ranges of ``parts``
+    output parts (default: one per 192 MB of input, at least one per
+    worker thread); every split's records go to the shuffle file of their
+    part; every part is sorted into a BAM of its own; the output is the
+    parts' BGZF blocks concatenated (no block is compressed twice), each
+    copied into place by a worker. Files live in a work directory beside
+    ``output`` (so the output's filesystem must be shared by the workers),
+    which is removed on success, error and interruption. Tasks can be
+    retried by dask (a lost worker) without changing the output.
+
+    ``write_index``: as ``--write-index`` (``OUTPUT.csi``, or
+    ``OUTPUT##idx##INDEX``): each part's index is built on its worker, and
+    the client joins them (offsets moved to where the parts lie), byte for
+    byte ``samtools index`` of the output.
+
+    ``timings``: a dict to fill with each stage's wall seconds (``plan``,
+    ``sample``, ``shuffle``, ``sort``, ``place``, ``index``) and sizes
+    (``splits``, ``parts``, ``shuffle_bytes``), for benchmarks.
+    """
+    clock = _Clock(timings)
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        inputs = [inputs]
+    elif not isinstance(inputs, (list, tuple)):
+        raise TypeError(f"inputs must be a path or a list of paths, not {type(inputs).__name__}")
+    paths = [_path(p, "each input") for p in inputs]
+    output = _path(output, "output")
+    order = (bool(by_name), tag, bool(template_coordinate), bool(minimiser), int(kmer))
+    workers = _n_threads(client)
+    if write_index:
+        data, index_path, index_csi = _fasthts.dask_sort_index_name(output)
+    else:
+        data, index_path, index_csi = output, None, False
+    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in paths]
+    pieces = splits or max(2 * workers, -(-max(sizes) // _SPLIT_BYTES))
+    n_parts = parts or max(workers, -(-sum(sizes) // _PART_BYTES))
+    plan: List[Tuple[int, int, int]] = _fasthts.dask_sort_plan(paths, data, pieces)
+    clock.mark("plan")
+    header = paths[0]
+    program = None if no_pg else (_fasthts.__version__, f"fasthts.dask.sort({paths!r}, {output!r})")
+
+    directory = os.path.dirname(os.path.abspath(os.fspath(data)))
+    work = tempfile.mkdtemp(prefix=f".{os.path.basename(os.fspath(data))}.fasthts-dask-", dir=directory)
+    futures: List[Any] = []
+
+    def submit(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        f = client.submit(fn, *args, pure=False, **kwargs)
+        futures.append(f)
+        return f
+
+    try:
+        # Samples, then the parts' key ranges.
+        per_split = max(8, _SAMPLES_PER_PART * n_parts // max(1, len(plan)))
+        sampled = [submit(_fasthts.dask_sort_sample, paths[i], header, s, e, per_split, order) for i, s, e in plan]
+        _watch(sampled, progress, "sort: sampling")
+        samples = [s for batch in client.gather(sampled) for s in batch]
+        boundaries = _fasthts.dask_sort_boundaries(header, samples, n_parts, order)
+        n_parts = len(boundaries) + 1
+        clock.mark("sample")
+
+        # Every split's records to its parts' shuffle files.
+        def shuffle_files(j: int) -> List[str]:
+            return [os.path.join(work, f"split{j:06}.part{p:06}") for p in range(n_parts)]
+
+        def shuffle(j: int, entry: Optional[int]) -> Any:
+            i, s, e = plan[j]
+            return submit(_fasthts.dask_sort_shuffle, paths[i], header, s, e, entry, boundaries, order, shuffle_files(j))
+
+        shuffled = [shuffle(j, None) for j in range(len(plan))]
+        _watch(shuffled, progress, "sort: shuffling")
+        reports = client.gather(shuffled)
+        used = _chain(plan, paths, reports, lambda r: r[0], lambda r: r[1], lambda j, entry: shuffle(j, entry).result())
+        clock.mark("shuffle")
+        if timings is not None:
+            timings.update(splits=len(plan), parts=n_parts, shuffle_bytes=sum(os.path.getsize(f) for j in used for f in shuffle_files(j)))
+        # Every part sorted into a BAM of its own.
+        part_paths = [os.path.join(work, f"part{p:06}.bam") for p in range(n_parts)]
+        sorted_parts = [
+            submit(
+                _fasthts.dask_sort_part,
+                header,
+                [shuffle_files(j)[p] for j in used],
+                order,
+                part_paths[p],
+                level,
+                memory,
+                threads,
+                program,
+            )
+            for p in range(n_parts)
+        ]
+        _watch(sorted_parts, progress, "sort: sorting parts")
+        layout = client.gather(sorted_parts)
+        records = sum(r for _, _, r in layout)
+        clock.mark("sort")
+
+        # The output: part 0's header blocks, every part's record blocks, EOF.
+        temporary = os.path.join(work, "output.bam")
+        body_start0 = layout[0][0]
+        body_len = sum(end - start for start, end, _ in layout)
+        _fasthts.dask_sort_create(temporary, part_paths[0], body_start0, body_len)
+        at = body_start0
+        placed = []
+        for p, (start, end, _) in enumerate(layout):
+            if end > start:
+                placed.append(submit(_fasthts.dask_sort_place, part_paths[p], start, end, temporary, at))
+            at += end - start
+        _watch(placed, progress, "sort: writing")
+        client.gather(placed)
+        _fasthts.dask_sort_finish(temporary)
+        clock.mark("place")
+        if index_path is not None:
+            # Each part's index segment, built on a worker, moved to where
+            # the part lies in the output, and joined.
+            indexed = [
+                submit(_fasthts.dask_index_split, part_paths[p], start, _FILE_END, start << 16, index_csi)
+                for p, (start, end, _) in enumerate(layout)
+                if end > start
+            ]
+            _watch(indexed, progress, "sort: indexing")
+            shifts = []
+            at = body_start0
+            for start, end, _ in layout:
+                if end > start:
+                    shifts.append(at - start)
+                at += end - start
+            segments = [(r[3], shift) for r, shift in zip(client.gather(indexed), shifts)]
+            index_temporary = os.path.join(work, "output.index")
+            _fasthts.dask_index_join(temporary, segments, at << 16, index_temporary, index_csi)
+            os.replace(temporary, os.fspath(data))
+            os.replace(index_temporary, os.fspath(index_path))
+            clock.mark("index")
+        else:
+            os.replace(temporary, os.fspath(data))
+        return records
+    finally:
+        client.cancel([f for f in futures if not f.done()])
+        _remove_tree(work)
+
+
+class _Clock:
+    """Wall seconds of each stage, into `timings` when given."""
+
+    def __init__(self, timings: Optional[Dict[str, float]]) -> None:
+        self.timings, self.last = timings, time.perf_counter()
+
+    def mark(self, stage: str) -> None:
+        now = time.perf_counter()
+        if self.timings is not None:
+            self.timings[stage] = now - self.last
+        self.last = now
+
+
+def _remove_tree(path: str) -> None:
+    """Removes the work directory; tasks cancelled a moment ago may still
+    be closing files in it."""
+    for _ in range(20):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            return
+        time.sleep(0.1)
+
+
+def index(
+    client: Any,
+    bam: PathLike,
+    output: Optional[PathLike] = None,
+    csi: bool = False,
+    min_shift: Optional[int] = None,
+    splits: Optional[int] = None,
+    progress: Optional[bool] = None,
+) -> str:
+    """``fasthts.index`` on the cluster: the BAI (or CSI with ``csi`` or
+    ``min_shift``) of a coordinate-sorted BAM, byte for byte
+    ``samtools index``'s, written to ``output`` or beside the BAM; returns
+    its path. The BAM is cut into ``splits`` at BGZF block starts (default:
+    one per 256 MB, at least two per worker thread); each split's index
+    segment is built on a worker, and the client joins them in order."""
+    path = _path(bam, "bam")
+    out = None if output is None else _path(output, "output")
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    pieces = splits or max(2 * _n_threads(client), -(-size // _SPLIT_BYTES))
+    split_list, target = _fasthts.dask_index_plan(path, pieces, out, csi, min_shift)
+    plan = [(0, s, e) for s, e in split_list]
+    futures: List[Any] = []
+
+    def submit(j: int, entry: Optional[int]) -> Any:
+        _, s, e = plan[j]
+        f = client.submit(_fasthts.dask_index_split, path, s, e, entry, csi, min_shift, pure=False)
+        futures.append(f)
+        return f
+
+    try:
+        first = [submit(j, None) for j in range(len(plan))]
+        _watch(first, progress, "index")
+        reports = client.gather(first)
+        used = _chain(plan, [path], reports, lambda r: r[0], lambda r: None if r[1] else r[2], lambda j, entry: submit(j, entry).result())
+        end = reports[used[-1]][2] if used else 0
+        if not used:
+            # No records: one pass over nothing ends at the first record's offset.
+            end = _fasthts.dask_index_split(path, 0, _FILE_END, None, csi, min_shift)[2]
+        _fasthts.dask_index_join(path, [(reports[j][3], 0) for j in used], end, target, csi, min_shift)
+        return os.fspath(target)
+    finally:
+        client.cancel([f for f in futures if not f.done()])

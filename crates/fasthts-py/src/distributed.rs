@@ -1,0 +1,274 @@
+//! The steps of `fasthts.dask.sort` and `fasthts.dask.index`, one function per task kind (see
+//! `fasthts::sort::distributed`). Arguments are plain values (paths,
+//! integers, bytes, a tuple for the order) so that dask can send them to
+//! any worker; every function opens what it needs by path.
+
+use crate::ops::{memory_arg, sort_order_arg};
+use crate::run_detached;
+use fasthts::bam::BamFile;
+use fasthts::bgzf::VirtualOffset;
+use fasthts::sort::distributed::{self as dist, Split};
+use fasthts::sort::{Comparator, OutputFormat, SortEngine, SortOptions};
+use fasthts::Error;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::path::PathBuf;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(dask_sort_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_sort_sample, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_sort_boundaries, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_sort_shuffle, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_sort_part, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_sort_create, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_sort_place, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_sort_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_sort_index_name, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_index_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_index_split, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_index_join, m)?)?;
+    Ok(())
+}
+
+/// The order as `fasthts.sort`'s keywords give it:
+/// `(by_name, tag, template_coordinate, minimiser, kmer)`.
+type OrderSpec = (bool, Option<String>, bool, bool, i64);
+
+/// The comparator of `spec` under `header`'s header (the first input's).
+fn comparator(spec: &OrderSpec, header: &BamFile) -> PyResult<Comparator> {
+    let order = sort_order_arg(spec.0, spec.1.as_deref(), spec.2, spec.3, spec.4)?;
+    Ok(Comparator::new(order, &header.header().text))
+}
+
+fn offset(raw: u64) -> VirtualOffset {
+    VirtualOffset::from(raw)
+}
+
+/// Checks the inputs and the output and returns the splits:
+/// `[(input's position, start, end)]`.
+#[pyfunction]
+fn dask_sort_plan(py: Python<'_>, inputs: Vec<PathBuf>, output: PathBuf, pieces: usize) -> PyResult<Vec<(usize, u64, u64)>> {
+    let splits = run_detached(py, |_| dist::plan(&inputs, &output, pieces))?;
+    Ok(splits.into_iter().map(|(i, s)| (i, s.start, s.end)).collect())
+}
+
+/// Up to `count` records of a split, prepared for the order, as bytes.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn dask_sort_sample(
+    py: Python<'_>,
+    path: PathBuf,
+    header: PathBuf,
+    start: u64,
+    end: u64,
+    count: usize,
+    order: OrderSpec,
+) -> PyResult<Vec<Py<PyBytes>>> {
+    let first = run_detached(py, |_| BamFile::open(&header))?;
+    let cmp = comparator(&order, &first)?;
+    let samples = run_detached(py, |_| dist::sample_records(&BamFile::open(&path)?, Split { start, end }, count, &cmp))?;
+    Ok(samples.iter().map(|s| PyBytes::new(py, s).unbind()).collect())
+}
+
+/// The boundary records of `parts` parts, chosen from the samples.
+#[pyfunction]
+fn dask_sort_boundaries(py: Python<'_>, header: PathBuf, samples: Vec<Vec<u8>>, parts: usize, order: OrderSpec) -> PyResult<Vec<Py<PyBytes>>> {
+    let first = run_detached(py, |_| BamFile::open(&header))?;
+    let cmp = comparator(&order, &first)?;
+    let n_ref = first.header().references.len();
+    // Samples come back from workers: check them before comparing.
+    let samples: Vec<Vec<u8>> = samples.into_iter().filter(|s| fasthts::bam::RecordRef::new(s, n_ref).is_ok()).collect();
+    let boundaries = py.detach(|| dist::choose_boundaries(samples, parts, &cmp));
+    Ok(boundaries.iter().map(|b| PyBytes::new(py, b).unbind()).collect())
+}
+
+/// Sends a split's records to the parts' shuffle files. `entry`: where its
+/// first record starts (raw virtual offset), or `None` to guess. Returns
+/// `(entry, exit or None, records)`, or `None` when no entry could be
+/// guessed.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn dask_sort_shuffle(
+    py: Python<'_>,
+    path: PathBuf,
+    header: PathBuf,
+    start: u64,
+    end: u64,
+    entry: Option<u64>,
+    boundaries: Vec<Vec<u8>>,
+    order: OrderSpec,
+    outputs: Vec<PathBuf>,
+) -> PyResult<Option<(u64, Option<u64>, u64)>> {
+    let first = run_detached(py, |_| BamFile::open(&header))?;
+    let cmp = comparator(&order, &first)?;
+    run_detached(py, |_| {
+        let bam = BamFile::open(&path)?;
+        let split = Split { start, end };
+        let entry = match entry {
+            Some(raw) => offset(raw),
+            None => match dist::guess_entry(&bam, split)? {
+                Some(e) => e,
+                None => return Ok(None),
+            },
+        };
+        let done = dist::shuffle_split(&bam, split, entry, &boundaries, &cmp, &outputs)?;
+        Ok(Some((u64::from(done.entry), done.exit.map(u64::from), done.records)))
+    })
+}
+
+/// Sorts one part's shuffle files into the BAM `output`; returns
+/// `(body_start, body_end, records)`.
+#[pyfunction]
+#[pyo3(signature = (header, shuffled, order, output, level=None, memory=None, threads=None, program=None))]
+#[allow(clippy::too_many_arguments)]
+fn dask_sort_part(
+    py: Python<'_>,
+    header: PathBuf,
+    shuffled: Vec<PathBuf>,
+    order: OrderSpec,
+    output: PathBuf,
+    level: Option<u32>,
+    memory: Option<&Bound<'_, PyAny>>,
+    threads: Option<usize>,
+    program: Option<(String, String)>,
+) -> PyResult<(u64, u64, u64)> {
+    let first = run_detached(py, |_| BamFile::open(&header))?;
+    let cmp = comparator(&order, &first)?;
+    let memory_per_thread = match memory {
+        Some(m) => memory_arg(m)?,
+        None => fasthts::command::SortFileOptions::default().memory_per_thread,
+    };
+    if let Some(l) = level.filter(|&l| l > 9) {
+        return Err(crate::to_py(Error::InvalidArgument(format!("level must be between 0 and 9, not {l}"))));
+    }
+    let part = run_detached(py, |_| {
+        fasthts::command::check_memory_per_thread(memory_per_thread)?;
+        fasthts_io::pool::with_threads(threads, || {
+            let opts = SortOptions {
+                order: cmp.order(),
+                memory: memory_per_thread.saturating_mul(fasthts_io::pool::thread_count(threads)),
+                level: level.unwrap_or(fasthts::bgzf::DEFAULT_LEVEL),
+                temp_prefix: output.clone(),
+                program,
+                index: None,
+                max_fan_in: None,
+                progress: None,
+                format: OutputFormat::Bam,
+                engine: SortEngine::Native,
+            };
+            dist::sort_part(first.header(), &shuffled, &opts, &output)
+        })
+    })?;
+    Ok((part.body_start, part.body_end, part.records))
+}
+
+/// Creates the output (temporary name) with the header blocks of
+/// `header_part` and room for `body_len` bytes of parts and the EOF block.
+#[pyfunction]
+fn dask_sort_create(py: Python<'_>, output: PathBuf, header_part: PathBuf, body_start: u64, body_len: u64) -> PyResult<()> {
+    run_detached(py, |_| dist::create_output(&output, &header_part, body_start, body_len))
+}
+
+/// Copies bytes `from_..to` of a part into the output at `at`.
+#[pyfunction]
+fn dask_sort_place(py: Python<'_>, part: PathBuf, from_: u64, to: u64, output: PathBuf, at: u64) -> PyResult<()> {
+    run_detached(py, |_| dist::place_part(&part, from_, to, &output, at))
+}
+
+/// Syncs the assembled output.
+#[pyfunction]
+fn dask_sort_finish(py: Python<'_>, output: PathBuf) -> PyResult<()> {
+    run_detached(py, |_| dist::finish_output(&output))
+}
+
+/// What `--write-index` makes of an output name, as the CLI reads it:
+/// `(data, index, csi)` (`OUTPUT##idx##INDEX`, or `OUTPUT.csi`).
+#[pyfunction]
+fn dask_sort_index_name(output: PathBuf) -> (PathBuf, PathBuf, bool) {
+    let (data, index, format) = fasthts::indexer::split_index_name(&output);
+    (data, index, format != fasthts::index::IndexFormat::Bai)
+}
+
+/// Checks `path` and `output` for `dask.index` and returns the splits
+/// `[(start, end)]` and where the index goes.
+#[pyfunction]
+#[pyo3(signature = (path, pieces, output=None, csi=false, min_shift=None))]
+fn dask_index_plan(
+    py: Python<'_>,
+    path: PathBuf,
+    pieces: usize,
+    output: Option<PathBuf>,
+    csi: bool,
+    min_shift: Option<i32>,
+) -> PyResult<(Vec<(u64, u64)>, PathBuf)> {
+    let options = fasthts::command::IndexOptions { format: fasthts::command::index_format(csi, min_shift), output, threads: None };
+    run_detached(py, |_| {
+        let target = fasthts::command::index_target(&path, &options)?;
+        let bam = dist::open_input(&path)?;
+        Ok((dist::plan_splits(&bam, pieces).into_iter().map(|s| (s.start, s.end)).collect(), target))
+    })
+}
+
+/// The index segment of a split's records from `entry` (raw virtual offset;
+/// `None`: guess): `(entry, ended, exit, segment)` where `exit` is the next
+/// split's first record, or with `ended` where reading stopped at the end;
+/// `None` when no entry could be guessed.
+#[pyfunction]
+#[pyo3(signature = (path, start, end, entry, csi=false, min_shift=None))]
+fn dask_index_split(
+    py: Python<'_>,
+    path: PathBuf,
+    start: u64,
+    end: u64,
+    entry: Option<u64>,
+    csi: bool,
+    min_shift: Option<i32>,
+) -> PyResult<Option<(u64, bool, u64, Py<PyBytes>)>> {
+    let format = fasthts::command::index_format(csi, min_shift);
+    let done = run_detached(py, |_| {
+        let bam = BamFile::open(&path)?;
+        let split = Split { start, end };
+        let entry = match entry {
+            Some(raw) => offset(raw),
+            None => match dist::guess_entry(&bam, split)? {
+                Some(e) => e,
+                None => return Ok(None),
+            },
+        };
+        let (segment, exit) = dist::index_split(&bam, split, entry, format)?;
+        let (ended, exit) = match exit {
+            dist::Exit::Next(at) => (false, at),
+            dist::Exit::End(at) => (true, at),
+        };
+        Ok(Some((u64::from(dist::at_block_start(&bam, entry)), ended, u64::from(exit), segment.to_bytes())))
+    })?;
+    Ok(done.map(|(entry, ended, exit, bytes)| (entry, ended, exit, PyBytes::new(py, &bytes).unbind())))
+}
+
+/// Joins segments (each with the bytes to shift its offsets by) into the
+/// index of `path`, whose reading ends at `end`, and writes it to `output`.
+#[pyfunction]
+#[pyo3(signature = (path, segments, end, output, csi=false, min_shift=None))]
+fn dask_index_join(
+    py: Python<'_>,
+    path: PathBuf,
+    segments: Vec<(Vec<u8>, u64)>,
+    end: u64,
+    output: PathBuf,
+    csi: bool,
+    min_shift: Option<i32>,
+) -> PyResult<()> {
+    let format = fasthts::command::index_format(csi, min_shift);
+    run_detached(py, |_| {
+        let bam = BamFile::open(&path)?;
+        let mut joined = Vec::with_capacity(segments.len());
+        for (bytes, shift) in segments {
+            let mut segment = fasthts::index::IndexSegment::from_bytes(&bytes)
+                .ok_or_else(|| Error::Message("damaged index segment from a worker".into()).with_path(&path))?;
+            segment.shift(shift);
+            joined.push(segment);
+        }
+        let index = dist::join_index(&bam, format, joined, offset(end))?;
+        fasthts::indexer::write_index(&index, &output)
+    })
+}

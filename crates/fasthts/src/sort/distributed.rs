@@ -1,0 +1,627 @@
+//! Sorting on many machines: the steps `fasthts.dask.sort` runs as tasks,
+//! each on whichever worker a cluster gives it, with files on a shared
+//! filesystem between them.
+//!
+//! 1. [`plan_splits`]: each input BAM is cut into splits at BGZF block
+//!    starts, found by their headers (no record is read).
+//! 2. [`sample_records`] on every split: a few records from a few places,
+//!    from which [`choose_boundaries`] picks the records that bound each
+//!    output part's key range.
+//! 3. [`shuffle_split`] on every split: its records, in file order, each
+//!    appended to the shuffle file of the part that owns its key. Where a
+//!    split's first record starts is a guess ([`guess_entry`]); every split
+//!    reports where its records ended, and the caller checks that each split
+//!    began exactly there (and runs it again from there if not), so the
+//!    guess can cost time but never a record.
+//! 4. [`sort_part`] on every part: the part's shuffle files, in input order,
+//!    through the one-machine sort into a BAM of its own. Ties keep input
+//!    order: within a part, records arrive in input order.
+//! 5. [`create_output`], [`place_part`] (on the workers) and
+//!    [`finish_output`]: the output is the first part's header blocks, every
+//!    part's record blocks and the EOF block, byte for byte — BGZF blocks
+//!    concatenate, so nothing is compressed twice, and each worker copies
+//!    its own part into place.
+
+use super::key::prepare_for_minimiser;
+use super::{sort_records, Comparator, RunReader, SortOptions, SortOrder, SortStats};
+use crate::bam::{BamFile, Header, RecordRef};
+use crate::bgzf::{Block, BlockReader, VirtualOffset, EOF_MARKER};
+use crate::index::{Index, IndexBuilder, IndexFormat, IndexSegment};
+use crate::Error;
+use std::cmp::Ordering;
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// The records of one input that start in its BGZF blocks from offset
+/// `start` (a block's first byte) up to `end` (the next split's `start`,
+/// or the end of the file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// Compressed offset of the split's first block.
+    pub start: u64,
+    /// Compressed offset just past its last block.
+    pub end: u64,
+}
+
+/// How far a search for a block start looks past the point it starts at:
+/// a block is at most 64 KiB, so one starts within that.
+const BLOCK_SEARCH: u64 = 1 << 16;
+
+/// Opens an input of the distributed sort: a BGZF-compressed BAM file
+/// (splits are found in the file by their block headers; a SAM or a stream
+/// has none), with one error naming the path otherwise.
+pub fn open_input(path: &Path) -> Result<BamFile, Error> {
+    let format = crate::input::peek(path)?.format();
+    crate::input::check_supported(format, path)?;
+    if format != crate::input::Format::Bam(fasthts_io::compression::Compression::Bgzf) || path.as_os_str() == "-" {
+        return Err(Error::Message("the distributed sort reads BGZF-compressed BAM files (sort SAM or a stream on one machine)".into())
+            .with_path(path));
+    }
+    BamFile::open(path)
+}
+
+/// Opens `inputs`, checks they can be sorted into `output` together, and
+/// cuts each into about `pieces` splits: `(input's position, split)` in
+/// input order. Several inputs are sorted as `samtools cat` would join
+/// them: under the first one's header, so their reference lists (names
+/// and lengths) must be the same.
+pub fn plan(inputs: &[PathBuf], output: &Path, pieces: usize) -> Result<Vec<(usize, Split)>, Error> {
+    if inputs.is_empty() {
+        return Err(Error::InvalidArgument("no input to sort".into()));
+    }
+    crate::output::refuse_input_as_output(&[output], inputs)?;
+    let mut splits = Vec::new();
+    let mut first: Option<Header> = None;
+    for (i, path) in inputs.iter().enumerate() {
+        let bam = open_input(path)?;
+        match &first {
+            None => first = Some(bam.header().clone()),
+            Some(h) if h.references != bam.header().references => {
+                return Err(Error::Message(format!(
+                    "its reference sequences differ from those of {}: inputs sorted together must have the same",
+                    inputs[0].display()
+                ))
+                .with_path(path));
+            }
+            Some(_) => {}
+        }
+        splits.extend(plan_splits(&bam, pieces).into_iter().map(|s| (i, s)));
+    }
+    Ok(splits)
+}
+
+/// The offset of the first BGZF block that starts at or after `from`: a
+/// block header whose block is followed by another block header (or the
+/// end of the file), twice over, so that compressed bytes that merely look
+/// like a header are passed by. `None` if there is none before the end.
+pub fn next_block_start(file: &[u8], from: u64) -> Option<u64> {
+    let len = file.len() as u64;
+    let is_chain = |p: u64| -> bool {
+        let mut at = p;
+        for _ in 0..3 {
+            if at == len {
+                return true;
+            }
+            match Block::parse(file, at) {
+                Ok(b) => at = b.next_offset(),
+                Err(_) => return false,
+            }
+        }
+        true
+    };
+    let last = len.min(from.saturating_add(BLOCK_SEARCH + 1));
+    (from..last).find(|&p| file[p as usize..].starts_with(&[0x1f, 0x8b, 8, 4]) && is_chain(p))
+}
+
+/// Cuts `bam` into about `pieces` splits of similar compressed size, at
+/// block starts; the first begins at the block of the first record. An
+/// empty file (header only) has no splits.
+pub fn plan_splits(bam: &BamFile, pieces: usize) -> Vec<Split> {
+    let file = bam.bytes();
+    let first = bam.first_record_offset().compressed();
+    // The EOF marker holds no records.
+    let end = if bam.has_eof_marker() { file.len() as u64 - EOF_MARKER.len() as u64 } else { file.len() as u64 };
+    if first >= end {
+        return Vec::new();
+    }
+    let pieces = pieces.max(1) as u64;
+    let mut starts = vec![first];
+    for k in 1..pieces {
+        let target = first + (end - first) * k / pieces;
+        if let Some(p) = next_block_start(file, target) {
+            if p > *starts.last().expect("not empty") && p < end {
+                starts.push(p);
+            }
+        }
+    }
+    let ends = starts.iter().skip(1).copied().chain([file.len() as u64]);
+    starts.iter().zip(ends).map(|(&start, end)| Split { start, end }).collect()
+}
+
+/// `offset` with a record boundary at a block's end written as the next
+/// block's start (the form [`guess_entry`] gives), so offsets of the same
+/// point compare equal.
+pub fn at_block_start(bam: &BamFile, offset: VirtualOffset) -> VirtualOffset {
+    match Block::parse(bam.bytes(), offset.compressed()) {
+        Ok(b) if u32::from(offset.uncompressed()) == b.uncompressed_size => VirtualOffset::new(b.next_offset(), 0).unwrap_or(offset),
+        _ => offset,
+    }
+}
+
+/// Bytes inflated to test where records start: the split's first block and
+/// enough after it for the records that begin in it.
+const GUESS_BYTES: usize = 3 << 16;
+
+/// Where the first record starting in `split`'s first block is, as far as
+/// the bytes tell: the first offset in the block from which complete,
+/// valid records (htslib's checks) follow one another to past the block's
+/// end. The first split starts at the file's first record. `None` when no
+/// offset passes (a record longer than the bytes tested, or none starting
+/// in the block): the split must then start where the previous one ended.
+pub fn guess_entry(bam: &BamFile, split: Split) -> Result<Option<VirtualOffset>, Error> {
+    let first = bam.first_record_offset();
+    if split.start <= first.compressed() {
+        return Ok(Some(first));
+    }
+    let wrap = |e: crate::bgzf::BgzfError| Error::from(e).with_path(bam.path());
+    let block = Block::parse(bam.bytes(), split.start).map_err(wrap)?;
+    let start = VirtualOffset::new(split.start, 0).expect("a file offset");
+    let mut blocks = BlockReader::with_batch_bytes(bam.bytes(), start, GUESS_BYTES).map_err(wrap)?;
+    blocks.set_parallel(false);
+    blocks.fill(GUESS_BYTES).map_err(wrap)?;
+    let loaded = blocks.available();
+    let block_len = block.uncompressed_size as usize;
+    let n_ref = bam.header().references.len();
+    let chains_past_block = |from: usize| -> bool {
+        let mut at = from;
+        while at < block_len {
+            let Some(size) = loaded.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize) else {
+                return false;
+            };
+            match loaded.get(at + 4..at + 4 + size) {
+                Some(data) if RecordRef::new(data, n_ref).is_ok() => at += 4 + size,
+                _ => return false,
+            }
+        }
+        true
+    };
+    Ok((0..block_len).find(|&u| chains_past_block(u)).map(|u| VirtualOffset::new(split.start, u as u16).expect("within a block")))
+}
+
+/// The order's total comparison of two records (both prepared as the sort
+/// prepares them: see [`prepare`]).
+fn order(cmp: &Comparator, a: &RecordRef<'_>, b: &RecordRef<'_>) -> Ordering {
+    cmp.key(a).cmp(&cmp.key(b)).then_with(|| cmp.compare(a, b))
+}
+
+/// `record` as the sort sees it, in `scratch`: minimiser order carries the
+/// hash in some fields.
+fn prepare<'s>(cmp: &Comparator, record: &[u8], scratch: &'s mut Vec<u8>) -> &'s [u8] {
+    scratch.clear();
+    scratch.extend_from_slice(record);
+    if let SortOrder::Minimiser { kmer } = cmp.order() {
+        prepare_for_minimiser(scratch, kmer);
+    }
+    scratch
+}
+
+/// Places in a split that [`sample_records`] reads from.
+const SAMPLE_PLACES: u64 = 8;
+
+/// Up to `count` records of `split`, from a few places spread over it,
+/// each prepared for `cmp`'s order: what [`choose_boundaries`] chooses
+/// from. A place whose first record cannot be found is left out (the
+/// sample only balances the parts; it never decides where a record goes
+/// wrongly).
+pub fn sample_records(bam: &BamFile, split: Split, count: usize, cmp: &Comparator) -> Result<Vec<Vec<u8>>, Error> {
+    let mut places: Vec<u64> = (0..SAMPLE_PLACES)
+        .filter_map(|k| next_block_start(bam.bytes(), split.start + (split.end - split.start) * k / SAMPLE_PLACES))
+        .filter(|&s| s < split.end)
+        .collect();
+    places.dedup();
+    let per_place = count.div_ceil(places.len().max(1));
+    let mut samples = Vec::with_capacity(count);
+    let mut scratch = Vec::new();
+    for start in places {
+        let Some(entry) = guess_entry(bam, Split { start, end: split.end })? else { continue };
+        let mut records = bam.records_from(entry)?;
+        records.set_parallel(false);
+        for _ in 0..per_place {
+            match records.next_record() {
+                Ok(Some(r)) => samples.push(prepare(cmp, r.as_bytes(), &mut scratch).to_vec()),
+                // A guess that went wrong further on: what was read is kept.
+                _ => break,
+            }
+        }
+    }
+    samples.truncate(count);
+    Ok(samples)
+}
+
+/// The records (prepared, as [`sample_records`] gives them) that bound the
+/// key ranges of `parts` output parts, chosen at even quantiles of the
+/// samples: a record goes to the part after the last boundary not greater
+/// than it ([`part_of`]). Fewer boundaries when samples repeat.
+pub fn choose_boundaries(mut samples: Vec<Vec<u8>>, parts: usize, cmp: &Comparator) -> Vec<Vec<u8>> {
+    fn rec(b: &[u8]) -> RecordRef<'_> {
+        RecordRef::new_prevalidated(b)
+    }
+    samples.sort_by(|a, b| order(cmp, &rec(a), &rec(b)));
+    let mut boundaries: Vec<Vec<u8>> = Vec::new();
+    for k in 1..parts.max(1) {
+        let candidate = &samples.get(samples.len() * k / parts).cloned();
+        if let Some(c) = candidate {
+            if boundaries.last().map_or(true, |last| order(cmp, &rec(last), &rec(c)) == Ordering::Less) {
+                boundaries.push(c.clone());
+            }
+        }
+    }
+    boundaries
+}
+
+/// The part that owns `record` (prepared): records equal under the order
+/// go to the same part, so ties stay in input order within it.
+pub fn part_of(record: &RecordRef<'_>, boundaries: &[Vec<u8>], cmp: &Comparator) -> usize {
+    boundaries.partition_point(|b| order(cmp, &RecordRef::new_prevalidated(b), record) != Ordering::Greater)
+}
+
+/// What [`shuffle_split`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shuffled {
+    /// Where the split's first record started (block-start form).
+    pub entry: VirtualOffset,
+    /// Where the first record after the split starts (block-start form), or
+    /// `None` when the split's records ran to the end of the file.
+    pub exit: Option<VirtualOffset>,
+    /// Records read.
+    pub records: u64,
+}
+
+/// Appends each record of `split`, from `entry` on, to `outputs[p]` where
+/// `p` is the part that owns it (see [`part_of`]), in file order. The
+/// files are created (or emptied, when the task is run again) first, one
+/// per part, each a run of raw records (`block_size` and data).
+pub fn shuffle_split(
+    bam: &BamFile,
+    split: Split,
+    entry: VirtualOffset,
+    boundaries: &[Vec<u8>],
+    cmp: &Comparator,
+    outputs: &[PathBuf],
+) -> Result<Shuffled, Error> {
+    let mut files = outputs
+        .iter()
+        .map(|p| File::create(p).map(|f| BufWriter::with_capacity(256 << 10, f)).map_err(|e| Error::from(e).with_path(p)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let entry = at_block_start(bam, entry);
+    let mut records = bam.records_from(entry)?;
+    records.set_soft_limit(split.end);
+    let mut scratch = Vec::new();
+    let mut count = 0;
+    let exit = loop {
+        if !records.advance()? {
+            break None;
+        }
+        let start = at_block_start(bam, records.record_start());
+        if start.compressed() >= split.end {
+            break Some(start);
+        }
+        let r = records.current();
+        let p = if boundaries.is_empty() {
+            0
+        } else {
+            part_of(&RecordRef::new_prevalidated(prepare(cmp, r.as_bytes(), &mut scratch)), boundaries, cmp)
+        };
+        let out = &mut files[p];
+        let bytes = r.as_bytes();
+        out.write_all(&(bytes.len() as u32).to_le_bytes())
+            .and_then(|()| out.write_all(bytes))
+            .map_err(|e| Error::from(e).with_path(&outputs[p]))?;
+        count += 1;
+    };
+    for (f, p) in files.into_iter().zip(outputs) {
+        f.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_data()).map_err(|e| Error::from(e).with_path(p))?;
+    }
+    Ok(Shuffled { entry, exit, records: count })
+}
+
+/// The index segment of `split`'s records, from `entry` on (see
+/// [`IndexSegment`]), and where the next split's first record starts
+/// (`None` at the end of the file, with where reading stopped).
+pub fn index_split(bam: &BamFile, split: Split, entry: VirtualOffset, format: IndexFormat) -> Result<(IndexSegment, Exit), Error> {
+    let format = crate::indexer::format_for(bam.header(), format);
+    let entry = at_block_start(bam, entry);
+    let mut segment = IndexSegment::new(format, bam.header().references.len(), entry);
+    let mut records = bam.records_from(entry)?;
+    records.set_soft_limit(split.end);
+    let wrap = |e: crate::index::IndexError| Error::from(e).with_path(bam.path());
+    let exit = loop {
+        if !records.advance()? {
+            break Exit::End(records.record_start());
+        }
+        let start = at_block_start(bam, records.record_start());
+        if start.compressed() >= split.end {
+            break Exit::Next(start);
+        }
+        let r = records.current();
+        let mapped = r.flag() & crate::bam::flags::UNMAPPED == 0;
+        segment.push(r.ref_id(), i64::from(r.pos()), r.end_pos(), records.record_end(), mapped).map_err(wrap)?;
+    };
+    Ok((segment, exit))
+}
+
+/// Where a split's records ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// The next split's first record starts here (block-start form).
+    Next(VirtualOffset),
+    /// The file ended; reading stopped here (what an index calls the end).
+    End(VirtualOffset),
+}
+
+/// The index of `bam` from the segments of its splits, in file order, the
+/// last ending the file at `end`: byte for byte what one pass builds.
+pub fn join_index(bam: &BamFile, format: IndexFormat, segments: Vec<IndexSegment>, end: VirtualOffset) -> Result<Index, Error> {
+    let format = crate::indexer::format_for(bam.header(), format);
+    let wrap = |e: crate::index::IndexError| Error::from(e).with_path(bam.path());
+    let mut builder = IndexBuilder::new(format, bam.header().references.len(), bam.first_record_offset());
+    for segment in segments {
+        builder.append(segment).map_err(wrap)?;
+    }
+    builder.finish(end).map_err(wrap)
+}
+
+/// Where a part's records lie in its BAM: the output takes bytes
+/// `body_start..body_end` of each part (and the header blocks of one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    /// Offset of the first block after the header's.
+    pub body_start: u64,
+    /// Offset of the EOF marker block.
+    pub body_end: u64,
+    /// Records in the part.
+    pub records: u64,
+}
+
+/// Sorts the records of `shuffled` (one part's shuffle files, in input
+/// order) into the BAM `output` under `header`, as [`sort_records`] does
+/// (`opts.index` is not used: parts are indexed together), and says where
+/// its records lie.
+pub fn sort_part(header: &Header, shuffled: &[PathBuf], opts: &SortOptions, output: &Path) -> Result<Part, Error> {
+    let n_ref = header.references.len();
+    let file = File::create(output).map_err(|e| Error::from(e).with_path(output))?;
+    let opts = SortOptions { index: None, format: super::OutputFormat::Bam, ..opts.clone() };
+    let feed = |push: &mut super::Push<'_>| -> Result<(), Error> {
+        for path in shuffled {
+            let mut run = RunReader::open(path, 1 << 20)?;
+            while run.advance()? {
+                let r = RecordRef::new(&run.record[4..], n_ref)
+                    .map_err(|defect| Error::Message(format!("invalid record in shuffle file: {defect}")).with_path(path))?;
+                push(&r)?;
+            }
+        }
+        Ok(())
+    };
+    let (SortStats { records, .. }, out) = sort_records(header, &opts, BufWriter::with_capacity(1 << 20, file), feed)?;
+    let file = out.into_inner().map_err(|e| Error::from(e.into_error()).with_path(output))?;
+    file.sync_data().map_err(|e| Error::from(e).with_path(output))?;
+    let part = BamFile::open(output)?;
+    let body_start = at_block_start(&part, part.first_record_offset());
+    if body_start.uncompressed() != 0 || !part.has_eof_marker() {
+        return Err(Error::Message("sorted part does not end its header with a block".into()).with_path(output));
+    }
+    let body_end = part.bytes().len() as u64 - EOF_MARKER.len() as u64;
+    Ok(Part { body_start: body_start.compressed().min(body_end), body_end, records })
+}
+
+/// Creates `output` (a temporary name: [`finish_output`] completes it)
+/// with `header_part`'s header blocks (bytes `..body_start`), sized for
+/// `body_len` bytes of parts after them and the EOF block.
+pub fn create_output(output: &Path, header_part: &Path, body_start: u64, body_len: u64) -> Result<(), Error> {
+    let mut src = File::open(header_part).map_err(|e| Error::from(e).with_path(header_part))?;
+    let mut out = File::create(output).map_err(|e| Error::from(e).with_path(output))?;
+    let copied = std::io::copy(&mut std::io::Read::take(&mut src, body_start), &mut out).map_err(|e| Error::from(e).with_path(output))?;
+    if copied != body_start {
+        return Err(Error::Message("part is shorter than its header".into()).with_path(header_part));
+    }
+    let total = body_start + body_len + EOF_MARKER.len() as u64;
+    out.set_len(total).map_err(|e| Error::from(e).with_path(output))?;
+    out.seek(SeekFrom::Start(total - EOF_MARKER.len() as u64)).map_err(|e| Error::from(e).with_path(output))?;
+    out.write_all(&EOF_MARKER).map_err(|e| Error::from(e).with_path(output))?;
+    Ok(())
+}
+
+/// Copies bytes `from..to` of `part` into `output` at offset `at` (the
+/// kernel copies, without the bytes passing through this process where
+/// the filesystem allows), and syncs them.
+pub fn place_part(part: &Path, from: u64, to: u64, output: &Path, at: u64) -> Result<(), Error> {
+    use std::io::Read;
+    let mut src = File::open(part).map_err(|e| Error::from(e).with_path(part))?;
+    src.seek(SeekFrom::Start(from)).map_err(|e| Error::from(e).with_path(part))?;
+    let mut out = std::fs::OpenOptions::new().write(true).open(output).map_err(|e| Error::from(e).with_path(output))?;
+    out.seek(SeekFrom::Start(at)).map_err(|e| Error::from(e).with_path(output))?;
+    let copied = std::io::copy(&mut Read::take(&mut src, to - from), &mut out).map_err(|e| Error::from(e).with_path(output))?;
+    if copied != to - from {
+        return Err(Error::Message("part is shorter than planned".into()).with_path(part));
+    }
+    out.sync_data().map_err(|e| Error::from(e).with_path(output))
+}
+
+/// Syncs the assembled `output` (its header and EOF blocks; the parts
+/// synced their own bytes).
+pub fn finish_output(output: &Path) -> Result<(), Error> {
+    let out = File::options().write(true).open(output).map_err(|e| Error::from(e).with_path(output))?;
+    out.sync_all().map_err(|e| Error::from(e).with_path(output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sort::{sort_bam, SortEngine};
+
+    fn small() -> BamFile {
+        BamFile::open(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/small.bam")).unwrap()
+    }
+
+    /// small.bam sorted by name through fasthts' own writer, whose blocks
+    /// end every 0xff00 bytes, inside records (htslib's start with one).
+    fn records_across_blocks() -> BamFile {
+        let opts = SortOptions {
+            order: SortOrder::QueryName,
+            memory: 64 << 20,
+            level: 1,
+            temp_prefix: std::env::temp_dir().join("fasthts-distributed-test"),
+            program: None,
+            index: None,
+            max_fan_in: None,
+            progress: None,
+            format: crate::sort::OutputFormat::Bam,
+            engine: SortEngine::Native,
+        };
+        let (_, bytes) = sort_bam(&small(), &opts, Vec::new()).unwrap();
+        BamFile::from_vec("by-name.bam", bytes).unwrap()
+    }
+
+    /// Every record's start, in the block-start form.
+    fn record_starts(bam: &BamFile) -> Vec<VirtualOffset> {
+        let mut records = bam.records().unwrap();
+        let mut starts = Vec::new();
+        while records.advance().unwrap() {
+            starts.push(at_block_start(bam, records.record_start()));
+        }
+        starts
+    }
+
+    fn blocks(bam: &BamFile) -> Vec<Block> {
+        let mut at = 0;
+        let mut out = Vec::new();
+        while at < bam.bytes().len() as u64 {
+            let b = Block::parse(bam.bytes(), at).unwrap();
+            at = b.next_offset();
+            out.push(b);
+        }
+        out
+    }
+
+    #[test]
+    fn entries_guessed_are_each_blocks_first_record() {
+        for bam in [small(), records_across_blocks()] {
+            let starts = record_starts(&bam);
+            let mut inside = 0;
+            for block in blocks(&bam) {
+                let split = Split { start: block.offset, end: block.next_offset() };
+                let first = starts.iter().find(|s| s.compressed() == block.offset && split.start >= bam.first_record_offset().compressed());
+                let guessed = guess_entry(&bam, split).unwrap();
+                if let Some(&first) = first {
+                    assert_eq!(guessed, Some(first), "block at {}", block.offset);
+                    inside += usize::from(first.uncompressed() > 0);
+                }
+            }
+            assert!(bam.path() == Path::new("by-name.bam") && inside > 10 || bam.path() != Path::new("by-name.bam"));
+        }
+    }
+
+    #[test]
+    fn block_starts_are_found_from_anywhere() {
+        let bam = records_across_blocks();
+        let blocks = blocks(&bam);
+        for w in blocks.windows(2) {
+            for from in [w[0].offset, w[0].offset + 1, w[1].offset - 1, w[1].offset] {
+                let want = if from == w[0].offset { w[0].offset } else { w[1].offset };
+                assert_eq!(next_block_start(bam.bytes(), from), Some(want));
+            }
+        }
+        let splits = plan_splits(&bam, 7);
+        assert_eq!(splits.len(), 7);
+        assert_eq!(splits[0].start, bam.first_record_offset().compressed());
+        assert_eq!(splits.last().unwrap().end, bam.bytes().len() as u64);
+        assert!(splits.windows(2).all(|w| w[0].end == w[1].start && blocks.iter().any(|b| b.offset == w[1].start)));
+    }
+
+    /// An index joined from the segments of any cut into splits, after a
+    /// trip through bytes, is the one-pass index, byte for byte.
+    #[test]
+    fn joined_index_segments_equal_the_one_pass_index() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+        for name in ["small.bam", "long_ref.bam", "huge_record.bam", "long_cigar.bam", "unmapped_only.bam", "refs_without_reads.bam"] {
+            let bam = BamFile::open(data.join(name)).unwrap();
+            for format in [IndexFormat::Bai, IndexFormat::Csi { min_shift: 14, depth: 0 }, IndexFormat::Csi { min_shift: 9, depth: 0 }] {
+                let Ok(whole) = crate::indexer::build(&bam, format) else { continue };
+                let want = whole.to_raw_bytes();
+                for pieces in [1, 2, 3, 7, 40] {
+                    let mut segments = Vec::new();
+                    let mut entry = bam.first_record_offset();
+                    let mut end = None;
+                    for split in plan_splits(&bam, pieces) {
+                        let (segment, exit) = index_split(&bam, split, entry, format).unwrap();
+                        segments.push(IndexSegment::from_bytes(&segment.to_bytes()).unwrap());
+                        match exit {
+                            Exit::Next(next) => entry = next,
+                            Exit::End(at) => end = Some(at),
+                        }
+                    }
+                    let end = end.unwrap_or_else(|| bam.first_record_offset());
+                    let joined = join_index(&bam, format, segments, end).unwrap();
+                    let got = joined.to_raw_bytes();
+                    assert!(got == want, "{name} {format:?} in {pieces} pieces");
+                }
+            }
+        }
+    }
+
+    /// Splits shuffled into parts by sampled boundaries hold every record
+    /// once, each part in input order and within its key range; each split
+    /// ends where the next begins.
+    #[test]
+    fn shuffled_parts_partition_the_records_in_input_order() {
+        let dir = std::env::temp_dir().join(format!("fasthts-distributed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bam = records_across_blocks();
+        for order in [SortOrder::Coordinate, SortOrder::QueryName, SortOrder::Minimiser { kmer: 12 }] {
+            let cmp = Comparator::new(order, &bam.header().text);
+            let splits = plan_splits(&bam, 5);
+            let samples: Vec<Vec<u8>> = splits.iter().flat_map(|&s| sample_records(&bam, s, 40, &cmp).unwrap()).collect();
+            assert!(samples.len() > 100);
+            let boundaries = choose_boundaries(samples, 4, &cmp);
+            assert_eq!(boundaries.len(), 3);
+            let mut parts: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 4];
+            let mut exit = None;
+            for (j, &split) in splits.iter().enumerate() {
+                let files: Vec<PathBuf> = (0..4).map(|p| dir.join(format!("s{j}p{p}"))).collect();
+                let entry = if j == 0 { bam.first_record_offset() } else { exit.expect("records go on") };
+                assert_eq!(guess_entry(&bam, split).unwrap(), Some(entry));
+                let done = shuffle_split(&bam, split, entry, &boundaries, &cmp, &files).unwrap();
+                exit = done.exit;
+                for (p, f) in files.iter().enumerate() {
+                    let mut run = RunReader::open(f, 1 << 16).unwrap();
+                    while run.advance().unwrap() {
+                        parts[p].push(run.record[4..].to_vec());
+                    }
+                }
+            }
+            assert_eq!(exit, None);
+            let all: Vec<Vec<u8>> = {
+                let mut records = bam.records().unwrap();
+                let mut v = Vec::new();
+                while let Some(r) = records.next_record().unwrap() {
+                    v.push(r.as_bytes().to_vec());
+                }
+                v
+            };
+            assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), all.len());
+            let mut scratch = Vec::new();
+            for (p, records) in parts.iter().enumerate() {
+                // In input order: a subsequence of the file's records.
+                let mut it = all.iter();
+                assert!(records.iter().all(|r| it.any(|a| a == r)), "part {p} in input order");
+                for r in records {
+                    let prepared = prepare(&cmp, r, &mut scratch).to_vec();
+                    assert_eq!(part_of(&RecordRef::new_prevalidated(&prepared), &boundaries, &cmp), p);
+                }
+                assert!(!records.is_empty());
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
