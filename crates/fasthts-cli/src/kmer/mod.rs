@@ -25,6 +25,8 @@ mod count;
 mod filter_abund;
 mod normalize;
 mod trim;
+// the one-pass scripts
+mod unique_kmers;
 // the read-handling scripts of khmer's protocols
 mod extract_long;
 mod extract_paired;
@@ -83,6 +85,9 @@ pub enum KmerCommand {
     /// Reservoir-sample reads or pairs (same reads as khmer for the same -R) = sample-reads-randomly.py
     #[command(name = "sample-reads-randomly", infer_long_args = true)]
     SampleReadsRandomly(sample_reads::SampleReadsArgs),
+    /// Estimate the number of distinct k-mers (HyperLogLog, khmer's estimate) = unique-kmers.py
+    #[command(name = "unique-kmers", infer_long_args = true)]
+    UniqueKmers(unique_kmers::UniqueKmersArgs),
 }
 
 impl KmerCommand {
@@ -101,6 +106,7 @@ impl KmerCommand {
             KmerCommand::FastqToFasta(a) => fastq_to_fasta::run(a),
             KmerCommand::Readstats(a) => readstats::run(a),
             KmerCommand::SampleReadsRandomly(a) => sample_reads::run(a),
+            KmerCommand::UniqueKmers(a) => unique_kmers::run(a),
         }
     }
 }
