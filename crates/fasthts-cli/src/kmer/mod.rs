@@ -26,6 +26,9 @@ mod filter_abund;
 mod normalize;
 mod trim;
 // the one-pass scripts
+mod abundance_dist_single;
+mod count_median;
+mod filter_abund_single;
 mod unique_kmers;
 // the read-handling scripts of khmer's protocols
 mod extract_long;
@@ -88,6 +91,15 @@ pub enum KmerCommand {
     /// Estimate the number of distinct k-mers (HyperLogLog, khmer's estimate) = unique-kmers.py
     #[command(name = "unique-kmers", infer_long_args = true)]
     UniqueKmers(unique_kmers::UniqueKmersArgs),
+    /// Count k-mers and write their abundance histogram in one run = abundance-dist-single.py
+    #[command(name = "abundance-dist-single", infer_long_args = true)]
+    AbundanceDistSingle(abundance_dist_single::AbundSingleArgs),
+    /// Count k-mers and trim reads at low-abundance k-mers in one run = filter-abund-single.py
+    #[command(name = "filter-abund-single", infer_long_args = true)]
+    FilterAbundSingle(filter_abund_single::FilterSingleArgs),
+    /// Median, average and stddev of each read's k-mer counts = count-median.py
+    #[command(name = "count-median", infer_long_args = true)]
+    CountMedian(count_median::CountMedianArgs),
 }
 
 impl KmerCommand {
@@ -107,6 +119,9 @@ impl KmerCommand {
             KmerCommand::Readstats(a) => readstats::run(a),
             KmerCommand::SampleReadsRandomly(a) => sample_reads::run(a),
             KmerCommand::UniqueKmers(a) => unique_kmers::run(a),
+            KmerCommand::AbundanceDistSingle(a) => abundance_dist_single::run(a),
+            KmerCommand::FilterAbundSingle(a) => filter_abund_single::run(a),
+            KmerCommand::CountMedian(a) => count_median::run(a),
         }
     }
 }

@@ -151,10 +151,38 @@ impl Dirs {
             assert!(fnames.iter().all(|n| kn.contains(n)), "{what}: extra files {fnames:?} vs {kn:?}");
         }
         for n in &fnames {
-            let (a, b) = (fs::read(self.k.join(n)).unwrap(), fs::read(self.f.join(n)).unwrap());
+            let (a, b) = (read_maybe_gz(&self.k.join(n)), read_maybe_gz(&self.f.join(n)));
             assert!(a == b, "{what}: {n} differs ({} vs {} bytes)", a.len(), b.len());
         }
     }
+}
+
+/// A file's bytes, decompressed if gzip (the gzip header's time stamp
+/// differs).
+fn read_maybe_gz(p: &Path) -> Vec<u8> {
+    let raw = fs::read(p).unwrap();
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        use std::io::Read;
+        let mut v = Vec::new();
+        flate2::read::MultiGzDecoder::new(&raw[..]).read_to_end(&mut v).unwrap();
+        v
+    } else {
+        raw
+    }
+}
+
+/// Makes `name` in the data directory with khmer's load-into-counting.
+fn make_ct(d: &Dirs, name: &str, args: &[&str], inputs: &[&str]) {
+    let o = Command::new("/usr/bin/python3")
+        .arg(Path::new(KHMER_BIN).join("load-into-counting.py"))
+        .arg("-q")
+        .args(args)
+        .arg(name)
+        .args(inputs)
+        .current_dir(&d.root.0)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "making {name}: {}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// The last line of a failure's stderr (khmer's: its exception).
@@ -209,5 +237,85 @@ fn unique_kmers_matches_khmer() {
         d.check("unique-kmers.py", "unique-kmers", c, &[], &estimates);
         let (k, f) = d.run("unique-kmers.py", "unique-kmers", c, &[]);
         assert_eq!(last_line(&k), last_line(&f), "{c:?}");
+    }
+}
+
+/// -T 1 and the default number of threads (khmer's scripts run with their
+/// default, one thread).
+const THREADS: [&[&str]; 2] = [&["-T", "1"], &[]];
+
+#[test]
+fn abundance_dist_single_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("abund-single");
+    let lines = ["kmer_size", "k-mer countgraph sizes", "Total number of unique", "outputting to", "wrote to", "ERROR", "\tPlease"];
+    let cases: &[&[&str]] = &[
+        &["-k", "17", "-x", "1e5", "../r.fq", "h.csv"],
+        &["-k", "5", "-x", "1e4", "--savegraph", "g.ct", "../r.fq", "h.csv"], // poly-A: bigcount
+        &["-k", "12", "-M", "1e6", "-z", "../r.fq.gz", "h.csv"],
+        &["-k", "12", "-M", "4e5", "-N", "3", "-b", "--savegraph", "g.ct", "../r.fq.bz2", "h.csv"],
+        &["-k", "15", "-x", "1e5", "-s", "../r.fa", "h.csv"],
+        &["-k", "17", "-x", "1e5", "-z", "../nrich.fa", "h.csv"],
+        &["-k", "4", "-x", "300", "-N", "2", "../r.fq", "h.csv"],
+        &["-k", "17", "-x", "1e5", "../short.fa", "h.csv"], // no k-mers: uniformly zero, exit 1
+        &["-k", "17", "../empty.fq", "h.csv"],
+        &["-k", "17", "../missing.fq", "h.csv"],
+    ];
+    for c in cases {
+        for t in THREADS {
+            d.check("abundance-dist-single.py", "abundance-dist-single", c, t, &lines);
+        }
+    }
+}
+
+#[test]
+fn filter_abund_single_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("filter-single");
+    let lines = ["Total number of unique", "fp rate estimated", "output in", "** ERROR", "** (estimated", "ERROR"];
+    let cases: &[&[&str]] = &[
+        &["-k", "17", "-x", "1e5", "../r.fq"],
+        &["-k", "12", "-x", "1e5", "-C", "3", "-V", "-Z", "5", "--savegraph", "g.ct", "-o", "out.fq", "../r.fq.gz"],
+        &["-k", "15", "-M", "1e6", "-N", "3", "../r.fa"],
+        &["-k", "17", "-x", "1e5", "-C", "1", "../nrich.fa"],
+        &["-k", "17", "-x", "1e5", "--gzip", "../r.fq.bz2"],
+        &["-k", "5", "-x", "300", "-N", "2", "../r.fq"], // fp rate above 0.2: exit 1
+        &["-k", "5", "-x", "300", "-N", "2", "-f", "--savegraph", "g.ct", "../r.fq"],
+        &["-k", "17", "../empty.fq"],
+        &["-k", "17", "../missing.fq"],
+    ];
+    for c in cases {
+        for t in THREADS {
+            d.check("filter-abund-single.py", "filter-abund-single", c, t, &lines);
+        }
+    }
+}
+
+#[test]
+fn count_median_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("count-median");
+    make_ct(&d, "g.ct", &["-k", "15", "-x", "1e5"], &["r.fq", "r.fa"]);
+    make_ct(&d, "g5.ct", &["-k", "5", "-x", "1e4", "-N", "2"], &["r.fq"]); // bigcounts
+    let lines = ["loading k-mer countgraph", "writing to", "ERROR"];
+    let cases: &[&[&str]] = &[
+        &["../g.ct", "../r.fq", "med.csv"],
+        &["../g.ct", "../r.fa", "-"],
+        &["../g5.ct", "../r.fq", "med.csv"],
+        &["../g5.ct", "../nrich.fa", "med.csv"],
+        &["../g.ct", "../r.fq.gz", "med.csv"],
+        &["../g.ct", "../short.fa", "med.csv"],
+        &["../g.ct", "../empty.fq", "med.csv"],
+        &["../g.ct", "../missing.fq", "med.csv"],
+        &["../missing.ct", "../r.fq", "med.csv"],
+    ];
+    for c in cases {
+        d.check("count-median.py", "count-median", c, &[], &lines);
     }
 }
