@@ -61,7 +61,7 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
         }
     };
     a.graph.check(a.force, q)?;
-    a.graph.report(q, false);
+    a.graph.report_as(q, false, a.graph.small_count);
     let input = a.input_sequence_filename.as_str();
     let out = a.output_histogram_filename.as_str();
     check_inputs(&[input], a.force)?;
@@ -109,11 +109,9 @@ impl GraphArgs {
     /// [`GraphArgs::create`] with khmer's `multiplier`: with -M, each table
     /// gets `multiplier` × -M / N entries (-x is taken as it is).
     fn create_scaled(&self, multiplier: f64) -> Result<fasthts_kmer::Countgraph, crate::Failure> {
-        let size = match self.max_memory_usage {
-            Some(m) if m != 0.0 => multiplier * self.tablesize(),
-            _ => self.tablesize(),
-        };
-        let x = fasthts_kmer::primes::tablesize_from_float(size);
-        fasthts_kmer::Countgraph::new(self.ksize, x, self.n_tables).map_err(|e| khmer_error(e.to_string()))
+        match self.max_memory_usage {
+            Some(m) if m != 0.0 => self.create_sized(multiplier * self.graph_tablesize()),
+            _ => self.create(),
+        }
     }
 }
