@@ -19,6 +19,7 @@ mod bam;
 mod cli;
 mod kmer;
 mod ops;
+mod sketches;
 
 create_exception!(fasthts, Error, PyException, "Bad input or a failed operation; the message is the one the fasthts CLI prints.");
 
@@ -93,6 +94,7 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bam::register(m)?;
     ops::register(m)?;
     kmer::register(m)?;
+    sketches::register(m)?;
     cli::register(m)?;
     Ok(())
 }
