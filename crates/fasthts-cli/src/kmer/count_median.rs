@@ -16,6 +16,9 @@ pub struct CountMedianArgs {
     /// Overwrite output file if it exists
     #[arg(short = 'f', long = "force")]
     force: bool,
+    /// Print no progress messages (a fasthts addition; errors still go to stderr)
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
     /// input k-mer countgraph filename
     #[arg(value_name = "input_count_graph_filename")]
     countgraph: String,
@@ -33,10 +36,14 @@ pub fn run(a: CountMedianArgs) -> crate::CmdResult {
     check_input_file(&a.countgraph, a.force)?;
     check_input_file(&a.input, a.force)?;
     super::refuse_input_as_output(&[Some(a.output.as_str())], None, "", &[a.countgraph.as_str(), a.input.as_str()])?;
-    eprintln!("loading k-mer countgraph from {}", a.countgraph);
+    if !a.quiet {
+        eprintln!("loading k-mer countgraph from {}", a.countgraph);
+    }
     let g = load_graph(&a.countgraph)?;
     let name = if a.output == "-" { "<stdout>" } else { a.output.as_str() };
-    eprintln!("writing to {name}");
+    if !a.quiet {
+        eprintln!("writing to {name}");
+    }
     scripts::count_median_file(&g, &a.input, out.writer())?;
     out.commit()?;
     Ok(())

@@ -56,11 +56,24 @@ fn parse_float(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(a: UniqueKmersArgs) -> crate::CmdResult {
+    let inputs: Vec<&str> = a.input_filenames.iter().map(String::as_str).collect();
+    super::refuse_input_as_output(&[a.report.as_deref()], None, "", &inputs)?;
     // argparse opens the report (FileType('w')) while parsing
-    let mut report = match &a.report {
+    let report = match &a.report {
         Some(path) => Some((path.as_str(), create_in_place(path).map_err(|e| cannot_open("-R/--report", path, &e))?)),
         None => None,
     };
+    let written = a.report.clone();
+    estimate(&a, report).inspect_err(|_| {
+        // the report is written as the inputs are read: a failure leaves
+        // none of it (khmer leaves the lines written so far)
+        if let Some(path) = written.filter(|p| !fasthts_io::output::is_special_file(std::path::Path::new(p))) {
+            let _ = std::fs::remove_file(path);
+        }
+    })
+}
+
+fn estimate(a: &UniqueKmersArgs, mut report: Option<(&str, File)>) -> crate::CmdResult {
     let hll_error = |e: fasthts_kmer::hll::HllError| Failure::new(1, format!("ValueError: {e}"));
     let mut total = HllCounter::new(a.error_rate, a.ksize).map_err(hll_error)?;
     let threads = thread_count(a.threads);
