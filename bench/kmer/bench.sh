@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Times `fasthts kmer ...` against khmer's scripts on the same FASTQ and checks
+# Times `fasthts kmer ...` against khmer's scripts (count, abundance-dist,
+# normalize, filter-abund, filter-abund-single, unique-kmers) on the same FASTQ and checks
 # that the outputs are identical. Reports the median of REPS runs (wall s,
 # user+sys CPU s, peak RSS MB) and the khmer/fasthts wall ratio.
 #
@@ -72,4 +73,15 @@ ratio "$kw" "$fw"; b=$(basename "$FQ"); cmp "$K/$b.keep" "$F/$b.keep" && echo " 
 run "khmer filter-abund" "$K" "$KHMER/filter-abund.py" -q -C 2 t1.ct "$FQ"; kw=$(cat "$WORK/last.wall")
 run "fasthts kmer filter-abund -T2" "$F" "$FASTHTS" kmer filter-abund -q -T 2 -C 2 "$K/t1.ct" "$FQ"; fw=$(cat "$WORK/last.wall")
 ratio "$kw" "$fw"; cmp "$K/$b.abundfilt" "$F/$b.abundfilt" && echo "  .abundfilt identical"
+
+# The one-pass scripts (issue 22): count and filter in one run (khmer's
+# default one thread, -T 2 as above), and the HyperLogLog estimate
+# (khmer's OpenMP counting uses all cores; so does fasthts).
+run "khmer filter-abund-single -T2" "$K" "$KHMER/filter-abund-single.py" -q -k 25 -N 4 -x "$X" -T 2 -C 2 -o s.abundfilt --savegraph s.ct "$FQ"; kw=$(cat "$WORK/last.wall")
+run "fasthts kmer filter-abund-single -T2" "$F" "$FASTHTS" kmer filter-abund-single -q -k 25 -N 4 -x "$X" -T 2 -C 2 -o s.abundfilt --savegraph s.ct "$FQ"; fw=$(cat "$WORK/last.wall")
+ratio "$kw" "$fw"; cmp "$K/s.abundfilt" "$F/s.abundfilt" && cmp "$K/s.ct" "$F/s.ct" && echo "  reads and .ct identical"
+
+run "khmer unique-kmers" "$K" "$KHMER/unique-kmers.py" -q -k 25 -R u.txt "$FQ"; kw=$(cat "$WORK/last.wall")
+run "fasthts kmer unique-kmers" "$F" "$FASTHTS" kmer unique-kmers -q -k 25 -R u.txt "$FQ"; fw=$(cat "$WORK/last.wall")
+ratio "$kw" "$fw"; cmp "$K/u.txt" "$F/u.txt" && echo "  report identical (estimate $(head -1 "$F/u.txt" | cut -d' ' -f1))"
 echo "work dir: $WORK"

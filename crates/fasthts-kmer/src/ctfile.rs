@@ -18,6 +18,8 @@ pub const MAGIC: &[u8; 4] = b"OXLI";
 pub const VERSION: u8 = 4;
 /// Table type for a counting table (ByteStorage).
 pub const TYPE_COUNTING: u8 = 1;
+/// Table type for a SmallCountgraph (NibbleStorage).
+pub const TYPE_SMALLCOUNT: u8 = 7;
 
 /// Errors reading a `.ct` file.
 #[derive(Debug)]
@@ -146,6 +148,10 @@ impl Countgraph {
     }
 
     fn save_releasing(&mut self, path: &Path, release: bool) -> io::Result<()> {
+        if self.is_small() {
+            // khmer writes a SmallCountgraph uncompressed, whatever its name
+            return write_atomically(path, |w| self.write_small_ct(w));
+        }
         let gz = is_gz_name(path);
         if !gz && !output::is_special_file(path) {
             let (temp, file) = TempOutput::create(path).map_err(|e| e.source)?;
@@ -225,6 +231,66 @@ impl Countgraph {
             r?;
         }
         Ok(())
+    }
+
+    /// Serialise a SmallCountgraph in khmer's format: `"OXLI"`, version 4,
+    /// type 7, k (u32), N (u8), occupied (u64); per table its size (u64) and
+    /// `size / 2 + 1` bytes of nibbles (no bigcount section).
+    pub fn write_small_ct<W: Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
+        let mut hdr = Vec::with_capacity(19);
+        hdr.extend_from_slice(MAGIC);
+        hdr.extend_from_slice(&[VERSION, TYPE_SMALLCOUNT]);
+        hdr.extend_from_slice(&self.ksize().to_le_bytes());
+        hdr.push(self.n_tables() as u8);
+        hdr.extend_from_slice(&self.n_occupied().to_le_bytes());
+        w.write_all(&hdr)?;
+        for i in 0..self.n_tables() {
+            w.write_all(&self.sizes()[i].to_le_bytes())?;
+            w.write_all(self.table_bytes(i))?;
+        }
+        Ok(())
+    }
+
+    /// Load a SmallCountgraph saved by khmer (or [`Countgraph::save`] of a
+    /// small graph): khmer's `SmallCountgraph.load`, uncompressed only.
+    pub fn load_small(path: &Path) -> Result<Countgraph, CtError> {
+        let mut r = BufReader::with_capacity(1 << 20, File::open(path)?);
+        let mut hdr = [0u8; 19];
+        read_exact_or_magic(&mut r, &mut hdr)?;
+        if hdr[4] != VERSION {
+            return Err(CtError::BadVersion(hdr[4]));
+        }
+        if hdr[5] != TYPE_SMALLCOUNT {
+            return Err(CtError::BadType(hdr[5]));
+        }
+        let k = u32::from_le_bytes(hdr[6..10].try_into().unwrap());
+        let n = usize::from(hdr[10]);
+        let occupied = u64::from_le_bytes(hdr[11..19].try_into().unwrap());
+        check_k_and_n(k, n)?;
+        let mut sizes = Vec::with_capacity(n);
+        let mut tables = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut b = [0u8; 8];
+            r.read_exact(&mut b)?;
+            let size = u64::from_le_bytes(b);
+            if size == 0 || size > (1u64 << 40) {
+                return Err(CtError::BadHeader(format!("implausible table size {size} in countgraph file")));
+            }
+            let len = crate::table::table_bytes_for(size, true);
+            let mut bytes = Vec::new();
+            bytes
+                .try_reserve_exact(len as usize)
+                .map_err(|_| CtError::BadHeader(format!("table of {len} bytes does not fit in memory")))?;
+            r.by_ref().take(len).read_to_end(&mut bytes)?;
+            if (bytes.len() as u64) < len {
+                return Err(CtError::Io(io::Error::new(io::ErrorKind::UnexpectedEof, "truncated")));
+            }
+            sizes.push(size);
+            tables.push(ByteTable::from_vec(bytes));
+        }
+        let mut g = Countgraph::from_tables_of(k, sizes, tables, true);
+        g.set_occupied(occupied);
+        Ok(g)
     }
 
     /// Read khmer's format from any reader (uncompressed bytes).
@@ -495,6 +561,17 @@ mod tests {
     }
 }
 
+/// A header's k and table count, checked.
+fn check_k_and_n(k: u32, n: usize) -> Result<(), CtError> {
+    if k == 0 || k > crate::hash::MAX_K_EXT {
+        return Err(CtError::BadHeader(format!("k-mer size {k} in countgraph file is not supported (1..=64)")));
+    }
+    if n == 0 {
+        return Err(CtError::BadHeader("countgraph file has no tables".into()));
+    }
+    Ok(())
+}
+
 /// Bytes of a table read from a stream per step.
 const TABLE_READ_STEP: u64 = 64 << 20;
 
@@ -520,12 +597,7 @@ fn parse_header(hdr: &[u8; 20]) -> Result<CtHeader, CtError> {
     }
     let k = u32::from_le_bytes([hdr[7], hdr[8], hdr[9], hdr[10]]);
     let n = usize::from(hdr[11]);
-    if k == 0 || k > crate::hash::MAX_K_EXT {
-        return Err(CtError::BadHeader(format!("k-mer size {k} in countgraph file is not supported (1..=64)")));
-    }
-    if n == 0 {
-        return Err(CtError::BadHeader("countgraph file has no tables".into()));
-    }
+    check_k_and_n(k, n)?;
     let occupied = u64::from_le_bytes([hdr[12], hdr[13], hdr[14], hdr[15], hdr[16], hdr[17], hdr[18], hdr[19]]);
     Ok(CtHeader { use_bigcount: hdr[6] != 0, k, n, occupied })
 }

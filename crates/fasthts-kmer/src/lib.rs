@@ -68,12 +68,14 @@
 pub mod ctfile;
 pub mod fastmod;
 pub mod hash;
+pub mod hll;
 pub mod plot;
 pub mod primes;
 pub mod pyfmt;
 pub mod pyrandom;
 pub mod scripts;
 pub mod seqio;
+pub mod sizing;
 pub mod split;
 pub mod stlmap;
 pub mod table;

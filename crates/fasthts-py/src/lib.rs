@@ -20,6 +20,7 @@ mod cli;
 mod distributed;
 mod kmer;
 mod ops;
+mod sketches;
 
 create_exception!(fasthts, Error, PyException, "Bad input or a failed operation; the message is the one the fasthts CLI prints.");
 
@@ -94,6 +95,7 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bam::register(m)?;
     ops::register(m)?;
     kmer::register(m)?;
+    sketches::register(m)?;
     cli::register(m)?;
     distributed::register(m)?;
     Ok(())

@@ -25,6 +25,11 @@ mod count;
 mod filter_abund;
 mod normalize;
 mod trim;
+// the one-pass scripts
+mod abundance_dist_single;
+mod count_median;
+mod filter_abund_single;
+mod unique_kmers;
 // the read-handling scripts of khmer's protocols
 mod extract_long;
 mod extract_paired;
@@ -83,6 +88,18 @@ pub enum KmerCommand {
     /// Reservoir-sample reads or pairs (same reads as khmer for the same -R) = sample-reads-randomly.py
     #[command(name = "sample-reads-randomly", infer_long_args = true)]
     SampleReadsRandomly(sample_reads::SampleReadsArgs),
+    /// Estimate the number of distinct k-mers (HyperLogLog, khmer's estimate) = unique-kmers.py
+    #[command(name = "unique-kmers", infer_long_args = true)]
+    UniqueKmers(unique_kmers::UniqueKmersArgs),
+    /// Count k-mers and write their abundance histogram in one run = abundance-dist-single.py
+    #[command(name = "abundance-dist-single", infer_long_args = true)]
+    AbundanceDistSingle(abundance_dist_single::AbundSingleArgs),
+    /// Count k-mers and trim reads at low-abundance k-mers in one run = filter-abund-single.py
+    #[command(name = "filter-abund-single", infer_long_args = true)]
+    FilterAbundSingle(filter_abund_single::FilterSingleArgs),
+    /// Median, average and stddev of each read's k-mer counts = count-median.py
+    #[command(name = "count-median", infer_long_args = true)]
+    CountMedian(count_median::CountMedianArgs),
 }
 
 impl KmerCommand {
@@ -101,6 +118,10 @@ impl KmerCommand {
             KmerCommand::FastqToFasta(a) => fastq_to_fasta::run(a),
             KmerCommand::Readstats(a) => readstats::run(a),
             KmerCommand::SampleReadsRandomly(a) => sample_reads::run(a),
+            KmerCommand::UniqueKmers(a) => unique_kmers::run(a),
+            KmerCommand::AbundanceDistSingle(a) => abundance_dist_single::run(a),
+            KmerCommand::FilterAbundSingle(a) => filter_abund_single::run(a),
+            KmerCommand::CountMedian(a) => count_median::run(a),
         }
     }
 }
@@ -167,7 +188,8 @@ pub struct GraphArgs {
     /// maximum amount of memory to use for data structure, in bytes (K/M/G/T suffixes, decimal; up to 1e15); sets -x to this / N
     #[arg(allow_negative_numbers = true, short = 'M', long = "max-memory-usage", value_name = "BYTES", value_parser = memory_setting)]
     max_memory_usage: Option<f64>,
-    /// Reduce memory usage by using a smaller counter (not supported)
+    /// Reduce memory usage by using a smaller counter for individual kmers
+    /// (khmer's SmallCountgraph: 4-bit counts, up to 15; -M gives 2 entries per byte)
     #[arg(long = "small-count")]
     small_count: bool,
     /// Allow 32 < k <= 64 (fasthts extension: 128-bit two-bit k-mers folded
@@ -184,10 +206,16 @@ impl GraphArgs {
         }
     }
 
-    fn check(&self, force: bool, quiet: bool) -> Result<(), Failure> {
-        if self.small_count {
-            return Err(khmer_error("--small-count (nibble counters) is not supported by fasthts"));
+    /// Entries per table of the graph made: with -M, 2 per byte for
+    /// --small-count (khmer's `calculate_graphsize` of a smallcountgraph).
+    fn graph_tablesize(&self) -> f64 {
+        match self.max_memory_usage {
+            Some(m) if m != 0.0 && self.small_count => 2.0 * m / self.n_tables as f64,
+            _ => self.tablesize(),
         }
+    }
+
+    fn check(&self, force: bool, quiet: bool) -> Result<(), Failure> {
         if self.unique_kmers != 0.0 {
             return Err(khmer_error("-U/--unique-kmers automatic sizing is not supported by fasthts; give -x or -M"));
         }
@@ -216,7 +244,14 @@ impl GraphArgs {
     }
 
     fn report(&self, quiet: bool, loadgraph: bool) {
-        let ts = self.tablesize();
+        self.report_as(quiet, loadgraph, false)
+    }
+
+    /// [`GraphArgs::report`] of the graph type a script names: with
+    /// `small` (trim-low-abund and abundance-dist-single with
+    /// --small-count), that of a SmallCountgraph, 2 entries per byte.
+    fn report_as(&self, quiet: bool, loadgraph: bool, small: bool) {
+        let (ts, per_byte) = if small { (self.graph_tablesize(), 2) } else { (self.tablesize(), 1) };
         // khmer's log_warn is not silenced by -q
         let warn = ts == 1e6 && !loadgraph;
         if quiet {
@@ -225,13 +260,13 @@ impl GraphArgs {
             }
             return;
         }
-        let maxmem = self.n_tables as f64 * ts;
+        let maxmem = self.n_tables as f64 * ts / per_byte as f64;
         eprintln!("\nPARAMETERS:");
         eprintln!(" - kmer size =     {} \t\t(-k)", self.ksize);
         eprintln!(" - n tables =      {} \t\t(-N)", self.n_tables);
         eprintln!(" - max tablesize = {} \t(-x)", py_g2(ts));
         eprintln!(
-            "Estimated memory usage is {:.1} Gb ({} bytes = {} bytes x {} entries / 1 entries per byte)",
+            "Estimated memory usage is {:.1} Gb ({} bytes = {} bytes x {} entries / {per_byte} entries per byte)",
             maxmem / 1e9,
             py_g2(maxmem),
             self.n_tables,
@@ -244,8 +279,19 @@ impl GraphArgs {
     }
 
     fn create(&self) -> Result<Countgraph, Failure> {
-        let x = tablesize_from_float(self.tablesize());
-        Countgraph::new(self.ksize, x, self.n_tables).map_err(|e| khmer_error(e.to_string()))
+        self.create_sized(self.graph_tablesize())
+    }
+
+    /// A Countgraph (a SmallCountgraph with --small-count) of `size`
+    /// entries per table (made a whole number as khmer does).
+    fn create_sized(&self, size: f64) -> Result<Countgraph, Failure> {
+        let x = tablesize_from_float(size);
+        let made = if self.small_count {
+            Countgraph::new_small(self.ksize, x, self.n_tables)
+        } else {
+            Countgraph::new(self.ksize, x, self.n_tables)
+        };
+        made.map_err(|e| khmer_error(e.to_string()))
     }
 }
 
@@ -465,6 +511,12 @@ impl Compression {
 /// Loads a countgraph; the error names the file.
 fn load_graph(path: &str) -> Result<Countgraph, String> {
     Countgraph::load(Path::new(path)).map_err(|e| format!("{path}: {e}"))
+}
+
+/// Loads a SmallCountgraph (`--small-count --loadgraph`); the error names
+/// the file.
+fn load_small_graph(path: &str) -> Result<Countgraph, String> {
+    Countgraph::load_small(Path::new(path)).map_err(|e| format!("{path}: {e}"))
 }
 
 /// Saves `g` to `path` (atomically, see `Countgraph::save`; its temporary

@@ -99,12 +99,13 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
         .into());
     }
     let gzip = a.compression.gzip()?;
-    a.graph.report(q, a.loadgraph.is_some());
+    a.graph.report_as(q, a.loadgraph.is_some(), a.graph.small_count);
     check_inputs(&a.input_filenames, a.force)?;
     let inputs: Vec<&str> = a.input_filenames.iter().chain(&a.loadgraph).map(String::as_str).collect();
     refuse_input_as_output(&[a.savegraph.as_deref()], a.output.as_deref(), "abundtrim", &inputs)?;
     check_stdin_output(&a.input_filenames, a.output.as_deref(), "-o")?;
     let mut g = match &a.loadgraph {
+        Some(l) if a.graph.small_count => super::load_small_graph(l)?,
         Some(l) => load_graph(l)?,
         None => {
             a.graph.check(a.force, q)?;

@@ -621,6 +621,21 @@ fn jobs_for(c: &Corpus, case: &Case, w: &Path) -> Vec<Job> {
                 job("kmer trim-low-abund", trim, None, vec!["out.fq", "tmp"]),
                 job("kmer abundance-dist", os(&[&"kmer", &"abundance-dist", &"-q", &c.good_table, &f, &hist]), None, vec!["hist"]),
                 job("kmer filter-abund", os(&[&"kmer", &"filter-abund", &"-q", &"-o", &out_fq, &c.good_table, &f]), None, vec!["out.fq"]),
+                // the one-pass scripts
+                job("kmer unique-kmers", os(&[&"kmer", &"unique-kmers", &"-q", &"-k", &"17", &"-R", &hist, &f]), None, vec!["hist"]),
+                job(
+                    "kmer abundance-dist-single",
+                    os(&[&"kmer", &"abundance-dist-single", &"-q", &"-k", &"17", &"-x", &"100000", &"--savegraph", &out_ct, &f, &hist]),
+                    None,
+                    vec!["hist", "out.ct"],
+                ),
+                job(
+                    "kmer filter-abund-single",
+                    os(&[&"kmer", &"filter-abund-single", &"-q", &"-k", &"17", &"-x", &"100000", &"--savegraph", &out_ct, &"-o", &out_fq, &f]),
+                    None,
+                    vec!["out.fq", "out.ct"],
+                ),
+                job("kmer count-median", os(&[&"kmer", &"count-median", &"-q", &c.good_table, &f, &hist]), None, vec!["hist"]),
             ]
         }
         Kind::Table => {
@@ -629,6 +644,7 @@ fn jobs_for(c: &Corpus, case: &Case, w: &Path) -> Vec<Job> {
             vec![
                 job("kmer abundance-dist", os(&[&"kmer", &"abundance-dist", &"-q", &f, &c.good_fastq, &hist]), None, vec!["hist"]),
                 job("kmer filter-abund", os(&[&"kmer", &"filter-abund", &"-q", &"-o", &out_fq, &f, &c.good_fastq]), None, vec!["out.fq"]),
+                job("kmer count-median", os(&[&"kmer", &"count-median", &"-q", &f, &c.good_fastq, &hist]), None, vec!["hist"]),
                 job(
                     "kmer trim-low-abund -l",
                     os(&[&"kmer", &"trim-low-abund", &"-q", &"-T", &w.join("tmp"), &"-o", &out_fq, &"-l", &f, &c.good_fastq]),
@@ -733,7 +749,11 @@ fn check(job: &Job, case: &Case, run: &Measured, reference_ok: Option<bool>, w: 
         }
         let kmer = job.label.starts_with("kmer ");
         let errors: Vec<&str> = err.lines().filter(|l| !l.contains("warning:") && !(kmer && is_khmer_trailer(l))).collect();
-        let well_formed = |l: &str| l.starts_with("fasthts ") || (kmer && (l.starts_with("ERROR: ") || l.starts_with("** ERROR: ")));
+        // k-mer commands: khmer's own error lines, or where khmer fails
+        // with a Python exception, its last line (`OSError: File ...`)
+        let python_exception = |l: &str| l.split_once(": ").is_some_and(|(class, _)| class.ends_with("Error") && class.bytes().all(|b| b.is_ascii_alphabetic()));
+        let well_formed =
+            |l: &str| l.starts_with("fasthts ") || (kmer && (l.starts_with("ERROR: ") || l.starts_with("** ERROR: ") || python_exception(l)));
         if errors.len() != 1 || !well_formed(errors[0]) {
             problems.push(format!("expected one error line, got {err:?}"));
         }

@@ -8,7 +8,7 @@
 //! The read-handling scripts of khmer's protocols are here too:
 //! interleave-reads, split-paired-reads, extract-paired-reads,
 //! extract-long-sequences, fastq-to-fasta, readstats and
-//! sample-reads-randomly.
+//! sample-reads-randomly; and count-median (per-read count statistics).
 //!
 //! One module per script; what several share: the paired readers
 //! (`pairing`: khmer's `check_is_pair` and `broken_paired_reader`, over
@@ -19,6 +19,7 @@
 
 mod abundance_dist;
 mod count;
+mod count_median;
 mod extract_long;
 mod extract_paired;
 mod fastq_to_fasta;
@@ -34,6 +35,7 @@ mod trimming;
 
 pub use abundance_dist::{abundance_histogram, write_abundance_csv};
 pub use count::{consume_reader, consume_seqfile, ConsumeResult};
+pub use count_median::{count_median_file, median_average_stddev};
 pub use extract_long::extract_long_sequences;
 pub use extract_paired::extract_paired_reads;
 pub use fastq_to_fasta::fastq_to_fasta;

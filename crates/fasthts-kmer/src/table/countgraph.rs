@@ -4,7 +4,7 @@
 use super::bigcount::BigCounts;
 use super::memory::{prefetch, ByteTable};
 use super::nodegraph::Nodegraph;
-use super::pass::{TableSet, EARLY_STOP_DIST, INLINE_TABLES, PREFETCH_DIST};
+use super::pass::{counter_at, TableSet, EARLY_STOP_DIST, INLINE_TABLES, PREFETCH_DIST};
 use super::{TableError, MAX_BIGCOUNT, MAX_COUNT};
 use crate::fastmod::FastMod;
 use crate::hash::{hashes_into, Cleaning, KmerIter, MAX_K_EXT};
@@ -13,9 +13,13 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 /// khmer's Countgraph: N byte tables of prime sizes, saturating counters, an
-/// optional bigcount map for counts above 255.
+/// optional bigcount map for counts above 255. Or khmer's SmallCountgraph
+/// ([`Countgraph::new_small`]): the same with 4-bit counters, two to a byte,
+/// that stop at 15 (no bigcount).
 pub struct Countgraph {
     k: u32,
+    /// 4-bit counters (SmallCountgraph)
+    pub(super) nibbles: bool,
     pub(super) sizes: Vec<u64>,
     pub(super) mods: Vec<FastMod>,
     pub(crate) tables: Vec<ByteTable>,
@@ -47,20 +51,42 @@ impl Countgraph {
 
     /// A countgraph with explicit table sizes.
     pub fn with_sizes(k: u32, sizes: Vec<u64>) -> Result<Self, TableError> {
+        Self::with_sizes_of(k, sizes, false)
+    }
+
+    /// khmer's `SmallCountgraph(k, x, N)`: 4-bit counters (15 at most),
+    /// tables of the N largest odd primes below `x` entries, each stored in
+    /// `size / 2 + 1` bytes.
+    pub fn new_small(k: u32, x: u64, n_tables: usize) -> Result<Self, TableError> {
+        if n_tables == 0 {
+            return Err(TableError::NoTables);
+        }
+        let sizes = get_n_primes_near_x(n_tables, x).ok_or(TableError::NoPrimes { n: n_tables, x })?;
+        Self::with_sizes_of(k, sizes, true)
+    }
+
+    fn with_sizes_of(k: u32, sizes: Vec<u64>, nibbles: bool) -> Result<Self, TableError> {
         if k == 0 || k > MAX_K_EXT {
             return Err(TableError::BadK(k));
         }
         if sizes.is_empty() {
             return Err(TableError::NoTables);
         }
-        let tables = sizes.iter().map(|&s| ByteTable::zeroed(s as usize)).collect();
-        Ok(Self::from_tables(k, sizes, tables))
+        let tables = sizes.iter().map(|&s| ByteTable::zeroed(table_bytes_for(s, nibbles) as usize)).collect();
+        Ok(Self::from_tables_of(k, sizes, tables, nibbles))
     }
 
     pub(crate) fn from_tables(k: u32, sizes: Vec<u64>, tables: Vec<ByteTable>) -> Self {
+        Self::from_tables_of(k, sizes, tables, false)
+    }
+
+    /// A graph over loaded tables (`nibbles`: SmallCountgraph tables of
+    /// `size / 2 + 1` bytes).
+    pub(crate) fn from_tables_of(k: u32, sizes: Vec<u64>, tables: Vec<ByteTable>, nibbles: bool) -> Self {
         let mods = sizes.iter().map(|&s| FastMod::new(s.max(1))).collect();
         Countgraph {
             k,
+            nibbles,
             sizes,
             mods,
             tables,
@@ -88,9 +114,32 @@ impl Countgraph {
     pub fn use_bigcount(&self) -> bool {
         self.use_bigcount
     }
-    /// Turn the bigcount map on or off (khmer's `set_use_bigcount`).
+    /// Turn the bigcount map on or off (khmer's `set_use_bigcount`; a
+    /// SmallCountgraph has none, and stays without).
     pub fn set_use_bigcount(&mut self, on: bool) {
-        self.use_bigcount = on;
+        self.use_bigcount = on && !self.nibbles;
+    }
+    /// Whether this is a SmallCountgraph (4-bit counters).
+    pub fn is_small(&self) -> bool {
+        self.nibbles
+    }
+    /// The largest count a counter holds: 255, or 15 in a SmallCountgraph.
+    pub fn max_count(&self) -> u8 {
+        if self.nibbles {
+            15
+        } else {
+            MAX_COUNT
+        }
+    }
+    /// Bytes table `i` takes in memory and in a `.ct` file.
+    pub fn table_len(&self, i: usize) -> u64 {
+        table_bytes_for(self.sizes[i], self.nibbles)
+    }
+    /// Counter `bin` of table `t`.
+    #[inline(always)]
+    pub(crate) fn count_at(&self, t: usize, bin: usize) -> u8 {
+        let (i, shift) = counter_at(self.nibbles, bin);
+        (self.tables[t].cell(i).load(Relaxed) >> shift) & self.max_count()
     }
     /// Bins of table 0 that are non-zero (counted at 0→1 transitions).
     pub fn n_occupied(&self) -> u64 {
@@ -120,8 +169,8 @@ impl Countgraph {
     #[inline]
     pub fn get(&self, h: u64) -> u16 {
         let mut min = u8::MAX;
-        for (t, m) in self.tables.iter().zip(&self.mods) {
-            let c = t.cell(m.rem(h) as usize).load(Relaxed);
+        for (t, m) in self.mods.iter().enumerate() {
+            let c = self.count_at(t, m.rem(h) as usize);
             if c < min {
                 min = c;
             }
@@ -257,13 +306,32 @@ impl Countgraph {
                 big.push((h, v));
             }
         }
-        for (a, b) in self.tables.iter_mut().zip(&other.tables) {
-            let dst = a.as_bytes_mut();
-            for (i, d) in dst.iter_mut().enumerate() {
-                *d = d.saturating_add(b.cell(i).load(Relaxed));
+        if self.nibbles != other.nibbles {
+            return Err(TableError::Incompatible);
+        }
+        if self.nibbles {
+            for t in 0..self.tables.len() {
+                for bin in 0..self.sizes[t] as usize {
+                    let sum = (self.count_at(t, bin) + other.count_at(t, bin)).min(self.max_count());
+                    let (i, shift) = counter_at(true, bin);
+                    let cell = self.tables[t].cell(i);
+                    let byte = cell.load(Relaxed);
+                    cell.store((byte & !(0xf << shift)) | (sum << shift), Relaxed);
+                }
+            }
+        } else {
+            for (a, b) in self.tables.iter_mut().zip(&other.tables) {
+                let dst = a.as_bytes_mut();
+                for (i, d) in dst.iter_mut().enumerate() {
+                    *d = d.saturating_add(b.cell(i).load(Relaxed));
+                }
             }
         }
-        let occupied = self.tables[0].as_bytes().iter().filter(|&&c| c != 0).count() as u64;
+        let occupied = if self.nibbles {
+            (0..self.sizes[0] as usize).filter(|&bin| self.count_at(0, bin) != 0).count() as u64
+        } else {
+            self.tables[0].as_bytes().iter().filter(|&&c| c != 0).count() as u64
+        };
         self.occupied.store(occupied, Relaxed);
         self.n_unique.store(0, Relaxed);
         for (h, v) in big {
@@ -468,7 +536,7 @@ impl Countgraph {
         seq.len()
     }
 
-    /// The first byte of table `i` (`sizes()[i]` bytes). Reading through it
+    /// The first byte of table `i` (`table_len(i)` bytes). Reading through it
     /// is only sound while nothing updates the table, e.g. in `save` under
     /// `&mut self`.
     pub(crate) fn table_ptr(&self, i: usize) -> *const u8 {
@@ -481,7 +549,17 @@ impl Countgraph {
 
     /// Raw counter of table `i`, bin `b` (tests, debugging).
     pub fn raw_count(&self, i: usize, b: u64) -> u8 {
-        self.tables[i].cell(b as usize).load(Relaxed)
+        self.count_at(i, b as usize)
+    }
+}
+
+/// The bytes of a table of `size` counters: one each, or for nibble
+/// counters khmer's `size / 2 + 1`.
+pub(crate) fn table_bytes_for(size: u64, nibbles: bool) -> u64 {
+    if nibbles {
+        size / 2 + 1
+    } else {
+        size
     }
 }
 

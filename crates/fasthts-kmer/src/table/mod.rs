@@ -41,6 +41,7 @@ pub use nodegraph::Nodegraph;
 pub use partition::merge_partition_flags;
 pub use sorted::SortScratch;
 
+pub(crate) use countgraph::table_bytes_for;
 pub(crate) use memory::ByteTable;
 
 use crate::hash::MAX_K_EXT;

@@ -4,7 +4,6 @@
 use super::countgraph::LocalStats;
 use super::pass::{TableSet, INLINE_TABLES, PREFETCH_DIST};
 use super::{Countgraph, MAX_COUNT};
-use std::sync::atomic::Ordering::Relaxed;
 
 impl Countgraph {
     /// Table-partitioned update for several threads: the calling thread
@@ -43,9 +42,9 @@ impl Countgraph {
     pub fn partial_mins(&self, hashes: &[u64], tables: &[usize], out: &mut Vec<u8>) {
         out.clear();
         if tables.is_empty() || tables.len() > INLINE_TABLES {
-            out.extend(hashes.iter().map(|&h| {
-                tables.iter().map(|&t| self.tables[t].cell(self.mods[t].rem(h) as usize).load(Relaxed)).min().unwrap_or(MAX_COUNT)
-            }));
+            out.extend(
+                hashes.iter().map(|&h| tables.iter().map(|&t| self.count_at(t, self.mods[t].rem(h) as usize)).min().unwrap_or(MAX_COUNT)),
+            );
             return;
         }
         let set = TableSet::of(self, tables);

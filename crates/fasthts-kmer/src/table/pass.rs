@@ -3,6 +3,28 @@
 
 use super::memory::prefetch;
 use super::{Countgraph, MAX_COUNT};
+
+/// Where counter `bin` of a table lives: its byte, and the shift of its
+/// bits in that byte. Byte counters: byte `bin`, shift 0. Nibble counters
+/// (khmer's SmallCountgraph): byte `bin / 2`, the high half (shift 4) for
+/// an even bin, the low half for an odd one.
+#[inline(always)]
+pub(super) fn counter_at(nibbles: bool, bin: usize) -> (usize, u32) {
+    let n = nibbles as u32;
+    (bin >> n, ((!bin & 1) as u32 & n) << 2)
+}
+
+/// Adds 1 to the counter at `shift` in `cell` unless it is at `max`; the
+/// only writer of the table (a plain load and store, branch-free). Returns
+/// (it was 0, it was full).
+#[inline(always)]
+pub(super) fn bump(cell: &AtomicU8, shift: u32, max: u8) -> (bool, bool) {
+    let byte = cell.load(Relaxed);
+    let c = (byte >> shift) & max;
+    let full = c == max;
+    cell.store(byte + (((!full) as u8) << shift), Relaxed);
+    (c == 0, full)
+}
 use crate::fastmod::FastMod;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -77,6 +99,8 @@ pub(super) struct BinChanges {
 /// pass per read).
 pub(super) struct TableSet {
     len: usize,
+    nibbles: bool,
+    max: u8,
     inline_bases: [*const AtomicU8; INLINE_TABLES],
     inline_mods: [FastMod; INLINE_TABLES],
     spilled_bases: Vec<*const AtomicU8>,
@@ -97,6 +121,8 @@ impl TableSet {
         let len = tables.len();
         let mut set = TableSet {
             len,
+            nibbles: g.nibbles,
+            max: g.max_count(),
             inline_bases: [std::ptr::null(); INLINE_TABLES],
             inline_mods: [g.mods[0]; INLINE_TABLES],
             spilled_bases: Vec::new(),
@@ -145,11 +171,12 @@ impl TableSet {
         visit: impl FnMut(usize, &[usize]) -> bool,
     ) {
         let bases = self.bases();
+        let nibbles = self.nibbles as u32;
         prefetched_pass::<DIST>(
             self.mods(),
             hashes,
             |i, b| {
-                prefetch(bases[i].wrapping_add(b));
+                prefetch(bases[i].wrapping_add(b >> nibbles));
                 also_prefetch(i, b);
             },
             visit,
@@ -161,9 +188,10 @@ impl TableSet {
     pub(super) fn min_count(&self, bins: &[usize]) -> u8 {
         let mut min = MAX_COUNT;
         for (&base, &b) in self.bases().iter().zip(bins) {
+            let (i, shift) = counter_at(self.nibbles, b);
             // SAFETY: b = h mod this table's size (the pass computed it
-            // with this set's moduli), so within the table.
-            min = min.min(unsafe { &*base.add(b) }.load(Relaxed));
+            // with this set's moduli), so its byte is within the table.
+            min = min.min((unsafe { &*base.add(i) }.load(Relaxed) >> shift) & self.max);
         }
         min
     }
@@ -178,28 +206,28 @@ impl TableSet {
         let mut first_zero = false;
         let mut n_full = 0usize;
         for (i, (&base, &b)) in self.bases().iter().zip(bins).enumerate() {
+            let (byte_index, shift) = counter_at(self.nibbles, b);
             // SAFETY: as in `min_count`.
-            let cell = unsafe { &*base.add(b) };
+            let cell = unsafe { &*base.add(byte_index) };
             let (zero, full) = if ATOMIC {
                 // Always a compare-and-swap: a `fetch_add` guarded by an
                 // earlier load can wrap 255 to 0 when its thread stalls
                 // between the two while others saturate the bin (seen under
-                // heavy load).
-                let mut c = cell.load(Relaxed);
+                // heavy load). A nibble shares its byte with its neighbour,
+                // which the swap keeps.
+                let mut byte = cell.load(Relaxed);
                 loop {
-                    if c == MAX_COUNT {
+                    let c = (byte >> shift) & self.max;
+                    if c == self.max {
                         break (false, true);
                     }
-                    match cell.compare_exchange_weak(c, c + 1, Relaxed, Relaxed) {
+                    match cell.compare_exchange_weak(byte, byte + (1 << shift), Relaxed, Relaxed) {
                         Ok(_) => break (c == 0, false),
-                        Err(v) => c = v,
+                        Err(v) => byte = v,
                     }
                 }
             } else {
-                let c = cell.load(Relaxed);
-                let full = c == MAX_COUNT;
-                cell.store(c + (!full) as u8, Relaxed);
-                (c == 0, full)
+                bump(cell, shift, self.max)
             };
             any_zero |= zero;
             first_zero |= zero & (i == 0);

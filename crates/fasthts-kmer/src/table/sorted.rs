@@ -2,6 +2,7 @@
 //! counting sort by bin region (gigabyte tables: fewer TLB misses).
 
 use super::memory::prefetch;
+use super::pass::{bump, counter_at};
 use super::{Countgraph, MAX_COUNT};
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -76,12 +77,10 @@ impl Countgraph {
             self.sort_by_bin_region(t, hashes, scratch, region_bits);
             let mut zeros = 0u64;
             // The calling thread is the only writer of this table.
-            self.walk_sorted(t, &scratch.entries, |j, cell| {
-                let c = cell.load(Relaxed);
-                let zero = c == 0;
-                let full = c == MAX_COUNT;
+            let max = self.max_count();
+            self.walk_sorted(t, &scratch.entries, |j, cell, shift| {
+                let (zero, full) = bump(cell, shift, max);
                 zeros += zero as u64;
-                cell.store(c + (!full) as u8, Relaxed);
                 flags[j] = (flags[j] | zero as u8) & !((!full as u8) << 1);
             });
             if t == 0 {
@@ -116,22 +115,25 @@ impl Countgraph {
         }
     }
 
-    /// Calls `f(index, cell)` for each entry of `entries`, as
+    /// Calls `f(index, cell, shift)` for each entry of `entries`, as
     /// [`Self::sort_by_bin_region`] left them for table `t`, in order: the
-    /// entry's index in its batch and the counter of its bin, prefetched a
-    /// few entries ahead.
+    /// entry's index in its batch and the byte and shift of its bin's
+    /// counter (see `counter_at`), prefetched a few entries ahead.
     #[inline(always)]
-    fn walk_sorted(&self, t: usize, entries: &[u64], mut f: impl FnMut(usize, &AtomicU8)) {
+    fn walk_sorted(&self, t: usize, entries: &[u64], mut f: impl FnMut(usize, &AtomicU8, u32)) {
         const AHEAD: usize = 16;
         let base = self.tables[t].ptr();
+        let nibbles = self.nibbles;
         for i in 0..entries.len() {
             if let Some(&e) = entries.get(i + AHEAD) {
-                prefetch(base.wrapping_add((e >> IDX_BITS) as usize));
+                prefetch(base.wrapping_add(counter_at(nibbles, (e >> IDX_BITS) as usize).0));
             }
             let e = entries[i];
-            // SAFETY: the bin is h mod the size of table t, so within it.
-            let cell = unsafe { &*base.add((e >> IDX_BITS) as usize) };
-            f((e & ((1 << IDX_BITS) - 1)) as usize, cell);
+            let (byte, shift) = counter_at(nibbles, (e >> IDX_BITS) as usize);
+            // SAFETY: the bin is h mod the size of table t, so its byte is
+            // within the table.
+            let cell = unsafe { &*base.add(byte) };
+            f((e & ((1 << IDX_BITS) - 1)) as usize, cell, shift);
         }
     }
 
@@ -162,7 +164,8 @@ impl Countgraph {
         let mins = &mut out[first..];
         for t in 0..self.tables.len() {
             self.sort_by_bin_region(t, hashes, scratch, region_bits);
-            self.walk_sorted(t, &scratch.entries, |j, cell| mins[j] = mins[j].min(cell.load(Relaxed) as u16));
+            let max = self.max_count();
+            self.walk_sorted(t, &scratch.entries, |j, cell, shift| mins[j] = mins[j].min(((cell.load(Relaxed) >> shift) & max) as u16));
         }
         self.apply_bigcounts(hashes, mins);
     }

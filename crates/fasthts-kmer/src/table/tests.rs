@@ -461,3 +461,85 @@ fn merge_sums_bigcounts_of_either_part() {
     d.merge_from(&graph(60000)).unwrap();
     assert_eq!(d.get(h), MAX_BIGCOUNT);
 }
+
+/// SmallCountgraph: every path (single and shared adds, partitions, sorted
+/// passes, lookups, save and load) agrees with a 4-bit oracle.
+#[test]
+fn small_countgraph_matches_oracle_on_every_path() {
+    let hs = random_hashes(77, 1500, 6);
+    let sizes = crate::primes::get_n_primes_near_x(3, 2000).unwrap();
+    // the oracle: khmer's NibbleStorage, counters stop at 15
+    let mut counts: Vec<HashMap<u64, u8>> = vec![HashMap::new(); 3];
+    let (mut occupied, mut unique) = (0u64, 0u64);
+    for &h in &hs {
+        let mut new = false;
+        for (i, t) in counts.iter_mut().enumerate() {
+            let c = t.entry(h % sizes[i]).or_insert(0);
+            if *c == 0 {
+                new = true;
+                occupied += (i == 0) as u64;
+            }
+            *c = (*c + 1).min(15);
+        }
+        unique += new as u64;
+    }
+    let oracle_get = |h: u64| (0..3).map(|i| *counts[i].get(&(h % sizes[i])).unwrap_or(&0)).min().unwrap() as u16;
+    let mut single = Countgraph::new_small(6, 2000, 3).unwrap();
+    single.set_use_bigcount(true); // a SmallCountgraph has no bigcount
+    assert!(!single.use_bigcount() && single.is_small());
+    assert_eq!(single.table_len(0), sizes[0] / 2 + 1);
+    let shared = Countgraph::new_small(6, 2000, 3).unwrap();
+    let mut sorted = Countgraph::new_small(6, 2000, 3).unwrap();
+    let mut scratch: Vec<SortScratch> = (0..2).map(|_| SortScratch::default()).collect();
+    for (ci, c) in hs.chunks(700).enumerate() {
+        single.consume_hashes(c, ci as u64);
+        shared.consume_hashes_shared(c, ci as u64);
+        let mut acc = Vec::new();
+        let mut occ = 0;
+        for (t, sc) in scratch.iter_mut().enumerate() {
+            let mut f = vec![0u8; c.len()];
+            occ += sorted.update_partition_sorted_with(c, &sorted.partition_tables(t, 2), &mut f, sc, 0, 3);
+            if t == 0 {
+                acc = f;
+            } else {
+                merge_partition_flags(&mut acc, &f);
+            }
+        }
+        sorted.apply_merged_flags(c, &acc, occ, (ci as u128) << 64);
+    }
+    let mut shared = shared;
+    for g in [&mut single, &mut shared, &mut sorted] {
+        assert_eq!((g.n_occupied(), g.n_unique_kmers()), (occupied, unique));
+        let mut direct: Vec<u16> = hs.iter().map(|&h| g.get(h)).collect();
+        let want: Vec<u16> = hs.iter().map(|&h| oracle_get(h)).collect();
+        assert_eq!(direct, want);
+        assert!(want.contains(&15));
+        direct.clear();
+        g.get_many_sorted_with(&hs, &mut direct, &mut SortScratch::default(), 0, 3);
+        assert_eq!(direct, want);
+        direct.clear();
+        g.get_many(&hs, &mut direct);
+        assert_eq!(direct, want);
+    }
+    for i in 0..3 {
+        assert!(single.table_bytes(i) == shared.table_bytes(i) && single.table_bytes(i) == sorted.table_bytes(i));
+    }
+    // the first counter of a byte is its high half
+    let h0 = (0..).find(|&h: &u64| h % sizes[0] == 0).unwrap();
+    let mut one = Countgraph::new_small(6, 2000, 3).unwrap();
+    one.consume_hashes(&[h0], 0);
+    assert_eq!(one.table_bytes(0)[0], 0x10);
+    // save and load: the same bytes
+    let dir = std::env::temp_dir().join(format!("fasthts-small-ct-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.ct");
+    single.save(&path).unwrap();
+    let mut loaded = Countgraph::load_small(&path).unwrap();
+    assert!(loaded.is_small());
+    assert_eq!((loaded.n_occupied(), loaded.sizes()), (occupied, &sizes[..]));
+    for i in 0..3 {
+        assert!(loaded.table_bytes(i) == single.table_bytes(i));
+    }
+    assert!(Countgraph::load(&path).is_err(), "a Countgraph does not load a SmallCountgraph (as in khmer)");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,117 @@
+//! `fasthts kmer abundance-dist-single`: abundance-dist-single.py, counting
+//! (as `count`) and the histogram (as `abundance-dist`) in one run.
+
+use super::{check_inputs, is_stdout, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs, OutFile};
+use crate::progress::{Bar, Source};
+use clap::Args;
+use fasthts_io::pool::thread_count;
+use fasthts_kmer::scripts;
+use std::path::Path;
+
+/// abundance-dist-single.py
+#[derive(Args, Debug)]
+#[command(after_help = "With -M the tables are sized as khmer sizes them here: 8/9.3 of -M / N entries each (the \
+tracking Bloom filter takes the rest).
+
+Examples:
+  fasthts kmer abundance-dist-single -k 17 -M 4G reads.fq.gz reads.hist
+  fasthts kmer abundance-dist-single -x 1e7 -N 2 -k 17 -z --savegraph reads.ct reads.fa reads.hist")]
+pub struct AbundSingleArgs {
+    #[command(flatten)]
+    graph: GraphArgs,
+    /// Number of simultaneous threads to execute (counting as `count`
+    /// does; the same histogram at any number) [default: all cores]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    threads: Option<usize>,
+    /// Do not output zero-count bins
+    #[arg(short = 'z', long = "no-zero")]
+    no_zero: bool,
+    /// Do not count k-mers past 255
+    #[arg(short = 'b', long = "no-bigcount")]
+    no_bigcount: bool,
+    /// Overwrite output file if it exists
+    #[arg(short = 's', long = "squash")]
+    squash: bool,
+    /// Save the k-mer countgraph to the specified filename.
+    #[arg(long = "savegraph", value_name = "filename")]
+    savegraph: Option<String>,
+    /// Override sanity checks
+    #[arg(short = 'f', long = "force")]
+    force: bool,
+    /// Print no progress messages (warnings and errors still go to stderr)
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+    /// The name of the input FAST[AQ] sequence file.
+    #[arg(value_name = "input_sequence_filename")]
+    input_sequence_filename: String,
+    /// The name of the output histogram file (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.
+    #[arg(value_name = "output_histogram_filename")]
+    output_histogram_filename: String,
+}
+
+/// The share of -M the countgraph gets here (khmer's multiplier: the
+/// tracking Bloom filter needs one bit per entry of each table).
+const COUNTGRAPH_SHARE: f64 = 8.0 / (9. + 0.3);
+
+pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
+    let q = a.quiet;
+    let log = |s: &str| {
+        if !q {
+            eprintln!("{s}");
+        }
+    };
+    a.graph.check(a.force, q)?;
+    a.graph.report_as(q, false, a.graph.small_count);
+    let input = a.input_sequence_filename.as_str();
+    let out = a.output_histogram_filename.as_str();
+    check_inputs(&[input], a.force)?;
+    refuse_input_as_output(&[Some(out), a.savegraph.as_deref()], None, "", &[input])?;
+    if !a.squash && !is_stdout(out) && Path::new(out).exists() {
+        return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
+    }
+    log("making countgraph");
+    let mut g = a.graph.create_scaled(COUNTGRAPH_SHARE)?;
+    g.set_use_bigcount(!a.no_bigcount);
+    log("building k-mer tracking graph");
+    log(&format!("kmer_size: {}", g.ksize()));
+    log(&format!("k-mer countgraph sizes: {:?}", g.sizes()));
+    log(&format!("outputting to {out}"));
+    log(&format!("consuming input, round 1 -- {input}"));
+    let threads = thread_count(a.threads);
+    let bar = Bar::start("kmer abundance-dist-single", q, Source::FilePositions(vec![input.into()], None));
+    let counted = scripts::consume_seqfile(&mut g, input, threads, None);
+    drop(bar);
+    counted.map_err(|e| khmer_error(format!("fasthts kmer abundance-dist-single: {e}")))?;
+    log(&format!("Total number of unique k-mers: {}", g.n_unique_kmers()));
+    log(&format!("preparing hist from {input}..."));
+    log(&format!("consuming input, round 2 -- {input}"));
+    let bar = Bar::start("kmer abundance-dist-single", q, Source::FilePositions(vec![input.into()], None));
+    let hist = scripts::abundance_histogram(&g, input, threads)?;
+    drop(bar);
+    if hist[..65535].iter().all(|&n| n == 0) {
+        return Err(khmer_error(
+            "ERROR: abundance distribution is uniformly zero; nothing to report.\n\tPlease verify that the input files are valid.",
+        )
+        .into());
+    }
+    let mut of = OutFile::create(out, false)?;
+    scripts::write_abundance_csv(&hist, a.no_zero, of.writer())?;
+    of.commit()?;
+    if let Some(path) = &a.savegraph {
+        log(&format!("Saving k-mer countgraph to {path}"));
+        save_graph_and_free(g, path).map_err(khmer_error)?;
+    }
+    log(&format!("wrote to: {out}"));
+    Ok(())
+}
+
+impl GraphArgs {
+    /// [`GraphArgs::create`] with khmer's `multiplier`: with -M, each table
+    /// gets `multiplier` × -M / N entries (-x is taken as it is).
+    fn create_scaled(&self, multiplier: f64) -> Result<fasthts_kmer::Countgraph, crate::Failure> {
+        match self.max_memory_usage {
+            Some(m) if m != 0.0 => self.create_sized(multiplier * self.graph_tablesize()),
+            _ => self.create(),
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! `fasthts kmer count-median`: count-median.py.
+
+use super::{cannot_open, check_input_file, load_graph, OutFile};
+use clap::Args;
+use fasthts_kmer::scripts;
+
+/// count-median.py
+#[derive(Args, Debug)]
+#[command(after_help = "The output has, per sequence at least k long: its name, the median, average and standard \
+deviation of its k-mer counts, and its length, as CSV. N is counted as A.
+
+Examples:
+  fasthts kmer count reads.ct reads.fq.gz
+  fasthts kmer count-median reads.ct reads.fq.gz medians.csv")]
+pub struct CountMedianArgs {
+    /// Overwrite output file if it exists
+    #[arg(short = 'f', long = "force")]
+    force: bool,
+    /// Print no progress messages (a fasthts addition; errors still go to stderr)
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+    /// input k-mer countgraph filename
+    #[arg(value_name = "input_count_graph_filename")]
+    countgraph: String,
+    /// input FAST[AQ] sequence filename
+    #[arg(value_name = "input_sequence_filename")]
+    input: String,
+    /// output summary filename (- for standard output)
+    #[arg(value_name = "output_summary_filename")]
+    output: String,
+}
+
+pub fn run(a: CountMedianArgs) -> crate::CmdResult {
+    // argparse opens the output (FileType('w')) while parsing
+    let mut out = OutFile::create(&a.output, false).map_err(|e| cannot_open("output_summary_filename", &a.output, &e))?;
+    check_input_file(&a.countgraph, a.force)?;
+    check_input_file(&a.input, a.force)?;
+    super::refuse_input_as_output(&[Some(a.output.as_str())], None, "", &[a.countgraph.as_str(), a.input.as_str()])?;
+    if !a.quiet {
+        eprintln!("loading k-mer countgraph from {}", a.countgraph);
+    }
+    let g = load_graph(&a.countgraph)?;
+    let name = if a.output == "-" { "<stdout>" } else { a.output.as_str() };
+    if !a.quiet {
+        eprintln!("writing to {name}");
+    }
+    scripts::count_median_file(&g, &a.input, out.writer())?;
+    out.commit()?;
+    Ok(())
+}
