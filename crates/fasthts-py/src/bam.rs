@@ -36,9 +36,17 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn open(path: &Path, index_path: Option<PathBuf>) -> Result<Shared, fasthts::Error> {
-        let bam = LibBam::open(path)?;
+        Ok(Shared::with_index_path(LibBam::open(path)?, index_path))
+    }
+
+    /// A file opened already, without an index file.
+    pub(crate) fn from_bam(bam: LibBam) -> Shared {
+        Shared::with_index_path(bam, None)
+    }
+
+    fn with_index_path(bam: LibBam, index_path: Option<PathBuf>) -> Shared {
         let names = Arc::new(bam.header().references.iter().map(|r| r.name.clone()).collect());
-        Ok(Shared { bam, index_path, index: Mutex::new(None), names })
+        Shared { bam, index_path, index: Mutex::new(None), names }
     }
 
     /// The index: the file given, else the usable one beside the BAM (as
@@ -160,14 +168,53 @@ pub(crate) fn region_arg(names: &[String], obj: &Bound<'_, PyAny>) -> PyResult<L
         r.get().lib()
     } else if let Ok(s) = obj.extract::<String>() {
         LibRegion::parse(&s, names).map_err(to_py)?
-    } else if let Ok((contig, start, end)) = obj.extract::<(Option<String>, Option<i64>, Option<i64>)>() {
+    } else if let Some((contig, start, end)) = region_triple(obj)? {
         let Some(contig) = contig else { return Ok(LibRegion::unplaced()) };
         let ref_id = region::reference_id(names, &contig).map_err(to_py)?;
+        if let Some(s) = start.filter(|&s| s < 0) {
+            return Err(PyValueError::new_err(format!("region start {s} is negative (starts are 0-based: 0 or more)")));
+        }
         LibRegion { ref_id, start: start.unwrap_or(i64::MIN), end: end.unwrap_or(i64::MAX) }
     } else {
-        return Err(PyTypeError::new_err("a region is a Region, a string such as 'chr1:1001-2000', or a tuple (contig, start, end)"));
+        return Err(PyTypeError::new_err(format!(
+            "a region is a Region, a string such as 'chr1:1001-2000', or a tuple or list (contig, start, end), not {}",
+            obj.get_type().name()?
+        )));
     };
     region.checked(names.len()).map_err(to_py)
+}
+
+/// `(contig, start, end)` from a tuple or list of three (None: not one).
+fn region_triple(obj: &Bound<'_, PyAny>) -> PyResult<Option<(Option<String>, Option<i64>, Option<i64>)>> {
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = obj.cast::<PyTuple>() {
+        t.iter().collect()
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        l.iter().collect()
+    } else {
+        return Ok(None);
+    };
+    let [contig, start, end] = <[Bound<'_, PyAny>; 3]>::try_from(items)
+        .map_err(|_| PyValueError::new_err("a region tuple or list has three items: (contig, start, end)"))?;
+    let bound = |v: &Bound<'_, PyAny>, what: &str| -> PyResult<Option<i64>> {
+        if v.is_none() {
+            return Ok(None);
+        }
+        if v.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(PyTypeError::new_err(format!("region {what} must be an int or None, not bool")));
+        }
+        v.extract::<i64>().map(Some).map_err(|_| {
+            PyTypeError::new_err(format!(
+                "region {what} must be an int or None, not {}",
+                v.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))
+        })
+    };
+    let contig = if contig.is_none() {
+        None
+    } else {
+        Some(contig.extract::<String>().map_err(|_| PyTypeError::new_err("region contig must be a str or None"))?)
+    };
+    Ok(Some((contig, bound(&start, "start")?, bound(&end, "end")?)))
 }
 
 /// A BAM file, memory-mapped, with its index.
@@ -237,20 +284,34 @@ impl BamFile {
     }
 
     /// Iterates the records starting in `region` (all records, in file
-    /// order, when None) as `Record` objects.
-    #[pyo3(signature = (region=None))]
-    fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>) -> PyResult<RecordIter> {
+    /// order, when None) as `Record` objects; with `overlap=True`, the
+    /// records overlapping `region` (pysam's and samtools' rule, the end
+    /// from the CIGAR) instead.
+    #[pyo3(signature = (region=None, overlap=false))]
+    fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>, overlap: bool) -> PyResult<RecordIter> {
         let sh = self.shared.clone();
         let Some(region) = region else {
             let next = Some(sh.bam.first_record_offset());
-            return Ok(RecordIter { shared: sh.clone(), region: None, next, following: None, buf: VecDeque::new() });
+            return Ok(RecordIter { shared: sh.clone(), region: None, next, following: None, buf: VecDeque::new(), overlap: None });
         };
         let r = region_arg(&sh.names, region)?;
+        if overlap {
+            let index = run_detached(py, |w| sh.index(w))?;
+            let source = crate::alignment::overlap_source(sh.clone(), index, r);
+            return Ok(RecordIter {
+                shared: sh,
+                region: Some(r),
+                next: None,
+                following: None,
+                buf: VecDeque::new(),
+                overlap: Some(Mutex::new(source)),
+            });
+        }
         let (start, following) = run_detached(py, |w| {
             let ix = sh.index(w)?;
             Ok((region::start_offset(&sh.bam, &ix, r.ref_id, r.start), region::following_start(&sh.bam, &ix, r)))
         })?;
-        Ok(RecordIter { shared: sh, region: Some(r), next: start, following, buf: VecDeque::new() })
+        Ok(RecordIter { shared: sh, region: Some(r), next: start, following, buf: VecDeque::new(), overlap: None })
     }
 
     /// The records starting in `region` (the whole file when None) as
@@ -695,6 +756,8 @@ pub struct RecordIter {
     /// Where what follows the region starts (see `region::following_start`).
     following: Option<VirtualOffset>,
     buf: VecDeque<Vec<u8>>,
+    /// An overlap query (`fetch(region, overlap=True)`), read instead.
+    overlap: Option<Mutex<crate::alignment::Source>>,
 }
 
 fn read_batch(
@@ -738,7 +801,17 @@ impl RecordIter {
     }
 
     fn __next__(mut slf: PyRefMut<'_, Self>, py: Python<'_>) -> PyResult<Option<Record>> {
-        if slf.buf.is_empty() {
+        if slf.buf.is_empty() && slf.overlap.is_some() {
+            let source = slf.overlap.as_mut().expect("checked").get_mut().unwrap_or_else(|p| p.into_inner());
+            let read = py.detach(|| crate::alignment::next_records(source));
+            match read {
+                Ok(buf) => slf.buf = buf,
+                Err(e) => {
+                    slf.overlap = None;
+                    return Err(to_py(e));
+                }
+            }
+        } else if slf.buf.is_empty() {
             let Some(start) = slf.next else { return Ok(None) };
             let sh = slf.shared.clone();
             let (region, following) = (slf.region, slf.following);

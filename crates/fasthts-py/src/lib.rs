@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use std::ffi::CString;
 use std::sync::Mutex;
 
+mod alignment;
 mod bam;
 mod cli;
 mod kmer;
@@ -91,6 +92,7 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", m.py().get_type::<Error>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     bam::register(m)?;
+    alignment::register(m)?;
     ops::register(m)?;
     kmer::register(m)?;
     cli::register(m)?;
