@@ -125,7 +125,8 @@ impl AlignmentReader {
 impl AlignmentReader {
     #[new]
     #[pyo3(signature = (path, index_filename=None))]
-    fn new(py: Python<'_>, path: PathBuf, index_filename: Option<PathBuf>) -> PyResult<Self> {
+    fn new(py: Python<'_>, path: crate::FsPath, index_filename: Option<crate::FsPath>) -> PyResult<Self> {
+        let index_filename = index_filename.map(|p| p.0);
         run_detached(py, |w| open(&path, index_filename, w))
     }
 

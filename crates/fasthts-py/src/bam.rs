@@ -1,7 +1,7 @@
 //! `BamFile`, `Region`, `Record`: a memory-mapped BAM, its regions, its
 //! records as objects, and a region's records as columns.
 
-use crate::{err, run_detached, to_py, with_threads};
+use crate::{err, run_detached, threads_arg, to_py, with_threads, FsPath};
 use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
 use fasthts::bgzf::VirtualOffset;
 use fasthts::command::{self, IndexLocation, Report, REGION_BYTES};
@@ -58,7 +58,14 @@ impl Shared {
             return Ok(ix.clone());
         }
         let ix = match &self.index_path {
-            Some(p) => command::load_index(&self.bam, p)?,
+            Some(p) => {
+                // An index given by name may be any file's: each chunk is
+                // checked to start at a block of this one (as a stale index
+                // beside the BAM is), so a foreign index is named as such.
+                let ix = command::load_index(&self.bam, p)?;
+                command::verify_index(&self.bam, &ix, true).map_err(|e| e.with_path(p))?;
+                ix
+            }
             None => match command::find_index(&self.bam, report)? {
                 Some(ix) => ix,
                 None => command::build_index(&self.bam)?,
@@ -73,6 +80,21 @@ impl Shared {
     pub(crate) fn has_index_file(&self) -> bool {
         self.index_path.is_some() || matches!(command::locate_index(self.bam.path()), IndexLocation::Found(_) | IndexLocation::Stale(_))
     }
+}
+
+/// As the CLI, a BAM without its BGZF end-of-file block is reported
+/// (a Python `UserWarning` with the CLI's text) by every call that reads it.
+fn warn_if_truncated(bam: &LibBam, report: &dyn Report) {
+    if !bam.has_eof_marker() {
+        report.warning(fasthts::command::Warning::MissingEofMarker { path: bam.path().to_path_buf() });
+    }
+}
+
+/// `warn_if_truncated` now, as a Python warning.
+fn eof_check(py: Python<'_>, bam: &LibBam) -> PyResult<()> {
+    let w = crate::Warnings::default();
+    warn_if_truncated(bam, &w);
+    w.issue(py)
 }
 
 /// The reference names of the BAM at `path`.
@@ -227,8 +249,17 @@ pub struct BamFile {
 impl BamFile {
     #[new]
     #[pyo3(signature = (path, index=None))]
-    fn new(py: Python<'_>, path: PathBuf, index: Option<PathBuf>) -> PyResult<Self> {
-        let shared = py.detach(|| Shared::open(&path, index)).map_err(to_py)?;
+    fn new(py: Python<'_>, path: FsPath, index: Option<FsPath>) -> PyResult<Self> {
+        let index = index.map(|p| p.0);
+        let shared = run_detached(py, |w| {
+            let shared = Shared::open(&path, index.clone())?;
+            warn_if_truncated(&shared.bam, w);
+            // An index given is loaded now: a missing or foreign one fails here.
+            if index.is_some() {
+                shared.index(w)?;
+            }
+            Ok(shared)
+        })?;
         Ok(BamFile { shared: Arc::new(shared) })
     }
 
@@ -244,12 +275,13 @@ impl BamFile {
         self.shared.bam.header().references.iter().map(|r| (r.name.clone(), r.len)).collect()
     }
 
-    /// The SAM header text (trailing NULs removed).
+    /// The SAM header text as `samtools view -H` prints it: with `@SQ`
+    /// lines made from the references when the text has none.
     #[getter]
-    fn header_text(&self) -> String {
-        let t = &self.shared.bam.header().text;
-        let end = t.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
-        String::from_utf8_lossy(&t[..end]).into_owned()
+    fn header_text(&self) -> PyResult<String> {
+        let mut out = Vec::new();
+        fasthts::sam::format_header(self.shared.bam.header(), &mut out).map_err(to_py)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
     /// Whether an index file is beside the BAM (or was given); without one,
@@ -290,6 +322,7 @@ impl BamFile {
     #[pyo3(signature = (region=None, overlap=false))]
     fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>, overlap: bool) -> PyResult<RecordIter> {
         let sh = self.shared.clone();
+        eof_check(py, &sh.bam)?;
         let Some(region) = region else {
             let next = Some(sh.bam.first_record_offset());
             return Ok(RecordIter { shared: sh.clone(), region: None, next, following: None, buf: VecDeque::new(), overlap: None });
@@ -325,10 +358,12 @@ impl BamFile {
         &self,
         py: Python<'py>,
         region: Option<&Bound<'py, PyAny>>,
-        threads: Option<usize>,
+        threads: Option<i64>,
         piece_bytes: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let sh = self.shared.clone();
+        let threads = threads_arg(threads)?;
+        eof_check(py, &sh.bam)?;
         let cols = match region {
             Some(r) => {
                 let r = region_arg(&sh.names, r)?;
@@ -346,9 +381,11 @@ impl BamFile {
         &self,
         py: Python<'py>,
         regions: &Bound<'py, PyAny>,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let sh = self.shared.clone();
+        let threads = threads_arg(threads)?;
+        eof_check(py, &sh.bam)?;
         let mut rs = Vec::new();
         for r in regions.try_iter()? {
             rs.push(region_arg(&sh.names, &r?)?);

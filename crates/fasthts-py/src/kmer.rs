@@ -1,6 +1,6 @@
 //! khmer's `Countgraph` over `fasthts_kmer`.
 
-use crate::err;
+use crate::{err, threads_arg, FsPath};
 use fasthts_kmer::hash::{hash_kmer_with, hashes_into};
 use fasthts_kmer::seqio::SeqError;
 use fasthts_kmer::{scripts, split, Cleaning, Countgraph as LibGraph};
@@ -14,6 +14,21 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(seqfile_split, m)?)?;
     m.add_function(wrap_pyfunction!(countgraph_from_bytes, m)?)?;
     Ok(())
+}
+
+/// An `OSError` naming `path` (`FileNotFoundError`, `IsADirectoryError`,
+/// `PermissionError`) when it cannot be opened for reading: the k-mer
+/// readers' errors are messages only.
+fn check_readable(path: &Path) -> PyResult<()> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let named = |e: fasthts::Error| crate::to_py(e.with_path(path));
+    let meta = std::fs::metadata(path).map_err(|e| named(e.into()))?;
+    if meta.is_dir() {
+        return Err(named(fasthts::Error::IsADirectory));
+    }
+    std::fs::File::open(path).map(drop).map_err(|e| named(e.into()))
 }
 
 fn seq_err(e: SeqError) -> PyErr {
@@ -54,14 +69,17 @@ impl Countgraph {
 
     /// Loads a `.ct` (or `.ct.gz`) file written by khmer or `save`.
     #[staticmethod]
-    fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Countgraph> {
-        let g = py.detach(|| LibGraph::load(&path)).map_err(|e| err(format!("{}: {e}", path.display())))?;
+    fn load(py: Python<'_>, path: FsPath) -> PyResult<Countgraph> {
+        let g = py.detach(|| LibGraph::load(&path)).map_err(|e| match e {
+            fasthts_kmer::ctfile::CtError::Io(io) => crate::to_py(fasthts::Error::from(io).with_path(&*path)),
+            e => err(format!("{}: {e}", path.display())),
+        })?;
         Ok(Countgraph { g })
     }
 
     /// Writes the graph as khmer's `.ct` (gzip-compressed when the name
     /// ends in `.gz`), atomically.
-    fn save(&mut self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+    fn save(&mut self, py: Python<'_>, path: FsPath) -> PyResult<()> {
         let g = &mut self.g;
         py.detach(|| g.save(&path)).map_err(|e| PyErr::from(e))
     }
@@ -121,11 +139,14 @@ impl Countgraph {
     fn consume_seqfile(
         &mut self,
         py: Python<'_>,
-        path: String,
-        threads: usize,
+        path: FsPath,
+        threads: i64,
         start: Option<u64>,
         end: Option<u64>,
     ) -> PyResult<(u64, u64)> {
+        let threads = threads_arg(Some(threads))?.unwrap_or(1);
+        check_readable(&path)?;
+        let path = path.display().to_string();
         let g = &mut self.g;
         let r = py
             .detach(|| -> Result<scripts::ConsumeResult, SeqError> {
@@ -186,7 +207,10 @@ impl Countgraph {
     /// the number of distinct k-mers (by a Bloom filter of the graph's
     /// sizes) with count `i`; 65536 elements, as khmer.
     #[pyo3(signature = (path, threads=2))]
-    fn abundance_distribution(&self, py: Python<'_>, path: String, threads: usize) -> PyResult<Vec<u64>> {
+    fn abundance_distribution(&self, py: Python<'_>, path: FsPath, threads: i64) -> PyResult<Vec<u64>> {
+        let threads = threads_arg(Some(threads))?.unwrap_or(1);
+        check_readable(&path)?;
+        let path = path.display().to_string();
         let g = &self.g;
         py.detach(|| scripts::abundance_histogram(g, &path, threads)).map_err(seq_err)
     }
@@ -263,6 +287,6 @@ fn countgraph_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Countgraph> {
 /// to a line starting `@` whose next-but-one line starts `+`); FASTA cuts go
 /// to a line starting `>`. Other compressed files come back whole: `[(0, None)]`.
 #[pyfunction]
-fn seqfile_split(py: Python<'_>, path: String, parts: usize) -> PyResult<Vec<(u64, Option<u64>)>> {
-    py.detach(|| split::split_file(Path::new(&path), parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&path)))
+fn seqfile_split(py: Python<'_>, path: FsPath, parts: usize) -> PyResult<Vec<(u64, Option<u64>)>> {
+    py.detach(|| split::split_file(&path, parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&*path)))
 }

@@ -12,6 +12,8 @@ use fasthts::command::{Report, Warning};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::path::{Path, PathBuf};
 use std::ffi::CString;
 use std::sync::Mutex;
 
@@ -42,7 +44,8 @@ fn io_kind(e: &fasthts::Error) -> Option<i32> {
         fasthts::Error::Io(io) => Some(io.raw_os_error().unwrap_or(5)),
         // EISDIR: Python raises IsADirectoryError.
         fasthts::Error::IsADirectory => Some(21),
-        fasthts::Error::WithPath { source, .. } => io_kind(source),
+        fasthts::Error::Index(fasthts::index::IndexError::Io { source, .. }) => Some(source.raw_os_error().unwrap_or(5)),
+        fasthts::Error::WithPath { source, .. } | fasthts::Error::Described { source, .. } => io_kind(source),
         _ => None,
     }
 }
@@ -54,6 +57,48 @@ pub(crate) fn err(msg: impl std::fmt::Display) -> PyErr {
 
 /// The CLI's `-@` rule (all cores when `None` or 0).
 pub(crate) use fasthts_io::pool::with_threads;
+
+/// A path argument: `str`, `bytes` (the OS's bytes, as `os.fsencode`
+/// gives) or `os.PathLike`, as Python's own file functions take.
+pub(crate) struct FsPath(pub(crate) PathBuf);
+
+impl FromPyObject<'_, '_> for FsPath {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
+        // os.fspath: TypeError for what is not a path, naming its type.
+        let path = ob.py().import("os")?.getattr("fspath")?.call1((ob,))?;
+        if let Ok(b) = path.cast::<PyBytes>() {
+            use std::os::unix::ffi::OsStrExt;
+            return Ok(FsPath(PathBuf::from(std::ffi::OsStr::from_bytes(b.as_bytes()))));
+        }
+        Ok(FsPath(path.extract::<PathBuf>()?))
+    }
+}
+
+impl std::ops::Deref for FsPath {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// Paths from a sequence of path arguments (`FsPath`).
+pub(crate) fn paths(v: Vec<FsPath>) -> Vec<PathBuf> {
+    v.into_iter().map(|p| p.0).collect()
+}
+
+/// A `threads` argument as the CLI reads `-@`: a whole number, 0 or more
+/// (0 or None: all cores); what the job then gets is capped by
+/// `fasthts_io::pool::thread_count` (a few per core).
+pub(crate) fn threads_arg(threads: Option<i64>) -> PyResult<Option<usize>> {
+    match threads {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(PyValueError::new_err(format!("threads must be 0 or more (0 or None: all cores), not {n}"))),
+        Some(n) => Ok(Some(fasthts_io::pool::thread_count(Some(usize::try_from(n).unwrap_or(usize::MAX))))),
+    }
+}
 
 /// A job's warnings, kept while the GIL is released and issued as Python
 /// warnings (`UserWarning`) once it is held again.
