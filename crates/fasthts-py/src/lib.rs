@@ -123,11 +123,54 @@ impl Warnings {
     }
 }
 
+/// How often a waiting call looks for Ctrl-C.
+const SIGNAL_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Runs a library job with the GIL released, then issues the warnings it
 /// reported and turns its error into a Python exception.
+///
+/// The job runs on a thread of its own while the calling thread waits,
+/// looking for signals every `SIGNAL_CHECK_INTERVAL`: on Ctrl-C the job is
+/// cancelled (`fasthts_io::cancel`: its BAM reading fails, its temporary
+/// outputs are dropped), and once it has returned, `KeyboardInterrupt`
+/// is raised.
 pub(crate) fn run_detached<T: Send>(py: Python<'_>, job: impl FnOnce(&Warnings) -> Result<T, fasthts::Error> + Send) -> PyResult<T> {
     let warnings = Warnings::default();
-    let result = py.detach(|| job(&warnings));
+    let outcome = std::thread::scope(|s| {
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        // (Waited on without the GIL, from a closure that must be Sync.)
+        let done_rx = Mutex::new(done_rx);
+        let warnings = &warnings;
+        let worker = s.spawn(move || {
+            let r = job(warnings);
+            let _ = done_tx.send(());
+            r
+        });
+        let mut interrupt = None;
+        loop {
+            let finished = py.detach(|| {
+                let rx = done_rx.lock().unwrap_or_else(|p| p.into_inner());
+                rx.recv_timeout(SIGNAL_CHECK_INTERVAL).is_ok() || worker.is_finished()
+            });
+            if finished {
+                break;
+            }
+            if let Err(e) = py.check_signals() {
+                fasthts_io::cancel::request();
+                interrupt = Some(e);
+                break;
+            }
+        }
+        let result = py.detach(|| worker.join()).unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match interrupt {
+            Some(e) => {
+                fasthts_io::cancel::clear();
+                Err(e)
+            }
+            None => Ok(result),
+        }
+    });
+    let result = outcome?;
     warnings.issue(py)?;
     result.map_err(to_py)
 }
