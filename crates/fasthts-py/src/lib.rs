@@ -19,6 +19,7 @@ use std::sync::Mutex;
 
 mod alignment;
 mod bam;
+mod depth;
 mod cli;
 mod kmer;
 mod ops;
@@ -181,6 +182,7 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     bam::register(m)?;
     alignment::register(m)?;
+    depth::register(m)?;
     ops::register(m)?;
     kmer::register(m)?;
     cli::register(m)?;

@@ -55,6 +55,7 @@ __all__ = [
     "IndexStats",
     "Record",
     "Region",
+    "depth",
     "flagstat",
     "index",
     "scatter",
@@ -109,6 +110,55 @@ class BamFile(_fasthts.BamFile):
     def columns_many(self, regions: _Iterable[_RegionLike], threads: _Optional[int] = None) -> _List[_Dict[str, _np.ndarray]]:
         """``columns`` of many regions, read in parallel; in the order given."""
         return [_arrays(d) for d in self._columns_many(list(regions), threads)]
+
+
+def depth(
+    paths,
+    region: _Optional[str] = None,
+    bed=None,
+    all_positions: int = 0,
+    min_base_quality: int = 0,
+    min_mapping_quality: int = 0,
+    min_read_length: int = 0,
+    include_flags=(),
+    exclude_flags=(),
+    count_deletions: bool = False,
+    remove_overlaps: bool = False,
+    threads: _Optional[int] = None,
+) -> _Dict[str, _Any]:
+    """samtools depth (``fasthts depth``) of one BAM/SAM path or a list of
+    them, as numpy arrays: ``{"references": [names], "tid": int32,
+    "pos": int64 (0-based), "depth": uint32 of shape (positions, files)}``,
+    one row per line ``samtools depth`` prints, in its order.
+
+    Options as the CLI's: ``region`` (``-r``), ``bed`` (``-b``),
+    ``all_positions`` 1 or 2 (``-a``/``-aa``), ``min_base_quality``
+    (``-q``), ``min_mapping_quality`` (``-Q``), ``min_read_length``
+    (``-l``), ``include_flags``/``exclude_flags`` (``-g``/``-G``: ints or
+    names such as ``"DUP,SECONDARY"``, or lists of them),
+    ``count_deletions`` (``-J``), ``remove_overlaps`` (``-s``), ``threads``.
+    """
+    from ._alignment import _path
+
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]
+    paths = [_path(p, "paths") for p in paths]
+
+    def flag_list(v):
+        if isinstance(v, (int, str)):
+            v = [v]
+        return [str(int(x)) if isinstance(x, int) else x for x in v]
+
+    refs, tid, pos, dep = _fasthts._depth(
+        paths, region, None if bed is None else _path(bed, "bed"), all_positions, min_base_quality, min_mapping_quality,
+        min_read_length, flag_list(include_flags), flag_list(exclude_flags), count_deletions, remove_overlaps, threads,
+    )
+    return {
+        "references": refs,
+        "tid": _np.frombuffer(tid, dtype=_np.int32),
+        "pos": _np.frombuffer(pos, dtype=_np.int64),
+        "depth": _np.frombuffer(dep, dtype=_np.uint32).reshape(-1, len(paths)),
+    }
 
 
 def _progress(total: int, enabled: _Optional[bool], label: str):

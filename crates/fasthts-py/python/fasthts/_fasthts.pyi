@@ -10,7 +10,7 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _RegionLike = Union["Region", str, Tuple[Optional[str], Optional[int], Optional[int]]]
 
 __version__: str
-__all__ = ["Error", "__version__", "BamFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "seqfile_split", "_AlignmentReader", "SegmentIter", "AlignedSegment", "_parse_region", "_countgraph_from_bytes", "run_cli"]
+__all__ = ["Error", "__version__", "BamFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "seqfile_split", "_AlignmentReader", "SegmentIter", "AlignedSegment", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli"]
 
 class Error(Exception):
     """Bad input or a failed operation; the message is the CLI's."""
@@ -311,3 +311,17 @@ class _AlignmentReader:
     def index_statistics(self) -> Tuple[List[Tuple[int, int]], int]: ...
 
 def _parse_region(text: str, names: Sequence[str]) -> Tuple[int, int, int]: ...
+def _depth(
+    paths: Sequence[_Path],
+    region: Optional[str] = None,
+    bed: Optional[_Path] = None,
+    all_positions: int = 0,
+    min_base_quality: int = 0,
+    min_mapping_quality: int = 0,
+    min_read_length: int = 0,
+    include_flags: Sequence[str] = ...,
+    exclude_flags: Sequence[str] = ...,
+    count_deletions: bool = False,
+    remove_overlaps: bool = False,
+    threads: Optional[int] = None,
+) -> Tuple[List[str], bytearray, bytearray, bytearray]: ...
