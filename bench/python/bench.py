@@ -3,13 +3,17 @@
 
     python3 bench/python/bench.py [--bam FILE] [--region CONTIG] [--runs N] [--only NAME ...]
 
-Three jobs (each checks that both sides computed the same thing first):
+Four jobs (each checks that both sides computed the same thing first):
 
 * ``columns``: a region's records to numpy arrays (tid, pos, end, flag,
   mapq, len, mate_tid, mate_pos, tlen) with ``BamFile.columns`` (1 and 2
   threads) against pysam iterating the same records and collecting the same
   fields (``AlignmentFile(threads=1)``, and ``threads=2``: htslib inflates
   on 2 more threads while Python walks the records). Bar: >= 10x.
+* ``iterate``: a region's records as objects with five attributes read
+  (``query_name``, ``reference_start``, ``mapping_quality``, ``flag``,
+  ``cigartuples``): the same script on ``fasthts.AlignmentFile`` and
+  ``pysam.AlignmentFile`` (``threads=1`` and ``2`` each). Bar: ratio >= 1.
 * ``kmer``: ``Countgraph.consume_seqfile`` against ``fasthts kmer count``'s
   own counting throughput (the CLI reports counting and saving apart), on a
   simulated FASTQ (~100 MB), 4 tables of 1e8. Bar: within 10 %.
@@ -68,6 +72,26 @@ elif job == "pysam-columns":
                 "mate_tid": np.array(mtid, np.int32), "mate_pos": np.array(mpos, np.int32), "tlen": np.array(tlen, np.int32)}
     cols, m = measure(run)
     m["check"] = [int(len(cols["pos"])), int(cols["pos"].astype(np.int64).sum()), int(cols["end"].sum()), int(cols["flag"].astype(np.int64).sum())]
+elif job in ("fasthts-iterate", "pysam-iterate"):
+    # The same script on either library: only the module differs.
+    if job == "fasthts-iterate":
+        import fasthts as lib
+    else:
+        import pysam as lib
+    f = lib.AlignmentFile(arg["bam"], threads=arg["threads"])
+    def run():
+        n = pos = mapq = flag = ops = names = 0
+        for a in f.fetch(arg["region"]):
+            n += 1
+            names += len(a.query_name)
+            pos += a.reference_start
+            mapq += a.mapping_quality
+            flag += a.flag
+            c = a.cigartuples
+            ops += len(c) if c else 0
+        return [n, names, pos, mapq, flag, ops]
+    check, m = measure(run)
+    m["check"] = check
 elif job == "fasthts-kmer":
     import fasthts
     g = fasthts.Countgraph(arg["k"], arg["x"], arg["n"], True)
@@ -119,6 +143,28 @@ def bench_columns(bam, region, n):
     print(f"  => pysam(threads=1) / fasthts wall: {ps / one:.1f}x (1 thread), {ps / two:.1f}x (2 threads); "
           f"cpu: {cpu[2] / cpu[0]:.1f}x (1 thread), {cpu[2] / cpu[1]:.1f}x (2 threads)")
     print(f"  => pysam(threads=2) / fasthts(threads=2) wall: {ps2 / two:.1f}x; cpu: {cpu[3] / cpu[1]:.1f}x")
+
+
+def bench_iterate(bam, region, n):
+    print(f"iterate: {bam} region {region}, five attributes per record, {n} alternating runs", flush=True)
+    jobs = [
+        ("fasthts AlignmentFile threads=1", "fasthts-iterate", 1),
+        ("fasthts AlignmentFile threads=2", "fasthts-iterate", 2),
+        ("pysam AlignmentFile threads=1", "pysam-iterate", 1),
+        ("pysam AlignmentFile threads=2", "pysam-iterate", 2),
+    ]
+    runs = {j[0]: [] for j in jobs}
+    for _ in range(n):
+        for name, job, t in jobs:
+            runs[name].append(child(job, bam=bam, region=region, threads=t))
+    checks = {tuple(r["check"]) for rs in runs.values() for r in rs}
+    assert len(checks) == 1, f"different records or attributes: {checks}"
+    print(f"  records: {next(iter(checks))[0]} (same records and attribute sums on both sides)")
+    base = runs[jobs[0][0]]
+    for name, _, _ in jobs:
+        report(name, runs[name], base)
+    walls = [med(runs[j[0]], "wall") for j in jobs]
+    print(f"  => pysam / fasthts wall: {walls[2] / walls[0]:.2f}x (threads=1), {walls[3] / walls[1]:.2f}x (threads=2)", flush=True)
 
 
 def make_fastq(path):
@@ -203,11 +249,13 @@ def main():
     ap.add_argument("--bam", default=default_bam)
     ap.add_argument("--region", default="chr1")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", nargs="*", choices=["columns", "kmer", "dask"], default=["columns", "kmer", "dask"])
+    ap.add_argument("--only", nargs="*", choices=["columns", "iterate", "kmer", "dask"], default=["columns", "iterate", "kmer", "dask"])
     a = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}; fasthts binary {FASTHTS}")
     if "columns" in a.only:
         bench_columns(a.bam, a.region, a.runs)
+    if "iterate" in a.only:
+        bench_iterate(a.bam, a.region, a.runs)
     if "kmer" in a.only:
         bench_kmer(a.runs)
     if "dask" in a.only:

@@ -4,7 +4,7 @@
 use crate::{CmdResult, Terminal};
 use clap::{ArgAction, Args};
 use fasthts::command;
-use fasthts::depth::{atoi, parse_flags, DepthOptions};
+use fasthts::depth::{atoi, exclude_flags, DepthOptions};
 use std::io::{self, Write};
 use std::path::PathBuf;
 
@@ -74,13 +74,7 @@ pub struct DepthArgs {
 
 pub fn run(args: DepthArgs) -> CmdResult {
     let mut options = DepthOptions::default();
-    // samtools applies -g and -G as it meets them; here every -g, then every -G.
-    for g in &args.include_flags {
-        options.exclude_flags &= !parse_flags(g)?;
-    }
-    for g in &args.exclude_flags {
-        options.exclude_flags |= parse_flags(g)?;
-    }
+    options.exclude_flags = exclude_flags(&args.include_flags, &args.exclude_flags)?;
     options.all_positions = args.all.min(2);
     options.min_base_quality = args.min_bq.as_deref().map_or(0, atoi) as i32;
     options.min_mapping_quality = args.min_mq.as_deref().map_or(0, atoi) as i32;

@@ -16,6 +16,7 @@
 //! * [`progress`]: how much BGZF input has been inflated, for progress bars.
 
 pub mod bgzf;
+pub mod cancel;
 pub mod compression;
 mod error;
 pub mod memory;

@@ -1,7 +1,7 @@
 //! `BamFile`, `Region`, `Record`: a memory-mapped BAM, its regions, its
 //! records as objects, and a region's records as columns.
 
-use crate::{err, run_detached, to_py, with_threads};
+use crate::{err, run_detached, threads_arg, to_py, with_threads, FsPath};
 use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
 use fasthts::bgzf::VirtualOffset;
 use fasthts::command::{self, IndexLocation, Report, REGION_BYTES};
@@ -36,9 +36,17 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn open(path: &Path, index_path: Option<PathBuf>) -> Result<Shared, fasthts::Error> {
-        let bam = LibBam::open(path)?;
+        Ok(Shared::with_index_path(LibBam::open(path)?, index_path))
+    }
+
+    /// A file opened already, without an index file.
+    pub(crate) fn from_bam(bam: LibBam) -> Shared {
+        Shared::with_index_path(bam, None)
+    }
+
+    fn with_index_path(bam: LibBam, index_path: Option<PathBuf>) -> Shared {
         let names = Arc::new(bam.header().references.iter().map(|r| r.name.clone()).collect());
-        Ok(Shared { bam, index_path, index: Mutex::new(None), names })
+        Shared { bam, index_path, index: Mutex::new(None), names }
     }
 
     /// The index: the file given, else the usable one beside the BAM (as
@@ -50,7 +58,14 @@ impl Shared {
             return Ok(ix.clone());
         }
         let ix = match &self.index_path {
-            Some(p) => command::load_index(&self.bam, p)?,
+            Some(p) => {
+                // An index given by name may be any file's: each chunk is
+                // checked to start at a block of this one (as a stale index
+                // beside the BAM is), so a foreign index is named as such.
+                let ix = command::load_index(&self.bam, p)?;
+                command::verify_index(&self.bam, &ix, true).map_err(|e| e.with_path(p))?;
+                ix
+            }
             None => match command::find_index(&self.bam, report)? {
                 Some(ix) => ix,
                 None => command::build_index(&self.bam)?,
@@ -65,6 +80,21 @@ impl Shared {
     pub(crate) fn has_index_file(&self) -> bool {
         self.index_path.is_some() || matches!(command::locate_index(self.bam.path()), IndexLocation::Found(_) | IndexLocation::Stale(_))
     }
+}
+
+/// As the CLI, a BAM without its BGZF end-of-file block is reported
+/// (a Python `UserWarning` with the CLI's text) by every call that reads it.
+fn warn_if_truncated(bam: &LibBam, report: &dyn Report) {
+    if !bam.has_eof_marker() {
+        report.warning(fasthts::command::Warning::MissingEofMarker { path: bam.path().to_path_buf() });
+    }
+}
+
+/// `warn_if_truncated` now, as a Python warning.
+fn eof_check(py: Python<'_>, bam: &LibBam) -> PyResult<()> {
+    let w = crate::Warnings::default();
+    warn_if_truncated(bam, &w);
+    w.issue(py)
 }
 
 /// The reference names of the BAM at `path`.
@@ -160,14 +190,53 @@ pub(crate) fn region_arg(names: &[String], obj: &Bound<'_, PyAny>) -> PyResult<L
         r.get().lib()
     } else if let Ok(s) = obj.extract::<String>() {
         LibRegion::parse(&s, names).map_err(to_py)?
-    } else if let Ok((contig, start, end)) = obj.extract::<(Option<String>, Option<i64>, Option<i64>)>() {
+    } else if let Some((contig, start, end)) = region_triple(obj)? {
         let Some(contig) = contig else { return Ok(LibRegion::unplaced()) };
         let ref_id = region::reference_id(names, &contig).map_err(to_py)?;
+        if let Some(s) = start.filter(|&s| s < 0) {
+            return Err(PyValueError::new_err(format!("region start {s} is negative (starts are 0-based: 0 or more)")));
+        }
         LibRegion { ref_id, start: start.unwrap_or(i64::MIN), end: end.unwrap_or(i64::MAX) }
     } else {
-        return Err(PyTypeError::new_err("a region is a Region, a string such as 'chr1:1001-2000', or a tuple (contig, start, end)"));
+        return Err(PyTypeError::new_err(format!(
+            "a region is a Region, a string such as 'chr1:1001-2000', or a tuple or list (contig, start, end), not {}",
+            obj.get_type().name()?
+        )));
     };
     region.checked(names.len()).map_err(to_py)
+}
+
+/// `(contig, start, end)` from a tuple or list of three (None: not one).
+fn region_triple(obj: &Bound<'_, PyAny>) -> PyResult<Option<(Option<String>, Option<i64>, Option<i64>)>> {
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = obj.cast::<PyTuple>() {
+        t.iter().collect()
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        l.iter().collect()
+    } else {
+        return Ok(None);
+    };
+    let [contig, start, end] = <[Bound<'_, PyAny>; 3]>::try_from(items)
+        .map_err(|_| PyValueError::new_err("a region tuple or list has three items: (contig, start, end)"))?;
+    let bound = |v: &Bound<'_, PyAny>, what: &str| -> PyResult<Option<i64>> {
+        if v.is_none() {
+            return Ok(None);
+        }
+        if v.is_instance_of::<pyo3::types::PyBool>() {
+            return Err(PyTypeError::new_err(format!("region {what} must be an int or None, not bool")));
+        }
+        v.extract::<i64>().map(Some).map_err(|_| {
+            PyTypeError::new_err(format!(
+                "region {what} must be an int or None, not {}",
+                v.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))
+        })
+    };
+    let contig = if contig.is_none() {
+        None
+    } else {
+        Some(contig.extract::<String>().map_err(|_| PyTypeError::new_err("region contig must be a str or None"))?)
+    };
+    Ok(Some((contig, bound(&start, "start")?, bound(&end, "end")?)))
 }
 
 /// A BAM file, memory-mapped, with its index.
@@ -180,8 +249,17 @@ pub struct BamFile {
 impl BamFile {
     #[new]
     #[pyo3(signature = (path, index=None))]
-    fn new(py: Python<'_>, path: PathBuf, index: Option<PathBuf>) -> PyResult<Self> {
-        let shared = py.detach(|| Shared::open(&path, index)).map_err(to_py)?;
+    fn new(py: Python<'_>, path: FsPath, index: Option<FsPath>) -> PyResult<Self> {
+        let index = index.map(|p| p.0);
+        let shared = run_detached(py, |w| {
+            let shared = Shared::open(&path, index.clone())?;
+            warn_if_truncated(&shared.bam, w);
+            // An index given is loaded now: a missing or foreign one fails here.
+            if index.is_some() {
+                shared.index(w)?;
+            }
+            Ok(shared)
+        })?;
         Ok(BamFile { shared: Arc::new(shared) })
     }
 
@@ -197,12 +275,13 @@ impl BamFile {
         self.shared.bam.header().references.iter().map(|r| (r.name.clone(), r.len)).collect()
     }
 
-    /// The SAM header text (trailing NULs removed).
+    /// The SAM header text as `samtools view -H` prints it: with `@SQ`
+    /// lines made from the references when the text has none.
     #[getter]
-    fn header_text(&self) -> String {
-        let t = &self.shared.bam.header().text;
-        let end = t.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
-        String::from_utf8_lossy(&t[..end]).into_owned()
+    fn header_text(&self) -> PyResult<String> {
+        let mut out = Vec::new();
+        fasthts::sam::format_header(self.shared.bam.header(), &mut out).map_err(to_py)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
     /// Whether an index file is beside the BAM (or was given); without one,
@@ -237,20 +316,35 @@ impl BamFile {
     }
 
     /// Iterates the records starting in `region` (all records, in file
-    /// order, when None) as `Record` objects.
-    #[pyo3(signature = (region=None))]
-    fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>) -> PyResult<RecordIter> {
+    /// order, when None) as `Record` objects; with `overlap=True`, the
+    /// records overlapping `region` (pysam's and samtools' rule, the end
+    /// from the CIGAR) instead.
+    #[pyo3(signature = (region=None, overlap=false))]
+    fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>, overlap: bool) -> PyResult<RecordIter> {
         let sh = self.shared.clone();
+        eof_check(py, &sh.bam)?;
         let Some(region) = region else {
             let next = Some(sh.bam.first_record_offset());
-            return Ok(RecordIter { shared: sh.clone(), region: None, next, following: None, buf: VecDeque::new() });
+            return Ok(RecordIter { shared: sh.clone(), region: None, next, following: None, buf: VecDeque::new(), overlap: None });
         };
         let r = region_arg(&sh.names, region)?;
+        if overlap {
+            let index = run_detached(py, |w| sh.index(w))?;
+            let source = crate::alignment::overlap_source(sh.clone(), index, r);
+            return Ok(RecordIter {
+                shared: sh,
+                region: Some(r),
+                next: None,
+                following: None,
+                buf: VecDeque::new(),
+                overlap: Some(Mutex::new(source)),
+            });
+        }
         let (start, following) = run_detached(py, |w| {
             let ix = sh.index(w)?;
             Ok((region::start_offset(&sh.bam, &ix, r.ref_id, r.start), region::following_start(&sh.bam, &ix, r)))
         })?;
-        Ok(RecordIter { shared: sh, region: Some(r), next: start, following, buf: VecDeque::new() })
+        Ok(RecordIter { shared: sh, region: Some(r), next: start, following, buf: VecDeque::new(), overlap: None })
     }
 
     /// The records starting in `region` (the whole file when None) as
@@ -264,10 +358,12 @@ impl BamFile {
         &self,
         py: Python<'py>,
         region: Option<&Bound<'py, PyAny>>,
-        threads: Option<usize>,
+        threads: Option<i64>,
         piece_bytes: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let sh = self.shared.clone();
+        let threads = threads_arg(threads)?;
+        eof_check(py, &sh.bam)?;
         let cols = match region {
             Some(r) => {
                 let r = region_arg(&sh.names, r)?;
@@ -285,9 +381,11 @@ impl BamFile {
         &self,
         py: Python<'py>,
         regions: &Bound<'py, PyAny>,
-        threads: Option<usize>,
+        threads: Option<i64>,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let sh = self.shared.clone();
+        let threads = threads_arg(threads)?;
+        eof_check(py, &sh.bam)?;
         let mut rs = Vec::new();
         for r in regions.try_iter()? {
             rs.push(region_arg(&sh.names, &r?)?);
@@ -695,6 +793,8 @@ pub struct RecordIter {
     /// Where what follows the region starts (see `region::following_start`).
     following: Option<VirtualOffset>,
     buf: VecDeque<Vec<u8>>,
+    /// An overlap query (`fetch(region, overlap=True)`), read instead.
+    overlap: Option<Mutex<crate::alignment::Source>>,
 }
 
 fn read_batch(
@@ -738,7 +838,17 @@ impl RecordIter {
     }
 
     fn __next__(mut slf: PyRefMut<'_, Self>, py: Python<'_>) -> PyResult<Option<Record>> {
-        if slf.buf.is_empty() {
+        if slf.buf.is_empty() && slf.overlap.is_some() {
+            let source = slf.overlap.as_mut().expect("checked").get_mut().unwrap_or_else(|p| p.into_inner());
+            let read = py.detach(|| crate::alignment::next_records(source));
+            match read {
+                Ok(buf) => slf.buf = buf,
+                Err(e) => {
+                    slf.overlap = None;
+                    return Err(to_py(e));
+                }
+            }
+        } else if slf.buf.is_empty() {
             let Some(start) = slf.next else { return Ok(None) };
             let sh = slf.shared.clone();
             let (region, following) = (slf.region, slf.following);

@@ -1,6 +1,6 @@
 //! khmer's `Countgraph` over `fasthts_kmer`.
 
-use crate::err;
+use crate::{err, threads_arg, FsPath};
 use fasthts_kmer::hash::{hash_kmer_with, hashes_into};
 use fasthts_kmer::seqio::SeqError;
 use fasthts_kmer::{scripts, split, Cleaning, Countgraph as LibGraph};
@@ -14,6 +14,41 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(seqfile_split, m)?)?;
     m.add_function(wrap_pyfunction!(countgraph_from_bytes, m)?)?;
     Ok(())
+}
+
+/// An `OSError` naming `path` (`FileNotFoundError`, `IsADirectoryError`,
+/// `PermissionError`) when it cannot be opened for reading: the k-mer
+/// readers' errors are messages only.
+fn check_readable(path: &Path) -> PyResult<()> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let named = |e: fasthts::Error| crate::to_py(e.with_path(path));
+    let meta = std::fs::metadata(path).map_err(|e| named(e.into()))?;
+    if meta.is_dir() {
+        return Err(named(fasthts::Error::IsADirectory));
+    }
+    std::fs::File::open(path).map(drop).map_err(|e| named(e.into()))
+}
+
+impl Countgraph {
+    /// khmer's refusal of a sequence shorter than k.
+    fn check_length(&self, seq: &str) -> PyResult<()> {
+        let k = self.g.ksize() as usize;
+        if seq.len() < k {
+            return Err(PyValueError::new_err(format!("sequence length ({}) must >= the hashtable k-mer size ({k})", seq.len())));
+        }
+        Ok(())
+    }
+
+    /// The hash of a k-mer given as a string, as khmer's Python API hashes it.
+    fn kmer_hash(&self, kmer: &str) -> PyResult<u64> {
+        let k = self.g.ksize() as usize;
+        if kmer.len() != k {
+            return Err(PyValueError::new_err(format!("Expected k-mer length {k} but got {}.", kmer.len())));
+        }
+        Ok(hash_kmer_with(kmer.as_bytes(), Cleaning::Raw).2)
+    }
 }
 
 fn seq_err(e: SeqError) -> PyErr {
@@ -54,14 +89,17 @@ impl Countgraph {
 
     /// Loads a `.ct` (or `.ct.gz`) file written by khmer or `save`.
     #[staticmethod]
-    fn load(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Countgraph> {
-        let g = py.detach(|| LibGraph::load(&path)).map_err(|e| err(format!("{}: {e}", path.display())))?;
+    fn load(py: Python<'_>, path: FsPath) -> PyResult<Countgraph> {
+        let g = py.detach(|| LibGraph::load(&path)).map_err(|e| match e {
+            fasthts_kmer::ctfile::CtError::Io(io) => crate::to_py(fasthts::Error::from(io).with_path(&*path)),
+            e => err(format!("{}: {e}", path.display())),
+        })?;
         Ok(Countgraph { g })
     }
 
     /// Writes the graph as khmer's `.ct` (gzip-compressed when the name
     /// ends in `.gz`), atomically.
-    fn save(&mut self, py: Python<'_>, path: std::path::PathBuf) -> PyResult<()> {
+    fn save(&mut self, py: Python<'_>, path: FsPath) -> PyResult<()> {
         let g = &mut self.g;
         py.detach(|| g.save(&path)).map_err(|e| PyErr::from(e))
     }
@@ -101,14 +139,17 @@ impl Countgraph {
         self.g.set_use_bigcount(on)
     }
 
-    /// Adds every k-mer of `seq` (khmer's C++ cleaning: `acgt` upper-cased,
-    /// other letters as `A`); returns the number of k-mers added.
-    fn consume(&mut self, seq: &str) -> u64 {
+    /// Adds every k-mer of `seq`, hashed as khmer's Python API hashes
+    /// strings (not cleaned: `A`, `C`, `T` as themselves, anything else,
+    /// lowercase and `N` included, as `G`); returns the number of k-mers.
+    /// A sequence shorter than k is a ValueError, as in khmer.
+    fn consume(&mut self, seq: &str) -> PyResult<u64> {
+        self.check_length(seq)?;
         let mut v = Vec::new();
-        hashes_into(seq.as_bytes(), self.g.ksize(), Cleaning::CppParser, &mut v);
+        hashes_into(seq.as_bytes(), self.g.ksize(), Cleaning::Raw, &mut v);
         let order = self.g.reserve_order(1);
         self.g.consume_hashes(&v, order);
-        v.len() as u64
+        Ok(v.len() as u64)
     }
 
     /// Adds every k-mer of every read of a FASTA/FASTQ file (plain, gzip or
@@ -121,11 +162,14 @@ impl Countgraph {
     fn consume_seqfile(
         &mut self,
         py: Python<'_>,
-        path: String,
-        threads: usize,
+        path: FsPath,
+        threads: i64,
         start: Option<u64>,
         end: Option<u64>,
     ) -> PyResult<(u64, u64)> {
+        let threads = threads_arg(Some(threads))?.unwrap_or(1);
+        check_readable(&path)?;
+        let path = path.display().to_string();
         let g = &mut self.g;
         let r = py
             .detach(|| -> Result<scripts::ConsumeResult, SeqError> {
@@ -139,54 +183,56 @@ impl Countgraph {
         Ok((r.n_reads, r.n_kmers))
     }
 
-    /// The count of a k-mer (a string of length k) or of a hash value.
+    /// The count of a k-mer (a string of length k, hashed as `consume`
+    /// hashes) or of a hash value.
     fn get(&self, kmer: &Bound<'_, PyAny>) -> PyResult<u16> {
         if let Ok(h) = kmer.extract::<u64>() {
             return Ok(self.g.get(h));
         }
         let s: String = kmer.extract().map_err(|_| PyTypeError::new_err("get() takes a k-mer string or a hash"))?;
-        if s.len() != self.g.ksize() as usize {
-            return Err(PyValueError::new_err(format!("k-mer length {} does not match k = {}", s.len(), self.g.ksize())));
-        }
-        Ok(self.g.get_kmer(s.as_bytes()))
+        Ok(self.g.get(self.kmer_hash(&s)?))
     }
 
-    /// khmer's `hash(kmer)`: the canonical hash of a k-mer.
+    /// khmer's `hash(kmer)`: the canonical hash of a k-mer (not cleaned,
+    /// as `consume`).
     fn hash(&self, kmer: &str) -> PyResult<u64> {
-        if kmer.len() != self.g.ksize() as usize {
-            return Err(PyValueError::new_err(format!("k-mer length {} does not match k = {}", kmer.len(), self.g.ksize())));
-        }
-        Ok(hash_kmer_with(kmer.as_bytes(), Cleaning::CppParser).2)
+        self.kmer_hash(kmer)
     }
 
-    /// The counts of every k-mer of `seq`.
-    fn get_kmer_counts(&self, seq: &str) -> Vec<u16> {
-        let mut out = Vec::new();
-        self.g.get_counts(seq.as_bytes(), Cleaning::CppParser, &mut out);
-        out
+    /// khmer's `get_kmer_hashes(seq)`: the hash of every k-mer of `seq`.
+    fn get_kmer_hashes(&self, seq: &str) -> PyResult<Vec<u64>> {
+        self.check_length(seq)?;
+        let mut v = Vec::new();
+        hashes_into(seq.as_bytes(), self.g.ksize(), Cleaning::Raw, &mut v);
+        Ok(v)
+    }
+
+    /// The counts of every k-mer of `seq` (hashed as `consume`).
+    fn get_kmer_counts(&self, seq: &str) -> PyResult<Vec<u16>> {
+        Ok(self.get_kmer_hashes(seq)?.into_iter().map(|h| self.g.get(h)).collect())
     }
 
     /// khmer's `get_median_count(seq)`: `(median, average, stddev)` of the
     /// counts of the k-mers of `seq` (median of the sorted counts at index
     /// n/2; population standard deviation).
     fn get_median_count(&self, seq: &str) -> PyResult<(u16, f64, f64)> {
-        let mut c = Vec::new();
-        self.g.get_counts(seq.as_bytes(), Cleaning::CppParser, &mut c);
-        if c.is_empty() {
-            return Err(PyValueError::new_err("sequence is shorter than k"));
-        }
-        let n = c.len() as f64;
-        let avg = c.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-        let var = c.iter().map(|&v| (f64::from(v) - avg).powi(2)).sum::<f64>() / n;
+        let mut c = self.get_kmer_counts(seq)?;
+        // In single precision, as khmer computes them (its `float`s).
+        let n = c.len() as f32;
+        let avg = c.iter().fold(0f32, |a, &v| a + f32::from(v)) / n;
+        let var = c.iter().fold(0f32, |a, &v| a + (f32::from(v) - avg) * (f32::from(v) - avg)) / n;
         c.sort_unstable();
-        Ok((c[c.len() / 2], avg, var.sqrt()))
+        Ok((c[c.len() / 2], f64::from(avg), f64::from(var.sqrt())))
     }
 
     /// abundance-dist's histogram of the k-mers of a file: element `i` is
     /// the number of distinct k-mers (by a Bloom filter of the graph's
     /// sizes) with count `i`; 65536 elements, as khmer.
     #[pyo3(signature = (path, threads=2))]
-    fn abundance_distribution(&self, py: Python<'_>, path: String, threads: usize) -> PyResult<Vec<u64>> {
+    fn abundance_distribution(&self, py: Python<'_>, path: FsPath, threads: i64) -> PyResult<Vec<u64>> {
+        let threads = threads_arg(Some(threads))?.unwrap_or(1);
+        check_readable(&path)?;
+        let path = path.display().to_string();
         let g = &self.g;
         py.detach(|| scripts::abundance_histogram(g, &path, threads)).map_err(seq_err)
     }
@@ -263,6 +309,6 @@ fn countgraph_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Countgraph> {
 /// to a line starting `@` whose next-but-one line starts `+`); FASTA cuts go
 /// to a line starting `>`. Other compressed files come back whole: `[(0, None)]`.
 #[pyfunction]
-fn seqfile_split(py: Python<'_>, path: String, parts: usize) -> PyResult<Vec<(u64, Option<u64>)>> {
-    py.detach(|| split::split_file(Path::new(&path), parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&path)))
+fn seqfile_split(py: Python<'_>, path: FsPath, parts: usize) -> PyResult<Vec<(u64, Option<u64>)>> {
+    py.detach(|| split::split_file(&path, parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&*path)))
 }

@@ -12,10 +12,14 @@ use fasthts::command::{Report, Warning};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::path::{Path, PathBuf};
 use std::ffi::CString;
 use std::sync::Mutex;
 
+mod alignment;
 mod bam;
+mod depth;
 mod cli;
 mod distributed;
 mod kmer;
@@ -43,7 +47,8 @@ fn io_kind(e: &fasthts::Error) -> Option<i32> {
         fasthts::Error::Io(io) => Some(io.raw_os_error().unwrap_or(5)),
         // EISDIR: Python raises IsADirectoryError.
         fasthts::Error::IsADirectory => Some(21),
-        fasthts::Error::WithPath { source, .. } => io_kind(source),
+        fasthts::Error::Index(fasthts::index::IndexError::Io { source, .. }) => Some(source.raw_os_error().unwrap_or(5)),
+        fasthts::Error::WithPath { source, .. } | fasthts::Error::Described { source, .. } => io_kind(source),
         _ => None,
     }
 }
@@ -55,6 +60,48 @@ pub(crate) fn err(msg: impl std::fmt::Display) -> PyErr {
 
 /// The CLI's `-@` rule (all cores when `None` or 0).
 pub(crate) use fasthts_io::pool::with_threads;
+
+/// A path argument: `str`, `bytes` (the OS's bytes, as `os.fsencode`
+/// gives) or `os.PathLike`, as Python's own file functions take.
+pub(crate) struct FsPath(pub(crate) PathBuf);
+
+impl FromPyObject<'_, '_> for FsPath {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'_, '_, PyAny>) -> PyResult<Self> {
+        // os.fspath: TypeError for what is not a path, naming its type.
+        let path = ob.py().import("os")?.getattr("fspath")?.call1((ob,))?;
+        if let Ok(b) = path.cast::<PyBytes>() {
+            use std::os::unix::ffi::OsStrExt;
+            return Ok(FsPath(PathBuf::from(std::ffi::OsStr::from_bytes(b.as_bytes()))));
+        }
+        Ok(FsPath(path.extract::<PathBuf>()?))
+    }
+}
+
+impl std::ops::Deref for FsPath {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+/// Paths from a sequence of path arguments (`FsPath`).
+pub(crate) fn paths(v: Vec<FsPath>) -> Vec<PathBuf> {
+    v.into_iter().map(|p| p.0).collect()
+}
+
+/// A `threads` argument as the CLI reads `-@`: a whole number, 0 or more
+/// (0 or None: all cores); what the job then gets is capped by
+/// `fasthts_io::pool::thread_count` (a few per core).
+pub(crate) fn threads_arg(threads: Option<i64>) -> PyResult<Option<usize>> {
+    match threads {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(PyValueError::new_err(format!("threads must be 0 or more (0 or None: all cores), not {n}"))),
+        Some(n) => Ok(Some(fasthts_io::pool::thread_count(Some(usize::try_from(n).unwrap_or(usize::MAX))))),
+    }
+}
 
 /// A job's warnings, kept while the GIL is released and issued as Python
 /// warnings (`UserWarning`) once it is held again.
@@ -79,11 +126,54 @@ impl Warnings {
     }
 }
 
+/// How often a waiting call looks for Ctrl-C.
+const SIGNAL_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Runs a library job with the GIL released, then issues the warnings it
 /// reported and turns its error into a Python exception.
+///
+/// The job runs on a thread of its own while the calling thread waits,
+/// looking for signals every `SIGNAL_CHECK_INTERVAL`: on Ctrl-C the job is
+/// cancelled (`fasthts_io::cancel`: its BAM reading fails, its temporary
+/// outputs are dropped), and once it has returned, `KeyboardInterrupt`
+/// is raised.
 pub(crate) fn run_detached<T: Send>(py: Python<'_>, job: impl FnOnce(&Warnings) -> Result<T, fasthts::Error> + Send) -> PyResult<T> {
     let warnings = Warnings::default();
-    let result = py.detach(|| job(&warnings));
+    let outcome = std::thread::scope(|s| {
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        // (Waited on without the GIL, from a closure that must be Sync.)
+        let done_rx = Mutex::new(done_rx);
+        let warnings = &warnings;
+        let worker = s.spawn(move || {
+            let r = job(warnings);
+            let _ = done_tx.send(());
+            r
+        });
+        let mut interrupt = None;
+        loop {
+            let finished = py.detach(|| {
+                let rx = done_rx.lock().unwrap_or_else(|p| p.into_inner());
+                rx.recv_timeout(SIGNAL_CHECK_INTERVAL).is_ok() || worker.is_finished()
+            });
+            if finished {
+                break;
+            }
+            if let Err(e) = py.check_signals() {
+                fasthts_io::cancel::request();
+                interrupt = Some(e);
+                break;
+            }
+        }
+        let result = py.detach(|| worker.join()).unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match interrupt {
+            Some(e) => {
+                fasthts_io::cancel::clear();
+                Err(e)
+            }
+            None => Ok(result),
+        }
+    });
+    let result = outcome?;
     warnings.issue(py)?;
     result.map_err(to_py)
 }
@@ -93,6 +183,8 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", m.py().get_type::<Error>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     bam::register(m)?;
+    alignment::register(m)?;
+    depth::register(m)?;
     ops::register(m)?;
     kmer::register(m)?;
     sketches::register(m)?;

@@ -3,7 +3,7 @@
 //! gathers: each a call of the same `fasthts::command` function as the CLI.
 
 use crate::bam::{region_arg, Region};
-use crate::{run_detached, to_py};
+use crate::{paths, run_detached, threads_arg, to_py, FsPath};
 use fasthts::command::{self, FlagstatOptions, IndexOptions, SnpPileupFileOptions, SortFileOptions};
 use fasthts::flagstat::{Counts, FlagStat as LibFlagStat};
 use fasthts::pileup::snp::{self, SnpPileupOptions};
@@ -12,7 +12,7 @@ use fasthts::sort::{OutputFormat, SortOrder};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
-use std::path::PathBuf;
+
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FlagStat>()?;
@@ -197,8 +197,8 @@ impl FlagStat {
 /// BAM has a usable one, else sequentially.
 #[pyfunction]
 #[pyo3(name = "flagstat", signature = (path, threads=None))]
-fn flagstat_fn(py: Python<'_>, path: PathBuf, threads: Option<usize>) -> PyResult<FlagStat> {
-    let options = FlagstatOptions { threads, ..FlagstatOptions::default() };
+fn flagstat_fn(py: Python<'_>, path: FsPath, threads: Option<i64>) -> PyResult<FlagStat> {
+    let options = FlagstatOptions { threads: threads_arg(threads)?, ..FlagstatOptions::default() };
     let inner = run_detached(py, |w| command::flagstat_path(&path, &options, w))?;
     Ok(FlagStat { inner })
 }
@@ -210,13 +210,13 @@ fn flagstat_fn(py: Python<'_>, path: PathBuf, threads: Option<usize>) -> PyResul
 #[pyo3(signature = (path, output=None, csi=false, min_shift=None, threads=None))]
 fn index(
     py: Python<'_>,
-    path: PathBuf,
-    output: Option<PathBuf>,
+    path: FsPath,
+    output: Option<FsPath>,
     csi: bool,
     min_shift: Option<i32>,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<String> {
-    let options = IndexOptions { format: command::index_format(csi, min_shift), output, threads };
+    let options = IndexOptions { format: command::index_format(csi, min_shift), output: output.map(|p| p.0), threads: threads_arg(threads)? };
     let target = run_detached(py, |w| command::index_file(&path, &options, w))?;
     Ok(target.display().to_string())
 }
@@ -243,15 +243,15 @@ pub(crate) fn memory_arg(v: &Bound<'_, PyAny>) -> PyResult<usize> {
 #[allow(clippy::too_many_arguments)]
 fn sort_fn(
     py: Python<'_>,
-    input: PathBuf,
-    output: PathBuf,
+    input: FsPath,
+    output: FsPath,
     by_name: bool,
     tag: Option<String>,
     level: Option<u32>,
     memory: Option<&Bound<'_, PyAny>>,
-    threads: Option<usize>,
+    threads: Option<i64>,
     write_index: bool,
-    temp_prefix: Option<PathBuf>,
+    temp_prefix: Option<FsPath>,
     no_pg: bool,
     format: Option<String>,
     template_coordinate: bool,
@@ -267,10 +267,10 @@ fn sort_fn(
         order: sort_order_arg(by_name, tag.as_deref(), template_coordinate, minimiser, kmer)?,
         format,
         level: level.or(format_level),
-        threads,
+        threads: threads_arg(threads)?,
         write_index,
-        temp_prefix,
-        program: (!no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), format!("fasthts.sort({:?}, {:?})", input, output))),
+        temp_prefix: temp_prefix.map(|p| p.0),
+        program: (!no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), format!("fasthts.sort({:?}, {:?})", input.0, output.0))),
         max_fan_in: fan_in,
         ..SortFileOptions::default()
     };
@@ -346,9 +346,9 @@ fn snp_options_from(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<SnpPileupOpt
 #[allow(clippy::too_many_arguments)]
 fn snp_pileup(
     py: Python<'_>,
-    vcf: PathBuf,
-    output: PathBuf,
-    bams: Vec<PathBuf>,
+    vcf: FsPath,
+    output: FsPath,
+    bams: Vec<FsPath>,
     count_orphans: bool,
     max_depth: i32,
     gzip: bool,
@@ -357,10 +357,11 @@ fn snp_pileup(
     min_base_quality: i32,
     min_read_counts: Vec<i32>,
     ignore_overlaps: bool,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<u64> {
+    let bams = paths(bams);
     let pileup = snp_options(count_orphans, max_depth, pseudo_snps, min_map_quality, min_base_quality, min_read_counts, ignore_overlaps);
-    let options = SnpPileupFileOptions { pileup, gzip, threads, ..SnpPileupFileOptions::default() };
+    let options = SnpPileupFileOptions { pileup, gzip, threads: threads_arg(threads)?, ..SnpPileupFileOptions::default() };
     let stats = run_detached(py, |w| command::snp_pileup(&vcf, &output, &bams, &options, w))?;
     Ok(stats.rows)
 }
@@ -375,12 +376,13 @@ fn snp_pileup(
 #[pyo3(signature = (vcf, output, bams, parts, gzip=false))]
 fn snp_pileup_plan(
     py: Python<'_>,
-    vcf: PathBuf,
-    output: PathBuf,
-    bams: Vec<PathBuf>,
+    vcf: FsPath,
+    output: FsPath,
+    bams: Vec<FsPath>,
     parts: usize,
     gzip: bool,
 ) -> PyResult<Vec<(u64, u64, i32)>> {
+    let bams = paths(bams);
     let options = SnpPileupFileOptions { gzip, ..SnpPileupFileOptions::default() };
     run_detached(py, |w| command::snp_pileup_plan(&vcf, &output, &bams, parts, &options, w))
 }
@@ -392,15 +394,16 @@ fn snp_pileup_plan(
 #[pyo3(signature = (vcf, bams, first, end, state, threads=None, **options))]
 fn snp_pileup_block<'py>(
     py: Python<'py>,
-    vcf: PathBuf,
-    bams: Vec<PathBuf>,
+    vcf: FsPath,
+    bams: Vec<FsPath>,
     first: u64,
     end: u64,
     state: Option<(i32, i64)>,
-    threads: Option<usize>,
+    threads: Option<i64>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyBytes>, Option<(i32, i64)>)> {
-    let options = SnpPileupFileOptions { pileup: snp_options_from(options)?, threads, ..SnpPileupFileOptions::default() };
+    let bams = paths(bams);
+    let options = SnpPileupFileOptions { pileup: snp_options_from(options)?, threads: threads_arg(threads)?, ..SnpPileupFileOptions::default() };
     let (rows, state) = run_detached(py, |w| command::snp_pileup_block(&vcf, &bams, first..end, state, &options, w))?;
     Ok((PyBytes::new(py, &rows), state))
 }
@@ -417,7 +420,7 @@ fn snp_block_entry_state(state: Option<(i32, i64)>, block_tid: i32) -> Option<(i
 /// BAMs, then `chunks`, to `output` (`.gz` added and BGZF with `gzip`, as
 /// the CLI), atomically; refuses to overwrite.
 #[pyfunction]
-fn write_csv(py: Python<'_>, output: PathBuf, n_files: usize, chunks: Vec<Vec<u8>>, gzip: bool) -> PyResult<()> {
+fn write_csv(py: Python<'_>, output: FsPath, n_files: usize, chunks: Vec<Vec<u8>>, gzip: bool) -> PyResult<()> {
     run_detached(py, |_| command::write_snp_pileup(&output, gzip, n_files, &chunks))
 }
 
@@ -426,7 +429,7 @@ fn write_csv(py: Python<'_>, output: PathBuf, n_files: usize, chunks: Vec<Vec<u8
 /// reads the file sequentially (no usable index, SAM).
 #[pyfunction]
 #[pyo3(signature = (path, region_bytes=None))]
-fn flagstat_plan(py: Python<'_>, path: PathBuf, region_bytes: Option<u64>) -> PyResult<Option<Vec<Region>>> {
+fn flagstat_plan(py: Python<'_>, path: FsPath, region_bytes: Option<u64>) -> PyResult<Option<Vec<Region>>> {
     let options = FlagstatOptions { region_bytes: region_bytes.unwrap_or(command::REGION_BYTES), ..FlagstatOptions::default() };
     let regions = run_detached(py, |w| command::flagstat_plan(&path, &options, w))?;
     let Some(regions) = regions else { return Ok(None) };
@@ -441,12 +444,12 @@ fn flagstat_plan(py: Python<'_>, path: PathBuf, region_bytes: Option<u64>) -> Py
 #[pyo3(signature = (path, regions, threads=None))]
 fn flagstat_regions(
     py: Python<'_>,
-    path: PathBuf,
+    path: FsPath,
     regions: &Bound<'_, PyAny>,
-    threads: Option<usize>,
+    threads: Option<i64>,
 ) -> PyResult<(FlagStat, Vec<(u64, u64)>)> {
     let regions = region_args(py, &path, regions)?;
-    let options = FlagstatOptions { threads, ..FlagstatOptions::default() };
+    let options = FlagstatOptions { threads: threads_arg(threads)?, ..FlagstatOptions::default() };
     let (inner, spans) = run_detached(py, |w| command::flagstat_regions(&path, &regions, &options, w))?;
     Ok((FlagStat { inner }, spans.into_iter().map(|(a, b)| (u64::from(a), u64::from(b))).collect()))
 }
@@ -459,7 +462,7 @@ fn flagstat_regions(
 #[pyfunction]
 fn flagstat_gather(
     py: Python<'_>,
-    path: PathBuf,
+    path: FsPath,
     regions: &Bound<'_, PyAny>,
     parts: Option<Vec<(FlagStat, Vec<(u64, u64)>)>>,
 ) -> PyResult<Option<FlagStat>> {

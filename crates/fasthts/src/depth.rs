@@ -99,6 +99,21 @@ impl Default for DepthOptions {
     }
 }
 
+/// The flags whose reads do not count, from samtools depth's `-g` (flags
+/// taken off [`DEFAULT_EXCLUDE_FLAGS`]) and `-G` (flags added) values, each
+/// read by [`parse_flags`]: every `-g`, then every `-G` (samtools applies
+/// them in command-line order; only a flag in both can differ).
+pub fn exclude_flags<S: AsRef<str>>(include: &[S], exclude: &[S]) -> Result<u16, Error> {
+    let mut mask = DEFAULT_EXCLUDE_FLAGS;
+    for g in include {
+        mask &= !parse_flags(g.as_ref())?;
+    }
+    for g in exclude {
+        mask |= parse_flags(g.as_ref())?;
+    }
+    Ok(mask)
+}
+
 /// Reads a flag value as samtools' `-g`/`-G` (htslib's `bam_str2flag`):
 /// a number (decimal, `0x` hex or `0` octal; digits up to the first other
 /// character), or a comma-separated list of flag names, each of which may

@@ -39,6 +39,17 @@ pub enum Error {
     /// Anything else, described.
     #[error("{0}")]
     Message(String),
+    /// A message that says all there is to say about an underlying error
+    /// (`Failed to read VCF file: x.vcf: No such file or directory`), kept
+    /// for callers that tell errors apart by kind (the Python package
+    /// raises `FileNotFoundError` for it).
+    #[error("{message}")]
+    Described {
+        /// The whole message.
+        message: String,
+        /// The error it describes.
+        source: Box<Error>,
+    },
     /// An error about a particular file.
     #[error("{}: {source}", path.display())]
     WithPath {

@@ -69,8 +69,11 @@ impl Region {
     /// `names`: `*` (the unplaced records), `CONTIG` (a whole reference),
     /// `CONTIG:BEG-END` (1-based, inclusive; commas allowed in numbers),
     /// `CONTIG:BEG` (to the end) or `CONTIG:-END`. A name is looked up whole
-    /// first, so a reference whose name holds a `:` is found; that needs the
-    /// names, which is why this is not [`std::str::FromStr`].
+    /// first, so a reference whose name holds a `:` is found; `{NAME}` and
+    /// `{NAME}:BEG-END` quote a name as htslib's `hts_parse_region` does.
+    /// Positions take htslib's forms too: `1,000`, `1k`, `2.5M`, `1e3`
+    /// (`hts_parse_decimal`; a fraction left over is dropped). Parsing needs
+    /// the names, which is why this is not [`std::str::FromStr`].
     ///
     /// ```
     /// use fasthts::region::Region;
@@ -79,24 +82,35 @@ impl Region {
     /// assert_eq!(Region::parse("chr1", &names)?, Region::whole(0));
     /// assert_eq!(Region::parse("*", &names)?, Region::unplaced());
     /// assert!(Region::parse("chr3:1-10", &names).is_err());
+    /// let odd = ["HLA:1", "chr1"];
+    /// assert_eq!(Region::parse("{HLA:1}:1k-2e3", &odd)?, Region { ref_id: 0, start: 999, end: 2000 });
+    /// assert_eq!(Region::parse("{chr1}", &odd)?, Region::whole(1));
     /// # Ok::<(), fasthts::Error>(())
     /// ```
     pub fn parse<N: AsRef<str>>(text: &str, names: &[N]) -> Result<Region, Error> {
         if text == "*" {
             return Ok(Region::unplaced());
         }
-        if let Some(i) = names.iter().position(|n| n.as_ref() == text) {
-            return Ok(Region::whole(i as i32));
-        }
         let invalid = || Error::InvalidArgument(format!("invalid region {text:?} (expected CONTIG, CONTIG:BEG-END or *, 1-based)"));
-        let Some((name, range)) = text.rsplit_once(':') else { return Err(unknown_reference(text)) };
+        let (name, range) = if let Some(quoted) = text.strip_prefix('{') {
+            let Some((name, rest)) = quoted.split_once('}') else { return Err(invalid()) };
+            match rest {
+                "" => return Ok(Region::whole(reference_id(names, name)?)),
+                _ => (name, rest.strip_prefix(':').ok_or_else(invalid)?),
+            }
+        } else {
+            if let Some(i) = names.iter().position(|n| n.as_ref() == text) {
+                return Ok(Region::whole(i as i32));
+            }
+            text.rsplit_once(':').ok_or_else(|| unknown_reference(text))?
+        };
         let ref_id = reference_id(names, name)?;
         let number = |t: &str| -> Result<Option<i64>, Error> {
             let t: String = t.chars().filter(|&c| c != ',').collect();
             if t.is_empty() {
                 return Ok(None);
             }
-            t.parse::<i64>().map(Some).map_err(|_| invalid())
+            parse_position(&t).map(Some).ok_or_else(invalid)
         };
         let (beg, end) = match range.split_once('-') {
             Some((b, e)) => (number(b)?, number(e)?),
@@ -150,6 +164,44 @@ impl Region {
             Place::Inside
         }
     }
+}
+
+/// A position as htslib's `hts_parse_decimal` reads it (commas removed
+/// already): digits, an optional fraction, then an exponent (`e3`) or a
+/// `k`/`m`/`g` multiplier; the fraction left over is dropped. None for
+/// anything else, or a value past `i64`.
+fn parse_position(t: &str) -> Option<i64> {
+    let (mantissa, exponent) = match t.find(['e', 'E', 'k', 'K', 'm', 'M', 'g', 'G']) {
+        Some(i) => {
+            let e = match &t[i..] {
+                "k" | "K" => 3,
+                "m" | "M" => 6,
+                "g" | "G" => 9,
+                e => e[1..].parse::<i32>().ok()?,
+            };
+            (&t[..i], e)
+        }
+        None => (t, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut n: i128 = digits.parse().ok()?;
+    let mut e = exponent.checked_sub(fraction.len() as i32)?;
+    if e > 40 {
+        return None;
+    }
+    while e > 0 {
+        n = n.checked_mul(10)?;
+        e -= 1;
+    }
+    while e < 0 {
+        n /= 10;
+        e += 1;
+    }
+    i64::try_from(n).ok()
 }
 
 /// The id of the reference called `name` among `names`.
@@ -360,9 +412,7 @@ impl<'a> RegionReader<'a> {
             }
             let r = self.records.current();
             match self.region.place(r.ref_id(), r.pos()) {
-                Place::Before if self.first.is_some() => {
-                    return Err(BamError::OutOfOrder { offset: self.records.record_start() })
-                }
+                Place::Before if self.first.is_some() => return Err(BamError::OutOfOrder { offset: self.records.record_start() }),
                 Place::Before => continue,
                 Place::Inside => {
                     if self.first.is_none() {
@@ -537,6 +587,23 @@ mod tests {
         // A name holding a colon is looked up whole before it is split.
         assert_eq!(parse("HLA:1-2"), Ok(Region::whole(1)));
         assert_eq!(parse("HLA:1-2:5-6"), Ok(Region { ref_id: 1, start: 4, end: 6 }));
+    }
+
+    #[test]
+    fn parses_htslib_quoting_and_number_forms() {
+        assert_eq!(parse("{HLA:1-2}"), Ok(Region::whole(1)));
+        assert_eq!(parse("{HLA:1-2}:5-6"), Ok(Region { ref_id: 1, start: 4, end: 6 }));
+        assert_eq!(parse("{chr1}:1-2"), Ok(Region { ref_id: 0, start: 0, end: 2 }));
+        assert_eq!(parse("chr1:1k-2K"), Ok(Region { ref_id: 0, start: 999, end: 2000 }));
+        assert_eq!(parse("chr1:1e3-1.5e3"), Ok(Region { ref_id: 0, start: 999, end: 1500 }));
+        assert_eq!(parse("chr1:2.5m"), Ok(Region { ref_id: 0, start: 2_499_999, end: i64::MAX }));
+        assert_eq!(parse("chr1:1,000-1g"), Ok(Region { ref_id: 0, start: 999, end: 1_000_000_000 }));
+        // htslib drops a fraction left over (with a warning).
+        assert_eq!(parse("chr1:1.5-10"), Ok(Region { ref_id: 0, start: 0, end: 10 }));
+        for bad in ["{chr1", "{chr1}x", "{chr1}:5-1", "chr1:1x-5", "chr1:1e-5", "chr1:1e99", "chr1:k", "chr1:1kk"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse("{chr3}:1-2"), Err("unknown reference \"chr3\"".into()));
     }
 
     #[test]

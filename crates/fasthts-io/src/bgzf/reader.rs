@@ -49,6 +49,10 @@ pub fn inflate_blocks(file: &[u8], blocks: &[Block], out: &mut [u8]) -> Result<(
 
 /// As [`inflate_blocks`], on the calling thread.
 pub fn inflate_blocks_here(file: &[u8], blocks: &[Block], out: &mut [u8]) -> Result<(), BgzfError> {
+    if crate::cancel::requested() {
+        // The job is being cancelled (crate::cancel); the error is not shown.
+        return Err(BgzfError::Corrupt { offset: blocks.first().map_or(0, |b| b.offset), reason: "cancelled" });
+    }
     DECOMPRESSOR.with(|d| {
         let d = &mut d.borrow_mut();
         let mut rest = out;

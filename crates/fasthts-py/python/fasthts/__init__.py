@@ -19,15 +19,17 @@ exactly once. See ``docs/python.md`` for the tutorial.
 
 from __future__ import annotations
 
-import os
-import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, TypeVar, Union
+import os as _os
+import sys as _sys
+import threading as _threading
+from concurrent.futures import ThreadPoolExecutor as _ThreadPoolExecutor
+from typing import Any as _Any, Callable as _Callable, Dict as _Dict, Iterable as _Iterable, List as _List
+from typing import Optional as _Optional, Sequence as _Sequence, TypeVar as _TypeVar, Union as _Union
 
-import numpy as np
+import numpy as _np
 
 from . import _fasthts
+from ._alignment import AlignedSegment, AlignmentFile, AlignmentHeader, IndexStats
 from ._fasthts import (
     Countgraph,
     Error,
@@ -45,14 +47,19 @@ from ._fasthts import (
 )
 
 __all__ = [
+    "AlignedSegment",
+    "AlignmentFile",
+    "AlignmentHeader",
     "BamFile",
     "Countgraph",
     "Error",
     "FlagStat",
     "HLLCounter",
-    "SmallCountgraph",
+    "IndexStats",
     "Record",
     "Region",
+    "SmallCountgraph",
+    "depth",
     "flagstat",
     "index",
     "scatter",
@@ -62,15 +69,15 @@ __all__ = [
     "__version__",
 ]
 
-T = TypeVar("T")
-RegionLike = Union[Region, str, tuple]
+_T = _TypeVar("T")
+_RegionLike = _Union[Region, str, tuple]
 
 
-def _arrays(d: Dict[str, Any]) -> Dict[str, np.ndarray]:
+def _arrays(d: _Dict[str, _Any]) -> _Dict[str, _np.ndarray]:
     # Each Column exposes the memory Rust wrote the values into through
     # numpy's array interface: asarray wraps it without a copy (the array
     # keeps the Column, which owns the memory, as its base).
-    return {k: np.asarray(col) for k, col in d.items()}
+    return {k: _np.asarray(col) for k, col in d.items()}
 
 
 class BamFile(_fasthts.BamFile):
@@ -91,7 +98,7 @@ class BamFile(_fasthts.BamFile):
     [(597, '132M', 'rg1'), (597, '132M', 'rg1')]
     """
 
-    def columns(self, region: Optional[RegionLike] = None, threads: Optional[int] = None) -> Dict[str, np.ndarray]:
+    def columns(self, region: _Optional[_RegionLike] = None, threads: _Optional[int] = None) -> _Dict[str, _np.ndarray]:
         """The records starting in ``region`` as numpy arrays.
 
         Keys: ``tid`` (int32), ``pos`` (int32, 0-based), ``end`` (int64,
@@ -104,17 +111,66 @@ class BamFile(_fasthts.BamFile):
         """
         return _arrays(self._columns(region, threads))
 
-    def columns_many(self, regions: Iterable[RegionLike], threads: Optional[int] = None) -> List[Dict[str, np.ndarray]]:
+    def columns_many(self, regions: _Iterable[_RegionLike], threads: _Optional[int] = None) -> _List[_Dict[str, _np.ndarray]]:
         """``columns`` of many regions, read in parallel; in the order given."""
         return [_arrays(d) for d in self._columns_many(list(regions), threads)]
 
 
-def _progress(total: int, enabled: Optional[bool], label: str):
+def depth(
+    paths,
+    region: _Optional[str] = None,
+    bed=None,
+    all_positions: int = 0,
+    min_base_quality: int = 0,
+    min_mapping_quality: int = 0,
+    min_read_length: int = 0,
+    include_flags=(),
+    exclude_flags=(),
+    count_deletions: bool = False,
+    remove_overlaps: bool = False,
+    threads: _Optional[int] = None,
+) -> _Dict[str, _Any]:
+    """samtools depth (``fasthts depth``) of one BAM/SAM path or a list of
+    them, as numpy arrays: ``{"references": [names], "tid": int32,
+    "pos": int64 (0-based), "depth": uint32 of shape (positions, files)}``,
+    one row per line ``samtools depth`` prints, in its order.
+
+    Options as the CLI's: ``region`` (``-r``), ``bed`` (``-b``),
+    ``all_positions`` 1 or 2 (``-a``/``-aa``), ``min_base_quality``
+    (``-q``), ``min_mapping_quality`` (``-Q``), ``min_read_length``
+    (``-l``), ``include_flags``/``exclude_flags`` (``-g``/``-G``: ints or
+    names such as ``"DUP,SECONDARY"``, or lists of them),
+    ``count_deletions`` (``-J``), ``remove_overlaps`` (``-s``), ``threads``.
+    """
+    from ._alignment import _path
+
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]
+    paths = [_path(p, "paths") for p in paths]
+
+    def flag_list(v):
+        if isinstance(v, (int, str)):
+            v = [v]
+        return [str(int(x)) if isinstance(x, int) else x for x in v]
+
+    refs, tid, pos, dep = _fasthts._depth(
+        paths, region, None if bed is None else _path(bed, "bed"), all_positions, min_base_quality, min_mapping_quality,
+        min_read_length, flag_list(include_flags), flag_list(exclude_flags), count_deletions, remove_overlaps, threads,
+    )
+    return {
+        "references": refs,
+        "tid": _np.frombuffer(tid, dtype=_np.int32),
+        "pos": _np.frombuffer(pos, dtype=_np.int64),
+        "depth": _np.frombuffer(dep, dtype=_np.uint32).reshape(-1, len(paths)),
+    }
+
+
+def _progress(total: int, enabled: _Optional[bool], label: str):
     """A minimal text progress bar on stderr (tqdm-like); off unless
     ``enabled`` is True, or None and stderr is a terminal."""
     if enabled is None:
-        enabled = sys.stderr.isatty()
-    lock = threading.Lock()
+        enabled = _sys.stderr.isatty()
+    lock = _threading.Lock()
     done = [0]
 
     def tick() -> None:
@@ -125,21 +181,21 @@ def _progress(total: int, enabled: Optional[bool], label: str):
             n = done[0]
             width = 30
             filled = width * n // max(total, 1)
-            sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {n}/{total}")
+            _sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {n}/{total}")
             if n == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
+                _sys.stderr.write("\n")
+            _sys.stderr.flush()
 
     return tick
 
 
 def scatter(
-    bam: Union[BamFile, str, os.PathLike],
-    regions: Optional[Sequence[RegionLike]],
-    fn: Callable[[Region, Dict[str, np.ndarray]], T],
-    threads: Optional[int] = None,
-    progress: Optional[bool] = None,
-) -> List[T]:
+    bam: _Union[BamFile, str, _os.PathLike],
+    regions: _Optional[_Sequence[_RegionLike]],
+    fn: _Callable[[Region, _Dict[str, _np.ndarray]], _T],
+    threads: _Optional[int] = None,
+    progress: _Optional[bool] = None,
+) -> _List[_T]:
     """Runs ``fn(region, columns)`` for every region on a thread pool.
 
     ``columns`` is ``bam.columns(region)``, read in Rust with the GIL
@@ -154,14 +210,15 @@ def scatter(
     [53.0, 52.0, 50.4, 27.4, 0.0]
     """
     if not isinstance(bam, BamFile):
-        bam = BamFile(os.fspath(bam))
-    regs: List[Region] = bam.plan() if regions is None else [bam.region(r) for r in regions]
+        bam = BamFile(_os.fspath(bam))
+    regs: _List[Region] = bam.plan() if regions is None else [bam.region(r) for r in regions]
     tick = _progress(len(regs), progress, "scatter")
 
-    def one(r: Region) -> T:
+    def one(r: Region) -> _T:
         out = fn(r, bam.columns(r, threads=1))
         tick()
         return out
 
-    with ThreadPoolExecutor(max_workers=threads or os.cpu_count() or 1) as pool:
+    with _ThreadPoolExecutor(max_workers=threads or _os.cpu_count() or 1) as pool:
         return list(pool.map(one, regs))
+del annotations  # (the __future__ import binds the name; not part of the API)

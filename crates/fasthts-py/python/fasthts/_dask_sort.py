@@ -15,6 +15,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _fasthts, _progress
+from ._alignment import _path
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
@@ -26,12 +27,6 @@ _PART_BYTES = 192 << 20
 _SAMPLES_PER_PART = 200
 #: A split end past any file's end: read to the end.
 _FILE_END = 1 << 62
-
-
-def _path(p: Any, what: str) -> str:
-    if not isinstance(p, (str, bytes, os.PathLike)):
-        raise TypeError(f"{what} must be a path (str, bytes or os.PathLike), not {type(p).__name__}")
-    return os.fsdecode(os.fspath(p))
 
 
 def _n_threads(client: Any) -> int:

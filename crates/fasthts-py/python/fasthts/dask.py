@@ -19,12 +19,27 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _fasthts
 from . import Countgraph, FlagStat, _progress
-
+from ._alignment import _path
 from ._dask_sort import index, sort
+
+# (The names imported above are not part of this module's API: __all__.)
 
 __all__ = ["flagstat", "snp_pileup", "count_kmers", "sort", "index"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _path_list(value: Any, name: str) -> List[str]:
+    """A list of path arguments (str, bytes, os.PathLike); TypeError
+    naming ``name`` for a single path or anything else (a str is not
+    taken as a sequence of one-letter paths)."""
+    if isinstance(value, (str, bytes)) or hasattr(value, "__fspath__"):
+        raise TypeError(f"{name} must be a list of paths, not a single path ({value!r}): pass [{value!r}]")
+    try:
+        items = list(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of paths, not {type(value).__name__}") from None
+    return [_path(p, f"{name}[{i}]") for i, p in enumerate(items)]
 
 
 def _n_threads(client: Any) -> int:
@@ -69,7 +84,7 @@ def flagstat(
     that does not describe the file (which is reported) means counting
     sequentially, in one task.
     """
-    path = os.fspath(path)
+    path = _path(path)
     regions = _fasthts.flagstat_plan(path, region_bytes)
     if regions is not None:
         groups = _chunks(regions, tasks or 2 * _n_threads(client))
@@ -108,8 +123,8 @@ def snp_pileup(
     state) could make a difference is run again from that state. The rows
     are then written in order, by the client, to ``output``.
     """
-    vcf, output = os.fspath(vcf), os.fspath(output)
-    bams = [os.fspath(b) for b in bams]
+    vcf, output = _path(vcf, "vcf"), _path(output, "output")
+    bams = _path_list(bams, "bams")
     gzip = bool(options.pop("gzip", False))
     blocks = _fasthts.snp_pileup_plan(vcf, output, bams, tasks or 2 * _n_threads(client), gzip)
     # One thread per task unless told otherwise: the parallelism is the tasks.
@@ -192,7 +207,7 @@ def count_kmers(
     Note that every task holds a full table: memory is
     ``table_size * n_tables`` bytes per running task.
     """
-    paths = [os.fspath(p) for p in paths]
+    paths = _path_list(paths, "paths")
     if not paths:
         raise ValueError("count_kmers needs at least one file")
     per = parts_per_file or max(1, (2 * _n_threads(client) + len(paths) - 1) // len(paths))

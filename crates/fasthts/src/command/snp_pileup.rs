@@ -43,7 +43,13 @@ fn open_inputs(
     if bams.is_empty() {
         return Err(Error::InvalidArgument("snp_pileup needs at least one BAM".into()));
     }
-    let vcf_failure = |e: PileupError| Error::Message(format!("Failed to read VCF file: {e}"));
+    let vcf_failure = |e: PileupError| {
+        let message = format!("Failed to read VCF file: {e}");
+        match e {
+            PileupError::Read(source) => Error::Described { message, source: Box::new(source) },
+            _ => Error::Message(message),
+        }
+    };
     let vcf = VcfSource::open(vcf).map_err(vcf_failure)?;
     let summary = vcf::scan_records(&vcf, options.pileup.region_size, records).map_err(vcf_failure)?;
     if options.progress {
@@ -57,7 +63,8 @@ fn open_inputs(
             let message = e.to_string();
             let prefix = format!("{}: ", path.display());
             let reason = message.strip_prefix(&prefix).unwrap_or(&message);
-            Error::Message(format!("Failed to read sequence file {} ({reason})", path.display()))
+            let message = format!("Failed to read sequence file {} ({reason})", path.display());
+            Error::Described { message, source: Box::new(e) }
         })?;
         if options.verbose {
             report.message(&format!("Detected format for file {}: BAM version 1 compressed sequence data\n", i + 1));
@@ -100,7 +107,10 @@ fn output_target(output: &Path, gzip: bool) -> Result<PathBuf, Error> {
 /// Writes what `write` writes to `target` atomically, BGZF-compressed
 /// (`gzip`) or plain.
 fn write_output(target: &Path, gzip: bool, write: impl FnOnce(&mut (dyn Write + Send)) -> Result<(), Error>) -> Result<(), Error> {
-    let (temp, file) = TempOutput::create(target).map_err(|e| Error::Message(format!("Failed to open output file for writing: {e}")))?;
+    let (temp, file) = TempOutput::create(target).map_err(|e| {
+        let message = format!("Failed to open output file for writing: {e}");
+        Error::Described { message, source: Box::new(e.into()) }
+    })?;
     let file = crate::output::Named::new(file, temp.shown());
     if gzip {
         let mut w = BgzfWriter::new(BufWriter::new(file), DEFAULT_LEVEL);

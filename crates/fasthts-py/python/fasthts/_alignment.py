@@ -1,0 +1,427 @@
+"""``fasthts.AlignmentFile``: pysam's reading API over the fasthts engine.
+
+A pysam script ports by changing ``pysam.AlignmentFile`` to
+``fasthts.AlignmentFile``: the same constructor arguments (for reading),
+methods, attributes and record objects (``AlignedSegment``), and pysam's
+region rule: a record belongs to every region its alignment overlaps
+(its end from the CIGAR), as in samtools and htslib.
+"""
+
+from __future__ import annotations
+
+import collections as _collections
+import os as _os
+import warnings as _warnings
+from typing import Any as _Any, Dict as _Dict, List as _List, Optional as _Optional
+
+from . import _fasthts
+
+AlignedSegment = _fasthts.AlignedSegment
+
+IndexStats = _collections.namedtuple("IndexStats", ("contig", "mapped", "unmapped", "total"))
+
+# pysam's largest coordinate (regions without a stop run to it).
+_MAX_POS = (1 << 31) - 1
+
+# read_callback="all" of count(): skip unmapped, secondary, QC-failed and
+# duplicate reads (BAM_FUNMAP | BAM_FSECONDARY | BAM_FQCFAIL | BAM_FDUP).
+_COUNT_ALL_EXCLUDES = 0x4 | 0x100 | 0x200 | 0x400
+
+# Types of the header fields pysam converts (the rest stay str).
+_HEADER_INT_FIELDS = {("SQ", "LN")}
+_HEADER_RECORDS = ("HD", "SQ", "RG", "PG", "CO")
+
+
+def _path(p: _Any, what: str = "path") -> str:
+    """A path argument as str: str, bytes or os.PathLike (TypeError otherwise)."""
+    if isinstance(p, (str, bytes)) or hasattr(p, "__fspath__"):
+        return _os.fsdecode(_os.fspath(p))
+    raise TypeError(f"{what} must be a str, bytes or os.PathLike path, not {type(p).__name__}")
+
+
+class AlignmentHeader:
+    """The header of an ``AlignmentFile`` (pysam's ``AlignmentHeader``)."""
+
+    def __init__(self, raw_text: str, references: _List[tuple]):
+        self._raw = raw_text
+        self._refs = list(references)
+
+    @property
+    def references(self) -> tuple:
+        return tuple(n for n, _ in self._refs)
+
+    @property
+    def lengths(self) -> tuple:
+        return tuple(l for _, l in self._refs)
+
+    @property
+    def nreferences(self) -> int:
+        return len(self._refs)
+
+    def _sequence_section(self) -> str:
+        return "".join(f"@SQ\tSN:{n}\tLN:{l}\n" for n, l in self._refs)
+
+    def __str__(self) -> str:
+        # pysam: the text as stored, and @SQ lines from the binary
+        # references when the text has none.
+        text = self._raw
+        if "@SQ" not in text:
+            text += "\n" + self._sequence_section()
+        return text
+
+    def to_dict(self) -> _Dict[str, _Any]:
+        """``{"HD": {...}, "SQ": [{...}, ...], "RG": [...], "PG": [...],
+        "CO": [str, ...]}`` as pysam parses the text (``LN`` as int, a
+        ``CL`` field takes the rest of its line); ``SQ`` from the binary
+        references when the text has no @SQ line."""
+        result: _Dict[str, _Any] = _collections.OrderedDict()
+        for line in str(self).split("\n"):
+            line = line.strip(" \0")
+            if not line:
+                continue
+            if not line.startswith("@"):
+                raise ValueError(f"header line without '@': {line!r}")
+            fields = line[1:].split("\t")
+            record = fields[0]
+            if record not in _HEADER_RECORDS:
+                raise ValueError(f"header line with invalid type {record!r}: {line!r}")
+            if record == "CO":
+                result.setdefault("CO", []).append("\t".join(fields[1:]))
+                continue
+            x: _Dict[str, _Any] = {}
+            for i, field in enumerate(fields[1:]):
+                if ":" not in field:
+                    raise ValueError("malformatted header: no ':' in field")
+                key, value = field.split(":", 1)
+                if key == "CL":
+                    # A command line may hold tabs: it takes the rest of the line.
+                    key, value = "\t".join(fields[i + 1 :]).split(":", 1)
+                    x[key] = value
+                    break
+                x[key] = int(value) if (record, key) in _HEADER_INT_FIELDS else value
+            if record == "HD":
+                if "HD" in result:
+                    raise ValueError("multiple 'HD' lines are not permitted")
+                result["HD"] = x
+            else:
+                result.setdefault(record, []).append(x)
+        if "SQ" not in result:
+            result["SQ"] = [{"LN": l, "SN": n} for n, l in self._refs]
+        return result
+
+    as_dict = to_dict
+
+    def __getitem__(self, key: str) -> _Any:
+        return self.to_dict()[key]
+
+    def items(self):
+        return self.to_dict().items()
+
+    def keys(self):
+        return self.to_dict().keys()
+
+    def values(self):
+        return self.to_dict().values()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.to_dict()
+
+    def get_tid(self, reference: str) -> int:
+        """The id of ``reference``; -1 when the file has no such reference."""
+        for i, (n, _) in enumerate(self._refs):
+            if n == reference:
+                return i
+        return -1
+
+    def get_reference_name(self, tid: int) -> _Optional[str]:
+        if tid == -1:
+            return None
+        if not 0 <= tid < len(self._refs):
+            raise ValueError(f"reference_id {tid} out of range 0<=tid<{len(self._refs)}")
+        return self._refs[tid][0]
+
+    def get_reference_length(self, reference: str) -> int:
+        tid = self.get_tid(reference)
+        if tid < 0:
+            raise KeyError(f"unknown reference {reference}")
+        return self._refs[tid][1]
+
+    def is_valid_tid(self, tid: int) -> bool:
+        return 0 <= tid < len(self._refs)
+
+
+class AlignmentFile:
+    """A BAM or SAM file opened for reading, with pysam's API.
+
+    ``AlignmentFile(path, mode="r"/"rb", check_sq=True, index_filename=None,
+    ignore_truncation=False, threads=...)``. A BAM is memory-mapped; its
+    index (``index_filename``, else the ``.csi``/``.bai`` beside it) is
+    loaded at open, so a missing or foreign index fails here. A BAM without
+    its BGZF end-of-file block raises ``OSError`` ("no BGZF EOF marker;
+    file may be truncated"), or warns with ``ignore_truncation=True``, as
+    pysam does.
+
+    ``fetch`` returns the records **overlapping** a region (pysam's,
+    samtools' and htslib's rule); ``fasthts.BamFile`` assigns each record
+    to the region where it starts instead (what scatter/gather needs).
+    """
+
+    def __init__(
+        self,
+        filepath_or_object: _Any,
+        mode: _Optional[str] = None,
+        template: _Any = None,
+        reference_names: _Any = None,
+        reference_lengths: _Any = None,
+        text: _Any = None,
+        header: _Any = None,
+        add_sq_text: bool = True,
+        add_sam_header: bool = True,
+        check_header: bool = True,
+        check_sq: bool = True,
+        index_filename: _Any = None,
+        filepath_index: _Any = None,
+        require_index: bool = False,
+        duplicate_filehandle: bool = True,
+        ignore_truncation: bool = False,
+        format_options: _Any = None,
+        threads: int = 1,
+        reference_filename: _Any = None,
+    ):
+        self._reader = None
+        self._iter = None
+        mode = mode or "r"
+        if not isinstance(mode, str):
+            raise TypeError(f"mode must be a str, not {type(mode).__name__}")
+        if mode[0] != "r":
+            raise NotImplementedError(f"fasthts.AlignmentFile reads only (mode {mode!r}); write with pysam, or sort/convert with fasthts.sort")
+        self.filename = _path(filepath_or_object, "filepath_or_object")
+        self.mode = mode
+        self.threads = threads
+        index = index_filename if index_filename is not None else filepath_index
+        index = None if index is None else _path(index, "index_filename")
+        self._reader = _fasthts._AlignmentReader(self.filename, index)
+        if not self._reader.eof_marker:
+            msg = f"{self.filename}: no BGZF EOF marker; file may be truncated"
+            if not ignore_truncation:
+                self._reader = None
+                raise OSError(msg)
+            _warnings.warn(msg, stacklevel=2)
+        self.header = AlignmentHeader(self._reader.raw_text, self._reader.references)
+        if check_sq and self.header.nreferences == 0:
+            self._reader = None
+            raise ValueError(
+                f"file has no sequences defined (mode='{mode}') - is it SAM/BAM format? Consider opening with check_sq=False"
+            )
+        if require_index and not self.has_index():
+            self._reader = None
+            raise OSError(f"{self.filename}: unable to open index file")
+        self.index_filename = index
+
+    # -- file-level ---------------------------------------------------------
+
+    def _open_reader(self):
+        if self._reader is None:
+            raise ValueError("I/O operation on closed file")
+        return self._reader
+
+    def close(self) -> None:
+        self._reader = None
+        self._iter = None
+
+    def __enter__(self) -> "AlignmentFile":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    @property
+    def is_open(self) -> bool:
+        return self._reader is not None
+
+    @property
+    def closed(self) -> bool:
+        return self._reader is None
+
+    @property
+    def is_bam(self) -> bool:
+        return self._open_reader().is_bam
+
+    @property
+    def is_sam(self) -> bool:
+        return not self._open_reader().is_bam
+
+    @property
+    def is_cram(self) -> bool:
+        return False
+
+    @property
+    def references(self) -> tuple:
+        return self.header.references
+
+    @property
+    def lengths(self) -> tuple:
+        return self.header.lengths
+
+    @property
+    def nreferences(self) -> int:
+        return self.header.nreferences
+
+    @property
+    def text(self) -> str:
+        return str(self.header)
+
+    def has_index(self) -> bool:
+        """Whether an index was loaded at open (given, or beside the BAM)."""
+        return self._open_reader().indexed
+
+    def check_index(self) -> bool:
+        if not self.has_index():
+            raise ValueError("mapping information not recorded in index or index not available")
+        return True
+
+    def get_tid(self, reference: str) -> int:
+        return self.header.get_tid(reference)
+
+    def get_reference_name(self, tid: int) -> _Optional[str]:
+        return self.header.get_reference_name(tid)
+
+    def get_reference_length(self, reference: str) -> int:
+        return self.header.get_reference_length(reference)
+
+    def is_valid_tid(self, tid: int) -> bool:
+        return self.header.is_valid_tid(tid)
+
+    def is_valid_reference_name(self, contig: str) -> bool:
+        return self.header.get_tid(contig) >= 0
+
+    def _statistics(self):
+        self.check_index()
+        return self._reader.index_statistics()
+
+    @property
+    def mapped(self) -> int:
+        """Mapped records, from the index's statistics."""
+        per, _ = self._statistics()
+        return sum(m for m, _ in per)
+
+    @property
+    def unmapped(self) -> int:
+        """Unmapped records (with those without a coordinate), from the index."""
+        per, nocoor = self._statistics()
+        return sum(u for _, u in per) + nocoor
+
+    @property
+    def nocoordinate(self) -> int:
+        return self._statistics()[1]
+
+    def get_index_statistics(self) -> _List[IndexStats]:
+        """Per reference ``IndexStats(contig, mapped, unmapped, total)``
+        as the index records them (``samtools idxstats``)."""
+        per, _ = self._statistics()
+        return [IndexStats(n, m, u, m + u) for n, (m, u) in zip(self.references, per)]
+
+    # -- records ------------------------------------------------------------
+
+    def parse_region(self, contig=None, start=None, stop=None, region=None, tid=None, reference=None, end=None):
+        """pysam's ``parse_region``: ``(has_coord, tid, start, stop)``,
+        0-based half-open. ``region`` is samtools notation
+        (``chr1:1,000-2,000``, ``{chr1:x}:1-2`` for names with colons,
+        ``1k``/``1e3`` positions, ``*`` for the unplaced records)."""
+        if reference is not None:
+            if contig is not None:
+                raise ValueError("contig and reference should not both be specified")
+            contig = reference
+        if end is not None:
+            if stop is not None:
+                raise ValueError("stop and end should not both be specified")
+            stop = end
+        if contig is None and tid is None and region is None:
+            return 0, 0, 0, _MAX_POS
+        for name, v in (("start", start), ("stop", stop)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                raise TypeError(f"{name} must be an int, not {type(v).__name__}")
+        rstart = 0 if start is None else start
+        rstop = _MAX_POS if stop is None else stop
+        if region is not None:
+            if not isinstance(region, str):
+                raise TypeError(f"region must be a str, not {type(region).__name__}")
+            if region in ("*", "."):
+                contig = region
+            else:
+                rtid, rstart, rstop = _fasthts._parse_region(region, list(self.references))
+                rstart = max(rstart, 0)
+                rstop = min(rstop, _MAX_POS)
+                return 1, rtid, rstart, rstop
+        if tid is not None:
+            if not self.is_valid_tid(tid):
+                raise IndexError("invalid tid")
+            rtid = tid
+        elif contig == "*":
+            rtid = -1
+        elif contig == ".":
+            raise NotImplementedError("fetch('.') is not supported by fasthts; use fetch(until_eof=True)")
+        else:
+            if not isinstance(contig, str):
+                raise TypeError(f"contig must be a str, not {type(contig).__name__}")
+            rtid = self.get_tid(contig)
+            if rtid < 0 and start is None and stop is None and ":" in contig:
+                # A region string where the contig goes (older pysam read it so).
+                return self.parse_region(region=contig)
+            if rtid < 0:
+                raise ValueError(f"invalid contig `{contig}`")
+        if rstart > rstop:
+            raise ValueError(f"invalid coordinates: start ({rstart}) > stop ({rstop})")
+        if not 0 <= rstart < _MAX_POS:
+            raise ValueError(f"start out of range ({rstart})")
+        if not 0 <= rstop <= _MAX_POS:
+            raise ValueError(f"stop out of range ({rstop})")
+        return 1, rtid, rstart, rstop
+
+    def fetch(self, contig=None, start=None, stop=None, region=None, tid=None, until_eof=False, multiple_iterators=False, reference=None, end=None):
+        """Records overlapping a region (pysam's ``fetch``): ``fetch("chr1",
+        1000, 2000)`` (0-based, half-open), ``fetch(region="chr1:1,001-2,000")``
+        (1-based, inclusive), ``fetch("*")`` (the unplaced records),
+        ``fetch()`` (every reference's records, through the index),
+        ``fetch(until_eof=True)`` (every record in file order, unplaced
+        included; no index needed). Each call returns its own iterator."""
+        reader = self._open_reader()
+        has_coord, rtid, rstart, rstop = self.parse_region(contig, start, stop, region, tid, reference=reference, end=end)
+        if not reader.is_bam:
+            if has_coord:
+                raise ValueError("fetching by region is not available for SAM files")
+            return reader.fetch_all()
+        if not until_eof and not self.has_index():
+            raise ValueError("fetch called on bamfile without index")
+        if has_coord:
+            return reader.fetch_region(rtid, rstart, rstop)
+        if until_eof:
+            return reader.fetch_all()
+        return reader.fetch_references()
+
+    def count(self, contig=None, start=None, stop=None, region=None, until_eof=False, read_callback="nofilter", reference=None, end=None) -> int:
+        """How many records ``fetch`` with these arguments returns;
+        ``read_callback="all"`` skips unmapped, secondary, QC-failed and
+        duplicate reads, a function keeps the reads it returns True for."""
+        it = self.fetch(contig, start, stop, region, until_eof=until_eof, reference=reference, end=end)
+        if read_callback == "nofilter":
+            return it._count(0)
+        if read_callback == "all":
+            return it._count(_COUNT_ALL_EXCLUDES)
+        if not callable(read_callback):
+            raise ValueError(f"read_callback must be 'all', 'nofilter' or a function, not {read_callback!r}")
+        return sum(1 for r in it if read_callback(r))
+
+    def __iter__(self) -> "AlignmentFile":
+        self._open_reader()
+        return self
+
+    def __next__(self):
+        # Iterating the file reads it from the first record to the end.
+        if self._iter is None:
+            self._iter = self._open_reader().fetch_all()
+        return next(self._iter)
+
+    def __repr__(self) -> str:
+        return f"<fasthts.AlignmentFile {self.filename!r} mode={self.mode!r}>"

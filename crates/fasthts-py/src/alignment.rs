@@ -1,0 +1,1064 @@
+//! The compiled half of `fasthts.AlignmentFile`: pysam's reading API.
+//!
+//! `_AlignmentReader` opens a BAM (memory-mapped, with its index) or a SAM
+//! and hands out `SegmentIter`s; `AlignedSegment` is one record with
+//! pysam's attribute names and conventions. Region queries here use
+//! htslib's overlap rule (`fasthts::pileup::RegionRecords`: a record
+//! belongs to every region its alignment overlaps), unlike `BamFile`'s
+//! start-based regions. The Python half (`python/fasthts/_alignment.py`)
+//! parses pysam's arguments and builds the header object.
+
+use crate::bam::Shared;
+use crate::{run_detached, to_py};
+use fasthts::bam::{flags, AuxValue, BamStream, CigarOp, Header, RecordRef};
+use fasthts::bgzf::VirtualOffset;
+use fasthts::index::Index;
+use fasthts::input::{self, Format, Input};
+use fasthts::pileup::{RecordSource, RegionRecords};
+use fasthts::region::{self, Region as LibRegion, RegionReader};
+use fasthts::sam::SamReader;
+use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyByteArray, PyList, PyTuple};
+use std::collections::VecDeque;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, TryLockError};
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<AlignmentReader>()?;
+    m.add_class::<SegmentIter>()?;
+    m.add_class::<AlignedSegment>()?;
+    m.add_function(wrap_pyfunction!(parse_region, m)?)?;
+    Ok(())
+}
+
+/// A region in samtools notation (`fasthts::region::Region::parse`) as
+/// `(tid, start, stop)`, 0-based half-open, open ends as 0 and the largest
+/// position.
+#[pyfunction]
+#[pyo3(name = "_parse_region")]
+fn parse_region(text: &str, names: Vec<String>) -> PyResult<(i32, i64, i64)> {
+    let r = LibRegion::parse(text, &names).map_err(to_py)?;
+    Ok((r.ref_id, r.start.max(0), r.end))
+}
+
+/// Records read per GIL release.
+const BATCH: usize = 4096;
+/// Encoded SAM bytes read per GIL release.
+const SAM_BATCH_BYTES: usize = 1 << 20;
+
+/// What an `AlignmentFile` reads: a mapped BGZF BAM (random access through
+/// its index), or a stream read from its start (SAM, a pipe).
+enum Opened {
+    Bam(Arc<Shared>),
+    /// The input opened at construction (for its header), taken by the
+    /// first iteration; later iterations open the path again.
+    Sequential {
+        path: PathBuf,
+        first: Mutex<Option<Input>>,
+    },
+}
+
+/// An opened alignment file (the compiled half of `fasthts.AlignmentFile`).
+#[pyclass(frozen, module = "fasthts._fasthts", name = "_AlignmentReader")]
+pub struct AlignmentReader {
+    opened: Opened,
+    header: Arc<Header>,
+    /// Whether an index file (given or beside the BAM) was loaded at open.
+    indexed: bool,
+    eof_marker: bool,
+}
+
+/// Opens `path` for reading records; with an explicit index, or an index
+/// file beside a BAM, the index is loaded (and checked against the file)
+/// now, so a missing or foreign one fails at open as in pysam.
+fn open(path: &Path, index: Option<PathBuf>, report: &crate::Warnings) -> Result<AlignmentReader, fasthts::Error> {
+    let peeked = input::peek(path)?;
+    if matches!(peeked.format(), Format::Bam(fasthts_io::compression::Compression::Bgzf)) && peeked.is_regular_file() {
+        drop(peeked);
+        if let Some(ix) = &index {
+            // std::fs::metadata names the error (FileNotFoundError, ...).
+            std::fs::metadata(ix).map_err(|e| fasthts::Error::from(e).with_path(ix))?;
+        }
+        let shared = Shared::open(path, index.clone())?;
+        let indexed = shared.has_index_file();
+        if indexed {
+            shared.index(report)?;
+        }
+        let header = Arc::new(shared.bam.header().clone());
+        let eof_marker = shared.bam.has_eof_marker();
+        return Ok(AlignmentReader { opened: Opened::Bam(Arc::new(shared)), header, indexed, eof_marker });
+    }
+    if let Some(ix) = &index {
+        return Err(fasthts::Error::InvalidArgument(format!("{}: an index is used only with a BGZF-compressed BAM file", ix.display())));
+    }
+    let input = peeked.open()?;
+    let (header, eof_marker) = match &input {
+        Input::Bam(bam) => (bam.header().clone(), bam.has_eof_marker()),
+        Input::Stream(s) => (s.header().clone(), true),
+        Input::Sam(s) => (s.header().clone(), true),
+    };
+    Ok(AlignmentReader {
+        opened: Opened::Sequential { path: path.to_path_buf(), first: Mutex::new(Some(input)) },
+        header: Arc::new(header),
+        indexed: false,
+        eof_marker,
+    })
+}
+
+impl AlignmentReader {
+    fn shared(&self) -> PyResult<&Arc<Shared>> {
+        match &self.opened {
+            Opened::Bam(sh) => Ok(sh),
+            Opened::Sequential { .. } => Err(PyValueError::new_err("fetching by region is not available for SAM files")),
+        }
+    }
+
+    fn iter(&self, source: Source) -> SegmentIter {
+        SegmentIter { state: Mutex::new(IterState { source, batch: Batch::default(), warnings: Vec::new() }), header: self.header.clone() }
+    }
+}
+
+#[pymethods]
+impl AlignmentReader {
+    #[new]
+    #[pyo3(signature = (path, index_filename=None))]
+    fn new(py: Python<'_>, path: crate::FsPath, index_filename: Option<crate::FsPath>) -> PyResult<Self> {
+        let index_filename = index_filename.map(|p| p.0);
+        run_detached(py, |w| open(&path, index_filename, w))
+    }
+
+    /// Whether the file is a BGZF BAM read through its mapping (random access).
+    #[getter]
+    fn is_bam(&self) -> bool {
+        matches!(self.opened, Opened::Bam(_))
+    }
+
+    /// Whether an index file was loaded at open.
+    #[getter]
+    fn indexed(&self) -> bool {
+        self.indexed
+    }
+
+    /// Whether the BGZF end-of-file marker block is present (True for
+    /// uncompressed input).
+    #[getter]
+    fn eof_marker(&self) -> bool {
+        self.eof_marker
+    }
+
+    /// `[(name, length), ...]`.
+    #[getter]
+    fn references(&self) -> Vec<(String, u32)> {
+        self.header.references.iter().map(|r| (r.name.clone(), r.len)).collect()
+    }
+
+    /// The header text as stored (trailing NULs removed).
+    #[getter]
+    fn raw_text(&self) -> String {
+        let t = &self.header.text;
+        let end = t.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+        String::from_utf8_lossy(&t[..end]).into_owned()
+    }
+
+    /// Every record from the first, in file order (pysam's `until_eof`).
+    fn fetch_all(&self, py: Python<'_>) -> PyResult<SegmentIter> {
+        let source = match &self.opened {
+            Opened::Bam(sh) => Source::Whole { next: Some(sh.bam.first_record_offset()), shared: sh.clone() },
+            Opened::Sequential { path, first } => {
+                let taken = first.lock().unwrap_or_else(|p| p.into_inner()).take();
+                let input = match taken {
+                    Some(i) => i,
+                    None => py.detach(|| input::open(path)).map_err(to_py)?,
+                };
+                match input {
+                    Input::Bam(bam) => {
+                        let shared = Arc::new(Shared::from_bam(bam));
+                        Source::Whole { next: Some(shared.bam.first_record_offset()), shared }
+                    }
+                    Input::Stream(s) => Source::Stream(s),
+                    Input::Sam(s) => Source::Sam(s),
+                }
+            }
+        };
+        Ok(self.iter(source))
+    }
+
+    /// The records overlapping `[start, stop)` of reference `tid` (htslib's
+    /// rule), or the unplaced records when `tid` is -1.
+    fn fetch_region(&self, py: Python<'_>, tid: i32, start: i64, stop: i64) -> PyResult<SegmentIter> {
+        let sh = self.shared()?.clone();
+        if tid < 0 {
+            let index = run_detached(py, |w| sh.index(w))?;
+            return Ok(self.iter(overlap_source(sh, index, LibRegion::unplaced())));
+        }
+        let index = run_detached(py, |w| sh.index(w))?;
+        Ok(self.iter(overlap_source(sh, index, LibRegion { ref_id: tid, start, end: stop })))
+    }
+
+    /// The records of every reference in turn, each read as a region
+    /// query of the whole reference (pysam's `fetch()` of an indexed file:
+    /// the unplaced records are not included).
+    fn fetch_references(&self, py: Python<'_>) -> PyResult<SegmentIter> {
+        let sh = self.shared()?.clone();
+        let index = run_detached(py, |w| sh.index(w))?;
+        let queries = (0..self.header.references.len()).map(|t| (t, 0, i64::from(i32::MAX))).collect();
+        Ok(self.iter(Source::Overlap { shared: sh, index, queries, cursor: None }))
+    }
+
+    /// Per reference `(mapped, unmapped)` as the index records them, and
+    /// the records without a coordinate.
+    fn index_statistics(&self, py: Python<'_>) -> PyResult<(Vec<(u64, u64)>, u64)> {
+        let sh = self.shared()?.clone();
+        let ix = run_detached(py, |w| sh.index(w))?;
+        let per = (0..self.header.references.len()).map(|t| ix.mapped_unmapped(t).unwrap_or((0, 0))).collect();
+        Ok((per, ix.n_no_coor().unwrap_or(0)))
+    }
+}
+
+/// Records copied out of a reader, one after another in `arena`.
+#[derive(Default)]
+struct Batch {
+    arena: Vec<u8>,
+    /// End of each record in `arena`.
+    ends: Vec<usize>,
+    /// Records already handed out.
+    taken: usize,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.arena.clear();
+        self.ends.clear();
+        self.taken = 0;
+    }
+
+    fn push(&mut self, r: &RecordRef<'_>) {
+        self.arena.extend_from_slice(r.as_bytes());
+        self.ends.push(self.arena.len());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// The next record's bytes.
+    fn take(&mut self) -> Option<&[u8]> {
+        let i = self.taken;
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.taken += 1;
+        Some(&self.arena[start..end])
+    }
+}
+
+/// A region query in progress: `records` borrows the `BamFile` inside
+/// `_shared`, which this struct keeps alive.
+pub(crate) struct OverlapCursor {
+    // Declared first: dropped before the file it borrows.
+    records: RegionRecords<'static>,
+    _shared: Arc<Shared>,
+}
+
+impl OverlapCursor {
+    fn new(shared: Arc<Shared>, index: &Index, (tid, beg, end): (usize, i64, i64)) -> OverlapCursor {
+        // SAFETY: the BamFile lives inside the Arc's allocation, which
+        // never moves and outlives `records` (kept alive by `_shared`,
+        // dropped after it); `records` is never handed out.
+        let bam: &'static fasthts::bam::BamFile = unsafe { &*std::ptr::from_ref(&shared.bam) };
+        OverlapCursor { records: RegionRecords::new(bam, index, tid, beg, end), _shared: shared }
+    }
+}
+
+pub(crate) enum Source {
+    /// A mapped BAM from `next` to its end.
+    Whole {
+        shared: Arc<Shared>,
+        next: Option<VirtualOffset>,
+    },
+    /// The unplaced records at the end of a sorted BAM.
+    Unplaced {
+        shared: Arc<Shared>,
+        next: Option<VirtualOffset>,
+        following: Option<VirtualOffset>,
+    },
+    /// Region queries run one after another.
+    Overlap {
+        shared: Arc<Shared>,
+        index: Arc<Index>,
+        queries: VecDeque<(usize, i64, i64)>,
+        cursor: Option<OverlapCursor>,
+    },
+    Stream(Box<BamStream>),
+    Sam(Box<SamReader<Box<dyn Read + Send>>>),
+    Done,
+}
+
+struct IterState {
+    source: Source,
+    batch: Batch,
+    /// SAM record warnings met while reading, issued by the next call.
+    warnings: Vec<String>,
+}
+
+/// A region query with htslib's overlap rule over `region` (the unplaced
+/// records when its reference is -1).
+pub(crate) fn overlap_source(shared: Arc<Shared>, index: Arc<Index>, region: LibRegion) -> Source {
+    if region.ref_id < 0 {
+        let next = region::start_offset(&shared.bam, &index, region.ref_id, region.start);
+        let following = region::following_start(&shared.bam, &index, region);
+        return Source::Unplaced { shared, next, following };
+    }
+    let query = (region.ref_id as usize, region.start.max(0), region.end.min(i64::from(i32::MAX)));
+    Source::Overlap { shared, index, queries: VecDeque::from([query]), cursor: None }
+}
+
+/// The next records of `source` (none at its end), each its own buffer.
+pub(crate) fn next_records(source: &mut Source) -> Result<VecDeque<Vec<u8>>, fasthts::Error> {
+    let mut batch = Batch::default();
+    let mut warnings = Vec::new();
+    fill(source, &mut batch, &mut warnings)?;
+    let mut out = VecDeque::with_capacity(batch.len());
+    while let Some(r) = batch.take() {
+        out.push_back(r.to_vec());
+    }
+    Ok(out)
+}
+
+/// Refills `batch` from `source` (empty at the end).
+fn fill(source: &mut Source, batch: &mut Batch, warnings: &mut Vec<String>) -> Result<(), fasthts::Error> {
+    batch.clear();
+    match source {
+        Source::Done => {}
+        Source::Whole { shared, next } => {
+            let Some(start) = *next else { return Ok(()) };
+            let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(shared.bam.path());
+            let mut rd = shared.bam.records_from(start)?;
+            *next = None;
+            // Past BATCH, the records already inflated too: the next
+            // batch's reader would inflate them again.
+            while batch.len() < BATCH || rd.next_is_loaded() {
+                match rd.next_record().map_err(wrap)? {
+                    Some(r) => batch.push(&r),
+                    None => return Ok(()),
+                }
+            }
+            *next = Some(rd.record_end());
+        }
+        Source::Unplaced { shared, next, following } => {
+            let Some(start) = *next else { return Ok(()) };
+            let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(shared.bam.path());
+            let mut rd = RegionReader::new(&shared.bam, LibRegion::unplaced(), start, *following)?;
+            *next = None;
+            while batch.len() < BATCH || rd.next_is_loaded() {
+                match rd.next_record().map_err(wrap)? {
+                    Some(r) => batch.push(&r),
+                    None => return Ok(()),
+                }
+            }
+            *next = Some(rd.record_end());
+        }
+        Source::Overlap { shared, index, queries, cursor } => {
+            while batch.len() < BATCH {
+                if cursor.is_none() {
+                    let Some(q) = queries.pop_front() else { return Ok(()) };
+                    *cursor = Some(OverlapCursor::new(shared.clone(), index, q));
+                }
+                let c = cursor.as_mut().expect("set above");
+                let more = c.records.advance().map_err(|e| match e {
+                    fasthts::pileup::PileupError::Read(e) => e,
+                    other => fasthts::Error::Message(other.to_string()),
+                })?;
+                if more {
+                    batch.push(&c.records.current());
+                } else {
+                    *cursor = None;
+                }
+            }
+        }
+        Source::Stream(s) => {
+            while batch.len() < BATCH {
+                match s.next_record()? {
+                    Some(r) => batch.push(&r),
+                    None => return Ok(()),
+                }
+            }
+        }
+        Source::Sam(s) => {
+            let mut encoded = Vec::new();
+            let n = s.next_batch(&mut encoded, SAM_BATCH_BYTES).map_err(fasthts::Error::from)?;
+            warnings.extend(s.take_warnings().iter().map(|w| format!("line {}: {}: {:?}", w.line, w.name, w.warnings)));
+            let mut rest = &encoded[..];
+            for _ in 0..n {
+                let size = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                batch.arena.extend_from_slice(&rest[4..4 + size]);
+                batch.ends.push(batch.arena.len());
+                rest = &rest[4 + size..];
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Iterator over records as `AlignedSegment`s, read `BATCH` at a time with
+/// the GIL released. Threads may share one: each record goes to one of them.
+#[pyclass(frozen, module = "fasthts._fasthts")]
+pub struct SegmentIter {
+    state: Mutex<IterState>,
+    header: Arc<Header>,
+}
+
+impl SegmentIter {
+    /// The state, waiting (with the GIL released) while another thread
+    /// reads a batch.
+    fn lock<'a>(&'a self, py: Python<'_>) -> std::sync::MutexGuard<'a, IterState> {
+        loop {
+            match self.state.try_lock() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                // Waits without the GIL (the other thread needs it to finish).
+                Err(TryLockError::WouldBlock) => py.detach(|| drop(self.state.lock())),
+            }
+        }
+    }
+
+    /// Refills the batch when it is used up; false at the end.
+    fn refill(&self, py: Python<'_>, st: &mut IterState) -> PyResult<bool> {
+        if st.batch.taken < st.batch.len() {
+            return Ok(true);
+        }
+        let IterState { source, batch, warnings } = st;
+        let result = py.detach(|| fill(source, batch, warnings));
+        for w in std::mem::take(warnings) {
+            let text = std::ffi::CString::new(w.replace('\0', " ")).expect("no NUL left");
+            PyErr::warn(py, py.get_type::<pyo3::exceptions::PyUserWarning>().as_any(), &text, 1)?;
+        }
+        if let Err(e) = result {
+            st.source = Source::Done;
+            st.batch.clear();
+            return Err(to_py(e));
+        }
+        if st.batch.len() == 0 {
+            st.source = Source::Done;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+}
+
+#[pymethods]
+impl SegmentIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<AlignedSegment>> {
+        let mut st = self.lock(py);
+        if !self.refill(py, &mut st)? {
+            return Ok(None);
+        }
+        let data = st.batch.take().expect("refilled").to_vec().into_boxed_slice();
+        Ok(Some(AlignedSegment { data, header: self.header.clone() }))
+    }
+
+    /// Counts the remaining records whose flag has none of the bits of
+    /// `exclude`, without making objects; Ctrl-C is seen between batches.
+    fn _count(&self, py: Python<'_>, exclude: u16) -> PyResult<u64> {
+        let mut st = self.lock(py);
+        let mut n = 0u64;
+        while self.refill(py, &mut st)? {
+            let b = &mut st.batch;
+            let n_ref = self.header.references.len();
+            while let Some(data) = b.take() {
+                let r = RecordRef::new(data, n_ref).expect("record validated when read");
+                n += u64::from(r.flag() & exclude == 0);
+            }
+            py.check_signals()?;
+        }
+        Ok(n)
+    }
+}
+
+/// One alignment record with pysam's `AlignedSegment` attributes (read-only).
+#[pyclass(frozen, module = "fasthts._fasthts")]
+pub struct AlignedSegment {
+    data: Box<[u8]>,
+    header: Arc<Header>,
+}
+
+static ARRAY_TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// A Python `array.array(typecode, bytes)` (pysam's type for qualities and
+/// `B` tags).
+fn py_array<'py>(py: Python<'py>, typecode: &str, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let array = ARRAY_TYPE.get_or_try_init(py, || py.import("array")?.getattr("array").map(Bound::unbind))?;
+    // A bytearray, not bytes: CPython shares one object per one-byte bytes
+    // value, and pysam's query_qualities_str writes into those in place.
+    array.bind(py).call1((typecode, PyByteArray::new(py, bytes)))
+}
+
+/// The Python value of a tag, as pysam's `get_tag` gives it.
+fn tag_value<'py>(py: Python<'py>, v: AuxValue<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        AuxValue::Char(c) => (c as char).to_string().into_pyobject(py)?.into_any(),
+        AuxValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        AuxValue::Float(f) => f64::from(f).into_pyobject(py)?.into_any(),
+        AuxValue::Double(f) => f.into_pyobject(py)?.into_any(),
+        AuxValue::String(s) | AuxValue::Hex(s) => String::from_utf8_lossy(s).into_pyobject(py)?.into_any(),
+        AuxValue::Array { subtype, bytes, .. } => {
+            let code = match subtype {
+                b'c' => "b",
+                b'C' => "B",
+                b's' => "h",
+                b'S' => "H",
+                b'i' => "i",
+                b'I' => "I",
+                _ => "f",
+            };
+            py_array(py, code, bytes)?
+        }
+    })
+}
+
+/// The type letter of a tag value as stored (`B` arrays with their subtype
+/// when `with_subtype`, as pysam's `get_tag` reports them).
+fn tag_type(aux: &[u8], tag: [u8; 2], with_subtype: bool) -> String {
+    // Walks the raw fields to the tag: AuxValue widens the integer types.
+    let mut rest = aux;
+    while rest.len() >= 3 {
+        let t = rest[2];
+        let size = match t {
+            b'A' | b'c' | b'C' => 1,
+            b's' | b'S' => 2,
+            b'i' | b'I' | b'f' => 4,
+            b'd' => 8,
+            b'Z' | b'H' => rest[3..].iter().position(|&c| c == 0).map_or(rest.len(), |p| p + 1),
+            b'B' if rest.len() >= 8 => {
+                let n = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
+                let elem = match rest[3] {
+                    b'c' | b'C' => 1,
+                    b's' | b'S' => 2,
+                    _ => 4,
+                };
+                5 + n * elem
+            }
+            _ => return String::new(),
+        };
+        if rest[..2] == tag {
+            return if t == b'B' && with_subtype { format!("B{}", rest[3] as char) } else { (t as char).to_string() };
+        }
+        rest = rest.get(3 + size..).unwrap_or(&[]);
+    }
+    String::new()
+}
+
+fn tag_key(tag: &str) -> PyResult<[u8; 2]> {
+    match tag.as_bytes() {
+        &[a, b] => Ok([a, b]),
+        _ => Err(PyValueError::new_err(format!("invalid tag {tag:?}: a tag is two characters"))),
+    }
+}
+
+impl AlignedSegment {
+    #[inline]
+    fn r(&self) -> RecordRef<'_> {
+        // The bytes were validated when the record was read.
+        RecordRef::new(&self.data, self.header.references.len()).expect("record validated when read")
+    }
+
+    fn name_of(&self, tid: i32) -> Option<String> {
+        usize::try_from(tid).ok().and_then(|i| self.header.references.get(i)).map(|r| r.name.clone())
+    }
+
+    /// Whether the CIGAR was taken from the `CG` tag (htslib then drops the
+    /// tag: pysam does not see it).
+    fn cigar_from_cg(&self) -> bool {
+        let r = self.r();
+        let (real, stored) = (r.cigar(), r.raw_cigar());
+        real.len() != stored.len() || real.get(0) != stored.get(0)
+    }
+
+    /// The value of `tag` as pysam sees it.
+    fn find_tag(&self, key: [u8; 2]) -> Option<AuxValue<'_>> {
+        if key == *b"CG" && self.cigar_from_cg() {
+            return None;
+        }
+        self.r().aux().find(key)
+    }
+
+    fn has_flag(&self, bit: u16) -> bool {
+        self.r().flag() & bit != 0
+    }
+
+    /// The aligned span's reference length, as pysam (None when unmapped
+    /// or without a CIGAR).
+    fn aligned(&self) -> Option<i64> {
+        let r = self.r();
+        (r.flag() & flags::UNMAPPED == 0 && !r.cigar().is_empty()).then(|| r.end_pos())
+    }
+
+    /// pysam's `query_alignment_start`: soft clips at the start skipped.
+    fn query_start(&self) -> usize {
+        let mut start = 0usize;
+        for (op, len) in self.r().cigar().iter() {
+            match op {
+                CigarOp::HardClip => {}
+                CigarOp::SoftClip => start += len as usize,
+                _ => break,
+            }
+        }
+        start
+    }
+
+    /// pysam's `query_alignment_end`: soft clips at the end removed (from
+    /// the CIGAR's query-consuming operations when there is no sequence).
+    fn query_end(&self) -> usize {
+        let r = self.r();
+        let cigar = r.cigar();
+        let mut end = r.seq_len();
+        if end == 0 {
+            for (op, len) in cigar.iter() {
+                if matches!(op, CigarOp::Match | CigarOp::Insertion | CigarOp::SequenceMatch | CigarOp::SequenceMismatch)
+                    || (op == CigarOp::SoftClip && end == 0)
+                {
+                    end += len as usize;
+                }
+            }
+            return end;
+        }
+        let ops: Vec<(CigarOp, u32)> = cigar.iter().collect();
+        for &(op, len) in ops.iter().skip(1).rev() {
+            match op {
+                CigarOp::HardClip => {}
+                CigarOp::SoftClip => end = end.saturating_sub(len as usize),
+                _ => break,
+            }
+        }
+        end
+    }
+
+    fn sequence(&self, from: usize, to: usize) -> Option<String> {
+        let r = self.r();
+        (r.seq_len() > 0).then(|| (from..to.min(r.seq_len())).map(|i| r.base(i) as char).collect())
+    }
+
+    fn quals(&self) -> Option<&[u8]> {
+        let q = self.r().qual();
+        (!q.is_empty() && q[0] != 0xff).then_some(q)
+    }
+}
+
+#[pymethods]
+impl AlignedSegment {
+    #[getter]
+    fn query_name(&self) -> String {
+        String::from_utf8_lossy(self.r().name()).into_owned()
+    }
+    #[getter]
+    fn flag(&self) -> u16 {
+        self.r().flag()
+    }
+    #[getter]
+    fn reference_id(&self) -> i32 {
+        self.r().ref_id()
+    }
+    /// None when the record has no reference.
+    #[getter]
+    fn reference_name(&self) -> Option<String> {
+        self.name_of(self.r().ref_id())
+    }
+    /// 0-based leftmost position (-1 when unset).
+    #[getter]
+    fn reference_start(&self) -> i32 {
+        self.r().pos()
+    }
+    /// One past the last aligned base (None when unmapped or without a CIGAR).
+    #[getter]
+    fn reference_end(&self) -> Option<i64> {
+        self.aligned()
+    }
+    #[getter]
+    fn reference_length(&self) -> Option<i64> {
+        self.aligned().map(|e| e - i64::from(self.r().pos()))
+    }
+    #[getter]
+    fn mapping_quality(&self) -> u8 {
+        self.r().mapq()
+    }
+    #[getter]
+    fn bin(&self) -> u16 {
+        self.r().bin()
+    }
+    /// None without a CIGAR.
+    #[getter]
+    fn cigarstring(&self) -> Option<String> {
+        let c = self.r().cigar();
+        (!c.is_empty()).then(|| c.iter().map(|(op, len)| format!("{len}{}", op.letter() as char)).collect())
+    }
+    /// `[(op, length), ...]` (M=0 I=1 D=2 N=3 S=4 H=5 P=6 '='=7 X=8 B=9);
+    /// None without a CIGAR.
+    #[getter]
+    fn cigartuples(&self) -> Option<Vec<(u8, u32)>> {
+        let c = self.r().cigar();
+        (!c.is_empty()).then(|| c.iter().map(|(op, len)| (op.code(), len)).collect())
+    }
+    /// None when absent.
+    #[getter]
+    fn query_sequence(&self) -> Option<String> {
+        self.sequence(0, usize::MAX)
+    }
+    /// `array.array('B')` of phred values; None when absent.
+    #[getter]
+    fn query_qualities<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.quals().map(|q| py_array(py, "B", q)).transpose()
+    }
+    /// Qualities as SAM text (phred + 33); None when absent.
+    #[getter]
+    fn query_qualities_str(&self) -> Option<String> {
+        self.quals().map(|q| q.iter().map(|&v| (v.saturating_add(33)) as char).collect())
+    }
+    #[getter]
+    fn query_length(&self) -> usize {
+        self.r().seq_len()
+    }
+    #[getter]
+    fn query_alignment_start(&self) -> usize {
+        self.query_start()
+    }
+    #[getter]
+    fn query_alignment_end(&self) -> usize {
+        self.query_end()
+    }
+    #[getter]
+    fn query_alignment_length(&self) -> usize {
+        self.query_end().saturating_sub(self.query_start())
+    }
+    #[getter]
+    fn query_alignment_sequence(&self) -> Option<String> {
+        self.sequence(self.query_start(), self.query_end())
+    }
+    #[getter]
+    fn query_alignment_qualities<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let (s, e) = (self.query_start(), self.query_end());
+        self.quals().map(|q| py_array(py, "B", q.get(s..e.min(q.len())).unwrap_or(&[]))).transpose()
+    }
+    #[getter]
+    fn next_reference_id(&self) -> i32 {
+        self.r().mate_ref_id()
+    }
+    #[getter]
+    fn next_reference_name(&self) -> Option<String> {
+        self.name_of(self.r().mate_ref_id())
+    }
+    #[getter]
+    fn next_reference_start(&self) -> i32 {
+        self.r().mate_pos()
+    }
+    #[getter]
+    fn template_length(&self) -> i32 {
+        self.r().template_len()
+    }
+    #[getter]
+    fn is_paired(&self) -> bool {
+        self.has_flag(flags::PAIRED)
+    }
+    #[getter]
+    fn is_proper_pair(&self) -> bool {
+        self.has_flag(flags::PROPER_PAIR)
+    }
+    #[getter]
+    fn is_unmapped(&self) -> bool {
+        self.has_flag(flags::UNMAPPED)
+    }
+    #[getter]
+    fn is_mapped(&self) -> bool {
+        !self.has_flag(flags::UNMAPPED)
+    }
+    #[getter]
+    fn mate_is_unmapped(&self) -> bool {
+        self.has_flag(flags::MATE_UNMAPPED)
+    }
+    #[getter]
+    fn mate_is_mapped(&self) -> bool {
+        !self.has_flag(flags::MATE_UNMAPPED)
+    }
+    #[getter]
+    fn is_reverse(&self) -> bool {
+        self.has_flag(flags::REVERSE)
+    }
+    #[getter]
+    fn is_forward(&self) -> bool {
+        !self.has_flag(flags::REVERSE)
+    }
+    #[getter]
+    fn mate_is_reverse(&self) -> bool {
+        self.has_flag(flags::MATE_REVERSE)
+    }
+    #[getter]
+    fn mate_is_forward(&self) -> bool {
+        !self.has_flag(flags::MATE_REVERSE)
+    }
+    #[getter]
+    fn is_read1(&self) -> bool {
+        self.has_flag(flags::READ1)
+    }
+    #[getter]
+    fn is_read2(&self) -> bool {
+        self.has_flag(flags::READ2)
+    }
+    #[getter]
+    fn is_secondary(&self) -> bool {
+        self.has_flag(flags::SECONDARY)
+    }
+    #[getter]
+    fn is_qcfail(&self) -> bool {
+        self.has_flag(flags::QC_FAIL)
+    }
+    #[getter]
+    fn is_duplicate(&self) -> bool {
+        self.has_flag(flags::DUPLICATE)
+    }
+    #[getter]
+    fn is_supplementary(&self) -> bool {
+        self.has_flag(flags::SUPPLEMENTARY)
+    }
+
+    fn has_tag(&self, tag: &str) -> PyResult<bool> {
+        Ok(self.find_tag(tag_key(tag)?).is_some())
+    }
+
+    /// The value of `tag` (KeyError when absent); with `with_value_type`,
+    /// `(value, type)` with the type as stored (`"Bc"` etc. for arrays).
+    #[pyo3(signature = (tag, with_value_type=false))]
+    fn get_tag<'py>(&self, py: Python<'py>, tag: &str, with_value_type: bool) -> PyResult<Bound<'py, PyAny>> {
+        let key = tag_key(tag)?;
+        let r = self.r();
+        let Some(v) = self.find_tag(key) else { return Err(PyKeyError::new_err(format!("tag '{tag}' not present"))) };
+        let value = tag_value(py, v)?;
+        if with_value_type {
+            return Ok(PyTuple::new(py, [value, tag_type(r.aux_bytes(), key, true).into_pyobject(py)?.into_any()])?.into_any());
+        }
+        Ok(value)
+    }
+
+    /// `[(tag, value), ...]` in record order (`(tag, value, type)` with
+    /// `with_value_type`; `"B"` for arrays).
+    #[pyo3(signature = (with_value_type=false))]
+    fn get_tags<'py>(&self, py: Python<'py>, with_value_type: bool) -> PyResult<Bound<'py, PyList>> {
+        let r = self.r();
+        let out = PyList::empty(py);
+        let hide_cg = self.cigar_from_cg();
+        for t in r.aux().iter() {
+            let (tag, v) = t.map_err(|_| crate::err("malformed auxiliary field"))?;
+            if hide_cg && tag == *b"CG" {
+                continue;
+            }
+            let name = String::from_utf8_lossy(&tag).into_owned().into_pyobject(py)?.into_any();
+            let value = tag_value(py, v)?;
+            if with_value_type {
+                let ty = tag_type(r.aux_bytes(), tag, false).into_pyobject(py)?.into_any();
+                out.append(PyTuple::new(py, [name, value, ty])?)?;
+            } else {
+                out.append(PyTuple::new(py, [name, value])?)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `[(query_pos, ref_pos), ...]` (None on the side an operation does not
+    /// consume); `matches_only`: only aligned pairs. `with_cigar` adds the
+    /// operation's code. `with_seq` (needs the MD tag) is not supported.
+    #[pyo3(signature = (matches_only=false, with_seq=false, with_cigar=false))]
+    fn get_aligned_pairs<'py>(
+        &self,
+        py: Python<'py>,
+        matches_only: bool,
+        with_seq: bool,
+        with_cigar: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if with_seq {
+            return Err(PyNotImplementedError::new_err("get_aligned_pairs(with_seq=True) is not supported by fasthts"));
+        }
+        let r = self.r();
+        let out = PyList::empty(py);
+        // pysam counts in uint32: a record at position -1 wraps, and its
+        // loops over `pos..pos + len` then run as far as the wrapped bounds
+        // say (the counts below follow them, as pysam's do).
+        let mut pos = r.pos() as u32;
+        let mut qpos = 0u32;
+        let push = |q: Option<u32>, p: Option<u32>, op: CigarOp| -> PyResult<()> {
+            if with_cigar {
+                out.append((q, p, op.code()))
+            } else {
+                out.append((q, p))
+            }
+        };
+        for (op, len) in r.cigar().iter() {
+            let span = pos..pos.wrapping_add(len);
+            match op {
+                CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch => {
+                    for i in span {
+                        push(Some(qpos), Some(i), op)?;
+                        qpos = qpos.wrapping_add(1);
+                    }
+                    pos = pos.wrapping_add(len);
+                }
+                CigarOp::Insertion | CigarOp::SoftClip | CigarOp::Pad => {
+                    if matches_only {
+                        qpos = qpos.wrapping_add(len);
+                    } else {
+                        for _ in span {
+                            push(Some(qpos), None, op)?;
+                            qpos = qpos.wrapping_add(1);
+                        }
+                    }
+                }
+                CigarOp::Deletion | CigarOp::Skip => {
+                    if !matches_only {
+                        for i in span {
+                            push(None, Some(i), op)?;
+                        }
+                    }
+                    pos = pos.wrapping_add(len);
+                }
+                CigarOp::HardClip | CigarOp::Unknown(_) => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// Gapless aligned blocks `[(start, end), ...]` in reference coordinates.
+    fn get_blocks(&self) -> Vec<(u32, u32)> {
+        let r = self.r();
+        // uint32 arithmetic, as pysam's (see get_aligned_pairs).
+        let mut pos = r.pos() as u32;
+        let mut out = Vec::new();
+        for (op, len) in r.cigar().iter() {
+            match op {
+                CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch => {
+                    out.push((pos, pos.wrapping_add(len)));
+                    pos = pos.wrapping_add(len);
+                }
+                CigarOp::Deletion | CigarOp::Skip => pos = pos.wrapping_add(len),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Reference positions of the aligned bases; `full_length`: one entry
+    /// per query base, None where it is not aligned.
+    #[pyo3(signature = (full_length=false))]
+    fn get_reference_positions(&self, full_length: bool) -> Vec<Option<u32>> {
+        let r = self.r();
+        // uint32 arithmetic, as pysam's (see get_aligned_pairs).
+        let mut pos = r.pos() as u32;
+        let mut out = Vec::new();
+        for (op, len) in r.cigar().iter() {
+            match op {
+                CigarOp::SoftClip | CigarOp::Insertion => {
+                    if full_length {
+                        out.extend(std::iter::repeat_n(None, len as usize));
+                    }
+                }
+                CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch => {
+                    out.extend((pos..pos.wrapping_add(len)).map(Some));
+                    pos = pos.wrapping_add(len);
+                }
+                CigarOp::Deletion | CigarOp::Skip => pos = pos.wrapping_add(len),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Query length from the CIGAR (without hard clips); None without one.
+    #[pyo3(signature = (always=false))]
+    fn infer_query_length(&self, always: bool) -> Option<i64> {
+        if always {
+            return self.infer_read_length();
+        }
+        let c = self.r().cigar();
+        (!c.is_empty()).then(|| c.iter().filter(|(op, _)| op.consumes_query()).map(|(_, l)| i64::from(l)).sum())
+    }
+
+    /// Read length from the CIGAR, hard clips included; None without one.
+    fn infer_read_length(&self) -> Option<i64> {
+        let c = self.r().cigar();
+        (!c.is_empty()).then(|| c.iter().filter(|(op, _)| op.consumes_query() || *op == CigarOp::HardClip).map(|(_, l)| i64::from(l)).sum())
+    }
+
+    /// The read as sequenced (reverse-complemented back when on the
+    /// reverse strand); None without a sequence.
+    fn get_forward_sequence(&self) -> Option<String> {
+        let s = self.sequence(0, usize::MAX)?;
+        if !self.has_flag(flags::REVERSE) {
+            return Some(s);
+        }
+        Some(s.bytes().rev().map(|b| complement(b) as char).collect())
+    }
+
+    /// The qualities as sequenced (reversed when on the reverse strand).
+    fn get_forward_qualities<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(q) = self.quals() else { return Ok(None) };
+        if !self.has_flag(flags::REVERSE) {
+            return py_array(py, "B", q).map(Some);
+        }
+        let rev: Vec<u8> = q.iter().rev().copied().collect();
+        py_array(py, "B", &rev).map(Some)
+    }
+
+    /// The record as a SAM line (without the line end), as samtools view prints it.
+    fn to_string(&self) -> PyResult<String> {
+        let mut out = Vec::new();
+        fasthts::sam::format_record(&self.r(), &self.header.references, &mut out).map_err(to_py)?;
+        if out.last() == Some(&b'\n') {
+            out.pop();
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    fn __str__(&self) -> PyResult<String> {
+        self.to_string()
+    }
+
+    fn __repr__(&self) -> PyResult<String> {
+        Ok(format!("<fasthts.AlignedSegment {}>", self.to_string()?.split('\t').take(6).collect::<Vec<_>>().join("\t")))
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<AlignedSegment>().is_ok_and(|o| o.get().data == self.data)
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.data.hash(&mut h);
+        h.finish()
+    }
+}
+
+/// The complement htslib's reverse complement uses (IUPAC codes too).
+fn complement(b: u8) -> u8 {
+    match b {
+        b'A' => b'T',
+        b'C' => b'G',
+        b'G' => b'C',
+        b'T' => b'A',
+        b'M' => b'K',
+        b'R' => b'Y',
+        b'W' => b'W',
+        b'S' => b'S',
+        b'Y' => b'R',
+        b'K' => b'M',
+        b'V' => b'B',
+        b'H' => b'D',
+        b'D' => b'H',
+        b'B' => b'V',
+        b'N' => b'N',
+        b'=' => b'=',
+        other => other,
+    }
+}
