@@ -43,7 +43,8 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
     with_threads(options.threads, || {
         let mut opened = Vec::with_capacity(inputs.len());
         for path in inputs {
-            let input = input::open(path)?;
+            let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
+            let input = input::open_with(path, &cram)?;
             if let Input::Bam(bam) = &input {
                 warn_if_truncated(bam, report);
             }

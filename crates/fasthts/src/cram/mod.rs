@@ -288,16 +288,17 @@ impl CramReader {
         }
         // The container holding the failing record, from the file's
         // container headers (a stream cannot be read again).
-        let container = if self.regular {
-            File::open(&self.path).ok().and_then(|f| containers(&f).ok()).and_then(|list| {
+        let listed = if self.regular { Some(File::open(&self.path).and_then(|f| containers(&f))) } else { None };
+        let container = match listed {
+            Some(Err(e)) => return self.damaged(&format!("truncated or damaged CRAM data (record {number}): {e}")),
+            Some(Ok(list)) => {
                 let mut seen = 0;
                 list.into_iter().find(|c| {
                     seen += c.records;
                     seen >= number
                 })
-            })
-        } else {
-            None
+            }
+            None => None,
         };
         let Some(c) = container.filter(|c| c.ref_id >= 0 && (c.ref_id as usize) < self.header.references.len()) else {
             return self.damaged(&format!(
