@@ -204,3 +204,28 @@ fn truncated_cram_fails_quickcheck_and_reading_as_samtools_does() {
         }
     }
 }
+
+#[test]
+fn a_cram_htslib_cannot_open_is_named_alike_by_every_command() {
+    let dir = TempDir::new("cram-unreadable");
+    let bad = dir.path("x.cram");
+    let bytes = b"CRAM\x03\x00 and then some container".to_vec();
+    std::fs::write(&bad, &bytes).unwrap();
+    let said = format!("{}: not a readable CRAM file (damaged or truncated header)\n", bad.display());
+    for args in [vec!["flagstat"], vec!["idxstats"], vec!["index"], vec!["sort", "-o"], vec!["depth"]] {
+        let out_name = dir.path("out.bam");
+        let mut a: Vec<&dyn AsRef<std::ffi::OsStr>> = args.iter().map(|s| s as &dyn AsRef<std::ffi::OsStr>).collect();
+        if args[0] == "sort" {
+            a.push(&out_name);
+        }
+        a.push(&bad);
+        let out = fasthts_run(&a);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(text(&out.stderr), format!("fasthts {}: {said}", args[0]), "{args:?}");
+        assert!(!out_name.exists() && !dir.path("x.cram.crai").exists(), "{args:?}: no output");
+    }
+    let mut c = fasthts();
+    c.args(["flagstat", "-"]);
+    let out = run_with_stdin(c, bytes);
+    assert_eq!(text(&out.stderr), "fasthts flagstat: -: not a readable CRAM file (damaged or truncated header)\n");
+}

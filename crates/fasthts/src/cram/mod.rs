@@ -61,6 +61,10 @@ fn quiet_htslib() {
     ONCE.call_once(|| unsafe { ffi::hts_set_log_level(ffi::HTS_LOG_OFF) });
 }
 
+/// What is said of a CRAM file or stream whose definition or header
+/// htslib cannot read.
+const UNREADABLE: &str = "not a readable CRAM file (damaged or truncated header)";
+
 fn c_path(path: &Path) -> Result<CString, Error> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::Message("file name contains a NUL byte".into()).with_path(path))
 }
@@ -97,11 +101,9 @@ impl CramReader {
         let name = c_path(path)?;
         // SAFETY: both strings are NUL-terminated and outlive the call.
         let fp = unsafe { ffi::hts_open(name.as_ptr(), c"r".as_ptr()) };
-        let Some(fp) = NonNull::new(fp) else {
-            let e = io::Error::last_os_error();
-            return Err(Error::from(if e.raw_os_error().unwrap_or(0) == 0 { io::Error::other("cannot open the CRAM file") } else { e })
-                .with_path(path));
-        };
+        // The file was opened once already (its first bytes recognised):
+        // what fails here is its content.
+        let Some(fp) = NonNull::new(fp) else { return Err(Error::Message(UNREADABLE.into()).with_path(path)) };
         CramReader::start(fp, path, options, None, true)
     }
 
@@ -135,7 +137,10 @@ impl CramReader {
         let fp = unsafe { ffi::hts_hopen(hfile, name.as_ptr(), c"r".as_ptr()) };
         let Some(fp) = NonNull::new(fp) else {
             let feeder_error = feeder.join().ok().and_then(Result::err);
-            return Err(Error::from(feeder_error.unwrap_or_else(|| io::Error::other("not a readable CRAM stream"))).with_path(path));
+            return Err(match feeder_error {
+                Some(e) => Error::from(e).with_path(path),
+                None => Error::Message(UNREADABLE.into()).with_path(path),
+            });
         };
         CramReader::start(fp, path, options, Some(feeder), false)
     }
@@ -184,7 +189,7 @@ impl CramReader {
                 unsafe { ffi::hts_set_opt(fp, 101, options.threads as c_int) };
             }
             // SAFETY: `fp` is open.
-            let hdr = NonNull::new(unsafe { ffi::sam_hdr_read(fp) }).ok_or_else(|| reader.damaged("cannot read the CRAM header"))?;
+            let hdr = NonNull::new(unsafe { ffi::sam_hdr_read(fp) }).ok_or_else(|| reader.damaged(UNREADABLE))?;
             reader.hdr = hdr;
             header_read = true;
             reader.header = header_of(hdr).map_err(|e| Error::Message(e).with_path(path))?;
@@ -521,6 +526,7 @@ pub fn containers(file: &File) -> io::Result<Vec<Container>> {
     let mut definition = [0u8; 26];
     r.read_exact(&mut definition)?;
     if &definition[..4] != b"CRAM" || !(2..=3).contains(&definition[4]) {
+        // CRAM 1.x (which htslib reads too) is not cut into parts.
         return Err(io::Error::new(io::ErrorKind::InvalidData, "not CRAM 2.x or 3.x"));
     }
     let major = definition[4];
@@ -529,7 +535,29 @@ pub fn containers(file: &File) -> io::Result<Vec<Container>> {
     let mut first = true;
     while offset < len {
         r.seek(SeekFrom::Start(offset))?;
-        let mut counted = Counted { inner: &mut r, n: 0 };
+        let cut = |e: io::Error| match e.kind() {
+            io::ErrorKind::UnexpectedEof => io::Error::new(e.kind(), format!("truncated CRAM data: the container at byte {offset} is cut off")),
+            _ => e,
+        };
+        let (size, ref_id, start, span, records) = container_header(&mut r, major).map_err(cut)?;
+        if offset + size > len {
+            return Err(cut(io::ErrorKind::UnexpectedEof.into()));
+        }
+        // The first container is the SAM header's.
+        if !first && records > 0 {
+            list.push(Container { offset, size, ref_id, start: i64::from(start), span: i64::from(span), records: records as u64 });
+        }
+        first = false;
+        offset += size;
+    }
+    Ok(list)
+}
+
+/// One container header at `r`'s position: its size (header included),
+/// reference id, start, span and record count.
+fn container_header(r: &mut impl Read, major: u8) -> io::Result<(u64, i32, i32, i32, i32)> {
+    {
+        let mut counted = Counted { inner: r, n: 0 };
         let mut word = [0u8; 4];
         counted.read_exact(&mut word)?;
         let body = u64::from(u32::from_le_bytes(word));
@@ -551,18 +579,8 @@ pub fn containers(file: &File) -> io::Result<Vec<Container>> {
         if major >= 3 {
             counted.read_exact(&mut word)?; // CRC32
         }
-        let size = counted.n + body;
-        if offset + size > len {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("CRAM container at byte {offset} is cut off")));
-        }
-        // The first container is the SAM header's.
-        if !first && records > 0 {
-            list.push(Container { offset, size, ref_id, start: i64::from(start), span: i64::from(span), records: records as u64 });
-        }
-        first = false;
-        offset += size;
+        Ok((counted.n + body, ref_id, start, span, records))
     }
-    Ok(list)
 }
 
 /// A reader that counts the bytes read through it.
@@ -623,6 +641,8 @@ pub fn scatter<T: Send>(
     job: impl Fn(&mut dyn FnMut(&mut dyn FnMut(&RecordRef<'_>)) -> Result<(), Error>) -> Result<T, Error> + Sync,
 ) -> Result<Vec<T>, Error> {
     use rayon::prelude::*;
+    // The header first: a file htslib cannot read is said alike everywhere.
+    drop(CramReader::open(path, options)?);
     let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
     let list = containers(&file).map_err(|e| Error::from(e).with_path(path))?;
     let mut parts: Vec<(u64, u64)> = Vec::new(); // (offset, records)
@@ -736,7 +756,7 @@ pub fn build_index(path: &Path, out: &Path, threads: usize) -> Result<(), Error>
     let ret = unsafe { ffi::sam_index_build3(name.as_ptr(), index.as_ptr(), 0, threads.max(1) as c_int) };
     match ret {
         0 => Ok(()),
-        -2 => Err(Error::Message("cannot open the CRAM file".into()).with_path(path)),
+        -2 => Err(Error::Message(UNREADABLE.into()).with_path(path)),
         -4 => Err(Error::Message("cannot write the index".into()).with_path(out)),
         _ => Err(Error::Message("cannot index: damaged or truncated CRAM data".into()).with_path(path)),
     }
