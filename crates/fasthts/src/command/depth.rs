@@ -45,8 +45,10 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         for path in inputs {
             let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
             let input = input::open_with(path, &cram)?;
-            if let Input::Bam(bam) = &input {
-                warn_if_truncated(bam, report);
+            match &input {
+                Input::Bam(bam) => warn_if_truncated(bam, report),
+                Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
+                _ => {}
             }
             opened.push(input);
         }

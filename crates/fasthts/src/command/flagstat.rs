@@ -65,6 +65,7 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
     with_threads(threads, || {
         let peeked = input::peek(path)?;
         if peeked.format() == Format::Cram && peeked.is_regular_file() && path.as_os_str() != "-" {
+            super::warn_if_cram_truncated(&cram::CramReader::open(path, &required)?, report);
             let parts = cram::scatter(path, &required, options.region_bytes, |each| {
                 let mut tally = FlagTally::default();
                 each(&mut |r| tally.add(r))?;
@@ -105,6 +106,7 @@ fn flagstat_opened(input: Input, options: &FlagstatOptions, report: &dyn Report)
             Ok(stats)
         }
         Input::Cram(mut cram) => {
+            super::warn_if_cram_truncated(&cram, report);
             let mut tally = FlagTally::default();
             cram.for_each_record(|r| {
                 tally.add(r);

@@ -144,6 +144,7 @@ pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> 
         }
         // A .crai has no counts: samtools counts every record, saying nothing.
         Input::Cram(mut cram) => {
+            super::warn_if_cram_truncated(&cram, report);
             let mut counts = IdxstatsCounts::new(cram.header());
             cram.for_each_record(|r| counts.add(r).map_err(|e| e.with_path(path)))?;
             Ok(counts.text(cram.header()))

@@ -164,8 +164,10 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         // disk holds the output and the runs only.
         let cram = CramOptions { reference: options.reference.clone(), threads, ..CramOptions::default() };
         let mut input = input::open_with(input, &cram)?;
-        if let Input::Bam(bam) = &input {
-            warn_if_truncated(bam, report);
+        match &input {
+            Input::Bam(bam) => warn_if_truncated(bam, report),
+            Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
+            _ => {}
         }
         let stream_warning = |input: &Input| {
             if let Input::Stream(stream) = input {

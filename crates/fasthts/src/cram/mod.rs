@@ -84,9 +84,11 @@ pub struct CramReader {
     records_read: u64,
     /// The thread copying a stream into the socket htslib reads.
     feeder: Option<JoinHandle<io::Result<()>>>,
-    /// The file's containers, for naming the contig of a failing one (a
-    /// regular file only; listed when needed).
+    /// A regular file (its containers can be listed again to name the
+    /// contig of a failing one, and its end looked at).
     regular: bool,
+    /// A regular file without the EOF container (htslib's check).
+    missing_eof: bool,
 }
 
 // SAFETY: the htslib objects are owned by this reader alone and used by
@@ -165,6 +167,7 @@ impl CramReader {
             records_read: 0,
             feeder,
             regular,
+            missing_eof: false,
         };
         let mut header_read = false;
         let result = (|| {
@@ -193,6 +196,10 @@ impl CramReader {
             reader.hdr = hdr;
             header_read = true;
             reader.header = header_of(hdr).map_err(|e| Error::Message(e).with_path(path))?;
+            if regular {
+                // SAFETY: `fp` is open; htslib seeks to the end and back.
+                reader.missing_eof = unsafe { ffi::hts_check_EOF(fp) } == 0;
+            }
             Ok(())
         })();
         if !header_read {
@@ -255,6 +262,17 @@ impl CramReader {
             f(&record)?;
         }
         Ok(())
+    }
+
+    /// Whether the file lacks CRAM's EOF container (a regular file; a
+    /// stream's end is not looked at, as in htslib).
+    pub fn missing_eof_container(&self) -> bool {
+        self.missing_eof
+    }
+
+    /// The name errors give the input.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// Records handed out so far.
