@@ -70,7 +70,7 @@ pub struct DepthArgs {
     /// Positions per parallel window (output does not depend on it)
     #[arg(long = "window-bases", value_name = "INT", hide = true)]
     pub window_bases: Option<u64>,
-    /// Input BAM or SAM files (- for standard input)
+    /// Input BAM, SAM or CRAM files (- for standard input)
     #[arg(value_name = "in.bam")]
     pub inputs: Vec<PathBuf>,
 }

@@ -9,7 +9,7 @@ use crate::progress::{Bar, Source};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-/// Sorts a BAM or SAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
+/// Sorts a BAM, SAM or CRAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
 #[derive(Args)]
 #[command(after_help = "Input: BAM or plain SAM, from a file or standard input.
 
@@ -93,7 +93,7 @@ pub struct SortArgs {
     /// Do not add a @PG line to the header.
     #[arg(long = "no-PG")]
     pub no_pg: bool,
-    /// Input BAM or SAM file, or - for standard input.
+    /// Input BAM, SAM or CRAM file, or - for standard input.
     #[arg(value_name = "IN.bam", default_value = "-")]
     pub input: PathBuf,
 }
