@@ -192,6 +192,34 @@ mod tests {
     }
 
     #[test]
+    fn a_cram_counted_in_parts_of_containers_counts_as_the_bam_it_was_made_from() {
+        if !fasthts_testgen::support::have_samtools() {
+            return;
+        }
+        // Many small containers (no reference needed: bases stored as they are).
+        let dir = scratch("flagstat-cram-parts");
+        let cram = dir.join("small.cram");
+        let made = std::process::Command::new("samtools")
+            .args(["view", "-C", "--output-fmt-option", "no_ref=1", "--output-fmt-option", "seqs_per_slice=50"])
+            .args(["--output-fmt-option", "slices_per_container=2", "-o"])
+            .arg(&cram)
+            .arg(data("small.bam"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let containers = cram::containers(&std::fs::File::open(&cram).unwrap()).unwrap();
+        assert!(containers.len() > 5, "{} containers", containers.len());
+        let want = flagstat::count_sequential(&BamFile::open(data("small.bam")).unwrap()).unwrap();
+        let kept = Kept::default();
+        // One part per container, a few, one.
+        for (threads, part_bytes) in [(3, 1), (2, 20_000), (1, u64::MAX)] {
+            assert_eq!(flagstat_path(&cram, &options(threads, part_bytes), &kept).unwrap(), want, "{threads} {part_bytes}");
+        }
+        assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn indexed_planned_and_sequential_counts_agree() {
         let path = data("small.bam");
         let bam = BamFile::open(&path).unwrap();
