@@ -237,3 +237,23 @@ fn a_cram_htslib_cannot_open_is_named_alike_by_every_command() {
     let out = run_with_stdin(c, bytes);
     assert_eq!(text(&out.stderr), "fasthts flagstat: -: not a readable CRAM file (damaged or truncated header)\n");
 }
+
+#[test]
+fn records_of_more_than_65535_cigar_operations_sort_as_samtools_sorts_them() {
+    let Some(dir) = with_samtools("cram-long-cigar") else { return };
+    let (sam, fasta) = generate(&dir.0, &["--long-cigar-fraction", "0.02"]);
+    let long = text(&std::fs::read(&sam).unwrap())
+        .lines()
+        .filter(|l| !l.starts_with('@'))
+        .filter(|l| l.split('\t').nth(5).is_some_and(|c| c.bytes().filter(u8::is_ascii_alphabetic).count() > 65_535))
+        .count();
+    assert!(long > 0, "the generator made no CIGAR longer than BAM's 65,535 operations");
+    let cram = dir.path("long.cram");
+    to_cram(&sam, &fasta, &cram, &["version=3.0"]);
+    // BAM records keep such a CIGAR in a CG tag: sorted through them, then as SAM.
+    let (want, got) = (dir.path("want.sam"), dir.path("got.sam"));
+    samtools(&[&"sort", &"--no-PG", &"-O", &"sam", &"-o", &want, &cram]);
+    let out = fasthts_run(&[&"sort", &"--no-PG", &"-O", &"sam", &"-o", &got, &cram]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap(), "sorted SAM differs");
+}
