@@ -32,6 +32,8 @@ command -v g++ >/dev/null || need+=(g++)
 # Simulated paired alignments for the differential corpus
 # (crates/fasthts-cli/tests/cli/common.rs).
 command -v art_illumina >/dev/null || need+=(art-nextgen-simulation-tools)
+# CRAM input (crates/fasthts/src/cram) links the system's htslib.
+[[ -f /usr/include/htslib/sam.h ]] || need+=(libhts-dev)
 # The sort engine behind the cargo feature "rocksdb" links the system's librocksdb.
 [[ -f /usr/include/rocksdb/c.h ]] || need+=(librocksdb-dev)
 # Debian's python3 makes virtual environments only with python3-venv.

@@ -61,13 +61,16 @@ pub struct DepthArgs {
     /// Maximum depth (ignored, as by samtools depth since 1.13)
     #[arg(short = 'd', short_alias = 'm', value_name = "INT", hide = true)]
     pub max_depth: Option<String>,
+    /// Reference FASTA of CRAM input [default: as htslib finds it: REF_PATH, REF_CACHE, @SQ UR]
+    #[arg(long = "reference", value_name = "FILE")]
+    pub reference: Option<std::path::PathBuf>,
     /// Worker threads (all cores by default)
     #[arg(short = '@', long = "threads", value_name = "INT")]
     pub threads: Option<usize>,
     /// Positions per parallel window (output does not depend on it)
     #[arg(long = "window-bases", value_name = "INT", hide = true)]
     pub window_bases: Option<u64>,
-    /// Input BAM or SAM files (- for standard input)
+    /// Input BAM, SAM or CRAM files (- for standard input)
     #[arg(value_name = "in.bam")]
     pub inputs: Vec<PathBuf>,
 }
@@ -85,6 +88,7 @@ pub fn run(args: DepthArgs) -> CmdResult {
     options.region = args.region;
     options.bed = args.bed;
     options.threads = args.threads;
+    options.reference = args.reference.clone();
     if let Some(w) = args.window_bases {
         options.window_bases = w;
     }

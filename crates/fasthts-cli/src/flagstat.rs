@@ -21,7 +21,7 @@ pub struct FlagstatArgs {
     /// Output format.
     #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT", default_value = "default", ignore_case = true)]
     pub format: OutputFormat,
-    /// Input BAM or SAM file, or - for standard input.
+    /// Input BAM, SAM or CRAM file, or - for standard input.
     #[arg(value_name = "IN.bam")]
     pub input: PathBuf,
 }

@@ -21,7 +21,7 @@ pub struct IdxstatsArgs {
     /// Worker threads [default: all cores].
     #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
-    /// Input BAM file (indexed).
+    /// Input BAM file (indexed), SAM or CRAM (every record counted).
     #[arg(value_name = "IN.bam")]
     pub input: PathBuf,
 }

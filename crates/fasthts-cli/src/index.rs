@@ -5,12 +5,12 @@ use clap::Args;
 use fasthts::command::{self, IndexOptions};
 use std::path::{Path, PathBuf};
 
-/// Indexes a coordinate-sorted BAM file, as samtools index.
+/// Indexes a coordinate-sorted BAM file (or a CRAM file: .crai), as samtools index.
 #[derive(Args)]
 #[command(
     override_usage = "fasthts index [OPTIONS] <IN.bam> [<OUT.index>]\n       fasthts index [OPTIONS] -M <IN.bam>...",
     arg_required_else_help = true,
-    after_help = "The index is written to IN.bam.bai (or IN.bam.csi with -c/-m) unless OUT or -o is given.
+    after_help = "The index is written to IN.bam.bai (or IN.bam.csi with -c/-m; IN.cram.crai for CRAM) unless OUT or -o is given.
 
 Examples:
   fasthts index in.bam                    writes in.bam.bai
@@ -38,7 +38,7 @@ pub struct IndexArgs {
     /// Worker threads [default: all cores].
     #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
-    /// Input BAM file(s), optionally followed by the output index.
+    /// Input BAM or CRAM file(s), optionally followed by the output index.
     #[arg(value_name = "IN.bam", required = true)]
     pub files: Vec<PathBuf>,
 }

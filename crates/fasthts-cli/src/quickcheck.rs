@@ -6,8 +6,8 @@ use clap::{ArgAction, Args};
 use fasthts::command::{self, QuickcheckOptions};
 use std::path::PathBuf;
 
-/// Quickly checks that files look like intact BAM or SAM: readable, sequence
-/// data, a header with references, and (BAM) the EOF marker. Silent with
+/// Quickly checks that files look like intact BAM, SAM or CRAM: readable,
+/// sequence data, a header with references, and (BAM, CRAM) the EOF marker. Silent with
 /// exit status 0 when all pass.
 #[derive(Args)]
 #[command(after_help = "Exit status: 0 when every file passes, else the OR of 2 (could not be opened), 4 (not sequence data),

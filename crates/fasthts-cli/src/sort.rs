@@ -9,7 +9,7 @@ use crate::progress::{Bar, Source};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-/// Sorts a BAM or SAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
+/// Sorts a BAM, SAM or CRAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
 #[derive(Args)]
 #[command(after_help = "Input: BAM or plain SAM, from a file or standard input.
 
@@ -48,7 +48,7 @@ pub struct SortArgs {
     /// have no effect on BAM or SAM.
     #[arg(long = "input-fmt-option", value_name = "OPT[=VAL]")]
     pub input_options: Vec<String>,
-    /// Reference sequence FASTA file (used by CRAM only; accepted, no effect).
+    /// Reference FASTA of CRAM input [default: as htslib finds it: REF_PATH, REF_CACHE, @SQ UR].
     #[arg(long = "reference", value_name = "FILE")]
     pub reference: Option<PathBuf>,
     /// Set level of verbosity (accepted for samtools compatibility).
@@ -93,7 +93,7 @@ pub struct SortArgs {
     /// Do not add a @PG line to the header.
     #[arg(long = "no-PG")]
     pub no_pg: bool,
-    /// Input BAM or SAM file, or - for standard input.
+    /// Input BAM, SAM or CRAM file, or - for standard input.
     #[arg(value_name = "IN.bam", default_value = "-")]
     pub input: PathBuf,
 }
@@ -104,8 +104,8 @@ pub struct SortArgs {
 fn check_input_options(format: Option<&str>, options: &[String]) -> Result<(), String> {
     let mut parts = format.map(|f| f.split(',')).into_iter().flatten();
     if let Some(name) = parts.next() {
-        if !matches!(name.to_ascii_lowercase().as_str(), "bam" | "sam" | "") {
-            return Err(format!("input format {name:?} is not supported; BAM and SAM are"));
+        if !matches!(name.to_ascii_lowercase().as_str(), "bam" | "sam" | "cram" | "") {
+            return Err(format!("input format {name:?} is not supported; BAM, SAM and CRAM are"));
         }
     }
     for opt in parts.chain(options.iter().map(String::as_str)).filter(|o| !o.is_empty()) {
@@ -148,6 +148,10 @@ pub fn run(args: SortArgs) -> CmdResult {
         max_fan_in: args.fan_in.map(|n| n as usize),
         engine: if args.engine == "rocksdb" { SortEngine::RocksDb } else { SortEngine::Native },
         progress,
+        // --reference, else --input-fmt-option reference=FILE, as samtools.
+        reference: args.reference.clone().or_else(|| {
+            args.input_options.iter().find_map(|o| o.strip_prefix("reference=").map(PathBuf::from))
+        }),
     };
     command::sort_file(Path::new(&args.input), &output, &options, &Terminal { command: "sort" })?;
     Ok(())

@@ -98,6 +98,7 @@ fn open(path: &Path, index: Option<PathBuf>, report: &crate::Warnings) -> Result
     let (header, eof_marker) = match &input {
         Input::Bam(bam) => (bam.header().clone(), bam.has_eof_marker()),
         Input::Stream(s) => (s.header().clone(), true),
+        Input::Cram(c) => (c.header().clone(), !c.missing_eof_container()),
         Input::Sam(s) => (s.header().clone(), true),
     };
     Ok(AlignmentReader {
@@ -179,6 +180,7 @@ impl AlignmentReader {
                         Source::Whole { next: Some(shared.bam.first_record_offset()), shared }
                     }
                     Input::Stream(s) => Source::Stream(s),
+                    Input::Cram(c) => Source::Cram(c),
                     Input::Sam(s) => Source::Sam(s),
                 }
             }
@@ -292,6 +294,7 @@ pub(crate) enum Source {
         cursor: Option<OverlapCursor>,
     },
     Stream(Box<BamStream>),
+    Cram(Box<fasthts::cram::CramReader>),
     Sam(Box<SamReader<Box<dyn Read + Send>>>),
     Done,
 }
@@ -381,6 +384,14 @@ fn fill(source: &mut Source, batch: &mut Batch, warnings: &mut Vec<String>) -> R
         Source::Stream(s) => {
             while batch.len() < BATCH {
                 match s.next_record()? {
+                    Some(r) => batch.push(&r),
+                    None => return Ok(()),
+                }
+            }
+        }
+        Source::Cram(c) => {
+            while batch.len() < BATCH {
+                match c.next_record()? {
                     Some(r) => batch.push(&r),
                     None => return Ok(()),
                 }

@@ -47,6 +47,12 @@ pub struct Cli {
     #[arg(long)]
     sites_vcf: Option<PathBuf>,
 
+    /// Also write the genome (every reference, in header order) as FASTA
+    /// to this file, 60 bases a line: the reference a CRAM of the reads is
+    /// made with (`samtools view -C -T FILE`).
+    #[arg(long)]
+    reference_fasta: Option<PathBuf>,
+
     /// Approximate number of records in --sites-vcf.
     #[arg(long, default_value = "300k", value_parser = parse_count)]
     sites: u64,
@@ -323,6 +329,11 @@ fn run_into(cli: &Cli, stdout: Option<&mut Vec<u8>>) -> io::Result<()> {
     if let Some(path) = &cli.sites_vcf {
         let f = File::create(path)?;
         sites::write_vcf(&genome, &cfg, cli.sites, BufWriter::with_capacity(1 << 20, f))?;
+    }
+
+    if let Some(path) = &cli.reference_fasta {
+        let f = File::create(path)?;
+        genome.write_fasta(BufWriter::with_capacity(1 << 20, f))?;
     }
 
     let n = match (cli.reads, cli.target_bytes) {

@@ -195,6 +195,24 @@ impl Genome {
         }
     }
 
+    /// Writes every reference as FASTA, 60 bases a line (the lazy one
+    /// computed a line at a time).
+    pub fn write_fasta<W: std::io::Write>(&self, mut out: W) -> std::io::Result<()> {
+        const LINE: u32 = 60;
+        let mut scratch = Vec::with_capacity(LINE as usize);
+        for (tid, r) in self.refs.iter().enumerate() {
+            writeln!(out, ">{}", r.name)?;
+            let mut pos = 0;
+            while pos < r.len {
+                let n = LINE.min(r.len - pos);
+                out.write_all(self.window(tid, pos, n, &mut scratch))?;
+                out.write_all(b"\n")?;
+                pos += n;
+            }
+        }
+        out.flush()
+    }
+
     /// If `[pos, pos+len)` of `tid` lies inside a copied segment whose other
     /// copy still has identical bases, return the other copy's (tid, pos).
     pub fn repeat_partner(&self, tid: usize, pos: u32, len: u32) -> Option<(u32, u32)> {

@@ -78,6 +78,9 @@ pub struct DepthOptions {
     pub threads: Option<usize>,
     /// Positions per parallel window (at most).
     pub window_bases: u64,
+    /// The reference FASTA of CRAM inputs (samtools' `--reference`);
+    /// `None`: as htslib finds it ([`crate::cram`]).
+    pub reference: Option<PathBuf>,
 }
 
 impl Default for DepthOptions {
@@ -95,6 +98,7 @@ impl Default for DepthOptions {
             bed: None,
             threads: None,
             window_bases: WINDOW_BASES,
+            reference: None,
         }
     }
 }

@@ -7,10 +7,12 @@
 //! a FIFO, process substitution or standard input is read once as it
 //! streams ([`BamStream`], inflated ahead on worker threads), as is
 //! uncompressed BAM (raw `BAM\1`, or gzip that is not BGZF) from anywhere;
-//! SAM is parsed as a stream. Nothing is copied to disk.
+//! SAM is parsed as a stream; CRAM is decoded by htslib ([`crate::cram`]),
+//! from the file or as it streams. Nothing is copied to disk.
 
 use crate::bam::{BamFile, BamStream};
 use crate::bgzf::{Block, BlockReader, VirtualOffset};
+use crate::cram::{CramOptions, CramReader};
 use crate::sam::SamReader;
 use crate::Error;
 use fasthts_io::compression::{self, Compression};
@@ -143,12 +145,11 @@ fn is_text(bytes: &[u8]) -> bool {
 
 /// The error for an input that is not one this build reads as
 /// alignments, naming `path`: the same words for the same input in every
-/// command and in Python. `Ok(())` for BAM and plain SAM.
+/// command and in Python. `Ok(())` for BAM, plain SAM and CRAM.
 pub fn check_supported(format: Format, path: &Path) -> Result<(), Error> {
     let what = match format {
-        Format::Bam(_) | Format::Sam => return Ok(()),
+        Format::Bam(_) | Format::Sam | Format::Cram => return Ok(()),
         Format::Empty => "empty file, not BAM or SAM".to_string(),
-        Format::Cram => "CRAM input is not supported yet".into(),
         Format::CompressedSam(Compression::Bgzf) => "bgzipped SAM input is not supported yet".into(),
         Format::CompressedSam(c) => format!("{} SAM input is not supported yet", compressed_name(c)),
         Format::Index(kind) => format!("a {kind} index, not the BAM or SAM file it indexes"),
@@ -164,6 +165,10 @@ pub fn check_supported(format: Format, path: &Path) -> Result<(), Error> {
 /// memory-mapped BGZF BAM is needed (an index is built or read): SAM or
 /// uncompressed BAM; else what [`check_supported`] says.
 pub fn check_indexable(format: Format, path: &Path) -> Result<(), Error> {
+    if format == Format::Cram {
+        let what = "CRAM is read sequentially here: region queries and pileups need BGZF-compressed BAM (fasthts sort -o OUT.bam converts)";
+        return Err(Error::Message(what.into()).with_path(path));
+    }
     let what = match format {
         Format::Bam(Compression::Bgzf) => return Ok(()),
         Format::Sam => "SAM",
@@ -222,6 +227,8 @@ pub enum Input {
     Stream(Box<BamStream>),
     /// A SAM stream with its header read.
     Sam(Box<SamReader<Box<dyn Read + Send>>>),
+    /// CRAM, decoded by htslib (a file, or a stream as it arrives).
+    Cram(Box<CramReader>),
 }
 
 impl Input {
@@ -231,6 +238,7 @@ impl Input {
             Input::Bam(bam) => bam.header(),
             Input::Stream(s) => s.header(),
             Input::Sam(sam) => sam.header(),
+            Input::Cram(cram) => cram.header(),
         }
     }
 }
@@ -291,12 +299,21 @@ impl Peeked {
 
     /// Opens the input for reading records: BGZF BAM in a regular file is
     /// mapped, other BAM streamed (BGZF inflated ahead on as many threads
-    /// as the current pool has), SAM parsed as a stream; anything else is
-    /// refused ([`check_supported`]).
+    /// as the current pool has), SAM parsed as a stream, CRAM decoded
+    /// with every field and the reference htslib finds by itself; anything
+    /// else is refused ([`check_supported`]).
     pub fn open(self) -> Result<Input, Error> {
+        self.open_with(&CramOptions::default())
+    }
+
+    /// As [`Peeked::open`], a CRAM input read with `cram` (a reference,
+    /// only the fields a job needs).
+    pub fn open_with(self, cram: &CramOptions) -> Result<Input, Error> {
         check_supported(self.format, &self.path)?;
         let path = self.path.clone();
         match (self.format, &self.regular) {
+            (Format::Cram, Some(file)) => Ok(Input::Cram(Box::new(CramReader::open(file, cram)?.named(&path)))),
+            (Format::Cram, None) => Ok(Input::Cram(Box::new(CramReader::from_stream(&path, self.into_reader(), cram)?))),
             (Format::Bam(Compression::Bgzf), Some(map)) => {
                 let bam = BamFile::open(map).map_err(|e| rename(e, map, &path))?;
                 Ok(Input::Bam(bam.with_path(&path)))
@@ -331,6 +348,11 @@ pub fn open(path: &Path) -> Result<Input, Error> {
     peek(path)?.open()
 }
 
+/// As [`open`], a CRAM input read with `cram` ([`Peeked::open_with`]).
+pub fn open_with(path: &Path, cram: &CramOptions) -> Result<Input, Error> {
+    peek(path)?.open_with(cram)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,7 +384,7 @@ mod tests {
         };
         assert_eq!(say(&crate::bgzf::compress_all(sam, 1)), "x: bgzipped SAM input is not supported yet");
         assert_eq!(say(&gzip(sam)), "x: gzip-compressed SAM input is not supported yet");
-        assert_eq!(say(b"CRAM\x03\x00rest"), "x: CRAM input is not supported yet");
+        assert_eq!(say(b"CRAM\x03\x00rest"), "supported");
         assert_eq!(say(&gzip(b"hello\n")), "x: gzip-compressed data that is not BAM or SAM");
         assert_eq!(say(b"hello\n"), "x: not a BAM or SAM file");
         assert_eq!(say(b""), "x: empty file, not BAM or SAM");

@@ -62,6 +62,7 @@
 
 pub mod bam;
 pub mod command;
+pub mod cram;
 pub mod depth;
 mod error;
 pub mod flagstat;

@@ -9,6 +9,7 @@ mod common;
 mod harness;
 
 mod bad_input;
+mod cram;
 mod depth;
 mod inputs;
 mod kmer_onepass;

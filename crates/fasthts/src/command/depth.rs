@@ -43,9 +43,12 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
     with_threads(options.threads, || {
         let mut opened = Vec::with_capacity(inputs.len());
         for path in inputs {
-            let input = input::open(path)?;
-            if let Input::Bam(bam) = &input {
-                warn_if_truncated(bam, report);
+            let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
+            let input = input::open_with(path, &cram)?;
+            match &input {
+                Input::Bam(bam) => warn_if_truncated(bam, report),
+                Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
+                _ => {}
             }
             opened.push(input);
         }
@@ -327,6 +330,8 @@ enum Source<'a> {
     Bam { reader: RecordReader<'a>, path: &'a Path },
     /// A BAM read as it streams (a pipe, standard input; its errors name it).
     Stream { stream: &'a mut crate::bam::BamStream },
+    /// CRAM, decoded by htslib (its errors name it).
+    Cram { cram: &'a mut crate::cram::CramReader },
     /// A SAM stream, encoded in batches.
     Sam { sam: &'a mut SamReader<Box<dyn Read + Send>>, batch: Vec<u8>, at: usize, n_ref: usize, path: &'a Path },
 }
@@ -366,6 +371,16 @@ impl Source<'_> {
             },
             Source::Stream { stream } => loop {
                 match stream.next_record()? {
+                    None => return Ok(false),
+                    Some(r) => {
+                        if keep(&r, i64::MIN) {
+                            return Ok(true);
+                        }
+                    }
+                }
+            },
+            Source::Cram { cram } => loop {
+                match cram.next_record()? {
                     None => return Ok(false),
                     Some(r) => {
                         if keep(&r, i64::MIN) {
@@ -486,6 +501,13 @@ fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out
                 }
                 Ok::<(), Error>(())
             }),
+            Input::Cram(cram) => cram.for_each_record(|r| {
+                if setup.keeps(r) {
+                    counter.add(0, r).map_err(|e| count_error(e, path))?;
+                    wrote(&mut counter)?;
+                }
+                Ok::<(), Error>(())
+            }),
             Input::Sam(sam) => sam
                 .for_each_record(|r| {
                     if setup.keeps(&r) {
@@ -505,6 +527,7 @@ fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out
             sources.push(match input {
                 Input::Bam(bam) => Source::Bam { reader: bam.records()?, path: path.as_path() },
                 Input::Stream(stream) => Source::Stream { stream: &mut **stream },
+                Input::Cram(cram) => Source::Cram { cram: &mut **cram },
                 Input::Sam(sam) => {
                     let n_ref = sam.header().references.len();
                     Source::Sam { sam: &mut **sam, batch: Vec::new(), at: 0, n_ref, path: path.as_path() }

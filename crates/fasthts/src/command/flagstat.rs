@@ -2,11 +2,15 @@
 //! usable one, else sequentially; on one machine or planned, run in parts
 //! and gathered (the Python package's dask layer).
 
-use super::{by_index_or_sequentially, find_index, find_unchecked_index, indexed_or_sequential, verify_index, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
+use super::{
+    by_index_or_sequentially, find_index, find_unchecked_index, indexed_or_sequential, verify_index, warn_if_stream_truncated,
+    warn_if_truncated, with_threads, Report, Warning,
+};
 use crate::bam::BamFile;
+use crate::cram::{self, CramOptions, Fields};
 use crate::flagstat::{self, FlagStat, FlagTally};
 use crate::index::Index;
-use crate::input::{self, Input};
+use crate::input::{self, Format, Input};
 use crate::region::{self, Plan, Region, Span};
 use crate::Error;
 use std::path::Path;
@@ -52,10 +56,32 @@ fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
 /// ([`super::find_index`]) is counted region by region in parallel, and
 /// sequentially if that fails ([`super::by_index_or_sequentially`]);
 /// other input sequentially, a stream (a pipe, standard input) as it
-/// arrives, inflated ahead on the other threads.
+/// arrives, inflated ahead on the other threads. A CRAM file is counted
+/// in parts of whole containers on all threads, decoding only the fields
+/// flagstat needs (no reference is read).
 pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
-    with_threads(threads, || match input::open(path)? {
+    let required = CramOptions { fields: Fields::Required, ..CramOptions::default() };
+    with_threads(threads, || {
+        let peeked = input::peek(path)?;
+        if peeked.format() == Format::Cram && peeked.is_regular_file() && path.as_os_str() != "-" {
+            super::warn_if_cram_truncated(&cram::CramReader::open(path, &required)?, report);
+            let parts = cram::scatter(path, &required, options.region_bytes, |each| {
+                let mut tally = FlagTally::default();
+                each(&mut |r| tally.add(r))?;
+                Ok(tally.stats())
+            })?;
+            let mut total = FlagStat::default();
+            parts.iter().for_each(|p| total.merge(p));
+            return Ok(total);
+        }
+        flagstat_opened(peeked.open_with(&required)?, options, report)
+    })
+}
+
+/// [`flagstat_path`] of an opened input.
+fn flagstat_opened(input: Input, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
+    match input {
         Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
             let index = usable_index(&bam, report);
@@ -79,7 +105,16 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
             })?;
             Ok(stats)
         }
-    })
+        Input::Cram(mut cram) => {
+            super::warn_if_cram_truncated(&cram, report);
+            let mut tally = FlagTally::default();
+            cram.for_each_record(|r| {
+                tally.add(r);
+                Ok::<(), Error>(())
+            })?;
+            Ok(tally.stats())
+        }
+    }
 }
 
 /// The plan of a flagstat run in parts ([`flagstat_regions`] on each,
@@ -97,7 +132,7 @@ pub fn flagstat_plan(path: &Path, options: &FlagstatOptions, report: &dyn Report
             warn_if_truncated(&bam, report);
             usable_index(&bam, report).map(|index| region::plan(&bam, &index, Plan::BalancedBytes(options.region_bytes)))
         }
-        Input::Stream(_) | Input::Sam(_) => None,
+        Input::Stream(_) | Input::Sam(_) | Input::Cram(_) => None,
     })
 }
 
@@ -154,6 +189,34 @@ mod tests {
 
     fn options(threads: usize, region_bytes: u64) -> FlagstatOptions {
         FlagstatOptions { threads: Some(threads), region_bytes }
+    }
+
+    #[test]
+    fn a_cram_counted_in_parts_of_containers_counts_as_the_bam_it_was_made_from() {
+        if !fasthts_testgen::support::have_samtools() {
+            return;
+        }
+        // Many small containers (no reference needed: bases stored as they are).
+        let dir = scratch("flagstat-cram-parts");
+        let cram = dir.join("small.cram");
+        let made = std::process::Command::new("samtools")
+            .args(["view", "-C", "--output-fmt-option", "no_ref=1", "--output-fmt-option", "seqs_per_slice=50"])
+            .args(["--output-fmt-option", "slices_per_container=2", "-o"])
+            .arg(&cram)
+            .arg(data("small.bam"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let containers = cram::containers(&std::fs::File::open(&cram).unwrap()).unwrap();
+        assert!(containers.len() > 5, "{} containers", containers.len());
+        let want = flagstat::count_sequential(&BamFile::open(data("small.bam")).unwrap()).unwrap();
+        let kept = Kept::default();
+        // One part per container, a few, one.
+        for (threads, part_bytes) in [(3, 1), (2, 20_000), (1, u64::MAX)] {
+            assert_eq!(flagstat_path(&cram, &options(threads, part_bytes), &kept).unwrap(), want, "{threads} {part_bytes}");
+        }
+        assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -262,7 +325,11 @@ mod tests {
         assert!(warnings[0].contains(" is older than the data file "), "{warnings:?}");
         assert!(warnings[1].ends_with("; reading the file sequentially"), "{warnings:?}");
         // A stale index that describes the file is read through.
-        crate::indexer::write_index(&crate::indexer::build(&BamFile::open(&path).unwrap(), crate::index::IndexFormat::Bai).unwrap(), dir.join("x.bam.bai")).unwrap();
+        crate::indexer::write_index(
+            &crate::indexer::build(&BamFile::open(&path).unwrap(), crate::index::IndexFormat::Bai).unwrap(),
+            dir.join("x.bam.bai"),
+        )
+        .unwrap();
         age(&dir.join("x.bam.bai"), 3600);
         let kept = Kept::default();
         assert_eq!(flagstat_path(&path, &opts, &kept).unwrap(), want);

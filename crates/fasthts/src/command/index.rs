@@ -2,9 +2,10 @@
 
 use super::{find_index, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
 use crate::bam::BamFile;
+use crate::cram::{self, CramOptions, Fields};
 use crate::index::{IndexFormat, DEFAULT_MIN_SHIFT};
 use crate::indexer::{self, IdxstatsCounts};
-use crate::input::{self, Input};
+use crate::input::{self, Format, Input};
 use crate::Error;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -46,7 +47,15 @@ pub fn index_format(csi: bool, min_shift: Option<i32>) -> IndexFormat {
 /// FIFO or standard input (`-`, whose index is `-.bai`) is indexed too:
 /// its compressed bytes are held in memory while it is read, since an
 /// index records offsets into them.
+///
+/// A CRAM file gets a `.crai` (beside it by default, whatever the
+/// format asked for, as samtools does), written by htslib.
 pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> Result<PathBuf, Error> {
+    // Only a regular file is looked at first: a stream is read once, below.
+    let regular = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
+    if regular && input::peek(path)?.format() == Format::Cram {
+        return index_cram(path, options);
+    }
     let target = index_target(path, options)?;
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
     with_threads(threads, || {
@@ -63,6 +72,26 @@ pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> R
 pub fn index_target(path: &Path, options: &IndexOptions) -> Result<PathBuf, Error> {
     let target = options.output.clone().unwrap_or_else(|| indexer::index_path_for(path, options.format));
     crate::output::refuse_input_as_output(&[&target], &[path])?;
+    Ok(target)
+}
+
+/// The `.crai` of the CRAM file at `path`, written as htslib writes it
+/// (under a temporary name, then renamed into place).
+fn index_cram(path: &Path, options: &IndexOptions) -> Result<PathBuf, Error> {
+    let target = options.output.clone().unwrap_or_else(|| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".crai");
+        PathBuf::from(name)
+    });
+    crate::output::refuse_input_as_output(&[&target], &[path])?;
+    let (output, file) = crate::output::TempOutput::create(&target)?;
+    drop(file);
+    let threads = fasthts_io::pool::thread_count(options.threads);
+    cram::build_index(path, output.path(), threads).map_err(|e| match e {
+        Error::WithPath { path: p, source } if p == output.path() => source.with_path(&target),
+        e => e,
+    })?;
+    output.commit()?;
     Ok(target)
 }
 
@@ -95,7 +124,8 @@ pub struct IdxstatsOptions {
 /// ([`Warning::CountingEveryRecord`]), as samtools' slow method does; a
 /// stream (a pipe, standard input) and SAM are counted as they arrive.
 pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> Result<String, Error> {
-    with_threads(options.threads, || match input::open(path)? {
+    let required = CramOptions { fields: Fields::Required, ..CramOptions::default() };
+    with_threads(options.threads, || match input::open_with(path, &required)? {
         Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
             match find_index(&bam, report)? {
@@ -118,6 +148,13 @@ pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> 
             let mut counts = IdxstatsCounts::new(sam.header());
             sam.for_each_record(|r| counts.add(&r).map_err(|e| e.with_path(path)))?;
             Ok(counts.text(sam.header()))
+        }
+        // A .crai has no counts: samtools counts every record, saying nothing.
+        Input::Cram(mut cram) => {
+            super::warn_if_cram_truncated(&cram, report);
+            let mut counts = IdxstatsCounts::new(cram.header());
+            cram.for_each_record(|r| counts.add(r).map_err(|e| e.with_path(path)))?;
+            Ok(counts.text(cram.header()))
         }
     })
 }

@@ -124,6 +124,13 @@ fn warn_if_truncated(bam: &BamFile, report: &dyn Report) {
     }
 }
 
+/// Warns, as htslib does, when a CRAM file lacks its EOF container.
+fn warn_if_cram_truncated(cram: &crate::cram::CramReader, report: &dyn Report) {
+    if cram.missing_eof_container() {
+        report.warning(Warning::MissingEofMarker { path: cram.path().to_path_buf() });
+    }
+}
+
 /// Warns, as for a file, when a BGZF stream read to its end lacked the EOF
 /// marker (htslib cannot tell on a pipe; the stream reader can).
 fn warn_if_stream_truncated(stream: &crate::bam::BamStream, report: &dyn Report) {

@@ -26,8 +26,14 @@ pub enum QuickcheckFailure {
     BadHeader,
     /// The header has no references (and `unmapped` is not set).
     NoTargets,
-    /// A BAM without BGZF's end-of-file marker.
+    /// A BAM without BGZF's end-of-file marker, a CRAM without its EOF
+    /// container.
     MissingEofBlock,
+    /// Looking for the end-of-file marker failed (a CRAM cut inside its
+    /// header).
+    EofCheckFailed,
+    /// htslib could not close the file cleanly (a CRAM cut off).
+    CloseFailed,
 }
 
 impl QuickcheckFailure {
@@ -38,7 +44,8 @@ impl QuickcheckFailure {
             QuickcheckFailure::CannotOpen => 2,
             QuickcheckFailure::NotSequenceData => 4,
             QuickcheckFailure::BadHeader | QuickcheckFailure::NoTargets => 8,
-            QuickcheckFailure::MissingEofBlock => 16,
+            QuickcheckFailure::MissingEofBlock | QuickcheckFailure::EofCheckFailed => 16,
+            QuickcheckFailure::CloseFailed => 32,
         }
     }
 }
@@ -51,6 +58,8 @@ impl fmt::Display for QuickcheckFailure {
             QuickcheckFailure::BadHeader => "caused an error whilst reading its header.",
             QuickcheckFailure::NoTargets => "had no targets in header.",
             QuickcheckFailure::MissingEofBlock => "was missing EOF block when one should be present.",
+            QuickcheckFailure::EofCheckFailed => "caused an error whilst checking for EOF block.",
+            QuickcheckFailure::CloseFailed => "did not close cleanly.",
         })
     }
 }
@@ -58,7 +67,8 @@ impl fmt::Display for QuickcheckFailure {
 /// samtools quickcheck's checks of the file at `path` (`-` for standard
 /// input; a pipe or FIFO is read up to its header): readable, sequence
 /// data (BAM, SAM, and as htslib FASTA/FASTQ, which have no references),
-/// a readable header with references, and (a BAM file) the EOF marker.
+/// a readable header with references, and (a BAM file) the EOF marker;
+/// CRAM is checked by htslib itself, as samtools does.
 /// The failures, in the order found; none when the file passes.
 pub fn quickcheck(path: &Path, options: &QuickcheckOptions) -> Vec<QuickcheckFailure> {
     let Ok(peeked) = input::peek(path) else { return vec![QuickcheckFailure::CannotOpen] };
@@ -80,9 +90,8 @@ pub fn quickcheck(path: &Path, options: &QuickcheckOptions) -> Vec<QuickcheckFai
             // A stream's end is not looked at (htslib cannot seek to it).
             Ok(opened) => (Some(opened.header().references.len()), false),
         },
-        Format::Cram | Format::Vcf | Format::OtherCompressed(_) | Format::Empty | Format::Unknown => {
-            return vec![QuickcheckFailure::NotSequenceData]
-        }
+        Format::Cram => return quickcheck_cram(path, peeked, options),
+        Format::Vcf | Format::OtherCompressed(_) | Format::Empty | Format::Unknown => return vec![QuickcheckFailure::NotSequenceData],
     };
     let mut failures = Vec::new();
     match n_references {
@@ -92,6 +101,28 @@ pub fn quickcheck(path: &Path, options: &QuickcheckOptions) -> Vec<QuickcheckFai
     }
     if no_eof_marker {
         failures.push(QuickcheckFailure::MissingEofBlock);
+    }
+    failures
+}
+
+/// samtools quickcheck's steps on a CRAM input, through htslib: open,
+/// header, EOF container (a regular file only), close.
+fn quickcheck_cram(path: &Path, peeked: input::Peeked, options: &QuickcheckOptions) -> Vec<QuickcheckFailure> {
+    let stream = (!peeked.is_regular_file() || path.as_os_str() == "-").then(|| peeked.into_reader());
+    let Some(check) = crate::cram::check(path, stream) else { return vec![QuickcheckFailure::CannotOpen] };
+    let mut failures = Vec::new();
+    match check.references {
+        None => failures.push(QuickcheckFailure::BadHeader),
+        Some(0) if !options.unmapped => failures.push(QuickcheckFailure::NoTargets),
+        Some(_) => {}
+    }
+    match check.eof {
+        e if e < 0 => failures.push(QuickcheckFailure::EofCheckFailed),
+        0 => failures.push(QuickcheckFailure::MissingEofBlock),
+        _ => {}
+    }
+    if !check.closed {
+        failures.push(QuickcheckFailure::CloseFailed);
     }
     failures
 }

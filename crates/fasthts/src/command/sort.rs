@@ -2,6 +2,7 @@
 //! standard output), with its index if asked.
 
 use super::{thread_count, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
+use crate::cram::CramOptions;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
 use crate::sort::{self, OutputFormat, SortEngine, SortOptions, SortOrder, SortProgress};
@@ -43,6 +44,9 @@ pub struct SortFileOptions {
     pub engine: SortEngine,
     /// Counters a progress display may read while the sort runs.
     pub progress: Option<Arc<SortProgress>>,
+    /// The reference FASTA of a CRAM input (samtools' `--reference`);
+    /// `None`: as htslib finds it ([`crate::cram`]).
+    pub reference: Option<PathBuf>,
 }
 
 impl Default for SortFileOptions {
@@ -60,6 +64,7 @@ impl Default for SortFileOptions {
             max_fan_in: None,
             engine: SortEngine::Native,
             progress: None,
+            reference: None,
         }
     }
 }
@@ -163,9 +168,12 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
     with_threads(Some(threads), || {
         // A stream's records go straight into the sort's batches: the
         // disk holds the output and the runs only.
-        let mut input = input::open(input)?;
-        if let Input::Bam(bam) = &input {
-            warn_if_truncated(bam, report);
+        let cram = CramOptions { reference: options.reference.clone(), threads, ..CramOptions::default() };
+        let mut input = input::open_with(input, &cram)?;
+        match &input {
+            Input::Bam(bam) => warn_if_truncated(bam, report),
+            Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
+            _ => {}
         }
         let stream_warning = |input: &Input| {
             if let Input::Stream(stream) = input {

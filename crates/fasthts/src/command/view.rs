@@ -319,6 +319,7 @@ fn whole_file(input: &mut Input, path: &Path, options: &ViewOptions, names: &[St
     match input {
         Input::Bam(bam) => crate::bam::scan(bam, |r, _| handle(r)).map(|_| ()),
         Input::Stream(stream) => stream.for_each_record(handle),
+        Input::Cram(cram) => cram.for_each_record(handle),
         Input::Sam(sam) => sam.for_each_record(|r| handle(&r)).map_err(|e| match e {
             Error::Sam(e) => Error::Sam(e).with_path(path),
             e => e,

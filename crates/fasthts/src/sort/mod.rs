@@ -363,7 +363,7 @@ fn wait_for_spill(rx: &std::sync::Mutex<&mut std::sync::mpsc::Receiver<SpillResu
     fasthts_io::pool::recv_helping(&rx.lock().expect("not poisoned"))
 }
 
-/// Sorts an opened input, BAM or SAM (see [`crate::input::open`]).
+/// Sorts an opened input, BAM, SAM or CRAM (see [`crate::input::open`]).
 pub fn sort_input<W: Write>(input: &mut crate::input::Input, opts: &SortOptions, out: W) -> Result<(SortStats, W), Error> {
     match input {
         crate::input::Input::Bam(bam) => sort_bam(bam, opts, out),
@@ -374,6 +374,10 @@ pub fn sort_input<W: Write>(input: &mut crate::input::Input, opts: &SortOptions,
         crate::input::Input::Sam(sam) => {
             let header = sam.header().clone();
             sort_records(&header, opts, out, |push| sam.for_each_record(|r| push(&r)))
+        }
+        crate::input::Input::Cram(cram) => {
+            let header = cram.header().clone();
+            sort_records(&header, opts, out, |push| cram.for_each_record(|r| push(r)))
         }
     }
 }
@@ -1032,7 +1036,8 @@ mod tests {
             // Seed 3 makes enough runs for merges in the background.
             let n = [300, 40_000, 160_000][seed as usize - 1];
             let input: Vec<Vec<u8>> = (0..n).map(|_| random_record(&mut rng)).collect();
-            let engines: &[SortEngine] = if cfg!(feature = "rocksdb") { &[SortEngine::Native, SortEngine::RocksDb] } else { &[SortEngine::Native] };
+            let engines: &[SortEngine] =
+                if cfg!(feature = "rocksdb") { &[SortEngine::Native, SortEngine::RocksDb] } else { &[SortEngine::Native] };
             for (order, &engine) in orders.into_iter().flat_map(|o| engines.iter().map(move |e| (o, e))) {
                 let mut expected: Vec<&Vec<u8>> = input.iter().collect();
                 expected.sort_by(|a, b| reference_order(order, &RecordRef::new_prevalidated(a), &RecordRef::new_prevalidated(b)));

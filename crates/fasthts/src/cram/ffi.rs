@@ -1,0 +1,110 @@
+//! The part of htslib's C API (Debian: libhts-dev, 1.16) that CRAM input
+//! uses, declared by hand: the `bam1_t`/`htsFile` layouts below are
+//! htslib's since 1.10.
+
+#![allow(non_camel_case_types)]
+
+use std::ffi::{c_char, c_int, c_void};
+
+/// `hts_pos_t`.
+pub type hts_pos_t = i64;
+
+/// An opaque htslib type.
+macro_rules! opaque {
+    ($($name:ident),*) => {$(
+        #[repr(C)]
+        pub struct $name {
+            _private: [u8; 0],
+        }
+    )*};
+}
+opaque!(sam_hdr_t, cram_fd, hFILE);
+
+/// `kstring_t`.
+#[repr(C)]
+pub struct kstring_t {
+    pub l: usize,
+    pub m: usize,
+    pub s: *mut c_char,
+}
+
+/// The leading fields of `htsFile`, up to the union holding the `cram_fd`.
+#[repr(C)]
+pub struct htsFile {
+    pub bits: u32,
+    pub lineno: i64,
+    pub line: kstring_t,
+    pub fn_: *mut c_char,
+    pub fn_aux: *mut c_char,
+    /// `fp.cram` when the file is CRAM.
+    pub fp: *mut c_void,
+}
+
+/// `bam1_core_t`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct bam1_core_t {
+    pub pos: hts_pos_t,
+    pub tid: i32,
+    pub bin: u16,
+    pub qual: u8,
+    pub l_extranul: u8,
+    pub flag: u16,
+    pub l_qname: u16,
+    pub n_cigar: u32,
+    pub l_qseq: i32,
+    pub mtid: i32,
+    pub mpos: hts_pos_t,
+    pub isize: hts_pos_t,
+}
+
+/// `bam1_t`.
+#[repr(C)]
+pub struct bam1_t {
+    pub core: bam1_core_t,
+    pub id: u64,
+    pub data: *mut u8,
+    pub l_data: c_int,
+    pub m_data: u32,
+    pub mempolicy: u32,
+}
+
+/// `enum hts_fmt_option` values used here.
+pub const CRAM_OPT_DECODE_MD: c_int = 0;
+pub const CRAM_OPT_REFERENCE: c_int = 9;
+pub const CRAM_OPT_REQUIRED_FIELDS: c_int = 18;
+
+/// `SAM_*` field bits for `CRAM_OPT_REQUIRED_FIELDS`.
+pub const SAM_FLAG: c_int = 0x2;
+pub const SAM_RNAME: c_int = 0x4;
+pub const SAM_POS: c_int = 0x8;
+pub const SAM_MAPQ: c_int = 0x10;
+pub const SAM_RNEXT: c_int = 0x40;
+pub const SAM_PNEXT: c_int = 0x80;
+
+/// `HTS_LOG_OFF`.
+pub const HTS_LOG_OFF: c_int = 0;
+
+#[link(name = "hts")]
+extern "C" {
+    pub fn hts_open(fn_: *const c_char, mode: *const c_char) -> *mut htsFile;
+    pub fn hts_hopen(fp: *mut hFILE, fn_: *const c_char, mode: *const c_char) -> *mut htsFile;
+    pub fn hdopen(fd: c_int, mode: *const c_char) -> *mut hFILE;
+    pub fn hts_close(fp: *mut htsFile) -> c_int;
+    pub fn hts_set_opt(fp: *mut htsFile, opt: c_int, ...) -> c_int;
+    pub fn hts_check_EOF(fp: *mut htsFile) -> c_int;
+    pub fn hts_set_log_level(level: c_int);
+    pub fn sam_hdr_read(fp: *mut htsFile) -> *mut sam_hdr_t;
+    pub fn sam_hdr_destroy(h: *mut sam_hdr_t);
+    pub fn sam_hdr_str(h: *mut sam_hdr_t) -> *const c_char;
+    pub fn sam_hdr_length(h: *mut sam_hdr_t) -> usize;
+    pub fn sam_hdr_nref(h: *const sam_hdr_t) -> c_int;
+    pub fn sam_hdr_tid2name(h: *const sam_hdr_t, tid: c_int) -> *const c_char;
+    pub fn sam_hdr_tid2len(h: *const sam_hdr_t, tid: c_int) -> hts_pos_t;
+    pub fn sam_read1(fp: *mut htsFile, h: *mut sam_hdr_t, b: *mut bam1_t) -> c_int;
+    pub fn bam_init1() -> *mut bam1_t;
+    pub fn bam_destroy1(b: *mut bam1_t);
+    pub fn cram_seek(fd: *mut cram_fd, offset: libc::off_t, whence: c_int) -> c_int;
+    pub fn cram_get_ref(fd: *mut cram_fd, id: c_int, start: hts_pos_t, end: hts_pos_t) -> *mut c_char;
+    pub fn sam_index_build3(fn_: *const c_char, fnidx: *const c_char, min_shift: c_int, nthreads: c_int) -> c_int;
+}
