@@ -74,6 +74,7 @@ pub mod pyfmt;
 pub mod pyrandom;
 pub mod scripts;
 pub mod seqio;
+pub mod sizing;
 pub mod split;
 pub mod stlmap;
 pub mod table;

@@ -11,6 +11,7 @@ mod harness;
 mod bad_input;
 mod depth;
 mod inputs;
+mod kmer_args;
 mod kmer_reads;
 mod kmer_vs_khmer;
 mod robustness;
