@@ -74,7 +74,12 @@ impl ReadOutput {
         } else {
             Sink::Plain(BufWriter::with_capacity(BUFFER, raw))
         };
-        Ok(ReadOutput { sink: Some(sink), temp, path: path.unwrap_or("-").to_string() })
+        // errors name the file stdout is (`/dev/full`), as everywhere in fasthts
+        let name = match (path, &temp) {
+            (Some(p), Some(_)) => p.to_string(),
+            _ => fasthts_io::output::stdout_name().display().to_string(),
+        };
+        Ok(ReadOutput { sink: Some(sink), temp, path: name })
     }
 
     /// Finishes the stream (a compressed one's trailer included) and puts

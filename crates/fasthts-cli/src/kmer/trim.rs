@@ -238,6 +238,9 @@ fn make_tempdir(parent: &str) -> io::Result<PathBuf> {
     Err(io::Error::other("cannot create temporary directory"))
 }
 
+/// khmer's REPORT_EVERY_N_READS: reads between two progress lines.
+const PROGRESS_EVERY: u64 = 10_000;
+
 /// The two passes; their summary counters and the number of reads set
 /// aside for the second.
 fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result<(TrimStats, u64), BoxError> {
@@ -253,6 +256,7 @@ fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result
     let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundtrim", a.compression)?;
     // per input: (pass2 file, own output)
     let mut pass2: Vec<(String, Option<ReadOutput>)> = Vec::new();
+    let mut last_start = 0;
     for f in &a.input_filenames {
         let p2 = tempdir.join(format!("{}.pass2", f.replace('/', "-")));
         let p2s = p2.to_string_lossy().into_owned();
@@ -261,7 +265,17 @@ fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result
         let w = outputs.writer(&mut own);
         let bar = crate::progress::Bar::start("kmer trim-low-abund", a.quiet, crate::progress::Source::FilePositions(vec![f.into()], None));
         let (reads_before, saved_before) = (stats.n_reads, stats.n_saved);
-        scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+        last_start = reads_before;
+        let mut watermark = PROGRESS_EVERY;
+        let mut emit = |r: Record<'_>, s: &TrimStats| {
+            // khmer's progress line, checked at each read written
+            if !a.quiet && s.n_reads - reads_before > watermark {
+                eprintln!("... {f} {} {} {} {} {}", s.n_saved, s.n_reads, s.n_bp, s.written_reads, s.written_bp);
+                watermark += PROGRESS_EVERY;
+            }
+            r.write(&mut *w)
+        };
+        scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut emit)?;
         drop(bar);
         if !a.quiet {
             eprintln!("{f}: kept aside {} of {} from first pass", stats.n_saved - saved_before, stats.n_reads - reads_before);
@@ -277,7 +291,16 @@ fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result
             }
             let w = outputs.writer(own);
             let bar = crate::progress::Bar::start("kmer trim-low-abund (second pass)", a.quiet, crate::progress::Source::FilePositions(vec![PathBuf::from(&*p)], None));
-            scripts::trim_pass2(g, p, &opt, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+            let mut watermark = PROGRESS_EVERY;
+            let mut emit = |r: Record<'_>, s: &TrimStats| {
+                // khmer counts from the start of the last file of pass 1 here
+                if !a.quiet && s.n_reads - last_start > watermark {
+                    eprintln!("... x 2 {} {p} {} {} {} {} {}", s.n_reads - last_start, s.n_saved, s.n_reads, s.n_bp, s.written_reads, s.written_bp);
+                    watermark += PROGRESS_EVERY;
+                }
+                r.write(&mut *w)
+            };
+            scripts::trim_pass2(g, p, &opt, &mut stats, &mut emit)?;
             drop(bar);
             if !a.quiet {
                 eprintln!("removing {p}");

@@ -418,3 +418,37 @@ fn genomic_fastq(seed: u64, n: usize, len: usize, name: &str) -> String {
     }
     fq
 }
+
+/// trim-low-abund's progress lines (every 10,000 reads, in both passes:
+/// `... FILE saved reads bp written written_bp`, `... x 2 ...`) as khmer
+/// prints them, on 25,000 reads of which a third are covered once (set
+/// aside for the second pass).
+#[test]
+fn trim_progress_lines_are_khmers() {
+    if !khmer_available() {
+        return;
+    }
+    let inputs = TempDir::new("kprog-in");
+    let mut rng = fasthts_testgen::rng::Rng::new(0x7a11);
+    let genomic = genomic_fastq(41, 25_000, 80, "r");
+    let mut fq = String::new();
+    for (i, record) in genomic.split_inclusive('\n').collect::<Vec<_>>().chunks(4).enumerate() {
+        if i % 3 == 2 {
+            let seq: String = (0..80).map(|_| b"ACGT"[rng.below(4) as usize] as char).collect();
+            fq.push_str(&format!("{}{seq}\n+\n{}\n", record[0], "I".repeat(80)));
+        } else {
+            fq.push_str(&record.concat());
+        }
+    }
+    std::fs::write(inputs.path("r.fq"), fq).unwrap();
+    let failures: Vec<String> = [&["-k", "17", "-M", "1e7", "-V", "r.fq"][..], &["-k", "17", "-M", "1e7", "-o", "out.fq", "r.fq"]]
+        .iter()
+        .filter_map(|args| compare_run("trim-low-abund", args, &inputs.0))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // and the lines are there to compare
+    let work = TempDir::new("kprog-run");
+    std::fs::copy(inputs.path("r.fq"), work.path("r.fq")).unwrap();
+    let err = text(&fasthts_as("trim-low-abund", &["-k", "17", "-M", "1e7", "r.fq"], &work.0, "80").stderr);
+    assert!(err.contains("\n... r.fq ") && err.contains("\n... x 2 "), "{err}");
+}

@@ -12,6 +12,7 @@ mod bad_input;
 mod depth;
 mod inputs;
 mod kmer_args;
+mod kmer_protocol;
 mod kmer_reads;
 mod kmer_vs_khmer;
 mod robustness;
