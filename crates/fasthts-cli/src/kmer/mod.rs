@@ -233,9 +233,10 @@ impl GraphArgs {
                 eprintln!("\n*** WARNING: You have asked that the graph size be automatically calculated\n*** (by using -U or -M).\n*** But you are loading an existing graph!\n*** Size will NOT be set automatically.");
             }
             // khmer reads the header here and fails on any table it cannot
-            // (an empty or missing file too) with this exception
+            // (an empty or missing file too), before the parameters: its
+            // words (in a traceback there), with the reason
             let (k, n, size) = Countgraph::peek_info(Path::new(path))
-                .map_err(|_| khmer_error(format!("ValueError: Count graph file '{path}' is corrupt ")))?;
+                .map_err(|e| khmer_error(format!("** ERROR: Count graph file '{path}' is corrupt ({e})")))?;
             (shown.ksize, shown.n_tables, shown.max_tablesize) = (k, n, size as f64);
         }
         shown.report_config(quiet, loadgraph.is_some());
