@@ -313,6 +313,11 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     // k-mer library's saves go through the same registry (fasthts-io).
     fasthts::output::hold_committed_outputs();
     let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    // The k-mer scripts' command lines are read as khmer's argparse reads them.
+    let args = match kmer::argparse::preparse(&Cli::command(), args) {
+        Ok(args) => args,
+        Err(failure) => return failure.report(),
+    };
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => match e.source().and_then(|s| s.downcast_ref::<Failure>()) {

@@ -337,6 +337,20 @@ impl Countgraph {
         Ok(g)
     }
 
+    /// What khmer's `extract_countgraph_info` reads from a saved table's
+    /// header: (k, number of tables, size of the first table); gzip if the
+    /// name ends in `.gz`, as [`Countgraph::load`].
+    pub fn peek_info(path: &Path) -> Result<(u32, usize, u64), CtError> {
+        let f = File::open(path)?;
+        let mut r: Box<dyn Read> = if is_gz_name(path) { Box::new(flate2::read::MultiGzDecoder::new(f)) } else { Box::new(f) };
+        let mut hdr = [0u8; 20];
+        read_exact_or_magic(&mut r, &mut hdr)?;
+        let CtHeader { k, n, .. } = parse_header(&hdr)?;
+        let mut b = [0u8; 8];
+        r.read_exact(&mut b)?;
+        Ok((k, n, u64::from_le_bytes(b)))
+    }
+
     /// Load from `path` (gzip if the name ends in `.gz`). An uncompressed
     /// regular file is read with the tables loaded in parallel (positional
     /// reads at their offsets).

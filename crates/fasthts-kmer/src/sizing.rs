@@ -1,7 +1,7 @@
 //! khmer's table-size arithmetic (`khmer_args.optimal_size`): the number
 //! and size of tables for a number of distinct k-mers and either a memory
-//! budget or a false-positive rate, and unique-kmers' `--diagnostics`
-//! report of both. The arithmetic is Python's, step for step (floats, then
+//! budget or a false-positive rate (what the scripts' `-U` sizes), and
+//! unique-kmers' `--diagnostics` report of both. The arithmetic is Python's, step for step (floats, then
 //! `int()`), so the numbers are khmer's.
 
 /// khmer's `optimal_size` result.
@@ -113,5 +113,14 @@ mod tests {
         assert_eq!(lines[18], "         9.864017e+08\t           26659506\t     3.700000e+01\t      0.000");
         assert_eq!(graphsize_args_report(0, 0.01), Err(DivisionByZero));
         assert_eq!(graphsize_args_report(1, 0.01), Err(DivisionByZero));
+    }
+
+    /// Values khmer 3.0's functions give (run with Python 3.11): what -U sizes.
+    #[test]
+    fn as_khmer_estimates() {
+        let e = optimal_with_fp_rate(1_000_000, 0.1).unwrap();
+        assert_eq!((e.n_tables, e.table_size, e.mem_use, e.fp_rate), (3, 1_602_775, 4_808_325, 0.10000010610533881));
+        let m = optimal_with_memory(1_000_000, 4e6).unwrap();
+        assert_eq!((m.n_tables, m.table_size, m.mem_use, m.fp_rate), (2, 2_000_000, 4_000_000, 0.15481812174617549));
     }
 }

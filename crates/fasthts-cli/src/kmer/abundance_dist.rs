@@ -1,6 +1,6 @@
 //! `fasthts kmer abundance-dist`: abundance-dist.py.
 
-use super::{check_inputs, is_stdout, khmer_error, load_graph, refuse_input_as_output, OutFile};
+use super::{check_inputs, is_stdout, khmer_error, load_graph, refuse_input_as_output, OutputCompression, ReadOutput};
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::plot::PlotFormat;
@@ -32,10 +32,10 @@ pub struct AbundArgs {
     /// Threads: 2 or more look up counts on a second thread while the
     /// order-dependent Bloom test runs in input order (same histogram)
     /// [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    #[arg(hide_short_help = true, short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
     /// Also draw the histogram (log-scaled axes) to FILE.png or FILE.svg (fasthts addition)
-    #[arg(long = "plot", value_name = "FILE", value_parser = |s: &str| PlotFormat::from_path(s).map(|_| s.to_string()))]
+    #[arg(hide_short_help = true, long = "plot", value_name = "FILE", value_parser = |s: &str| PlotFormat::from_path(s).map(|_| s.to_string()))]
     plot: Option<String>,
     /// The name of the input k-mer countgraph file.
     #[arg(value_name = "COUNTGRAPH")]
@@ -87,8 +87,8 @@ pub fn run(a: AbundArgs) -> crate::CmdResult {
         )
         .into());
     }
-    let mut of = OutFile::create(out, false)?;
-    scripts::write_abundance_csv(&hist, a.no_zero, of.writer())?;
+    let mut of = ReadOutput::open(Some(out), OutputCompression::default())?;
+    scripts::write_abundance_csv(&hist, a.no_zero, &mut of)?;
     of.commit()?;
     if let Some(p) = &a.plot {
         fasthts_kmer::plot::write_plot(&hist, p)?;

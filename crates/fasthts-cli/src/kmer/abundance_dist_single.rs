@@ -1,7 +1,7 @@
 //! `fasthts kmer abundance-dist-single`: abundance-dist-single.py, counting
 //! (as `count`) and the histogram (as `abundance-dist`) in one run.
 
-use super::{check_inputs, is_stdout, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs, OutFile};
+use super::{check_inputs, is_stdout, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs, OutputCompression, ReadOutput};
 use crate::progress::{Bar, Source};
 use clap::Args;
 use fasthts_io::pool::thread_count;
@@ -61,7 +61,7 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
         }
     };
     a.graph.check(a.force, q)?;
-    a.graph.report_as(q, false, a.graph.small_count);
+    a.graph.report_as(q, None, a.graph.small_count)?;
     let input = a.input_sequence_filename.as_str();
     let out = a.output_histogram_filename.as_str();
     check_inputs(&[input], a.force)?;
@@ -70,7 +70,7 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
         return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
     }
     log("making countgraph");
-    let mut g = a.graph.create_scaled(COUNTGRAPH_SHARE)?;
+    let mut g = a.graph.create_scaled(COUNTGRAPH_SHARE, a.force, q)?;
     g.set_use_bigcount(!a.no_bigcount);
     log("building k-mer tracking graph");
     log(&format!("kmer_size: {}", g.ksize()));
@@ -94,8 +94,8 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
         )
         .into());
     }
-    let mut of = OutFile::create(out, false)?;
-    scripts::write_abundance_csv(&hist, a.no_zero, of.writer())?;
+    let mut of = ReadOutput::open(Some(out), OutputCompression::default())?;
+    scripts::write_abundance_csv(&hist, a.no_zero, &mut of)?;
     of.commit()?;
     if let Some(path) = &a.savegraph {
         log(&format!("Saving k-mer countgraph to {path}"));
@@ -107,11 +107,13 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
 
 impl GraphArgs {
     /// [`GraphArgs::create`] with khmer's `multiplier`: with -M, each table
-    /// gets `multiplier` × -M / N entries (-x is taken as it is).
-    fn create_scaled(&self, multiplier: f64) -> Result<fasthts_kmer::Countgraph, crate::Failure> {
-        match self.max_memory_usage {
-            Some(m) if m != 0.0 => self.create_sized(multiplier * self.graph_tablesize()),
-            _ => self.create(),
+    /// gets `multiplier` × -M / N entries (-x is taken as it is); -M as
+    /// `-U` sets it, too (khmer sizes first, then scales).
+    fn create_scaled(&self, multiplier: f64, force: bool, quiet: bool) -> Result<fasthts_kmer::Countgraph, crate::Failure> {
+        let sized = self.sized_for_unique_kmers(0.1, force, quiet)?;
+        match sized.max_memory_usage {
+            Some(m) if m != 0.0 => sized.create_sized(multiplier * sized.graph_tablesize()),
+            _ => sized.create_sized(sized.graph_tablesize()),
         }
     }
 }

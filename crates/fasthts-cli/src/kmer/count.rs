@@ -29,13 +29,13 @@ pub struct CountArgs {
     graph: GraphArgs,
     /// Number of simultaneous threads to execute (the tables are shared out
     /// between them; the same table at any number) [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "THREADS", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
     /// Do not count past 255 (counting past 255 with bigcount is the usual behaviour).
     #[arg(short = 'b', long = "no-bigcount")]
     no_bigcount: bool,
     /// What format should the machine readable run summary be in? (json or tsv)
-    #[arg(short = 's', long = "summary-info", value_parser = ["json", "tsv"])]
+    #[arg(short = 's', long = "summary-info", value_name = "FORMAT", value_parser = ["json", "tsv"])]
     summary_info: Option<String>,
     /// Overwrite output file if it exists
     #[arg(short = 'f', long = "force")]
@@ -86,7 +86,7 @@ struct Counted {
 fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     let q = a.quiet;
     a.graph.check(a.force, q)?;
-    a.graph.report(q, false);
+    a.graph.report(q, None)?;
     let base = &a.output_countgraph_filename;
     check_inputs(&a.input_sequence_filename, a.force)?;
     let inputs: Vec<&str> = a.input_sequence_filename.iter().map(String::as_str).collect();
@@ -99,7 +99,7 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
     if !q {
         eprintln!("making countgraph");
     }
-    let mut g = a.graph.create()?;
+    let mut g = a.graph.create(a.force, q)?;
     g.set_use_bigcount(!a.no_bigcount);
     let threads = thread_count(a.threads);
     let (mut total_reads, mut total_bases) = (0u64, 0u64);

@@ -1,6 +1,6 @@
 //! `fasthts kmer count-median`: count-median.py.
 
-use super::{cannot_open, check_input_file, load_graph, OutFile};
+use super::{cannot_open, check_input_file, load_graph, OutputCompression, ReadOutput};
 use clap::Args;
 use fasthts_kmer::scripts;
 
@@ -32,7 +32,7 @@ pub struct CountMedianArgs {
 
 pub fn run(a: CountMedianArgs) -> crate::CmdResult {
     // argparse opens the output (FileType('w')) while parsing
-    let mut out = OutFile::create(&a.output, false).map_err(|e| cannot_open("output_summary_filename", &a.output, &e))?;
+    let mut out = ReadOutput::open(Some(&a.output), OutputCompression::default()).map_err(|e| cannot_open("output_summary_filename", &a.output, &e))?;
     check_input_file(&a.countgraph, a.force)?;
     check_input_file(&a.input, a.force)?;
     super::refuse_input_as_output(&[Some(a.output.as_str())], None, "", &[a.countgraph.as_str(), a.input.as_str()])?;
@@ -44,7 +44,7 @@ pub fn run(a: CountMedianArgs) -> crate::CmdResult {
     if !a.quiet {
         eprintln!("writing to {name}");
     }
-    scripts::count_median_file(&g, &a.input, out.writer())?;
+    scripts::count_median_file(&g, &a.input, &mut out)?;
     out.commit()?;
     Ok(())
 }

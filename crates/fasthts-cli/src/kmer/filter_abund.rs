@@ -1,6 +1,6 @@
 //! `fasthts kmer filter-abund`: filter-abund.py.
 
-use super::{check_inputs, check_stdin_output, cutoff_range, load_graph, refuse_input_as_output, Compression, ReadOutputs};
+use super::{check_inputs, check_stdin_output, cutoff_range, load_graph, refuse_input_as_output, OutputCompression, ReadOutputs};
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::scripts;
@@ -16,7 +16,7 @@ pub struct FilterArgs {
     /// Number of simultaneous threads to execute (khmer ignores it; here
     /// batches are filtered in parallel and written in input order)
     /// [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "THREADS", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
     /// Trim at k-mers below this abundance.
     #[arg(allow_negative_numbers = true, short = 'C', long = "cutoff", default_value = "2", value_parser = cutoff_range)]
@@ -25,10 +25,10 @@ pub struct FilterArgs {
     #[arg(short = 'V', long = "variable-coverage")]
     variable_coverage: bool,
     /// Base the variable-coverage cutoff on this median k-mer abundance.
-    #[arg(allow_negative_numbers = true, short = 'Z', long = "normalize-to", value_name = "COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
+    #[arg(allow_negative_numbers = true, short = 'Z', long = "normalize-to", value_name = "NORMALIZE_TO", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     normalize_to: u16,
     /// Output the trimmed sequences into a single file with the given filename instead of creating a new file for each input file.
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long = "output", value_name = "optional_output_filename")]
     output: Option<String>,
     /// Overwrite output file if it exists
     #[arg(short = 'f', long = "force")]
@@ -37,18 +37,17 @@ pub struct FilterArgs {
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
     #[command(flatten)]
-    compression: Compression,
+    compression: OutputCompression,
     /// The countgraph (from fasthts kmer count) to look up abundances in.
-    #[arg(value_name = "COUNTGRAPH")]
+    #[arg(id = "input_count_graph_filename", value_name = "COUNTGRAPH")]
     input_graph: String,
     /// FAST[AQ] sequence files to filter.
-    #[arg(value_name = "INPUT", required = true)]
+    #[arg(id = "input_sequence_filename", value_name = "INPUT", required = true)]
     input_filename: Vec<String>,
 }
 
 pub fn run(a: FilterArgs) -> crate::CmdResult {
     let q = a.quiet;
-    let gzip = a.compression.gzip()?;
     check_stdin_output(&a.input_filename, a.output.as_deref(), "-o")?;
     check_inputs(&a.input_filename, a.force)?;
     let inputs: Vec<&str> = a.input_filename.iter().chain([&a.input_graph]).map(String::as_str).collect();
@@ -60,7 +59,7 @@ pub fn run(a: FilterArgs) -> crate::CmdResult {
     if !q {
         eprintln!("K: {}", g.ksize());
     }
-    let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundfilt", gzip)?;
+    let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundfilt", a.compression)?;
     for f in &a.input_filename {
         if !q {
             eprintln!("filtering {f}");

@@ -2,7 +2,7 @@
 //! `count`) and trimming (as `filter-abund`) in one run.
 
 use super::{
-    check_inputs, cutoff_range, fp_error_block, khmer_error, refuse_input_as_output, save_graph_and_free, Compression, GraphArgs,
+    check_inputs, cutoff_range, fp_error_block, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs, OutputCompression,
     ReadOutputs,
 };
 use crate::progress::{Bar, Source};
@@ -47,7 +47,7 @@ pub struct FilterSingleArgs {
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
     #[command(flatten)]
-    compression: Compression,
+    compression: OutputCompression,
     /// FAST[AQ] sequence file to trim
     #[arg(value_name = "input_sequence_filename")]
     datafile: String,
@@ -60,15 +60,14 @@ pub fn run(a: FilterSingleArgs) -> crate::CmdResult {
             eprintln!("{s}");
         }
     };
-    let gzip = a.compression.gzip()?;
     let input = a.datafile.as_str();
     check_inputs(&[input], a.force)?;
     a.graph.check(a.force, q)?;
-    a.graph.report(q, false);
+    a.graph.report(q, None)?;
     let savegraph = (!a.savegraph.is_empty()).then_some(a.savegraph.as_str());
     refuse_input_as_output(&[savegraph], a.outfile.as_deref(), "abundfilt", &[input])?;
     log("making countgraph");
-    let mut g = a.graph.create()?;
+    let mut g = a.graph.create(a.force, q)?;
     log(&format!("consuming input, round 1 -- {input}"));
     let threads = thread_count(a.threads);
     let bar = Bar::start("kmer filter-abund-single", q, Source::FilePositions(vec![input.into()], None));
@@ -86,7 +85,7 @@ pub fn run(a: FilterSingleArgs) -> crate::CmdResult {
     }
     log(&format!("fp rate estimated to be {fp:1.3}"));
     log(&format!("filtering {input}"));
-    let mut outputs = ReadOutputs::new(a.outfile.as_deref(), "abundfilt", gzip)?;
+    let mut outputs = ReadOutputs::new(a.outfile.as_deref(), "abundfilt", a.compression)?;
     let mut own = outputs.own(input)?;
     let w = outputs.writer(&mut own);
     let bar = Bar::start("kmer filter-abund-single", q, Source::FilePositions(vec![input.into()], None));

@@ -14,12 +14,17 @@
 //! table options ([`GraphArgs`]), the value parsers, the input checks and
 //! the output files.
 //!
-//! Usage errors exit 2 (as argparse does; unambiguous prefixes of long
-//! options are accepted, as argparse does); khmer's own error conditions exit
+//! Every script's command line is read first by [`argparse`], as khmer's
+//! argparse reads it (its errors, status 2; `--info`, `--version`), from the
+//! script's clap definition: a new script needs nothing more than its
+//! `Args` with khmer's option order, value names (khmer's metavars) and
+//! positional ids (khmer's dests), and `hide_short_help` on options khmer
+//! does not list. khmer's own error conditions exit
 //! 1 with khmer's message (a [`crate::Failure`]). Outputs are written under a
 //! temporary name and renamed into place when complete. `-T/--threads` (`-@`)
 //! defaults to all cores; the outputs are the same at any number.
 
+pub(crate) mod argparse;
 mod abundance_dist;
 mod count;
 mod filter_abund;
@@ -42,11 +47,12 @@ mod split_paired;
 
 use crate::Failure;
 use clap::{Args, Subcommand};
-use fasthts_io::output::TempOutput;
+use read_outputs::{OutputCompression, ReadOutput};
 use fasthts_kmer::primes::tablesize_from_float;
+use fasthts_kmer::pyfmt::py_repr;
 use fasthts_kmer::Countgraph;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 /// khmer-compatible k-mer tools.
@@ -159,7 +165,8 @@ fn parse_memory_setting(s: &str) -> Option<f64> {
 }
 
 fn cutoff_range(s: &str) -> Result<u16, BoxError> {
-    let v: i64 = s.trim().parse().map_err(|_| format!("invalid int value: '{s}'"))?;
+    // argparse names the type function khmer gives it (check_argument_range's _in_range)
+    let v: i64 = s.trim().parse().map_err(|_| format!("invalid _in_range value: {}", argparse::py_repr(s)))?;
     if !(0..256).contains(&v) {
         // khmer's check_argument_range ends the parse: status 1, not 2
         return Err(khmer_error("\n** ERROR: khmer only supports 0 <= cutoff < 256.\n").into());
@@ -174,19 +181,19 @@ pub struct GraphArgs {
     #[arg(allow_negative_numbers = true, short = 'k', long = "ksize", value_name = "KSIZE", default_value = "32", value_parser = crate::numbers::whole::<u32>(0, u32::MAX.into()))]
     ksize: u32,
     /// number of tables to use in k-mer countgraph (up to 20; more with --force)
-    #[arg(allow_negative_numbers = true, short = 'N', long = "n_tables", visible_alias = "n-tables", value_name = "N", default_value = "4", value_parser = crate::numbers::whole::<usize>(0, i64::MAX))]
+    #[arg(hide_short_help = true, allow_negative_numbers = true, short = 'N', long = "n_tables", alias = "n-tables", value_name = "N", default_value = "4", value_parser = crate::numbers::whole::<usize>(0, i64::MAX))]
     n_tables: usize,
     /// approximate number of unique kmers in the input set (not supported)
-    #[arg(allow_negative_numbers = true, short = 'U', long = "unique-kmers", value_name = "N", default_value = "0", value_parser = crate::numbers::real(0.0, MAX_TABLE_BYTES))]
+    #[arg(allow_negative_numbers = true, short = 'U', long = "unique-kmers", value_name = "UNIQUE_KMERS", default_value = "0", value_parser = crate::numbers::real(0.0, MAX_TABLE_BYTES))]
     unique_kmers: f64,
     /// Override the automatic FP rate setting for the current script (with -U)
-    #[arg(allow_negative_numbers = true, long = "fp-rate", value_name = "RATE", value_parser = crate::numbers::real(0.0, 1.0))]
+    #[arg(allow_negative_numbers = true, long = "fp-rate", value_name = "FP_RATE", value_parser = crate::numbers::real(0.0, 1.0))]
     fp_rate: Option<f64>,
     /// upper bound on tablesize to use (entries per table, up to 1e15)
-    #[arg(allow_negative_numbers = true, short = 'x', long = "max-tablesize", value_name = "SIZE", default_value = "1e6", value_parser = tablesize, conflicts_with = "max_memory_usage")]
+    #[arg(hide_short_help = true, allow_negative_numbers = true, short = 'x', long = "max-tablesize", value_name = "SIZE", default_value = "1e6", value_parser = tablesize, conflicts_with = "max_memory_usage")]
     max_tablesize: f64,
     /// maximum amount of memory to use for data structure, in bytes (K/M/G/T suffixes, decimal; up to 1e15); sets -x to this / N
-    #[arg(allow_negative_numbers = true, short = 'M', long = "max-memory-usage", value_name = "BYTES", value_parser = memory_setting)]
+    #[arg(allow_negative_numbers = true, short = 'M', long = "max-memory-usage", value_name = "MAX_MEMORY_USAGE", value_parser = memory_setting)]
     max_memory_usage: Option<f64>,
     /// Reduce memory usage by using a smaller counter for individual kmers
     /// (khmer's SmallCountgraph: 4-bit counts, up to 15; -M gives 2 entries per byte)
@@ -194,7 +201,7 @@ pub struct GraphArgs {
     small_count: bool,
     /// Allow 32 < k <= 64 (fasthts extension: 128-bit two-bit k-mers folded
     /// to a 64-bit hash; such tables are not readable by khmer)
-    #[arg(long = "long-k")]
+    #[arg(long = "long-k", hide_short_help = true)]
     long_k: bool,
 }
 
@@ -216,9 +223,6 @@ impl GraphArgs {
     }
 
     fn check(&self, force: bool, quiet: bool) -> Result<(), Failure> {
-        if self.unique_kmers != 0.0 {
-            return Err(khmer_error("-U/--unique-kmers automatic sizing is not supported by fasthts; give -x or -M"));
-        }
         if self.n_tables > 20 {
             if !force {
                 return Err(khmer_error("\n** ERROR: khmer only supports number of tables <= 20.\n"));
@@ -243,20 +247,44 @@ impl GraphArgs {
         Ok(())
     }
 
-    fn report(&self, quiet: bool, loadgraph: bool) {
+    /// khmer's `report_on_config` (with its `check_conflicting_args`): a
+    /// loaded table's own k, size and number of tables are reported, after
+    /// warnings that the options setting them are ignored.
+    fn report(&self, quiet: bool, loadgraph: Option<&str>) -> Result<(), Failure> {
         self.report_as(quiet, loadgraph, false)
     }
 
     /// [`GraphArgs::report`] of the graph type a script names: with
     /// `small` (trim-low-abund and abundance-dist-single with
     /// --small-count), that of a SmallCountgraph, 2 entries per byte.
-    fn report_as(&self, quiet: bool, loadgraph: bool, small: bool) {
+    fn report_as(&self, quiet: bool, loadgraph: Option<&str>, small: bool) -> Result<(), Failure> {
+        let mut shown = self.clone();
+        if let Some(path) = loadgraph {
+            // khmer's log_warn is not silenced by -q
+            if self.ksize != 32 || self.n_tables != 4 || self.max_tablesize != 1e6 {
+                eprintln!("\n*** WARNING: You are loading a saved k-mer countgraph from\n*** {path}, but have set k-mer table parameters.\n*** Your values for ksize, n_tables, and tablesize\n*** will be ignored.");
+            }
+            if self.unique_kmers != 0.0 || self.max_memory_usage.is_some_and(|m| m != 0.0) {
+                eprintln!("\n*** WARNING: You have asked that the graph size be automatically calculated\n*** (by using -U or -M).\n*** But you are loading an existing graph!\n*** Size will NOT be set automatically.");
+            }
+            // khmer reads the header here and fails on any table it cannot
+            // (an empty or missing file too), before the parameters: its
+            // words (in a traceback there), with the reason
+            let (k, n, size) = Countgraph::peek_info(Path::new(path))
+                .map_err(|e| khmer_error(format!("** ERROR: Count graph file '{path}' is corrupt ({e})")))?;
+            (shown.ksize, shown.n_tables, shown.max_tablesize) = (k, n, size as f64);
+        }
+        shown.report_config(quiet, loadgraph.is_some(), small);
+        Ok(())
+    }
+
+    fn report_config(&self, quiet: bool, loadgraph: bool, small: bool) {
         let (ts, per_byte) = if small { (self.graph_tablesize(), 2) } else { (self.tablesize(), 1) };
         // khmer's log_warn is not silenced by -q
         let warn = ts == 1e6 && !loadgraph;
         if quiet {
             if warn {
-                eprintln!("** WARNING: tablesize is default!\n** You probably want to increase this with -M/--max-memory-usage!\n** Please read the docs!\n");
+                eprintln!("\n** WARNING: tablesize is default!\n** You probably want to increase this with -M/--max-memory-usage!\n** Please read the docs!\n");
             }
             return;
         }
@@ -274,12 +302,16 @@ impl GraphArgs {
         );
         eprintln!("--------");
         if warn {
-            eprintln!("** WARNING: tablesize is default!\n** You probably want to increase this with -M/--max-memory-usage!\n** Please read the docs!\n");
+            eprintln!("\n** WARNING: tablesize is default!\n** You probably want to increase this with -M/--max-memory-usage!\n** Please read the docs!\n");
         }
     }
 
-    fn create(&self) -> Result<Countgraph, Failure> {
-        self.create_sized(self.graph_tablesize())
+    /// khmer's `create_countgraph` (a SmallCountgraph with --small-count):
+    /// the table, sized by -x, -M, or with `-U` by khmer's `_check_fp_rate`
+    /// for the scripts' false-positive ceiling of 0.1 (or --fp-rate).
+    fn create(&self, force: bool, quiet: bool) -> Result<Countgraph, Failure> {
+        let sized = self.sized_for_unique_kmers(0.1, force, quiet)?;
+        sized.create_sized(sized.graph_tablesize())
     }
 
     /// A Countgraph (a SmallCountgraph with --small-count) of `size`
@@ -293,6 +325,68 @@ impl GraphArgs {
         };
         made.map_err(|e| khmer_error(e.to_string()))
     }
+
+    /// khmer's `_check_fp_rate`. With -U and -M: refuses (unless --force)
+    /// a memory ceiling whose estimated false-positive rate is above
+    /// `max_fp`; the sizes stay -M's. With -U alone: -M is set to the memory
+    /// khmer's estimate needs for `max_fp` (at least 1e6), unless -x is
+    /// smaller than the table that needs, which is only warned about. The
+    /// number of tables stays -N's, as khmer's.
+    fn sized_for_unique_kmers(&self, max_fp: f64, force: bool, quiet: bool) -> Result<GraphArgs, Failure> {
+        let mut sized = self.clone();
+        let unique = self.unique_kmers;
+        if unique == 0.0 {
+            return Ok(sized);
+        }
+        let mut max_fp = max_fp;
+        if let Some(fp) = self.fp_rate.filter(|&f| f != 0.0) {
+            if !quiet {
+                eprintln!("*** INFO: Overriding default fp {} with new fp: {}", py_repr(max_fp), py_repr(fp));
+            }
+            max_fp = fp;
+        }
+        match self.max_memory_usage.filter(|&m| m != 0.0) {
+            Some(m) => {
+                // (A table of 0 entries: khmer divides by zero; refused here.)
+                let fp_rate = fasthts_kmer::sizing::optimal_with_memory(unique as u64, m).map_or(1.0, |e| e.fp_rate);
+                if fp_rate > max_fp {
+                    eprintln!(
+                        "\n*** ERROR: The given restrictions yield an estimate false positive rate of {},\n*** which is above the recommended false positive ceiling of {}!",
+                        py_repr(fp_rate),
+                        py_repr(max_fp)
+                    );
+                    if !force {
+                        return Err(khmer_error("NOTE: This can be overridden using the --force argument\n*** Aborting...!"));
+                    }
+                }
+            }
+            None => {
+                let estimate = fasthts_kmer::sizing::optimal_with_fp_rate(unique as u64, max_fp).map_err(|e| khmer_error(format!("ZeroDivisionError: {e}")))?;
+                if self.max_tablesize != 0.0 && self.max_tablesize < estimate.table_size as f64 {
+                    eprintln!("\n*** Warning: The given tablesize is too small!");
+                    eprintln!("*** Recommended tablesize is: {:>5} bytes", py_g(estimate.table_size as f64));
+                    eprintln!("*** Current is: {:>5} bytes", py_g(self.max_tablesize));
+                    let current = fasthts_kmer::sizing::optimal_with_memory(unique as u64, self.max_tablesize).map_or(1.0, |e| e.fp_rate);
+                    eprintln!("*** Estimated FP rate with current config is: {}\n", py_repr(current));
+                } else {
+                    let memory = estimate.mem_use as f64;
+                    let ceiling = if memory < 1e6 { 1e6 } else { memory };
+                    sized.max_memory_usage = Some(ceiling);
+                    if !quiet {
+                        eprintln!("*** INFO: set memory ceiling automatically.");
+                        eprintln!("*** Ceiling is: {:>3} bytes\n", py_g(ceiling));
+                    }
+                }
+            }
+        }
+        Ok(sized)
+    }
+}
+
+/// Python's `format(x, 'g')` (6 significant digits).
+fn py_g(x: f64) -> String {
+    let s = fasthts_kmer::pyfmt::py_general(x, 6);
+    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
 }
 
 /// Python's `'{:5.2g}'` (roughly; used only in informational stderr text).
@@ -401,60 +495,20 @@ fn is_stdout(path: &str) -> bool {
     path == "-" || path == "/dev/stdout"
 }
 
-/// An output file written under a temporary name, renamed by `commit`
-/// (removed if dropped uncommitted). `-`/`/dev/stdout` write to stdout.
-struct OutFile {
-    // Declared first, dropped first: the writer is closed before an
-    // uncommitted temporary is removed.
-    w: Option<Box<dyn Write>>,
-    temp: Option<TempOutput>,
-}
-
-impl OutFile {
-    fn create(path: &str, gzip: bool) -> io::Result<OutFile> {
-        let (raw, temp): (Box<dyn Write>, Option<TempOutput>) = if is_stdout(path) {
-            (Box::new(fasthts_io::output::Named::new(io::stdout(), fasthts_io::output::stdout_name())), None)
-        } else {
-            // Removed by the signal handler if interrupted. The bare OS
-            // error: the caller names the file as khmer does.
-            let (temp, file) = TempOutput::create(Path::new(path)).map_err(|e| e.source)?;
-            (Box::new(file), Some(temp))
-        };
-        let buf = BufWriter::with_capacity(1 << 20, raw);
-        let w: Box<dyn Write> =
-            if gzip { Box::new(flate2::write::GzEncoder::new(buf, flate2::Compression::default())) } else { Box::new(buf) };
-        Ok(OutFile { temp, w: Some(w) })
-    }
-
-    fn writer(&mut self) -> &mut dyn Write {
-        self.w.as_mut().expect("written before commit").as_mut()
-    }
-
-    fn commit(mut self) -> io::Result<()> {
-        let mut w = self.w.take().expect("committed once");
-        w.flush()?;
-        drop(w); // finishes a gzip stream
-        match self.temp.take() {
-            Some(temp) => temp.commit().map_err(|e| e.source),
-            None => Ok(()),
-        }
-    }
-}
-
 /// Where normalize, filter-abund and trim-low-abund write reads: every
 /// input's to one file (`-o`), or each input's to its own, named after it
 /// (`<file name>.<suffix>`, as khmer names them).
 struct ReadOutputs {
-    single: Option<(String, OutFile)>,
+    single: Option<(String, ReadOutput)>,
     suffix: &'static str,
-    gzip: bool,
+    compression: OutputCompression,
 }
 
 impl ReadOutputs {
-    fn new(single: Option<&str>, suffix: &'static str, gzip: bool) -> Result<ReadOutputs, Failure> {
-        let open = |path: &str| OutFile::create(path, gzip).map_err(|e| cannot_open("-o/--output", path, &e));
+    fn new(single: Option<&str>, suffix: &'static str, compression: OutputCompression) -> Result<ReadOutputs, Failure> {
+        let open = |path: &str| ReadOutput::open(Some(path), compression).map_err(|e| cannot_open("-o/--output", path, &e));
         let single = single.map(|path| open(path).map(|file| (path.to_string(), file))).transpose()?;
-        Ok(ReadOutputs { single, suffix, gzip })
+        Ok(ReadOutputs { single, suffix, compression })
     }
 
     /// Where `input`'s reads go.
@@ -466,45 +520,24 @@ impl ReadOutputs {
     }
 
     /// `input`'s own output file, created now; `None` with `-o`.
-    fn own(&self, input: &str) -> io::Result<Option<OutFile>> {
+    fn own(&self, input: &str) -> io::Result<Option<ReadOutput>> {
         match self.single {
             Some(_) => Ok(None),
-            None => OutFile::create(&self.path(input), self.gzip).map(Some),
+            None => ReadOutput::open(Some(&self.path(input)), self.compression).map(Some),
         }
     }
 
     /// The writer of an input whose [`ReadOutputs::own`] file is `own`.
-    fn writer<'a>(&'a mut self, own: &'a mut Option<OutFile>) -> &'a mut dyn Write {
+    fn writer<'a>(&'a mut self, own: &'a mut Option<ReadOutput>) -> &'a mut dyn Write {
         match (own, &mut self.single) {
-            (Some(file), _) | (None, Some((_, file))) => file.writer(),
+            (Some(file), _) | (None, Some((_, file))) => file,
             (None, None) => unreachable!("an input without an output"),
         }
     }
 
     /// Commits the single output (each input's own is committed by its caller).
-    fn commit(self) -> io::Result<()> {
+    fn commit(self) -> Result<(), Failure> {
         self.single.map_or(Ok(()), |(_, file)| file.commit())
-    }
-}
-
-/// `--gzip`/`--bzip` of the commands that write reads.
-#[derive(Args, Debug)]
-struct Compression {
-    /// Compress output using gzip
-    #[arg(long = "gzip", conflicts_with = "bzip")]
-    gzip: bool,
-    /// Compress output using bzip2 (not supported)
-    #[arg(long = "bzip")]
-    bzip: bool,
-}
-
-impl Compression {
-    /// Whether to gzip; `--bzip` is an error.
-    fn gzip(&self) -> Result<bool, Failure> {
-        if self.bzip {
-            return Err(khmer_error("--bzip output is not supported by fasthts; use --gzip"));
-        }
-        Ok(self.gzip)
     }
 }
 

@@ -1,8 +1,8 @@
 //! `fasthts kmer normalize`: normalize-by-median.py.
 
 use super::{
-    basename, cannot_open, check_inputs, check_stdin_output, create_in_place, cutoff_range, fp_error_block, khmer_error, load_graph,
-    refuse_input_as_output, save_graph_and_free, Compression, GraphArgs, ReadOutputs,
+    basename, cannot_open, check_stdin_output, create_in_place, cutoff_range, fp_error_block, khmer_error, load_graph,
+    refuse_input_as_output, save_graph_and_free, GraphArgs, OutputCompression, ReadOutputs,
 };
 use clap::Args;
 use fasthts_io::pool::thread_count;
@@ -33,46 +33,45 @@ pub struct NormArgs {
     #[arg(long = "force_single")]
     force_single: bool,
     /// include a file of unpaired reads to which -p/--paired does not apply.
-    #[arg(short = 'u', long = "unpaired-reads")]
+    #[arg(short = 'u', long = "unpaired-reads", value_name = "unpaired_reads_filename")]
     unpaired_reads: Option<String>,
     /// save the k-mer countgraph to disk after all reads are loaded.
-    #[arg(short = 's', long = "savegraph")]
+    #[arg(short = 's', long = "savegraph", value_name = "filename")]
     savegraph: Option<String>,
     /// write progress report to report_filename
-    #[arg(short = 'R', long = "report")]
+    #[arg(short = 'R', long = "report", value_name = "report_filename")]
     report: Option<String>,
     /// report progress every report_frequency reads
-    #[arg(allow_negative_numbers = true, long = "report-frequency", value_name = "N", default_value = "100000", value_parser = crate::numbers::whole::<u64>(1, i64::MAX))]
+    #[arg(allow_negative_numbers = true, long = "report-frequency", value_name = "report_frequency", default_value = "100000", value_parser = crate::numbers::whole::<u64>(1, i64::MAX))]
     report_frequency: u64,
     /// continue past file reading errors
     #[arg(short = 'f', long = "force")]
     force: bool,
     /// only output a single file with the specified filename; "-" = STDOUT
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long = "output", value_name = "filename")]
     output: Option<String>,
     /// load a precomputed k-mer graph from disk
-    #[arg(short = 'l', long = "loadgraph")]
+    #[arg(short = 'l', long = "loadgraph", value_name = "filename")]
     loadgraph: Option<String>,
     #[command(flatten)]
-    compression: Compression,
+    compression: OutputCompression,
     /// Threads (decisions are order-dependent and made in input order; with 2
     /// or more, two threads share the tables out between them and look up
     /// and update each read's k-mers in lockstep; output equals khmer's)
     /// [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    #[arg(hide_short_help = true, short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
     /// Input FAST[AQ] sequence filename.
-    #[arg(value_name = "INPUT", required = true)]
+    #[arg(id = "input_sequence_filename", value_name = "INPUT", required = true)]
     input_filenames: Vec<String>,
 }
 
 pub fn run(a: NormArgs) -> crate::CmdResult {
     let q = a.quiet;
-    let gzip = a.compression.gzip()?;
     if a.paired && a.force_single {
         return Err(khmer_error("ERROR: force_single and require_paired cannot both be set!").into());
     }
-    a.graph.report(q, a.loadgraph.is_some());
+    a.graph.report(q, a.loadgraph.as_deref())?;
     let mut basenames = Vec::new();
     if a.output.is_none() {
         for f in &a.input_filenames {
@@ -83,7 +82,7 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
             basenames.push(b);
         }
     }
-    check_inputs(&a.input_filenames, false)?;
+    warn_missing_or_empty(&a.input_filenames);
     let inputs: Vec<&str> = a.input_filenames.iter().chain(&a.unpaired_reads).chain(&a.loadgraph).map(String::as_str).collect();
     refuse_input_as_output(&[a.savegraph.as_deref(), a.report.as_deref()], a.output.as_deref(), "keep", &inputs)?;
     let mut g = match &a.loadgraph {
@@ -98,7 +97,7 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
             if !q {
                 eprintln!("making countgraph");
             }
-            a.graph.create()?
+            a.graph.create(a.force, q)?
         }
     };
     let report: Option<Box<dyn Write + Send>> = match &a.report {
@@ -115,7 +114,7 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         std::mem::forget(diag);
         return Err(e.into());
     }
-    let mut outputs = ReadOutputs::new(a.output.as_deref(), "keep", gzip)?;
+    let mut outputs = ReadOutputs::new(a.output.as_deref(), "keep", a.compression)?;
     let mut corrupt = Vec::new();
     for (f, require_paired) in &files {
         let mut own = outputs.own(f)?;
@@ -128,7 +127,11 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
             threads: thread_count(a.threads),
         };
         let bar = crate::progress::Bar::start("kmer normalize", q, crate::progress::Source::FilePositions(vec![f.into()], None));
-        let res = scripts::normalize_file(&mut g, f, &options, w, &mut diag);
+        // a missing input fails here, in Python's words, as khmer's does
+        let res = match super::read_outputs::check_readable(f) {
+            Ok(()) => scripts::normalize_file(&mut g, f, &options, w, &mut diag),
+            Err(e) => Err(super::read_outputs::python_os_error(f, &e).into()),
+        };
         drop(bar);
         match res {
             Ok(()) => {
@@ -146,9 +149,10 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
                 }
                 if let Some(o) = own {
                     o.commit()?;
-                    if !q {
-                        eprintln!("output in {}", outputs.path(f));
-                    }
+                }
+                if !q {
+                    // after every input, also into -o's one output
+                    eprintln!("output in {}", super::read_outputs::describe_output(Some(&outputs.path(f))));
                 }
             }
             Err(e) => {
@@ -187,4 +191,19 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         eprintln!("** WARNING: Finished with errors!\n** I/O Errors occurred in the following files:\n\t{}", corrupt.join(" "));
     }
     Ok(())
+}
+
+/// khmer's `check_valid_file_exists`: a warning for each input that is
+/// missing or empty, up to the first that is neither (where khmer stops
+/// looking); the run goes on (an empty input is skipped, a missing one
+/// fails when its turn comes).
+fn warn_missing_or_empty(inputs: &[String]) {
+    use std::os::unix::fs::FileTypeExt;
+    for f in inputs.iter().filter(|f| f.as_str() != "-") {
+        match std::fs::metadata(f) {
+            Ok(m) if m.len() > 0 || m.file_type().is_block_device() || m.file_type().is_fifo() => return,
+            Ok(_) => eprintln!("WARNING: Input file {f} is empty"),
+            Err(_) => eprintln!("WARNING: Input file {f} not found"),
+        }
+    }
 }

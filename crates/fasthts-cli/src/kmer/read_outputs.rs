@@ -1,8 +1,7 @@
-//! What the read-handling scripts (interleave-reads, split-paired-reads,
-//! extract-paired-reads, extract-long-sequences, fastq-to-fasta, readstats,
-//! sample-reads-randomly) share: their outputs (plain, gzip or bzip2, to a
+//! The outputs of reads of every k-mer script (plain, gzip or bzip2, to a
 //! file written under a temporary name or to stdout), khmer's names for
-//! them in messages, and Python's wording of OS errors.
+//! them in messages, and Python's wording of OS errors; and what the
+//! read-handling scripts (interleave-reads, split-paired-reads, ...) share.
 
 use crate::Failure;
 use clap::Args;
@@ -47,14 +46,24 @@ pub(super) struct ReadOutput {
 }
 
 impl ReadOutput {
-    /// Creates `path` (stdout for `None`, `-` and `/dev/stdout`).
+    /// Creates `path` (stdout for `None`, `-` and `/dev/stdout`); the error
+    /// as the read-handling scripts word it.
     pub(super) fn create(path: Option<&str>, compression: OutputCompression) -> Result<ReadOutput, Failure> {
+        ReadOutput::open(path, compression).map_err(|e| {
+            let p = path.unwrap_or("-");
+            Failure::new(1, format!("ERROR: can't open '{p}': {}", python_os_error(p, &e)))
+        })
+    }
+
+    /// [`ReadOutput::create`] with the bare OS error (its caller names the
+    /// file as its khmer script does).
+    pub(super) fn open(path: Option<&str>, compression: OutputCompression) -> io::Result<ReadOutput> {
         let (raw, temp): (Box<dyn Write>, Option<TempOutput>) = match path {
             None => (Box::new(io::stdout()), None),
             Some(p) if super::is_stdout(p) => (Box::new(io::stdout()), None),
             Some(p) => {
-                let (temp, file) = TempOutput::create(Path::new(p))
-                    .map_err(|e| Failure::new(1, format!("ERROR: can't open '{p}': {}", python_os_error(p, &e.source))))?;
+                // removed by the signal handler if interrupted
+                let (temp, file) = TempOutput::create(Path::new(p)).map_err(|e| e.source)?;
                 (Box::new(file), Some(temp))
             }
         };
@@ -65,7 +74,12 @@ impl ReadOutput {
         } else {
             Sink::Plain(BufWriter::with_capacity(BUFFER, raw))
         };
-        Ok(ReadOutput { sink: Some(sink), temp, path: path.unwrap_or("-").to_string() })
+        // errors name the file stdout is (`/dev/full`), as everywhere in fasthts
+        let name = match (path, &temp) {
+            (Some(p), Some(_)) => p.to_string(),
+            _ => fasthts_io::output::stdout_name().display().to_string(),
+        };
+        Ok(ReadOutput { sink: Some(sink), temp, path: name })
     }
 
     /// Finishes the stream (a compressed one's trailer included) and puts

@@ -2,7 +2,7 @@
 
 use super::{
     check_inputs, check_stdin_output, fp_error_block, is_stdout, khmer_error, load_graph, refuse_input_as_output, save_graph_and_free,
-    write_in_place, BoxError, Compression, GraphArgs, OutFile, ReadOutputs,
+    write_in_place, BoxError, GraphArgs, OutputCompression, ReadOutput, ReadOutputs,
 };
 use clap::Args;
 use fasthts_kmer::pyfmt::{json_str, py_repr};
@@ -29,25 +29,25 @@ pub struct TrimArgs {
     #[arg(allow_negative_numbers = true, short = 'C', long = "cutoff", value_name = "CUTOFF", default_value = "2", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     cutoff: u16,
     /// trim reads when entire read above this coverage
-    #[arg(allow_negative_numbers = true, short = 'Z', long = "trim-at-coverage", alias = "normalize-to", value_name = "COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
+    #[arg(allow_negative_numbers = true, short = 'Z', long = "trim-at-coverage", visible_alias = "normalize-to", value_name = "TRIM_AT_COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     trim_at_coverage: u16,
     /// only output a single file with the specified filename
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long = "output", value_name = "output_filename")]
     output: Option<String>,
     /// Only trim low-abundance k-mers from sequences that have high coverage.
     #[arg(short = 'V', long = "variable-coverage")]
     variable_coverage: bool,
     /// load a precomputed k-mer graph from disk
-    #[arg(short = 'l', long = "loadgraph")]
+    #[arg(short = 'l', long = "loadgraph", value_name = "filename")]
     loadgraph: Option<String>,
     /// save the k-mer countgraph to disk after all reads are loaded.
-    #[arg(short = 's', long = "savegraph")]
+    #[arg(short = 's', long = "savegraph", value_name = "filename")]
     savegraph: Option<String>,
     /// Print no progress messages (warnings and errors still go to stderr)
     #[arg(short = 'q', long = "quiet")]
     quiet: bool,
     /// What format should the machine readable run summary be in?
-    #[arg(long = "summary-info", value_parser = ["json", "tsv"])]
+    #[arg(long = "summary-info", value_name = "FORMAT", value_parser = ["json", "tsv"])]
     summary_info: Option<String>,
     /// Overwrite output file if it exists; continue past a too-small table
     #[arg(long = "force")]
@@ -60,19 +60,19 @@ pub struct TrimArgs {
     tempdir: String,
     /// Accepted as in the other k-mer commands, without effect: the trimming
     /// is order-dependent and runs on one thread (-T is khmer's --tempdir)
-    #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    #[arg(hide_short_help = true, short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
+    #[command(flatten)]
+    compression: OutputCompression,
     /// Eliminate high-coverage reads altogether (digital normalization).
     #[arg(long = "diginorm")]
     diginorm: bool,
     /// Coverage at which to normalize reads (with --diginorm)
-    #[arg(allow_negative_numbers = true, long = "diginorm-coverage", value_name = "COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
+    #[arg(allow_negative_numbers = true, long = "diginorm-coverage", value_name = "DIGINORM_COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     diginorm_coverage: u16,
     /// Do not do a second pass across the low coverage data
     #[arg(long = "single-pass")]
     single_pass: bool,
-    #[command(flatten)]
-    compression: Compression,
     /// FAST[AQ] sequence files to trim.
     #[arg(value_name = "INPUT", required = true)]
     input_filenames: Vec<String>,
@@ -98,33 +98,67 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
         )
         .into());
     }
-    let gzip = a.compression.gzip()?;
-    a.graph.report_as(q, a.loadgraph.is_some(), a.graph.small_count);
+    a.graph.report_as(q, a.loadgraph.as_deref(), a.graph.small_count)?;
     check_inputs(&a.input_filenames, a.force)?;
     let inputs: Vec<&str> = a.input_filenames.iter().chain(&a.loadgraph).map(String::as_str).collect();
     refuse_input_as_output(&[a.savegraph.as_deref()], a.output.as_deref(), "abundtrim", &inputs)?;
     check_stdin_output(&a.input_filenames, a.output.as_deref(), "-o")?;
     let mut g = match &a.loadgraph {
-        Some(l) if a.graph.small_count => super::load_small_graph(l)?,
-        Some(l) => load_graph(l)?,
+        Some(l) => {
+            if !q {
+                eprintln!("loading countgraph from {l}");
+            }
+            if a.graph.small_count {
+                super::load_small_graph(l)?
+            } else {
+                load_graph(l)?
+            }
+        }
         None => {
             a.graph.check(a.force, q)?;
-            a.graph.create()?
+            if !q {
+                eprintln!("making countgraph");
+            }
+            a.graph.create(a.force, q)?
         }
     };
     let tempdir = make_tempdir(&a.tempdir)?;
-    let result = trim_with_tempdir(&a, gzip, &mut g, &tempdir);
+    if !q {
+        eprintln!("created temporary directory {};\nuse -T to change location", tempdir.display());
+    }
+    let result = trim_with_tempdir(&a, &mut g, &tempdir);
+    if !q && result.is_ok() {
+        eprintln!("removing temp directory & contents ({})", tempdir.display());
+    }
     let _ = std::fs::remove_dir_all(&tempdir);
     fasthts::output::unregister_temporary(&tempdir);
-    let stats = result?;
+    let (stats, saved_for_pass2) = result?;
     let fp = g.fp_rate();
     if let Some(s) = &a.savegraph {
         save_graph_and_free(g, s)?;
     }
     if !q && stats.n_reads > 0 {
+        let n_reads = stats.n_reads as f64;
         eprintln!("read {} reads, {} bp", stats.n_reads, stats.n_bp);
         eprintln!("wrote {} reads, {} bp", stats.written_reads, stats.written_bp);
-        eprintln!("removed {} reads and trimmed {} reads", stats.n_reads - stats.written_reads, stats.trimmed_reads);
+        eprintln!("looked at {saved_for_pass2} reads twice ({:.2} passes)", 1.0 + saved_for_pass2 as f64 / n_reads);
+        let removed = stats.n_reads - stats.written_reads;
+        eprintln!(
+            "removed {removed} reads and trimmed {} reads ({:.2}%)",
+            stats.trimmed_reads,
+            (stats.trimmed_reads + removed) as f64 / n_reads * 100.0
+        );
+        // khmer's `%%` is printed as it is (a str.format string)
+        eprintln!(
+            "trimmed or removed {:.2}%% of bases ({} total)",
+            (1.0 - stats.written_bp as f64 / stats.n_bp as f64) * 100.0,
+            stats.n_bp as i64 - stats.written_bp as i64
+        );
+        if a.variable_coverage {
+            let high = stats.n_reads - stats.n_skipped;
+            eprintln!("{high} reads were high coverage ({:.2}%);", 100.0 * high as f64 / n_reads);
+            eprintln!("skipped {} reads/{} bases because of low coverage", stats.n_skipped, stats.bp_skipped);
+        }
     }
     if fp > 0.8 {
         let block = fp_error_block(fp, 0.8);
@@ -135,6 +169,10 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
     }
     if !q {
         eprintln!("fp rate estimated to be {fp:1.3}");
+        match a.output.as_deref() {
+            None => eprintln!("output in *.abundtrim"),
+            Some(o) => eprintln!("output in {}", super::read_outputs::output_name(Some(o))),
+        }
     }
     if let Some(fmt) = &a.summary_info {
         let base = match a.output.as_deref() {
@@ -204,7 +242,12 @@ fn make_tempdir(parent: &str) -> io::Result<PathBuf> {
     Err(io::Error::other("cannot create temporary directory"))
 }
 
-fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Path) -> Result<TrimStats, BoxError> {
+/// khmer's REPORT_EVERY_N_READS: reads between two progress lines.
+const PROGRESS_EVERY: u64 = 10_000;
+
+/// The two passes; their summary counters and the number of reads set
+/// aside for the second.
+fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result<(TrimStats, u64), BoxError> {
     let opt = TrimOptions {
         cutoff: a.cutoff,
         trim_at_coverage: a.trim_at_coverage,
@@ -214,9 +257,10 @@ fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Pat
         single_pass: a.single_pass,
     };
     let mut stats = TrimStats::default();
-    let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundtrim", gzip)?;
+    let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundtrim", a.compression)?;
     // per input: (pass2 file, own output)
-    let mut pass2: Vec<(String, Option<OutFile>)> = Vec::new();
+    let mut pass2: Vec<(String, Option<ReadOutput>)> = Vec::new();
+    let mut last_start = 0;
     for f in &a.input_filenames {
         let p2 = tempdir.join(format!("{}.pass2", f.replace('/', "-")));
         let p2s = p2.to_string_lossy().into_owned();
@@ -224,18 +268,47 @@ fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Pat
         let mut own = outputs.own(f)?;
         let w = outputs.writer(&mut own);
         let bar = crate::progress::Bar::start("kmer trim-low-abund", a.quiet, crate::progress::Source::FilePositions(vec![f.into()], None));
-        scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+        let (reads_before, saved_before) = (stats.n_reads, stats.n_saved);
+        last_start = reads_before;
+        let mut watermark = PROGRESS_EVERY;
+        let mut emit = |r: Record<'_>, s: &TrimStats| {
+            // khmer's progress line, checked at each read written
+            if !a.quiet && s.n_reads - reads_before > watermark {
+                eprintln!("... {f} {} {} {} {} {}", s.n_saved, s.n_reads, s.n_bp, s.written_reads, s.written_bp);
+                watermark += PROGRESS_EVERY;
+            }
+            r.write(&mut *w)
+        };
+        scripts::trim_pass1(g, f, &opt, &mut saver, &mut stats, &mut emit)?;
         drop(bar);
+        if !a.quiet {
+            eprintln!("{f}: kept aside {} of {} from first pass", stats.n_saved - saved_before, stats.n_reads - reads_before);
+        }
         saver.flush()?;
         pass2.push((p2s, own));
     }
     let after_pass1 = stats.clone();
     for (p, own) in pass2.iter_mut() {
         if !opt.single_pass {
+            if !a.quiet {
+                eprintln!("second pass: looking at sequences kept aside in {p}");
+            }
             let w = outputs.writer(own);
             let bar = crate::progress::Bar::start("kmer trim-low-abund (second pass)", a.quiet, crate::progress::Source::FilePositions(vec![PathBuf::from(&*p)], None));
-            scripts::trim_pass2(g, p, &opt, &mut stats, &mut |r: Record<'_>| r.write(w))?;
+            let mut watermark = PROGRESS_EVERY;
+            let mut emit = |r: Record<'_>, s: &TrimStats| {
+                // khmer counts from the start of the last file of pass 1 here
+                if !a.quiet && s.n_reads - last_start > watermark {
+                    eprintln!("... x 2 {} {p} {} {} {} {} {}", s.n_reads - last_start, s.n_saved, s.n_reads, s.n_bp, s.written_reads, s.written_bp);
+                    watermark += PROGRESS_EVERY;
+                }
+                r.write(&mut *w)
+            };
+            scripts::trim_pass2(g, p, &opt, &mut stats, &mut emit)?;
             drop(bar);
+            if !a.quiet {
+                eprintln!("removing {p}");
+            }
         }
         let _ = std::fs::remove_file(&*p);
     }
@@ -245,5 +318,5 @@ fn trim_with_tempdir(a: &TrimArgs, gzip: bool, g: &mut Countgraph, tempdir: &Pat
         }
     }
     outputs.commit()?;
-    Ok(TrimStats::summary(&after_pass1, &stats))
+    Ok((TrimStats::summary(&after_pass1, &stats), after_pass1.n_saved))
 }

@@ -727,9 +727,11 @@ fn check(job: &Job, case: &Case, run: &Measured, reference_ok: Option<bool>, w: 
             _ => {}
         }
     } else if run.success() {
+        // khmer's normalize-by-median warns about an empty input and skips it
+        let khmer_skips = job.label.starts_with("kmer normalize") && case.name == "seq-empty";
         let allowed = match reference_ok {
             Some(ok) => ok,
-            None => documented_success(case).is_some(),
+            None => documented_success(case).is_some() || khmer_skips,
         };
         if !allowed {
             problems
@@ -748,7 +750,9 @@ fn check(job: &Job, case: &Case, run: &Measured, reference_ok: Option<bool>, w: 
             problems.push(format!("exit status {:?}", run.code));
         }
         let kmer = job.label.starts_with("kmer ");
-        let errors: Vec<&str> = err.lines().filter(|l| !l.contains("warning:") && !(kmer && is_khmer_trailer(l))).collect();
+        // khmer's own warnings ("WARNING: Input file X not found") come before its error
+        let errors: Vec<&str> =
+            err.lines().filter(|l| !l.contains("warning:") && !(kmer && (is_khmer_trailer(l) || l.starts_with("WARNING: ")))).collect();
         // k-mer commands: khmer's own error lines, or where khmer fails
         // with a Python exception, its last line (`OSError: File ...`)
         let python_exception = |l: &str| l.split_once(": ").is_some_and(|(class, _)| class.ends_with("Error") && class.bytes().all(|b| b.is_ascii_alphabetic()));

@@ -69,7 +69,7 @@ fn trim_and_emit(
     cutoff: u16,
     stats: &mut TrimStats,
     scratch: &mut ReadScratch,
-    emit: &mut dyn FnMut(Record<'_>) -> io::Result<()>,
+    emit: &mut dyn FnMut(Record<'_>, &TrimStats) -> io::Result<()>,
 ) -> io::Result<()> {
     let r = r.as_record();
     let decision = trim_record(graph, &r, cutoff, false, 0, scratch);
@@ -82,14 +82,15 @@ fn trim_and_emit(
         Trim::Cut(t) => Some(r.truncated(t)),
     };
     if let Some(t) = kept {
-        emit(t)?;
+        emit(t, stats)?;
         stats.written_reads += 1;
         stats.written_bp += t.seq.len() as u64;
     }
     Ok(())
 }
 
-/// trim-low-abund pass 1 over one file: emit (via `emit`) trimmed reads of
+/// trim-low-abund pass 1 over one file: emit (via `emit`, which also sees
+/// the counters as they stand, for khmer's progress lines) trimmed reads of
 /// high-coverage units, consume and save (to `saver`) the others.
 pub fn trim_pass1(
     graph: &mut Countgraph,
@@ -97,7 +98,7 @@ pub fn trim_pass1(
     opt: &TrimOptions,
     saver: &mut dyn Write,
     stats: &mut TrimStats,
-    emit: &mut dyn FnMut(Record<'_>) -> io::Result<()>,
+    emit: &mut dyn FnMut(Record<'_>, &TrimStats) -> io::Result<()>,
 ) -> Result<(), BoxError> {
     let k = graph.ksize() as usize;
     let mut scratch = ReadScratch::default();
@@ -136,7 +137,7 @@ pub fn trim_pass2(
     pass2_path: &str,
     opt: &TrimOptions,
     stats: &mut TrimStats,
-    emit: &mut dyn FnMut(Record<'_>) -> io::Result<()>,
+    emit: &mut dyn FnMut(Record<'_>, &TrimStats) -> io::Result<()>,
 ) -> Result<(), BoxError> {
     let k = graph.ksize() as usize;
     let mut scratch = ReadScratch::default();
@@ -151,7 +152,7 @@ pub fn trim_pass2(
             } else {
                 stats.n_skipped += 1;
                 stats.bp_skipped += 1;
-                emit(r.as_record())?;
+                emit(r.as_record(), stats)?;
                 stats.written_reads += 1;
                 stats.written_bp += r.seq.len() as u64;
             }
