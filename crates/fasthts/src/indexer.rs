@@ -31,6 +31,26 @@ pub fn build(bam: &BamFile, format: IndexFormat) -> Result<Index, Error> {
     builder.finish(end).map_err(|e| Error::from(e).with_path(bam.path()))
 }
 
+/// Builds the index of a coordinate-sorted bgzipped SAM (`file`, the whole
+/// compressed file; `path` names it in errors) as `samtools index` does:
+/// the records as that SAM read into BAM records, each with the virtual
+/// offset of its line's end ([`crate::sam::BgzfSamReader`]).
+pub fn build_sam(file: &[u8], path: &Path, format: IndexFormat) -> Result<Index, Error> {
+    let with_path = |e: Error| e.with_path(path);
+    let mut sam = crate::sam::BgzfSamReader::new(file).map_err(|e| with_path(e.into()))?;
+    let format = format_for(sam.header(), format);
+    let mut builder = IndexBuilder::new(format, sam.header().references.len(), sam.first_record_offset());
+    let end = sam.for_each_record(|r, end| {
+        let mapped = r.flag() & flags::UNMAPPED == 0;
+        builder.push(r.ref_id(), i64::from(r.pos()), r.end_pos(), end, mapped).map_err(|e| with_path(e.into()))
+    });
+    let end = end.map_err(|e: Error| match e {
+        Error::WithPath { .. } => e,
+        e => with_path(e),
+    })?;
+    builder.finish(end).map_err(|e| with_path(e.into()))
+}
+
 /// The index format for a BAM with `header`: a CSI's depth follows from the
 /// longest reference, as samtools computes it (the depth in `format` is
 /// ignored).

@@ -9,6 +9,7 @@ mod common;
 mod harness;
 
 mod bad_input;
+mod bgzf_sam;
 mod depth;
 mod inputs;
 mod kmer_reads;

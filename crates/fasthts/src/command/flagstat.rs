@@ -76,7 +76,8 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
             sam.for_each_record(|r| {
                 stats.add(&r);
                 Ok::<(), Error>(())
-            })?;
+            })
+            .map_err(|e| e.with_path(path))?;
             Ok(stats)
         }
     })

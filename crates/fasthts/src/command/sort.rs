@@ -157,6 +157,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
     with_threads(Some(threads), || {
         // A stream's records go straight into the sort's batches: the
         // disk holds the output and the runs only.
+        let input_path = input;
         let mut input = input::open(input)?;
         if let Input::Bam(bam) = &input {
             warn_if_truncated(bam, report);
@@ -168,7 +169,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         };
         if to_stdout {
             let stdout = BufWriter::with_capacity(1 << 20, Named::new(io::stdout().lock(), crate::output::stdout_name()));
-            match sort::sort_input(&mut input, &sort_options, stdout) {
+            match sort::sort_input(&mut input, input_path, &sort_options, stdout) {
                 // A reader that has seen enough (`| head`) is not an error.
                 Err(Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
                 r => {
@@ -181,7 +182,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         }
         let (temp, file) = TempOutput::create(&data)?;
         let writer = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
-        let (stats, out) = sort::sort_input(&mut input, &sort_options, writer)?;
+        let (stats, out) = sort::sort_input(&mut input, input_path, &sort_options, writer)?;
         stream_warning(&input);
         let file = out.into_inner().map_err(|e| e.into_error())?.into_inner().into_inner();
         crate::output::sync_if_file(&file).map_err(|e| Error::from(e).with_path(temp.shown()))?;
