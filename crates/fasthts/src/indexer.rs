@@ -58,7 +58,7 @@ pub fn format_for(header: &Header, format: IndexFormat) -> IndexFormat {
     match format {
         IndexFormat::Bai => IndexFormat::Bai,
         IndexFormat::Csi { min_shift, .. } => {
-            let longest = header.references.iter().map(|r| u64::from(r.len)).max().unwrap_or(0);
+            let longest = (0..header.references.len()).map(|i| header.reference_len(i)).max().unwrap_or(0);
             IndexFormat::Csi { min_shift, depth: index::csi_depth(min_shift, longest) }
         }
     }
@@ -74,7 +74,8 @@ pub fn write_index(index: &Index, path: impl AsRef<Path>) -> Result<(), Error> {
 /// `samtools idxstats` text from the index (per reference: name, length,
 /// mapped and unmapped records; then the records without coordinate).
 pub fn idxstats(bam: &BamFile, index: &Index) -> String {
-    let refs: Vec<(&str, u64)> = bam.header().references.iter().map(|r| (r.name.as_str(), u64::from(r.len))).collect();
+    let h = bam.header();
+    let refs: Vec<(&str, u64)> = h.references.iter().enumerate().map(|(i, r)| (r.name.as_str(), h.reference_len(i))).collect();
     index::idxstats(index, &refs)
 }
 
@@ -122,8 +123,8 @@ impl IdxstatsCounts {
     /// samtools idxstats' text of the records counted.
     pub fn text(&self, header: &Header) -> String {
         let mut out = String::new();
-        for (r, c) in header.references.iter().zip(&self.counts[1..]) {
-            out.push_str(&format!("{}\t{}\t{}\t{}\n", r.name, r.len, c[0], c[1]));
+        for ((i, r), c) in header.references.iter().enumerate().zip(&self.counts[1..]) {
+            out.push_str(&format!("{}\t{}\t{}\t{}\n", r.name, header.reference_len(i), c[0], c[1]));
         }
         out.push_str(&format!("*\t0\t{}\t{}\n", self.counts[0][0], self.counts[0][1]));
         out

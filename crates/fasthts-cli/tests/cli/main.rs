@@ -14,6 +14,7 @@ mod depth;
 mod inputs;
 mod kmer_reads;
 mod kmer_vs_khmer;
+mod large_positions;
 mod robustness;
 mod robustness_faults;
 mod samtools_diff;

@@ -72,6 +72,8 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
             Ok(tally.stats())
         }
         Input::Sam(mut sam) => {
+            // Positions are not counted: SAM's 64-bit ones are fine (samtools counts them).
+            sam.set_positions(crate::sam::Positions::Unread);
             let mut stats = FlagStat::default();
             sam.for_each_record(|r| {
                 stats.add(&r);

@@ -157,10 +157,13 @@ fn idxstats_of(input: Input, path: &Path, bgzf_sam_file: bool, report: &dyn Repo
             // A bgzipped SAM's index is used as samtools uses it (its
             // counts, not the records').
             if let Some(index) = bgzf_sam_file.then(|| sam_index(path, sam.header(), report)).transpose()?.flatten() {
-                let refs: Vec<(&str, u64)> = sam.header().references.iter().map(|r| (r.name.as_str(), u64::from(r.len))).collect();
+                let h = sam.header();
+                let refs: Vec<(&str, u64)> = h.references.iter().enumerate().map(|(i, r)| (r.name.as_str(), h.reference_len(i))).collect();
                 return Ok(crate::index::idxstats(&index, &refs));
             }
             report.warning(Warning::CountingEveryRecord { path: path.to_path_buf() });
+            // References and flags are counted, not positions (SAM's may be 64-bit).
+            sam.set_positions(crate::sam::Positions::Unread);
             let mut counts = IdxstatsCounts::new(sam.header());
             sam.for_each_record(|r| counts.add(&r)).map_err(|e| e.with_path(path))?;
             Ok(counts.text(sam.header()))

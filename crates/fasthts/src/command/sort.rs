@@ -159,6 +159,12 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         // disk holds the output and the runs only.
         let input_path = input;
         let mut input = input::open(input)?;
+        // samtools' check before any record is read: BAM's 32-bit
+        // positions cannot hold a reference this long.
+        let header = input.header();
+        if format == OutputFormat::Bam && (0..header.references.len()).any(|i| header.reference_len(i) > i32::MAX as u64) {
+            return Err(Error::Message("output format is not compatible with very large references".into()));
+        }
         if let Input::Bam(bam) = &input {
             warn_if_truncated(bam, report);
         }
