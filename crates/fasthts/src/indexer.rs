@@ -40,9 +40,9 @@ pub fn build_sam(file: &[u8], path: &Path, format: IndexFormat) -> Result<Index,
     let mut sam = crate::sam::BgzfSamReader::new(file).map_err(|e| with_path(e.into()))?;
     let format = format_for(sam.header(), format);
     let mut builder = IndexBuilder::new(format, sam.header().references.len(), sam.first_record_offset());
-    let end = sam.for_each_record(|r, end| {
+    let end = sam.for_each_record(|r, pos, end_pos, end| {
         let mapped = r.flag() & flags::UNMAPPED == 0;
-        builder.push(r.ref_id(), i64::from(r.pos()), r.end_pos(), end, mapped).map_err(|e| with_path(e.into()))
+        builder.push(r.ref_id(), pos, end_pos, end, mapped).map_err(|e| with_path(e.into()))
     });
     let end = end.map_err(|e: Error| match e {
         Error::WithPath { .. } => e,

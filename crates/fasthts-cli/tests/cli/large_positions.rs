@@ -77,3 +77,39 @@ fn bam_output_of_very_long_references_is_refused_as_samtools_refuses_it() {
     assert_eq!(ours.strip_prefix("fasthts sort: "), text(&expected.stderr).strip_prefix("samtools sort: "), "{ours}");
     assert!(!out.exists(), "no output left");
 }
+
+#[test]
+fn csi_of_a_bgzipped_sam_with_large_positions_is_samtools_byte_for_byte() {
+    let Some(dir) = with_samtools("large-pos-csi") else { return };
+    if !require(fasthts::bgzf::have_system_libdeflate(), "the system libdeflate samtools links") {
+        return;
+    }
+    let mut texts = vec![large_sam(&mut Rng::new(9)).into_bytes()];
+    if let Some(t) = samtools_test_data() {
+        for name in ["longref.sam", "longref2.sam"] {
+            texts.push(std::fs::read(t.join("large_pos").join(name)).unwrap());
+        }
+    }
+    for (i, sam) in texts.iter().enumerate() {
+        let gz = dir.path(&format!("l{i}.sam.gz"));
+        std::fs::write(&gz, fasthts::bgzf::compress_all(sam, 6)).unwrap();
+        for mode in [&["-c"][..], &["-m", "12"], &["-b"]] {
+            let (a, b) = (dir.path("ours.idx"), dir.path("theirs.idx"));
+            let _ = (std::fs::remove_file(&a), std::fs::remove_file(&b));
+            let mut c = fasthts();
+            c.arg("index").args(mode).arg("-o").arg(&a).arg(&gz);
+            let got = run(c);
+            let mut s = Command::new("samtools");
+            s.arg("index").args(mode).arg(&gz).arg(&b);
+            let expected = run(s);
+            // A BAI cannot hold these positions: both refuse it.
+            let want = mode != ["-b"];
+            assert_eq!((got.status.success(), expected.status.success()), (want, want), "{mode:?} l{i}: {}", text(&got.stderr));
+            if want {
+                assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "{mode:?} l{i}: index bytes differ");
+            } else {
+                assert!(text(&got.stderr).contains("cannot be stored in a bai index") && !a.exists());
+            }
+        }
+    }
+}

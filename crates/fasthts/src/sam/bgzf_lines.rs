@@ -4,7 +4,7 @@
 
 use super::header::HeaderBuilder;
 use super::reader::qname_of;
-use super::{encode_record, RefNames, SamError, SamHeader};
+use super::{encode_record_with, Positions, RefNames, SamError, SamHeader};
 use crate::bam::{Header, RecordRef};
 use crate::bgzf::{BgzfError, BlockReader, VirtualOffset};
 use std::io;
@@ -92,12 +92,15 @@ impl<'a> BgzfSamReader<'a> {
         }
     }
 
-    /// Calls `f` with each record and the virtual offset after its line;
-    /// returns the offset at the end of the data (after the last line).
+    /// Calls `f` with each record, its position and end (0-based, 64-bit:
+    /// SAM's positions may lie past BAM's 32-bit fields, which then hold
+    /// -1 in the record, see [`Positions::Unread`]) and the virtual offset
+    /// after its line; returns the offset at the end of the data (after the
+    /// last line).
     pub fn for_each_record<E, F>(&mut self, mut f: F) -> Result<VirtualOffset, E>
     where
         E: From<SamError>,
-        F: FnMut(RecordRef<'_>, VirtualOffset) -> Result<(), E>,
+        F: FnMut(RecordRef<'_>, i64, i64, VirtualOffset) -> Result<(), E>,
     {
         let n_ref = self.sam_header.header.references.len();
         let mut record = Vec::new();
@@ -105,17 +108,28 @@ impl<'a> BgzfSamReader<'a> {
             self.line_no += 1;
             let line = &self.reader.available()[..len];
             record.clear();
-            if let Err(source) = encode_record(line, &self.sam_header.names, &mut record) {
+            if let Err(source) = encode_record_with(line, &self.sam_header.names, &mut record, Positions::Unread) {
                 return Err(E::from(SamError::Record { line: self.line_no, name: qname_of(line), source }));
             }
             let rec = RecordRef::new(&record[4..], n_ref)
                 .map_err(|defect| E::from(SamError::InvalidRecord { line: self.line_no, defect }))?;
+            // A placed record at -1 had a POS past 2^31: read it again from the text.
+            let pos = match (rec.ref_id(), rec.pos()) {
+                (0.., -1) => line.split(|&c| c == b'\t').nth(3).and_then(parse_i64).map_or(-1, |p| p - 1),
+                (_, p) => i64::from(p),
+            };
+            let end_pos = pos + (rec.end_pos() - i64::from(rec.pos()));
             let end = self.reader.virtual_offset_at(next);
-            f(rec, end)?;
+            f(rec, pos, end_pos, end)?;
             self.reader.consume(next);
         }
         Ok(self.reader.virtual_offset())
     }
+}
+
+/// A decimal POS (the encoder has already read it as a number).
+fn parse_i64(field: &[u8]) -> Option<i64> {
+    std::str::from_utf8(field).ok()?.parse().ok()
 }
 
 #[cfg(test)]
@@ -134,7 +148,8 @@ mod tests {
         // Each end offset, read back from the file, is where the next line starts.
         let mut ends = Vec::new();
         let end = r
-            .for_each_record(|rec, at| {
+            .for_each_record(|rec, pos, _, at| {
+                assert_eq!(i64::from(rec.pos()), pos);
                 ends.push((rec.pos(), at));
                 Ok::<(), SamError>(())
             })
@@ -157,7 +172,7 @@ mod tests {
         let first_line = text.iter().position(|&c| c == b'\n').unwrap() as u64 + 1;
         assert_eq!(u64::from(r.first_record_offset()), first_line);
         let mut n = 0;
-        let end = r.for_each_record(|_, _| Ok::<(), SamError>(n += 1)).unwrap();
+        let end = r.for_each_record(|_, _, _, _| Ok::<(), SamError>(n += 1)).unwrap();
         assert_eq!((n, end.uncompressed()), (2, 0), "a last line without a line end; ends at a block end");
     }
 }
