@@ -36,6 +36,9 @@ command -v art_illumina >/dev/null || need+=(art-nextgen-simulation-tools)
 [[ -f /usr/include/htslib/sam.h ]] || need+=(libhts-dev)
 # The sort engine behind the cargo feature "rocksdb" links the system's librocksdb.
 [[ -f /usr/include/rocksdb/c.h ]] || need+=(librocksdb-dev)
+# CSI indexes are compressed by the system's libdeflate, as samtools' are, for
+# samtools' exact bytes (it comes with samtools; loaded at run time, not linked).
+{ /sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null; } | grep -q 'libdeflate\.so\.0' || need+=(libdeflate0)
 # Debian's python3 makes virtual environments only with python3-venv.
 "$python" -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if ((${#need[@]})); then

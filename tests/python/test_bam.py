@@ -343,7 +343,7 @@ def test_wrong_inputs_are_named_as_the_cli_names_them(cli, tmp_path):
 
     sam = b"@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:100\n"
     cases = {
-        "x.sam.gz": (gzip.compress(sam), "gzip-compressed SAM input is not supported yet"),
+        "x.sam.gz": (gzip.compress(sam), "SAM compressed with gzip, not BGZF, cannot be indexed"),
         "x.fq": (b"@r\nACGT\n+\nIIII\n", "FASTQ sequences, not BAM or SAM alignments"),
         "x.sam": (sam, "SAM cannot be indexed or read through an index"),
     }

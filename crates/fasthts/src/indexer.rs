@@ -31,6 +31,26 @@ pub fn build(bam: &BamFile, format: IndexFormat) -> Result<Index, Error> {
     builder.finish(end).map_err(|e| Error::from(e).with_path(bam.path()))
 }
 
+/// Builds the index of a coordinate-sorted bgzipped SAM (`file`, the whole
+/// compressed file; `path` names it in errors) as `samtools index` does:
+/// the records as that SAM read into BAM records, each with the virtual
+/// offset of its line's end ([`crate::sam::BgzfSamReader`]).
+pub fn build_sam(file: &[u8], path: &Path, format: IndexFormat) -> Result<Index, Error> {
+    let with_path = |e: Error| e.with_path(path);
+    let mut sam = crate::sam::BgzfSamReader::new(file).map_err(|e| with_path(e.into()))?;
+    let format = format_for(sam.header(), format);
+    let mut builder = IndexBuilder::new(format, sam.header().references.len(), sam.first_record_offset());
+    let end = sam.for_each_record(|r, pos, end_pos, end| {
+        let mapped = r.flag() & flags::UNMAPPED == 0;
+        builder.push(r.ref_id(), pos, end_pos, end, mapped).map_err(|e| with_path(e.into()))
+    });
+    let end = end.map_err(|e: Error| match e {
+        Error::WithPath { .. } => e,
+        e => with_path(e),
+    })?;
+    builder.finish(end).map_err(|e| with_path(e.into()))
+}
+
 /// The index format for a BAM with `header`: a CSI's depth follows from the
 /// longest reference, as samtools computes it (the depth in `format` is
 /// ignored).
@@ -38,7 +58,7 @@ pub fn format_for(header: &Header, format: IndexFormat) -> IndexFormat {
     match format {
         IndexFormat::Bai => IndexFormat::Bai,
         IndexFormat::Csi { min_shift, .. } => {
-            let longest = header.references.iter().map(|r| u64::from(r.len)).max().unwrap_or(0);
+            let longest = (0..header.references.len()).map(|i| header.reference_len(i)).max().unwrap_or(0);
             IndexFormat::Csi { min_shift, depth: index::csi_depth(min_shift, longest) }
         }
     }
@@ -54,7 +74,8 @@ pub fn write_index(index: &Index, path: impl AsRef<Path>) -> Result<(), Error> {
 /// `samtools idxstats` text from the index (per reference: name, length,
 /// mapped and unmapped records; then the records without coordinate).
 pub fn idxstats(bam: &BamFile, index: &Index) -> String {
-    let refs: Vec<(&str, u64)> = bam.header().references.iter().map(|r| (r.name.as_str(), u64::from(r.len))).collect();
+    let h = bam.header();
+    let refs: Vec<(&str, u64)> = h.references.iter().enumerate().map(|(i, r)| (r.name.as_str(), h.reference_len(i))).collect();
     index::idxstats(index, &refs)
 }
 
@@ -102,8 +123,8 @@ impl IdxstatsCounts {
     /// samtools idxstats' text of the records counted.
     pub fn text(&self, header: &Header) -> String {
         let mut out = String::new();
-        for (r, c) in header.references.iter().zip(&self.counts[1..]) {
-            out.push_str(&format!("{}\t{}\t{}\t{}\n", r.name, r.len, c[0], c[1]));
+        for ((i, r), c) in header.references.iter().enumerate().zip(&self.counts[1..]) {
+            out.push_str(&format!("{}\t{}\t{}\t{}\n", r.name, header.reference_len(i), c[0], c[1]));
         }
         out.push_str(&format!("*\t0\t{}\t{}\n", self.counts[0][0], self.counts[0][1]));
         out

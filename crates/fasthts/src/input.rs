@@ -7,8 +7,10 @@
 //! a FIFO, process substitution or standard input is read once as it
 //! streams ([`BamStream`], inflated ahead on worker threads), as is
 //! uncompressed BAM (raw `BAM\1`, or gzip that is not BGZF) from anywhere;
-//! SAM is parsed as a stream; CRAM is decoded by htslib ([`crate::cram`]),
-//! from the file or as it streams. Nothing is copied to disk.
+//! SAM, plain or compressed (BGZF as `bgzip` writes it, or gzip, as htslib
+//! reads both), is parsed as a stream; CRAM is decoded by htslib
+//! ([`crate::cram`]), from the file or as it streams. Nothing is copied to
+//! disk.
 
 use crate::bam::{BamFile, BamStream};
 use crate::bgzf::{Block, BlockReader, VirtualOffset};
@@ -145,13 +147,15 @@ fn is_text(bytes: &[u8]) -> bool {
 
 /// The error for an input that is not one this build reads as
 /// alignments, naming `path`: the same words for the same input in every
-/// command and in Python. `Ok(())` for BAM, plain SAM and CRAM.
+/// command and in Python. `Ok(())` for BAM, SAM (plain, BGZF- or
+/// gzip-compressed, as htslib reads them) and CRAM.
 pub fn check_supported(format: Format, path: &Path) -> Result<(), Error> {
     let what = match format {
         Format::Bam(_) | Format::Sam | Format::Cram => return Ok(()),
+        Format::CompressedSam(Compression::Bgzf | Compression::Gzip) => return Ok(()),
         Format::Empty => "empty file, not BAM or SAM".to_string(),
-        Format::CompressedSam(Compression::Bgzf) => "bgzipped SAM input is not supported yet".into(),
-        Format::CompressedSam(c) => format!("{} SAM input is not supported yet", compressed_name(c)),
+        // htslib does not read bzip2 SAM either.
+        Format::CompressedSam(c) => format!("{} SAM input is not supported", compressed_name(c)),
         Format::Index(kind) => format!("a {kind} index, not the BAM or SAM file it indexes"),
         Format::Sequences(kind) => format!("{kind} sequences, not BAM or SAM alignments"),
         Format::Vcf => "VCF, not BAM or SAM alignments".into(),
@@ -161,25 +165,38 @@ pub fn check_supported(format: Format, path: &Path) -> Result<(), Error> {
     Err(Error::Message(what).with_path(path))
 }
 
-/// The error for an input that is read as a stream only, where a
-/// memory-mapped BGZF BAM is needed (an index is built or read): SAM or
-/// uncompressed BAM; else what [`check_supported`] says.
+/// The error for an input that is read as a stream only, where a BGZF file
+/// is needed (an index is built): plain or gzip-compressed SAM,
+/// uncompressed BAM; else what [`check_supported`] says. BGZF BAM and
+/// BGZF SAM (samtools indexes both) pass.
 pub fn check_indexable(format: Format, path: &Path) -> Result<(), Error> {
     if format == Format::Cram {
         let what = "CRAM is read sequentially here: region queries and pileups need BGZF-compressed BAM (fasthts sort -o OUT.bam converts)";
         return Err(Error::Message(what.into()).with_path(path));
     }
     let what = match format {
-        Format::Bam(Compression::Bgzf) => return Ok(()),
+        Format::Bam(Compression::Bgzf) | Format::CompressedSam(Compression::Bgzf) => return Ok(()),
         Format::Sam => "SAM",
+        Format::CompressedSam(Compression::Gzip) => "SAM compressed with gzip, not BGZF,",
         Format::Bam(Compression::None) => "uncompressed BAM",
         Format::Bam(_) => "BAM compressed with gzip, not BGZF,",
         other => return check_supported(other, path),
     };
     Err(Error::Message(format!(
-        "{what} cannot be indexed or read through an index: only BGZF-compressed BAM can (fasthts sort writes one)"
+        "{what} cannot be indexed or read through an index: only BGZF-compressed BAM or SAM can (fasthts sort and bgzip write them)"
     ))
     .with_path(path))
+}
+
+/// The error for an input that is not a BGZF BAM where one is memory-mapped
+/// and read through its index ([`BamFile`]): bgzipped SAM, which is
+/// indexed and read as a stream only; else what [`check_indexable`] says.
+pub fn check_mappable(format: Format, path: &Path) -> Result<(), Error> {
+    if format == Format::CompressedSam(Compression::Bgzf) {
+        let what = "bgzipped SAM is read as a stream, not through an index: only BGZF-compressed BAM can be (fasthts sort writes one)";
+        return Err(Error::Message(what.into()).with_path(path));
+    }
+    check_indexable(format, path)
 }
 
 fn compressed_name(c: Compression) -> &'static str {
@@ -225,7 +242,8 @@ pub enum Input {
     /// A BAM read once as it streams (a pipe, a FIFO, standard input;
     /// uncompressed BAM).
     Stream(Box<BamStream>),
-    /// A SAM stream with its header read.
+    /// A SAM stream (plain, or decompressed as it is read) with its
+    /// header read.
     Sam(Box<SamReader<Box<dyn Read + Send>>>),
     /// CRAM, decoded by htslib (a file, or a stream as it arrives).
     Cram(Box<CramReader>),
@@ -291,6 +309,25 @@ impl Peeked {
         self.regular.is_some()
     }
 
+    /// Whether a regular file ends with BGZF's EOF marker (htslib's
+    /// `bgzf_check_EOF`); `None` for a stream, whose end cannot be looked
+    /// at before it is read.
+    pub fn ends_with_eof_marker(&self) -> Option<bool> {
+        use std::io::{Seek, SeekFrom};
+        let path = self.regular.as_ref()?;
+        let mut tail = [0u8; 28];
+        let read = File::open(path).and_then(|mut f| {
+            let len = f.seek(SeekFrom::End(0))?;
+            if len < tail.len() as u64 {
+                return Ok(false);
+            }
+            f.seek(SeekFrom::Start(len - tail.len() as u64))?;
+            f.read_exact(&mut tail)?;
+            Ok(true)
+        });
+        Some(matches!(read, Ok(true)) && crate::bgzf::has_eof_marker(&tail))
+    }
+
     /// The whole input, as it is, read to its end: the first bytes and
     /// the rest.
     pub fn into_reader(self) -> Box<dyn Read + Send> {
@@ -299,9 +336,10 @@ impl Peeked {
 
     /// Opens the input for reading records: BGZF BAM in a regular file is
     /// mapped, other BAM streamed (BGZF inflated ahead on as many threads
-    /// as the current pool has), SAM parsed as a stream, CRAM decoded
-    /// with every field and the reference htslib finds by itself; anything
-    /// else is refused ([`check_supported`]).
+    /// as the current pool has), SAM parsed as a stream (compressed SAM
+    /// inflated ahead the same way), CRAM decoded with every field and the
+    /// reference htslib finds by itself; anything else is refused
+    /// ([`check_supported`]).
     pub fn open(self) -> Result<Input, Error> {
         self.open_with(&CramOptions::default())
     }
@@ -325,6 +363,12 @@ impl Peeked {
             (Format::Bam(_), _) => {
                 let (decompressed, _) = compression::decompress(self.into_reader(), 1).map_err(|e| Error::from(e).with_path(&path))?;
                 Ok(Input::Stream(Box::new(BamStream::uncompressed(&path, decompressed)?)))
+            }
+            (Format::CompressedSam(_), _) => {
+                let (text, _) =
+                    compression::decompress(self.into_reader(), rayon::current_num_threads()).map_err(|e| Error::from(e).with_path(&path))?;
+                let sam = SamReader::new(text).map_err(|e| Error::from(e).with_path(&path))?;
+                Ok(Input::Sam(Box::new(sam)))
             }
             _ => {
                 let sam = SamReader::new(self.into_reader()).map_err(|e| Error::from(e).with_path(&path))?;
@@ -382,8 +426,8 @@ mod tests {
             Ok(()) => "supported".to_string(),
             Err(e) => e.to_string(),
         };
-        assert_eq!(say(&crate::bgzf::compress_all(sam, 1)), "x: bgzipped SAM input is not supported yet");
-        assert_eq!(say(&gzip(sam)), "x: gzip-compressed SAM input is not supported yet");
+        assert_eq!(say(&crate::bgzf::compress_all(sam, 1)), "supported");
+        assert_eq!(say(&gzip(sam)), "supported");
         assert_eq!(say(b"CRAM\x03\x00rest"), "supported");
         assert_eq!(say(&gzip(b"hello\n")), "x: gzip-compressed data that is not BAM or SAM");
         assert_eq!(say(b"hello\n"), "x: not a BAM or SAM file");
@@ -396,5 +440,10 @@ mod tests {
         assert_eq!(say(sam), "supported");
         let indexable = check_indexable(recognise(sam), Path::new("c.sam")).unwrap_err().to_string();
         assert!(indexable.starts_with("c.sam: SAM cannot be indexed"), "{indexable}");
+        let mappable = check_mappable(recognise(&crate::bgzf::compress_all(sam, 1)), Path::new("c.sam.gz")).unwrap_err().to_string();
+        assert!(mappable.starts_with("c.sam.gz: bgzipped SAM is read as a stream"), "{mappable}");
+        assert!(check_indexable(recognise(&crate::bgzf::compress_all(sam, 1)), Path::new("c.sam.gz")).is_ok());
+        let gz = check_indexable(recognise(&gzip(sam)), Path::new("g.sam.gz")).unwrap_err().to_string();
+        assert!(gz.starts_with("g.sam.gz: SAM compressed with gzip, not BGZF, cannot be indexed"), "{gz}");
     }
 }

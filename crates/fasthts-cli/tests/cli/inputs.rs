@@ -220,11 +220,10 @@ fn the_same_wrong_input_is_named_alike_by_every_command() {
     let sam = b"@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:1000\nr\t4\t*\t0\t0\t*\t*\t0\t0\tA\tI\n";
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("x.txt", b"just some text\n".to_vec(), "not a BAM or SAM file"),
-        ("x.sam.gz", bgzf(sam), "bgzipped SAM input is not supported yet"),
-        ("y.sam.gz", gz(sam), "gzip-compressed SAM input is not supported yet"),
         ("x.gz", gz(b"just some text\n"), "gzip-compressed data that is not BAM or SAM"),
         ("x.fq", b"@r1\nACGT\n+\nIIII\n".to_vec(), "FASTQ sequences, not BAM or SAM alignments"),
         ("x.bai", std::fs::read(data("small.bam.bai")).unwrap(), "a BAI index, not the BAM or SAM file it indexes"),
+        ("x.csi", bgzf(b"CSI\x01\x0e\0\0\0\x05\0\0\0\0\0\0\0\0\0\0\0"), "a CSI index, not the BAM or SAM file it indexes"),
         ("x.bam", Vec::new(), "empty file, not BAM or SAM"),
     ];
     let vcf = dir.path("sites.vcf");

@@ -9,6 +9,7 @@ mod common;
 mod harness;
 
 mod bad_input;
+mod bgzf_sam;
 mod cram;
 mod depth;
 mod inputs;
@@ -17,6 +18,7 @@ mod kmer_onepass;
 mod kmer_protocol;
 mod kmer_reads;
 mod kmer_vs_khmer;
+mod large_positions;
 mod robustness;
 mod robustness_faults;
 mod samtools_diff;

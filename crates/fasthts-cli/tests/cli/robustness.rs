@@ -194,6 +194,31 @@ impl Corpus {
         self.cases.push(Case { name: format!("{name}-missing"), kind, file: m, documented_success: None });
     }
 
+    /// Damaged bgzipped SAM (read by every BAM command, as samtools reads
+    /// it): cut inside a block and before the EOF marker, a deflate byte
+    /// flipped, a bad record line in intact BGZF.
+    fn bgzipped_sam_cases(&mut self) {
+        let bam = fasthts::bam::BamFile::open(&self.good_bam).unwrap();
+        let mut w = fasthts::sam::SamWriter::new(Vec::new(), bam.header());
+        w.write_header().unwrap();
+        let mut records = bam.records().unwrap();
+        while let Some(r) = records.next_record().unwrap() {
+            w.write_record(&r).unwrap();
+        }
+        let text = w.finish().unwrap();
+        let good = fasthts::bgzf::compress_all(&text, 6);
+        let bl = blocks(&good);
+        assert!(bl.len() > 3, "several blocks");
+        self.add(Kind::Bam, "bgzipped-sam-cut".into(), "sam.gz", &good[..bl[2].0 + bl[2].1 / 2]);
+        self.add(Kind::Bam, "bgzipped-sam-no-eof-marker".into(), "sam.gz", &good[..good.len() - 28]);
+        let mut flipped = good.clone();
+        flipped[bl[1].0 + 18 + (bl[1].1 - 26) / 2] ^= 0x40;
+        self.add(Kind::Bam, "bgzipped-sam-flipped".into(), "sam.gz", &flipped);
+        let mid = text.len() / 2 + text[text.len() / 2..].iter().position(|&c| c == b'\n').unwrap() + 1;
+        let bad_line = [&text[..mid], b"r1\tnot-a-flag\tchr1\t1\t60\t4M\t*\t0\t0\tACGT\tIIII\n", &text[mid..]].concat();
+        self.add(Kind::Bam, "bgzipped-sam-bad-line".into(), "sam.gz", &fasthts::bgzf::compress_all(&bad_line, 6));
+    }
+
     /// Adds a damaged BAM with a copy of the intact index beside it (newer
     /// than the BAM), so index-using commands reach the damage too.
     fn add_bam(&mut self, name: String, bytes: &[u8]) {
@@ -225,6 +250,7 @@ impl Corpus {
         // Inputs of other kinds named as such (CRAM, bgzipped SAM, an index).
         self.add(Kind::Bam, "cram-magic".into(), "cram", b"CRAM\x03\x00 and no container");
         self.add(Kind::Bam, "bgzipped-sam".into(), "sam.gz", &bgzf(b"@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:100\n"));
+        self.bgzipped_sam_cases();
         self.add(Kind::Bam, "an-index".into(), "bam", &read(data("small.bam.bai")));
         // Truncations: in the first block byte by byte, around every block
         // boundary of the first blocks, and spread over the file.

@@ -12,6 +12,7 @@ mod block;
 mod block_map;
 mod reader;
 mod stream;
+mod system_deflate;
 mod virtual_offset;
 mod writer;
 
@@ -20,6 +21,7 @@ pub use block_map::BlockMap;
 pub use reader::inflate_blocks_here;
 pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
 pub use stream::StreamReader;
+pub use system_deflate::{compress_all_as_htslib, have_system_libdeflate};
 pub use virtual_offset::{VirtualOffset, MAX_COMPRESSED_OFFSET};
 pub use writer::{compress_all, compress_block, htslib_libdeflate_level, libdeflate_level, BgzfWriter, BLOCK_DATA_SIZE, DEFAULT_LEVEL};
 

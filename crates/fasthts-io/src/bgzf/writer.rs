@@ -12,7 +12,7 @@ use std::sync::mpsc;
 /// for incompressible data to fit a 64 KiB block.
 pub const BLOCK_DATA_SIZE: usize = 0xff00;
 /// Header of a block written by fasthts: gzip fixed header plus the BC subfield.
-const HEADER_LEN: usize = 18;
+pub(super) const HEADER_LEN: usize = 18;
 /// Blocks compressed per parallel batch: 16 blocks keep two to eight threads
 /// busy while holding only 2 MiB (input and output) per batch in flight
 /// (threads + 1 of them), so a sort at a small `-m` stays within samtools'

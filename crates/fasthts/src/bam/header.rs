@@ -27,6 +27,37 @@ pub struct Header {
 const MAX_NAME_LEN: usize = 1 << 20;
 
 impl Header {
+    /// The length of reference `tid` as htslib's `sam_hdr_tid2len` gives it:
+    /// the dictionary's, or, for a reference of 2^32 - 1 bases or more
+    /// (whose dictionary length is clamped to `u32::MAX`, as in htslib),
+    /// the `LN:` of its `@SQ` line (SAM allows 64-bit lengths).
+    ///
+    /// ```
+    /// use fasthts::bam::{Header, Reference};
+    /// let text = b"@SQ\tSN:big\tLN:11000000000\n".to_vec();
+    /// let h = Header { text, references: vec![Reference { name: "big".into(), len: u32::MAX }] };
+    /// assert_eq!(h.reference_len(0), 11_000_000_000);
+    /// ```
+    pub fn reference_len(&self, tid: usize) -> u64 {
+        let r = &self.references[tid];
+        if r.len < u32::MAX {
+            return u64::from(r.len);
+        }
+        let field = |line: &[u8], key: &[u8]| -> Option<Vec<u8>> {
+            line.split(|&c| c == b'\t').skip(1).find_map(|f| f.strip_prefix(key)).map(<[u8]>::to_vec)
+        };
+        self.text
+            .split(|&c| c == b'\n')
+            .filter(|l| l.starts_with(b"@SQ\t"))
+            .find(|l| field(l, b"SN:").as_deref() == Some(r.name.as_bytes()))
+            .and_then(|l| field(l, b"LN:"))
+            .and_then(|ln| {
+                let digits = ln.iter().take_while(|c| c.is_ascii_digit()).count();
+                std::str::from_utf8(&ln[..digits]).ok()?.parse::<u64>().ok()
+            })
+            .map_or(u64::from(r.len), |ln| ln.max(u64::from(r.len)))
+    }
+
     /// Reads the header from the start of a BAM stream, leaving `reader` at
     /// the first record.
     pub fn read(reader: &mut BlockReader<'_>) -> Result<Header, BamError> {

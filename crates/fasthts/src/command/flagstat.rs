@@ -75,12 +75,12 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
             parts.iter().for_each(|p| total.merge(p));
             return Ok(total);
         }
-        flagstat_opened(peeked.open_with(&required)?, options, report)
+        flagstat_opened(peeked.open_with(&required)?, path, options, report)
     })
 }
 
 /// [`flagstat_path`] of an opened input.
-fn flagstat_opened(input: Input, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
+fn flagstat_opened(input: Input, path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
     match input {
         Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
@@ -98,11 +98,14 @@ fn flagstat_opened(input: Input, options: &FlagstatOptions, report: &dyn Report)
             Ok(tally.stats())
         }
         Input::Sam(mut sam) => {
+            // Positions are not counted: SAM's 64-bit ones are fine (samtools counts them).
+            sam.set_positions(crate::sam::Positions::Unread);
             let mut stats = FlagStat::default();
             sam.for_each_record(|r| {
                 stats.add(&r);
                 Ok::<(), Error>(())
-            })?;
+            })
+            .map_err(|e| e.with_path(path))?;
             Ok(stats)
         }
         Input::Cram(mut cram) => {

@@ -7,6 +7,7 @@ use crate::index::{IndexFormat, DEFAULT_MIN_SHIFT};
 use crate::indexer::{self, IdxstatsCounts};
 use crate::input::{self, Format, Input};
 use crate::Error;
+use fasthts_io::compression::Compression;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -41,11 +42,11 @@ pub fn index_format(csi: bool, min_shift: Option<i32>) -> IndexFormat {
     }
 }
 
-/// Indexes the coordinate-sorted BAM at `path` as samtools index does and
-/// writes the index (atomically) to `options.output` or beside the BAM;
-/// returns where it was written. As in samtools, a BAM from a pipe, a
-/// FIFO or standard input (`-`, whose index is `-.bai`) is indexed too:
-/// its compressed bytes are held in memory while it is read, since an
+/// Indexes the coordinate-sorted BAM or bgzipped SAM at `path` as samtools
+/// index does and writes the index (atomically) to `options.output` or
+/// beside it; returns where it was written. As in samtools, a file from a
+/// pipe, a FIFO or standard input (`-`, whose index is `-.bai`) is indexed
+/// too: its compressed bytes are held in memory while it is read, since an
 /// index records offsets into them.
 ///
 /// A CRAM file gets a `.crai` (beside it by default, whatever the
@@ -59,9 +60,13 @@ pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> R
     let target = index_target(path, options)?;
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
     with_threads(threads, || {
-        let bam = open_to_index(path)?;
-        warn_if_truncated(&bam, report);
-        let index = indexer::build(&bam, options.format)?;
+        let index = match open_to_index(path)? {
+            ToIndex::Bam(bam) => {
+                warn_if_truncated(&bam, report);
+                indexer::build(&bam, options.format)?
+            }
+            ToIndex::Sam(bytes) => indexer::build_sam(bytes.as_slice(), path, options.format)?,
+        };
         indexer::write_index(&index, &target)
     })?;
     Ok(target)
@@ -95,21 +100,55 @@ fn index_cram(path: &Path, options: &IndexOptions) -> Result<PathBuf, Error> {
     Ok(target)
 }
 
-/// The BGZF BAM at `path` to index: mapped from a regular file, read
-/// whole into memory from a stream. Anything else is refused as
+/// A file to index.
+enum ToIndex {
+    Bam(BamFile),
+    /// A bgzipped SAM's compressed bytes.
+    Sam(WholeFile),
+}
+
+/// The bytes of a whole file: mapped, or read from a stream.
+enum WholeFile {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl WholeFile {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            WholeFile::Mapped(m) => m,
+            WholeFile::Read(v) => v,
+        }
+    }
+}
+
+/// The BGZF BAM or SAM at `path` to index: mapped from a regular file,
+/// read whole into memory from a stream. Anything else is refused as
 /// [`input::check_indexable`] says.
-fn open_to_index(path: &Path) -> Result<BamFile, Error> {
+fn open_to_index(path: &Path) -> Result<ToIndex, Error> {
     let peeked = input::peek(path)?;
     input::check_indexable(peeked.format(), path)?;
+    let sam = matches!(peeked.format(), input::Format::CompressedSam(_));
     if peeked.is_regular_file() {
+        if sam {
+            let file = std::fs::File::open(if path.as_os_str() == "-" { Path::new("/dev/stdin") } else { path })
+                .map_err(|e| Error::from(e).with_path(path))?;
+            // SAFETY: a read-only private map of a regular file, under the
+            // same contract as a mapped BAM (not truncated while read).
+            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_path(path))?;
+            return Ok(ToIndex::Sam(WholeFile::Mapped(map)));
+        }
         return match peeked.open()? {
-            Input::Bam(bam) => Ok(bam),
+            Input::Bam(bam) => Ok(ToIndex::Bam(bam)),
             _ => Err(Error::Message("a regular BGZF file opened as a stream".into()).with_path(path)),
         };
     }
     let mut bytes = Vec::new();
     peeked.into_reader().read_to_end(&mut bytes).map_err(|e| Error::from(e).with_path(path))?;
-    BamFile::from_vec(path, bytes)
+    if sam {
+        return Ok(ToIndex::Sam(WholeFile::Read(bytes)));
+    }
+    Ok(ToIndex::Bam(BamFile::from_vec(path, bytes)?))
 }
 
 /// How to run idxstats.
@@ -125,7 +164,15 @@ pub struct IdxstatsOptions {
 /// stream (a pipe, standard input) and SAM are counted as they arrive.
 pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> Result<String, Error> {
     let required = CramOptions { fields: Fields::Required, ..CramOptions::default() };
-    with_threads(options.threads, || match input::open_with(path, &required)? {
+    with_threads(options.threads, || {
+        let peeked = input::peek(path)?;
+        let bgzf_sam_file = peeked.format() == input::Format::CompressedSam(Compression::Bgzf) && peeked.is_regular_file();
+        idxstats_of(peeked.open_with(&required)?, path, bgzf_sam_file, report)
+    })
+}
+
+fn idxstats_of(input: Input, path: &Path, bgzf_sam_file: bool, report: &dyn Report) -> Result<String, Error> {
+    match input {
         Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
             match find_index(&bam, report)? {
@@ -144,9 +191,18 @@ pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> 
             Ok(counts.text(stream.header()))
         }
         Input::Sam(mut sam) => {
+            // A bgzipped SAM's index is used as samtools uses it (its
+            // counts, not the records').
+            if let Some(index) = bgzf_sam_file.then(|| sam_index(path, sam.header(), report)).transpose()?.flatten() {
+                let h = sam.header();
+                let refs: Vec<(&str, u64)> = h.references.iter().enumerate().map(|(i, r)| (r.name.as_str(), h.reference_len(i))).collect();
+                return Ok(crate::index::idxstats(&index, &refs));
+            }
             report.warning(Warning::CountingEveryRecord { path: path.to_path_buf() });
+            // References and flags are counted, not positions (SAM's may be 64-bit).
+            sam.set_positions(crate::sam::Positions::Unread);
             let mut counts = IdxstatsCounts::new(sam.header());
-            sam.for_each_record(|r| counts.add(&r).map_err(|e| e.with_path(path)))?;
+            sam.for_each_record(|r| counts.add(&r)).map_err(|e| e.with_path(path))?;
             Ok(counts.text(sam.header()))
         }
         // A .crai has no counts: samtools counts every record, saying nothing.
@@ -156,7 +212,27 @@ pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> 
             cram.for_each_record(|r| counts.add(r).map_err(|e| e.with_path(path)))?;
             Ok(counts.text(cram.header()))
         }
-    })
+    }
+}
+
+/// The index beside the bgzipped SAM at `path` (htslib's names), if there
+/// is one, refused if made for another file (another number of references).
+fn sam_index(path: &Path, header: &crate::bam::Header, report: &dyn Report) -> Result<Option<crate::index::Index>, Error> {
+    let found = match super::locate_index(path) {
+        super::IndexLocation::Missing => return Ok(None),
+        super::IndexLocation::Stale(index) => {
+            report.warning(Warning::StaleIndex { index: index.clone(), data: path.to_path_buf() });
+            index
+        }
+        super::IndexLocation::Found(index) => index,
+    };
+    let index = crate::index::Index::from_path(&found).map_err(|e| Error::from(e).with_path(&found))?;
+    let (in_index, in_header) = (index.references().len(), header.references.len());
+    if in_index != in_header {
+        let what = format!("{in_index} references in the index, {in_header} in the header of {}", path.display());
+        return Err(Error::IndexMismatch(what).with_path(&found));
+    }
+    Ok(Some(index))
 }
 
 #[cfg(test)]

@@ -78,11 +78,12 @@ pub fn quickcheck(path: &Path, options: &QuickcheckOptions) -> Vec<QuickcheckFai
         // htslib opens an index, then fails to read it as data.
         Format::Index(_) => return vec![QuickcheckFailure::CannotOpen],
         Format::Sequences(_) => (Some(0), false),
-        Format::CompressedSam(_) => {
-            // Its header is all that is checked, as samtools does; reading
-            // its records is another matter (not supported yet).
+        Format::CompressedSam(kind) => {
+            // Its header is all that is read, as samtools does; a bgzipped
+            // file (not gzip, not a stream) must end with the EOF marker.
+            let no_eof_marker = kind == compression::Compression::Bgzf && peeked.ends_with_eof_marker() == Some(false);
             let sam = compression::decompress(peeked.into_reader(), 1).ok().and_then(|(text, _)| SamReader::new(text).ok());
-            (sam.map(|s| s.header().references.len()), false)
+            (sam.map(|s| s.header().references.len()), no_eof_marker)
         }
         Format::Bam(_) | Format::Sam => match peeked.open() {
             Err(_) => (None, false),

@@ -168,8 +168,15 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
     with_threads(Some(threads), || {
         // A stream's records go straight into the sort's batches: the
         // disk holds the output and the runs only.
+        let input_path = input;
         let cram = CramOptions { reference: options.reference.clone(), threads, ..CramOptions::default() };
         let mut input = input::open_with(input, &cram)?;
+        // samtools' check before any record is read: BAM's 32-bit
+        // positions cannot hold a reference this long.
+        let header = input.header();
+        if format == OutputFormat::Bam && (0..header.references.len()).any(|i| header.reference_len(i) > i32::MAX as u64) {
+            return Err(Error::Message("output format is not compatible with very large references".into()));
+        }
         match &input {
             Input::Bam(bam) => warn_if_truncated(bam, report),
             Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
@@ -182,7 +189,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         };
         if to_stdout {
             let stdout = BufWriter::with_capacity(1 << 20, Named::new(io::stdout().lock(), crate::output::stdout_name()));
-            match sort::sort_input(&mut input, &sort_options, stdout) {
+            match sort::sort_input(&mut input, input_path, &sort_options, stdout) {
                 // A reader that has seen enough (`| head`) is not an error.
                 Err(Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => {}
                 r => {
@@ -195,7 +202,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         }
         let (temp, file) = TempOutput::create(&data)?;
         let writer = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
-        let (stats, out) = sort::sort_input(&mut input, &sort_options, writer)?;
+        let (stats, out) = sort::sort_input(&mut input, input_path, &sort_options, writer)?;
         stream_warning(&input);
         let file = out.into_inner().map_err(|e| e.into_error())?.into_inner().into_inner();
         crate::output::sync_if_file(&file).map_err(|e| Error::from(e).with_path(temp.shown()))?;

@@ -159,8 +159,9 @@ impl Index {
     }
 
     /// The index in its file format: plain bytes for BAI; for CSI, BGZF
-    /// blocks compressed as htslib's default level does (libdeflate level 7)
-    /// followed by the EOF marker.
+    /// blocks compressed as htslib's default level does (libdeflate level 7,
+    /// by the system's libdeflate when there is one, as samtools links it:
+    /// [`bgzf::compress_all_as_htslib`]) followed by the EOF marker.
     ///
     /// ```
     /// use fasthts::index::{Index, IndexFormat};
@@ -174,7 +175,7 @@ impl Index {
         let raw = self.to_raw_bytes();
         match self.format {
             IndexFormat::Bai => raw,
-            IndexFormat::Csi { .. } => bgzf::compress_all(&raw, bgzf::htslib_libdeflate_level(bgzf::DEFAULT_LEVEL)),
+            IndexFormat::Csi { .. } => bgzf::compress_all_as_htslib(&raw, bgzf::htslib_libdeflate_level(bgzf::DEFAULT_LEVEL)),
         }
     }
 

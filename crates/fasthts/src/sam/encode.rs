@@ -338,21 +338,39 @@ fn parse_flag(s: &[u8], p: usize, overflow: &mut bool) -> (u16, usize) {
     }
 }
 
+/// What is done with a POS, PNEXT or TLEN that BAM's 32-bit fields cannot
+/// hold (SAM allows 64-bit positions, as htslib 1.16 keeps them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Positions {
+    /// Refused, as `bam_write1` refuses them ([`RecordError::PositionTooLarge`]).
+    #[default]
+    Bam,
+    /// Kept, with those fields set to -1 (POS, PNEXT) or 0 (TLEN) in the
+    /// record: for a reader that never looks at positions (flagstat, and
+    /// idxstats' count, count such records as samtools does).
+    Unread,
+}
+
 /// Encodes one SAM record line (without its line end) as BAM and APPENDS
 /// `block_size` (u32 LE) and the record to `out`, exactly as htslib 1.16's
 /// `sam_parse1` + `bam_write1` (`samtools view -b`) would write it.
 ///
 /// On error `out` is left as it was.
 pub fn encode_record(line: &[u8], refs: &RefNames, out: &mut Vec<u8>) -> Result<Warnings, RecordError> {
+    encode_record_with(line, refs, out, Positions::Bam)
+}
+
+/// [`encode_record`], with positions past BAM's range handled as `positions` says.
+pub fn encode_record_with(line: &[u8], refs: &RefNames, out: &mut Vec<u8>, positions: Positions) -> Result<Warnings, RecordError> {
     let base = out.len();
-    let r = encode_inner(line, refs, out, base);
+    let r = encode_inner(line, refs, out, base, positions);
     if r.is_err() {
         out.truncate(base);
     }
     r
 }
 
-fn encode_inner(s: &[u8], refs: &RefNames, out: &mut Vec<u8>, base: usize) -> Result<Warnings, RecordError> {
+fn encode_inner(s: &[u8], refs: &RefNames, out: &mut Vec<u8>, base: usize, positions: Positions) -> Result<Warnings, RecordError> {
     let mut warn = Warnings::default();
     let mut overflow = false; // htslib never checks the core fields' overflow
     out.reserve(36 + s.len() + s.len() / 2 + 16);
@@ -577,6 +595,18 @@ fn encode_inner(s: &[u8], refs: &RefNames, out: &mut Vec<u8>, base: usize) -> Re
     }
 
     // bam_write1's checks and the long-CIGAR form.
+    let (mut pos, mut mpos, mut isize) = (pos, mpos, isize);
+    if positions == Positions::Unread {
+        if pos > i32::MAX as i64 {
+            pos = -1;
+        }
+        if mpos > i32::MAX as i64 {
+            mpos = -1;
+        }
+        if isize < i32::MIN as i64 || isize > i32::MAX as i64 {
+            isize = 0;
+        }
+    }
     if pos > i32::MAX as i64 {
         return Err(RecordError::PositionTooLarge("POS"));
     }

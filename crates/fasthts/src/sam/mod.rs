@@ -13,11 +13,13 @@
 //!   written, CIGARs of more than 65,535 operations moved to a `CG:B,I` tag
 //!   behind a `<l_seq>S<rlen>N` placeholder, reads with an unknown RNAME or
 //!   POS 0 turned unmapped (with a [`Warnings`] flag), the same hard errors.
-//! - [`SamReader`] streams a plain-text SAM (not gzip/BGZF-compressed SAM)
-//!   from any [`Read`](std::io::Read) in large chunks and encodes records
+//! - [`SamReader`] streams a plain-text SAM (compressed SAM once
+//!   decompressed: [`crate::input::open`]) from any [`Read`](std::io::Read) in large chunks and encodes records
 //!   into a caller's arena ([`SamReader::next_batch`]) or hands out
 //!   [`RecordRef`](crate::bam::RecordRef)s one at a time
-//!   ([`SamReader::for_each_record`]).
+//!   ([`SamReader::for_each_record`]). [`BgzfSamReader`] reads a bgzipped
+//!   SAM held whole with the BGZF virtual offset of each line end, for an
+//!   index of it.
 //!
 //! Nothing is allocated per record on the common path; the rare paths
 //! (a `CG` tag in the input, float fields longer than 256 bytes) allocate.
@@ -65,6 +67,7 @@ use std::io;
 
 use crate::bam::record::RecordDefect;
 
+mod bgzf_lines;
 mod bytes;
 mod encode;
 mod encode_aux;
@@ -78,7 +81,8 @@ mod write;
 #[cfg(test)]
 mod tests;
 
-pub use encode::{encode_record, Field, RecordError, Warnings};
+pub use bgzf_lines::BgzfSamReader;
+pub use encode::{encode_record, encode_record_with, Field, Positions, RecordError, Warnings};
 pub use format_number::{put_kputd, put_printf_g};
 pub use header::{HeaderError, HeaderWarning, SamHeader};
 pub use reader::{RecordWarning, SamReader, DEFAULT_CHUNK_BYTES, MAX_KEPT_WARNINGS};

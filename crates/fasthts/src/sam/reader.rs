@@ -5,7 +5,7 @@ use std::io::{self, Read};
 
 use super::bytes::find2;
 use super::header::HeaderBuilder;
-use super::{encode_record, RefNames, SamError, SamHeader, Warnings};
+use super::{encode_record_with, Positions, RefNames, SamError, SamHeader, Warnings};
 use crate::bam::{Header, RecordRef};
 
 /// A warning met while reading records, with its line.
@@ -38,6 +38,7 @@ pub struct SamReader<R: Read> {
     sam_header: SamHeader,
     warnings: Vec<RecordWarning>,
     warning_count: u64,
+    positions: Positions,
 }
 
 impl<R: Read> SamReader<R> {
@@ -58,6 +59,7 @@ impl<R: Read> SamReader<R> {
             sam_header: SamHeader { header: Header::default(), names: RefNames::default(), warnings: Vec::new() },
             warnings: Vec::new(),
             warning_count: 0,
+            positions: Positions::Bam,
         };
         // Look at the first bytes only (a binary file may have no line end
         // for a long way).
@@ -78,6 +80,13 @@ impl<R: Read> SamReader<R> {
         }
         r.sam_header = b.finish()?;
         Ok(r)
+    }
+
+    /// How positions past BAM's 32-bit fields are handled from now on
+    /// (refused by default; [`Positions::Unread`] for a caller that does not
+    /// look at positions).
+    pub fn set_positions(&mut self, positions: Positions) {
+        self.positions = positions;
     }
 
     /// The BAM header.
@@ -165,7 +174,7 @@ impl<R: Read> SamReader<R> {
         self.start = next;
         self.line_no += 1;
         let line = &self.buf[ls..le];
-        match encode_record(line, &self.sam_header.names, out) {
+        match encode_record_with(line, &self.sam_header.names, out, self.positions) {
             Ok(w) => {
                 if !w.is_empty() {
                     self.warning_count += 1;
@@ -206,8 +215,9 @@ impl<R: Read> SamReader<R> {
         F: FnMut(RecordRef<'_>) -> Result<(), E> + Send,
     {
         let n_ref = self.sam_header.header.references.len();
+        let positions = self.positions;
         let mut parsed = match self.read_chunk().map_err(|e| E::from(SamError::Io(e)))? {
-            Some(text) => parse_chunk(&text, self.line_no, &self.sam_header.names, n_ref),
+            Some(text) => parse_chunk(&text, self.line_no, &self.sam_header.names, n_ref, positions),
             None => return Ok(()),
         };
         loop {
@@ -216,7 +226,7 @@ impl<R: Read> SamReader<R> {
             let names = &self.sam_header.names;
             let next_first_line = self.line_no;
             let (delivered, next_parsed) =
-                rayon::join(|| parsed.deliver(&mut f), || next.map(|text| parse_chunk(&text, next_first_line, names, n_ref)));
+                rayon::join(|| parsed.deliver(&mut f), || next.map(|text| parse_chunk(&text, next_first_line, names, n_ref, positions)));
             // Pieces after a failed one were parsed ahead: their warnings
             // are not the input's (it stops at the error).
             let failed = parsed.pieces.iter().position(|p| p.error.is_some() || p.failed);
@@ -327,7 +337,7 @@ impl ParsedChunk {
 
 /// Encodes the lines of `text` (whole lines) on the current rayon pool,
 /// in pieces split at line ends; line numbers count from `first_line + 1`.
-fn parse_chunk(text: &[u8], first_line: u64, names: &RefNames, n_ref: usize) -> ParsedChunk {
+fn parse_chunk(text: &[u8], first_line: u64, names: &RefNames, n_ref: usize, positions: Positions) -> ParsedChunk {
     use rayon::prelude::*;
     let threads = rayon::current_num_threads().max(1);
     let piece_bytes = (text.len() / (4 * threads)).max(PARSE_PIECE_BYTES);
@@ -343,7 +353,7 @@ fn parse_chunk(text: &[u8], first_line: u64, names: &RefNames, n_ref: usize) -> 
         };
         bounds.push(cut);
     }
-    let mut pieces: Vec<ParsedPiece> = bounds.par_windows(2).map(|w| parse_piece(&text[w[0]..w[1]], names, n_ref)).collect();
+    let mut pieces: Vec<ParsedPiece> = bounds.par_windows(2).map(|w| parse_piece(&text[w[0]..w[1]], names, n_ref, positions)).collect();
     // Line numbers were counted from each piece's start: make them global.
     let mut base = first_line;
     for piece in &mut pieces {
@@ -360,7 +370,7 @@ fn parse_chunk(text: &[u8], first_line: u64, names: &RefNames, n_ref: usize) -> 
 }
 
 /// Encodes whole lines, stopping at the first bad one; line numbers from 1.
-fn parse_piece(text: &[u8], names: &RefNames, n_ref: usize) -> ParsedPiece {
+fn parse_piece(text: &[u8], names: &RefNames, n_ref: usize, positions: Positions) -> ParsedPiece {
     let mut piece =
         ParsedPiece { arena: Vec::with_capacity(text.len()), lines: 0, warnings: Vec::new(), warning_count: 0, error: None, failed: false };
     let mut at = 0;
@@ -374,7 +384,7 @@ fn parse_piece(text: &[u8], names: &RefNames, n_ref: usize) -> ParsedPiece {
         at = nl + 1;
         piece.lines += 1;
         let start = piece.arena.len();
-        match encode_record(line, names, &mut piece.arena) {
+        match encode_record_with(line, names, &mut piece.arena, positions) {
             Ok(w) => {
                 if !w.is_empty() {
                     piece.warning_count += 1;
@@ -398,7 +408,7 @@ fn parse_piece(text: &[u8], names: &RefNames, n_ref: usize) -> ParsedPiece {
     piece
 }
 
-fn qname_of(line: &[u8]) -> String {
+pub(super) fn qname_of(line: &[u8]) -> String {
     let end = line.iter().position(|&c| c == b'\t').unwrap_or(line.len()).min(254);
     String::from_utf8_lossy(&line[..end]).into_owned()
 }
@@ -518,6 +528,23 @@ mod tests {
         let bam = std::fs::read(data_dir().join("small.bam")).unwrap();
         assert!(matches!(SamReader::new(&bam[..]), Err(SamError::Compressed)));
         assert!(SamReader::new(&b""[..]).unwrap().header().text.is_empty());
+    }
+
+    #[test]
+    fn positions_past_bam_are_refused_unless_unread() {
+        let sam = b"@SQ\tSN:c\tLN:9000000000\nr1\t1\tc\t3000000000\t60\t2M\t=\t4000000000\t1000000100\tAC\tII\n";
+        let mut r = SamReader::new(&sam[..]).unwrap();
+        let refused: Result<(), SamError> = r.for_each_record(|_| Ok(()));
+        assert!(refused.unwrap_err().to_string().contains("positional data is too large for BAM format (POS)"));
+        let mut r = SamReader::new(&sam[..]).unwrap();
+        r.set_positions(Positions::Unread);
+        let mut seen = Vec::new();
+        r.for_each_record(|rec| {
+            seen.push((rec.ref_id(), rec.flag(), rec.pos(), rec.mate_pos(), rec.template_len()));
+            Ok::<_, SamError>(())
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(0, 1, -1, -1, 1_000_000_100)]);
     }
 
     #[test]

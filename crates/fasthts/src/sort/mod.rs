@@ -34,7 +34,7 @@ use crate::Error;
 use rayon::prelude::*;
 use std::collections::VecDeque;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 /// How to sort.
@@ -363,8 +363,9 @@ fn wait_for_spill(rx: &std::sync::Mutex<&mut std::sync::mpsc::Receiver<SpillResu
     fasthts_io::pool::recv_helping(&rx.lock().expect("not poisoned"))
 }
 
-/// Sorts an opened input, BAM, SAM or CRAM (see [`crate::input::open`]).
-pub fn sort_input<W: Write>(input: &mut crate::input::Input, opts: &SortOptions, out: W) -> Result<(SortStats, W), Error> {
+/// Sorts an opened input, BAM, SAM or CRAM (see [`crate::input::open`]);
+/// errors in a SAM input name `path`.
+pub fn sort_input<W: Write>(input: &mut crate::input::Input, path: &Path, opts: &SortOptions, out: W) -> Result<(SortStats, W), Error> {
     match input {
         crate::input::Input::Bam(bam) => sort_bam(bam, opts, out),
         crate::input::Input::Stream(stream) => {
@@ -373,7 +374,12 @@ pub fn sort_input<W: Write>(input: &mut crate::input::Input, opts: &SortOptions,
         }
         crate::input::Input::Sam(sam) => {
             let header = sam.header().clone();
-            sort_records(&header, opts, out, |push| sam.for_each_record(|r| push(&r)))
+            sort_records(&header, opts, out, |push| {
+                // The sort's own errors (writing runs, the output) name their files.
+                let mut sorting_failed = false;
+                sam.for_each_record(|r| push(&r).inspect_err(|_| sorting_failed = true))
+                    .map_err(|e: Error| if sorting_failed { e } else { e.with_path(path) })
+            })
         }
         crate::input::Input::Cram(cram) => {
             let header = cram.header().clone();
