@@ -344,8 +344,18 @@ impl Countgraph {
         let f = File::open(path)?;
         let mut r: Box<dyn Read> = if is_gz_name(path) { Box::new(flate2::read::MultiGzDecoder::new(f)) } else { Box::new(f) };
         let mut hdr = [0u8; 20];
-        read_exact_or_magic(&mut r, &mut hdr)?;
-        let CtHeader { k, n, .. } = parse_header(&hdr)?;
+        // A SmallCountgraph's header (type 7) is one byte shorter: no bigcount flag.
+        read_exact_or_magic(&mut r, &mut hdr[..19])?;
+        let (k, n) = if hdr[4] == VERSION && hdr[5] == TYPE_SMALLCOUNT {
+            let k = u32::from_le_bytes(hdr[6..10].try_into().expect("4 bytes"));
+            let n = usize::from(hdr[10]);
+            check_k_and_n(k, n)?;
+            (k, n)
+        } else {
+            r.read_exact(&mut hdr[19..])?;
+            let CtHeader { k, n, .. } = parse_header(&hdr)?;
+            (k, n)
+        };
         let mut b = [0u8; 8];
         r.read_exact(&mut b)?;
         Ok((k, n, u64::from_le_bytes(b)))
