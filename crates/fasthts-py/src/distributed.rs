@@ -44,6 +44,15 @@ fn offset(raw: u64) -> VirtualOffset {
     VirtualOffset::from(raw)
 }
 
+/// Where a split's first record is: `entry` (a raw virtual offset) when
+/// the caller knows it, else the guess ([`dist::guess_entry`]).
+fn entry_or_guess(bam: &BamFile, split: Split, entry: Option<u64>) -> Result<Option<VirtualOffset>, Error> {
+    match entry {
+        Some(raw) => Ok(Some(offset(raw))),
+        None => dist::guess_entry(bam, split),
+    }
+}
+
 /// Checks the inputs and the output and returns the splits:
 /// `[(input's position, start, end)]`.
 #[pyfunction]
@@ -104,13 +113,7 @@ fn dask_sort_shuffle(
     run_detached(py, |_| {
         let bam = BamFile::open(&path)?;
         let split = Split { start, end };
-        let entry = match entry {
-            Some(raw) => offset(raw),
-            None => match dist::guess_entry(&bam, split)? {
-                Some(e) => e,
-                None => return Ok(None),
-            },
-        };
+        let Some(entry) = entry_or_guess(&bam, split, entry)? else { return Ok(None) };
         let done = dist::shuffle_split(&bam, split, entry, &boundaries, &cmp, &outputs)?;
         Ok(Some((u64::from(done.entry), done.exit.map(u64::from), done.records)))
     })
@@ -228,13 +231,7 @@ fn dask_index_split(
     let done = run_detached(py, |_| {
         let bam = BamFile::open(&path)?;
         let split = Split { start, end };
-        let entry = match entry {
-            Some(raw) => offset(raw),
-            None => match dist::guess_entry(&bam, split)? {
-                Some(e) => e,
-                None => return Ok(None),
-            },
-        };
+        let Some(entry) = entry_or_guess(&bam, split, entry)? else { return Ok(None) };
         let (segment, exit) = dist::index_split(&bam, split, entry, format)?;
         let (ended, exit) = match exit {
             dist::Exit::Next(at) => (false, at),

@@ -80,18 +80,24 @@ pub fn run(a: AbundArgs) -> crate::CmdResult {
     let bar = crate::progress::Bar::start("kmer abundance-dist", q, crate::progress::Source::FilePositions(vec![(&a.input_sequence_filename).into()], None));
     let hist = scripts::abundance_histogram(&g, &a.input_sequence_filename, thread_count(a.threads))?;
     drop(bar);
-    let total: u64 = hist[..65535].iter().sum();
-    if total == 0 {
+    write_histogram(&hist, a.no_zero, out)?;
+    if let Some(p) = &a.plot {
+        fasthts_kmer::plot::write_plot(&hist, p)?;
+    }
+    Ok(())
+}
+
+/// Writes an abundance histogram to `out` as khmer's CSV; refuses, as
+/// khmer does, one that is zero everywhere (nothing was counted).
+pub(super) fn write_histogram(hist: &[u64], no_zero: bool, out: &str) -> crate::CmdResult {
+    if hist[..65535].iter().all(|&n| n == 0) {
         return Err(khmer_error(
             "ERROR: abundance distribution is uniformly zero; nothing to report.\n\tPlease verify that the input files are valid.",
         )
         .into());
     }
     let mut of = ReadOutput::open(Some(out), OutputCompression::default())?;
-    scripts::write_abundance_csv(&hist, a.no_zero, &mut of)?;
+    scripts::write_abundance_csv(hist, no_zero, &mut of)?;
     of.commit()?;
-    if let Some(p) = &a.plot {
-        fasthts_kmer::plot::write_plot(&hist, p)?;
-    }
     Ok(())
 }

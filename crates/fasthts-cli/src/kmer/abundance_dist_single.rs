@@ -1,7 +1,7 @@
 //! `fasthts kmer abundance-dist-single`: abundance-dist-single.py, counting
 //! (as `count`) and the histogram (as `abundance-dist`) in one run.
 
-use super::{check_inputs, is_stdout, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs, OutputCompression, ReadOutput};
+use super::{check_inputs, is_stdout, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs};
 use crate::progress::{Bar, Source};
 use clap::Args;
 use fasthts_io::pool::thread_count;
@@ -88,15 +88,7 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
     let bar = Bar::start("kmer abundance-dist-single", q, Source::FilePositions(vec![input.into()], None));
     let hist = scripts::abundance_histogram(&g, input, threads)?;
     drop(bar);
-    if hist[..65535].iter().all(|&n| n == 0) {
-        return Err(khmer_error(
-            "ERROR: abundance distribution is uniformly zero; nothing to report.\n\tPlease verify that the input files are valid.",
-        )
-        .into());
-    }
-    let mut of = ReadOutput::open(Some(out), OutputCompression::default())?;
-    scripts::write_abundance_csv(&hist, a.no_zero, &mut of)?;
-    of.commit()?;
+    super::abundance_dist::write_histogram(&hist, a.no_zero, out)?;
     if let Some(path) = &a.savegraph {
         log(&format!("Saving k-mer countgraph to {path}"));
         save_graph_and_free(g, path).map_err(khmer_error)?;
