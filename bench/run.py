@@ -19,7 +19,9 @@ default settings, -m 64M, -l 1, and SAM on standard input. The view jobs
 (--jobs view, not in the default set) are issue 23's bars: `view -c` of the
 whole file and of 1,000 random 10 kb regions (seeded; on references with
 reads), and `view -b -o` of a 10 % subsample, each against `samtools view`
-at the same -@.
+at the same -@. --jobs depth: `depth -a` of the whole file and of 1,000
+random 10 kb regions (a BED) against `samtools depth`, which has no
+threads.
 """
 import argparse, datetime, json, os, platform, shutil, socket, statistics, subprocess, sys, tempfile
 
@@ -270,6 +272,32 @@ def main():
                     runs[k].append(timed(cmd))
             if theirs_args is not None:
                 assert view_digest(sub_f) == view_digest(sub_s), f"fasthts {job} output differs from samtools"
+            base = report(job, "fasthts", runs["fasthts"])
+            report(job, "samtools", runs["samtools"], base)
+
+    if "depth" in jobs:
+        # samtools depth has no threads: it is the single-threaded peer the
+        # issue names. The regions: 1,000 random 10 kb windows (seeded), as a BED.
+        import random
+        rng = random.Random(23)
+        refs = []
+        for line in output(["samtools", "idxstats", bam]).decode().splitlines():
+            name, length, mapped = line.split("\t")[:3]
+            if name != "*" and int(mapped) > 0 and int(length) > 10_000:
+                refs.append((name, int(length)))
+        bed = os.path.join(tmp, "regions.bed")
+        with open(bed, "w") as f:
+            for _ in range(1000):
+                name, length = rng.choice(refs)
+                beg = rng.randrange(0, length - 10_000)
+                f.write(f"{name}\t{beg}\t{beg + 10_000}\n")
+        for job, args in [("depth -a", ["-a", bam]), ("depth -a 1k regions", ["-a", "-b", bed, bam])]:
+            tools = {"fasthts": [fasthts, "depth", "-@", t, *args], "samtools": ["samtools", "depth", *args]}
+            assert output(tools["fasthts"]) == output(tools["samtools"]), f"fasthts {job} differs from samtools"
+            runs = {k: [] for k in tools}
+            for _ in range(a.runs):
+                for k, cmd in tools.items():
+                    runs[k].append(timed(cmd))
             base = report(job, "fasthts", runs["fasthts"])
             report(job, "samtools", runs["samtools"], base)
 
