@@ -18,9 +18,9 @@ import os
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _fasthts
-from . import Countgraph, FlagStat, _progress
+from . import Countgraph, FlagStat
 from ._alignment import _path
-from ._dask_sort import index, sort
+from ._dask_sort import _n_threads, _watch, index, sort
 
 # (The names imported above are not part of this module's API: __all__.)
 
@@ -42,11 +42,6 @@ def _path_list(value: Any, name: str) -> List[str]:
     return [_path(p, f"{name}[{i}]") for i, p in enumerate(items)]
 
 
-def _n_threads(client: Any) -> int:
-    info = client.scheduler_info()
-    return max(1, sum(w.get("nthreads", 1) for w in info.get("workers", {}).values()))
-
-
 def _chunks(items: Sequence[Any], n: int) -> List[List[Any]]:
     """``items`` cut into ``n`` consecutive, nearly equal chunks (order kept)."""
     n = max(1, min(n, len(items)))
@@ -57,12 +52,6 @@ def _chunks(items: Sequence[Any], n: int) -> List[List[Any]]:
         out.append(list(items[i : i + size]))
         i += size
     return out
-
-
-def _watch(futures: List[Any], progress: Optional[bool], label: str) -> None:
-    tick = _progress(len(futures), progress, label)
-    for f in futures:
-        f.add_done_callback(lambda _f: tick())
 
 
 def flagstat(
