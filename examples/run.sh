@@ -61,7 +61,8 @@ mkdir -p "$out"
 cd "$out"
 rm -f byname.bam sorted.bam sorted.bam.csi sorted.bam.bai tumour.bam tumour.bam.bai normal.bam normal.bam.bai \
     pileup.csv depth.txt reads.ct reads.ct.info reads.hist.csv reads.normalized.fq reads.filtered.fq reads.trimmed.fq \
-    reads.pe.fq reads.se.fq reads.1.fq reads.2.fq reads.interleaved.fq reads.fa reads.long.fa readstats.txt reads.sample.fq
+    reads.pe.fq reads.se.fq reads.1.fq reads.2.fq reads.interleaved.fq reads.fa reads.long.fa readstats.txt reads.sample.fq \
+    mapq30.sam unique-kmers.txt reads.hist-single.csv
 set -x
 # samtools: quickcheck, flagstat (three formats), sort by name and back by
 # coordinate (writing a CSI on the way), index (BAI), idxstats.
@@ -81,6 +82,7 @@ cp "$ex/example-normal.bam" normal.bam
 "$fasthts" index normal.bam
 "$fasthts" snp-pileup "$ex/sites.vcf" pileup.csv normal.bam tumour.bam
 "$fasthts" depth normal.bam tumour.bam >depth.txt
+"$fasthts" view -h -q 30 -o mapq30.sam tumour.bam
 # khmer: count k-mers, their abundance histogram, digital normalisation,
 # trimming at low-abundance k-mers with the saved table and in two passes.
 "$fasthts" kmer count -k 20 reads.ct "$ex/reads.fq.gz"
@@ -95,6 +97,8 @@ cp "$ex/example-normal.bam" normal.bam
 "$fasthts" kmer extract-long-sequences -l 100 reads.fa -o reads.long.fa
 "$fasthts" kmer readstats "$ex/reads.fq.gz" -o readstats.txt
 "$fasthts" kmer sample-reads-randomly -N 100 -R 1 "$ex/reads.fq.gz" -o reads.sample.fq
+"$fasthts" kmer unique-kmers -k 20 -R unique-kmers.txt "$ex/reads.fq.gz"
+"$fasthts" kmer abundance-dist-single -k 20 "$ex/reads.fq.gz" reads.hist-single.csv
 { set +x; } 2>/dev/null
 
 cat flagstat.txt
@@ -108,6 +112,7 @@ outputs in $out:
   tumour.bam(.bai), normal.bam(.bai)          indexed copies of the example pair
   pileup.csv                                  snp-pileup: allele counts at sites.vcf (FACETS' CSV)
   depth.txt                                   depth: per-position depth of normal.bam and tumour.bam
+  mapq30.sam                                  view -h -q 30: tumour.bam's records of MAPQ >= 30, as SAM
   reads.ct, reads.ct.info                     kmer count: the k-mer table of reads.fq.gz (khmer's .ct)
   reads.hist.csv                              kmer abundance-dist: the k-mer abundance histogram
   reads.normalized.fq                         kmer normalize: reads kept at median k-mer coverage <= 10
@@ -119,5 +124,7 @@ outputs in $out:
   reads.fa, reads.long.fa                     kmer fastq-to-fasta; extract-long-sequences -l 100
   readstats.txt                               kmer readstats
   reads.sample.fq                             kmer sample-reads-randomly -N 100 -R 1
+  unique-kmers.txt                            kmer unique-kmers: HyperLogLog estimate of distinct 20-mers
+  reads.hist-single.csv                       kmer abundance-dist-single: count and histogram in one run
 fasthts is $fasthts$(command -v fasthts >/dev/null || echo " (add $install_bin to your PATH)")
 EOF
