@@ -70,6 +70,7 @@ pub mod gather;
 pub mod index;
 pub mod indexer;
 pub mod input;
+mod khash_hash;
 pub mod pileup;
 pub mod region;
 pub mod sam;

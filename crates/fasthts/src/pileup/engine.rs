@@ -147,21 +147,7 @@ fn name_key(name: &[u8]) -> u64 {
 /// htslib's `__ac_X31_hash_string` (over C `char`, signed on x86) followed
 /// by `__ac_Wang_hash`.
 pub(crate) fn htslib_name_hash(name: &[u8]) -> u32 {
-    let mut h: u32 = 0;
-    if let Some((&first, rest)) = name.split_first() {
-        h = first as i8 as i32 as u32;
-        for &c in rest {
-            h = (h << 5).wrapping_sub(h).wrapping_add(c as i8 as i32 as u32);
-        }
-    }
-    let mut key = h;
-    key = key.wrapping_add(!(key << 15));
-    key ^= key >> 10;
-    key = key.wrapping_add(key << 3);
-    key ^= key >> 6;
-    key = key.wrapping_add(!(key << 11));
-    key ^= key >> 16;
-    key
+    crate::khash_hash::wang_hash(crate::khash_hash::x31_hash(name))
 }
 
 /// One read at a pileup column (htslib's `bam_pileup1_t`).
