@@ -12,6 +12,20 @@ pub fn fasthts() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fasthts"))
 }
 
+/// Where Debian's khmer 3.0 package installs khmer's scripts.
+pub const KHMER_BIN: &str = "/usr/lib/khmer/bin";
+
+/// Whether khmer 3.0 can be run (its scripts, and its module under the
+/// system Python), through [`require`]: the k-mer differential tests fail
+/// under CI=true without it.
+pub fn have_khmer() -> bool {
+    let scripts = ["load-into-counting.py", "normalize-by-median.py", "unique-kmers.py", "interleave-reads.py"];
+    require(
+        scripts.iter().all(|s| Path::new(KHMER_BIN).join(s).exists()) && runs("/usr/bin/python3", &["-c", "import khmer"]),
+        "khmer 3.0 (Debian package khmer, /usr/lib/khmer/bin)",
+    )
+}
+
 /// BAM files to compare on: the repository fixtures, the golden
 /// tumour/normal pair, art_illumina's alignments ([`art_bam`]),
 /// and samtools' own test BAMs when the samtools-test package is installed.

@@ -10,13 +10,9 @@ use crate::common::*;
 use std::path::Path;
 use std::process::{Command, Output};
 
-const KHMER_BIN: &str = "/usr/lib/khmer/bin";
 
 fn khmer_available() -> bool {
-    require(
-        Path::new(KHMER_BIN).join("normalize-by-median.py").exists() && runs("/usr/bin/python3", &["-c", "import khmer"]),
-        "khmer 3.0 (Debian package khmer, /usr/lib/khmer/bin)",
-    )
+    have_khmer()
 }
 
 /// khmer's script for each fasthts k-mer script.

@@ -14,11 +14,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const KHMER_BIN: &str = "/usr/lib/khmer/bin";
 
 fn khmer_available() -> bool {
-    let khmer = Path::new(KHMER_BIN).join("unique-kmers.py").exists() && runs("/usr/bin/python3", &["-c", "import khmer"]);
-    require(khmer, "khmer 3.0 (Debian package khmer, /usr/lib/khmer/bin)") && require(runs("bzip2", &["--help"]), "bzip2")
+    have_khmer() && require(runs("bzip2", &["--help"]), "bzip2")
 }
 
 /// Seeded reads in `dir`: r.fq (pairs /1 /2 with orphans; N runs, lower

@@ -12,13 +12,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const KHMER_BIN: &str = "/usr/lib/khmer/bin";
 
 /// Whether khmer and the compressors [`make_data`] runs are there (see
 /// [`require`]).
 fn khmer_available() -> bool {
-    let khmer = Path::new(KHMER_BIN).join("load-into-counting.py").exists() && runs("/usr/bin/python3", &["-c", "import khmer"]);
-    require(khmer, "khmer 3.0 (Debian package khmer, /usr/lib/khmer/bin)") && compressors_available()
+    have_khmer() && compressors_available()
 }
 
 /// Whether bgzip and bzip2, which make [`make_data`]'s compressed reads, run.
