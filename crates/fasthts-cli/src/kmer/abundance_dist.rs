@@ -9,25 +9,26 @@ use std::path::Path;
 
 /// abundance-dist.py
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Calculate abundance distribution of the k-mers in the sequence file using a
+pre-made k-mer countgraph.", after_help = "Example:
+
+    load-into-counting.py -x 1e7 -N 2 -k 17 counts \\
+            tests/test-data/test-abund-read-2.fa
+    abundance-dist.py counts tests/test-data/test-abund-read-2.fa test-dist", after_long_help = "Examples:
   fasthts kmer abundance-dist reads.ct reads.fq.gz reads.hist
   fasthts kmer abundance-dist -z -s --plot reads.png reads.ct reads.fq.gz reads.hist
   fasthts kmer abundance-dist -q reads.ct reads.fq.gz - | head")]
 pub struct AbundArgs {
-    /// Do not output zero-count bins
-    #[arg(short = 'z', long = "no-zero")]
+    #[arg(help = "Do not output zero-count bins (default: True)", long_help = "Do not output zero-count bins", short = 'z', long = "no-zero")]
     no_zero: bool,
-    /// Overwrite existing output_histogram_filename
-    #[arg(short = 's', long = "squash")]
+    #[arg(help = "Overwrite existing output_histogram_filename", short = 's', long = "squash")]
     squash: bool,
-    /// Do not count k-mers past 255
-    #[arg(short = 'b', long = "no-bigcount")]
+    #[arg(help = "Do not count k-mers past 255 (default: True)", long_help = "Do not count k-mers past 255", short = 'b', long = "no-bigcount")]
     no_bigcount: bool,
-    /// Continue even if specified input files do not exist or are empty.
-    #[arg(short = 'f', long = "force")]
+    #[arg(help = "Continue even if specified input files do not exist or are empty.", short = 'f', long = "force")]
     force: bool,
-    /// Print no progress messages (warnings and errors still go to stderr)
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(long_help = "Print no progress messages (warnings and errors still go to stderr)", short = 'q', long = "quiet")]
     quiet: bool,
     /// Threads: 2 or more look up counts on a second thread while the
     /// order-dependent Bloom test runs in input order (same histogram)
@@ -37,14 +38,11 @@ pub struct AbundArgs {
     /// Also draw the histogram (log-scaled axes) to FILE.png or FILE.svg (fasthts addition)
     #[arg(hide_short_help = true, long = "plot", value_name = "FILE", value_parser = |s: &str| PlotFormat::from_path(s).map(|_| s.to_string()))]
     plot: Option<String>,
-    /// The name of the input k-mer countgraph file.
-    #[arg(value_name = "COUNTGRAPH")]
+    #[arg(help = "The name of the input k-mer countgraph file.", value_name = "COUNTGRAPH")]
     input_count_graph_filename: String,
-    /// The name of the input FAST[AQ] sequence file.
-    #[arg(value_name = "INPUT")]
+    #[arg(help = "The name of the input FAST[AQ] sequence file.", value_name = "INPUT")]
     input_sequence_filename: String,
-    /// The histogram to write (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.
-    #[arg(value_name = "OUTPUT")]
+    #[arg(help = "The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.", long_help = "The histogram to write (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.", value_name = "OUTPUT")]
     output_histogram_filename: String,
 }
 

@@ -10,7 +10,18 @@ use std::path::Path;
 
 /// abundance-dist-single.py
 #[derive(Args, Debug)]
-#[command(after_help = "With -M the tables are sized as khmer sizes them here: 8/9.3 of -M / N entries each (the \
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Calculate the abundance distribution of k-mers from a single sequence file.", after_help = "Note that with `-b`/`--no-bigcount` this script is constant memory; in
+exchange, k-mer counts will stop at 255. The memory usage of this script with
+`-b` will be about 1.15x the product of the `-x` and `-N` numbers.
+
+To count k-mers in multiple files use `load_into_counting.py` and
+`abundance_dist.py`.
+
+Example:
+
+    abundance-dist-single.py -x 1e7 -N 2 -k 17 \\
+            tests/test-data/test-abund-read-2.fa test-dist", after_long_help = "With -M the tables are sized as khmer sizes them here: 8/9.3 of -M / N entries each (the \
 tracking Bloom filter takes the rest).
 
 Examples:
@@ -19,33 +30,23 @@ Examples:
 pub struct AbundSingleArgs {
     #[command(flatten)]
     graph: GraphArgs,
-    /// Number of simultaneous threads to execute (counting as `count`
-    /// does; the same histogram at any number) [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    #[arg(help = "Number of simultaneous threads to execute (default: 1)", long_help = "Number of simultaneous threads to execute (counting as `count` does; the same histogram at any number) [default: all cores]", short = 'T', long = "threads", visible_short_alias = '@', value_name = "THREADS", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
-    /// Do not output zero-count bins
-    #[arg(short = 'z', long = "no-zero")]
+    #[arg(help = "Do not output zero-count bins (default: True)", long_help = "Do not output zero-count bins", short = 'z', long = "no-zero")]
     no_zero: bool,
-    /// Do not count k-mers past 255
-    #[arg(short = 'b', long = "no-bigcount")]
+    #[arg(help = "Do not count k-mers past 255 (default: True)", long_help = "Do not count k-mers past 255", short = 'b', long = "no-bigcount")]
     no_bigcount: bool,
-    /// Overwrite output file if it exists
-    #[arg(short = 's', long = "squash")]
+    #[arg(help = "Overwrite output file if it exists", short = 's', long = "squash")]
     squash: bool,
-    /// Save the k-mer countgraph to the specified filename.
-    #[arg(long = "savegraph", value_name = "filename")]
+    #[arg(help = "Save the k-mer countgraph to the specified filename.", long = "savegraph", value_name = "filename")]
     savegraph: Option<String>,
-    /// Override sanity checks
-    #[arg(short = 'f', long = "force")]
+    #[arg(help = "Override sanity checks", short = 'f', long = "force")]
     force: bool,
-    /// Print no progress messages (warnings and errors still go to stderr)
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(long_help = "Print no progress messages (warnings and errors still go to stderr)", short = 'q', long = "quiet")]
     quiet: bool,
-    /// The name of the input FAST[AQ] sequence file.
-    #[arg(value_name = "input_sequence_filename")]
+    #[arg(help = "The name of the input FAST[AQ] sequence file.", value_name = "input_sequence_filename")]
     input_sequence_filename: String,
-    /// The name of the output histogram file (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.
-    #[arg(value_name = "output_histogram_filename")]
+    #[arg(help = "The name of the output histogram file. The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.", long_help = "The name of the output histogram file (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.", value_name = "output_histogram_filename")]
     output_histogram_filename: String,
 }
 

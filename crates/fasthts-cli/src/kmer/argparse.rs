@@ -17,16 +17,22 @@
 //! command line in a canonical form (`--long=value`, flags, `--`, the
 //! positionals) that clap then reads into the script's typed arguments.
 //!
-//! khmer's usage line is made from the definition: options in their order
-//! (after `[--version] [--info] [-h]`), each as its short name if it has one
-//! and its value name; positionals by their id (argparse's dest); two
-//! options that conflict and stand together as `[--gzip | --bzip]`. An
-//! option khmer does not list (its hidden `-N`/`-x`, or a fasthts
-//! extension) is marked `hide_short_help`: left out of the usage line and
-//! `-h`, shown by `--help`.
+//! khmer's usage line and `-h/--help` are made from the definition:
+//! options in their order (after `[--version] [--info] [-h]`), each as its
+//! short name if it has one and its value name (khmer's metavar);
+//! positionals by their id (argparse's dest, or khmer's metavar); two
+//! options that conflict and stand together as `[--gzip | --bzip]`. The
+//! help (see [`help`](super::help)) takes each argument's `help` (khmer's
+//! text, its default added as argparse adds it, see `khmer_help`) and the
+//! command's `long_about` and `after_help` (khmer's description and
+//! epilog). An option khmer does not list (its hidden `-N`/`-x`, or a
+//! fasthts extension) is marked `hide_short_help`: left out of the usage
+//! line and the help. clap's own help (`fasthts help kmer <script>`) shows
+//! every option with its `long_help`, fasthts's words where they differ.
 
 use crate::Failure;
 use clap::{Arg, ArgAction, Command};
+use super::help;
 use std::ffi::{OsStr, OsString};
 
 /// The khmer release whose behaviour the scripts reproduce.
@@ -82,7 +88,7 @@ pub(super) fn banner(script: &str) -> String {
 }
 
 /// Why argparse stops reading a command line early: an error (or what
-/// `--version`/`--info` print, status 0), or `-h/--help`, which clap shows.
+/// `--version`/`--info` print, status 0), or `-h/--help`.
 enum Stop {
     Fail(Failure),
     Help,
@@ -137,10 +143,15 @@ struct Positional {
     /// argparse's dest: the clap id (khmer's name for it).
     dest: String,
     nargs: Nargs,
+    arg: Arg,
 }
 
 struct Parser {
     script: String,
+    /// khmer's description and epilog, as its `--help` prints them (the
+    /// command's `long_about` and `after_help`).
+    description: String,
+    epilog: String,
     opts: Vec<Opt>,
     positionals: Vec<Positional>,
     /// Pairs of options that exclude each other (indices into `opts`).
@@ -165,7 +176,7 @@ impl Parser {
                     (false, true) => Nargs::One,
                     (false, false) => Nargs::Optional,
                 };
-                positionals.push(Positional { dest: a.get_id().to_string(), nargs });
+                positionals.push(Positional { dest: a.get_id().to_string(), nargs, arg: a.clone() });
                 continue;
             }
             let mut strings: Vec<String> = Vec::new();
@@ -194,7 +205,9 @@ impl Parser {
         }
         conflicts.sort_unstable();
         conflicts.dedup();
-        Parser { script: script.to_string(), opts, positionals, conflicts }
+        let description = cmd.get_long_about().map(|t| t.to_string()).unwrap_or_default();
+        let epilog = cmd.get_after_help().map(|t| t.to_string()).unwrap_or_default();
+        Parser { script: script.to_string(), description, epilog, opts, positionals, conflicts }
     }
 
     fn conflict(&self, i: usize, j: usize) -> bool {
@@ -208,10 +221,7 @@ impl Parser {
         let option_usage = |o: &Opt| -> String {
             let first = o.strings[0].clone();
             match (&o.arg, o.kind) {
-                (Some(a), Kind::Value) => {
-                    let metavar = a.get_value_names().and_then(|v| v.first()).map(|s| s.to_string()).unwrap_or_else(|| a.get_id().to_string().to_uppercase());
-                    format!("{first} {metavar}")
-                }
+                (Some(a), Kind::Value) => format!("{first} {}", metavar(a)),
                 _ => first,
             }
         };
@@ -242,6 +252,34 @@ impl Parser {
             }
         }
         format_usage(&prog, &opt_parts, &pos_parts, columns.saturating_sub(2).max(11))
+    }
+
+    /// khmer's `--help` text for a terminal `columns` wide: argparse's
+    /// layout of the usage, the description, each listed argument with its
+    /// help (see [`khmer_help`]) and the epilog.
+    fn help(&self, columns: usize) -> String {
+        let positionals: Vec<help::Item> =
+            self.positionals.iter().map(|p| help::Item { invocation: p.dest.clone(), help: p.arg.get_help().map(|h| h.to_string()) }).collect();
+        let options: Vec<help::Item> = self
+            .opts
+            .iter()
+            .filter(|o| o.arg.as_ref().map_or(true, is_listed))
+            .map(|o| {
+                let invocation = match (&o.arg, o.kind) {
+                    (Some(a), Kind::Value) => {
+                        let metavar = metavar(a);
+                        o.strings[..o.named].iter().map(|s| format!("{s} {metavar}")).collect::<Vec<_>>().join(", ")
+                    }
+                    _ => o.strings[..o.named].join(", "),
+                };
+                let help = match &o.arg {
+                    Some(a) => khmer_help(a),
+                    None => Some(own_help(o.kind).to_string()),
+                };
+                help::Item { invocation, help }
+            })
+            .collect();
+        help::format_help(&self.usage(columns), &self.description, &positionals, &options, &self.epilog, columns)
     }
 
     /// argparse's `error()`: the usage, `prog: error: message`, status 2.
@@ -518,6 +556,45 @@ impl Parser {
     }
 }
 
+/// An option's value name in usage and help: khmer's metavar, or (as
+/// argparse) its dest in capitals.
+fn metavar(a: &Arg) -> String {
+    a.get_value_names().and_then(|v| v.first()).map(|s| s.to_string()).unwrap_or_else(|| a.get_id().to_string().to_uppercase())
+}
+
+/// The help of khmer's own three options.
+fn own_help(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Version => "show program's version number and exit",
+        Kind::Info => "print citation information",
+        _ => "show this help message and exit",
+    }
+}
+
+/// An option's help as khmer's `ComboFormatter` expands it: the clap
+/// definition's help (khmer's text) and argparse's ` (default: X)`, X as
+/// Python prints khmer's default: `False` for a flag, `True` for one that
+/// clears a setting (`-b/--no-bigcount`, `ArgAction::SetFalse`), the
+/// default value, `None` for none. A help that already ends in its own
+/// `(default: ...)` is taken as it is: that is where khmer's default is
+/// not fasthts's (`-T`: khmer's 1) or Python prints it another way.
+/// No help (khmer's `-q`): nothing.
+fn khmer_help(a: &Arg) -> Option<String> {
+    let help = a.get_help()?.to_string();
+    if help.ends_with(')') && help.contains("(default: ") {
+        return Some(help);
+    }
+    let default = match a.get_action() {
+        ArgAction::SetTrue => "False".to_string(),
+        ArgAction::SetFalse => "True".to_string(),
+        _ => match a.get_default_values().first() {
+            Some(v) => v.to_string_lossy().into_owned(),
+            None => "None".to_string(),
+        },
+    };
+    Some(format!("{help} (default: {default})"))
+}
+
 struct State {
     values: Vec<(usize, Option<OsString>)>,
     seen: Vec<usize>,
@@ -715,7 +792,13 @@ pub(crate) fn preparse(root: &Command, args: Vec<OsString>) -> Result<Vec<OsStri
     let parser = Parser::new(script, cmd);
     let canonical = match parser.parse(&args[3..]) {
         Ok(canonical) => canonical,
-        Err(Stop::Help) => vec!["--help".into()],
+        Err(Stop::Help) => {
+            // khmer's help action: the banner on stderr (even with -q), the
+            // help on stdout, status 0
+            crate::print_stderr(format_args!("{}", banner(script)));
+            crate::print_stdout(format_args!("{}", parser.help(terminal_columns())));
+            return Err(Failure::new(0, ""));
+        }
         Err(Stop::Fail(failure)) => return Err(failure),
     };
     Ok(args[..3].iter().cloned().chain(canonical).collect())

@@ -6,27 +6,36 @@ use fasthts_kmer::scripts;
 
 /// count-median.py
 #[derive(Args, Debug)]
-#[command(after_help = "The output has, per sequence at least k long: its name, the median, average and standard \
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Count k-mers summary stats for sequences", after_help = "Count the median/avg k-mer abundance for each sequence in the input file, based
+on the k-mer counts in the given k-mer countgraph.  Can be used to estimate
+expression levels (mRNAseq) or coverage (genomic/metagenomic).
+
+The output file contains sequence id, median, average, stddev, and seq length,
+in comma-separated value (CSV) format.
+
+Example:
+
+    load-into-counting.py counts tests/test-data/test-reads.fq.gz
+    count-median.py counts tests/test-data/test-reads.fq.gz medians.txt
+
+NOTE: All 'N's in the input sequences are converted to 'A's.", after_long_help = "The output has, per sequence at least k long: its name, the median, average and standard \
 deviation of its k-mer counts, and its length, as CSV. N is counted as A.
 
 Examples:
   fasthts kmer count reads.ct reads.fq.gz
   fasthts kmer count-median reads.ct reads.fq.gz medians.csv")]
 pub struct CountMedianArgs {
-    /// Overwrite output file if it exists
-    #[arg(short = 'f', long = "force")]
+    #[arg(help = "Overwrite output file if it exists", short = 'f', long = "force")]
     force: bool,
     /// Print no progress messages (a fasthts addition; errors still go to stderr)
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(hide_short_help = true, short = 'q', long = "quiet")]
     quiet: bool,
-    /// input k-mer countgraph filename
-    #[arg(value_name = "input_count_graph_filename")]
+    #[arg(help = "input k-mer countgraph filename", id = "input_count_graph_filename")]
     countgraph: String,
-    /// input FAST[AQ] sequence filename
-    #[arg(value_name = "input_sequence_filename")]
+    #[arg(help = "input FAST[AQ] sequence filename", id = "input_sequence_filename")]
     input: String,
-    /// output summary filename (- for standard output)
-    #[arg(value_name = "output_summary_filename")]
+    #[arg(help = "output summary filename", long_help = "output summary filename (- for standard output)", id = "output_summary_filename")]
     output: String,
 }
 

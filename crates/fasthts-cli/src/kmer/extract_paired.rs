@@ -8,24 +8,41 @@ use fasthts_kmer::scripts;
 
 /// extract-paired-reads.py
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Take a mixture of reads and split into pairs and orphans.", after_help = "Many read-handling programs (assemblers, mappers, etc.) require that you give
+them either perfectly interleaved files, or files containing only single reads.
+This script takes files that were originally interleaved but where reads may
+have been orphaned (via error filtering, application of abundance filtering,
+digital normalization in non-paired mode, or partitioning) and separates the
+interleaved reads from the orphaned reads.
+
+The default output is two files, `<input file>.pe` and `<input file>.se`,
+placed in the current directory. The .pe file contains interleaved and properly
+paired sequences, while the .se file contains orphan sequences.
+
+The directory into which the interleaved and orphaned reads are output may be
+specified using `-d`/`--output-dir`. This directory will be created if it does
+not already exist.
+
+Alternatively, you can specify the filenames directly with `-p`/`--output-
+paired` and `-s`/`--output-single`, which will override the `-d`/`--output-dir`
+option.
+
+Example:
+
+    extract-paired-reads.py tests/test-data/paired.fq", after_long_help = "Examples:
   fasthts kmer extract-paired-reads kept.fq   (writes kept.fq.pe and kept.fq.se)
   fasthts kmer extract-paired-reads -p pairs.fq -s singles.fq --gzip kept.fq.gz")]
 pub struct ExtractPairedArgs {
-    /// Reads, pairs interleaved with orphans (plain, gzip, BGZF or bzip2); `-` = stdin
-    #[arg(default_value = "/dev/stdin")]
+    #[arg(long_help = "Reads, pairs interleaved with orphans (plain, gzip, BGZF or bzip2); `-` = stdin", default_value = "/dev/stdin")]
     infile: String,
-    /// Output split reads to specified directory. Creates directory if necessary
-    #[arg(short = 'd', long = "output-dir", default_value = "", hide_default_value = true)]
+    #[arg(help = "Output split reads to specified directory. Creates directory if necessary", short = 'd', long = "output-dir", default_value = "", hide_default_value = true)]
     output_dir: String,
-    /// Output paired reads to this file [default: <infile>.pe]
-    #[arg(short = 'p', long = "output-paired", value_name = "filename")]
+    #[arg(help = "Output paired reads to this file", long_help = "Output paired reads to this file [default: <infile>.pe]", short = 'p', long = "output-paired", value_name = "filename")]
     output_paired: Option<String>,
-    /// Output orphaned reads to this file [default: <infile>.se]
-    #[arg(short = 's', long = "output-single", value_name = "filename")]
+    #[arg(help = "Output orphaned reads to this file", long_help = "Output orphaned reads to this file [default: <infile>.se]", short = 's', long = "output-single", value_name = "filename")]
     output_single: Option<String>,
-    /// Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)
-    #[arg(short = 'f', long = "force")]
+    #[arg(help = "Overwrite output file if it exists", long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)", short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]
     compression: OutputCompression,

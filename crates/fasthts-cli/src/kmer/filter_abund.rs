@@ -7,42 +7,39 @@ use fasthts_kmer::scripts;
 
 /// filter-abund.py
 #[derive(Args, Debug)]
-#[command(after_help = "Writes INPUT.abundfilt for each input (its basename, in the current directory) unless -o is given.
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Trim sequences at a minimum k-mer abundance.", after_help = "Trimmed sequences will be placed in \"${input_sequence_filename}.abundfilt\" for
+each input sequence file. If the input sequences are from RNAseq or metagenome
+sequencing then `--variable-coverage` should be used.
+
+Example:
+
+    load-into-counting.py -k 20 -x 5e7 countgraph data/100k-filtered.fa
+    filter-abund.py -C 2 countgraph data/100k-filtered.fa", after_long_help = "Writes INPUT.abundfilt for each input (its basename, in the current directory) unless -o is given.
 
 Examples:
   fasthts kmer filter-abund reads.ct reads.fq.gz
   fasthts kmer filter-abund -C 3 -V -Z 20 -o filtered.fq reads.ct r1.fq r2.fq")]
 pub struct FilterArgs {
-    /// Number of simultaneous threads to execute (khmer ignores it; here
-    /// batches are filtered in parallel and written in input order)
-    /// [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "THREADS", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    #[arg(help = "Number of simultaneous threads to execute (default: 1)", long_help = "Number of simultaneous threads to execute (khmer ignores it; here batches are filtered in parallel and written in input order) [default: all cores]", short = 'T', long = "threads", visible_short_alias = '@', value_name = "THREADS", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
-    /// Trim at k-mers below this abundance.
-    #[arg(allow_negative_numbers = true, short = 'C', long = "cutoff", default_value = "2", value_parser = cutoff_range)]
+    #[arg(help = "Trim at k-mers below this abundance.", allow_negative_numbers = true, short = 'C', long = "cutoff", default_value = "2", value_parser = cutoff_range)]
     cutoff: u16,
-    /// Only trim low-abundance k-mers from sequences that have high coverage.
-    #[arg(short = 'V', long = "variable-coverage")]
+    #[arg(help = "Only trim low-abundance k-mers from sequences that have high coverage.", short = 'V', long = "variable-coverage")]
     variable_coverage: bool,
-    /// Base the variable-coverage cutoff on this median k-mer abundance.
-    #[arg(allow_negative_numbers = true, short = 'Z', long = "normalize-to", value_name = "NORMALIZE_TO", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
+    #[arg(help = "Base the variable-coverage cutoff on this median k-mer abundance.", allow_negative_numbers = true, short = 'Z', long = "normalize-to", value_name = "NORMALIZE_TO", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     normalize_to: u16,
-    /// Output the trimmed sequences into a single file with the given filename instead of creating a new file for each input file.
-    #[arg(short = 'o', long = "output", value_name = "optional_output_filename")]
+    #[arg(help = "Output the trimmed sequences into a single file with the given filename instead of creating a new file for each input file.", short = 'o', long = "output", value_name = "optional_output_filename")]
     output: Option<String>,
-    /// Overwrite output file if it exists
-    #[arg(short = 'f', long = "force")]
+    #[arg(help = "Overwrite output file if it exists", short = 'f', long = "force")]
     force: bool,
-    /// Print no progress messages (warnings and errors still go to stderr)
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(long_help = "Print no progress messages (warnings and errors still go to stderr)", short = 'q', long = "quiet")]
     quiet: bool,
     #[command(flatten)]
     compression: OutputCompression,
-    /// The countgraph (from fasthts kmer count) to look up abundances in.
-    #[arg(id = "input_count_graph_filename", value_name = "COUNTGRAPH")]
+    #[arg(help = "The input k-mer countgraph filename", long_help = "The countgraph (from fasthts kmer count) to look up abundances in.", id = "input_count_graph_filename", value_name = "COUNTGRAPH")]
     input_graph: String,
-    /// FAST[AQ] sequence files to filter.
-    #[arg(id = "input_sequence_filename", value_name = "INPUT", required = true)]
+    #[arg(help = "Input FAST[AQ] sequence filename", long_help = "FAST[AQ] sequence files to filter.", id = "input_sequence_filename", value_name = "INPUT", required = true)]
     input_filename: Vec<String>,
 }
 

@@ -12,7 +12,17 @@ use fasthts_kmer::scripts;
 
 /// filter-abund-single.py
 #[derive(Args, Debug)]
-#[command(after_help = "Writes INPUT.abundfilt (its basename, in the current directory) unless -o is given.
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Trims sequences at a minimum k-mer abundance (in memory version).", after_help = "Trimmed sequences will be placed in \"${input_sequence_filename}.abundfilt\".
+
+This script is constant memory.
+
+To trim reads based on k-mer abundance across multiple files, use `load-into-
+counting.py` and `filter-abund.py`.
+
+Example:
+
+    filter-abund-single.py -k 20 -x 5e7 -C 2 data/100k-filtered.fa", after_long_help = "Writes INPUT.abundfilt (its basename, in the current directory) unless -o is given.
 
 Examples:
   fasthts kmer filter-abund-single -k 20 -M 4G -C 2 reads.fq.gz
@@ -20,36 +30,25 @@ Examples:
 pub struct FilterSingleArgs {
     #[command(flatten)]
     graph: GraphArgs,
-    /// Number of simultaneous threads to execute (counting as `count`,
-    /// filtering as `filter-abund`; the same output at any number)
-    /// [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    #[arg(help = "Number of simultaneous threads to execute (default: 1)", long_help = "Number of simultaneous threads to execute (counting as `count`, filtering as `filter-abund`; the same output at any number) [default: all cores]", short = 'T', long = "threads", visible_short_alias = '@', value_name = "THREADS", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
-    /// Trim at k-mers below this abundance.
-    #[arg(allow_negative_numbers = true, short = 'C', long = "cutoff", default_value = "2", value_parser = cutoff_range)]
+    #[arg(help = "Trim at k-mers below this abundance.", allow_negative_numbers = true, short = 'C', long = "cutoff", default_value = "2", value_parser = cutoff_range)]
     cutoff: u16,
-    /// Only trim low-abundance k-mers from sequences that have high coverage.
-    #[arg(short = 'V', long = "variable-coverage")]
+    #[arg(help = "Only trim low-abundance k-mers from sequences that have high coverage.", short = 'V', long = "variable-coverage")]
     variable_coverage: bool,
-    /// Base the variable-coverage cutoff on this median k-mer abundance.
-    #[arg(allow_negative_numbers = true, short = 'Z', long = "normalize-to", value_name = "NORMALIZE_TO", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
+    #[arg(help = "Base the variable-coverage cutoff on this median k-mer abundance.", allow_negative_numbers = true, short = 'Z', long = "normalize-to", value_name = "NORMALIZE_TO", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     normalize_to: u16,
-    /// If present, the name of the file to save the k-mer countgraph to
-    #[arg(long = "savegraph", value_name = "filename", default_value = "")]
+    #[arg(help = "If present, the name of the file to save the k-mer countgraph to", long = "savegraph", value_name = "filename", default_value = "")]
     savegraph: String,
-    /// Override default output filename and output trimmed sequences into a file with the given filename.
-    #[arg(short = 'o', long = "outfile", value_name = "optional_output_filename")]
+    #[arg(help = "Override default output filename and output trimmed sequences into a file with the given filename.", short = 'o', long = "outfile", value_name = "optional_output_filename")]
     outfile: Option<String>,
-    /// Overwrite output file if it exists
-    #[arg(short = 'f', long = "force")]
+    #[arg(help = "Overwrite output file if it exists", short = 'f', long = "force")]
     force: bool,
-    /// Print no progress messages (warnings and errors still go to stderr)
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(long_help = "Print no progress messages (warnings and errors still go to stderr)", short = 'q', long = "quiet")]
     quiet: bool,
     #[command(flatten)]
     compression: OutputCompression,
-    /// FAST[AQ] sequence file to trim
-    #[arg(value_name = "input_sequence_filename")]
+    #[arg(help = "FAST[AQ] sequence file to trim", id = "input_sequence_filename")]
     datafile: String,
 }
 

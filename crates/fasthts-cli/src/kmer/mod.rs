@@ -17,14 +17,17 @@
 //! Every script's command line is read first by [`argparse`], as khmer's
 //! argparse reads it (its errors, status 2; `--info`, `--version`), from the
 //! script's clap definition: a new script needs nothing more than its
-//! `Args` with khmer's option order, value names (khmer's metavars) and
-//! positional ids (khmer's dests), and `hide_short_help` on options khmer
-//! does not list. khmer's own error conditions exit
+//! `Args` with khmer's option order, value names (khmer's metavars),
+//! positional ids (khmer's dests), each argument's `help` as khmer's (and
+//! fasthts's own words in `long_help` where they differ), khmer's
+//! description and epilog as `long_about` and `after_help`, and
+//! `hide_short_help` on options khmer does not list. khmer's own error conditions exit
 //! 1 with khmer's message (a [`crate::Failure`]). Outputs are written under a
 //! temporary name and renamed into place when complete. `-T/--threads` (`-@`)
 //! defaults to all cores; the outputs are the same at any number.
 
 pub(crate) mod argparse;
+mod help;
 mod abundance_dist;
 mod count;
 mod filter_abund;
@@ -56,55 +59,43 @@ use std::io::{self, Write};
 use std::path::Path;
 
 /// khmer-compatible k-mer tools.
+///
+/// Each script's one-line `about` is given as an attribute, not a doc
+/// comment: a doc comment would also clear the `long_about` (khmer's
+/// description, printed by its `--help`) that the script's `Args` sets.
 #[derive(Subcommand)]
 pub enum KmerCommand {
-    /// Count k-mers into a countgraph (.ct) = load-into-counting.py
-    #[command(infer_long_args = true)]
+    #[command(about = "Count k-mers into a countgraph (.ct) = load-into-counting.py", infer_long_args = true)]
     Count(count::CountArgs),
-    /// Histogram of k-mer abundances = abundance-dist.py
-    #[command(name = "abundance-dist", infer_long_args = true)]
+    #[command(about = "Histogram of k-mer abundances = abundance-dist.py", name = "abundance-dist", infer_long_args = true)]
     AbundanceDist(abundance_dist::AbundArgs),
-    /// Digital normalisation = normalize-by-median.py
-    #[command(infer_long_args = true)]
+    #[command(about = "Digital normalisation = normalize-by-median.py", infer_long_args = true)]
     Normalize(normalize::NormArgs),
-    /// Trim reads at low-abundance k-mers using a saved countgraph = filter-abund.py
-    #[command(name = "filter-abund", infer_long_args = true)]
+    #[command(about = "Trim reads at low-abundance k-mers using a saved countgraph = filter-abund.py", name = "filter-abund", infer_long_args = true)]
     FilterAbund(filter_abund::FilterArgs),
-    /// Two-pass streaming abundance trimming = trim-low-abund.py
-    #[command(name = "trim-low-abund", infer_long_args = true)]
+    #[command(about = "Two-pass streaming abundance trimming = trim-low-abund.py", name = "trim-low-abund", infer_long_args = true)]
     TrimLowAbund(trim::TrimArgs),
-    /// Interleave R1/R2 files of mates into one = interleave-reads.py
-    #[command(name = "interleave-reads", infer_long_args = true)]
+    #[command(about = "Interleave R1/R2 files of mates into one = interleave-reads.py", name = "interleave-reads", infer_long_args = true)]
     InterleaveReads(interleave::InterleaveArgs),
-    /// Split interleaved reads into first and second mates = split-paired-reads.py
-    #[command(name = "split-paired-reads", infer_long_args = true)]
+    #[command(about = "Split interleaved reads into first and second mates = split-paired-reads.py", name = "split-paired-reads", infer_long_args = true)]
     SplitPairedReads(split_paired::SplitPairedArgs),
-    /// Separate pairs from orphans = extract-paired-reads.py
-    #[command(name = "extract-paired-reads", infer_long_args = true)]
+    #[command(about = "Separate pairs from orphans = extract-paired-reads.py", name = "extract-paired-reads", infer_long_args = true)]
     ExtractPairedReads(extract_paired::ExtractPairedArgs),
-    /// Reads at least -l bases long = extract-long-sequences.py
-    #[command(name = "extract-long-sequences", infer_long_args = true)]
+    #[command(about = "Reads at least -l bases long = extract-long-sequences.py", name = "extract-long-sequences", infer_long_args = true)]
     ExtractLongSequences(extract_long::ExtractLongArgs),
-    /// FASTQ to FASTA (reads with N dropped unless -n) = fastq-to-fasta.py
-    #[command(name = "fastq-to-fasta", infer_long_args = true)]
+    #[command(about = "FASTQ to FASTA (reads with N dropped unless -n) = fastq-to-fasta.py", name = "fastq-to-fasta", infer_long_args = true)]
     FastqToFasta(fastq_to_fasta::FastqToFastaArgs),
-    /// Bases, sequences and average length per file = readstats.py
-    #[command(infer_long_args = true)]
+    #[command(about = "Bases, sequences and average length per file = readstats.py", infer_long_args = true)]
     Readstats(readstats::ReadstatsArgs),
-    /// Reservoir-sample reads or pairs (same reads as khmer for the same -R) = sample-reads-randomly.py
-    #[command(name = "sample-reads-randomly", infer_long_args = true)]
+    #[command(about = "Reservoir-sample reads or pairs (same reads as khmer for the same -R) = sample-reads-randomly.py", name = "sample-reads-randomly", infer_long_args = true)]
     SampleReadsRandomly(sample_reads::SampleReadsArgs),
-    /// Estimate the number of distinct k-mers (HyperLogLog, khmer's estimate) = unique-kmers.py
-    #[command(name = "unique-kmers", infer_long_args = true)]
+    #[command(about = "Estimate the number of distinct k-mers (HyperLogLog, khmer's estimate) = unique-kmers.py", name = "unique-kmers", infer_long_args = true)]
     UniqueKmers(unique_kmers::UniqueKmersArgs),
-    /// Count k-mers and write their abundance histogram in one run = abundance-dist-single.py
-    #[command(name = "abundance-dist-single", infer_long_args = true)]
+    #[command(about = "Count k-mers and write their abundance histogram in one run = abundance-dist-single.py", name = "abundance-dist-single", infer_long_args = true)]
     AbundanceDistSingle(abundance_dist_single::AbundSingleArgs),
-    /// Count k-mers and trim reads at low-abundance k-mers in one run = filter-abund-single.py
-    #[command(name = "filter-abund-single", infer_long_args = true)]
+    #[command(about = "Count k-mers and trim reads at low-abundance k-mers in one run = filter-abund-single.py", name = "filter-abund-single", infer_long_args = true)]
     FilterAbundSingle(filter_abund_single::FilterSingleArgs),
-    /// Median, average and stddev of each read's k-mer counts = count-median.py
-    #[command(name = "count-median", infer_long_args = true)]
+    #[command(about = "Median, average and stddev of each read's k-mer counts = count-median.py", name = "count-median", infer_long_args = true)]
     CountMedian(count_median::CountMedianArgs),
 }
 
@@ -177,27 +168,21 @@ fn cutoff_range(s: &str) -> Result<u16, BoxError> {
 /// Table options shared by the graph-building commands (khmer_args).
 #[derive(Args, Clone, Debug)]
 pub struct GraphArgs {
-    /// k-mer size to use (up to 32, as khmer; up to 64 with --long-k)
-    #[arg(allow_negative_numbers = true, short = 'k', long = "ksize", value_name = "KSIZE", default_value = "32", value_parser = crate::numbers::whole::<u32>(0, u32::MAX.into()))]
+    #[arg(help = "k-mer size to use", long_help = "k-mer size to use (up to 32, as khmer; up to 64 with --long-k)", allow_negative_numbers = true, short = 'k', long = "ksize", value_name = "KSIZE", default_value = "32", value_parser = crate::numbers::whole::<u32>(0, u32::MAX.into()))]
     ksize: u32,
     /// number of tables to use in k-mer countgraph (up to 20; more with --force)
     #[arg(hide_short_help = true, allow_negative_numbers = true, short = 'N', long = "n_tables", alias = "n-tables", value_name = "N", default_value = "4", value_parser = crate::numbers::whole::<usize>(0, i64::MAX))]
     n_tables: usize,
-    /// approximate number of unique kmers in the input set (not supported)
-    #[arg(allow_negative_numbers = true, short = 'U', long = "unique-kmers", value_name = "UNIQUE_KMERS", default_value = "0", value_parser = crate::numbers::real(0.0, MAX_TABLE_BYTES))]
+    #[arg(help = "approximate number of unique kmers in the input set", allow_negative_numbers = true, short = 'U', long = "unique-kmers", value_name = "UNIQUE_KMERS", default_value = "0", value_parser = crate::numbers::real(0.0, MAX_TABLE_BYTES))]
     unique_kmers: f64,
-    /// Override the automatic FP rate setting for the current script (with -U)
-    #[arg(allow_negative_numbers = true, long = "fp-rate", value_name = "FP_RATE", value_parser = crate::numbers::real(0.0, 1.0))]
+    #[arg(help = "Override the automatic FP rate setting for the current script", long_help = "Override the automatic FP rate setting for the current script (with -U)", allow_negative_numbers = true, long = "fp-rate", value_name = "FP_RATE", value_parser = crate::numbers::real(0.0, 1.0))]
     fp_rate: Option<f64>,
     /// upper bound on tablesize to use (entries per table, up to 1e15)
     #[arg(hide_short_help = true, allow_negative_numbers = true, short = 'x', long = "max-tablesize", value_name = "SIZE", default_value = "1e6", value_parser = tablesize, conflicts_with = "max_memory_usage")]
     max_tablesize: f64,
-    /// maximum amount of memory to use for data structure, in bytes (K/M/G/T suffixes, decimal; up to 1e15); sets -x to this / N
-    #[arg(allow_negative_numbers = true, short = 'M', long = "max-memory-usage", value_name = "MAX_MEMORY_USAGE", value_parser = memory_setting)]
+    #[arg(help = "maximum amount of memory to use for data structure", long_help = "maximum amount of memory to use for data structure, in bytes (K/M/G/T suffixes, decimal; up to 1e15); sets -x to this / N", allow_negative_numbers = true, short = 'M', long = "max-memory-usage", value_name = "MAX_MEMORY_USAGE", value_parser = memory_setting)]
     max_memory_usage: Option<f64>,
-    /// Reduce memory usage by using a smaller counter for individual kmers
-    /// (khmer's SmallCountgraph: 4-bit counts, up to 15; -M gives 2 entries per byte)
-    #[arg(long = "small-count")]
+    #[arg(help = "Reduce memory usage by using a smaller counter for individual kmers.", long_help = "Reduce memory usage by using a smaller counter for individual kmers (khmer's SmallCountgraph: 4-bit counts, up to 15; -M gives 2 entries per byte)", long = "small-count")]
     small_count: bool,
     /// Allow 32 < k <= 64 (fasthts extension: 128-bit two-bit k-mers folded
     /// to a 64-bit hash; such tables are not readable by khmer)

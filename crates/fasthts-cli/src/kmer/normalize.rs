@@ -11,7 +11,55 @@ use std::io::{BufWriter, Write};
 
 /// normalize-by-median.py
 #[derive(Args, Debug)]
-#[command(after_help = "Writes INPUT.keep for each input (its basename, in the current directory) unless -o is given.
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Do digital normalization (remove mostly redundant sequences)", after_help = "Discard sequences based on whether or not their median k-mer abundance lies
+above a specified cutoff. Kept sequences will be placed in <fileN>.keep.
+
+By default, paired end reads will be considered together; if either read should
+be kept, both will be kept. (This keeps both reads from a fragment, and helps
+with retention of repeats.) Unpaired reads are treated individually.
+
+If `-p`/`--paired` is set, then proper pairing is required and the script will
+exit on unpaired reads, although `--unpaired-reads` can be used to supply a
+file of orphan reads to be read after the paired reads.
+
+`--force_single` will ignore all pairing information and treat reads
+individually.
+
+With `-s`/`--savegraph`, the k-mer countgraph will be saved to the specified
+file after all sequences have been processed. `-l`/`--loadgraph` will load the
+specified k-mer countgraph before processing the specified files.  Note that
+these graphs are are in the same format as those produced by `load-into-
+counting.py` and consumed by `abundance-dist.py`.
+
+To append reads to an output file (rather than overwriting it), send output to
+STDOUT with `--output -` and use UNIX file redirection syntax (`>>`) to append
+to the file.
+
+Example:
+
+    normalize-by-median.py -k 17 tests/test-data/test-abund-read-2.fa
+
+Example:
+
+    normalize-by-median.py -p -k 17 \\
+    tests/test-data/test-abund-read-paired.fa
+
+Example:
+
+    normalize-by-median.py -p -k 17 -o - tests/test-data/paired.fq \\
+    >> appended-output.fq
+
+Example:
+
+    normalize-by-median.py -k 17 -f tests/test-data/test-error-reads.fq \\
+    tests/test-data/test-fastq-reads.fq
+
+Example:
+
+    normalize-by-median.py -k 17 -s test.ct \\
+    tests/test-data/test-abund-read-2.fa \\
+    tests/test-data/test-fastq-reads.fq", after_long_help = "Writes INPUT.keep for each input (its basename, in the current directory) unless -o is given.
 
 Examples:
   fasthts kmer normalize -k 20 -C 20 -M 4G reads.fq.gz
@@ -20,38 +68,27 @@ Examples:
 pub struct NormArgs {
     #[command(flatten)]
     graph: GraphArgs,
-    /// Print no progress messages (warnings and errors still go to stderr)
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(long_help = "Print no progress messages (warnings and errors still go to stderr)", short = 'q', long = "quiet")]
     quiet: bool,
-    /// when the median k-mer coverage level is above this number the read is not kept.
-    #[arg(allow_negative_numbers = true, short = 'C', long = "cutoff", default_value = "20", value_parser = cutoff_range)]
+    #[arg(help = "when the median k-mer coverage level is above this number the read is not kept.", allow_negative_numbers = true, short = 'C', long = "cutoff", default_value = "20", value_parser = cutoff_range)]
     cutoff: u16,
-    /// require that all sequences be properly paired
-    #[arg(short = 'p', long = "paired")]
+    #[arg(help = "require that all sequences be properly paired", short = 'p', long = "paired")]
     paired: bool,
-    /// treat all sequences as single-ended/unpaired
-    #[arg(long = "force_single")]
+    #[arg(help = "treat all sequences as single-ended/unpaired", long = "force_single")]
     force_single: bool,
-    /// include a file of unpaired reads to which -p/--paired does not apply.
-    #[arg(short = 'u', long = "unpaired-reads", value_name = "unpaired_reads_filename")]
+    #[arg(help = "include a file of unpaired reads to which -p/--paired does not apply.", short = 'u', long = "unpaired-reads", value_name = "unpaired_reads_filename")]
     unpaired_reads: Option<String>,
-    /// save the k-mer countgraph to disk after all reads are loaded.
-    #[arg(short = 's', long = "savegraph", value_name = "filename")]
+    #[arg(help = "save the k-mer countgraph to disk after all reads are loaded.", short = 's', long = "savegraph", value_name = "filename")]
     savegraph: Option<String>,
-    /// write progress report to report_filename
-    #[arg(short = 'R', long = "report", value_name = "report_filename")]
+    #[arg(help = "write progress report to report_filename", short = 'R', long = "report", value_name = "report_filename")]
     report: Option<String>,
-    /// report progress every report_frequency reads
-    #[arg(allow_negative_numbers = true, long = "report-frequency", value_name = "report_frequency", default_value = "100000", value_parser = crate::numbers::whole::<u64>(1, i64::MAX))]
+    #[arg(help = "report progress every report_frequency reads", allow_negative_numbers = true, long = "report-frequency", value_name = "report_frequency", default_value = "100000", value_parser = crate::numbers::whole::<u64>(1, i64::MAX))]
     report_frequency: u64,
-    /// continue past file reading errors
-    #[arg(short = 'f', long = "force")]
+    #[arg(help = "continue past file reading errors", short = 'f', long = "force")]
     force: bool,
-    /// only output a single file with the specified filename; "-" = STDOUT
-    #[arg(short = 'o', long = "output", value_name = "filename")]
+    #[arg(help = "only output a single file with the specified filename; use a single dash \"-\" to specify that output should go to STDOUT (the terminal)", long_help = "only output a single file with the specified filename; \"-\" = STDOUT", short = 'o', long = "output", value_name = "filename")]
     output: Option<String>,
-    /// load a precomputed k-mer graph from disk
-    #[arg(short = 'l', long = "loadgraph", value_name = "filename")]
+    #[arg(help = "load a precomputed k-mer graph from disk", short = 'l', long = "loadgraph", value_name = "filename")]
     loadgraph: Option<String>,
     #[command(flatten)]
     compression: OutputCompression,
@@ -61,8 +98,7 @@ pub struct NormArgs {
     /// [default: all cores]
     #[arg(hide_short_help = true, short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
-    /// Input FAST[AQ] sequence filename.
-    #[arg(id = "input_sequence_filename", value_name = "INPUT", required = true)]
+    #[arg(help = "Input FAST[AQ] sequence filename.", id = "input_sequence_filename", value_name = "INPUT", required = true)]
     input_filenames: Vec<String>,
 }
 

@@ -8,33 +8,35 @@ use fasthts_kmer::scripts::{Reservoirs, SampleOptions, SampleProgress, SampledUn
 
 /// sample-reads-randomly.py
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Uniformly subsample sequences from a collection of files", after_help = "Take a list of files containing sequences, and subsample 100,000 sequences
+(`-N`/`--num_reads`) uniformly, using reservoir sampling.  Stop after first
+100m sequences (`-M`/`--max_reads`). By default take one subsample, but take
+`-S`/`--samples` samples if specified.
+
+The output is placed in `-o`/`--output` <file> (for a single sample) or in
+\"<file>.subset.0\" to \"<file>.subset.S-1\" (for more than one sample).
+
+This script uses the reservoir sampling algorithm.
+http://en.wikipedia.org/wiki/Reservoir_sampling", after_long_help = "Examples:
   fasthts kmer sample-reads-randomly -N 100000 -R 1 reads.fq -o subset.fq
   fasthts kmer sample-reads-randomly -N 1000 -S 3 -R 7 reads.fq   (writes reads.fq.subset.0 to .2)")]
 pub struct SampleReadsArgs {
-    /// Input files (sampled together)
-    #[arg(required = true)]
+    #[arg(long_help = "Input files (sampled together)", required = true)]
     filenames: Vec<String>,
-    /// samples the number of sequences or pairs specified with -N
-    #[arg(short = 'N', long = "num_reads", default_value_t = 100_000, allow_negative_numbers = true)]
+    #[arg(help = "samples the number of sequences or pairs specified with -N", short = 'N', long = "num_reads", default_value_t = 100_000, allow_negative_numbers = true)]
     num_reads: i64,
-    /// stop reading a file after this many sequences or pairs (checked every 10,000)
-    #[arg(short = 'M', long = "max_reads", default_value_t = 100_000_000, allow_negative_numbers = true)]
+    #[arg(long_help = "stop reading a file after this many sequences or pairs (checked every 10,000)", short = 'M', long = "max_reads", default_value_t = 100_000_000, allow_negative_numbers = true)]
     max_reads: i64,
-    /// number of samples to take
-    #[arg(short = 'S', long = "samples", default_value_t = 1, allow_negative_numbers = true)]
+    #[arg(long_help = "number of samples to take", short = 'S', long = "samples", default_value_t = 1, allow_negative_numbers = true)]
     num_samples: i64,
-    /// Provide a random seed for the generator (the same seed picks the same reads as khmer)
-    #[arg(short = 'R', long = "random-seed", value_parser = python_int, allow_negative_numbers = true)]
+    #[arg(help = "Provide a random seed for the generator", long_help = "Provide a random seed for the generator (the same seed picks the same reads as khmer)", short = 'R', long = "random-seed", value_parser = python_int, allow_negative_numbers = true)]
     random_seed: Option<String>,
-    /// Ignore read pair information if present
-    #[arg(long = "force_single")]
+    #[arg(help = "Ignore read pair information if present", long = "force_single")]
     force_single: bool,
-    /// Output file (one sample only) [default: <first input>.subset]
-    #[arg(short = 'o', long = "output", value_name = "filename")]
+    #[arg(long_help = "Output file (one sample only) [default: <first input>.subset]", short = 'o', long = "output", value_name = "filename")]
     output: Option<String>,
-    /// Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)
-    #[arg(short = 'f', long = "force")]
+    #[arg(help = "Overwrite output file if it exits", long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)", short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]
     compression: OutputCompression,

@@ -15,7 +15,25 @@ use std::path::{Path, PathBuf};
 
 /// trim-low-abund.py
 #[derive(Args, Debug)]
-#[command(after_help = "Writes INPUT.abundtrim for each input (its basename, in the current directory) unless -o is given.
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Trim low-abundance k-mers using a streaming algorithm.", after_help = "The output is one file for each input file, \"<input file>.abundtrim\", placed in
+the current directory.  This output contains the input sequences trimmed at
+low-abundance k-mers.
+
+The `-V`/`--variable-coverage` parameter will, if specified, prevent
+elimination of low-abundance reads by only trimming low-abundance k-mers from
+high-abundance reads; use this for non-genomic data sets that may have variable
+coverage.
+
+Note that the output reads will not necessarily be in the same order as the
+reads in the input files; if this is an important consideration, use `load-
+into-counting.py` and `filter-abund.py`. However, read pairs will be kept
+together, in \"broken-paired\" format; you can use `extract-paired-reads.py` to
+extract read pairs and orphans.
+
+Example:
+
+    trim-low-abund.py -x 5e7 -k 20 -C 2 data/100k-filtered.fa", after_long_help = "Writes INPUT.abundtrim for each input (its basename, in the current directory) unless -o is given.
 Note that -T is khmer's --tempdir here, not threads.
 
 Examples:
@@ -25,38 +43,27 @@ Examples:
 pub struct TrimArgs {
     #[command(flatten)]
     graph: GraphArgs,
-    /// remove k-mers below this abundance
-    #[arg(allow_negative_numbers = true, short = 'C', long = "cutoff", value_name = "CUTOFF", default_value = "2", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
+    #[arg(help = "remove k-mers below this abundance", allow_negative_numbers = true, short = 'C', long = "cutoff", value_name = "CUTOFF", default_value = "2", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     cutoff: u16,
-    /// trim reads when entire read above this coverage
-    #[arg(allow_negative_numbers = true, short = 'Z', long = "trim-at-coverage", visible_alias = "normalize-to", value_name = "TRIM_AT_COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
+    #[arg(help = "trim reads when entire read above this coverage", allow_negative_numbers = true, short = 'Z', long = "trim-at-coverage", visible_alias = "normalize-to", value_name = "TRIM_AT_COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     trim_at_coverage: u16,
-    /// only output a single file with the specified filename
-    #[arg(short = 'o', long = "output", value_name = "output_filename")]
+    #[arg(help = "only output a single file with the specified filename; use a single dash \"-\" to specify that output should go to STDOUT (the terminal)", long_help = "only output a single file with the specified filename", short = 'o', long = "output", value_name = "output_filename")]
     output: Option<String>,
-    /// Only trim low-abundance k-mers from sequences that have high coverage.
-    #[arg(short = 'V', long = "variable-coverage")]
+    #[arg(help = "Only trim low-abundance k-mers from sequences that have high coverage.", short = 'V', long = "variable-coverage")]
     variable_coverage: bool,
-    /// load a precomputed k-mer graph from disk
-    #[arg(short = 'l', long = "loadgraph", value_name = "filename")]
+    #[arg(help = "load a precomputed k-mer graph from disk", short = 'l', long = "loadgraph", value_name = "filename")]
     loadgraph: Option<String>,
-    /// save the k-mer countgraph to disk after all reads are loaded.
-    #[arg(short = 's', long = "savegraph", value_name = "filename")]
+    #[arg(help = "save the k-mer countgraph to disk after allreads are loaded. (default: )", long_help = "save the k-mer countgraph to disk after all reads are loaded.", short = 's', long = "savegraph", value_name = "filename")]
     savegraph: Option<String>,
-    /// Print no progress messages (warnings and errors still go to stderr)
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(long_help = "Print no progress messages (warnings and errors still go to stderr)", short = 'q', long = "quiet")]
     quiet: bool,
-    /// What format should the machine readable run summary be in?
-    #[arg(long = "summary-info", value_name = "FORMAT", value_parser = ["json", "tsv"])]
+    #[arg(help = "What format should the machine readable run summary be in? (`json` or `tsv`, disabled by default)", long_help = "What format should the machine readable run summary be in?", long = "summary-info", value_name = "FORMAT", value_parser = ["json", "tsv"])]
     summary_info: Option<String>,
-    /// Overwrite output file if it exists; continue past a too-small table
-    #[arg(long = "force")]
+    #[arg(long_help = "Overwrite output file if it exists; continue past a too-small table", long = "force")]
     force: bool,
-    /// treat all reads as if they were singletons
-    #[arg(long = "ignore-pairs")]
+    #[arg(help = "treat all reads as if they were singletons", long = "ignore-pairs")]
     ignore_pairs: bool,
-    /// Set location of temporary directory for second pass
-    #[arg(short = 'T', long = "tempdir", default_value = "./")]
+    #[arg(help = "Set location of temporary directory for second pass", short = 'T', long = "tempdir", default_value = "./")]
     tempdir: String,
     /// Accepted as in the other k-mer commands, without effect: the trimming
     /// is order-dependent and runs on one thread (-T is khmer's --tempdir)
@@ -64,17 +71,13 @@ pub struct TrimArgs {
     threads: Option<usize>,
     #[command(flatten)]
     compression: OutputCompression,
-    /// Eliminate high-coverage reads altogether (digital normalization).
-    #[arg(long = "diginorm")]
+    #[arg(help = "Eliminate high-coverage reads altogether (digital normalization).", long = "diginorm")]
     diginorm: bool,
-    /// Coverage at which to normalize reads (with --diginorm)
-    #[arg(allow_negative_numbers = true, long = "diginorm-coverage", value_name = "DIGINORM_COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
+    #[arg(help = "Coverage threshold for --diginorm", long_help = "Coverage at which to normalize reads (with --diginorm)", allow_negative_numbers = true, long = "diginorm-coverage", value_name = "DIGINORM_COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     diginorm_coverage: u16,
-    /// Do not do a second pass across the low coverage data
-    #[arg(long = "single-pass")]
+    #[arg(help = "Do not do a second pass across the low coverage data", long = "single-pass")]
     single_pass: bool,
-    /// FAST[AQ] sequence files to trim.
-    #[arg(value_name = "INPUT", required = true)]
+    #[arg(long_help = "FAST[AQ] sequence files to trim.", value_name = "INPUT", required = true)]
     input_filenames: Vec<String>,
 }
 

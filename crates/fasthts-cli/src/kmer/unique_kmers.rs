@@ -13,7 +13,41 @@ use std::io::{self, BufWriter, Write};
 
 /// unique-kmers.py
 #[derive(Args, Debug)]
-#[command(after_help = "A HyperLogLog counter estimates the number of distinct k-mers (khmer's: the same estimate \
+// khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
+#[command(long_about = "Estimate number of unique k-mers, with precision <= ERROR_RATE.", after_help = "A HyperLogLog counter is used to do cardinality estimation. Since this counter
+is based on a tradeoff between precision and memory consumption, the
+`-e`/`--error-rate` can be used to control how much memory will be used. In
+practice the memory footprint is small even at low error rates (< 0.01).
+
+`-k`/`--ksize` should be set to the desired k-mer size.
+
+Informational output is sent to STDERR, but a report file can be generated with
+`-R`/`--report`.
+
+`--stream-records` will write the sequences taken in to STDOUT. This is useful
+for workflows: count unique kmers in a stream, then do digital normalization.
+
+`--diagnostics` will provide detailed options for tablesize and memory
+limitations for various false positive rates. This is useful for configuring
+other khmer scripts. This will be written to STDERR.
+
+Example:
+
+    unique-kmers.py -k 17 tests/test-data/test-abund-read{,-2,-3}.fa
+
+Example:
+
+    unique-kmers.py -k 17 --diagnostics tests/test-data/test-abund-read.fa
+
+Example:
+
+    unique-kmers.py --stream-records -k 17 tests/test-data/test-reads.fa | \\
+    normalize-by-median.py -k 17 -o normalized /dev/stdin
+
+Example:
+
+    unique-kmers.py -R unique_count -k 30 \\
+    tests/test-data/test-abund-read-paired.fa", after_long_help = "A HyperLogLog counter estimates the number of distinct k-mers (khmer's: the same estimate \
 for the same k, error rate and input); its memory is 2^ceil(log2((1.04/ERROR_RATE)^2)) bytes. The estimates go to \
 stderr, and with -R to a report file; --diagnostics adds table sizes for other khmer scripts.
 
@@ -22,30 +56,23 @@ Examples:
   fasthts kmer unique-kmers -k 31 -e 0.005 -R unique.txt r1.fq.gz r2.fq.gz
   fasthts kmer unique-kmers -S -k 17 reads.fa | fasthts kmer normalize -k 17 -o normalized.fa -")]
 pub struct UniqueKmersArgs {
-    /// Print no progress messages (the estimates are still printed)
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(long_help = "Print no progress messages (the estimates are still printed)", short = 'q', long = "quiet")]
     quiet: bool,
-    /// k-mer size to use
-    #[arg(short = 'k', long = "ksize", default_value = "32", allow_negative_numbers = true, value_parser = crate::numbers::whole::<u32>(1, 255))]
+    #[arg(help = "k-mer size to use", short = 'k', long = "ksize", default_value = "32", allow_negative_numbers = true, value_parser = crate::numbers::whole::<u32>(1, 255))]
     ksize: u32,
-    /// Acceptable error rate (0.0040624 to 0.367696)
-    #[arg(short = 'e', long = "error-rate", default_value = "0.01", allow_negative_numbers = true, value_parser = parse_float)]
+    #[arg(help = "Acceptable error rate", long_help = "Acceptable error rate (0.0040624 to 0.367696)", short = 'e', long = "error-rate", default_value = "0.01", allow_negative_numbers = true, value_parser = parse_float)]
     error_rate: f64,
-    /// generate informational report and write to filename
-    #[arg(short = 'R', long = "report", value_name = "filename")]
+    #[arg(help = "generate informational report and write to filename", short = 'R', long = "report", value_name = "filename")]
     report: Option<String>,
-    /// write input sequences to STDOUT
-    #[arg(short = 'S', long = "stream-records")]
+    #[arg(help = "write input sequences to STDOUT", short = 'S', long = "stream-records")]
     stream_records: bool,
-    /// print out recommended tablesize arguments and restrictions
-    #[arg(long = "diagnostics")]
+    #[arg(help = "print out recommended tablesize arguments and restrictions", long = "diagnostics")]
     diagnostics: bool,
     /// Threads counting k-mers (fasthts addition; the estimate is the same
     /// at any number) [default: all cores]
-    #[arg(short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    #[arg(hide_short_help = true, short = 'T', long = "threads", visible_short_alias = '@', value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
-    /// Input FAST[AQ] sequence filename(s).
-    #[arg(value_name = "input_sequence_filename", required = true)]
+    #[arg(help = "Input FAST[AQ] sequence filename(s).", id = "input_sequence_filename", required = true)]
     input_filenames: Vec<String>,
 }
 

@@ -17,14 +17,7 @@ fn khmer_available() -> bool {
 
 /// khmer's script for each fasthts k-mer script.
 fn khmer_script(sub: &str) -> &'static str {
-    match sub {
-        "count" => "load-into-counting.py",
-        "abundance-dist" => "abundance-dist.py",
-        "normalize" => "normalize-by-median.py",
-        "filter-abund" => "filter-abund.py",
-        "trim-low-abund" => "trim-low-abund.py",
-        other => panic!("no khmer script for {other}"),
-    }
+    KMER_SCRIPTS.iter().find(|(s, _)| *s == sub).unwrap_or_else(|| panic!("no khmer script for {sub}")).1
 }
 
 /// khmer's `script` run as `fasthts kmer <sub>` (its prog) in `dir`.
@@ -138,6 +131,66 @@ fn usage_errors_version_and_info_are_khmers() {
     failures.extend(compare("trim-low-abund", &["--bogus"], &dir.0, "50"));
     eprintln!("argparse cases: {} passed, {} failed", REFUSED.len() + 2 - failures.len(), failures.len());
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every `fasthts kmer` script with its khmer script.
+const KMER_SCRIPTS: &[(&str, &str)] = &[
+    ("count", "load-into-counting.py"),
+    ("abundance-dist", "abundance-dist.py"),
+    ("normalize", "normalize-by-median.py"),
+    ("filter-abund", "filter-abund.py"),
+    ("trim-low-abund", "trim-low-abund.py"),
+    ("abundance-dist-single", "abundance-dist-single.py"),
+    ("filter-abund-single", "filter-abund-single.py"),
+    ("count-median", "count-median.py"),
+    ("unique-kmers", "unique-kmers.py"),
+    ("interleave-reads", "interleave-reads.py"),
+    ("split-paired-reads", "split-paired-reads.py"),
+    ("extract-paired-reads", "extract-paired-reads.py"),
+    ("extract-long-sequences", "extract-long-sequences.py"),
+    ("fastq-to-fasta", "fastq-to-fasta.py"),
+    ("readstats", "readstats.py"),
+    ("sample-reads-randomly", "sample-reads-randomly.py"),
+];
+
+/// `-h`/`--help` of every script prints khmer's help (the banner on
+/// stderr, argparse's text on stdout, status 0), wrapped as argparse
+/// wraps it for the terminal's width; `-h` ends the parse wherever it is.
+#[test]
+fn help_is_khmers() {
+    if !khmer_available() {
+        return;
+    }
+    let dir = TempDir::new("kargs-help");
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    for (sub, _) in KMER_SCRIPTS {
+        for (args, columns) in [(&["--help"][..], "80"), (&["-h"], "120"), (&["-q", "--he", "--bogus"], "52"), (&["-h"], "30")] {
+            cases += 1;
+            failures.extend(compare(sub, args, &dir.0, columns));
+        }
+    }
+    eprintln!("help cases: {} passed, {} failed", cases - failures.len(), failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `fasthts help kmer <script>` is clap's help with fasthts's own words:
+/// the options khmer hides and what fasthts does otherwise.
+#[test]
+fn fasthts_help_states_its_own_defaults() {
+    for (sub, _) in KMER_SCRIPTS {
+        let mut c = fasthts();
+        c.args(["help", "kmer", sub]);
+        let out = run(c);
+        assert!(out.status.success(), "help kmer {sub}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains(&format!("Usage: fasthts kmer {sub}")), "help kmer {sub}");
+    }
+    let mut c = fasthts();
+    c.args(["help", "kmer", "count"]);
+    let help = text(&run(c).stdout);
+    for shown in ["[default: all cores]", "--n_tables", "--max-tablesize", "--long-k"] {
+        assert!(help.contains(shown), "help kmer count does not show {shown}:\n{help}");
+    }
 }
 
 /// Spellings argparse accepts give the same outputs as the plain ones:
