@@ -199,7 +199,7 @@ def bench_kmer(n, threads_list=(1, 2)):
             py.append(child("fasthts-kmer", fq=fq, k=k, x=x, n=nt, threads=t, bases=bases))
             ct = os.path.join(work, "out.ct")
             t0, c0 = time.perf_counter(), os.times()
-            p = subprocess.run([FASTHTS, "kmer", "count", "-f", "-k", str(k), "-N", str(nt), "-x", "1e8", "-T", str(t), ct, fq],
+            p = subprocess.run([FASTHTS, "kmer", "count", "--timings", "-f", "-k", str(k), "-N", str(nt), "-x", "1e8", "-T", str(t), ct, fq],
                                check=True, capture_output=True, text=True)
             t1, c1 = time.perf_counter(), os.times()
             line = [l for l in p.stderr.splitlines() if l.startswith("counted ")][0]

@@ -111,6 +111,12 @@ enum Kind {
     Value,
 }
 
+/// Options khmer declares with the long name first (`build_graph_args`'s
+/// `'--n_tables', '-N'` and `'--max-tablesize', '-x'`): argparse names an
+/// option by its strings in the order declared ("argument
+/// --max-tablesize/-x: not allowed with argument -M/--max-memory-usage").
+const LONG_NAME_FIRST: &[&str] = &["n_tables", "max-tablesize"];
+
 /// An option as argparse knows it.
 struct Opt {
     /// argparse's option strings, in the order its messages name them.
@@ -182,6 +188,9 @@ impl Parser {
             let mut strings: Vec<String> = Vec::new();
             strings.extend(a.get_short().map(|c| format!("-{c}")));
             strings.extend(a.get_long().map(|l| format!("--{l}")));
+            if a.get_long().is_some_and(|l| LONG_NAME_FIRST.contains(&l)) {
+                strings.reverse();
+            }
             // visible long aliases are khmer's own spellings (trim's
             // --normalize-to); hidden ones and short aliases (-@) fasthts's
             let visible: Vec<&str> = a.get_visible_aliases().unwrap_or_default();
@@ -307,9 +316,35 @@ impl Parser {
                 return Ok(Some((Some(i), name.to_string(), Some(value.to_string()))));
             }
         }
-        // argparse's _get_option_tuples, in the options' order
+        // argparse's _get_option_tuples, in the options' order, among
+        // khmer's names; fasthts's aliases only where none of those match
+        let found = self.option_tuples(word, true);
+        let mut found = if found.is_empty() { self.option_tuples(word, false) } else { found };
+        match found.len() {
+            0 => {}
+            1 => {
+                let (i, s, explicit) = found.pop().unwrap();
+                return Ok(Some((Some(i), s, explicit)));
+            }
+            _ => {
+                let matches: Vec<&str> = found.iter().map(|(_, s, _)| s.as_str()).collect();
+                return Err(self.error(&format!("ambiguous option: {word} could match {}", matches.join(", "))));
+            }
+        }
+        if is_negative_number(word) || word.contains(' ') {
+            return Ok(None);
+        }
+        Ok(Some((None, word.to_string(), None)))
+    }
+
+    /// The options `word` may abbreviate (argparse's `_get_option_tuples`),
+    /// among khmer's names (`named`) or among fasthts's aliases.
+    fn option_tuples(&self, word: &str, named: bool) -> Vec<(usize, String, Option<String>)> {
         let mut found: Vec<(usize, String, Option<String>)> = Vec::new();
-        let all = self.opts.iter().enumerate().flat_map(|(i, o)| o.strings.iter().map(move |s| (i, s)));
+        let all = self.opts.iter().enumerate().flat_map(|(i, o)| {
+            let strings = if named { &o.strings[..o.named] } else { &o.strings[o.named..] };
+            strings.iter().map(move |s| (i, s))
+        });
         if word.starts_with("--") {
             let (prefix, explicit) = match word.split_once('=') {
                 Some((p, v)) => (p, Some(v.to_string())),
@@ -330,21 +365,7 @@ impl Parser {
                 }
             }
         }
-        match found.len() {
-            0 => {}
-            1 => {
-                let (i, s, explicit) = found.pop().unwrap();
-                return Ok(Some((Some(i), s, explicit)));
-            }
-            _ => {
-                let matches: Vec<&str> = found.iter().map(|(_, s, _)| s.as_str()).collect();
-                return Err(self.error(&format!("ambiguous option: {word} could match {}", matches.join(", "))));
-            }
-        }
-        if is_negative_number(word) || word.contains(' ') {
-            return Ok(None);
-        }
-        Ok(Some((None, word.to_string(), None)))
+        found
     }
 
     /// Converts `value` as the option's value parser does, at the point
