@@ -9,6 +9,7 @@
 //! parses pysam's arguments and builds the header object.
 
 use crate::bam::Shared;
+use crate::read_ahead::ReadAhead;
 use crate::{run_detached, to_py};
 use fasthts::bam::{flags, AuxValue, BamStream, CigarOp, Header, RecordRef};
 use fasthts::bgzf::VirtualOffset;
@@ -69,6 +70,8 @@ pub struct AlignmentReader {
     /// Whether an index file (given or beside the BAM) was loaded at open.
     indexed: bool,
     eof_marker: bool,
+    /// Threads inflating ahead of an iterator (`AlignmentFile(threads=)`).
+    threads: usize,
 }
 
 /// Opens `path` for reading records; with an explicit index, or an index
@@ -89,7 +92,7 @@ fn open(path: &Path, index: Option<PathBuf>, report: &crate::Warnings) -> Result
         }
         let header = Arc::new(shared.bam.header().clone());
         let eof_marker = shared.bam.has_eof_marker();
-        return Ok(AlignmentReader { opened: Opened::Bam(Arc::new(shared)), header, indexed, eof_marker });
+        return Ok(AlignmentReader { opened: Opened::Bam(Arc::new(shared)), header, indexed, eof_marker, threads: 1 });
     }
     if let Some(ix) = &index {
         return Err(fasthts::Error::InvalidArgument(format!("{}: an index is used only with a BGZF-compressed BAM file", ix.display())));
@@ -106,6 +109,7 @@ fn open(path: &Path, index: Option<PathBuf>, report: &crate::Warnings) -> Result
         header: Arc::new(header),
         indexed: false,
         eof_marker,
+        threads: 1,
     })
 }
 
@@ -118,17 +122,23 @@ impl AlignmentReader {
     }
 
     fn iter(&self, source: Source) -> SegmentIter {
-        SegmentIter { state: Mutex::new(IterState { source, batch: Batch::default(), warnings: Vec::new() }), header: self.header.clone() }
+        let state = IterState { source, batch: Batch::default(), warnings: Vec::new(), ahead: None };
+        SegmentIter { state: Mutex::new(state), header: self.header.clone(), threads: self.threads }
     }
 }
 
 #[pymethods]
 impl AlignmentReader {
     #[new]
-    #[pyo3(signature = (path, index_filename=None))]
-    fn new(py: Python<'_>, path: crate::FsPath, index_filename: Option<crate::FsPath>) -> PyResult<Self> {
+    /// `threads`: as everywhere (None or 0: all cores, capped by the
+    /// thread rule), the threads that read ahead of an iterator.
+    #[pyo3(signature = (path, index_filename=None, threads=None))]
+    fn new(py: Python<'_>, path: crate::FsPath, index_filename: Option<crate::FsPath>, threads: Option<i64>) -> PyResult<Self> {
+        let threads = fasthts_io::pool::thread_count(crate::threads_arg(threads)?);
         let index_filename = index_filename.map(|p| p.0);
-        run_detached(py, |w| open(&path, index_filename, w))
+        let mut reader = run_detached(py, |w| open(&path, index_filename, w))?;
+        reader.threads = threads;
+        Ok(reader)
     }
 
     /// Whether the file is a BGZF BAM read through its mapping (random access).
@@ -304,6 +314,35 @@ struct IterState {
     batch: Batch,
     /// SAM record warnings met while reading, issued by the next call.
     warnings: Vec<String>,
+    /// Once a first batch showed that more follow, `source` (then Done)
+    /// is read ahead on the iterator's threads.
+    ahead: Option<ReadAhead<Filled>>,
+}
+
+/// A batch filled ahead, with what reading it met.
+struct Filled {
+    batch: Batch,
+    warnings: Vec<String>,
+    result: Result<(), fasthts::Error>,
+}
+
+impl Default for Filled {
+    fn default() -> Filled {
+        Filled { batch: Batch::default(), warnings: Vec::new(), result: Ok(()) }
+    }
+}
+
+impl Source {
+    /// Whether records may follow a fill of `batch_len` records (every
+    /// source fills `BATCH` records unless it ends; SAM fills by bytes).
+    fn may_continue(&self, batch_len: usize) -> bool {
+        match self {
+            Source::Done => false,
+            Source::Whole { next, .. } | Source::Unplaced { next, .. } => next.is_some(),
+            Source::Sam(_) => batch_len > 0,
+            _ => batch_len >= BATCH,
+        }
+    }
 }
 
 /// A region query with htslib's overlap rule over `region` (the unplaced
@@ -419,6 +458,8 @@ fn fill(source: &mut Source, batch: &mut Batch, warnings: &mut Vec<String>) -> R
 pub struct SegmentIter {
     state: Mutex<IterState>,
     header: Arc<Header>,
+    /// Threads reading ahead (see `IterState::ahead`).
+    threads: usize,
 }
 
 impl SegmentIter {
@@ -435,24 +476,52 @@ impl SegmentIter {
         }
     }
 
-    /// Refills the batch when it is used up; false at the end.
+    /// Refills the batch when it is used up; false at the end. The first
+    /// batch is read here; when more follow, the rest is read ahead.
     fn refill(&self, py: Python<'_>, st: &mut IterState) -> PyResult<bool> {
         if st.batch.taken < st.batch.len() {
             return Ok(true);
         }
-        let IterState { source, batch, warnings } = st;
-        let result = py.detach(|| fill(source, batch, warnings));
-        for w in std::mem::take(warnings) {
+        let result = match &st.ahead {
+            Some(ahead) => match ahead.next(py)? {
+                Some(filled) => {
+                    let used = std::mem::replace(&mut st.batch, filled.batch);
+                    st.warnings.extend(filled.warnings);
+                    ahead.recycle(Filled { batch: used, ..Filled::default() });
+                    filled.result
+                }
+                None => {
+                    st.batch.clear();
+                    Ok(())
+                }
+            },
+            None => {
+                let IterState { source, batch, warnings, .. } = st;
+                let result = py.detach(|| fill(source, batch, warnings));
+                if result.is_ok() && source.may_continue(batch.len()) {
+                    let mut source = std::mem::replace(source, Source::Done);
+                    st.ahead = Some(ReadAhead::start(self.threads, move |f: &mut Filled| {
+                        f.warnings.clear();
+                        f.result = fill(&mut source, &mut f.batch, &mut f.warnings);
+                        f.result.is_ok() && source.may_continue(f.batch.len())
+                    }));
+                }
+                result
+            }
+        };
+        for w in std::mem::take(&mut st.warnings) {
             let text = std::ffi::CString::new(w.replace('\0', " ")).expect("no NUL left");
             PyErr::warn(py, py.get_type::<pyo3::exceptions::PyUserWarning>().as_any(), &text, 1)?;
         }
         if let Err(e) = result {
             st.source = Source::Done;
+            st.ahead = None;
             st.batch.clear();
             return Err(to_py(e));
         }
         if st.batch.len() == 0 {
             st.source = Source::Done;
+            st.ahead = None;
             return Ok(false);
         }
         Ok(true)

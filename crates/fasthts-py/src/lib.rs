@@ -24,6 +24,7 @@ mod cli;
 mod distributed;
 mod kmer;
 mod ops;
+mod read_ahead;
 mod sketches;
 
 create_exception!(fasthts, Error, PyException, "Bad input or a failed operation; the message is the one the fasthts CLI prints.");
