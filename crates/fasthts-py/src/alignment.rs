@@ -18,7 +18,7 @@ use fasthts::input::{self, Format, Input};
 use fasthts::pileup::{RecordSource, RegionRecords};
 use fasthts::region::{self, Region as LibRegion, RegionReader};
 use fasthts::sam::SamReader;
-use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyList, PyTuple};
@@ -724,6 +724,20 @@ impl AlignedSegment {
         (r.seq_len() > 0).then(|| (from..to.min(r.seq_len())).map(|i| r.base(i) as char).collect())
     }
 
+    /// pysam's reference sequence from the MD tag (`crate::md`).
+    fn reference_bases(&self) -> PyResult<Vec<u8>> {
+        let r = self.r();
+        let md = match self.find_tag(*b"MD") {
+            None => crate::md::Md::Absent,
+            Some(AuxValue::String(t)) => crate::md::Md::Text(t),
+            Some(AuxValue::Char(c)) => crate::md::Md::Char(c),
+            Some(_) => crate::md::Md::OtherType(tag_type(r.aux_bytes(), *b"MD", false).chars().next().unwrap_or('?')),
+        };
+        let cigar: Vec<(CigarOp, u32)> = r.cigar().iter().collect();
+        let read = (r.seq_len() > 0).then(|| (self.query_start()..self.query_end().min(r.seq_len())).map(|i| r.base(i)).collect::<Vec<u8>>());
+        crate::md::reference_sequence(&cigar, read.as_deref(), md)
+    }
+
     fn quals(&self) -> Option<&[u8]> {
         let q = self.r().qual();
         (!q.is_empty() && q[0] != 0xff).then_some(q)
@@ -948,8 +962,10 @@ impl AlignedSegment {
     }
 
     /// `[(query_pos, ref_pos), ...]` (None on the side an operation does not
-    /// consume); `matches_only`: only aligned pairs. `with_cigar` adds the
-    /// operation's code. `with_seq` (needs the MD tag) is not supported.
+    /// consume); `matches_only`: only aligned pairs. `with_seq` adds the
+    /// reference base (from the MD tag, as `get_reference_sequence`; None
+    /// for insertions, clips, pads and skips); `with_cigar` adds the
+    /// operation's code.
     #[pyo3(signature = (matches_only=false, with_seq=false, with_cigar=false))]
     fn get_aligned_pairs<'py>(
         &self,
@@ -958,21 +974,32 @@ impl AlignedSegment {
         with_seq: bool,
         with_cigar: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        if with_seq {
-            return Err(PyNotImplementedError::new_err("get_aligned_pairs(with_seq=True) is not supported by fasthts"));
-        }
         let r = self.r();
         let out = PyList::empty(py);
+        if r.cigar().is_empty() {
+            return Ok(out);
+        }
+        let reference = if with_seq { Some(self.reference_bases()?) } else { None };
+        // The index of the next reference base (M, =, X and D columns).
+        let mut r_idx = 0usize;
         // pysam counts in uint32: a record at position -1 wraps, and its
         // loops over `pos..pos + len` then run as far as the wrapped bounds
         // say (the counts below follow them, as pysam's do).
         let mut pos = r.pos() as u32;
         let mut qpos = 0u32;
-        let push = |q: Option<u32>, p: Option<u32>, op: CigarOp| -> PyResult<()> {
+        let push = |q: Option<u32>, p: Option<u32>, op: CigarOp, base: Option<usize>| -> PyResult<()> {
+            let Some(reference) = &reference else {
+                return if with_cigar { out.append((q, p, op.code())) } else { out.append((q, p)) };
+            };
+            let base = match base {
+                None => None,
+                // pysam indexes its str: past a short MD's end, IndexError.
+                Some(i) => Some(*reference.get(i).ok_or_else(|| PyIndexError::new_err("string index out of range"))? as char),
+            };
             if with_cigar {
-                out.append((q, p, op.code()))
+                out.append((q, p, base, op.code()))
             } else {
-                out.append((q, p))
+                out.append((q, p, base))
             }
         };
         for (op, len) in r.cigar().iter() {
@@ -980,7 +1007,8 @@ impl AlignedSegment {
             match op {
                 CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch => {
                     for i in span {
-                        push(Some(qpos), Some(i), op)?;
+                        push(Some(qpos), Some(i), op, Some(r_idx))?;
+                        r_idx += 1;
                         qpos = qpos.wrapping_add(1);
                     }
                     pos = pos.wrapping_add(len);
@@ -990,15 +1018,26 @@ impl AlignedSegment {
                         qpos = qpos.wrapping_add(len);
                     } else {
                         for _ in span {
-                            push(Some(qpos), None, op)?;
+                            push(Some(qpos), None, op, None)?;
                             qpos = qpos.wrapping_add(1);
                         }
                     }
                 }
-                CigarOp::Deletion | CigarOp::Skip => {
+                CigarOp::Deletion => {
+                    if matches_only {
+                        r_idx += len as usize;
+                    } else {
+                        for i in span {
+                            push(None, Some(i), op, Some(r_idx))?;
+                            r_idx += 1;
+                        }
+                    }
+                    pos = pos.wrapping_add(len);
+                }
+                CigarOp::Skip => {
                     if !matches_only {
                         for i in span {
-                            push(None, Some(i), op)?;
+                            push(None, Some(i), op, None)?;
                         }
                     }
                     pos = pos.wrapping_add(len);
@@ -1007,6 +1046,64 @@ impl AlignedSegment {
             }
         }
         Ok(out)
+    }
+
+    /// The reference under the alignment from the MD tag (mismatches in
+    /// lowercase), as pysam: ValueError without an MD tag.
+    fn get_reference_sequence(&self) -> PyResult<String> {
+        Ok(String::from_utf8_lossy(&self.reference_bases()?).into_owned())
+    }
+
+    /// The number of aligned (`M`, `=`, `X`) bases within `[start, end)`
+    /// of the reference; None without a CIGAR. pysam's arithmetic: the
+    /// position as uint32, sums unbounded, and an OverflowError where
+    /// pysam converts one back that does not fit (a record at -1).
+    fn get_overlap(&self, start: u32, end: u32) -> PyResult<Option<u32>> {
+        let r = self.r();
+        let cigar = r.cigar();
+        if cigar.is_empty() {
+            return Ok(None);
+        }
+        let (start, end) = (i64::from(start), i64::from(end));
+        let (mut pos, mut overlap) = (i64::from(r.pos() as u32), 0u32);
+        for (op, len) in cigar.iter() {
+            let len = i64::from(len);
+            if matches!(op, CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch) {
+                let o = (pos + len).min(end) - pos.max(start);
+                let o = i32::try_from(o).map_err(|_| PyOverflowError::new_err("value too large to convert to int"))?;
+                if o > 0 {
+                    overlap = overlap.wrapping_add(o as u32);
+                }
+            }
+            if op.consumes_reference() {
+                pos += len;
+                if pos > i64::from(u32::MAX) {
+                    return Err(PyOverflowError::new_err("value too large to convert to uint32_t"));
+                }
+            }
+        }
+        Ok(Some(overlap))
+    }
+
+    /// `(bases, blocks)`: two `array('I')` of 11 counts, per CIGAR
+    /// operation code (`MIDNSHP=XB`) the bases and the operations, the
+    /// last field of `bases` the NM tag (0 without one), as pysam.
+    fn get_cigar_stats<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let r = self.r();
+        let (mut bases, mut blocks) = ([0u32; 11], [0u32; 11]);
+        for (op, len) in r.cigar().iter() {
+            let code = usize::from(op.code());
+            if code >= 10 {
+                return Err(PyIndexError::new_err("Out of bounds on buffer access (axis 0)"));
+            }
+            bases[code] = bases[code].wrapping_add(len);
+            blocks[code] += 1;
+        }
+        if let Some(AuxValue::Int(nm)) = self.find_tag(*b"NM") {
+            bases[10] = nm as i32 as u32;
+        }
+        let bytes = |v: &[u32; 11]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+        Ok((py_array(py, "I", &bytes(&bases))?, py_array(py, "I", &bytes(&blocks))?))
     }
 
     /// Gapless aligned blocks `[(start, end), ...]` in reference coordinates.

@@ -23,6 +23,7 @@ mod depth;
 mod cli;
 mod distributed;
 mod kmer;
+mod md;
 mod ops;
 mod read_ahead;
 mod sketches;
