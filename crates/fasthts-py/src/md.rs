@@ -166,22 +166,3 @@ fn md_reference_length(md: &[u8]) -> u64 {
     }
     len + matches
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use CigarOp::*;
-
-    fn reference(cigar: &[(CigarOp, u32)], read: &str, md: &str) -> String {
-        String::from_utf8(reference_sequence(cigar, Some(read.as_bytes()), Md::Text(md.as_bytes())).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn mismatches_are_lowercase_and_deletions_come_from_the_md() {
-        assert_eq!(reference(&[(Match, 10)], "ACGTACGTAC", "10"), "ACGTACGTAC");
-        assert_eq!(reference(&[(Match, 10)], "ACGTACGTAC", "3C6"), "ACGcACGTAC");
-        assert_eq!(reference(&[(Match, 5), (Deletion, 2), (Match, 5)], "ACGTAACGTA", "5^GG5"), "ACGTAGGACGTA");
-        assert_eq!(reference(&[(SoftClip, 2), (Match, 3), (Insertion, 2), (Match, 3)], "ACGAAACG", "0T5"), "tCGACG");
-        assert_eq!(reference(&[(Match, 3), (Skip, 100), (Match, 3)], "ACGACG", "6"), "ACGACG");
-    }
-}
