@@ -131,6 +131,9 @@ def file_level(f, pysam_module, path):
         "has_index": f.has_index(),
         "get_tid": [f.get_tid(n) for n in f.references] + [f.get_tid("no-such-reference")],
         "get_reference_name": [f.get_reference_name(t) for t in range(-1, f.nreferences)],
+        "head": [a.to_string() for a in f.head(3)],
+        "is_closed": f.is_closed,
+        "is_read": f.is_read,
     }
     with pytest.raises(ValueError):
         f.get_reference_name(f.nreferences)

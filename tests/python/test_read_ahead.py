@@ -79,3 +79,22 @@ def test_threads_argument_is_checked():
     # An absurd count is capped by the thread rule (a few threads per core).
     with fasthts.AlignmentFile(str(SMALL), threads=100000) as f:
         assert sum(1 for _ in f.fetch(until_eof=True)) == 3295
+
+
+def test_a_damaged_file_fails_at_the_same_record_whatever_the_threads(many, tmp_path):
+    # Cut inside a BGZF block well past the first batch: read ahead, the
+    # error still comes after exactly the records before the damage.
+    cut = tmp_path / "cut.bam"
+    cut.write_bytes((many / "many.bam").read_bytes()[:1_000_000])
+    with fasthts.AlignmentFile(str(many / "many.bam")) as f:
+        intact = records(f.fetch(until_eof=True))
+    outcomes = set()
+    for threads in THREADS:
+        got = []
+        with pytest.warns(UserWarning), fasthts.AlignmentFile(str(cut), threads=threads, ignore_truncation=True) as f:
+            with pytest.raises(fasthts.Error, match="truncated BGZF block") as e:
+                for a in f.fetch(until_eof=True):
+                    got.append(a.to_string())
+        assert got == intact[: len(got)] and len(got) > 4096
+        outcomes.add((len(got), str(e.value)))
+    assert len(outcomes) == 1, outcomes

@@ -298,6 +298,21 @@ class AlignmentFile:
     def is_valid_reference_name(self, contig: str) -> bool:
         return self.header.get_tid(contig) >= 0
 
+    @property
+    def is_closed(self) -> bool:
+        return self._reader is None
+
+    @property
+    def is_read(self) -> bool:
+        # Opened for reading: the only mode offered.
+        return True
+
+    def head(self, n: int, multiple_iterators: bool = True):
+        """The first `n` records of the file (pysam's `head`)."""
+        it = self.fetch(until_eof=True)
+        for _, record in zip(range(n), it):
+            yield record
+
     def _statistics(self):
         self.check_index()
         return self._reader.index_statistics()
