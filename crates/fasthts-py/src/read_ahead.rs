@@ -9,6 +9,11 @@ use std::sync::Mutex;
 /// the walker rarely waits for the filler when it is the faster.
 const DEPTH: usize = 2;
 
+/// The most threads a read-ahead pool gets: a fill inflates at most one
+/// reader batch of BGZF blocks (1 MiB of blocks of up to 64 KiB) at a
+/// time, so more threads would only wait (and each costs a start).
+const MAX_THREADS: usize = fasthts_io::bgzf::DEFAULT_BATCH_BYTES >> 16;
+
 /// Batches filled ahead by a producer running on a pool of its own.
 pub(crate) struct ReadAhead<T> {
     // (Waited on without the GIL, from a closure that must be Sync.)
@@ -17,10 +22,11 @@ pub(crate) struct ReadAhead<T> {
 }
 
 impl<T: Default + Send + 'static> ReadAhead<T> {
-    /// Starts `fill` on a pool of `threads` threads (its parallel work, BGZF
-    /// inflation, runs there too): it is called on batches (spare ones
-    /// handed back, else new), each sent in order, until it returns false
-    /// (that batch is the last sent) or the `ReadAhead` is dropped.
+    /// Starts `fill` on a pool of `threads` threads (at most `MAX_THREADS`;
+    /// its parallel work, BGZF inflation, runs there too): it is called on
+    /// batches (spare ones handed back, else new), each sent in order,
+    /// until it returns false (that batch is the last sent) or the
+    /// `ReadAhead` is dropped.
     pub(crate) fn start(threads: usize, mut fill: impl FnMut(&mut T) -> bool + Send + 'static) -> ReadAhead<T> {
         let (ready_tx, ready) = sync_channel(DEPTH);
         let (spare, spare_rx) = channel::<T>();
@@ -32,7 +38,7 @@ impl<T: Default + Send + 'static> ReadAhead<T> {
                 return;
             }
         };
-        match fasthts_io::pool::pool_builder(threads).build() {
+        match fasthts_io::pool::pool_builder(threads.clamp(1, MAX_THREADS)).build() {
             // The pool ends once the producer returns.
             Ok(pool) => pool.spawn(produce),
             Err(_) => drop(std::thread::spawn(produce)),
