@@ -734,7 +734,8 @@ impl AlignedSegment {
             Some(_) => crate::md::Md::OtherType(tag_type(r.aux_bytes(), *b"MD", false).chars().next().unwrap_or('?')),
         };
         let cigar: Vec<(CigarOp, u32)> = r.cigar().iter().collect();
-        let read = (r.seq_len() > 0).then(|| (self.query_start()..self.query_end().min(r.seq_len())).map(|i| r.base(i)).collect::<Vec<u8>>());
+        let read =
+            (r.seq_len() > 0).then(|| (self.query_start()..self.query_end().min(r.seq_len())).map(|i| r.base(i)).collect::<Vec<u8>>());
         crate::md::reference_sequence(&cigar, read.as_deref(), md)
     }
 

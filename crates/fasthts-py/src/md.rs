@@ -62,7 +62,8 @@ fn is_lower(c: Option<&u8>) -> bool {
 /// deleted bases filled in.
 fn alignment_sequence(cigar: &[(CigarOp, u32)], read: &[u8], md: &[u8]) -> Result<Vec<u8>, PyErr> {
     // Every column but clips, skips included (pysam's buffer size).
-    let max_len = cigar.iter().filter(|(op, _)| !matches!(op, CigarOp::SoftClip | CigarOp::HardClip)).fold(0u32, |n, &(_, l)| n.wrapping_add(l));
+    let max_len =
+        cigar.iter().filter(|(op, _)| !matches!(op, CigarOp::SoftClip | CigarOp::HardClip)).fold(0u32, |n, &(_, l)| n.wrapping_add(l));
     if max_len == 0 {
         return Err(PyValueError::new_err("could not determine alignment length"));
     }
