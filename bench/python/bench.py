@@ -13,7 +13,9 @@ Four jobs (each checks that both sides computed the same thing first):
 * ``iterate``: a region's records as objects with five attributes read
   (``query_name``, ``reference_start``, ``mapping_quality``, ``flag``,
   ``cigartuples``): the same script on ``fasthts.AlignmentFile`` and
-  ``pysam.AlignmentFile`` (``threads=1`` and ``2`` each). Bar: ratio >= 1.
+  ``pysam.AlignmentFile`` (``threads=1`` and ``2`` each: fasthts inflates
+  and decodes on that many threads ahead of the Python loop, pysam
+  inflates on that many). Bar: ratio >= 1.
 * ``kmer``: ``Countgraph.consume_seqfile`` against ``fasthts kmer count``'s
   own counting throughput (the CLI reports counting and saving apart), on a
   simulated FASTQ (~100 MB), 4 tables of 1e8. Bar: within 10 %.

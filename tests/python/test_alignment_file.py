@@ -34,6 +34,10 @@ CALLS = [
     ("get_aligned_pairs", {"matches_only": True}), ("get_aligned_pairs", {"with_cigar": True}), ("get_blocks", {}),
     ("get_reference_positions", {}), ("get_reference_positions", {"full_length": True}), ("infer_query_length", {}),
     ("infer_read_length", {}), ("get_forward_sequence", {}), ("get_forward_qualities", {}), ("to_string", {}),
+    # From the MD tag (ValueError without one, in both).
+    ("get_reference_sequence", {}), ("get_aligned_pairs", {"with_seq": True}),
+    ("get_aligned_pairs", {"with_seq": True, "with_cigar": True}), ("get_aligned_pairs", {"with_seq": True, "matches_only": True}),
+    ("get_cigar_stats", {}), ("get_overlap", {"start": 0, "end": 1 << 31}), ("get_overlap", {"start": 1000, "end": 1100}),
 ]
 
 
@@ -79,6 +83,10 @@ def record_view(a):
             # pysam: get_forward_qualities() of a reverse read without
             # qualities is a TypeError (fasthts: None).
             out[key] = ("ValueError", str(e))
+        except (AssertionError, IndexError, OverflowError) as e:
+            # A malformed MD tag (get_reference_sequence, with_seq), a
+            # record at -1 (get_overlap).
+            out[key] = (type(e).__name__, str(e))
     for tag, *_ in a.get_tags():
         out["get_tag " + tag] = plain(a.get_tag(tag))
         v, t = a.get_tag(tag, with_value_type=True)
@@ -123,6 +131,9 @@ def file_level(f, pysam_module, path):
         "has_index": f.has_index(),
         "get_tid": [f.get_tid(n) for n in f.references] + [f.get_tid("no-such-reference")],
         "get_reference_name": [f.get_reference_name(t) for t in range(-1, f.nreferences)],
+        "head": [a.to_string() for a in f.head(3)],
+        "is_closed": f.is_closed,
+        "is_read": f.is_read,
     }
     with pytest.raises(ValueError):
         f.get_reference_name(f.nreferences)

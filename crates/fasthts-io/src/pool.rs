@@ -81,10 +81,18 @@ pub fn blocks_in_file(path: &std::path::Path) -> usize {
 }
 
 /// Runs `f` on a rayon pool of [`thread_count`]`(requested)` threads (on the
-/// calling thread if no pool can be made).
+/// calling thread if no pool can be made). The pool's threads work under
+/// the caller's cancellation token ([`crate::cancel`]).
 pub fn with_threads<T: Send>(requested: Option<usize>, f: impl FnOnce() -> T + Send) -> T {
-    match rayon::ThreadPoolBuilder::new().num_threads(thread_count(requested)).build() {
+    match pool_builder(thread_count(requested)).build() {
         Ok(pool) => pool.install(f),
         Err(_) => f(),
     }
+}
+
+/// A rayon pool builder for `threads` threads that work under the calling
+/// thread's cancellation token ([`crate::cancel`]).
+pub fn pool_builder(threads: usize) -> rayon::ThreadPoolBuilder {
+    let token = crate::cancel::current();
+    rayon::ThreadPoolBuilder::new().num_threads(threads).start_handler(move |_| crate::cancel::set_current(token.clone()))
 }

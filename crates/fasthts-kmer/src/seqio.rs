@@ -148,6 +148,9 @@ pub struct SeqReader {
     batch_no: u64,
     n_records: u64,
     failed: bool,
+    /// The cancellation token of the call that opened the reader (reads
+    /// may go on on another thread, which has none of its own).
+    cancel: Option<fasthts_io::cancel::Token>,
 }
 
 /// Default bytes per batch.
@@ -171,6 +174,7 @@ impl SeqReader {
             batch_no: 0,
             n_records: 0,
             failed: false,
+            cancel: fasthts_io::cancel::current(),
         }
     }
 
@@ -182,6 +186,9 @@ impl SeqReader {
 
     fn fill(&mut self, want: usize) -> Result<(), SeqError> {
         while !self.eof && self.buf.len() < want {
+            if self.cancel.as_ref().is_some_and(fasthts_io::cancel::Token::is_cancelled) {
+                return Err(err(format!("{}: cancelled", self.name)));
+            }
             let old = self.buf.len();
             let grow = (want - old).max(64 * 1024);
             self.buf.resize(old + grow, 0);
@@ -436,7 +443,10 @@ pub fn spawn_reader(path: &str, depth: usize) -> Receiver<Result<RecordBatch, Se
 pub fn spawn_reader_batched(path: &str, depth: usize, batch_bytes: usize) -> Receiver<Result<RecordBatch, SeqError>> {
     let (tx, rx) = sync_channel(depth.max(1));
     let path = path.to_string();
+    // The reader works for the caller's call (crate-external cancellation).
+    let token = fasthts_io::cancel::current();
     std::thread::spawn(move || {
+        fasthts_io::cancel::set_current(token);
         let mut r = match SeqReader::open(&path) {
             Ok(r) => r.with_batch_bytes(batch_bytes),
             Err(e) => {

@@ -9,6 +9,7 @@
 //! parses pysam's arguments and builds the header object.
 
 use crate::bam::Shared;
+use crate::read_ahead::ReadAhead;
 use crate::{run_detached, to_py};
 use fasthts::bam::{flags, AuxValue, BamStream, CigarOp, Header, RecordRef};
 use fasthts::bgzf::VirtualOffset;
@@ -17,7 +18,7 @@ use fasthts::input::{self, Format, Input};
 use fasthts::pileup::{RecordSource, RegionRecords};
 use fasthts::region::{self, Region as LibRegion, RegionReader};
 use fasthts::sam::SamReader;
-use pyo3::exceptions::{PyKeyError, PyNotImplementedError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyList, PyTuple};
@@ -69,6 +70,8 @@ pub struct AlignmentReader {
     /// Whether an index file (given or beside the BAM) was loaded at open.
     indexed: bool,
     eof_marker: bool,
+    /// Threads inflating ahead of an iterator (`AlignmentFile(threads=)`).
+    threads: usize,
 }
 
 /// Opens `path` for reading records; with an explicit index, or an index
@@ -89,7 +92,7 @@ fn open(path: &Path, index: Option<PathBuf>, report: &crate::Warnings) -> Result
         }
         let header = Arc::new(shared.bam.header().clone());
         let eof_marker = shared.bam.has_eof_marker();
-        return Ok(AlignmentReader { opened: Opened::Bam(Arc::new(shared)), header, indexed, eof_marker });
+        return Ok(AlignmentReader { opened: Opened::Bam(Arc::new(shared)), header, indexed, eof_marker, threads: 1 });
     }
     if let Some(ix) = &index {
         return Err(fasthts::Error::InvalidArgument(format!("{}: an index is used only with a BGZF-compressed BAM file", ix.display())));
@@ -106,6 +109,7 @@ fn open(path: &Path, index: Option<PathBuf>, report: &crate::Warnings) -> Result
         header: Arc::new(header),
         indexed: false,
         eof_marker,
+        threads: 1,
     })
 }
 
@@ -118,17 +122,23 @@ impl AlignmentReader {
     }
 
     fn iter(&self, source: Source) -> SegmentIter {
-        SegmentIter { state: Mutex::new(IterState { source, batch: Batch::default(), warnings: Vec::new() }), header: self.header.clone() }
+        let state = IterState { source, batch: Batch::default(), warnings: Vec::new(), ahead: None };
+        SegmentIter { state: Mutex::new(state), header: self.header.clone(), threads: self.threads }
     }
 }
 
 #[pymethods]
 impl AlignmentReader {
     #[new]
-    #[pyo3(signature = (path, index_filename=None))]
-    fn new(py: Python<'_>, path: crate::FsPath, index_filename: Option<crate::FsPath>) -> PyResult<Self> {
+    /// `threads`: as everywhere (None or 0: all cores, capped by the
+    /// thread rule), the threads that read ahead of an iterator.
+    #[pyo3(signature = (path, index_filename=None, threads=None))]
+    fn new(py: Python<'_>, path: crate::FsPath, index_filename: Option<crate::FsPath>, threads: Option<i64>) -> PyResult<Self> {
+        let threads = fasthts_io::pool::thread_count(crate::threads_arg(threads)?);
         let index_filename = index_filename.map(|p| p.0);
-        run_detached(py, |w| open(&path, index_filename, w))
+        let mut reader = run_detached(py, |w| open(&path, index_filename, w))?;
+        reader.threads = threads;
+        Ok(reader)
     }
 
     /// Whether the file is a BGZF BAM read through its mapping (random access).
@@ -304,6 +314,35 @@ struct IterState {
     batch: Batch,
     /// SAM record warnings met while reading, issued by the next call.
     warnings: Vec<String>,
+    /// Once a first batch showed that more follow, `source` (then Done)
+    /// is read ahead on the iterator's threads.
+    ahead: Option<ReadAhead<Filled>>,
+}
+
+/// A batch filled ahead, with what reading it met.
+struct Filled {
+    batch: Batch,
+    warnings: Vec<String>,
+    result: Result<(), fasthts::Error>,
+}
+
+impl Default for Filled {
+    fn default() -> Filled {
+        Filled { batch: Batch::default(), warnings: Vec::new(), result: Ok(()) }
+    }
+}
+
+impl Source {
+    /// Whether records may follow a fill of `batch_len` records (every
+    /// source fills `BATCH` records unless it ends; SAM fills by bytes).
+    fn may_continue(&self, batch_len: usize) -> bool {
+        match self {
+            Source::Done => false,
+            Source::Whole { next, .. } | Source::Unplaced { next, .. } => next.is_some(),
+            Source::Sam(_) => batch_len > 0,
+            _ => batch_len >= BATCH,
+        }
+    }
 }
 
 /// A region query with htslib's overlap rule over `region` (the unplaced
@@ -419,6 +458,8 @@ fn fill(source: &mut Source, batch: &mut Batch, warnings: &mut Vec<String>) -> R
 pub struct SegmentIter {
     state: Mutex<IterState>,
     header: Arc<Header>,
+    /// Threads reading ahead (see `IterState::ahead`).
+    threads: usize,
 }
 
 impl SegmentIter {
@@ -435,24 +476,52 @@ impl SegmentIter {
         }
     }
 
-    /// Refills the batch when it is used up; false at the end.
+    /// Refills the batch when it is used up; false at the end. The first
+    /// batch is read here; when more follow, the rest is read ahead.
     fn refill(&self, py: Python<'_>, st: &mut IterState) -> PyResult<bool> {
         if st.batch.taken < st.batch.len() {
             return Ok(true);
         }
-        let IterState { source, batch, warnings } = st;
-        let result = py.detach(|| fill(source, batch, warnings));
-        for w in std::mem::take(warnings) {
+        let result = match &st.ahead {
+            Some(ahead) => match ahead.next(py)? {
+                Some(filled) => {
+                    let used = std::mem::replace(&mut st.batch, filled.batch);
+                    st.warnings.extend(filled.warnings);
+                    ahead.recycle(Filled { batch: used, ..Filled::default() });
+                    filled.result
+                }
+                None => {
+                    st.batch.clear();
+                    Ok(())
+                }
+            },
+            None => {
+                let IterState { source, batch, warnings, .. } = st;
+                let result = py.detach(|| fill(source, batch, warnings));
+                if result.is_ok() && source.may_continue(batch.len()) {
+                    let mut source = std::mem::replace(source, Source::Done);
+                    st.ahead = Some(ReadAhead::start(self.threads, move |f: &mut Filled| {
+                        f.warnings.clear();
+                        f.result = fill(&mut source, &mut f.batch, &mut f.warnings);
+                        f.result.is_ok() && source.may_continue(f.batch.len())
+                    }));
+                }
+                result
+            }
+        };
+        for w in std::mem::take(&mut st.warnings) {
             let text = std::ffi::CString::new(w.replace('\0', " ")).expect("no NUL left");
             PyErr::warn(py, py.get_type::<pyo3::exceptions::PyUserWarning>().as_any(), &text, 1)?;
         }
         if let Err(e) = result {
             st.source = Source::Done;
+            st.ahead = None;
             st.batch.clear();
             return Err(to_py(e));
         }
         if st.batch.len() == 0 {
             st.source = Source::Done;
+            st.ahead = None;
             return Ok(false);
         }
         Ok(true)
@@ -653,6 +722,21 @@ impl AlignedSegment {
     fn sequence(&self, from: usize, to: usize) -> Option<String> {
         let r = self.r();
         (r.seq_len() > 0).then(|| (from..to.min(r.seq_len())).map(|i| r.base(i) as char).collect())
+    }
+
+    /// pysam's reference sequence from the MD tag (`crate::md`).
+    fn reference_bases(&self) -> PyResult<Vec<u8>> {
+        let r = self.r();
+        let md = match self.find_tag(*b"MD") {
+            None => crate::md::Md::Absent,
+            Some(AuxValue::String(t)) => crate::md::Md::Text(t),
+            Some(AuxValue::Char(c)) => crate::md::Md::Char(c),
+            Some(_) => crate::md::Md::OtherType(tag_type(r.aux_bytes(), *b"MD", false).chars().next().unwrap_or('?')),
+        };
+        let cigar: Vec<(CigarOp, u32)> = r.cigar().iter().collect();
+        let read =
+            (r.seq_len() > 0).then(|| (self.query_start()..self.query_end().min(r.seq_len())).map(|i| r.base(i)).collect::<Vec<u8>>());
+        crate::md::reference_sequence(&cigar, read.as_deref(), md)
     }
 
     fn quals(&self) -> Option<&[u8]> {
@@ -879,8 +963,10 @@ impl AlignedSegment {
     }
 
     /// `[(query_pos, ref_pos), ...]` (None on the side an operation does not
-    /// consume); `matches_only`: only aligned pairs. `with_cigar` adds the
-    /// operation's code. `with_seq` (needs the MD tag) is not supported.
+    /// consume); `matches_only`: only aligned pairs. `with_seq` adds the
+    /// reference base (from the MD tag, as `get_reference_sequence`; None
+    /// for insertions, clips, pads and skips); `with_cigar` adds the
+    /// operation's code.
     #[pyo3(signature = (matches_only=false, with_seq=false, with_cigar=false))]
     fn get_aligned_pairs<'py>(
         &self,
@@ -889,21 +975,32 @@ impl AlignedSegment {
         with_seq: bool,
         with_cigar: bool,
     ) -> PyResult<Bound<'py, PyList>> {
-        if with_seq {
-            return Err(PyNotImplementedError::new_err("get_aligned_pairs(with_seq=True) is not supported by fasthts"));
-        }
         let r = self.r();
         let out = PyList::empty(py);
+        if r.cigar().is_empty() {
+            return Ok(out);
+        }
+        let reference = if with_seq { Some(self.reference_bases()?) } else { None };
+        // The index of the next reference base (M, =, X and D columns).
+        let mut r_idx = 0usize;
         // pysam counts in uint32: a record at position -1 wraps, and its
         // loops over `pos..pos + len` then run as far as the wrapped bounds
         // say (the counts below follow them, as pysam's do).
         let mut pos = r.pos() as u32;
         let mut qpos = 0u32;
-        let push = |q: Option<u32>, p: Option<u32>, op: CigarOp| -> PyResult<()> {
+        let push = |q: Option<u32>, p: Option<u32>, op: CigarOp, base: Option<usize>| -> PyResult<()> {
+            let Some(reference) = &reference else {
+                return if with_cigar { out.append((q, p, op.code())) } else { out.append((q, p)) };
+            };
+            let base = match base {
+                None => None,
+                // pysam indexes its str: past a short MD's end, IndexError.
+                Some(i) => Some(*reference.get(i).ok_or_else(|| PyIndexError::new_err("string index out of range"))? as char),
+            };
             if with_cigar {
-                out.append((q, p, op.code()))
+                out.append((q, p, base, op.code()))
             } else {
-                out.append((q, p))
+                out.append((q, p, base))
             }
         };
         for (op, len) in r.cigar().iter() {
@@ -911,7 +1008,8 @@ impl AlignedSegment {
             match op {
                 CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch => {
                     for i in span {
-                        push(Some(qpos), Some(i), op)?;
+                        push(Some(qpos), Some(i), op, Some(r_idx))?;
+                        r_idx += 1;
                         qpos = qpos.wrapping_add(1);
                     }
                     pos = pos.wrapping_add(len);
@@ -921,15 +1019,26 @@ impl AlignedSegment {
                         qpos = qpos.wrapping_add(len);
                     } else {
                         for _ in span {
-                            push(Some(qpos), None, op)?;
+                            push(Some(qpos), None, op, None)?;
                             qpos = qpos.wrapping_add(1);
                         }
                     }
                 }
-                CigarOp::Deletion | CigarOp::Skip => {
+                CigarOp::Deletion => {
+                    if matches_only {
+                        r_idx += len as usize;
+                    } else {
+                        for i in span {
+                            push(None, Some(i), op, Some(r_idx))?;
+                            r_idx += 1;
+                        }
+                    }
+                    pos = pos.wrapping_add(len);
+                }
+                CigarOp::Skip => {
                     if !matches_only {
                         for i in span {
-                            push(None, Some(i), op)?;
+                            push(None, Some(i), op, None)?;
                         }
                     }
                     pos = pos.wrapping_add(len);
@@ -938,6 +1047,64 @@ impl AlignedSegment {
             }
         }
         Ok(out)
+    }
+
+    /// The reference under the alignment from the MD tag (mismatches in
+    /// lowercase), as pysam: ValueError without an MD tag.
+    fn get_reference_sequence(&self) -> PyResult<String> {
+        Ok(String::from_utf8_lossy(&self.reference_bases()?).into_owned())
+    }
+
+    /// The number of aligned (`M`, `=`, `X`) bases within `[start, end)`
+    /// of the reference; None without a CIGAR. pysam's arithmetic: the
+    /// position as uint32, sums unbounded, and an OverflowError where
+    /// pysam converts one back that does not fit (a record at -1).
+    fn get_overlap(&self, start: u32, end: u32) -> PyResult<Option<u32>> {
+        let r = self.r();
+        let cigar = r.cigar();
+        if cigar.is_empty() {
+            return Ok(None);
+        }
+        let (start, end) = (i64::from(start), i64::from(end));
+        let (mut pos, mut overlap) = (i64::from(r.pos() as u32), 0u32);
+        for (op, len) in cigar.iter() {
+            let len = i64::from(len);
+            if matches!(op, CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch) {
+                let o = (pos + len).min(end) - pos.max(start);
+                let o = i32::try_from(o).map_err(|_| PyOverflowError::new_err("value too large to convert to int"))?;
+                if o > 0 {
+                    overlap = overlap.wrapping_add(o as u32);
+                }
+            }
+            if op.consumes_reference() {
+                pos += len;
+                if pos > i64::from(u32::MAX) {
+                    return Err(PyOverflowError::new_err("value too large to convert to uint32_t"));
+                }
+            }
+        }
+        Ok(Some(overlap))
+    }
+
+    /// `(bases, blocks)`: two `array('I')` of 11 counts, per CIGAR
+    /// operation code (`MIDNSHP=XB`) the bases and the operations, the
+    /// last field of `bases` the NM tag (0 without one), as pysam.
+    fn get_cigar_stats<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let r = self.r();
+        let (mut bases, mut blocks) = ([0u32; 11], [0u32; 11]);
+        for (op, len) in r.cigar().iter() {
+            let code = usize::from(op.code());
+            if code >= 10 {
+                return Err(PyIndexError::new_err("Out of bounds on buffer access (axis 0)"));
+            }
+            bases[code] = bases[code].wrapping_add(len);
+            blocks[code] += 1;
+        }
+        if let Some(AuxValue::Int(nm)) = self.find_tag(*b"NM") {
+            bases[10] = nm as i32 as u32;
+        }
+        let bytes = |v: &[u32; 11]| v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>();
+        Ok((py_array(py, "I", &bytes(&bases))?, py_array(py, "I", &bytes(&blocks))?))
     }
 
     /// Gapless aligned blocks `[(start, end), ...]` in reference coordinates.

@@ -51,6 +51,42 @@ impl Countgraph {
     }
 }
 
+/// Bases of a long sequence consumed between two looks for Ctrl-C.
+const CONSUME_WINDOW: usize = 1 << 20;
+
+/// Calls `f` on consecutive windows of `seq` sharing `k - 1` bases (each
+/// k-mer is in exactly one), looking for signals (Ctrl-C) between the
+/// windows of a long sequence.
+pub(crate) fn in_windows(py: Python<'_>, seq: &[u8], k: usize, mut f: impl FnMut(&[u8])) -> PyResult<()> {
+    let overlap = k.max(1) - 1;
+    let mut start = 0;
+    loop {
+        let end = (start + CONSUME_WINDOW + overlap).min(seq.len());
+        f(&seq[start..end]);
+        if end == seq.len() {
+            return Ok(());
+        }
+        py.check_signals()?;
+        start += CONSUME_WINDOW;
+    }
+}
+
+/// Adds every k-mer of `seq` to `g`, hashed as khmer's Python API hashes
+/// strings (see `Countgraph.consume`), in windows (see [`in_windows`]).
+pub(crate) fn consume_raw(py: Python<'_>, g: &mut LibGraph, seq: &str) -> PyResult<u64> {
+    let k = g.ksize();
+    let mut hashes = Vec::new();
+    let mut n = 0u64;
+    in_windows(py, seq.as_bytes(), k as usize, |window| {
+        hashes.clear();
+        hashes_into(window, k, Cleaning::Raw, &mut hashes);
+        let order = g.reserve_order(1);
+        g.consume_hashes(&hashes, order);
+        n += hashes.len() as u64;
+    })?;
+    Ok(n)
+}
+
 fn seq_err(e: SeqError) -> PyErr {
     err(e.to_string())
 }
@@ -143,13 +179,11 @@ impl Countgraph {
     /// strings (not cleaned: `A`, `C`, `T` as themselves, anything else,
     /// lowercase and `N` included, as `G`); returns the number of k-mers.
     /// A sequence shorter than k is a ValueError, as in khmer.
-    fn consume(&mut self, seq: &str) -> PyResult<u64> {
+    /// A long sequence is consumed in windows, Ctrl-C seen between them
+    /// (the k-mers before it stay counted).
+    fn consume(&mut self, py: Python<'_>, seq: &str) -> PyResult<u64> {
         self.check_length(seq)?;
-        let mut v = Vec::new();
-        hashes_into(seq.as_bytes(), self.g.ksize(), Cleaning::Raw, &mut v);
-        let order = self.g.reserve_order(1);
-        self.g.consume_hashes(&v, order);
-        Ok(v.len() as u64)
+        consume_raw(py, &mut self.g, seq)
     }
 
     /// Adds every k-mer of every read of a FASTA/FASTQ file (plain, gzip or
@@ -171,12 +205,11 @@ impl Countgraph {
         check_readable(&path)?;
         let path = path.display().to_string();
         let g = &mut self.g;
-        let r = py
-            .detach(|| -> Result<scripts::ConsumeResult, SeqError> {
-                let reader = split::open_part(&path, start, end)?;
-                scripts::consume_reader(g, reader, threads, None)
-            })
-            .map_err(seq_err)?;
+        let r = crate::run_interruptible(py, || -> Result<scripts::ConsumeResult, SeqError> {
+            let reader = split::open_part(&path, start, end)?;
+            scripts::consume_reader(g, reader, threads, None)
+        })?
+        .map_err(seq_err)?;
         if let Some(at) = r.empty_sequence_at {
             return Err(err(format!("{path}: record {}: Sequence is empty", at + 1)));
         }
@@ -234,7 +267,7 @@ impl Countgraph {
         check_readable(&path)?;
         let path = path.display().to_string();
         let g = &self.g;
-        py.detach(|| scripts::abundance_histogram(g, &path, threads)).map_err(seq_err)
+        crate::run_interruptible(py, || scripts::abundance_histogram(g, &path, threads))?.map_err(seq_err)
     }
 
     /// Adds `other`'s counts to this graph, in place: every bin becomes

@@ -23,7 +23,9 @@ mod depth;
 mod cli;
 mod distributed;
 mod kmer;
+mod md;
 mod ops;
+mod read_ahead;
 mod sketches;
 
 create_exception!(fasthts, Error, PyException, "Bad input or a failed operation; the message is the one the fasthts CLI prints.");
@@ -127,25 +129,34 @@ impl Warnings {
 }
 
 /// How often a waiting call looks for Ctrl-C.
-const SIGNAL_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+pub(crate) const SIGNAL_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// Runs a library job with the GIL released, then issues the warnings it
-/// reported and turns its error into a Python exception.
-///
-/// The job runs on a thread of its own while the calling thread waits,
-/// looking for signals every `SIGNAL_CHECK_INTERVAL`: on Ctrl-C the job is
-/// cancelled (`fasthts_io::cancel`: its BAM reading fails, its temporary
-/// outputs are dropped), and once it has returned, `KeyboardInterrupt`
-/// is raised.
+/// Runs a library job with the GIL released (as [`run_interruptible`]),
+/// then issues the warnings it reported and turns its error into a Python
+/// exception.
 pub(crate) fn run_detached<T: Send>(py: Python<'_>, job: impl FnOnce(&Warnings) -> Result<T, fasthts::Error> + Send) -> PyResult<T> {
     let warnings = Warnings::default();
-    let outcome = std::thread::scope(|s| {
+    let result = run_interruptible(py, || job(&warnings))?;
+    warnings.issue(py)?;
+    result.map_err(to_py)
+}
+
+/// Runs `job` with the GIL released, on a thread of its own under a
+/// cancellation token of this call (`fasthts_io::cancel::Token`), while
+/// the calling thread waits, looking for signals every
+/// `SIGNAL_CHECK_INTERVAL`. On Ctrl-C the token is cancelled (the job's
+/// BGZF inflation and sequence reading fail, its temporary outputs are
+/// dropped; calls in other Python threads go on), and once the job has
+/// returned, the signal's exception (`KeyboardInterrupt`) is raised.
+pub(crate) fn run_interruptible<T: Send>(py: Python<'_>, job: impl FnOnce() -> T + Send) -> PyResult<T> {
+    let token = fasthts_io::cancel::Token::new();
+    std::thread::scope(|s| {
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         // (Waited on without the GIL, from a closure that must be Sync.)
         let done_rx = Mutex::new(done_rx);
-        let warnings = &warnings;
+        let theirs = token.clone();
         let worker = s.spawn(move || {
-            let r = job(warnings);
+            let r = theirs.run(job);
             let _ = done_tx.send(());
             r
         });
@@ -159,23 +170,17 @@ pub(crate) fn run_detached<T: Send>(py: Python<'_>, job: impl FnOnce(&Warnings) 
                 break;
             }
             if let Err(e) = py.check_signals() {
-                fasthts_io::cancel::request();
+                token.cancel();
                 interrupt = Some(e);
                 break;
             }
         }
         let result = py.detach(|| worker.join()).unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         match interrupt {
-            Some(e) => {
-                fasthts_io::cancel::clear();
-                Err(e)
-            }
+            Some(e) => Err(e),
             None => Ok(result),
         }
-    });
-    let result = outcome?;
-    warnings.issue(py)?;
-    result.map_err(to_py)
+    })
 }
 
 #[pymodule]

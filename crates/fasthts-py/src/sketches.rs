@@ -65,8 +65,11 @@ impl HLLCounter {
     }
 
     /// Adds every k-mer of `seq` (as given, uncleaned); returns their number.
-    fn consume_string(&mut self, seq: &str) -> u64 {
-        self.h.consume_string(seq.as_bytes())
+    fn consume_string(&mut self, py: Python<'_>, seq: &str) -> PyResult<u64> {
+        let mut n = 0;
+        let h = &mut self.h;
+        crate::kmer::in_windows(py, seq.as_bytes(), h.ksize() as usize, |window| n += h.consume_string(window))?;
+        Ok(n)
     }
 
     /// Adds every k-mer of every read of a FASTA/FASTQ file (cleaned as
@@ -75,13 +78,13 @@ impl HLLCounter {
     #[pyo3(signature = (filename, stream_records=false))]
     fn consume_seqfile(&mut self, py: Python<'_>, filename: String, stream_records: bool) -> PyResult<(u64, u64)> {
         let h = &mut self.h;
-        py.detach(|| -> Result<(u64, u64), scripts::BoxError> {
+        crate::run_interruptible(py, || -> Result<(u64, u64), scripts::BoxError> {
             let reader = fasthts_kmer::seqio::SeqReader::open(&filename)?;
             let threads = fasthts_io::pool::thread_count(None);
             let stdout = std::io::stdout();
             let mut out = stream_records.then(|| std::io::BufWriter::new(stdout.lock()));
             h.consume_reader(reader, &filename, threads, out.as_mut().map(|w| w as &mut dyn std::io::Write))
-        })
+        })?
         .map_err(|e| err(e.to_string()))
     }
 
@@ -301,12 +304,8 @@ impl SmallCountgraph {
     }
 
     /// Adds every k-mer of `seq`; returns their number.
-    fn consume(&mut self, seq: &str) -> u64 {
-        let mut v = Vec::new();
-        hashes_into(seq.as_bytes(), self.g.ksize(), Cleaning::Raw, &mut v);
-        let order = self.g.reserve_order(1);
-        self.g.consume_hashes(&v, order);
-        v.len() as u64
+    fn consume(&mut self, py: Python<'_>, seq: &str) -> PyResult<u64> {
+        crate::kmer::consume_raw(py, &mut self.g, seq)
     }
 
     /// Adds every k-mer of every read of a FASTA/FASTQ file (as
@@ -314,7 +313,7 @@ impl SmallCountgraph {
     #[pyo3(signature = (filename, threads=1))]
     fn consume_seqfile(&mut self, py: Python<'_>, filename: String, threads: usize) -> PyResult<(u64, u64)> {
         let g = &mut self.g;
-        let r = py.detach(|| scripts::consume_seqfile(g, &filename, threads, None)).map_err(|e| err(e.to_string()))?;
+        let r = crate::run_interruptible(py, || scripts::consume_seqfile(g, &filename, threads, None))?.map_err(|e| err(e.to_string()))?;
         if let Some(at) = r.empty_sequence_at {
             return Err(err(format!("{filename}: record {}: Sequence is empty", at + 1)));
         }

@@ -26,7 +26,7 @@ thread_local! {
 /// rayon pool. On failure the error of the earliest bad block is returned,
 /// whatever the thread count.
 pub fn inflate_blocks(file: &[u8], blocks: &[Block], out: &mut [u8]) -> Result<(), BgzfError> {
-    if blocks.len() <= 1 {
+    if blocks.len() <= 1 || crate::cancel::requested() {
         return inflate_blocks_here(file, blocks, out);
     }
     let mut slices = Vec::with_capacity(blocks.len());

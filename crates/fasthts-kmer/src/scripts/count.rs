@@ -115,6 +115,11 @@ pub fn consume_reader(
         }
     });
     let base = graph.reserve_order(0);
+    // A cancelled call (Ctrl-C in the Python package) stops before the
+    // next batch of hashes rather than after the batches in flight.
+    let cancel = fasthts_io::cancel::current();
+    let cancelled = || cancel.as_ref().is_some_and(fasthts_io::cancel::Token::is_cancelled);
+    let cancelled_error = || SeqError { msg: "cancelled".to_string(), empty_sequence: false };
     let mut total = ConsumeResult::default();
     let mut n_batches = 0u64;
     let mut error = None;
@@ -133,6 +138,10 @@ pub fn consume_reader(
         let mut scratch = SortScratch::default();
         let mut flags = Vec::new();
         for msg in rx {
+            if cancelled() {
+                error = Some(cancelled_error());
+                break;
+            }
             match msg {
                 Ok(hb) => {
                     flags.resize(hb.hashes.len(), 0);
@@ -159,6 +168,9 @@ pub fn consume_reader(
                 s.spawn(move || {
                     let mut scratch = SortScratch::default();
                     for hb in wrx {
+                        if cancelled() {
+                            return;
+                        }
                         let mut flags = vec![0u8; hb.hashes.len()];
                         let occ = g.update_partition_sorted(&hb.hashes, &tables, &mut flags, &mut scratch);
                         if done_tx.send((hb, flags, occ)).is_err() {
@@ -171,11 +183,15 @@ pub fn consume_reader(
             // distributor: hand every batch to every worker
             let dist = s.spawn(move || {
                 for msg in rx {
+                    if cancelled() {
+                        return Some(cancelled_error());
+                    }
                     match msg {
                         Ok(hb) => {
                             for w in &work_txs {
                                 if w.send(hb.clone()).is_err() {
-                                    return None;
+                                    // A worker stops early only when cancelled.
+                                    return cancelled().then(cancelled_error);
                                 }
                             }
                         }

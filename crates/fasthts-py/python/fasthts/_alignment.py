@@ -159,7 +159,9 @@ class AlignmentFile:
     loaded at open, so a missing or foreign index fails here. A BAM without
     its BGZF end-of-file block raises ``OSError`` ("no BGZF EOF marker;
     file may be truncated"), or warns with ``ignore_truncation=True``, as
-    pysam does.
+    pysam does. ``threads`` threads (None or 0, the default: all cores)
+    inflate and decode the records ahead of an iterator while Python walks
+    them; the records and their order do not depend on it.
 
     ``fetch`` returns the records **overlapping** a region (pysam's,
     samtools' and htslib's rule); ``fasthts.BamFile`` assigns each record
@@ -185,7 +187,7 @@ class AlignmentFile:
         duplicate_filehandle: bool = True,
         ignore_truncation: bool = False,
         format_options: _Any = None,
-        threads: int = 1,
+        threads: _Optional[int] = None,
         reference_filename: _Any = None,
     ):
         self._reader = None
@@ -200,7 +202,7 @@ class AlignmentFile:
         self.threads = threads
         index = index_filename if index_filename is not None else filepath_index
         index = None if index is None else _path(index, "index_filename")
-        self._reader = _fasthts._AlignmentReader(self.filename, index)
+        self._reader = _fasthts._AlignmentReader(self.filename, index, threads)
         if not self._reader.eof_marker:
             msg = f"{self.filename}: no BGZF EOF marker; file may be truncated"
             if not ignore_truncation:
@@ -295,6 +297,21 @@ class AlignmentFile:
 
     def is_valid_reference_name(self, contig: str) -> bool:
         return self.header.get_tid(contig) >= 0
+
+    @property
+    def is_closed(self) -> bool:
+        return self._reader is None
+
+    @property
+    def is_read(self) -> bool:
+        # Opened for reading: the only mode offered.
+        return True
+
+    def head(self, n: int, multiple_iterators: bool = True):
+        """The first `n` records of the file (pysam's `head`)."""
+        it = self.fetch(until_eof=True)
+        for _, record in zip(range(n), it):
+            yield record
 
     def _statistics(self):
         self.check_index()
