@@ -29,8 +29,17 @@ fn first_empty(b: &RecordBatch) -> Option<usize> {
 /// ([`Countgraph::update_partition_sorted`]) touches each page of a
 /// gigabyte table several times per batch, small enough that the batches
 /// in flight (at most about 2 + 2 x threads) stay a small fraction of the
-/// tables. Overridable for measurements with `FASTHTS_KMER_BATCH`.
+/// tables. That is for 4 GB of tables; smaller tables take proportionally
+/// fewer k-mers per batch (the same density of touches, and the batches
+/// in flight within khmer's peak RSS plus 10 %), at least 64 Ki.
+/// Overridable for measurements with `FASTHTS_KMER_BATCH`.
 const COUNT_BATCH_KMERS: usize = 1 << 20;
+
+/// K-mers per counting batch for `graph`: see [`COUNT_BATCH_KMERS`].
+fn count_batch_kmers(graph: &Countgraph) -> usize {
+    let scaled = graph.total_table_bytes() / 4096;
+    (scaled.min(COUNT_BATCH_KMERS as u64) as usize).max(64 << 10)
+}
 
 /// The canonical hashes of one batch of reads, in input order.
 struct HashBatch {
@@ -75,7 +84,7 @@ pub fn consume_reader(
     let empty_at: Arc<Mutex<Option<u64>>> = Arc::new(Mutex::new(None));
     let empty_at2 = empty_at.clone();
     let k = graph.ksize();
-    let batch_kmers = std::env::var("FASTHTS_KMER_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(COUNT_BATCH_KMERS).clamp(1, 8 << 20);
+    let batch_kmers = std::env::var("FASTHTS_KMER_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| count_batch_kmers(graph)).clamp(1, 8 << 20);
     let reader_thread = std::thread::spawn(move || {
         let mut seq_no = 0u64;
         // room for one more read batch past the target

@@ -69,7 +69,19 @@ fn filter_batch(
 /// ~4 MB of FASTQ (~1.7 M k-mers of 150 bp reads) the per-batch arrays
 /// leave the cache. 500 Mbp, 4 x 1e9 tables, -T 2, quiet machine: 1 MB
 /// 32.4 s, 2 MB 33.6 s, 4 MB 27.2–30.5 s, 8 MB 37.9 s, 16 MB 37.9 s wall.
+/// Smaller tables are touched as densely by proportionally smaller
+/// batches, and the batches in flight (reader queue plus each thread's
+/// lookup arrays) then stay within khmer's peak RSS plus 10 %: see
+/// [`filter_batch_bytes`].
 const FILTER_BATCH_BYTES: usize = 4 << 20;
+
+/// FASTQ bytes per filter-abund batch for `graph`: [`FILTER_BATCH_BYTES`]
+/// at 4 GB of tables, proportionally less for smaller ones (at least
+/// 256 KB, where per-batch costs start to show).
+fn filter_batch_bytes(graph: &Countgraph) -> usize {
+    let scaled = graph.total_table_bytes() / 1000;
+    (scaled.min(FILTER_BATCH_BYTES as u64) as usize).max(256 << 10)
+}
 
 /// filter-abund on one input file. The graph is only read, so batches of
 /// reads are filtered by `threads` threads and written in input order
@@ -83,7 +95,7 @@ pub fn filter_abund_file(
     out: &mut dyn Write,
     threads: usize,
 ) -> Result<(), BoxError> {
-    let rx = crate::seqio::spawn_reader_batched(path, threads * 2 + 2, FILTER_BATCH_BYTES);
+    let rx = crate::seqio::spawn_reader_batched(path, threads * 2 + 2, filter_batch_bytes(graph));
     if threads <= 1 {
         let mut scratch = FilterScratch::default();
         for msg in rx {

@@ -135,6 +135,10 @@ impl Countgraph {
     pub fn table_len(&self, i: usize) -> u64 {
         table_bytes_for(self.sizes[i], self.nibbles)
     }
+    /// Bytes all tables take together.
+    pub fn total_table_bytes(&self) -> u64 {
+        (0..self.n_tables()).map(|i| self.table_len(i)).sum()
+    }
     /// Counter `bin` of table `t`.
     #[inline(always)]
     pub(crate) fn count_at(&self, t: usize, bin: usize) -> u8 {
