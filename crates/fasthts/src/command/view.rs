@@ -57,6 +57,11 @@ pub struct ViewOptions {
     pub index: Option<PathBuf>,
     /// Print the number of selected records instead of them (`-c`).
     pub count: bool,
+    /// Write the records not selected to the output as unmapped (`-p`;
+    /// not with `-c`).
+    pub unmap: bool,
+    /// Collapse `B` CIGAR operations (`-B`), before the filters after `-e`.
+    pub remove_b: bool,
     /// Header with SAM output.
     pub header: HeaderMode,
     /// Output format.
@@ -91,6 +96,8 @@ impl Default for ViewOptions {
             bed_regions: None,
             index: None,
             count: false,
+            unmap: false,
+            remove_b: false,
             header: HeaderMode::Records,
             format: OutputFormat::Sam,
             force_header: false,
@@ -165,8 +172,12 @@ pub fn view_file(
         if let Input::Bam(bam) = &opened {
             warn_if_truncated(bam, report);
         }
-        let header = opened.header().clone();
+        let mut header = opened.header().clone();
         let names: Vec<String> = header.references.iter().map(|r| r.name.clone()).collect();
+        if let Some(groups) = &options.selection.read_groups {
+            header.text = crate::view::keep_read_group_lines(&header.text, groups);
+        }
+        let selection = options.selection.for_header(&header.text);
         let out_header = match &options.program {
             Some((version, cl)) => {
                 let text = add_missing_sq_lines(&add_pg_line(&header.text, "fasthts", version, cl), &header.references);
@@ -221,9 +232,9 @@ pub fn view_file(
                         .with_path(input));
                 };
                 let pieces = plan_pieces(bam, &index, options, &names, skipped)?;
-                by_pieces(bam, &index, &pieces, options, &names, &mut outputs)?;
+                by_pieces(bam, &index, &pieces, options, &selection, &names, &mut outputs)?;
             } else {
-                whole_file(&mut opened, input, options, &names, &mut outputs)?;
+                whole_file(&mut opened, input, options, &selection, &names, &mut outputs)?;
                 if let Input::Stream(stream) = &opened {
                     warn_if_stream_truncated(stream, report);
                 }
@@ -268,51 +279,91 @@ struct Outputs {
     destinations: Vec<Destination>,
 }
 
-/// What one record becomes: selected (counted, and written with its tags
-/// edited), or not (written to `-U` as it is).
-struct Router<'a> {
-    options: &'a ViewOptions,
-    names: &'a [String],
-    scratch: Vec<u8>,
+/// What samtools view does with one record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// Selected: counted and written to the output.
+    Selected,
+    /// Not selected, written to the output made unmapped (`-p`).
+    Unmapped,
+    /// Not selected: written to `-U` if there is one.
+    Unselected,
 }
 
-impl Router<'_> {
-    /// Whether `r` is selected; its bytes (`block_size` and data; tags and
+/// What one record becomes: selected (counted, and written with its tags
+/// edited), or not (written to `-U` as it is, or unmapped with `-p`).
+struct Router<'a> {
+    options: &'a ViewOptions,
+    selection: &'a Selection,
+    names: &'a [String],
+    scratch: Vec<u8>,
+    /// The record with its `B` operations collapsed (`-B`).
+    collapsed: Vec<u8>,
+}
+
+impl<'a> Router<'a> {
+    fn new(options: &'a ViewOptions, selection: &'a Selection, names: &'a [String]) -> Self {
+        Router { options, selection, names, scratch: Vec::new(), collapsed: Vec::new() }
+    }
+
+    /// What becomes of `r`; its bytes (`block_size` and data; tags and
     /// flags edited when selected) are put in `scratch` when its output is
     /// written (`selected_out`, `unselected_out`).
-    fn route(&mut self, r: &RecordRef<'_>, selected_out: bool, unselected_out: bool) -> Result<bool, Error> {
-        let selected = self.options.selection.keeps(r, self.names);
-        self.scratch.clear();
-        if (selected && selected_out) || (!selected && unselected_out) {
-            if selected {
-                self.options.tags.append(r, &mut self.scratch)?;
-                let (add, remove) = (self.options.add_flags, self.options.remove_flags);
+    fn route(&mut self, r: &RecordRef<'_>, selected_out: bool, unselected_out: bool) -> Result<Route, Error> {
+        let Router { options, selection, names, scratch, collapsed } = self;
+        // samtools runs -e on the record as read, then -B edits it for the
+        // other filters and the outputs.
+        let passes_expr = selection.passes_expr(r, names);
+        let edited = (options.remove_b && passes_expr && crate::view::remove_backward(r.as_bytes(), collapsed))
+            .then(|| RecordRef::new_prevalidated(collapsed));
+        let r = edited.as_ref().unwrap_or(r);
+        let route = if passes_expr && selection.keeps_after_expr(r, names) {
+            Route::Selected
+        } else if options.unmap && !options.count {
+            Route::Unmapped
+        } else {
+            Route::Unselected
+        };
+        scratch.clear();
+        match route {
+            Route::Selected if selected_out => {
+                options.tags.append(r, scratch)?;
+                let (add, remove) = (options.add_flags, options.remove_flags);
                 if add != 0 || remove != 0 {
                     // FLAG: bytes 14..16 of the record, after block_size.
                     let at = 4 + 14;
-                    let flag = (u16::from_le_bytes([self.scratch[at], self.scratch[at + 1]]) | add) & !remove;
-                    self.scratch[at..at + 2].copy_from_slice(&flag.to_le_bytes());
+                    let flag = (u16::from_le_bytes([scratch[at], scratch[at + 1]]) | add) & !remove;
+                    scratch[at..at + 2].copy_from_slice(&flag.to_le_bytes());
                 }
-            } else {
-                TagEdit::None.append(r, &mut self.scratch)?;
             }
+            Route::Unmapped if selected_out => crate::view::unmap_record(r, scratch),
+            Route::Unselected if unselected_out => TagEdit::None.append(r, scratch)?,
+            _ => {}
         }
-        Ok(selected)
+        Ok(route)
     }
 }
 
 /// Every record of the input, in file order.
-fn whole_file(input: &mut Input, path: &Path, options: &ViewOptions, names: &[String], outputs: &mut Outputs) -> Result<(), Error> {
-    let mut router = Router { options, names, scratch: Vec::new() };
+fn whole_file(
+    input: &mut Input,
+    path: &Path,
+    options: &ViewOptions,
+    selection: &Selection,
+    names: &[String],
+    outputs: &mut Outputs,
+) -> Result<(), Error> {
+    let mut router = Router::new(options, selection, names);
     let mut handle = |r: &RecordRef<'_>| -> Result<(), Error> {
-        let selected = router.route(r, outputs.main.is_some(), outputs.unselected.is_some())?;
-        if selected {
+        let route = router.route(r, outputs.main.is_some(), outputs.unselected.is_some())?;
+        if route == Route::Selected {
             outputs.count += 1;
-            if let Some((sink, _)) = &mut outputs.main {
+        }
+        let sink = if route == Route::Unselected { &mut outputs.unselected } else { &mut outputs.main };
+        if let Some((sink, _)) = sink {
+            if !router.scratch.is_empty() {
                 sink.write_record(&router.scratch)?;
             }
-        } else if let Some((sink, _)) = &mut outputs.unselected {
-            sink.write_record(&router.scratch)?;
         }
         Ok(())
     };
@@ -402,23 +453,41 @@ fn plan_pieces(
 ) -> Result<Vec<Piece>, Error> {
     let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
     let mut parsed = Vec::new();
+    // With -M and a BED file, samtools intersects the regions with the
+    // BED intervals (bedidx's bed_filter) and says nothing of a region the
+    // BED file does not name.
+    let intersect = options.multi_region && options.bed_regions.is_some() && !options.regions.is_empty();
     for text in &options.regions {
         match Region::parse(text, names) {
             Ok(r) if r.ref_id < 0 || r.start < r.end => parsed.push(r),
             Ok(_) => {}
+            Err(_) if intersect => {}
             Err(_) => skipped(SkippedRegion(text.clone())),
         }
     }
     let mut pieces = Vec::new();
     if options.multi_region {
-        let mut list: Vec<(i32, i64, i64)> = parsed.iter().map(|r| (r.ref_id, r.start, r.end)).collect();
-        if let Some(bed) = &options.bed_regions {
-            if !options.regions.is_empty() {
-                return Err(Error::InvalidArgument("-M with both a BED file and regions is not supported; give one of them".into()));
+        let mut list: Vec<(i32, i64, i64)> = Vec::new();
+        match &options.bed_regions {
+            Some(bed) if intersect => {
+                for (tid, regions) in merge_intervals(parsed.iter().map(|r| (r.ref_id, r.start, r.end)).collect()) {
+                    let Ok(t) = usize::try_from(tid) else { continue };
+                    let targets = bed.intervals(&names[t]);
+                    for (beg, end) in regions {
+                        let from = targets.partition_point(|&(_, e)| e <= beg);
+                        list.extend(targets[from..].iter().take_while(|&&(b, _)| b < end).map(|&(b, e)| (tid, b.max(beg), e.min(end))));
+                    }
+                }
+                if list.is_empty() {
+                    return Err(Error::InvalidArgument("region list is empty (no region overlaps the BED file)".into()));
+                }
             }
-            for (tid, name) in names.iter().enumerate() {
-                list.extend(bed.intervals(name).iter().map(|&(b, e)| (tid as i32, b, e)));
+            Some(bed) => {
+                for (tid, name) in names.iter().enumerate() {
+                    list.extend(bed.intervals(name).iter().map(|&(b, e)| (tid as i32, b, e)));
+                }
             }
+            None => list.extend(parsed.iter().map(|r| (r.ref_id, r.start, r.end))),
         }
         if list.is_empty() && options.regions.is_empty() && options.bed_regions.is_none() {
             return Err(Error::InvalidArgument("no regions or BED file have been provided (-M reads regions)".into()));
@@ -469,6 +538,7 @@ fn by_pieces(
     index: &Index,
     pieces: &[Piece],
     options: &ViewOptions,
+    selection: &Selection,
     names: &[String],
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
@@ -490,20 +560,19 @@ fn by_pieces(
             let following =
                 region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
             let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
-            let mut router = Router { options, names, scratch: Vec::new() };
+            let mut router = Router::new(options, selection, names);
             let mut failed = None;
             reader
                 .for_each_record(|r| {
                     if failed.is_some() || r.end_pos() <= piece.overlap_from {
                         return;
                     }
-                    let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|selected| {
-                        if selected {
-                            filled.count += 1;
+                    let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|route| match route {
+                        Route::Selected | Route::Unmapped => {
+                            filled.count += u64::from(route == Route::Selected);
                             encode(&router.scratch, main_format, refs, &mut filled.selected)
-                        } else {
-                            encode(&router.scratch, unselected_format, refs, &mut filled.unselected)
                         }
+                        Route::Unselected => encode(&router.scratch, unselected_format, refs, &mut filled.unselected),
                     });
                     if let Err(e) = result {
                         failed = Some(e);
