@@ -19,7 +19,8 @@ use std::path::PathBuf;
     ending .bam, identical to samtools view 1.16 (its @PG line names fasthts; --no-PG leaves it out). \
     Regions (CONTIG, CONTIG:BEG-END, * for unplaced reads) need an indexed BAM; each region gives \
     every record overlapping it, region by region, so a record overlapping two regions is printed twice \
-    unless -M. Regions are read through the index in parallel windows and written in order.\n\n\
+    unless -M (with -M, -L and regions: their intersection; -P adds the mates of the selected pairs). \
+    Regions are read through the index in parallel windows and written in order.\n\n\
     -e takes the part of htslib's expression language fasthts evaluates exactly (see -e below). \
     Not supported: CRAM output (-C).\n\n\
     Examples:\n  fasthts view -h in.bam | less\n  fasthts view -c -F 0x904 -q 30 in.bam chr1:1,000,000-2,000,000\n  \
@@ -154,6 +155,15 @@ pub struct ViewArgs {
     /// Only records in library STR (the LB of their read group's @RG line)
     #[arg(short = 'l', long = "library", value_name = "STR")]
     pub library: Option<String>,
+    /// Retrieve complete pairs even when outside of region (read as with -M, then the mates)
+    #[arg(short = 'P', long = "fetch-pairs")]
+    pub fetch_pairs: bool,
+    /// A single input file format option, OPT or OPT=VAL (accepted; fasthts reads BAM, SAM and CRAM without them)
+    #[arg(long = "input-fmt-option", value_name = "OPT[=VAL]", hide = true)]
+    pub input_options: Vec<String>,
+    /// FILE listing reference names and lengths (a .fai), for a SAM input without @SQ lines
+    #[arg(short = 't', long = "fai-reference", value_name = "FILE")]
+    pub fai_reference: Option<PathBuf>,
     /// Collapse the backward CIGAR operation (B)
     #[arg(short = 'B', long = "remove-B")]
     pub remove_b: bool,
@@ -194,6 +204,9 @@ pub fn run(args: ViewArgs) -> CmdResult {
     }
     for f in &args.all_flags_off {
         selection.flag_all_off |= parse_flags(f)?;
+    }
+    if args.count && args.fetch_pairs {
+        return Err("the options -P and -c cannot be combined".into());
     }
     if args.unmap && args.unselected.is_some() {
         return Err("options --unoutput and --unmap are mutually exclusive".into());
@@ -263,7 +276,7 @@ pub fn run(args: ViewArgs) -> CmdResult {
     for f in &args.remove_flags {
         remove_flags |= parse_flags(f)?;
     }
-    let multi_region = args.multi_region || args.region_file.is_some();
+    let multi_region = args.multi_region || args.region_file.is_some() || args.fetch_pairs;
     let bed_path = args.region_file.as_ref().or(args.bed.as_ref());
     let bed = bed_path.map(|p| BedFilter::read(p)).transpose()?;
     let mut positional = args.args.into_iter();
@@ -327,6 +340,8 @@ pub fn run(args: ViewArgs) -> CmdResult {
         count: args.count,
         unmap: args.unmap,
         remove_b: args.remove_b,
+        fetch_pairs: args.fetch_pairs,
+        references: args.fai_reference.clone(),
         header,
         format,
         level,

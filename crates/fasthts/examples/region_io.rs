@@ -69,7 +69,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = starts.len() as f64;
     println!("file: {} blocks, {} bytes, {records} placed records", starts.len(), bytes.len());
     println!("blocks inflated: {total} ({:.2}x the file's)", total as f64 / n);
-    println!("distinct blocks: {distinct} ({:.2}x the file's); inflated again: {:.1} %", distinct as f64 / n, 100.0 * (total - distinct) as f64 / total as f64);
+    println!(
+        "distinct blocks: {distinct} ({:.2}x the file's); inflated again: {:.1} %",
+        distinct as f64 / n,
+        100.0 * (total - distinct) as f64 / total as f64
+    );
     println!("shared with the region just before: {from_previous} ({:.2} %)", 100.0 * from_previous as f64 / total as f64);
     println!(
         "records decoded: {decoded} ({:.2}x the file's); in the regions: {returned} ({:.2}x); lead-in (decoded, not in the region): {:.1} %",

@@ -255,6 +255,19 @@ fn bed_files_and_multi_region_match_samtools() {
         compare_on(options, &g.bam, regions);
         compare_on(options, &g.csi_bam, regions);
     }
+    // -P: the regions (as -M) and the mates of their selected pairs.
+    let pairs: &[(&[&str], &[&str])] = &[
+        (&["-P"], &["chr1:1000-5000"]),
+        (&["-P", "-q", "30"], &["chr1:1000-5000", "chr2:30000-31000", "chr4"]),
+        (&["--fetch-pairs", "-L", bed, "-F", "0x900"], &["chr1", "chr4:1-25000"]),
+        (&["-P", "-L", bed], &[]),
+        (&["-P", "--add-flags", "0x400", "-x", "NM", "-b"], &["chr2:100-3000"]),
+        (&["-P", "-f", "0x40"], &["*", "chr1:100-200"]),
+        (&["-P", "-c"], &["chr1"]),
+    ];
+    for (options, regions) in pairs {
+        compare_on(options, &g.bam, regions);
+    }
     // -L without an index: the whole file, filtered.
     compare_on(&["-L", bed], &g.sam, &[]);
 }
@@ -535,7 +548,9 @@ fn backward_cigar_operations_collapse_as_samtools() {
     let bed = dir.path("b.bed");
     std::fs::write(&bed, "c1\t14\t15\n").unwrap();
     let bed = bed.to_str().unwrap();
-    for options in [&["-B"][..], &["-B", "-b"], &["--remove-B", "-F", "4"], &["-B", "-m", "7"], &["-B", "-L", bed], &["-B", "-p", "-m", "6"]] {
+    for options in
+        [&["-B"][..], &["-B", "-b"], &["--remove-B", "-F", "4"], &["-B", "-m", "7"], &["-B", "-L", bed], &["-B", "-p", "-m", "6"]]
+    {
         compare_on(options, &sam, &[]);
     }
     // -e sees the record before -B; -U gets the collapsed record.
@@ -546,4 +561,34 @@ fn backward_cigar_operations_collapse_as_samtools() {
         assert!(run(c).status.success());
     }
     assert_eq!(std::fs::read(out("fasthts")).unwrap(), std::fs::read(out("samtools")).unwrap());
+}
+
+/// `-t`: a SAM input without `@SQ` lines gets them from a `.fai`-like list
+/// (a line without a tab skipped, its reads then unplaced, as samtools);
+/// a BAM input, or a SAM with `@SQ` lines, ignores it.
+#[test]
+fn reference_list_for_sam_without_sq_lines() {
+    let Some(g) = generate("view-fai") else { return };
+    let sam = std::fs::read_to_string(&g.sam).unwrap();
+    let bare = g.dir.path("nosq.sam");
+    std::fs::write(&bare, sam.lines().filter(|l| !l.starts_with("@SQ")).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let fai = g.dir.path("ref.fai");
+    std::fs::write(
+        &fai,
+        "chr1\t81000\t6\t60\t61\nchr2\t72000\nchr3\t63600\nchr4 47250\nchrM\t16569\r\nchrUn_gen1\t3000\nchrUn_gen2\t4000\n",
+    )
+    .unwrap();
+    let fai = fai.to_str().unwrap();
+    for options in [&["-h", "-t", fai][..], &["-b", "--fai-reference", fai], &["-c", "-q", "30", "-t", fai], &["-h", "-F", "4", "-t", fai]]
+    {
+        compare_on(options, &bare, &[]);
+        compare_on(options, &g.sam, &[]);
+        compare_on(options, &g.bam, &[]);
+    }
+    // From a pipe.
+    let expected = samtools_view(&["--no-PG", "-h", "-t", fai, bare.to_str().unwrap()]);
+    let mut c = fasthts();
+    c.args(["view", "--no-PG", "-h", "-t", fai, "-"]);
+    let got = run_with_stdin(c, std::fs::read(&bare).unwrap());
+    assert!(got.status.success() && got.stdout == expected.stdout, "{}", text(&got.stderr));
 }

@@ -62,6 +62,13 @@ pub struct ViewOptions {
     pub unmap: bool,
     /// Collapse `B` CIGAR operations (`-B`), before the filters after `-e`.
     pub remove_b: bool,
+    /// Reference names and lengths for a SAM input without `@SQ` lines
+    /// (`-t`; see [`crate::view::open_with_references`]).
+    pub references: Option<PathBuf>,
+    /// samtools' `-P`: the regions read as with `-M`, and the mates of
+    /// their selected paired records too, wherever they are (not with
+    /// `-c`; `-U` gets no records, and flags are not changed).
+    pub fetch_pairs: bool,
     /// Header with SAM output.
     pub header: HeaderMode,
     /// Output format.
@@ -98,6 +105,8 @@ impl Default for ViewOptions {
             count: false,
             unmap: false,
             remove_b: false,
+            fetch_pairs: false,
+            references: None,
             header: HeaderMode::Records,
             format: OutputFormat::Sam,
             force_header: false,
@@ -168,7 +177,10 @@ pub fn view_file(
     }
     crate::output::refuse_input_as_output(&written, &[input])?;
     with_threads(options.threads, || {
-        let mut opened = input::open(input)?;
+        let mut opened = match &options.references {
+            Some(list) => crate::view::open_with_references(input, list)?,
+            None => input::open(input)?,
+        };
         if let Input::Bam(bam) = &opened {
             warn_if_truncated(bam, report);
         }
@@ -208,7 +220,7 @@ pub fn view_file(
             }
         }
         if options.header != HeaderMode::HeaderOnly {
-            let indexed = !options.regions.is_empty() || options.multi_region || options.index.is_some();
+            let indexed = !options.regions.is_empty() || options.multi_region || options.fetch_pairs || options.index.is_some();
             if indexed {
                 let bam = match &opened {
                     Input::Bam(bam) => bam,
@@ -231,8 +243,12 @@ pub fn view_file(
                     return Err(Error::Message("cannot load index (regions are read through the index: fasthts index it first)".into())
                         .with_path(input));
                 };
-                let pieces = plan_pieces(bam, &index, options, &names, skipped)?;
-                by_pieces(bam, &index, &pieces, options, &selection, &names, &mut outputs)?;
+                let (pieces, merged) = plan_pieces(bam, &index, options, &names, skipped)?;
+                if options.fetch_pairs {
+                    fetch_pairs(bam, &index, &pieces, &merged, options, &selection, &names, &mut outputs)?;
+                } else {
+                    by_pieces(bam, &index, &pieces, options, &selection, &names, None, &mut outputs)?;
+                }
             } else {
                 whole_file(&mut opened, input, options, &selection, &names, &mut outputs)?;
                 if let Input::Stream(stream) = &opened {
@@ -304,6 +320,17 @@ struct Router<'a> {
 impl<'a> Router<'a> {
     fn new(options: &'a ViewOptions, selection: &'a Selection, names: &'a [String]) -> Self {
         Router { options, selection, names, scratch: Vec::new(), collapsed: Vec::new() }
+    }
+
+    /// Whether samtools' `process_aln` selects `r` (`-B` applied first).
+    fn selects(&mut self, r: &RecordRef<'_>) -> bool {
+        let Router { options, selection, names, collapsed, .. } = self;
+        if !selection.passes_expr(r, names) {
+            return false;
+        }
+        let edited =
+            (options.remove_b && crate::view::remove_backward(r.as_bytes(), collapsed)).then(|| RecordRef::new_prevalidated(collapsed));
+        selection.keeps_after_expr(edited.as_ref().unwrap_or(r), names)
     }
 
     /// What becomes of `r`; its bytes (`block_size` and data; tags and
@@ -442,16 +469,18 @@ fn region_pieces(index: &Index, tid: i32, len: i64, first_start: i64, beg: i64, 
     pieces.push(Piece { scope: Region { ref_id: tid, start, end }, offset_pos, overlap_from: beg });
 }
 
-/// The pieces of the regions, in output order, and for each the region
-/// it belongs to.
+/// Merged intervals per reference, as [`merge_intervals`] gives them.
+type Intervals = Vec<(i32, Vec<(i64, i64)>)>;
+
+/// The pieces of the regions, in output order, and with `-M` the merged
+/// intervals they read.
 fn plan_pieces(
     bam: &BamFile,
     index: &Index,
     options: &ViewOptions,
     names: &[String],
     skipped: &(dyn Fn(SkippedRegion) + Sync),
-) -> Result<Vec<Piece>, Error> {
-    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
+) -> Result<(Vec<Piece>, Intervals), Error> {
     let mut parsed = Vec::new();
     // With -M and a BED file, samtools intersects the regions with the
     // BED intervals (bedidx's bed_filter) and says nothing of a region the
@@ -492,22 +521,33 @@ fn plan_pieces(
         if list.is_empty() && options.regions.is_empty() && options.bed_regions.is_none() {
             return Err(Error::InvalidArgument("no regions or BED file have been provided (-M reads regions)".into()));
         }
-        for (tid, intervals) in merge_intervals(list) {
-            let mut first_start = i64::MIN;
-            for (beg, end) in intervals {
-                region_pieces(index, tid, ref_len(tid), first_start, beg, end, options.window_bases, &mut pieces);
-                first_start = end;
-                if tid < 0 {
-                    break;
-                }
+        let merged = merge_intervals(list);
+        pieces = multi_region_pieces(bam, index, &merged, options.window_bases);
+        return Ok((pieces, merged));
+    }
+    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
+    for r in parsed {
+        region_pieces(index, r.ref_id, ref_len(r.ref_id), i64::MIN, r.start, r.end, options.window_bases, &mut pieces);
+    }
+    Ok((pieces, Vec::new()))
+}
+
+/// The pieces of samtools' multi-region iterator over `merged` intervals
+/// (from [`merge_intervals`]): each record once, in file order.
+fn multi_region_pieces(bam: &BamFile, index: &Index, merged: &[(i32, Vec<(i64, i64)>)], window_bases: u64) -> Vec<Piece> {
+    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
+    let mut pieces = Vec::new();
+    for (tid, intervals) in merged {
+        let mut first_start = i64::MIN;
+        for &(beg, end) in intervals {
+            region_pieces(index, *tid, ref_len(*tid), first_start, beg, end, window_bases, &mut pieces);
+            first_start = end;
+            if *tid < 0 {
+                break;
             }
         }
-    } else {
-        for r in parsed {
-            region_pieces(index, r.ref_id, ref_len(r.ref_id), i64::MIN, r.start, r.end, options.window_bases, &mut pieces);
-        }
     }
-    Ok(pieces)
+    pieces
 }
 
 /// One piece's output: selected and unselected records (SAM text or
@@ -532,7 +572,9 @@ fn encode(record: &[u8], format: Option<OutputFormat>, refs: &[crate::bam::Refer
     }
 }
 
-/// Reads the pieces on all threads and writes them in order.
+/// Reads the pieces on all threads and writes them in order; records
+/// `gate` refuses are left out (not even written to `-U`).
+#[allow(clippy::too_many_arguments)]
 fn by_pieces(
     bam: &BamFile,
     index: &Index,
@@ -540,6 +582,7 @@ fn by_pieces(
     options: &ViewOptions,
     selection: &Selection,
     names: &[String],
+    gate: Option<&(dyn Fn(&RecordRef<'_>) -> bool + Sync)>,
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
     let refs = &bam.header().references;
@@ -564,7 +607,7 @@ fn by_pieces(
             let mut failed = None;
             reader
                 .for_each_record(|r| {
-                    if failed.is_some() || r.end_pos() <= piece.overlap_from {
+                    if failed.is_some() || r.end_pos() <= piece.overlap_from || gate.is_some_and(|keep| !keep(r)) {
                         return;
                     }
                     let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|route| match route {
@@ -600,6 +643,100 @@ fn by_pieces(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Whether `[beg, end)` overlaps one of the `merged` intervals of `tid`
+/// (samtools' `bed_overlap`: strictly, so `beg == end` needs an interval
+/// around it).
+fn overlaps_merged(merged: &[(i32, Vec<(i64, i64)>)], tid: i32, beg: i64, end: i64) -> bool {
+    if tid < 0 {
+        return false;
+    }
+    let Some((_, intervals)) = merged.iter().find(|(t, _)| *t == tid) else { return false };
+    let k = intervals.partition_point(|&(_, e)| e <= beg);
+    intervals.get(k).is_some_and(|&(b, _)| b < end)
+}
+
+/// samtools view `-P` (its `fetch_pairs_collect_mates`): a first pass
+/// over the regions collects the names and positions of the selected
+/// paired records whose mate lies outside them; a second pass reads the
+/// regions and those positions (and the unplaced records, if a mate is
+/// unmapped) and writes each selected record that is in the regions or
+/// has a collected name.
+#[allow(clippy::too_many_arguments)]
+fn fetch_pairs(
+    bam: &BamFile,
+    index: &Index,
+    pieces: &[Piece],
+    merged: &[(i32, Vec<(i64, i64)>)],
+    options: &ViewOptions,
+    selection: &Selection,
+    names: &[String],
+    outputs: &mut Outputs,
+) -> Result<(), Error> {
+    #[derive(Default)]
+    struct Mates {
+        names: Vec<Vec<u8>>,
+        positions: Vec<(i32, i64)>,
+        unplaced: bool,
+    }
+    let mut mate_names: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut list: Vec<(i32, i64, i64)> =
+        merged.iter().flat_map(|(tid, intervals)| intervals.iter().map(move |&(b, e)| (*tid, b, e))).collect();
+    let mut unplaced = false;
+    crate::gather::fill_in_order(
+        pieces.len(),
+        |_| Mates::default(),
+        |i, mates: &mut Mates| {
+            *mates = Mates::default();
+            let piece = pieces[i];
+            let tid = piece.scope.ref_id;
+            let Some(start) = region::start_offset(bam, index, tid, piece.offset_pos) else { return Ok(()) };
+            let following =
+                region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
+            let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
+            let mut router = Router::new(options, selection, names);
+            reader
+                .for_each_record(|r| {
+                    if r.end_pos() <= piece.overlap_from || r.flag() & crate::bam::flags::PAIRED == 0 {
+                        return;
+                    }
+                    let (mtid, mpos) = (r.mate_ref_id(), i64::from(r.mate_pos()));
+                    if mtid >= 0 && overlaps_merged(merged, mtid, mpos, mpos) {
+                        return;
+                    }
+                    if !router.selects(r) {
+                        return;
+                    }
+                    mates.names.push(r.name().to_vec());
+                    if mtid < 0 || r.flag() & crate::bam::flags::MATE_UNMAPPED != 0 {
+                        mates.unplaced = true;
+                    }
+                    if mtid >= 0 {
+                        mates.positions.push((mtid, mpos));
+                    }
+                })
+                .map_err(|e| Error::from(e).with_path(bam.path()))
+        },
+        |mates| {
+            mate_names.extend(mates.names.iter().cloned());
+            list.extend(mates.positions.iter().map(|&(t, p)| (t, p, p + 1)));
+            unplaced |= mates.unplaced;
+        },
+    )?;
+    if unplaced {
+        list.push((-1, 0, i64::MAX));
+    }
+    let with_mates = merge_intervals(list);
+    let pieces = multi_region_pieces(bam, index, &with_mates, options.window_bases);
+    let gate = |r: &RecordRef<'_>| overlaps_merged(merged, r.ref_id(), i64::from(r.pos()), r.end_pos()) || mate_names.contains(r.name());
+    // samtools writes these records without --add-flags/--remove-flags,
+    // -p or -U.
+    let second = ViewOptions { add_flags: 0, remove_flags: 0, unmap: false, ..options.clone() };
+    let unselected = outputs.unselected.take();
+    let result = by_pieces(bam, index, &pieces, &second, selection, names, Some(&gate), outputs);
+    outputs.unselected = unselected;
+    result
 }
 
 /// Writes a piece's bytes to `output`: SAM text as it is, BAM records one

@@ -3,8 +3,9 @@
 //! [`Selection`] is samtools' `process_aln`: flag filters (`-f` all on,
 //! `-F` all off, `--rf` any on, `-G` not all on), `-q` MAPQ, `-m` query
 //! length, `-L` BED overlap (when not used as regions), hash-based
-//! subsampling (`--subsample`, `-s`), `-d`/`-D` tag values and `-N` read
-//! names, in samtools' order; `-e` expressions are [`Expr`]. [`TagEdit`] is `-x`/`--keep-tag`.
+//! subsampling (`--subsample`, `-s`), `-r`/`-R` read groups, `-d`/`-D` tag
+//! values, `-N` read names and `-l` library, in samtools' order (`-B`,
+//! [`remove_backward`], edits the record between `-e` and the others); `-e` expressions are [`Expr`]. [`TagEdit`] is `-x`/`--keep-tag`.
 //! [`subsample_keeps`] reproduces samtools' hash of the read name, so a
 //! pair's reads (same name) are kept or dropped together, and a seed picks
 //! the same reads as samtools with that seed.
@@ -91,7 +92,7 @@ impl Selection {
 
     /// The `-e` filter, which samtools applies before `-B` edits the record.
     pub fn passes_expr(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
-        self.expr.as_ref().is_none_or(|expr| expr.passes(r, ref_names))
+        self.expr.as_ref().map_or(true, |expr| expr.passes(r, ref_names))
     }
 
     /// The filters after `-e`, in samtools' order.
@@ -180,13 +181,62 @@ fn read_groups_of_library(header: &[u8], library: &[u8]) -> HashSet<Vec<u8>> {
     groups
 }
 
+/// Opens `path` as [`crate::input::open`] does, but a SAM input (plain or
+/// compressed) whose header has no `@SQ` line gets one per line of
+/// `references` (samtools view `-t`: a `.fai` or any file of `NAME<TAB>LENGTH`
+/// lines), after its other header lines, as htslib adds them.
+pub fn open_with_references(path: &Path, references: &Path) -> Result<crate::input::Input, Error> {
+    use crate::input::{Format, Input};
+    use std::io::BufRead;
+    let peeked = crate::input::peek(path)?;
+    if !matches!(
+        peeked.format(),
+        Format::Sam | Format::CompressedSam(fasthts_io::compression::Compression::Bgzf | fasthts_io::compression::Compression::Gzip)
+    ) {
+        return peeked.open();
+    }
+    let (text, _) = fasthts_io::compression::decompress(peeked.into_reader(), rayon::current_num_threads())
+        .map_err(|e| Error::from(e).with_path(path))?;
+    let mut text = std::io::BufReader::with_capacity(1 << 16, text);
+    let mut header = Vec::new();
+    loop {
+        let next = text.fill_buf().map_err(|e| Error::from(e).with_path(path))?;
+        if next.first() != Some(&b'@') {
+            break;
+        }
+        text.read_until(b'\n', &mut header).map_err(|e| Error::from(e).with_path(path))?;
+        if !header.ends_with(b"\n") {
+            header.push(b'\n');
+        }
+    }
+    if !header.split(|&c| c == b'\n').any(|line| line.starts_with(b"@SQ\t")) {
+        let mut list = Vec::new();
+        std::fs::File::open(references).and_then(|mut f| f.read_to_end(&mut list)).map_err(|e| Error::from(e).with_path(references))?;
+        for line in list.split(|&c| c == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let Some(tab) = line.iter().position(|&c| c == b'\t') else { continue };
+            // strtoll: leading blanks, a sign, digits; 0 without any.
+            let rest = std::str::from_utf8(&line[tab..]).unwrap_or("").trim_start();
+            let sign = usize::from(rest.starts_with(['-', '+']));
+            let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
+            let length: i64 = rest[..sign + digits].parse().unwrap_or(0);
+            header.extend_from_slice(b"@SQ\tSN:");
+            header.extend_from_slice(&line[..tab]);
+            header.extend_from_slice(format!("\tLN:{length}\n").as_bytes());
+        }
+    }
+    let reader: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(header).chain(text));
+    let sam = crate::sam::SamReader::new(reader).map_err(|e| Error::from(e).with_path(path))?;
+    Ok(Input::Sam(Box::new(sam)))
+}
+
 /// The header text without the `@RG` lines whose ID is not in `groups`
 /// (samtools view `-r`/`-R`, htslib's `sam_hdr_remove_lines`; lines
 /// without an ID stay).
 pub fn keep_read_group_lines(header: &[u8], groups: &HashSet<Vec<u8>>) -> Vec<u8> {
     header
         .split_inclusive(|&c| c == b'\n')
-        .filter(|line| !line.starts_with(b"@RG\t") || header_field(line, b"ID").is_none_or(|id| groups.contains(id)))
+        .filter(|line| !line.starts_with(b"@RG\t") || header_field(line, b"ID").map_or(true, |id| groups.contains(id)))
         .flatten()
         .copied()
         .collect()
