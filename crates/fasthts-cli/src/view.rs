@@ -28,8 +28,8 @@ use std::path::PathBuf;
     fasthts view -M -L targets.bed -b --write-index -o on_target.bam in.bam"
 )]
 pub struct ViewArgs {
-    /// Print help (-h is samtools' --with-header here)
-    #[arg(long = "help", action = clap::ArgAction::Help)]
+    /// Print help (-h is samtools' --with-header here; -? as in samtools)
+    #[arg(long = "help", short = '?', action = clap::ArgAction::Help)]
     pub help: Option<bool>,
     /// Output BAM
     #[arg(short = 'b', long = "bam")]
