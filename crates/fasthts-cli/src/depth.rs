@@ -4,7 +4,7 @@
 use crate::{CmdResult, Terminal};
 use clap::{ArgAction, Args};
 use fasthts::command;
-use fasthts::depth::{atoi, exclude_flags, DepthOptions};
+use fasthts::depth::{atoi, exclude_flags_in_order, DepthOptions};
 use std::io::{self, Write};
 use std::path::PathBuf;
 
@@ -31,12 +31,21 @@ pub struct DepthArgs {
     /// Specify list of input BAM/SAM filenames, one per line
     #[arg(short = 'f', value_name = "FILE")]
     pub file_list: Option<PathBuf>,
-    /// Remove specified flags from default flag filter
-    #[arg(short = 'g', value_name = "INT", allow_hyphen_values = true)]
-    pub include_flags: Vec<String>,
+    /// Remove specified flags from default flag filter (-g and -G apply in command-line order)
+    #[arg(short = 'g', value_name = "INT", allow_hyphen_values = true, value_parser = in_order)]
+    pub include_flags: Vec<(usize, String)>,
     /// Add specified flags to the default flag filter
-    #[arg(short = 'G', value_name = "INT", allow_hyphen_values = true)]
-    pub exclude_flags: Vec<String>,
+    #[arg(short = 'G', value_name = "INT", allow_hyphen_values = true, value_parser = in_order)]
+    pub exclude_flags: Vec<(usize, String)>,
+    /// Use custom index files (in -X *.bam *.bam.bai order; the index is read for -r)
+    #[arg(short = 'X')]
+    pub explicit_index: bool,
+    /// A single input file format option, OPT or OPT=VAL (accepted; fasthts reads BAM, SAM and CRAM without them)
+    #[arg(long = "input-fmt-option", value_name = "OPT[=VAL]", hide = true)]
+    pub input_options: Vec<String>,
+    /// Accepted for samtools compatibility
+    #[arg(long = "verbosity", value_name = "INT", hide = true, allow_hyphen_values = true)]
+    pub verbosity: Option<String>,
     /// Print a file header line
     #[arg(short = 'H')]
     pub header: bool,
@@ -75,9 +84,19 @@ pub struct DepthArgs {
     pub inputs: Vec<PathBuf>,
 }
 
+/// Numbers the `-g`/`-G` values as clap reads them (in command-line
+/// order), so that they can be applied in that order as samtools does.
+fn in_order(text: &str) -> Result<(usize, String), std::convert::Infallible> {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    Ok((NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), text.to_string()))
+}
+
 pub fn run(args: DepthArgs) -> CmdResult {
     let mut options = DepthOptions::default();
-    options.exclude_flags = exclude_flags(&args.include_flags, &args.exclude_flags)?;
+    let mut edits: Vec<(usize, bool, &str)> = args.include_flags.iter().map(|(n, t)| (*n, false, t.as_str())).collect();
+    edits.extend(args.exclude_flags.iter().map(|(n, t)| (*n, true, t.as_str())));
+    edits.sort_by_key(|e| e.0);
+    options.exclude_flags = exclude_flags_in_order(edits.into_iter().map(|(_, add, t)| (add, t)))?;
     options.all_positions = args.all.min(2);
     options.min_base_quality = args.min_bq.as_deref().map_or(0, atoi) as i32;
     options.min_mapping_quality = args.min_mq.as_deref().map_or(0, atoi) as i32;
@@ -96,6 +115,19 @@ pub fn run(args: DepthArgs) -> CmdResult {
     if let Some(list) = &args.file_list {
         let text = std::fs::read_to_string(list).map_err(|e| format!("{}: {}", list.display(), fasthts_io::os_message(&e)))?;
         inputs = text.lines().map(str::trim_end).filter(|l| !l.is_empty()).map(PathBuf::from).collect();
+    }
+    if args.explicit_index {
+        if args.file_list.is_some() {
+            return Err("the -f option cannot be combined with -X".into());
+        }
+        // The first half are the inputs, the second their indexes. (samtools
+        // means to refuse an odd count but its test never fails.)
+        if inputs.len() % 2 != 0 {
+            return Err("-X needs one index specified per input file".into());
+        }
+        let n = inputs.len() / 2;
+        options.indexes = Some(inputs[inputs.len() - n..].to_vec());
+        inputs.truncate(n);
     }
     if inputs.is_empty() {
         return Err("no input files (usage: fasthts depth [options] in.bam [in.bam ...])".into());

@@ -19,16 +19,17 @@ use std::path::PathBuf;
     ending .bam, identical to samtools view 1.16 (its @PG line names fasthts; --no-PG leaves it out). \
     Regions (CONTIG, CONTIG:BEG-END, * for unplaced reads) need an indexed BAM; each region gives \
     every record overlapping it, region by region, so a record overlapping two regions is printed twice \
-    unless -M. Regions are read through the index in parallel windows and written in order.\n\n\
+    unless -M (with -M, -L and regions: their intersection; -P adds the mates of the selected pairs). \
+    Regions are read through the index in parallel windows and written in order.\n\n\
     -e takes the part of htslib's expression language fasthts evaluates exactly (see -e below). \
-    Not supported: CRAM output (-C), -r/-R read groups, -l library, -p, -P, -B.\n\n\
+    Not supported: CRAM output (-C).\n\n\
     Examples:\n  fasthts view -h in.bam | less\n  fasthts view -c -F 0x904 -q 30 in.bam chr1:1,000,000-2,000,000\n  \
     fasthts view -b --subsample 0.1 --subsample-seed 7 -o sub.bam in.bam\n  \
     fasthts view -M -L targets.bed -b --write-index -o on_target.bam in.bam"
 )]
 pub struct ViewArgs {
-    /// Print help (-h is samtools' --with-header here)
-    #[arg(long = "help", action = clap::ArgAction::Help)]
+    /// Print help (-h is samtools' --with-header here; -? as in samtools)
+    #[arg(long = "help", short = '?', action = clap::ArgAction::Help)]
     pub help: Option<bool>,
     /// Output BAM
     #[arg(short = 'b', long = "bam")]
@@ -141,6 +142,37 @@ pub struct ViewArgs {
     /// Positions per parallel window (output does not depend on it)
     #[arg(long = "window-bases", value_name = "INT", hide = true)]
     pub window_bases: Option<u64>,
+    /// Write the records not selected to the output too, made unmapped
+    /// (flag UNMAP, MAPQ 0, TLEN 0, no CIGAR)
+    #[arg(short = 'p', long = "unmap")]
+    pub unmap: bool,
+    /// Only records in read group STR (or without RG); other @RG lines are left out of the header
+    #[arg(short = 'r', long = "read-group", visible_alias = "readgroup", value_name = "STR")]
+    pub read_group: Vec<String>,
+    /// Only records in a read group listed in FILE (or without RG)
+    #[arg(short = 'R', long = "read-group-file", visible_alias = "readgroup-file", value_name = "FILE")]
+    pub read_group_file: Vec<PathBuf>,
+    /// Only records in library STR (the LB of their read group's @RG line)
+    #[arg(short = 'l', long = "library", value_name = "STR")]
+    pub library: Option<String>,
+    /// Retrieve complete pairs even when outside of region (read as with -M, then the mates)
+    #[arg(short = 'P', long = "fetch-pairs")]
+    pub fetch_pairs: bool,
+    /// A single input file format option, OPT or OPT=VAL (accepted; fasthts reads BAM, SAM and CRAM without them)
+    #[arg(long = "input-fmt-option", value_name = "OPT[=VAL]", hide = true)]
+    pub input_options: Vec<String>,
+    /// FILE listing reference names and lengths (a .fai), for a SAM input without @SQ lines
+    #[arg(short = 't', long = "fai-reference", value_name = "FILE")]
+    pub fai_reference: Option<PathBuf>,
+    /// Collapse the backward CIGAR operation (B)
+    #[arg(short = 'B', long = "remove-B")]
+    pub remove_b: bool,
+    /// Ignored (the input format is detected), as in samtools
+    #[arg(short = 'S', hide = true)]
+    pub sam_input: bool,
+    /// Accepted for samtools compatibility; fasthts prints the same messages at any level
+    #[arg(long = "verbosity", value_name = "INT", hide = true, allow_hyphen_values = true)]
+    pub verbosity: Option<String>,
     /// Input BAM or SAM file (- for standard input), then regions
     #[arg(value_name = "in.bam [region ...]")]
     pub args: Vec<String>,
@@ -173,6 +205,20 @@ pub fn run(args: ViewArgs) -> CmdResult {
     for f in &args.all_flags_off {
         selection.flag_all_off |= parse_flags(f)?;
     }
+    if args.count && args.fetch_pairs {
+        return Err("the options -P and -c cannot be combined".into());
+    }
+    if args.unmap && args.unselected.is_some() {
+        return Err("options --unoutput and --unmap are mutually exclusive".into());
+    }
+    for rg in &args.read_group {
+        selection.read_groups.get_or_insert_with(HashSet::new).insert(rg.as_bytes().to_vec());
+    }
+    for path in &args.read_group_file {
+        let words = select::read_word_list(path)?;
+        selection.read_groups.get_or_insert_with(HashSet::new).extend(words);
+    }
+    selection.library = args.library.as_ref().map(|l| l.as_bytes().to_vec());
     selection.expr = args.expr.as_deref().map(select::Expr::parse).transpose()?;
     selection.min_mapq = args.min_mapq.as_deref().map_or(0, atoi) as i32;
     selection.min_qlen = args.min_qlen.as_deref().map_or(0, atoi) as i32;
@@ -230,7 +276,7 @@ pub fn run(args: ViewArgs) -> CmdResult {
     for f in &args.remove_flags {
         remove_flags |= parse_flags(f)?;
     }
-    let multi_region = args.multi_region || args.region_file.is_some();
+    let multi_region = args.multi_region || args.region_file.is_some() || args.fetch_pairs;
     let bed_path = args.region_file.as_ref().or(args.bed.as_ref());
     let bed = bed_path.map(|p| BedFilter::read(p)).transpose()?;
     let mut positional = args.args.into_iter();
@@ -292,6 +338,10 @@ pub fn run(args: ViewArgs) -> CmdResult {
         bed_regions,
         index,
         count: args.count,
+        unmap: args.unmap,
+        remove_b: args.remove_b,
+        fetch_pairs: args.fetch_pairs,
+        references: args.fai_reference.clone(),
         header,
         format,
         level,

@@ -34,6 +34,7 @@
 //! ([`crate::command::depth_to`]).
 
 use crate::bam::{flags, CigarOp, RecordRef};
+use crate::region::Region;
 use crate::Error;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -81,6 +82,9 @@ pub struct DepthOptions {
     /// The reference FASTA of CRAM inputs (samtools' `--reference`);
     /// `None`: as htslib finds it ([`crate::cram`]).
     pub reference: Option<PathBuf>,
+    /// The index of each input, in input order (`-X`); `None`: the one
+    /// beside each input. samtools' `-H` line names these files then.
+    pub indexes: Option<Vec<PathBuf>>,
 }
 
 impl Default for DepthOptions {
@@ -99,23 +103,70 @@ impl Default for DepthOptions {
             threads: None,
             window_bases: WINDOW_BASES,
             reference: None,
+            indexes: None,
         }
     }
 }
 
 /// The flags whose reads do not count, from samtools depth's `-g` (flags
 /// taken off [`DEFAULT_EXCLUDE_FLAGS`]) and `-G` (flags added) values, each
-/// read by [`parse_flags`]: every `-g`, then every `-G` (samtools applies
-/// them in command-line order; only a flag in both can differ).
+/// read by [`parse_flags`]: every `-g`, then every `-G` (for callers without
+/// an order, as Python's keywords; the command line goes through
+/// [`exclude_flags_in_order`]).
 pub fn exclude_flags<S: AsRef<str>>(include: &[S], exclude: &[S]) -> Result<u16, Error> {
+    let edits = include.iter().map(|g| (false, g.as_ref())).chain(exclude.iter().map(|g| (true, g.as_ref())));
+    exclude_flags_in_order(edits)
+}
+
+/// [`exclude_flags`] from `-g` (`false`) and `-G` (`true`) values in
+/// command-line order, as samtools applies them: `-G 0x400 -g 0x400`
+/// counts duplicates, `-g 0x400 -G 0x400` does not.
+pub fn exclude_flags_in_order<'a>(edits: impl IntoIterator<Item = (bool, &'a str)>) -> Result<u16, Error> {
     let mut mask = DEFAULT_EXCLUDE_FLAGS;
-    for g in include {
-        mask &= !parse_flags(g.as_ref())?;
-    }
-    for g in exclude {
-        mask |= parse_flags(g.as_ref())?;
+    for (add, text) in edits {
+        let flags = parse_flags(text)?;
+        if add {
+            mask |= flags;
+        } else {
+            mask &= !flags;
+        }
     }
     Ok(mask)
+}
+
+/// samtools depth's `-r` region as htslib's `hts_parse_region` reads it,
+/// which differs from [`Region::parse`] in two places: a start of 0 is
+/// taken as 1 (`chr1:0-5` is `chr1:1-5`, `chr1:0` the whole reference),
+/// and an end of 0 as the reference's end (`chr1:100-0`); a region that
+/// ends where it starts or before is refused (`chr1:2-1`).
+pub fn parse_region<N: AsRef<str>>(text: &str, names: &[N]) -> Result<Region, Error> {
+    let invalid = || Error::InvalidArgument(format!("cannot parse region {text:?}"));
+    let quoted = text.starts_with('{');
+    let whole_name = names.iter().any(|n| n.as_ref() == text);
+    let normalized = match text.rsplit_once(':') {
+        Some((name, coords)) if !whole_name && (!quoted || name.ends_with('}')) => {
+            let zero = |t: &str| !t.is_empty() && t.bytes().all(|c| c == b'0' || c == b',');
+            let (beg, end) = match coords.split_once('-') {
+                Some((b, e)) if !b.is_empty() => (b, Some(e)),
+                _ => (coords, None),
+            };
+            match end {
+                Some(e) if !coords.starts_with('-') => {
+                    let beg = if zero(beg) { "1" } else { beg };
+                    let end = if zero(e) { "" } else { e };
+                    format!("{name}:{beg}-{end}")
+                }
+                _ if zero(beg) => format!("{name}:1"),
+                _ => text.to_string(),
+            }
+        }
+        _ => text.to_string(),
+    };
+    let region = Region::parse(&normalized, names)?;
+    if region.ref_id >= 0 && region.start.max(0) >= region.end {
+        return Err(invalid());
+    }
+    Ok(region)
 }
 
 /// Reads a flag value as samtools' `-g`/`-G` (htslib's `bam_str2flag`):

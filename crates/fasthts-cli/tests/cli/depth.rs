@@ -108,6 +108,11 @@ const OPTION_SETS: &[&[&str]] = &[
     &["-H"],
     &["-a", "-H", "-Q", "10", "-q", "10"],
     &["-aa", "-J", "-s"],
+    // -g and -G in command-line order.
+    &["-G", "0x400", "-g", "0x400"],
+    &["-g", "DUP", "-G", "DUP"],
+    &["-G", "0x10", "-g", "0x14", "-a"],
+    &["-g", "0x400", "-G", "0x500", "-g", "SECONDARY"],
 ];
 
 #[test]
@@ -143,6 +148,15 @@ fn regions_and_bed_files_match_samtools() {
         &["-a", "-s", "-J", "-r", "chr2:1-1000"],
         &["-a", "-b", bed, "-r", "chr1:2000-3000"],
         &["-r", "chrM:16000-20000", "-a"],
+        // Starts and ends of 0 as htslib reads them.
+        &["-a", "-r", "chr1:0-5"],
+        &["-r", "chr1:0-5000"],
+        &["-a", "-r", "chr2:0"],
+        &["-r", "chr1:0-0"],
+        &["-a", "-r", "chr1:60000-0"],
+        &["-a", "-r", "chr1:-50"],
+        &["-r", "chr1:2-1"],
+        &["-a", "-r", "chr1:7-7"],
     ];
     for args in sets {
         compare(args, &[&g.first]);
@@ -209,6 +223,21 @@ fn output_file_is_written_whole() {
     assert!(std::fs::read(&out).unwrap() == expected.stdout);
 }
 
+/// `-X`: the indexes named after the inputs, read for `-r`; `-H` names
+/// the index files (as samtools does).
+#[test]
+fn explicit_indexes_as_samtools() {
+    let Some(g) = generate("depth-explicit-index") else { return };
+    let (a, b) = (g.dir.path("a.bam"), g.dir.path("b.bam"));
+    std::fs::copy(&g.first, &a).unwrap();
+    std::fs::copy(&g.second, &b).unwrap();
+    let (ai, bi) = (PathBuf::from(format!("{}.bai", g.first.display())), PathBuf::from(format!("{}.csi", g.second.display())));
+    for args in [&["-X", "-H", "-a", "-r", "chr2:100-5000"][..], &["-X", "-r", "chr1"], &["-X", "-H"]] {
+        compare(args, &[&a, &b, &ai, &bi]);
+    }
+    compare(&["-X", "-a", "-r", "chr1:1000-2000"], &[&a, &ai]);
+}
+
 #[test]
 fn bad_input_is_one_line_naming_the_file() {
     let dir = TempDir::new("depth-bad");
@@ -223,6 +252,8 @@ fn bad_input_is_one_line_naming_the_file() {
         (vec!["-r".into(), "chr1:100-1".into(), data("small.bam").display().to_string()], "chr1:100-1".into()),
         (vec!["-b".into(), dir.path("missing.bed").display().to_string(), bare.display().to_string()], "missing.bed".into()),
         (vec![data("small.bam").display().to_string(), missing.display().to_string()], missing.display().to_string()),
+        (vec!["-X".into(), bare.display().to_string()], "-X".into()),
+        (vec!["-X".into(), "-r".into(), "chr1".into(), bare.display().to_string(), dir.path("no.bai").display().to_string()], "no.bai".into()),
     ];
     for (args, named) in cases {
         let _ = std::fs::remove_file(&out);

@@ -159,6 +159,16 @@ const OPTION_SETS: &[&[&str]] = &[
     &["-c", "-f", "0x40", "--subsample", "0.5", "--subsample-seed", "3"],
     &["--add-flags", "0x400", "-q", "40"],
     &["--remove-flags", "DUP,PAIRED", "--add-flags", "QCFAIL", "-b"],
+    &["-r", "rg1"],
+    &["-h", "-r", "rg1", "--read-group", "ont1"],
+    &["-b", "-r", "rg4", "-q", "10"],
+    &["-l", "lib1"],
+    &["-c", "--library", "lib2"],
+    &["-l", "nolib"],
+    &["-p", "-q", "30"],
+    &["-b", "--unmap", "-q", "30", "-x", "NM"],
+    &["-p", "-c", "-f", "2"],
+    &["-S", "-B", "-F", "4"],
 ];
 
 #[test]
@@ -190,7 +200,17 @@ fn regions_match_samtools() {
         &["nope", "chr2:1-40000", "chr1:0-5"],
         &["chr1:50000-40000", "chr2:10000-10000"],
     ];
-    let option_sets: &[&[&str]] = &[&[], &["-c"], &["-M"], &["-M", "-c"], &["-F", "4", "-q", "5"], &["-b"], &["-h", "-x", "NM"]];
+    let option_sets: &[&[&str]] = &[
+        &[],
+        &["-c"],
+        &["-M"],
+        &["-M", "-c"],
+        &["-F", "4", "-q", "5"],
+        &["-b"],
+        &["-h", "-x", "NM"],
+        &["-p", "-q", "20"],
+        &["-r", "rg2", "-l", "lib1", "-M"],
+    ];
     let mut lines = 0;
     for bam in [&g.bam, &g.csi_bam] {
         for regions in region_sets {
@@ -222,10 +242,31 @@ fn bed_files_and_multi_region_match_samtools() {
         (&["--region-file", bed, "-b"], &[]),
         (&["-M"], &["chr1:3000-20000", "chr1:100-5000", "chr2", "chr4:5-9"]),
         (&["-M"], &["chr2:100-200", "chr2:200-300", "chr2:301-400"]),
+        // -M with a BED file and regions: their intersection.
+        (&["-M", "-L", bed], &["chr1:3000-20000", "chr4"]),
+        (&["-M", "-L", bed, "-c"], &["chr1:4500-4600", "chr2", "chr4:25000-30200", "nope", "chr1:8000-40000"]),
+        (&["--region-file", bed, "-b"], &["chr4:29000-40000", "chrM"]),
+        (&["-M", "-L", bed, "-p", "-q", "30"], &["chr1"]),
+        // Nothing in common: an error.
+        (&["-M", "-L", bed], &["chr3"]),
+        (&["-M", "-L", bed], &["*"]),
     ];
     for (options, regions) in sets {
         compare_on(options, &g.bam, regions);
         compare_on(options, &g.csi_bam, regions);
+    }
+    // -P: the regions (as -M) and the mates of their selected pairs.
+    let pairs: &[(&[&str], &[&str])] = &[
+        (&["-P"], &["chr1:1000-5000"]),
+        (&["-P", "-q", "30"], &["chr1:1000-5000", "chr2:30000-31000", "chr4"]),
+        (&["--fetch-pairs", "-L", bed, "-F", "0x900"], &["chr1", "chr4:1-25000"]),
+        (&["-P", "-L", bed], &[]),
+        (&["-P", "--add-flags", "0x400", "-x", "NM", "-b"], &["chr2:100-3000"]),
+        (&["-P", "-f", "0x40"], &["*", "chr1:100-200"]),
+        (&["-P", "-c"], &["chr1"]),
+    ];
+    for (options, regions) in pairs {
+        compare_on(options, &g.bam, regions);
     }
     // -L without an index: the whole file, filtered.
     compare_on(&["-L", bed], &g.sam, &[]);
@@ -286,6 +327,9 @@ fn name_and_tag_lists_match_samtools() {
     std::fs::write(&values, "grp2\nnone\n").unwrap();
     let nm = g.dir.path("nm.txt");
     std::fs::write(&nm, "0 3\n").unwrap();
+    let groups = g.dir.path("groups.txt");
+    std::fs::write(&groups, "rg2 ont1\nnone\n").unwrap();
+    let groups = groups.to_str().unwrap();
     let names_file = names_file.to_str().unwrap();
     let rg = format!("RG:{}", values.display());
     let nm = format!("NM:{}", nm.display());
@@ -296,6 +340,9 @@ fn name_and_tag_lists_match_samtools() {
         &["-D", &nm, "-c"],
         &["-d", "NM:1", "-D", &nm],
         &["-N", names_file, "-D", &rg, "-b"],
+        &["-R", groups, "-h"],
+        &["-R", groups, "-r", "rg3", "-c"],
+        &["--read-group-file", groups, "-l", "lib1", "-b"],
     ] {
         compare_on(options, &g.bam, &[]);
         compare_on(options, &g.bam, &["chr1", "chr2:1-30000"]);
@@ -462,6 +509,8 @@ fn bad_input_is_one_line_naming_the_file() {
         (vec!["-x".into(), "NMX".into(), s(&bare)], "NMX".into()),
         (vec!["-d".into(), "N".into(), s(&bare)], "N".into()),
         (vec!["-M".into(), s(&data("small.bam"))], "regions".into()),
+        (vec!["-p".into(), "-U".into(), s(&dir.path("un.sam")), s(&bare)], "--unmap".into()),
+        (vec!["-R".into(), s(&dir.path("groups.txt")), s(&bare)], "groups.txt".into()),
     ];
     for (args, named) in cases {
         let _ = std::fs::remove_file(&out);
@@ -474,4 +523,72 @@ fn bad_input_is_one_line_naming_the_file() {
         assert!(err.starts_with("fasthts view: ") && err.contains(&named), "{args:?}: {err}");
         assert!(!out.exists(), "{args:?} left an output");
     }
+}
+
+/// `-B` on records with backward operations samtools can and cannot
+/// collapse (first, too long, last, around deletions and insertions).
+#[test]
+fn backward_cigar_operations_collapse_as_samtools() {
+    let Some(dir) = with_samtools("view-remove-b") else { return };
+    let sam = dir.path("b.sam");
+    std::fs::write(
+        &sam,
+        "@SQ\tSN:c1\tLN:1000\n\
+         r1\t0\tc1\t10\t60\t4M2B3M\t*\t0\t0\tACGTGTC\tIIIIIII\n\
+         r2\t0\tc1\t10\t60\t4M2B3M\t*\t0\t0\tACGTTAC\tI5I5I5I\n\
+         r3\t0\tc1\t10\t60\t2B5M\t*\t0\t0\tACGTA\tIIIII\n\
+         r4\t0\tc1\t10\t60\t3M5B4M\t*\t0\t0\tACGTAAC\tIIIIIII\n\
+         r5\t0\tc1\t11\t60\t5M2D3M3B2I4M1B\t*\t0\t0\tACGTACGTACGATT\t*\tXX:i:5\n\
+         r6\t16\tc1\t12\t60\t1S4M2I2B3M2H\t*\t0\t0\tAACGTAGGTA\tABCDEFGHIJ\n\
+         r7\t0\tc1\t12\t60\t3M3B3M\t*\t0\t0\tACGTTT\tABCDEF\n\
+         r8\t4\tc1\t12\t60\t3M3B3M\t*\t0\t0\tACGTTT\tABCDEF\n\
+         r9\t0\tc1\t14\t60\t5M4B1M2B3M\t*\t0\t0\tACGTACGTA\tABCDEFGHI\n",
+    )
+    .unwrap();
+    let bed = dir.path("b.bed");
+    std::fs::write(&bed, "c1\t14\t15\n").unwrap();
+    let bed = bed.to_str().unwrap();
+    for options in
+        [&["-B"][..], &["-B", "-b"], &["--remove-B", "-F", "4"], &["-B", "-m", "7"], &["-B", "-L", bed], &["-B", "-p", "-m", "6"]]
+    {
+        compare_on(options, &sam, &[]);
+    }
+    // -e sees the record before -B; -U gets the collapsed record.
+    let out = |tool: &str| dir.path(&format!("{tool}-un.sam"));
+    for tool in ["samtools", "fasthts"] {
+        let mut c = if tool == "samtools" { Command::new("samtools") } else { fasthts() };
+        c.args(["view", "--no-PG", "-B", "-e", "ncigar > 3", "-U"]).arg(out(tool)).arg(&sam);
+        assert!(run(c).status.success());
+    }
+    assert_eq!(std::fs::read(out("fasthts")).unwrap(), std::fs::read(out("samtools")).unwrap());
+}
+
+/// `-t`: a SAM input without `@SQ` lines gets them from a `.fai`-like list
+/// (a line without a tab skipped, its reads then unplaced, as samtools);
+/// a BAM input, or a SAM with `@SQ` lines, ignores it.
+#[test]
+fn reference_list_for_sam_without_sq_lines() {
+    let Some(g) = generate("view-fai") else { return };
+    let sam = std::fs::read_to_string(&g.sam).unwrap();
+    let bare = g.dir.path("nosq.sam");
+    std::fs::write(&bare, sam.lines().filter(|l| !l.starts_with("@SQ")).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let fai = g.dir.path("ref.fai");
+    std::fs::write(
+        &fai,
+        "chr1\t81000\t6\t60\t61\nchr2\t72000\nchr3\t63600\nchr4 47250\nchrM\t16569\r\nchrUn_gen1\t3000\nchrUn_gen2\t4000\n",
+    )
+    .unwrap();
+    let fai = fai.to_str().unwrap();
+    for options in [&["-h", "-t", fai][..], &["-b", "--fai-reference", fai], &["-c", "-q", "30", "-t", fai], &["-h", "-F", "4", "-t", fai]]
+    {
+        compare_on(options, &bare, &[]);
+        compare_on(options, &g.sam, &[]);
+        compare_on(options, &g.bam, &[]);
+    }
+    // From a pipe.
+    let expected = samtools_view(&["--no-PG", "-h", "-t", fai, bare.to_str().unwrap()]);
+    let mut c = fasthts();
+    c.args(["view", "--no-PG", "-h", "-t", fai, "-"]);
+    let got = run_with_stdin(c, std::fs::read(&bare).unwrap());
+    assert!(got.status.success() && got.stdout == expected.stdout, "{}", text(&got.stderr));
 }

@@ -67,14 +67,22 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         let names: Vec<String> = refs.iter().map(|r| r.name.clone()).collect();
         let lengths: Vec<i64> = refs.iter().map(|r| i64::from(r.len)).collect();
         let region = match &options.region {
-            Some(text) => Some(Region::parse(text, &names)?),
+            Some(text) => Some(crate::depth::parse_region(text, &names)?),
             None => None,
         };
         // A region is read through the indexes; without one, they speed up
         // a whole-file count.
         let mut indexes: Vec<Option<Index>> = Vec::with_capacity(opened.len());
-        for (input, path) in opened.iter().zip(inputs) {
+        for (i, (input, path)) in opened.iter().zip(inputs).enumerate() {
             let index = match input {
+                // -X: samtools loads the named index only for -r.
+                Input::Bam(bam) if region.is_some() && options.indexes.is_some() => {
+                    let named = &options.indexes.as_ref().expect("checked")[i];
+                    let index = super::load_index(bam, named)?;
+                    super::verify_index(bam, &index, false).map_err(|e| e.with_path(named))?;
+                    Some(index)
+                }
+                Input::Bam(_) if options.indexes.is_some() => None,
                 Input::Bam(bam) if region.is_some() => find_index(bam, report)?,
                 Input::Bam(bam) => find_index(bam, report).unwrap_or(None),
                 _ => None,
@@ -86,7 +94,7 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             indexes.push(index);
         }
         if options.header {
-            out.write_all(&header_line(inputs))?;
+            out.write_all(&header_line(options.indexes.as_deref().unwrap_or(inputs)))?;
         }
         let setup = Setup {
             options: options.clone(),

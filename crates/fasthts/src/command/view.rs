@@ -57,6 +57,18 @@ pub struct ViewOptions {
     pub index: Option<PathBuf>,
     /// Print the number of selected records instead of them (`-c`).
     pub count: bool,
+    /// Write the records not selected to the output as unmapped (`-p`;
+    /// not with `-c`).
+    pub unmap: bool,
+    /// Collapse `B` CIGAR operations (`-B`), before the filters after `-e`.
+    pub remove_b: bool,
+    /// Reference names and lengths for a SAM input without `@SQ` lines
+    /// (`-t`; see [`crate::view::open_with_references`]).
+    pub references: Option<PathBuf>,
+    /// samtools' `-P`: the regions read as with `-M`, and the mates of
+    /// their selected paired records too, wherever they are (not with
+    /// `-c`; `-U` gets no records, and flags are not changed).
+    pub fetch_pairs: bool,
     /// Header with SAM output.
     pub header: HeaderMode,
     /// Output format.
@@ -91,6 +103,10 @@ impl Default for ViewOptions {
             bed_regions: None,
             index: None,
             count: false,
+            unmap: false,
+            remove_b: false,
+            fetch_pairs: false,
+            references: None,
             header: HeaderMode::Records,
             format: OutputFormat::Sam,
             force_header: false,
@@ -161,12 +177,19 @@ pub fn view_file(
     }
     crate::output::refuse_input_as_output(&written, &[input])?;
     with_threads(options.threads, || {
-        let mut opened = input::open(input)?;
+        let mut opened = match &options.references {
+            Some(list) => crate::view::open_with_references(input, list)?,
+            None => input::open(input)?,
+        };
         if let Input::Bam(bam) = &opened {
             warn_if_truncated(bam, report);
         }
-        let header = opened.header().clone();
+        let mut header = opened.header().clone();
         let names: Vec<String> = header.references.iter().map(|r| r.name.clone()).collect();
+        if let Some(groups) = &options.selection.read_groups {
+            header.text = crate::view::keep_read_group_lines(&header.text, groups);
+        }
+        let selection = options.selection.for_header(&header.text);
         let out_header = match &options.program {
             Some((version, cl)) => {
                 let text = add_missing_sq_lines(&add_pg_line(&header.text, "fasthts", version, cl), &header.references);
@@ -197,7 +220,7 @@ pub fn view_file(
             }
         }
         if options.header != HeaderMode::HeaderOnly {
-            let indexed = !options.regions.is_empty() || options.multi_region || options.index.is_some();
+            let indexed = !options.regions.is_empty() || options.multi_region || options.fetch_pairs || options.index.is_some();
             if indexed {
                 let bam = match &opened {
                     Input::Bam(bam) => bam,
@@ -220,10 +243,14 @@ pub fn view_file(
                     return Err(Error::Message("cannot load index (regions are read through the index: fasthts index it first)".into())
                         .with_path(input));
                 };
-                let pieces = plan_pieces(bam, &index, options, &names, skipped)?;
-                by_pieces(bam, &index, &pieces, options, &names, &mut outputs)?;
+                let (pieces, merged) = plan_pieces(bam, &index, options, &names, skipped)?;
+                if options.fetch_pairs {
+                    fetch_pairs(bam, &index, &pieces, &merged, options, &selection, &names, &mut outputs)?;
+                } else {
+                    by_pieces(bam, &index, &pieces, options, &selection, &names, None, &mut outputs)?;
+                }
             } else {
-                whole_file(&mut opened, input, options, &names, &mut outputs)?;
+                whole_file(&mut opened, input, options, &selection, &names, &mut outputs)?;
                 if let Input::Stream(stream) = &opened {
                     warn_if_stream_truncated(stream, report);
                 }
@@ -268,51 +295,102 @@ struct Outputs {
     destinations: Vec<Destination>,
 }
 
-/// What one record becomes: selected (counted, and written with its tags
-/// edited), or not (written to `-U` as it is).
-struct Router<'a> {
-    options: &'a ViewOptions,
-    names: &'a [String],
-    scratch: Vec<u8>,
+/// What samtools view does with one record.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// Selected: counted and written to the output.
+    Selected,
+    /// Not selected, written to the output made unmapped (`-p`).
+    Unmapped,
+    /// Not selected: written to `-U` if there is one.
+    Unselected,
 }
 
-impl Router<'_> {
-    /// Whether `r` is selected; its bytes (`block_size` and data; tags and
+/// What one record becomes: selected (counted, and written with its tags
+/// edited), or not (written to `-U` as it is, or unmapped with `-p`).
+struct Router<'a> {
+    options: &'a ViewOptions,
+    selection: &'a Selection,
+    names: &'a [String],
+    scratch: Vec<u8>,
+    /// The record with its `B` operations collapsed (`-B`).
+    collapsed: Vec<u8>,
+}
+
+impl<'a> Router<'a> {
+    fn new(options: &'a ViewOptions, selection: &'a Selection, names: &'a [String]) -> Self {
+        Router { options, selection, names, scratch: Vec::new(), collapsed: Vec::new() }
+    }
+
+    /// Whether samtools' `process_aln` selects `r` (`-B` applied first).
+    fn selects(&mut self, r: &RecordRef<'_>) -> bool {
+        let Router { options, selection, names, collapsed, .. } = self;
+        if !selection.passes_expr(r, names) {
+            return false;
+        }
+        let edited =
+            (options.remove_b && crate::view::remove_backward(r.as_bytes(), collapsed)).then(|| RecordRef::new_prevalidated(collapsed));
+        selection.keeps_after_expr(edited.as_ref().unwrap_or(r), names)
+    }
+
+    /// What becomes of `r`; its bytes (`block_size` and data; tags and
     /// flags edited when selected) are put in `scratch` when its output is
     /// written (`selected_out`, `unselected_out`).
-    fn route(&mut self, r: &RecordRef<'_>, selected_out: bool, unselected_out: bool) -> Result<bool, Error> {
-        let selected = self.options.selection.keeps(r, self.names);
-        self.scratch.clear();
-        if (selected && selected_out) || (!selected && unselected_out) {
-            if selected {
-                self.options.tags.append(r, &mut self.scratch)?;
-                let (add, remove) = (self.options.add_flags, self.options.remove_flags);
+    fn route(&mut self, r: &RecordRef<'_>, selected_out: bool, unselected_out: bool) -> Result<Route, Error> {
+        let Router { options, selection, names, scratch, collapsed } = self;
+        // samtools runs -e on the record as read, then -B edits it for the
+        // other filters and the outputs.
+        let passes_expr = selection.passes_expr(r, names);
+        let edited = (options.remove_b && passes_expr && crate::view::remove_backward(r.as_bytes(), collapsed))
+            .then(|| RecordRef::new_prevalidated(collapsed));
+        let r = edited.as_ref().unwrap_or(r);
+        let route = if passes_expr && selection.keeps_after_expr(r, names) {
+            Route::Selected
+        } else if options.unmap && !options.count {
+            Route::Unmapped
+        } else {
+            Route::Unselected
+        };
+        scratch.clear();
+        match route {
+            Route::Selected if selected_out => {
+                options.tags.append(r, scratch)?;
+                let (add, remove) = (options.add_flags, options.remove_flags);
                 if add != 0 || remove != 0 {
                     // FLAG: bytes 14..16 of the record, after block_size.
                     let at = 4 + 14;
-                    let flag = (u16::from_le_bytes([self.scratch[at], self.scratch[at + 1]]) | add) & !remove;
-                    self.scratch[at..at + 2].copy_from_slice(&flag.to_le_bytes());
+                    let flag = (u16::from_le_bytes([scratch[at], scratch[at + 1]]) | add) & !remove;
+                    scratch[at..at + 2].copy_from_slice(&flag.to_le_bytes());
                 }
-            } else {
-                TagEdit::None.append(r, &mut self.scratch)?;
             }
+            Route::Unmapped if selected_out => crate::view::unmap_record(r, scratch),
+            Route::Unselected if unselected_out => TagEdit::None.append(r, scratch)?,
+            _ => {}
         }
-        Ok(selected)
+        Ok(route)
     }
 }
 
 /// Every record of the input, in file order.
-fn whole_file(input: &mut Input, path: &Path, options: &ViewOptions, names: &[String], outputs: &mut Outputs) -> Result<(), Error> {
-    let mut router = Router { options, names, scratch: Vec::new() };
+fn whole_file(
+    input: &mut Input,
+    path: &Path,
+    options: &ViewOptions,
+    selection: &Selection,
+    names: &[String],
+    outputs: &mut Outputs,
+) -> Result<(), Error> {
+    let mut router = Router::new(options, selection, names);
     let mut handle = |r: &RecordRef<'_>| -> Result<(), Error> {
-        let selected = router.route(r, outputs.main.is_some(), outputs.unselected.is_some())?;
-        if selected {
+        let route = router.route(r, outputs.main.is_some(), outputs.unselected.is_some())?;
+        if route == Route::Selected {
             outputs.count += 1;
-            if let Some((sink, _)) = &mut outputs.main {
+        }
+        let sink = if route == Route::Unselected { &mut outputs.unselected } else { &mut outputs.main };
+        if let Some((sink, _)) = sink {
+            if !router.scratch.is_empty() {
                 sink.write_record(&router.scratch)?;
             }
-        } else if let Some((sink, _)) = &mut outputs.unselected {
-            sink.write_record(&router.scratch)?;
         }
         Ok(())
     };
@@ -391,54 +469,85 @@ fn region_pieces(index: &Index, tid: i32, len: i64, first_start: i64, beg: i64, 
     pieces.push(Piece { scope: Region { ref_id: tid, start, end }, offset_pos, overlap_from: beg });
 }
 
-/// The pieces of the regions, in output order, and for each the region
-/// it belongs to.
+/// Merged intervals per reference, as [`merge_intervals`] gives them.
+type Intervals = Vec<(i32, Vec<(i64, i64)>)>;
+
+/// The pieces of the regions, in output order, and with `-M` the merged
+/// intervals they read.
 fn plan_pieces(
     bam: &BamFile,
     index: &Index,
     options: &ViewOptions,
     names: &[String],
     skipped: &(dyn Fn(SkippedRegion) + Sync),
-) -> Result<Vec<Piece>, Error> {
-    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
+) -> Result<(Vec<Piece>, Intervals), Error> {
     let mut parsed = Vec::new();
+    // With -M and a BED file, samtools intersects the regions with the
+    // BED intervals (bedidx's bed_filter) and says nothing of a region the
+    // BED file does not name.
+    let intersect = options.multi_region && options.bed_regions.is_some() && !options.regions.is_empty();
     for text in &options.regions {
         match Region::parse(text, names) {
             Ok(r) if r.ref_id < 0 || r.start < r.end => parsed.push(r),
             Ok(_) => {}
+            Err(_) if intersect => {}
             Err(_) => skipped(SkippedRegion(text.clone())),
         }
     }
     let mut pieces = Vec::new();
     if options.multi_region {
-        let mut list: Vec<(i32, i64, i64)> = parsed.iter().map(|r| (r.ref_id, r.start, r.end)).collect();
-        if let Some(bed) = &options.bed_regions {
-            if !options.regions.is_empty() {
-                return Err(Error::InvalidArgument("-M with both a BED file and regions is not supported; give one of them".into()));
+        let mut list: Vec<(i32, i64, i64)> = Vec::new();
+        match &options.bed_regions {
+            Some(bed) if intersect => {
+                for (tid, regions) in merge_intervals(parsed.iter().map(|r| (r.ref_id, r.start, r.end)).collect()) {
+                    let Ok(t) = usize::try_from(tid) else { continue };
+                    let targets = bed.intervals(&names[t]);
+                    for (beg, end) in regions {
+                        let from = targets.partition_point(|&(_, e)| e <= beg);
+                        list.extend(targets[from..].iter().take_while(|&&(b, _)| b < end).map(|&(b, e)| (tid, b.max(beg), e.min(end))));
+                    }
+                }
+                if list.is_empty() {
+                    return Err(Error::InvalidArgument("region list is empty (no region overlaps the BED file)".into()));
+                }
             }
-            for (tid, name) in names.iter().enumerate() {
-                list.extend(bed.intervals(name).iter().map(|&(b, e)| (tid as i32, b, e)));
+            Some(bed) => {
+                for (tid, name) in names.iter().enumerate() {
+                    list.extend(bed.intervals(name).iter().map(|&(b, e)| (tid as i32, b, e)));
+                }
             }
+            None => list.extend(parsed.iter().map(|r| (r.ref_id, r.start, r.end))),
         }
         if list.is_empty() && options.regions.is_empty() && options.bed_regions.is_none() {
             return Err(Error::InvalidArgument("no regions or BED file have been provided (-M reads regions)".into()));
         }
-        for (tid, intervals) in merge_intervals(list) {
-            let mut first_start = i64::MIN;
-            for (beg, end) in intervals {
-                region_pieces(index, tid, ref_len(tid), first_start, beg, end, options.window_bases, &mut pieces);
-                first_start = end;
-                if tid < 0 {
-                    break;
-                }
+        let merged = merge_intervals(list);
+        pieces = multi_region_pieces(bam, index, &merged, options.window_bases);
+        return Ok((pieces, merged));
+    }
+    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
+    for r in parsed {
+        region_pieces(index, r.ref_id, ref_len(r.ref_id), i64::MIN, r.start, r.end, options.window_bases, &mut pieces);
+    }
+    Ok((pieces, Vec::new()))
+}
+
+/// The pieces of samtools' multi-region iterator over `merged` intervals
+/// (from [`merge_intervals`]): each record once, in file order.
+fn multi_region_pieces(bam: &BamFile, index: &Index, merged: &[(i32, Vec<(i64, i64)>)], window_bases: u64) -> Vec<Piece> {
+    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
+    let mut pieces = Vec::new();
+    for (tid, intervals) in merged {
+        let mut first_start = i64::MIN;
+        for &(beg, end) in intervals {
+            region_pieces(index, *tid, ref_len(*tid), first_start, beg, end, window_bases, &mut pieces);
+            first_start = end;
+            if *tid < 0 {
+                break;
             }
         }
-    } else {
-        for r in parsed {
-            region_pieces(index, r.ref_id, ref_len(r.ref_id), i64::MIN, r.start, r.end, options.window_bases, &mut pieces);
-        }
     }
-    Ok(pieces)
+    pieces
 }
 
 /// One piece's output: selected and unselected records (SAM text or
@@ -463,13 +572,17 @@ fn encode(record: &[u8], format: Option<OutputFormat>, refs: &[crate::bam::Refer
     }
 }
 
-/// Reads the pieces on all threads and writes them in order.
+/// Reads the pieces on all threads and writes them in order; records
+/// `gate` refuses are left out (not even written to `-U`).
+#[allow(clippy::too_many_arguments)]
 fn by_pieces(
     bam: &BamFile,
     index: &Index,
     pieces: &[Piece],
     options: &ViewOptions,
+    selection: &Selection,
     names: &[String],
+    gate: Option<&(dyn Fn(&RecordRef<'_>) -> bool + Sync)>,
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
     let refs = &bam.header().references;
@@ -490,20 +603,19 @@ fn by_pieces(
             let following =
                 region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
             let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
-            let mut router = Router { options, names, scratch: Vec::new() };
+            let mut router = Router::new(options, selection, names);
             let mut failed = None;
             reader
                 .for_each_record(|r| {
-                    if failed.is_some() || r.end_pos() <= piece.overlap_from {
+                    if failed.is_some() || r.end_pos() <= piece.overlap_from || gate.is_some_and(|keep| !keep(r)) {
                         return;
                     }
-                    let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|selected| {
-                        if selected {
-                            filled.count += 1;
+                    let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|route| match route {
+                        Route::Selected | Route::Unmapped => {
+                            filled.count += u64::from(route == Route::Selected);
                             encode(&router.scratch, main_format, refs, &mut filled.selected)
-                        } else {
-                            encode(&router.scratch, unselected_format, refs, &mut filled.unselected)
                         }
+                        Route::Unselected => encode(&router.scratch, unselected_format, refs, &mut filled.unselected),
                     });
                     if let Err(e) = result {
                         failed = Some(e);
@@ -531,6 +643,100 @@ fn by_pieces(
         Some(e) => Err(e),
         None => Ok(()),
     }
+}
+
+/// Whether `[beg, end)` overlaps one of the `merged` intervals of `tid`
+/// (samtools' `bed_overlap`: strictly, so `beg == end` needs an interval
+/// around it).
+fn overlaps_merged(merged: &[(i32, Vec<(i64, i64)>)], tid: i32, beg: i64, end: i64) -> bool {
+    if tid < 0 {
+        return false;
+    }
+    let Some((_, intervals)) = merged.iter().find(|(t, _)| *t == tid) else { return false };
+    let k = intervals.partition_point(|&(_, e)| e <= beg);
+    intervals.get(k).is_some_and(|&(b, _)| b < end)
+}
+
+/// samtools view `-P` (its `fetch_pairs_collect_mates`): a first pass
+/// over the regions collects the names and positions of the selected
+/// paired records whose mate lies outside them; a second pass reads the
+/// regions and those positions (and the unplaced records, if a mate is
+/// unmapped) and writes each selected record that is in the regions or
+/// has a collected name.
+#[allow(clippy::too_many_arguments)]
+fn fetch_pairs(
+    bam: &BamFile,
+    index: &Index,
+    pieces: &[Piece],
+    merged: &[(i32, Vec<(i64, i64)>)],
+    options: &ViewOptions,
+    selection: &Selection,
+    names: &[String],
+    outputs: &mut Outputs,
+) -> Result<(), Error> {
+    #[derive(Default)]
+    struct Mates {
+        names: Vec<Vec<u8>>,
+        positions: Vec<(i32, i64)>,
+        unplaced: bool,
+    }
+    let mut mate_names: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let mut list: Vec<(i32, i64, i64)> =
+        merged.iter().flat_map(|(tid, intervals)| intervals.iter().map(move |&(b, e)| (*tid, b, e))).collect();
+    let mut unplaced = false;
+    crate::gather::fill_in_order(
+        pieces.len(),
+        |_| Mates::default(),
+        |i, mates: &mut Mates| {
+            *mates = Mates::default();
+            let piece = pieces[i];
+            let tid = piece.scope.ref_id;
+            let Some(start) = region::start_offset(bam, index, tid, piece.offset_pos) else { return Ok(()) };
+            let following =
+                region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
+            let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
+            let mut router = Router::new(options, selection, names);
+            reader
+                .for_each_record(|r| {
+                    if r.end_pos() <= piece.overlap_from || r.flag() & crate::bam::flags::PAIRED == 0 {
+                        return;
+                    }
+                    let (mtid, mpos) = (r.mate_ref_id(), i64::from(r.mate_pos()));
+                    if mtid >= 0 && overlaps_merged(merged, mtid, mpos, mpos) {
+                        return;
+                    }
+                    if !router.selects(r) {
+                        return;
+                    }
+                    mates.names.push(r.name().to_vec());
+                    if mtid < 0 || r.flag() & crate::bam::flags::MATE_UNMAPPED != 0 {
+                        mates.unplaced = true;
+                    }
+                    if mtid >= 0 {
+                        mates.positions.push((mtid, mpos));
+                    }
+                })
+                .map_err(|e| Error::from(e).with_path(bam.path()))
+        },
+        |mates| {
+            mate_names.extend(mates.names.iter().cloned());
+            list.extend(mates.positions.iter().map(|&(t, p)| (t, p, p + 1)));
+            unplaced |= mates.unplaced;
+        },
+    )?;
+    if unplaced {
+        list.push((-1, 0, i64::MAX));
+    }
+    let with_mates = merge_intervals(list);
+    let pieces = multi_region_pieces(bam, index, &with_mates, options.window_bases);
+    let gate = |r: &RecordRef<'_>| overlaps_merged(merged, r.ref_id(), i64::from(r.pos()), r.end_pos()) || mate_names.contains(r.name());
+    // samtools writes these records without --add-flags/--remove-flags,
+    // -p or -U.
+    let second = ViewOptions { add_flags: 0, remove_flags: 0, unmap: false, ..options.clone() };
+    let unselected = outputs.unselected.take();
+    let result = by_pieces(bam, index, &pieces, &second, selection, names, Some(&gate), outputs);
+    outputs.unselected = unselected;
+    result
 }
 
 /// Writes a piece's bytes to `output`: SAM text as it is, BAM records one

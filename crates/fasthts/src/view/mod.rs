@@ -3,8 +3,9 @@
 //! [`Selection`] is samtools' `process_aln`: flag filters (`-f` all on,
 //! `-F` all off, `--rf` any on, `-G` not all on), `-q` MAPQ, `-m` query
 //! length, `-L` BED overlap (when not used as regions), hash-based
-//! subsampling (`--subsample`, `-s`), `-d`/`-D` tag values and `-N` read
-//! names, in samtools' order; `-e` expressions are [`Expr`]. [`TagEdit`] is `-x`/`--keep-tag`.
+//! subsampling (`--subsample`, `-s`), `-r`/`-R` read groups, `-d`/`-D` tag
+//! values, `-N` read names and `-l` library, in samtools' order (`-B`,
+//! [`remove_backward`], edits the record between `-e` and the others); `-e` expressions are [`Expr`]. [`TagEdit`] is `-x`/`--keep-tag`.
 //! [`subsample_keeps`] reproduces samtools' hash of the read name, so a
 //! pair's reads (same name) are kept or dropped together, and a seed picks
 //! the same reads as samtools with that seed.
@@ -18,7 +19,10 @@
 //! with `-M` (samtools' multi-region iterator) each record once, in file
 //! order.
 
+mod backward;
 mod expr;
+
+pub use backward::remove_backward;
 
 pub use expr::Expr;
 
@@ -58,17 +62,41 @@ pub struct Selection {
     pub names: Option<HashSet<Vec<u8>>>,
     /// Only records the filter expression passes (`-e`; see [`Expr`]).
     pub expr: Option<Expr>,
+    /// Only records whose `RG` is one of these, or that have no `RG`
+    /// (`-r`, `-R`; samtools also drops the other `@RG` header lines:
+    /// [`keep_read_group_lines`]).
+    pub read_groups: Option<HashSet<Vec<u8>>>,
+    /// Only records of this library (`-l`): their `RG`'s `@RG` line has
+    /// this `LB`. Resolved against the header by [`Selection::for_header`].
+    pub library: Option<Vec<u8>>,
+    /// The read groups of [`Selection::library`] in the header.
+    library_groups: HashSet<Vec<u8>>,
 }
 
 impl Selection {
+    /// This selection for a file whose header text is `header` (the read
+    /// groups of `-l`'s library looked up).
+    pub fn for_header(&self, header: &[u8]) -> Selection {
+        let mut s = self.clone();
+        if let Some(library) = &self.library {
+            s.library_groups = read_groups_of_library(header, library);
+        }
+        s
+    }
+
     /// Whether samtools view selects `r`; `ref_names` are the header's
     /// reference names (for the BED filter).
     pub fn keeps(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
-        if let Some(expr) = &self.expr {
-            if !expr.passes(r, ref_names) {
-                return false;
-            }
-        }
+        self.passes_expr(r, ref_names) && self.keeps_after_expr(r, ref_names)
+    }
+
+    /// The `-e` filter, which samtools applies before `-B` edits the record.
+    pub fn passes_expr(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
+        self.expr.as_ref().map_or(true, |expr| expr.passes(r, ref_names))
+    }
+
+    /// The filters after `-e`, in samtools' order.
+    pub fn keeps_after_expr(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
         let flag = r.flag();
         if self.min_qlen > 0 && query_len(r) < i64::from(self.min_qlen) {
             return false;
@@ -93,6 +121,11 @@ impl Selection {
                 return false;
             }
         }
+        if let Some(groups) = &self.read_groups {
+            if c_string_tag(r, *b"RG").is_some_and(|rg| !groups.contains(rg)) {
+                return false;
+            }
+        }
         if let Some(tag) = self.tag {
             match tag_text(r, tag) {
                 None => return false,
@@ -110,8 +143,135 @@ impl Selection {
                 return false;
             }
         }
+        if self.library.is_some() && !c_string_tag(r, *b"RG").is_some_and(|rg| self.library_groups.contains(rg)) {
+            return false;
+        }
         true
     }
+}
+
+/// A tag's value as htslib code reads it as a C string (`bam_aux_get(b,
+/// tag) + 1`): its bytes up to the first NUL, whatever its type.
+fn c_string_tag<'a>(r: &RecordRef<'a>, tag: [u8; 2]) -> Option<&'a [u8]> {
+    let aux = r.aux_bytes();
+    let value = &aux[find_tag(aux, tag)? + 3..];
+    Some(&value[..value.iter().position(|&c| c == 0).unwrap_or(value.len())])
+}
+
+/// The value of the first `KEY:` field of a header line (after its type).
+fn header_field<'a>(line: &'a [u8], key: &[u8; 2]) -> Option<&'a [u8]> {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.split(|&c| c == b'\t').skip(1).find(|f| f.len() >= 3 && f[..2] == key[..] && f[2] == b':').map(|f| &f[3..])
+}
+
+/// The IDs of the `@RG` lines whose `LB` is `library` (samtools' `-l`
+/// compares at most 1,023 bytes of `LB`; the first line of an ID counts).
+fn read_groups_of_library(header: &[u8], library: &[u8]) -> HashSet<Vec<u8>> {
+    let mut seen = HashSet::new();
+    let mut groups = HashSet::new();
+    for line in header.split_inclusive(|&c| c == b'\n').filter(|l| l.starts_with(b"@RG\t")) {
+        let Some(id) = header_field(line, b"ID") else { continue };
+        if !seen.insert(id.to_vec()) {
+            continue;
+        }
+        if header_field(line, b"LB").is_some_and(|lb| &lb[..lb.len().min(1023)] == library) {
+            groups.insert(id.to_vec());
+        }
+    }
+    groups
+}
+
+/// Opens `path` as [`crate::input::open`] does, but a SAM input (plain or
+/// compressed) whose header has no `@SQ` line gets one per line of
+/// `references` (samtools view `-t`: a `.fai` or any file of `NAME<TAB>LENGTH`
+/// lines), after its other header lines, as htslib adds them.
+pub fn open_with_references(path: &Path, references: &Path) -> Result<crate::input::Input, Error> {
+    use crate::input::{Format, Input};
+    use std::io::BufRead;
+    let peeked = crate::input::peek(path)?;
+    if !matches!(
+        peeked.format(),
+        Format::Sam | Format::CompressedSam(fasthts_io::compression::Compression::Bgzf | fasthts_io::compression::Compression::Gzip)
+    ) {
+        return peeked.open();
+    }
+    let (text, _) = fasthts_io::compression::decompress(peeked.into_reader(), rayon::current_num_threads())
+        .map_err(|e| Error::from(e).with_path(path))?;
+    let mut text = std::io::BufReader::with_capacity(1 << 16, text);
+    let mut header = Vec::new();
+    loop {
+        let next = text.fill_buf().map_err(|e| Error::from(e).with_path(path))?;
+        if next.first() != Some(&b'@') {
+            break;
+        }
+        text.read_until(b'\n', &mut header).map_err(|e| Error::from(e).with_path(path))?;
+        if !header.ends_with(b"\n") {
+            header.push(b'\n');
+        }
+    }
+    if !header.split(|&c| c == b'\n').any(|line| line.starts_with(b"@SQ\t")) {
+        let mut list = Vec::new();
+        std::fs::File::open(references).and_then(|mut f| f.read_to_end(&mut list)).map_err(|e| Error::from(e).with_path(references))?;
+        for line in list.split(|&c| c == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let Some(tab) = line.iter().position(|&c| c == b'\t') else { continue };
+            // strtoll: leading blanks, a sign, digits; 0 without any.
+            let rest = std::str::from_utf8(&line[tab..]).unwrap_or("").trim_start();
+            let sign = usize::from(rest.starts_with(['-', '+']));
+            let digits = rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
+            let length: i64 = rest[..sign + digits].parse().unwrap_or(0);
+            header.extend_from_slice(b"@SQ\tSN:");
+            header.extend_from_slice(&line[..tab]);
+            header.extend_from_slice(format!("\tLN:{length}\n").as_bytes());
+        }
+    }
+    let reader: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(header).chain(text));
+    let sam = crate::sam::SamReader::new(reader).map_err(|e| Error::from(e).with_path(path))?;
+    Ok(Input::Sam(Box::new(sam)))
+}
+
+/// The header text without the `@RG` lines whose ID is not in `groups`
+/// (samtools view `-r`/`-R`, htslib's `sam_hdr_remove_lines`; lines
+/// without an ID stay).
+pub fn keep_read_group_lines(header: &[u8], groups: &HashSet<Vec<u8>>) -> Vec<u8> {
+    header
+        .split_inclusive(|&c| c == b'\n')
+        .filter(|line| !line.starts_with(b"@RG\t") || header_field(line, b"ID").map_or(true, |id| groups.contains(id)))
+        .flatten()
+        .copied()
+        .collect()
+}
+
+/// samtools view `-p`: `record` (`block_size` and data) made unmapped in
+/// place of being left out: flag UNMAP, MAPQ 0, TLEN 0, no CIGAR (a CIGAR
+/// kept in a `CG` tag goes with its tag, as htslib had read it).
+pub fn unmap_record(r: &RecordRef<'_>, out: &mut Vec<u8>) {
+    let data = r.as_bytes();
+    let name_end = 32 + usize::from(data[8]);
+    let cigar_end = name_end + 4 * usize::from(r.n_cigar_op());
+    let aux = r.aux_bytes();
+    let aux_start = data.len() - aux.len();
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&data[..name_end]);
+    out.extend_from_slice(&data[cigar_end..aux_start]);
+    let in_tag = !r.cigar().iter().eq(r.raw_cigar().iter());
+    let cg = if in_tag { find_tag(aux, *b"CG").and_then(|at| Some((at, skip_field(aux, at)?))) } else { None };
+    match cg {
+        Some((from, to)) => {
+            out.extend_from_slice(&aux[..from]);
+            out.extend_from_slice(&aux[to..]);
+        }
+        None => out.extend_from_slice(aux),
+    }
+    let rec = &mut out[start + 4..];
+    rec[9] = 0; // MAPQ
+    rec[12..14].copy_from_slice(&0u16.to_le_bytes()); // n_cigar_op
+    let flag = u16::from_le_bytes([rec[14], rec[15]]) | crate::bam::flags::UNMAPPED;
+    rec[14..16].copy_from_slice(&flag.to_le_bytes());
+    rec[28..32].copy_from_slice(&0i32.to_le_bytes()); // TLEN
+    let len = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
 }
 
 /// samtools' `-m` length: M, I, S, =, X and H operations.
