@@ -77,6 +77,9 @@ pub struct ViewOptions {
     pub threads: Option<usize>,
     /// Positions per parallel window at most (the output does not depend on it).
     pub window_bases: u64,
+    /// The reference FASTA of a CRAM input (samtools' `-T`); `None`: as
+    /// htslib finds it.
+    pub reference: Option<PathBuf>,
 }
 
 impl Default for ViewOptions {
@@ -100,6 +103,7 @@ impl Default for ViewOptions {
             program: None,
             threads: None,
             window_bases: VIEW_WINDOW_BASES,
+            reference: None,
         }
     }
 }
@@ -161,7 +165,8 @@ pub fn view_file(
     }
     crate::output::refuse_input_as_output(&written, &[input])?;
     with_threads(options.threads, || {
-        let mut opened = input::open(input)?;
+        let cram_options = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
+        let mut opened = input::open_with(input, &cram_options)?;
         if let Input::Bam(bam) = &opened {
             warn_if_truncated(bam, report);
         }
@@ -200,7 +205,19 @@ pub fn view_file(
             let indexed = !options.regions.is_empty() || options.multi_region || options.index.is_some();
             if indexed {
                 let bam = match &opened {
-                    Input::Bam(bam) => bam,
+                    Input::Bam(bam) => Some(bam),
+                    Input::Cram(_) => {
+                        let Some(query) = crate::cram::CramQuery::open(input, &cram_options, options.index.as_deref())? else {
+                            return Err(Error::Message(
+                                "cannot load index (regions are read through the .crai index: fasthts index it first)".into(),
+                            )
+                            .with_path(input));
+                        };
+                        let pool = crate::cram::QueryPool::new(query.named(input), input, &cram_options, options.index.as_deref());
+                        let pieces = plan_pieces(&header.references, None, options, &names, skipped)?;
+                        by_pieces(&PieceSource::Cram(&pool), &header.references, &pieces, options, &names, &mut outputs)?;
+                        None
+                    }
                     _ => {
                         return Err(Error::Message(
                             "random alignment retrieval only works for indexed BAM files (regions need a BAM file and its index)".into(),
@@ -208,20 +225,25 @@ pub fn view_file(
                         .with_path(input))
                     }
                 };
-                let index = match &options.index {
-                    Some(path) => {
+                let index = match (bam, &options.index) {
+                    (None, _) => None,
+                    (Some(bam), Some(path)) => {
                         let index = load_index(bam, path)?;
                         verify_index(bam, &index, false).map_err(|e| e.with_path(path))?;
                         Some(index)
                     }
-                    None => find_index(bam, report)?,
+                    (Some(bam), None) => find_index(bam, report)?,
                 };
-                let Some(index) = index else {
-                    return Err(Error::Message("cannot load index (regions are read through the index: fasthts index it first)".into())
+                if let Some(bam) = bam {
+                    let Some(index) = index else {
+                        return Err(Error::Message(
+                            "cannot load index (regions are read through the index: fasthts index it first)".into(),
+                        )
                         .with_path(input));
-                };
-                let pieces = plan_pieces(bam, &index, options, &names, skipped)?;
-                by_pieces(bam, &index, &pieces, options, &names, &mut outputs)?;
+                    };
+                    let pieces = plan_pieces(&bam.header().references, Some(&index), options, &names, skipped)?;
+                    by_pieces(&PieceSource::Bam(bam, &index), &bam.header().references, &pieces, options, &names, &mut outputs)?;
+                }
             } else {
                 whole_file(&mut opened, input, options, &names, &mut outputs)?;
                 if let Input::Stream(stream) = &opened {
@@ -340,12 +362,12 @@ struct Piece {
 /// Cut points inside `[lo, hi)` of reference `tid` (below its length
 /// `len`): where the index has `WINDOW_BYTES` of data, and at most
 /// `window_bases` apart.
-fn cuts(index: &Index, tid: i32, lo: i64, hi: i64, len: i64, window_bases: u64) -> Vec<i64> {
+fn cuts(index: Option<&Index>, tid: i32, lo: i64, hi: i64, len: i64, window_bases: u64) -> Vec<i64> {
     let hi = hi.min(len);
     let width = window_bases.clamp(1, i64::MAX as u64) as i64;
     let mut by_bytes = Vec::new();
     let mut last = None;
-    for (pos, offset) in index.checkpoints(tid as usize) {
+    for (pos, offset) in index.into_iter().flat_map(|index| index.checkpoints(tid as usize)) {
         let at = offset.compressed();
         if pos > lo.max(0) && pos < hi {
             if last.is_some_and(|l| at >= l + WINDOW_BYTES) {
@@ -376,7 +398,7 @@ fn cuts(index: &Index, tid: i32, lo: i64, hi: i64, len: i64, window_bases: u64) 
 /// The pieces of a region or interval: `[beg, end)` of `tid`, taking records
 /// that start at `first_start` or later.
 #[allow(clippy::too_many_arguments)]
-fn region_pieces(index: &Index, tid: i32, len: i64, first_start: i64, beg: i64, end: i64, window_bases: u64, pieces: &mut Vec<Piece>) {
+fn region_pieces(index: Option<&Index>, tid: i32, len: i64, first_start: i64, beg: i64, end: i64, window_bases: u64, pieces: &mut Vec<Piece>) {
     if tid < 0 {
         pieces.push(Piece { scope: Region::unplaced(), offset_pos: 0, overlap_from: i64::MIN });
         return;
@@ -394,13 +416,13 @@ fn region_pieces(index: &Index, tid: i32, len: i64, first_start: i64, beg: i64, 
 /// The pieces of the regions, in output order, and for each the region
 /// it belongs to.
 fn plan_pieces(
-    bam: &BamFile,
-    index: &Index,
+    references: &[crate::bam::Reference],
+    index: Option<&Index>,
     options: &ViewOptions,
     names: &[String],
     skipped: &(dyn Fn(SkippedRegion) + Sync),
 ) -> Result<Vec<Piece>, Error> {
-    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
+    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| references.get(t)).map_or(0, |r| i64::from(r.len));
     let mut parsed = Vec::new();
     for text in &options.regions {
         match Region::parse(text, names) {
@@ -463,16 +485,51 @@ fn encode(record: &[u8], format: Option<OutputFormat>, refs: &[crate::bam::Refer
     }
 }
 
+/// Where pieces are read from: a BAM through its index, or a CRAM through
+/// htslib's iterator on its `.crai`.
+enum PieceSource<'a> {
+    Bam(&'a BamFile, &'a Index),
+    Cram(&'a crate::cram::QueryPool),
+}
+
+impl PieceSource<'_> {
+    /// Calls `f` on the records of `piece.scope` (by start position) that a
+    /// query from `piece.offset_pos` finds, in file order.
+    fn read(&self, piece: &Piece, f: &mut dyn FnMut(&RecordRef<'_>)) -> Result<(), Error> {
+        let tid = piece.scope.ref_id;
+        match self {
+            PieceSource::Bam(bam, index) => {
+                let Some(start) = region::start_offset(bam, index, tid, piece.offset_pos) else { return Ok(()) };
+                let following =
+                    region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
+                let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
+                reader.for_each_record(|r| f(r)).map_err(|e| Error::from(e).with_path(bam.path()))
+            }
+            PieceSource::Cram(pool) => {
+                let mut query = pool.take()?;
+                query.query(tid, piece.offset_pos, piece.scope.end)?;
+                let Region { start, end, .. } = piece.scope;
+                while let Some(r) = query.next_record()? {
+                    let pos = i64::from(r.pos());
+                    if tid < 0 || (pos >= start && pos < end) {
+                        f(&r);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Reads the pieces on all threads and writes them in order.
 fn by_pieces(
-    bam: &BamFile,
-    index: &Index,
+    source: &PieceSource<'_>,
+    refs: &[crate::bam::Reference],
     pieces: &[Piece],
     options: &ViewOptions,
     names: &[String],
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
-    let refs = &bam.header().references;
     let main_format = outputs.main.as_ref().map(|(_, f)| *f);
     let unselected_format = outputs.unselected.as_ref().map(|(_, f)| *f);
     let mut write_error: Option<Error> = None;
@@ -484,16 +541,9 @@ fn by_pieces(
             filled.unselected.clear();
             filled.count = 0;
             let piece = pieces[i];
-            let tid = piece.scope.ref_id;
-            let start = region::start_offset(bam, index, tid, piece.offset_pos);
-            let Some(start) = start else { return Ok(()) };
-            let following =
-                region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
-            let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
             let mut router = Router { options, names, scratch: Vec::new() };
             let mut failed = None;
-            reader
-                .for_each_record(|r| {
+            source.read(&piece, &mut |r| {
                     if failed.is_some() || r.end_pos() <= piece.overlap_from {
                         return;
                     }
@@ -508,8 +558,7 @@ fn by_pieces(
                     if let Err(e) = result {
                         failed = Some(e);
                     }
-                })
-                .map_err(|e| Error::from(e).with_path(bam.path()))?;
+                })?;
             match failed {
                 Some(e) => Err(e),
                 None => Ok(()),
