@@ -93,7 +93,12 @@ impl CramRegions {
 /// Opens `path` for reading records; with an explicit index, or an index
 /// file beside a BAM, the index is loaded (and checked against the file)
 /// now, so a missing or foreign one fails at open as in pysam.
-fn open(path: &Path, index: Option<PathBuf>, reference: Option<PathBuf>, report: &crate::Warnings) -> Result<AlignmentReader, fasthts::Error> {
+fn open(
+    path: &Path,
+    index: Option<PathBuf>,
+    reference: Option<PathBuf>,
+    report: &crate::Warnings,
+) -> Result<AlignmentReader, fasthts::Error> {
     let peeked = input::peek(path)?;
     let cram_options = fasthts::cram::CramOptions { reference, ..Default::default() };
     if peeked.format() == Format::Cram && peeked.is_regular_file() {
@@ -182,7 +187,12 @@ impl AlignmentReader {
 impl AlignmentReader {
     #[new]
     #[pyo3(signature = (path, index_filename=None, reference_filename=None))]
-    fn new(py: Python<'_>, path: crate::FsPath, index_filename: Option<crate::FsPath>, reference_filename: Option<crate::FsPath>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        path: crate::FsPath,
+        index_filename: Option<crate::FsPath>,
+        reference_filename: Option<crate::FsPath>,
+    ) -> PyResult<Self> {
         let index_filename = index_filename.map(|p| p.0);
         let reference = reference_filename.map(|p| p.0);
         run_detached(py, |w| open(&path, index_filename, reference, w))

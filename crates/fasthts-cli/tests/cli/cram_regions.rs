@@ -40,8 +40,19 @@ fn crams(dir: &TempDir) -> (PathBuf, Vec<PathBuf>) {
         let cram = dir.path(&format!("v{version}.cram"));
         let (v, s) = (format!("version={version}"), format!("seqs_per_slice={per_slice}"));
         samtools(&[
-            &"view", &"-C", &"-T", &fasta, &"--output-fmt-option", &v, &"--output-fmt-option", &s,
-            &"--output-fmt-option", &"slices_per_container=1", &"-o", &cram, &sam,
+            &"view",
+            &"-C",
+            &"-T",
+            &fasta,
+            &"--output-fmt-option",
+            &v,
+            &"--output-fmt-option",
+            &s,
+            &"--output-fmt-option",
+            &"slices_per_container=1",
+            &"-o",
+            &cram,
+            &sam,
         ]);
         samtools(&[&"index", &cram]);
         list.push(cram);

@@ -91,8 +91,10 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             let queried = cram_query.is_some();
             cram_queries.push(cram_query);
             if region.is_some() && index.is_none() && !queried {
-                return Err(Error::Message("cannot load index (depth -r reads a BAM or CRAM through its index: fasthts index it first)".into())
-                    .with_path(path));
+                return Err(Error::Message(
+                    "cannot load index (depth -r reads a BAM or CRAM through its index: fasthts index it first)".into(),
+                )
+                .with_path(path));
             }
             indexes.push(index);
         }
@@ -357,7 +359,9 @@ fn region_pass(setup: &Setup, inputs: Vec<RegionInput<'_>>, paths: &[PathBuf], o
     let mut sources = Vec::with_capacity(inputs.len());
     for input in inputs {
         sources.push(match input {
-            RegionInput::Bam(bam, index) => Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() },
+            RegionInput::Bam(bam, index) => {
+                Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() }
+            }
             RegionInput::Cram(mut query) => {
                 query.query(tid, beg, end)?;
                 Source::CramRegion { query }

@@ -398,7 +398,16 @@ fn cuts(index: Option<&Index>, tid: i32, lo: i64, hi: i64, len: i64, window_base
 /// The pieces of a region or interval: `[beg, end)` of `tid`, taking records
 /// that start at `first_start` or later.
 #[allow(clippy::too_many_arguments)]
-fn region_pieces(index: Option<&Index>, tid: i32, len: i64, first_start: i64, beg: i64, end: i64, window_bases: u64, pieces: &mut Vec<Piece>) {
+fn region_pieces(
+    index: Option<&Index>,
+    tid: i32,
+    len: i64,
+    first_start: i64,
+    beg: i64,
+    end: i64,
+    window_bases: u64,
+    pieces: &mut Vec<Piece>,
+) {
     if tid < 0 {
         pieces.push(Piece { scope: Region::unplaced(), offset_pos: 0, overlap_from: i64::MIN });
         return;
@@ -544,21 +553,21 @@ fn by_pieces(
             let mut router = Router { options, names, scratch: Vec::new() };
             let mut failed = None;
             source.read(&piece, &mut |r| {
-                    if failed.is_some() || r.end_pos() <= piece.overlap_from {
-                        return;
+                if failed.is_some() || r.end_pos() <= piece.overlap_from {
+                    return;
+                }
+                let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|selected| {
+                    if selected {
+                        filled.count += 1;
+                        encode(&router.scratch, main_format, refs, &mut filled.selected)
+                    } else {
+                        encode(&router.scratch, unselected_format, refs, &mut filled.unselected)
                     }
-                    let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|selected| {
-                        if selected {
-                            filled.count += 1;
-                            encode(&router.scratch, main_format, refs, &mut filled.selected)
-                        } else {
-                            encode(&router.scratch, unselected_format, refs, &mut filled.unselected)
-                        }
-                    });
-                    if let Err(e) = result {
-                        failed = Some(e);
-                    }
-                })?;
+                });
+                if let Err(e) = result {
+                    failed = Some(e);
+                }
+            })?;
             match failed {
                 Some(e) => Err(e),
                 None => Ok(()),

@@ -122,7 +122,9 @@ impl CramQuery {
         let r = &mut self.reader;
         // SAFETY: the iterator belongs to this reader's file and index; the
         // record is owned by the reader.
-        let ret = unsafe { ffi::hts_itr_next(std::ptr::null_mut(), iter.as_ptr(), r.record.as_ptr().cast::<c_void>(), r.fp.as_ptr().cast::<c_void>()) };
+        let ret = unsafe {
+            ffi::hts_itr_next(std::ptr::null_mut(), iter.as_ptr(), r.record.as_ptr().cast::<c_void>(), r.fp.as_ptr().cast::<c_void>())
+        };
         if ret == -1 {
             self.drop_iter();
             return Ok(false);
