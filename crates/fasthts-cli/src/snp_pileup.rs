@@ -25,7 +25,9 @@ fn read_counts(s: &str) -> Result<String, String> {
 /// allele, the alternate allele, another base or a deletion (FACETS snp-pileup).
 #[derive(Args)]
 #[command(after_help = "Output: CSV with columns Chromosome,Position,Ref,Alt,File1R,File1A,File1E,File1D,... \
-identical to FACETS snp-pileup. BAMs must be coordinate-sorted and indexed (fasthts index).
+identical to FACETS snp-pileup. BAMs must be coordinate-sorted and indexed (fasthts index); CRAMs \
+too (.crai), their reference found as FACETS' htslib finds it (REF_PATH/REF_CACHE by @SQ M5, else \
+@SQ UR) or given with --reference.
 
 Examples:
   fasthts snp-pileup sites.vcf.gz out.csv normal.bam tumour.bam
@@ -69,6 +71,9 @@ pub struct SnpPileupArgs {
     /// (then with chr added/removed), rows in VCF order. See docs/snp-pileup.md.
     #[arg(long = "exact-sites")]
     pub exact_sites: bool,
+    /// Reference FASTA of CRAM inputs (not in FACETS) [default: as htslib finds it: REF_PATH, REF_CACHE, @SQ UR]
+    #[arg(long = "reference", value_name = "FILE")]
+    pub reference: Option<PathBuf>,
     /// Worker threads [default: all cores].
     #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
@@ -84,7 +89,7 @@ pub struct SnpPileupArgs {
     /// The CSV to write (must not exist; .gz is added with -g).
     #[arg(value_name = "OUTPUT")]
     pub output: PathBuf,
-    /// Coordinate-sorted, indexed BAMs: the columns File1..., in this order.
+    /// Coordinate-sorted, indexed BAMs or CRAMs: the columns File1..., in this order.
     #[arg(value_name = "BAM", required = true)]
     pub bams: Vec<PathBuf>,
 }
@@ -123,7 +128,14 @@ pub fn run(args: SnpPileupArgs) -> CmdResult {
     if let Some(size) = args.region_size {
         pileup.region_size = size.max(1);
     }
-    let options = SnpPileupFileOptions { pileup, gzip: args.gzip, verbose: args.verbose, progress: args.progress, threads: args.threads };
+    let options = SnpPileupFileOptions {
+        pileup,
+        gzip: args.gzip,
+        verbose: args.verbose,
+        progress: args.progress,
+        threads: args.threads,
+        reference: args.reference,
+    };
     // FACETS' own bar (-p) goes to stdout; ours is for a terminal without it.
     let bar = crate::progress::Bar::start("snp-pileup", args.progress, crate::progress::Source::Inflated(bams.clone()));
     command::snp_pileup(vcf, output, bams, &options, &Terminal { command: "snp-pileup" })?;

@@ -17,7 +17,7 @@ use std::path::PathBuf;
     override_usage = "fasthts view [options] in.bam|in.sam [region ...]",
     after_help = "Output: SAM records (with -h the header too), or BAM with -b, -u, -O bam or an -o name \
     ending .bam, identical to samtools view 1.16 (its @PG line names fasthts; --no-PG leaves it out). \
-    Regions (CONTIG, CONTIG:BEG-END, * for unplaced reads) need an indexed BAM; each region gives \
+    Regions (CONTIG, CONTIG:BEG-END, * for unplaced reads) need an indexed BAM or CRAM (.crai); each region gives \
     every record overlapping it, region by region, so a record overlapping two regions is printed twice \
     unless -M (with -M, -L and regions: their intersection; -P adds the mates of the selected pairs). \
     Regions are read through the index in parallel windows and written in order.\n\n\
@@ -139,6 +139,9 @@ pub struct ViewArgs {
     /// Worker threads [default: all cores]
     #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
+    /// Reference FASTA of a CRAM input [default: as htslib finds it: REF_PATH, REF_CACHE, @SQ UR]
+    #[arg(short = 'T', long = "reference", value_name = "FILE")]
+    pub reference: Option<PathBuf>,
     /// Positions per parallel window (output does not depend on it)
     #[arg(long = "window-bases", value_name = "INT", hide = true)]
     pub window_bases: Option<u64>,
@@ -351,6 +354,7 @@ pub fn run(args: ViewArgs) -> CmdResult {
         program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" "))),
         threads: args.threads,
         window_bases: args.window_bases.unwrap_or(command::VIEW_WINDOW_BASES),
+        reference: args.reference,
     };
     let output = args.output.unwrap_or_else(|| PathBuf::from("-"));
     let skipped = |SkippedRegion(region): SkippedRegion| {

@@ -67,18 +67,66 @@ enum Opened {
 pub struct AlignmentReader {
     opened: Opened,
     header: Arc<Header>,
-    /// Whether an index file (given or beside the BAM) was loaded at open.
+    /// Whether an index file was loaded at open.
     indexed: bool,
     eof_marker: bool,
     /// Threads inflating ahead of an iterator (`AlignmentFile(threads=)`).
     threads: usize,
+    /// A CRAM file with its index: how to open a handle for region queries.
+    cram: Option<CramRegions>,
+    /// Whether the file is CRAM, and how it is read again (its reference).
+    is_cram: bool,
+    cram_options: fasthts::cram::CramOptions,
+}
+
+/// What a region query on an indexed CRAM opens (a handle of its own).
+struct CramRegions {
+    path: PathBuf,
+    options: fasthts::cram::CramOptions,
+    index: Option<PathBuf>,
+}
+
+impl CramRegions {
+    fn open(&self) -> Result<fasthts::cram::CramQuery, fasthts::Error> {
+        fasthts::cram::CramQuery::open(&self.path, &self.options, self.index.as_deref())?
+            .ok_or_else(|| fasthts::Error::Message("the CRAM index has gone".into()).with_path(&self.path))
+    }
 }
 
 /// Opens `path` for reading records; with an explicit index, or an index
 /// file beside a BAM, the index is loaded (and checked against the file)
 /// now, so a missing or foreign one fails at open as in pysam.
-fn open(path: &Path, index: Option<PathBuf>, report: &crate::Warnings) -> Result<AlignmentReader, fasthts::Error> {
+fn open(
+    path: &Path,
+    index: Option<PathBuf>,
+    reference: Option<PathBuf>,
+    report: &crate::Warnings,
+) -> Result<AlignmentReader, fasthts::Error> {
     let peeked = input::peek(path)?;
+    let cram_options = fasthts::cram::CramOptions { reference, ..Default::default() };
+    if peeked.format() == Format::Cram && peeked.is_regular_file() {
+        if let Some(ix) = &index {
+            std::fs::metadata(ix).map_err(|e| fasthts::Error::from(e).with_path(ix))?;
+        }
+        let input = peeked.open_with(&cram_options)?;
+        let cram_reference = cram_options.reference.clone();
+        let Input::Cram(c) = &input else { unreachable!("a CRAM file opens as CRAM") };
+        let (header, eof_marker) = (c.header().clone(), !c.missing_eof_container());
+        // The index is loaded (and so checked) at open, as pysam does.
+        let cram = match fasthts::cram::CramQuery::open(path, &cram_options, index.as_deref())? {
+            Some(_) => Some(CramRegions { path: path.to_path_buf(), options: cram_options, index }),
+            None => None,
+        };
+        return Ok(AlignmentReader {
+            opened: Opened::Sequential { path: path.to_path_buf(), first: Mutex::new(Some(input)) },
+            header: Arc::new(header),
+            indexed: cram.is_some(),
+            eof_marker,
+            cram,
+            is_cram: true,
+            cram_options: fasthts::cram::CramOptions { reference: cram_reference, ..Default::default() },
+        });
+    }
     if matches!(peeked.format(), Format::Bam(fasthts_io::compression::Compression::Bgzf)) && peeked.is_regular_file() {
         drop(peeked);
         if let Some(ix) = &index {
@@ -92,12 +140,23 @@ fn open(path: &Path, index: Option<PathBuf>, report: &crate::Warnings) -> Result
         }
         let header = Arc::new(shared.bam.header().clone());
         let eof_marker = shared.bam.has_eof_marker();
-        return Ok(AlignmentReader { opened: Opened::Bam(Arc::new(shared)), header, indexed, eof_marker, threads: 1 });
+        return Ok(AlignmentReader {
+            opened: Opened::Bam(Arc::new(shared)),
+            header,
+            indexed,
+            eof_marker,
+            cram: None,
+            is_cram: false,
+            cram_options,
+            threads: 1,
+        });
     }
     if let Some(ix) = &index {
         return Err(fasthts::Error::InvalidArgument(format!("{}: an index is used only with a BGZF-compressed BAM file", ix.display())));
     }
-    let input = peeked.open()?;
+    // (A CRAM stream: read from its start only.)
+    let input = peeked.open_with(&cram_options)?;
+    let is_cram = matches!(input, Input::Cram(_));
     let (header, eof_marker) = match &input {
         Input::Bam(bam) => (bam.header().clone(), bam.has_eof_marker()),
         Input::Stream(s) => (s.header().clone(), true),
@@ -109,6 +168,9 @@ fn open(path: &Path, index: Option<PathBuf>, report: &crate::Warnings) -> Result
         header: Arc::new(header),
         indexed: false,
         eof_marker,
+        cram: None,
+        is_cram,
+        cram_options,
         threads: 1,
     })
 }
@@ -132,13 +194,32 @@ impl AlignmentReader {
     #[new]
     /// `threads`: as everywhere (None or 0: all cores, capped by the
     /// thread rule), the threads that read ahead of an iterator.
-    #[pyo3(signature = (path, index_filename=None, threads=None))]
-    fn new(py: Python<'_>, path: crate::FsPath, index_filename: Option<crate::FsPath>, threads: Option<i64>) -> PyResult<Self> {
+    #[pyo3(signature = (path, index_filename=None, reference_filename=None, threads=None))]
+    fn new(
+        py: Python<'_>,
+        path: crate::FsPath,
+        index_filename: Option<crate::FsPath>,
+        reference_filename: Option<crate::FsPath>,
+        threads: Option<i64>,
+    ) -> PyResult<Self> {
         let threads = fasthts_io::pool::thread_count(crate::threads_arg(threads)?);
         let index_filename = index_filename.map(|p| p.0);
-        let mut reader = run_detached(py, |w| open(&path, index_filename, w))?;
+        let reference = reference_filename.map(|p| p.0);
+        let mut reader = run_detached(py, |w| open(&path, index_filename, reference, w))?;
         reader.threads = threads;
         Ok(reader)
+    }
+
+    /// Whether the file is CRAM.
+    #[getter]
+    fn is_cram(&self) -> bool {
+        self.is_cram
+    }
+
+    /// Whether regions can be fetched (an indexed BAM or CRAM).
+    #[getter]
+    fn random_access(&self) -> bool {
+        matches!(self.opened, Opened::Bam(_)) || self.cram.is_some()
     }
 
     /// Whether the file is a BGZF BAM read through its mapping (random access).
@@ -182,7 +263,7 @@ impl AlignmentReader {
                 let taken = first.lock().unwrap_or_else(|p| p.into_inner()).take();
                 let input = match taken {
                     Some(i) => i,
-                    None => py.detach(|| input::open(path)).map_err(to_py)?,
+                    None => py.detach(|| input::open_with(path, &self.cram_options)).map_err(to_py)?,
                 };
                 match input {
                     Input::Bam(bam) => {
@@ -201,6 +282,11 @@ impl AlignmentReader {
     /// The records overlapping `[start, stop)` of reference `tid` (htslib's
     /// rule), or the unplaced records when `tid` is -1.
     fn fetch_region(&self, py: Python<'_>, tid: i32, start: i64, stop: i64) -> PyResult<SegmentIter> {
+        if let Some(cram) = &self.cram {
+            let query = py.detach(|| cram.open()).map_err(to_py)?;
+            let q = if tid < 0 { (-1, 0, 0) } else { (tid, start, stop) };
+            return Ok(self.iter(Source::CramRegions { query: Box::new(query), queries: VecDeque::from([q]), started: false }));
+        }
         let sh = self.shared()?.clone();
         if tid < 0 {
             let index = run_detached(py, |w| sh.index(w))?;
@@ -214,6 +300,11 @@ impl AlignmentReader {
     /// query of the whole reference (pysam's `fetch()` of an indexed file:
     /// the unplaced records are not included).
     fn fetch_references(&self, py: Python<'_>) -> PyResult<SegmentIter> {
+        if let Some(cram) = &self.cram {
+            let query = py.detach(|| cram.open()).map_err(to_py)?;
+            let queries = (0..self.header.references.len() as i32).map(|t| (t, 0, i64::from(i32::MAX))).collect();
+            return Ok(self.iter(Source::CramRegions { query: Box::new(query), queries, started: false }));
+        }
         let sh = self.shared()?.clone();
         let index = run_detached(py, |w| sh.index(w))?;
         let queries = (0..self.header.references.len()).map(|t| (t, 0, i64::from(i32::MAX))).collect();
@@ -223,6 +314,10 @@ impl AlignmentReader {
     /// Per reference `(mapped, unmapped)` as the index records them, and
     /// the records without a coordinate.
     fn index_statistics(&self, py: Python<'_>) -> PyResult<(Vec<(u64, u64)>, u64)> {
+        if self.cram.is_some() {
+            // A .crai records no counts: htslib (and so pysam) gives zeros.
+            return Ok((vec![(0, 0); self.header.references.len()], 0));
+        }
         let sh = self.shared()?.clone();
         let ix = run_detached(py, |w| sh.index(w))?;
         let per = (0..self.header.references.len()).map(|t| ix.mapped_unmapped(t).unwrap_or((0, 0))).collect();
@@ -305,6 +400,13 @@ pub(crate) enum Source {
     },
     Stream(Box<BamStream>),
     Cram(Box<fasthts::cram::CramReader>),
+    /// Region queries on an indexed CRAM run one after another (reference
+    /// -1: the unplaced records).
+    CramRegions {
+        query: Box<fasthts::cram::CramQuery>,
+        queries: VecDeque<(i32, i64, i64)>,
+        started: bool,
+    },
     Sam(Box<SamReader<Box<dyn Read + Send>>>),
     Done,
 }
@@ -433,6 +535,20 @@ fn fill(source: &mut Source, batch: &mut Batch, warnings: &mut Vec<String>) -> R
                 match c.next_record()? {
                     Some(r) => batch.push(&r),
                     None => return Ok(()),
+                }
+            }
+        }
+        Source::CramRegions { query, queries, started } => {
+            while batch.len() < BATCH {
+                if !*started {
+                    let Some((tid, beg, end)) = queries.pop_front() else { return Ok(()) };
+                    query.query(tid, beg, end)?;
+                    *started = true;
+                }
+                if query.advance()? {
+                    batch.push(&query.current());
+                } else {
+                    *started = false;
                 }
             }
         }

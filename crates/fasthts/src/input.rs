@@ -171,7 +171,7 @@ pub fn check_supported(format: Format, path: &Path) -> Result<(), Error> {
 /// BGZF SAM (samtools indexes both) pass.
 pub fn check_indexable(format: Format, path: &Path) -> Result<(), Error> {
     if format == Format::Cram {
-        let what = "CRAM is read sequentially here: region queries and pileups need BGZF-compressed BAM (fasthts sort -o OUT.bam converts)";
+        let what = "CRAM, where a BGZF-compressed BAM is needed (fasthts.AlignmentFile reads CRAM by region; fasthts sort -o OUT.bam converts)";
         return Err(Error::Message(what.into()).with_path(path));
     }
     let what = match format {

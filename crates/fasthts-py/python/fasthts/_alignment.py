@@ -202,7 +202,8 @@ class AlignmentFile:
         self.threads = threads
         index = index_filename if index_filename is not None else filepath_index
         index = None if index is None else _path(index, "index_filename")
-        self._reader = _fasthts._AlignmentReader(self.filename, index, threads)
+        reference = None if reference_filename is None else _path(reference_filename, "reference_filename")
+        self._reader = _fasthts._AlignmentReader(self.filename, index, reference, threads)
         if not self._reader.eof_marker:
             msg = f"{self.filename}: no BGZF EOF marker; file may be truncated"
             if not ignore_truncation:
@@ -252,11 +253,11 @@ class AlignmentFile:
 
     @property
     def is_sam(self) -> bool:
-        return not self._open_reader().is_bam
+        return not self._open_reader().is_bam and not self._open_reader().is_cram
 
     @property
     def is_cram(self) -> bool:
-        return False
+        return self._open_reader().is_cram
 
     @property
     def references(self) -> tuple:
@@ -405,7 +406,7 @@ class AlignmentFile:
         included; no index needed). Each call returns its own iterator."""
         reader = self._open_reader()
         has_coord, rtid, rstart, rstop = self.parse_region(contig, start, stop, region, tid, reference=reference, end=end)
-        if not reader.is_bam:
+        if not reader.random_access and not reader.is_cram:
             if has_coord:
                 raise ValueError("fetching by region is not available for SAM files")
             return reader.fetch_all()

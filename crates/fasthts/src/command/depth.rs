@@ -73,7 +73,18 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         // A region is read through the indexes; without one, they speed up
         // a whole-file count.
         let mut indexes: Vec<Option<Index>> = Vec::with_capacity(opened.len());
+        // A CRAM's region is read by htslib's iterator on its .crai (with
+        // -X, the named one).
+        let mut cram_queries: Vec<Option<crate::cram::CramQuery>> = Vec::with_capacity(opened.len());
         for (i, (input, path)) in opened.iter().zip(inputs).enumerate() {
+            let cram_query = match input {
+                Input::Cram(_) if region.is_some() => {
+                    let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
+                    let named = options.indexes.as_ref().map(|named| named[i].as_path());
+                    crate::cram::CramQuery::open(path, &cram, named)?
+                }
+                _ => None,
+            };
             let index = match input {
                 // -X: samtools loads the named index only for -r.
                 Input::Bam(bam) if region.is_some() && options.indexes.is_some() => {
@@ -87,9 +98,13 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
                 Input::Bam(bam) => find_index(bam, report).unwrap_or(None),
                 _ => None,
             };
-            if region.is_some() && index.is_none() {
-                return Err(Error::Message("cannot load index (depth -r reads a BAM through its index: fasthts index it first)".into())
-                    .with_path(path));
+            let queried = cram_query.is_some();
+            cram_queries.push(cram_query);
+            if region.is_some() && index.is_none() && !queried {
+                return Err(Error::Message(
+                    "cannot load index (depth -r reads a BAM or CRAM through its index: fasthts index it first)".into(),
+                )
+                .with_path(path));
             }
             indexes.push(index);
         }
@@ -107,6 +122,14 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         if region.is_some_and(|r| r.ref_id < 0) {
             // Unplaced reads have no depth.
             return Ok(());
+        }
+        if cram_queries.iter().any(Option::is_some) {
+            let sources = opened.iter().zip(&indexes).zip(cram_queries).map(|((input, index), query)| match (input, index, query) {
+                (Input::Bam(bam), Some(index), _) => RegionInput::Bam(bam, index),
+                (_, _, Some(query)) => RegionInput::Cram(query),
+                _ => unreachable!("every input of a region has an index"),
+            });
+            return region_pass(&setup, sources.collect(), inputs, out);
         }
         let bams: Option<Vec<(&BamFile, &Index)>> = opened
             .iter()
@@ -330,8 +353,39 @@ impl Gather {
     }
 }
 
+/// An input of a region read in one pass: an indexed BAM, or a CRAM
+/// queried through its .crai.
+enum RegionInput<'a> {
+    Bam(&'a BamFile, &'a Index),
+    Cram(crate::cram::CramQuery),
+}
+
+/// The region of `setup` over inputs some of which are CRAM: one pass,
+/// the inputs merged by position.
+fn region_pass(setup: &Setup, inputs: Vec<RegionInput<'_>>, paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
+    let Some((tid, beg, end)) = setup.region else { return Err(Error::InvalidArgument("no region to read".into())) };
+    let mut counter = Counter::new(setup, beg, end, true);
+    counter.spill_to(out);
+    let mut sources = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        sources.push(match input {
+            RegionInput::Bam(bam, index) => {
+                Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() }
+            }
+            RegionInput::Cram(mut query) => {
+                query.query(tid, beg, end)?;
+                Source::CramRegion { query }
+            }
+        });
+    }
+    let fed = merge(setup, &mut counter, &mut sources, paths);
+    finish(counter, fed)
+}
+
 /// A stream of the records that count, for merging several inputs.
 enum Source<'a> {
+    /// A CRAM region, read by htslib's iterator.
+    CramRegion { query: crate::cram::CramQuery },
     /// Records of a window overlapping `[from, ..)`.
     Overlap { reader: RegionReader<'a>, from: i64, path: &'a Path },
     /// A whole BAM in file order.
@@ -379,6 +433,16 @@ impl Source<'_> {
             },
             Source::Stream { stream } => loop {
                 match stream.next_record()? {
+                    None => return Ok(false),
+                    Some(r) => {
+                        if keep(&r, i64::MIN) {
+                            return Ok(true);
+                        }
+                    }
+                }
+            },
+            Source::CramRegion { query } => loop {
+                match query.next_record()? {
                     None => return Ok(false),
                     Some(r) => {
                         if keep(&r, i64::MIN) {

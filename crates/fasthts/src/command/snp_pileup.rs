@@ -8,7 +8,7 @@ use crate::bgzf::{BgzfWriter, DEFAULT_LEVEL};
 use crate::output::TempOutput;
 use crate::pileup::snp::{self, SnpInputs, SnpPileupOptions, SnpPileupStats, WalkState};
 use crate::pileup::vcf::{self, VcfSource};
-use crate::pileup::PileupError;
+use crate::pileup::{IndexedInput, PileupError};
 use crate::Error;
 use std::io::{BufWriter, Write};
 use std::ops::Range;
@@ -28,6 +28,9 @@ pub struct SnpPileupFileOptions {
     pub progress: bool,
     /// Worker threads (all cores when `None`).
     pub threads: Option<usize>,
+    /// The reference FASTA of CRAM inputs; `None`: as htslib (and so
+    /// FACETS) finds it: REF_PATH/REF_CACHE by `M5`, else `@SQ UR`.
+    pub reference: Option<PathBuf>,
 }
 
 /// FACETS' checks before any work, in its order with its messages: the
@@ -56,28 +59,53 @@ fn open_inputs(
         report.message("Calculating SNP count...done.\n");
     }
     let mut opened = Vec::with_capacity(bams.len());
-    let mut indexes = Vec::with_capacity(bams.len());
     for (i, path) in bams.iter().enumerate() {
-        let bam = BamFile::open(path).map_err(|e| {
+        let failed = |e: Error| {
             // "x.bam: No such file or directory" → "No such file or directory".
             let message = e.to_string();
             let prefix = format!("{}: ", path.display());
             let reason = message.strip_prefix(&prefix).unwrap_or(&message);
             let message = format!("Failed to read sequence file {} ({reason})", path.display());
             Error::Described { message, source: Box::new(e) }
-        })?;
+        };
+        if let Some((major, minor)) = cram_version(path) {
+            if options.verbose {
+                report.message(&format!("Detected format for file {}: CRAM version {major}.{minor} compressed sequence data\n", i + 1));
+            }
+            let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
+            let Some(query) = crate::cram::CramQuery::open(path, &cram, None).map_err(failed)? else {
+                let p = path.display();
+                return Err(Error::Message(format!(
+                    "{p}: no index found (snp-pileup reads CRAMs through their .crai index; run `fasthts index {p}` first)"
+                )));
+            };
+            if query.missing_eof_container() {
+                report.warning(super::Warning::MissingEofMarker { path: path.clone() });
+            }
+            opened.push(IndexedInput::Cram(crate::cram::QueryPool::new(query, path, &cram, None)));
+            continue;
+        }
+        let bam = BamFile::open(path).map_err(failed)?;
         if options.verbose {
             report.message(&format!("Detected format for file {}: BAM version 1 compressed sequence data\n", i + 1));
         }
         warn_if_truncated(&bam, report);
         let Some(index) = find_index(&bam, report)? else { return Err(no_index(&bam)) };
-        opened.push(bam);
-        indexes.push(index);
+        opened.push(IndexedInput::Bam { bam, index });
     }
     if options.verbose {
         report.message(&format!("Max per-file depth set to {}.\n", options.pileup.max_depth));
     }
-    Ok(SnpInputs { vcf, summary, bams: opened, indexes })
+    Ok(SnpInputs { vcf, summary, inputs: opened })
+}
+
+/// The CRAM version `(major, minor)` of the file at `path`, if it is CRAM
+/// (htslib's format detection, which FACETS' `-v` message shows).
+fn cram_version(path: &Path) -> Option<(u8, u8)> {
+    use std::io::Read;
+    let mut head = [0u8; 6];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    (&head[..4] == b"CRAM").then_some((head[4], head[5]))
 }
 
 /// Why a BAM without an index cannot be read: not sorted by coordinate
@@ -170,7 +198,7 @@ pub fn snp_pileup_plan(
 ) -> Result<Vec<(u64, u64, i32)>, Error> {
     let inputs = open_inputs(vcf, bams, 0..u64::MAX, options, report)?;
     output_target(output, options.gzip)?;
-    let names: Vec<&str> = inputs.bams[0].header().references.iter().map(|r| r.name.as_str()).collect();
+    let names: Vec<&str> = inputs.inputs[0].header().references.iter().map(|r| r.name.as_str()).collect();
     snp::plan_blocks(&inputs.vcf, &names, parts).map_err(|e| Error::Message(format!("Failed to read VCF file: {e}")))
 }
 

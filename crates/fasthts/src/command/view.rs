@@ -89,6 +89,9 @@ pub struct ViewOptions {
     pub threads: Option<usize>,
     /// Positions per parallel window at most (the output does not depend on it).
     pub window_bases: u64,
+    /// The reference FASTA of a CRAM input (samtools' `-T`); `None`: as
+    /// htslib finds it.
+    pub reference: Option<PathBuf>,
 }
 
 impl Default for ViewOptions {
@@ -116,6 +119,7 @@ impl Default for ViewOptions {
             program: None,
             threads: None,
             window_bases: VIEW_WINDOW_BASES,
+            reference: None,
         }
     }
 }
@@ -177,9 +181,10 @@ pub fn view_file(
     }
     crate::output::refuse_input_as_output(&written, &[input])?;
     with_threads(options.threads, || {
+        let cram_options = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
         let mut opened = match &options.references {
             Some(list) => crate::view::open_with_references(input, list)?,
-            None => input::open(input)?,
+            None => input::open_with(input, &cram_options)?,
         };
         if let Input::Bam(bam) = &opened {
             warn_if_truncated(bam, report);
@@ -223,7 +228,20 @@ pub fn view_file(
             let indexed = !options.regions.is_empty() || options.multi_region || options.fetch_pairs || options.index.is_some();
             if indexed {
                 let bam = match &opened {
-                    Input::Bam(bam) => bam,
+                    Input::Bam(bam) => Some(bam),
+                    Input::Cram(_) => {
+                        let Some(query) = crate::cram::CramQuery::open(input, &cram_options, options.index.as_deref())? else {
+                            return Err(Error::Message(
+                                "cannot load index (regions are read through the .crai index: fasthts index it first)".into(),
+                            )
+                            .with_path(input));
+                        };
+                        let pool = crate::cram::QueryPool::new(query.named(input), input, &cram_options, options.index.as_deref());
+                        let (pieces, merged) = plan_pieces(&header.references, None, options, &names, skipped)?;
+                        let source = PieceSource::Cram(&pool);
+                        read_regions(&source, &header.references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
+                        None
+                    }
                     _ => {
                         return Err(Error::Message(
                             "random alignment retrieval only works for indexed BAM files (regions need a BAM file and its index)".into(),
@@ -231,23 +249,25 @@ pub fn view_file(
                         .with_path(input))
                     }
                 };
-                let index = match &options.index {
-                    Some(path) => {
+                let index = match (bam, &options.index) {
+                    (None, _) => None,
+                    (Some(bam), Some(path)) => {
                         let index = load_index(bam, path)?;
                         verify_index(bam, &index, false).map_err(|e| e.with_path(path))?;
                         Some(index)
                     }
-                    None => find_index(bam, report)?,
+                    (Some(bam), None) => find_index(bam, report)?,
                 };
-                let Some(index) = index else {
-                    return Err(Error::Message("cannot load index (regions are read through the index: fasthts index it first)".into())
+                if let Some(bam) = bam {
+                    let Some(index) = index else {
+                        return Err(Error::Message(
+                            "cannot load index (regions are read through the index: fasthts index it first)".into(),
+                        )
                         .with_path(input));
-                };
-                let (pieces, merged) = plan_pieces(bam, &index, options, &names, skipped)?;
-                if options.fetch_pairs {
-                    fetch_pairs(bam, &index, &pieces, &merged, options, &selection, &names, &mut outputs)?;
-                } else {
-                    by_pieces(bam, &index, &pieces, options, &selection, &names, None, &mut outputs)?;
+                    };
+                    let (pieces, merged) = plan_pieces(&bam.header().references, Some(&index), options, &names, skipped)?;
+                    let source = PieceSource::Bam(bam, &index);
+                    read_regions(&source, &bam.header().references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
                 }
             } else {
                 whole_file(&mut opened, input, options, &selection, &names, &mut outputs)?;
@@ -418,12 +438,12 @@ struct Piece {
 /// Cut points inside `[lo, hi)` of reference `tid` (below its length
 /// `len`): where the index has `WINDOW_BYTES` of data, and at most
 /// `window_bases` apart.
-fn cuts(index: &Index, tid: i32, lo: i64, hi: i64, len: i64, window_bases: u64) -> Vec<i64> {
+fn cuts(index: Option<&Index>, tid: i32, lo: i64, hi: i64, len: i64, window_bases: u64) -> Vec<i64> {
     let hi = hi.min(len);
     let width = window_bases.clamp(1, i64::MAX as u64) as i64;
     let mut by_bytes = Vec::new();
     let mut last = None;
-    for (pos, offset) in index.checkpoints(tid as usize) {
+    for (pos, offset) in index.into_iter().flat_map(|index| index.checkpoints(tid as usize)) {
         let at = offset.compressed();
         if pos > lo.max(0) && pos < hi {
             if last.is_some_and(|l| at >= l + WINDOW_BYTES) {
@@ -454,7 +474,16 @@ fn cuts(index: &Index, tid: i32, lo: i64, hi: i64, len: i64, window_bases: u64) 
 /// The pieces of a region or interval: `[beg, end)` of `tid`, taking records
 /// that start at `first_start` or later.
 #[allow(clippy::too_many_arguments)]
-fn region_pieces(index: &Index, tid: i32, len: i64, first_start: i64, beg: i64, end: i64, window_bases: u64, pieces: &mut Vec<Piece>) {
+fn region_pieces(
+    index: Option<&Index>,
+    tid: i32,
+    len: i64,
+    first_start: i64,
+    beg: i64,
+    end: i64,
+    window_bases: u64,
+    pieces: &mut Vec<Piece>,
+) {
     if tid < 0 {
         pieces.push(Piece { scope: Region::unplaced(), offset_pos: 0, overlap_from: i64::MIN });
         return;
@@ -475,12 +504,13 @@ type Intervals = Vec<(i32, Vec<(i64, i64)>)>;
 /// The pieces of the regions, in output order, and with `-M` the merged
 /// intervals they read.
 fn plan_pieces(
-    bam: &BamFile,
-    index: &Index,
+    references: &[crate::bam::Reference],
+    index: Option<&Index>,
     options: &ViewOptions,
     names: &[String],
     skipped: &(dyn Fn(SkippedRegion) + Sync),
 ) -> Result<(Vec<Piece>, Intervals), Error> {
+    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| references.get(t)).map_or(0, |r| i64::from(r.len));
     let mut parsed = Vec::new();
     // With -M and a BED file, samtools intersects the regions with the
     // BED intervals (bedidx's bed_filter) and says nothing of a region the
@@ -522,10 +552,9 @@ fn plan_pieces(
             return Err(Error::InvalidArgument("no regions or BED file have been provided (-M reads regions)".into()));
         }
         let merged = merge_intervals(list);
-        pieces = multi_region_pieces(bam, index, &merged, options.window_bases);
+        pieces = multi_region_pieces(references, index, &merged, options.window_bases);
         return Ok((pieces, merged));
     }
-    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
     for r in parsed {
         region_pieces(index, r.ref_id, ref_len(r.ref_id), i64::MIN, r.start, r.end, options.window_bases, &mut pieces);
     }
@@ -534,8 +563,13 @@ fn plan_pieces(
 
 /// The pieces of samtools' multi-region iterator over `merged` intervals
 /// (from [`merge_intervals`]): each record once, in file order.
-fn multi_region_pieces(bam: &BamFile, index: &Index, merged: &[(i32, Vec<(i64, i64)>)], window_bases: u64) -> Vec<Piece> {
-    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| bam.header().references.get(t)).map_or(0, |r| i64::from(r.len));
+fn multi_region_pieces(
+    references: &[crate::bam::Reference],
+    index: Option<&Index>,
+    merged: &[(i32, Vec<(i64, i64)>)],
+    window_bases: u64,
+) -> Vec<Piece> {
+    let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| references.get(t)).map_or(0, |r| i64::from(r.len));
     let mut pieces = Vec::new();
     for (tid, intervals) in merged {
         let mut first_start = i64::MIN;
@@ -572,12 +606,48 @@ fn encode(record: &[u8], format: Option<OutputFormat>, refs: &[crate::bam::Refer
     }
 }
 
+/// Where pieces are read from: a BAM through its index, or a CRAM through
+/// htslib's iterator on its `.crai`.
+enum PieceSource<'a> {
+    Bam(&'a BamFile, &'a Index),
+    Cram(&'a crate::cram::QueryPool),
+}
+
+impl PieceSource<'_> {
+    /// Calls `f` on the records of `piece.scope` (by start position) that a
+    /// query from `piece.offset_pos` finds, in file order.
+    fn read(&self, piece: &Piece, f: &mut dyn FnMut(&RecordRef<'_>)) -> Result<(), Error> {
+        let tid = piece.scope.ref_id;
+        match self {
+            PieceSource::Bam(bam, index) => {
+                let Some(start) = region::start_offset(bam, index, tid, piece.offset_pos) else { return Ok(()) };
+                let following =
+                    region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
+                let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
+                reader.for_each_record(|r| f(r)).map_err(|e| Error::from(e).with_path(bam.path()))
+            }
+            PieceSource::Cram(pool) => {
+                let mut query = pool.take()?;
+                query.query(tid, piece.offset_pos, piece.scope.end)?;
+                let Region { start, end, .. } = piece.scope;
+                while let Some(r) = query.next_record()? {
+                    let pos = i64::from(r.pos());
+                    if tid < 0 || (pos >= start && pos < end) {
+                        f(&r);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Reads the pieces on all threads and writes them in order; records
 /// `gate` refuses are left out (not even written to `-U`).
 #[allow(clippy::too_many_arguments)]
 fn by_pieces(
-    bam: &BamFile,
-    index: &Index,
+    source: &PieceSource<'_>,
+    refs: &[crate::bam::Reference],
     pieces: &[Piece],
     options: &ViewOptions,
     selection: &Selection,
@@ -585,7 +655,6 @@ fn by_pieces(
     gate: Option<&(dyn Fn(&RecordRef<'_>) -> bool + Sync)>,
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
-    let refs = &bam.header().references;
     let main_format = outputs.main.as_ref().map(|(_, f)| *f);
     let unselected_format = outputs.unselected.as_ref().map(|(_, f)| *f);
     let mut write_error: Option<Error> = None;
@@ -597,31 +666,23 @@ fn by_pieces(
             filled.unselected.clear();
             filled.count = 0;
             let piece = pieces[i];
-            let tid = piece.scope.ref_id;
-            let start = region::start_offset(bam, index, tid, piece.offset_pos);
-            let Some(start) = start else { return Ok(()) };
-            let following =
-                region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
-            let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
             let mut router = Router::new(options, selection, names);
             let mut failed = None;
-            reader
-                .for_each_record(|r| {
-                    if failed.is_some() || r.end_pos() <= piece.overlap_from || gate.is_some_and(|keep| !keep(r)) {
-                        return;
+            source.read(&piece, &mut |r| {
+                if failed.is_some() || r.end_pos() <= piece.overlap_from || gate.is_some_and(|keep| !keep(r)) {
+                    return;
+                }
+                let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|route| match route {
+                    Route::Selected | Route::Unmapped => {
+                        filled.count += u64::from(route == Route::Selected);
+                        encode(&router.scratch, main_format, refs, &mut filled.selected)
                     }
-                    let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|route| match route {
-                        Route::Selected | Route::Unmapped => {
-                            filled.count += u64::from(route == Route::Selected);
-                            encode(&router.scratch, main_format, refs, &mut filled.selected)
-                        }
-                        Route::Unselected => encode(&router.scratch, unselected_format, refs, &mut filled.unselected),
-                    });
-                    if let Err(e) = result {
-                        failed = Some(e);
-                    }
-                })
-                .map_err(|e| Error::from(e).with_path(bam.path()))?;
+                    Route::Unselected => encode(&router.scratch, unselected_format, refs, &mut filled.unselected),
+                });
+                if let Err(e) = result {
+                    failed = Some(e);
+                }
+            })?;
             match failed {
                 Some(e) => Err(e),
                 None => Ok(()),
@@ -657,6 +718,26 @@ fn overlaps_merged(merged: &[(i32, Vec<(i64, i64)>)], tid: i32, beg: i64, end: i
     intervals.get(k).is_some_and(|&(b, _)| b < end)
 }
 
+/// Reads the planned pieces of the regions: with `-P`, the selected
+/// pairs' mates too ([`fetch_pairs`]).
+#[allow(clippy::too_many_arguments)]
+fn read_regions(
+    source: &PieceSource<'_>,
+    refs: &[crate::bam::Reference],
+    pieces: &[Piece],
+    merged: &[(i32, Vec<(i64, i64)>)],
+    options: &ViewOptions,
+    selection: &Selection,
+    names: &[String],
+    outputs: &mut Outputs,
+) -> Result<(), Error> {
+    if options.fetch_pairs {
+        fetch_pairs(source, refs, pieces, merged, options, selection, names, outputs)
+    } else {
+        by_pieces(source, refs, pieces, options, selection, names, None, outputs)
+    }
+}
+
 /// samtools view `-P` (its `fetch_pairs_collect_mates`): a first pass
 /// over the regions collects the names and positions of the selected
 /// paired records whose mate lies outside them; a second pass reads the
@@ -665,8 +746,8 @@ fn overlaps_merged(merged: &[(i32, Vec<(i64, i64)>)], tid: i32, beg: i64, end: i
 /// has a collected name.
 #[allow(clippy::too_many_arguments)]
 fn fetch_pairs(
-    bam: &BamFile,
-    index: &Index,
+    source: &PieceSource<'_>,
+    refs: &[crate::bam::Reference],
     pieces: &[Piece],
     merged: &[(i32, Vec<(i64, i64)>)],
     options: &ViewOptions,
@@ -690,33 +771,26 @@ fn fetch_pairs(
         |i, mates: &mut Mates| {
             *mates = Mates::default();
             let piece = pieces[i];
-            let tid = piece.scope.ref_id;
-            let Some(start) = region::start_offset(bam, index, tid, piece.offset_pos) else { return Ok(()) };
-            let following =
-                region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
-            let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
             let mut router = Router::new(options, selection, names);
-            reader
-                .for_each_record(|r| {
-                    if r.end_pos() <= piece.overlap_from || r.flag() & crate::bam::flags::PAIRED == 0 {
-                        return;
-                    }
-                    let (mtid, mpos) = (r.mate_ref_id(), i64::from(r.mate_pos()));
-                    if mtid >= 0 && overlaps_merged(merged, mtid, mpos, mpos) {
-                        return;
-                    }
-                    if !router.selects(r) {
-                        return;
-                    }
-                    mates.names.push(r.name().to_vec());
-                    if mtid < 0 || r.flag() & crate::bam::flags::MATE_UNMAPPED != 0 {
-                        mates.unplaced = true;
-                    }
-                    if mtid >= 0 {
-                        mates.positions.push((mtid, mpos));
-                    }
-                })
-                .map_err(|e| Error::from(e).with_path(bam.path()))
+            source.read(&piece, &mut |r| {
+                if r.end_pos() <= piece.overlap_from || r.flag() & crate::bam::flags::PAIRED == 0 {
+                    return;
+                }
+                let (mtid, mpos) = (r.mate_ref_id(), i64::from(r.mate_pos()));
+                if mtid >= 0 && overlaps_merged(merged, mtid, mpos, mpos) {
+                    return;
+                }
+                if !router.selects(r) {
+                    return;
+                }
+                mates.names.push(r.name().to_vec());
+                if mtid < 0 || r.flag() & crate::bam::flags::MATE_UNMAPPED != 0 {
+                    mates.unplaced = true;
+                }
+                if mtid >= 0 {
+                    mates.positions.push((mtid, mpos));
+                }
+            })
         },
         |mates| {
             mate_names.extend(mates.names.iter().cloned());
@@ -728,13 +802,17 @@ fn fetch_pairs(
         list.push((-1, 0, i64::MAX));
     }
     let with_mates = merge_intervals(list);
-    let pieces = multi_region_pieces(bam, index, &with_mates, options.window_bases);
+    let index = match source {
+        PieceSource::Bam(_, index) => Some(*index),
+        PieceSource::Cram(_) => None,
+    };
+    let pieces = multi_region_pieces(refs, index, &with_mates, options.window_bases);
     let gate = |r: &RecordRef<'_>| overlaps_merged(merged, r.ref_id(), i64::from(r.pos()), r.end_pos()) || mate_names.contains(r.name());
     // samtools writes these records without --add-flags/--remove-flags,
     // -p or -U.
     let second = ViewOptions { add_flags: 0, remove_flags: 0, unmap: false, ..options.clone() };
     let unselected = outputs.unselected.take();
-    let result = by_pieces(bam, index, &pieces, &second, selection, names, Some(&gate), outputs);
+    let result = by_pieces(source, refs, &pieces, &second, selection, names, Some(&gate), outputs);
     outputs.unselected = unselected;
     result
 }

@@ -108,3 +108,22 @@ extern "C" {
     pub fn cram_get_ref(fd: *mut cram_fd, id: c_int, start: hts_pos_t, end: hts_pos_t) -> *mut c_char;
     pub fn sam_index_build3(fn_: *const c_char, fnidx: *const c_char, min_shift: c_int, nthreads: c_int) -> c_int;
 }
+
+// Region queries through a `.crai` (`cram::region`).
+opaque!(hts_idx_t, hts_itr_t, BGZF);
+
+/// `HTS_IDX_NOCOOR`: the reads without coordinates, at the end of the file.
+pub const HTS_IDX_NOCOOR: c_int = -2;
+/// `HTS_IDX_SILENT_FAIL`: no message when the index is absent.
+pub const HTS_IDX_SILENT_FAIL: c_int = 2;
+
+#[link(name = "hts")]
+extern "C" {
+    pub fn sam_index_load3(fp: *mut htsFile, fn_: *const c_char, fnidx: *const c_char, flags: c_int) -> *mut hts_idx_t;
+    pub fn hts_idx_destroy(idx: *mut hts_idx_t);
+    pub fn sam_itr_queryi(idx: *const hts_idx_t, tid: c_int, beg: hts_pos_t, end: hts_pos_t) -> *mut hts_itr_t;
+    /// `sam_itr_next` (an inline function in sam.h) for CRAM: no BGZF, the
+    /// `htsFile` as `data`.
+    pub fn hts_itr_next(fp: *mut BGZF, iter: *mut hts_itr_t, r: *mut c_void, data: *mut c_void) -> c_int;
+    pub fn hts_itr_destroy(iter: *mut hts_itr_t);
+}

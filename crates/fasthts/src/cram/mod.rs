@@ -13,6 +13,9 @@
 //! into parts that run on all cores ([`scatter`]).
 
 mod ffi;
+pub mod region;
+
+pub use region::{CramQuery, QueryPool};
 
 use crate::bam::{Header, RecordRef, Reference};
 use crate::Error;

@@ -268,6 +268,81 @@ impl RecordSource for RegionRecords<'_> {
     }
 }
 
+/// An input a pileup reads region by region: an indexed BAM, or a CRAM
+/// read through its `.crai` by htslib's iterator.
+pub enum IndexedInput {
+    /// A BAM and its index.
+    Bam {
+        /// The BAM.
+        bam: BamFile,
+        /// Its index.
+        index: Index,
+    },
+    /// A CRAM file's handles (each with the index loaded).
+    Cram(crate::cram::QueryPool),
+}
+
+impl IndexedInput {
+    /// The header.
+    pub fn header(&self) -> &crate::bam::Header {
+        match self {
+            IndexedInput::Bam { bam, .. } => bam.header(),
+            IndexedInput::Cram(pool) => pool.header(),
+        }
+    }
+
+    /// The name errors give the input.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            IndexedInput::Bam { bam, .. } => bam.path(),
+            IndexedInput::Cram(pool) => pool.path(),
+        }
+    }
+
+    /// The records overlapping `[beg, end)` of reference `tid`, with the
+    /// hint that reading will probably stop soon after `likely_end`
+    /// ([`RegionRecords::expect_end`]).
+    pub fn region(&self, tid: usize, beg: i64, end: i64, likely_end: i64) -> Result<InputRegion<'_>, PileupError> {
+        Ok(match self {
+            IndexedInput::Bam { bam, index } => {
+                let mut r = RegionRecords::new(bam, index, tid, beg, end);
+                if likely_end < end {
+                    r.expect_end(index, likely_end);
+                }
+                InputRegion::Bam(r)
+            }
+            IndexedInput::Cram(pool) => {
+                let mut q = pool.take()?;
+                q.query(tid as i32, beg, end)?;
+                InputRegion::Cram(q)
+            }
+        })
+    }
+}
+
+/// The records of a region of an [`IndexedInput`].
+pub enum InputRegion<'a> {
+    /// Of a BAM.
+    Bam(RegionRecords<'a>),
+    /// Of a CRAM.
+    Cram(crate::cram::region::Pooled<'a>),
+}
+
+impl RecordSource for InputRegion<'_> {
+    fn advance(&mut self) -> Result<bool, PileupError> {
+        match self {
+            InputRegion::Bam(r) => r.advance(),
+            InputRegion::Cram(q) => Ok(q.advance()?),
+        }
+    }
+    fn current(&self) -> RecordRef<'_> {
+        match self {
+            InputRegion::Bam(r) => r.current(),
+            InputRegion::Cram(q) => q.current(),
+        }
+    }
+}
+
 /// A multi-file pileup (htslib's `bam_mplp_auto` with FACETS-style read
 /// filtering). See the [module documentation](self).
 ///

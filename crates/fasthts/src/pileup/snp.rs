@@ -46,9 +46,8 @@ mod exact;
 pub use exact::map_contig_exact;
 
 use super::vcf::{VcfReader, VcfSource, VcfSummary};
-use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource, RegionRecords};
-use crate::bam::{BamFile, RecordRef};
-use crate::index::Index;
+use super::{IndexedInput, Pileup, PileupError, PileupOptions, ReadFilter, RecordSource};
+use crate::bam::RecordRef;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::ops::Range;
@@ -239,8 +238,7 @@ impl<S: RecordSource> RecordSource for Watch<S> {
 }
 
 struct Ctx<'a> {
-    bams: &'a [BamFile],
-    indexes: &'a [Index],
+    inputs: &'a [IndexedInput],
     opts: &'a SnpPileupOptions,
     popts: PileupOptions,
 }
@@ -249,12 +247,11 @@ impl Ctx<'_> {
     /// The facts of `job` (`sites` sorted by position, one per position),
     /// reading from `warmup` bases before its start.
     fn run_region(&self, job: &Job, sites: &[SiteAt], warmup: i64) -> Result<RegionResult, PileupError> {
-        let n = self.bams.len();
+        let n = self.inputs.len();
         let warm_start = (job.start - warmup).max(0);
         let mut sources = Vec::with_capacity(n);
-        for (bam, index) in self.bams.iter().zip(self.indexes) {
-            let mut inner = RegionRecords::new(bam, index, job.tid, warm_start, i64::MAX);
-            inner.expect_end(index, job.end);
+        for input in self.inputs {
+            let inner = input.region(job.tid, warm_start, i64::MAX, job.end)?;
             sources.push(Watch { inner, warm_start, region_start: job.start, filter: self.popts.filter.clone(), violated: None });
         }
         let mut pileup = Pileup::new(sources, &self.popts);
@@ -694,25 +691,22 @@ impl Window<'_, '_> {
 }
 
 /// What a snp-pileup run reads: the VCF (held in memory if it came from a
-/// stream), its plan, and the BAMs with their indexes (one each, in the
-/// order of the CSV's columns).
+/// stream), its plan, and the BAMs with their indexes or CRAMs with their
+/// `.crai` (in the order of the CSV's columns).
 pub struct SnpInputs {
     /// The VCF of the sites.
     pub vcf: VcfSource,
     /// From [`super::vcf::scan`] (or `scan_records` for a block) with the
     /// options' `region_size`.
     pub summary: VcfSummary,
-    /// The BAMs, one column group each in the CSV.
-    pub bams: Vec<BamFile>,
-    /// Their indexes, in the same order.
-    pub indexes: Vec<Index>,
+    /// The BAMs and CRAMs, one column group each in the CSV.
+    pub inputs: Vec<IndexedInput>,
 }
 
 impl SnpInputs {
     fn check(&self) -> Result<(), PileupError> {
-        let n = self.bams.len();
-        if n == 0 || self.indexes.len() != n {
-            return Err(PileupError::Message("snp-pileup needs at least one BAM and an index for each".into()));
+        if self.inputs.is_empty() {
+            return Err(PileupError::Message("snp-pileup needs at least one BAM".into()));
         }
         Ok(())
     }
@@ -754,13 +748,13 @@ pub fn run_from(
     state: WalkState,
 ) -> Result<(SnpPileupStats, WalkState), PileupError> {
     inputs.check()?;
-    let SnpInputs { vcf, summary, bams, indexes } = inputs;
-    let n = bams.len();
+    let SnpInputs { vcf, summary, inputs } = inputs;
+    let n = inputs.len();
     if opts.exact_sites {
         // Blocks replay FACETS' walk state, which exact mode does not have.
         return Err(PileupError::Message("exact sites mode runs over the whole VCF (use run, not run_from)".into()));
     }
-    let names: Vec<&str> = bams[0].header().references.iter().map(|r| r.name.as_str()).collect();
+    let names: Vec<&str> = inputs[0].header().references.iter().map(|r| r.name.as_str()).collect();
     let n_refs = names.len();
 
     // Per reference: the last site and the tiles holding sites.
@@ -817,7 +811,7 @@ pub fn run_from(
     }
     split_tail(&mut jobs, 2 * rayon::current_num_threads().max(1));
 
-    let ctx = Ctx { bams, indexes, opts, popts: opts.pileup_options() };
+    let ctx = Ctx { inputs, opts, popts: opts.pileup_options() };
     let next_job = first_needed_job(&jobs, state);
     let mut walk = Walk { names: &names, n, opts, rows: Rows { names: &names, opts, out, rows: 0, line: String::new() } };
     walk.rows.out.write_all(header(n).as_bytes()).map_err(io_err)?;

@@ -82,9 +82,9 @@ impl ContigCounts {
 /// CSV (header included) to `out`. Work runs on the current rayon pool.
 pub(super) fn run(inputs: &SnpInputs, opts: &SnpPileupOptions, out: &mut dyn Write) -> Result<SnpPileupStats, PileupError> {
     inputs.check()?;
-    let SnpInputs { vcf, bams, indexes, .. } = inputs;
-    let n = bams.len();
-    let names: Vec<&str> = bams[0].header().references.iter().map(|r| r.name.as_str()).collect();
+    let SnpInputs { vcf, inputs, .. } = inputs;
+    let n = inputs.len();
+    let names: Vec<&str> = inputs[0].header().references.iter().map(|r| r.name.as_str()).collect();
     let records = read_records(vcf, &names)?;
 
     // Per reference: its sites, sorted, the first record at each position.
@@ -113,7 +113,7 @@ pub(super) fn run(inputs: &SnpInputs, opts: &SnpPileupOptions, out: &mut dyn Wri
             start = end;
         }
     }
-    let ctx = Ctx { bams, indexes, opts, popts: opts.pileup_options() };
+    let ctx = Ctx { inputs, opts, popts: opts.pileup_options() };
     let results: Vec<_> = jobs.par_iter().map(|(job, s)| ctx.run_region_widening(job, s)).collect();
     let mut stats = SnpPileupStats { regions: jobs.len(), ..SnpPileupStats::default() };
     let mut counts: Vec<ContigCounts> = (0..names.len()).map(|_| ContigCounts::default()).collect();
