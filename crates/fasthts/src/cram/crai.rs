@@ -198,6 +198,7 @@ struct ContainerHeader {
     ref_id: i32,
     start: i32,
     records: i32,
+    blocks: i32,
     landmarks: Vec<i32>,
 }
 
@@ -224,7 +225,7 @@ fn container_header(r: &mut Tee<'_>, major: u8) -> io::Result<ContainerHeader> {
         itf8(r)?;
     }
     ltf8(r)?; // bases
-    itf8(r)?; // blocks
+    let blocks = itf8(r)?;
     let n_landmarks = itf8(r)?;
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
     if length < 0 || n_landmarks < 0 {
@@ -241,7 +242,7 @@ fn container_header(r: &mut Tee<'_>, major: u8) -> io::Result<ContainerHeader> {
             return Err(bad("header CRC32 mismatch"));
         }
     }
-    Ok(ContainerHeader { length: length as usize, ref_id, start, records, landmarks })
+    Ok(ContainerHeader { length: length as usize, ref_id, start, records, blocks, landmarks })
 }
 
 /// A block within a container's data.
@@ -439,6 +440,40 @@ struct Batch {
 /// Multi-reference containers decoded together: about this many bytes.
 const BATCH_BYTES: usize = 64 << 20;
 
+/// Reads the header container into `prefix`, ending where htslib's
+/// `cram_read_SAM_hdr` ends it: after its blocks, or after its stated
+/// length if that is further (padding). Not always at its stated length:
+/// htslib 1.16 writes CRAM 2.1 header containers 2 bytes shorter than
+/// their blocks.
+fn header_container(source: &mut Source<'_>, major: u8, prefix: &mut Vec<u8>) -> io::Result<()> {
+    let (header, bytes) = source.parse(|r| container_header(r, major))?;
+    prefix.extend_from_slice(&bytes);
+    let blocks = header.blocks;
+    if blocks < 1 {
+        return Err(io::ErrorKind::InvalidData.into());
+    }
+    let mut len = 0;
+    for _ in 0..blocks {
+        let (size, bytes) = source.parse(|r| {
+            let mut two = [0u8; 2];
+            r.read_exact(&mut two)?;
+            itf8(r)?;
+            let (compressed, raw) = (itf8(r)?, itf8(r)?);
+            if compressed < 0 || raw < 0 || (two[0] == 0 && compressed != raw) {
+                return Err(io::ErrorKind::InvalidData.into());
+            }
+            Ok(compressed as usize + if major >= 3 { 4 } else { 0 })
+        })?;
+        prefix.extend_from_slice(&bytes);
+        prefix.extend_from_slice(source.take(size)?);
+        len += bytes.len() + size;
+    }
+    if header.length > len {
+        prefix.extend_from_slice(source.take(header.length - len)?);
+    }
+    Ok(())
+}
+
 /// Walks the CRAM in `source`: every container header, every slice header,
 /// decoding the records of multi-reference slices in batches.
 fn walk(name: &Path, mut source: Source<'_>) -> Result<Walked, Error> {
@@ -461,10 +496,8 @@ fn walk(name: &Path, mut source: Source<'_>) -> Result<Walked, Error> {
     }
     // The SAM header's container: kept whole, as the start of the streams
     // multi-reference containers are decoded from.
-    let (header, header_bytes) = source.parse(|r| container_header(r, major)).map_err(|_| named(UNREADABLE.into()))?;
     let mut prefix = definition.to_vec();
-    prefix.extend_from_slice(&header_bytes);
-    prefix.extend_from_slice(source.take(header.length).map_err(|_| named(UNREADABLE.into()))?);
+    header_container(&mut source, major, &mut prefix).map_err(|_| named(UNREADABLE.into()))?;
 
     let mut text = String::new();
     let mut pieces: Vec<Piece> = Vec::new();
