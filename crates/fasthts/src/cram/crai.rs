@@ -2,8 +2,8 @@
 //! 1.16's `cram_index_build`) and much faster: htslib reads every byte of
 //! the file and decodes each container's compression header, while a
 //! `.crai` line needs only the container and slice headers. So the data
-//! blocks are skipped (a regular file is mapped and only the pages of its
-//! headers are touched), and only multi-reference slices, whose lines give
+//! blocks are skipped (a regular file is read only at its headers, by
+//! positional reads), and only multi-reference slices, whose lines give
 //! each reference's span within the slice, are decoded (by htslib, their
 //! reference ids, positions and CIGARs, on all threads of the current
 //! pool). The text is compressed by htslib's own gzip writer, so the
@@ -15,13 +15,14 @@
 
 use super::{c_path, ffi, itf8, ltf8, quiet_htslib, CramOptions, CramReader, Fields, UNREADABLE};
 use crate::Error;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{self, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
 
 /// Where the CRAM to index comes from.
 pub enum CramSource {
-    /// A regular file, at this path (mapped).
+    /// A regular file, at this path.
     File(PathBuf),
     /// A stream (a pipe, standard input), read once to its end.
     Stream(Box<dyn Read + Send>),
@@ -52,12 +53,8 @@ pub fn write_crai(name: &Path, source: CramSource, out: &Path) -> Result<CraiOut
                 e => e,
             })?);
             let opened = std::fs::File::open(&file).map_err(|e| Error::from(e).with_path(name))?;
-            // SAFETY: a read-only private map of a regular file, under the
-            // contract of every mapped input (not truncated while read).
-            let map = unsafe { memmap2::Mmap::map(&opened) }.map_err(|e| Error::from(e).with_path(name))?;
-            // Only the headers are read: no read-ahead of the data between them.
-            let _ = map.advise(memmap2::Advice::Random);
-            match walk(name, Source::Mapped { data: &map[..], pos: 0 })? {
+            let len = opened.metadata().map_err(|e| Error::from(e).with_path(name))?.len();
+            match walk(name, Source::File { file: &opened, len, pos: 0 })? {
                 Walked::Index(text, outcome) => Ok((text, outcome)),
                 // Not seen from htslib's writers: htslib's builder does it.
                 Walked::Unsupported(_) => {
@@ -113,8 +110,9 @@ enum Walked {
 
 /// The bytes of a CRAM, read forward.
 enum Source<'a> {
-    /// A mapped file.
-    Mapped { data: &'a [u8], pos: usize },
+    /// A regular file, read where needed (not mapped: the pages around
+    /// each header would count in the resident size).
+    File { file: &'a std::fs::File, len: u64, pos: u64 },
     /// A stream; `body` holds the current container's data.
     Stream { reader: BufReader<Box<dyn Read + Send>>, pos: u64, body: Vec<u8> },
 }
@@ -122,7 +120,7 @@ enum Source<'a> {
 impl Source<'_> {
     fn pos(&self) -> u64 {
         match self {
-            Source::Mapped { pos, .. } => *pos as u64,
+            Source::File { pos, .. } => *pos,
             Source::Stream { pos, .. } => *pos,
         }
     }
@@ -130,21 +128,33 @@ impl Source<'_> {
     fn at_end(&mut self) -> io::Result<bool> {
         use std::io::BufRead;
         match self {
-            Source::Mapped { data, pos } => Ok(*pos >= data.len()),
+            Source::File { len, pos, .. } => Ok(*pos >= *len),
             Source::Stream { reader, .. } => Ok(reader.fill_buf()?.is_empty()),
         }
     }
 
     /// Reads with `parse` from the current position, which moves past the
     /// bytes it read; returns them too.
-    fn parse<T>(&mut self, parse: impl FnOnce(&mut Tee<'_>) -> io::Result<T>) -> io::Result<(T, Vec<u8>)> {
+    fn parse<T>(&mut self, mut parse: impl FnMut(&mut Tee<'_>) -> io::Result<T>) -> io::Result<(T, Vec<u8>)> {
         let mut bytes = Vec::with_capacity(64);
         let value = match self {
-            Source::Mapped { data, pos } => {
-                let mut rest: &[u8] = &data[*pos..];
-                let v = parse(&mut Tee { inner: &mut rest, bytes: &mut bytes })?;
-                *pos += bytes.len();
-                v
+            Source::File { file, len, pos } => {
+                // A window that grows until the parse fits in it (a
+                // container header has one ITF8 per slice).
+                let mut window = 512u64;
+                loop {
+                    let n = window.min(*len - (*pos).min(*len)) as usize;
+                    let data = Body::File { file, at: *pos, len: n }.get(0, n)?;
+                    bytes.clear();
+                    match parse(&mut Tee { inner: &mut &data[..], bytes: &mut bytes }) {
+                        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && n as u64 == window => window *= 8,
+                        Err(e) => return Err(e),
+                        Ok(v) => {
+                            *pos += bytes.len() as u64;
+                            break v;
+                        }
+                    }
+                }
             }
             Source::Stream { reader, pos, .. } => {
                 let v = parse(&mut Tee { inner: reader, bytes: &mut bytes })?;
@@ -156,13 +166,12 @@ impl Source<'_> {
     }
 
     /// The next `len` bytes.
-    fn take(&mut self, len: usize) -> io::Result<&[u8]> {
+    fn take(&mut self, len: usize) -> io::Result<Body<'_>> {
         match self {
-            Source::Mapped { data, pos } => {
-                let end = pos.checked_add(len).filter(|&e| e <= data.len()).ok_or(io::ErrorKind::UnexpectedEof)?;
-                let bytes = &data[*pos..end];
-                *pos = end;
-                Ok(bytes)
+            Source::File { file, len: file_len, pos } => {
+                let at = *pos;
+                *pos = at.checked_add(len as u64).filter(|e| e <= file_len).ok_or(io::ErrorKind::UnexpectedEof)?;
+                Ok(Body::File { file, at, len })
             }
             Source::Stream { reader, pos, body } => {
                 body.clear();
@@ -171,7 +180,37 @@ impl Source<'_> {
                     return Err(io::ErrorKind::UnexpectedEof.into());
                 }
                 *pos += len as u64;
-                Ok(body)
+                Ok(Body::Bytes(body))
+            }
+        }
+    }
+}
+
+/// A container's data: in memory, or in the file, read where needed.
+enum Body<'a> {
+    Bytes(&'a [u8]),
+    File { file: &'a std::fs::File, at: u64, len: usize },
+}
+
+impl<'a> Body<'a> {
+    fn len(&self) -> usize {
+        match self {
+            Body::Bytes(b) => b.len(),
+            Body::File { len, .. } => *len,
+        }
+    }
+
+    /// Up to `n` bytes from offset `at` (fewer at the end).
+    fn get(&self, at: usize, n: usize) -> io::Result<Cow<'a, [u8]>> {
+        let end = at.saturating_add(n).min(self.len());
+        let at = at.min(end);
+        match self {
+            Body::Bytes(b) => Ok(Cow::Borrowed(&b[at..end])),
+            Body::File { file, at: start, .. } => {
+                use std::os::unix::fs::FileExt;
+                let mut buf = vec![0u8; end - at];
+                file.read_exact_at(&mut buf, start + at as u64)?;
+                Ok(Cow::Owned(buf))
             }
         }
     }
@@ -249,35 +288,47 @@ fn container_header(r: &mut Tee<'_>, major: u8) -> io::Result<ContainerHeader> {
 struct Block<'a> {
     method: u8,
     content_type: u8,
-    data: &'a [u8],
+    /// Its data, when it was checked (else empty: not read).
+    data: Cow<'a, [u8]>,
     /// Offset just past the block.
     end: usize,
 }
 
 /// The block at `at` of `body` (CRAM `major`); its CRC32 checked when
 /// `check` (CRAM 3).
-fn block_at(body: &[u8], at: usize, major: u8, check: bool) -> Result<Block<'_>, String> {
+fn block_at<'a>(body: &Body<'a>, at: usize, major: u8, check: bool) -> Result<Block<'a>, String> {
     let cut = || "a block is cut off".to_string();
-    let mut r = body.get(at..).ok_or_else(cut)?;
-    let start_len = r.len();
-    let head = |r: &mut &[u8]| -> io::Result<(u8, u8, i32, i32)> {
+    // The header: two bytes and three ITF8s of at most 5 bytes.
+    let head = body.get(at, 17).map_err(|e| e.to_string())?;
+    let mut r = &head[..];
+    let fields = |r: &mut &[u8]| -> io::Result<(u8, u8, i32, i32)> {
         let mut two = [0u8; 2];
         r.read_exact(&mut two)?;
         itf8(r)?; // content id
         Ok((two[0], two[1], itf8(r)?, itf8(r)?))
     };
-    let (method, content_type, compressed, raw) = head(&mut r).map_err(|_| cut())?;
+    let (method, content_type, compressed, raw) = fields(&mut r).map_err(|_| cut())?;
     let size = if method == 0 { (raw >= 0 && compressed == raw).then_some(raw) } else { (compressed >= 0 && raw >= 0).then_some(compressed) };
     let size = size.ok_or_else(|| "a block with impossible sizes".to_string())? as usize;
-    let data_at = at + (start_len - r.len());
-    let data = body.get(data_at..data_at + size).ok_or_else(cut)?;
-    let mut end = data_at + size;
-    if major >= 3 {
-        let stored = body.get(end..end + 4).ok_or_else(cut)?;
-        if check && libdeflater::crc32(&body[at..end]) != u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]) {
-            return Err("block CRC32 mismatch".into());
+    let head_len = head.len() - r.len();
+    let crc_len = if major >= 3 { 4 } else { 0 };
+    let end = at + head_len + size + crc_len;
+    if end > body.len() {
+        return Err(cut());
+    }
+    let mut data = Cow::Borrowed(&[][..]);
+    if check {
+        let whole = body.get(at, end - at).map_err(|e| e.to_string())?;
+        if major >= 3 {
+            let (covered, stored) = whole.split_at(whole.len() - 4);
+            if libdeflater::crc32(covered) != u32::from_le_bytes([stored[0], stored[1], stored[2], stored[3]]) {
+                return Err("block CRC32 mismatch".into());
+            }
         }
-        end += 4;
+        data = match whole {
+            Cow::Borrowed(b) => Cow::Borrowed(&b[head_len..head_len + size]),
+            Cow::Owned(b) => Cow::Owned(b[head_len..head_len + size].to_vec()),
+        };
     }
     Ok(Block { method, content_type, data, end })
 }
@@ -310,7 +361,7 @@ enum Refusal {
 /// builder reads them: the compression header block first, then each
 /// slice where its landmark says, its header block and its data blocks;
 /// the blocks must fill the container.
-fn slices_of(body: &[u8], header: &ContainerHeader, major: u8) -> Result<Vec<Slice>, Refusal> {
+fn slices_of(body: &Body<'_>, header: &ContainerHeader, major: u8) -> Result<Vec<Slice>, Refusal> {
     let damaged = Refusal::Damaged;
     let compression = block_at(body, 0, major, true).map_err(damaged)?;
     if compression.content_type != COMPRESSION_HEADER {
@@ -329,7 +380,7 @@ fn slices_of(body: &[u8], header: &ContainerHeader, major: u8) -> Result<Vec<Sli
         if head.method != 0 {
             return Err(Refusal::Unsupported("a compressed slice header".into()));
         }
-        let (ref_id, start, span, records, blocks) = slice_header(head.data, head.content_type, major)
+        let (ref_id, start, span, records, blocks) = slice_header(&head.data, head.content_type, major)
             .map_err(|_| damaged("a slice header is cut off or invalid".into()))?;
         at = head.end;
         for _ in 0..blocks {
@@ -465,11 +516,12 @@ fn header_container(source: &mut Source<'_>, major: u8, prefix: &mut Vec<u8>) ->
             Ok(compressed as usize + if major >= 3 { 4 } else { 0 })
         })?;
         prefix.extend_from_slice(&bytes);
-        prefix.extend_from_slice(source.take(size)?);
+        prefix.extend_from_slice(&source.take(size)?.get(0, size)?);
         len += bytes.len() + size;
     }
     if header.length > len {
-        prefix.extend_from_slice(source.take(header.length - len)?);
+        let padding = header.length - len;
+        prefix.extend_from_slice(&source.take(padding)?.get(0, padding)?);
     }
     Ok(())
 }
@@ -519,14 +571,14 @@ fn walk(name: &Path, mut source: Source<'_>) -> Result<Walked, Error> {
         last = (i64::from(header.ref_id), i64::from(header.start));
         eof_seen = header.is_eof();
         let body = source.take(header.length).map_err(cut)?;
-        let slices = match slices_of(body, &header, major) {
+        let slices = match slices_of(&body, &header, major) {
             Ok(s) => s,
             Err(Refusal::Damaged(what)) => return Err(damaged(&format!("is damaged: {what}"))),
             Err(Refusal::Unsupported(what)) => return Ok(Walked::Unsupported(what)),
         };
         if slices.iter().any(|s| s.ref_id == -2) {
             let mut bytes = header_bytes;
-            bytes.extend_from_slice(body);
+            bytes.extend_from_slice(&body.get(0, body.len()).map_err(io_error)?);
             let records = slices.iter().map(|s| s.records.max(0) as u64).sum();
             batch.bytes += bytes.len();
             batch.containers.push((bytes, records));
@@ -680,13 +732,13 @@ mod tests {
         let mut block = vec![0u8, 4, 1, 3, 3, b'a', b'b', b'c'];
         let crc = libdeflater::crc32(&block);
         block.extend_from_slice(&crc.to_le_bytes());
-        let b = block_at(&block, 0, 3, true).unwrap();
-        assert_eq!((b.data, b.end), (&b"abc"[..], block.len()));
-        assert_eq!(block_at(&block[..8], 0, 2, true).unwrap().end, 8);
+        let b = block_at(&Body::Bytes(&block), 0, 3, true).unwrap();
+        assert_eq!((&b.data[..], b.end), (&b"abc"[..], block.len()));
+        assert_eq!(block_at(&Body::Bytes(&block[..8]), 0, 2, true).unwrap().end, 8);
         block[6] = b'x';
-        assert!(block_at(&block, 0, 3, true).is_err());
-        assert!(block_at(&block, 0, 3, false).is_ok());
-        assert!(block_at(&[0, 4, 1, 3, 2, 0, 0, 0], 0, 2, false).is_err());
-        assert!(block_at(&block[..7], 0, 3, false).is_err());
+        assert!(block_at(&Body::Bytes(&block), 0, 3, true).is_err());
+        assert!(block_at(&Body::Bytes(&block), 0, 3, false).is_ok());
+        assert!(block_at(&Body::Bytes(&[0, 4, 1, 3, 2, 0, 0, 0]), 0, 2, false).is_err());
+        assert!(block_at(&Body::Bytes(&block[..7]), 0, 3, false).is_err());
     }
 }
