@@ -54,7 +54,7 @@ pub fn write_crai(name: &Path, source: CramSource, out: &Path) -> Result<CraiOut
             })?);
             let opened = std::fs::File::open(&file).map_err(|e| Error::from(e).with_path(name))?;
             let len = opened.metadata().map_err(|e| Error::from(e).with_path(name))?.len();
-            match walk(name, Source::File { file: &opened, len, pos: 0 })? {
+            match walk(name, Source::File { file: &opened, len, pos: 0 }, BATCH_BYTES)? {
                 Walked::Index(text, outcome) => Ok((text, outcome)),
                 // Not seen from htslib's writers: htslib's builder does it.
                 Walked::Unsupported(_) => {
@@ -64,7 +64,7 @@ pub fn write_crai(name: &Path, source: CramSource, out: &Path) -> Result<CraiOut
         }
         CramSource::Stream(stream) => {
             let source = Source::Stream { reader: BufReader::with_capacity(1 << 16, stream), pos: 0, body: Vec::new() };
-            match walk(name, source)? {
+            match walk(name, source, BATCH_BYTES)? {
                 Walked::Index(text, outcome) => Ok((text, outcome)),
                 Walked::Unsupported(what) => Err(Error::Message(format!("{what}: cannot be indexed from a stream")).with_path(name)),
             }
@@ -526,9 +526,17 @@ fn header_container(source: &mut Source<'_>, major: u8, prefix: &mut Vec<u8>) ->
     Ok(())
 }
 
+/// The offset of the first container after the header container of the
+/// CRAM 2 or 3 `file` (`len` bytes), as htslib finds it.
+pub(super) fn first_container_offset(file: &std::fs::File, len: u64, major: u8) -> io::Result<u64> {
+    let mut source = Source::File { file, len, pos: 26 };
+    header_container(&mut source, major, &mut Vec::new())?;
+    Ok(source.pos())
+}
+
 /// Walks the CRAM in `source`: every container header, every slice header,
 /// decoding the records of multi-reference slices in batches.
-fn walk(name: &Path, mut source: Source<'_>) -> Result<Walked, Error> {
+fn walk(name: &Path, mut source: Source<'_>, batch_bytes: usize) -> Result<Walked, Error> {
     let named = |what: String| Error::Message(what).with_path(name);
     let io_error = |e: io::Error| Error::from(e).with_path(name);
     let definition = source
@@ -583,7 +591,7 @@ fn walk(name: &Path, mut source: Source<'_>) -> Result<Walked, Error> {
             batch.bytes += bytes.len();
             batch.containers.push((bytes, records));
             pieces.push(Piece::Multi { container: offset, slices, batch_index: batch.containers.len() - 1 });
-            if batch.bytes >= BATCH_BYTES {
+            if batch.bytes >= batch_bytes {
                 render(name, &prefix, std::mem::take(&mut batch), &mut pieces, &mut text)?;
             }
         } else {
@@ -740,5 +748,37 @@ mod tests {
         assert!(block_at(&Body::Bytes(&block), 0, 3, false).is_ok());
         assert!(block_at(&Body::Bytes(&[0, 4, 1, 3, 2, 0, 0, 0]), 0, 2, false).is_err());
         assert!(block_at(&Body::Bytes(&block[..7]), 0, 3, false).is_err());
+    }
+
+    /// Multi-reference containers decoded a batch at a time (one container
+    /// per batch here) give samtools' lines all the same.
+    #[test]
+    fn multi_reference_containers_in_small_batches_give_samtools_lines() {
+        use std::process::Command;
+        let Some(dir) = fasthts_testgen::support::with_samtools("crai-batches") else { return };
+        let fasta = dir.path("ref.fa");
+        let args = ["-q", "--seed", "23", "--reads", "1500", "--refs", "60", "--ref-len", "10000", "--reference-fasta", fasta.to_str().unwrap()];
+        let sam = dir.path("r.sam");
+        std::fs::write(&sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
+        let (cram, crai) = (dir.path("r.cram"), dir.path("r.crai"));
+        let samtools = |args: &[&std::ffi::OsStr]| {
+            let out = Command::new("samtools").args(args).env("REF_PATH", "/nonexistent/%s").output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        };
+        samtools(&["faidx".as_ref(), fasta.as_ref()]);
+        let opt = "--output-fmt-option".as_ref();
+        samtools(&["view".as_ref(), "-C".as_ref(), "-T".as_ref(), fasta.as_ref(), opt, "seqs_per_slice=100".as_ref(), "-o".as_ref(), cram.as_ref(), sam.as_ref()]);
+        samtools(&["index".as_ref(), "-o".as_ref(), crai.as_ref(), cram.as_ref()]);
+        let mut want = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&crai).unwrap()).read_to_string(&mut want).unwrap();
+        let file = std::fs::File::open(&cram).unwrap();
+        let len = file.metadata().unwrap().len();
+        let Walked::Index(Some(text), outcome) = walk(&cram, Source::File { file: &file, len, pos: 0 }, 1).unwrap() else {
+            panic!("not walked");
+        };
+        assert_eq!(outcome, CraiOutcome { missing_eof: false });
+        let slices: std::collections::HashSet<Vec<&str>> = text.lines().map(|l| l.split('\t').skip(3).take(2).collect()).collect();
+        assert!(text.lines().count() > slices.len(), "no multi-reference slice made");
+        assert_eq!(text, want);
     }
 }

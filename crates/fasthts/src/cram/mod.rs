@@ -560,9 +560,11 @@ pub fn containers(file: &File) -> io::Result<Vec<Container>> {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "not CRAM 2.x or 3.x"));
     }
     let major = definition[4];
-    let mut offset = 26u64;
+    // The header container is skipped as htslib skips it (not always by
+    // its stated length).
+    let mut offset = crai::first_container_offset(file, len, major)?;
     let mut list = Vec::new();
-    let mut first = true;
+    let mut first = false;
     while offset < len {
         r.seek(SeekFrom::Start(offset))?;
         let cut = |e: io::Error| match e.kind() {
