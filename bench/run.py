@@ -2,6 +2,7 @@
 """Time fasthts against its peers on the same BAM, alternating, in one run.
 
     python3 bench/run.py [--bam FILE] [--runs N] [--threads N] [--out DIR]
+    python3 bench/run.py --cram FILE --reference FA [--jobs flagstat,index,sort] [--runs N]
 
 Without --bam, bench/data/1g.bam is made (or reused) with
 scripts/gen-bam.sh --target-bytes 3600M --seed 11 (about 0.9 GB, 9.2 M
@@ -22,6 +23,14 @@ reads), and `view -b -o` of a 10 % subsample, each against `samtools view`
 at the same -@. --jobs depth: `depth -a` of the whole file and of 1,000
 random 10 kb regions (a BED) against `samtools depth`, which has no
 threads.
+
+With --cram (issue 21's bars; its reference FASTA with --reference), the
+jobs are on that CRAM instead: `flagstat`, `index` (the .crai, bytes
+compared) and `sort` (CRAM in, BAM out, --sort-runs times; records
+compared) against samtools at the same -@. The bench CRAM is made from
+the foundation's 300m.bam with the reference of its generator:
+    fasthts-testgen --seed 13 --reads 1 --reference-fasta ref13.fa > /dev/null
+    samtools view -@2 -C -T ref13.fa --output-fmt-option version=3.0 -o 300m.cram 300m.bam
 """
 import argparse, datetime, json, os, platform, shutil, socket, statistics, subprocess, sys, tempfile
 
@@ -91,19 +100,71 @@ def output(cmd):
     return subprocess.run(cmd, check=True, capture_output=True).stdout
 
 
+def cram_jobs(a, fasthts, tmp, report, lines):
+    """flagstat, index and sort (BAM out) of a.cram against samtools, each
+    output checked equal before anything is timed; tools alternate."""
+    cram, ref, t = a.cram, a.reference, str(a.threads)
+    jobs = (a.jobs or "flagstat,index,sort").split(",")
+
+    def alternate(job, tools, n, before_each=None):
+        runs = {k: [] for k in tools}
+        for _ in range(n):
+            for k, cmd in tools.items():
+                if before_each:
+                    before_each(k)
+                runs[k].append(timed(cmd))
+        base = report(job, "fasthts", runs["fasthts"])
+        for k in tools:
+            if k != "fasthts":
+                report(job, k, runs[k], base)
+
+    if "flagstat" in jobs:
+        tools = {"fasthts": [fasthts, "flagstat", "-@", t, cram], "samtools": ["samtools", "flagstat", "-@", t, cram]}
+        assert output(tools["fasthts"]) == output(tools["samtools"]), "fasthts flagstat differs from samtools (CRAM)"
+        alternate("cram flagstat", tools, a.runs)
+
+    if "index" in jobs:
+        ours, theirs = os.path.join(tmp, "f.crai"), os.path.join(tmp, "s.crai")
+        tools = {"fasthts": [fasthts, "index", "-@", t, "-o", ours, cram], "samtools": ["samtools", "index", "-@", t, "-o", theirs, cram]}
+        for cmd in tools.values():
+            sh(cmd)
+        assert open(ours, "rb").read() == open(theirs, "rb").read(), "fasthts .crai differs from samtools index"
+        alternate("cram index", tools, a.runs)
+        assert open(ours, "rb").read() == open(theirs, "rb").read(), "fasthts .crai differs from samtools index"
+
+    if "sort" in jobs:
+        out = {"fasthts": os.path.join(tmp, "cf.bam"), "samtools": os.path.join(tmp, "cs.bam")}
+        tools = {
+            "fasthts": [fasthts, "sort", "-@", t, "--no-PG", "--reference", ref, "-T", os.path.join(tmp, "cf"), "-o", out["fasthts"], cram],
+            "samtools": ["samtools", "sort", "-@", t, "--no-PG", "--reference", ref, "-T", os.path.join(tmp, "cs"), "-o", out["samtools"], cram],
+        }
+
+        def fresh(tool):
+            if os.path.exists(out[tool]):
+                os.remove(out[tool])
+        for cmd in tools.values():
+            sh(cmd)
+        assert view_digest(out["fasthts"]) == view_digest(out["samtools"]), "fasthts sort (CRAM in) differs from samtools sort"
+        alternate("cram sort", tools, a.sort_runs, fresh)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bam")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", default="flagstat,index,sort,inflate")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; with --cram: flagstat,index,sort]")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
+    ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
+    ap.add_argument("--reference", help="the CRAM's reference FASTA (sort decodes every field)")
     a = ap.parse_args()
+    if a.cram and not a.reference:
+        ap.error("--cram needs --reference")
     fasthts, inflate_bound = build()
-    bam = ensure_bam(a.bam)
-    jobs = a.jobs.split(",")
+    bam = a.cram or ensure_bam(a.bam)
+    jobs = [] if a.cram else (a.jobs or "flagstat,index,sort,inflate").split(",")
     t = str(a.threads)
     tmp = tempfile.mkdtemp(prefix="fasthts-bench-")
     results = {}
@@ -301,6 +362,9 @@ def main():
             base = report(job, "fasthts", runs["fasthts"])
             report(job, "samtools", runs["samtools"], base)
 
+    if a.cram:
+        cram_jobs(a, fasthts, tmp, report, lines)
+
     if "inflate" in jobs:
         out = output([inflate_bound, bam, str(a.runs)]).decode()
         fields = dict(f.split("=", 1) for f in out.strip().split("\t")[1:])
@@ -315,7 +379,7 @@ def main():
     run_dir = os.path.join(a.out, f"{stamp}-{socket.gethostname()}")
     os.makedirs(run_dir, exist_ok=True)
     meta = {
-        "bam": bam, "bam_bytes": os.path.getsize(bam), "runs": a.runs, "threads": a.threads,
+        "bam": bam, "bam_bytes": os.path.getsize(bam), "reference": a.reference, "runs": a.runs, "threads": a.threads,
         "machine": platform.platform(), "cpus": os.cpu_count(),
         "load_before": os.getloadavg(),
         "samtools": output(["samtools", "--version"]).decode(errors="replace").splitlines()[0],

@@ -257,3 +257,176 @@ fn records_of_more_than_65535_cigar_operations_sort_as_samtools_sorts_them() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap(), "sorted SAM differs");
 }
+
+// ---- The .crai: fasthts' own builder against samtools index ----
+
+/// `fasthts index` of `cram` at -@1 and -@2, from the file, a pipe and
+/// standard input redirected from the file, byte for byte against
+/// `samtools index`; returns samtools' .crai.
+fn same_crai(dir: &Path, cram: &Path, what: &str) -> Vec<u8> {
+    let want = dir.join("want.crai");
+    samtools(&[&"index", &"-o", &want, &cram]);
+    let want = std::fs::read(&want).unwrap();
+    for threads in ["1", "2"] {
+        let got = dir.join("got.crai");
+        let out = fasthts_run(&[&"index", &"-@", &threads, &"-o", &got, &cram]);
+        assert!(out.status.success() && out.stderr.is_empty(), "{what} -@{threads}: {}", text(&out.stderr));
+        assert!(std::fs::read(&got).unwrap() == want, "{what} -@{threads}: .crai bytes differ from samtools'");
+        std::fs::remove_file(&got).unwrap();
+    }
+    // Beside the file by default.
+    let copy = dir.join("beside.cram");
+    std::fs::copy(cram, &copy).unwrap();
+    let out = fasthts_run(&[&"index", &copy]);
+    assert!(out.status.success(), "{what} beside: {}", text(&out.stderr));
+    assert!(std::fs::read(dir.join("beside.cram.crai")).unwrap() == want, "{what}: beside.cram.crai differs");
+    // From a pipe: `-` gets `-.crai` in the working directory, as in samtools.
+    let mut c = fasthts();
+    c.args(["index", "-@", "2", "-"]).current_dir(dir).env("REF_PATH", "/nonexistent/%s").env("REF_CACHE", "/nonexistent/%s");
+    let out = run_with_stdin(c, std::fs::read(cram).unwrap());
+    assert!(out.status.success(), "{what} from a pipe: {}", text(&out.stderr));
+    assert!(std::fs::read(dir.join("-.crai")).unwrap() == want, "{what}: -.crai from a pipe differs");
+    std::fs::remove_file(dir.join("-.crai")).unwrap();
+    let mut c = fasthts();
+    c.args(["index", "-o"]).arg(dir.join("redirected.crai")).arg("-").stdin(std::fs::File::open(cram).unwrap());
+    let out = run(c);
+    assert!(out.status.success(), "{what} < file: {}", text(&out.stderr));
+    assert!(std::fs::read(dir.join("redirected.crai")).unwrap() == want, "{what}: .crai of standard input from the file differs");
+    want
+}
+
+/// Whether a .crai has a slice that holds several references (lines
+/// sharing a container offset and a landmark), from `zcat`.
+fn has_multi_reference_slice(crai: &[u8]) -> bool {
+    let mut c = Command::new("gzip");
+    c.arg("-dc").stdin(std::process::Stdio::piped());
+    let lines = text(&run_with_stdin(c, crai.to_vec()).stdout);
+    let mut seen = std::collections::HashSet::new();
+    lines.lines().any(|l| {
+        let f: Vec<&str> = l.split('\t').collect();
+        !seen.insert((f[3].to_string(), f[4].to_string()))
+    })
+}
+
+#[test]
+fn crai_bytes_are_samtools_on_every_version_and_kind_of_slice() {
+    let Some(dir) = with_samtools("crai-kinds") else { return };
+    let (sam, fasta) = generate(&dir.0, &[]);
+    // Many small references: slices that hold several (multi-reference).
+    let many = TempDir::new("crai-many-refs");
+    let fasta_arg = many.path("ref.fa");
+    let args = ["-q", "--seed", "22", "--reads", "2000", "--refs", "60", "--ref-len", "10000", "--reference-fasta", fasta_arg.to_str().unwrap()];
+    let many_sam = many.path("many.sam");
+    std::fs::write(&many_sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
+    samtools(&[&"faidx", &fasta_arg]);
+    let unmapped = TempDir::new("crai-unmapped");
+    let (unmapped_sam, unmapped_fasta) = generate(&unmapped.0, &["--no-mapped"]);
+    for version in ["2.1", "3.0", "3.1"] {
+        let v = format!("version={version}");
+        let cases: [(&str, &Path, &Path, Vec<&str>); 5] = [
+            ("default", &sam, &fasta, vec![&v]),
+            ("many-containers", &sam, &fasta, vec![&v, "seqs_per_slice=50", "slices_per_container=3"]),
+            ("embedded", &sam, &fasta, vec![&v, "embed_ref=1", "seqs_per_slice=300"]),
+            ("multi-ref", &many_sam, &fasta_arg, vec![&v, "seqs_per_slice=300"]),
+            ("unmapped-only", &unmapped_sam, &unmapped_fasta, vec![&v, "seqs_per_slice=200"]),
+        ];
+        for (name, input, reference, options) in cases {
+            let cram = dir.path(&format!("{name}-{version}.cram"));
+            to_cram(input, reference, &cram, &options);
+            let crai = same_crai(&dir.0, &cram, &format!("{name} {version}"));
+            // Containers listed alike for flagstat's parts (a 2.1 header
+            // container can end past its stated length).
+            same(&[&"flagstat", &"-@", &"2", &cram], &format!("{name} {version} flagstat"));
+            if name == "multi-ref" {
+                assert!(has_multi_reference_slice(&crai), "{version}: no multi-reference slice made; the case tests nothing");
+            }
+        }
+    }
+}
+
+#[test]
+fn crai_of_a_damaged_unsorted_or_eof_less_cram_is_said_as_samtools_says_it() {
+    let Some(dir) = with_samtools("crai-damaged") else { return };
+    let (sam, fasta) = generate(&dir.0, &[]);
+    let cram = dir.path("ok.cram");
+    to_cram(&sam, &fasta, &cram, &["version=3.0", "seqs_per_slice=200"]);
+    let bytes = std::fs::read(&cram).unwrap();
+    // The first data container: after the 26-byte definition and the
+    // header container (its offset is in samtools' .crai).
+    let want = dir.path("want.crai");
+    samtools(&[&"index", &"-o", &want, &cram]);
+    let mut z = Command::new("gzip");
+    z.arg("-dc").arg(&want);
+    let first: usize = text(&run(z).stdout).split('\t').nth(3).unwrap().parse().unwrap();
+
+    // Without the EOF container: indexed all the same, with samtools' warning.
+    let no_eof = dir.path("no-eof.cram");
+    std::fs::write(&no_eof, &bytes[..bytes.len() - 38]).unwrap();
+    let got = dir.path("no-eof.crai");
+    let out = fasthts_run(&[&"index", &"-o", &got, &no_eof]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), format!("fasthts: warning: {}: EOF marker is absent. The input is probably truncated\n", no_eof.display()));
+    assert!(std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap(), "no EOF container: .crai differs");
+
+    // Cut in the middle (samtools fails too, but leaves a partial .crai);
+    // a flipped bit in a container header (samtools stops there and writes
+    // an index of the containers before it, saying nothing of it on exit);
+    // a flipped bit in a slice header block (its CRC32).
+    let mut flipped_container = bytes.clone();
+    flipped_container[first + 2] ^= 0x40;
+    let mut flipped_slice = bytes.clone();
+    let compression_block = {
+        // The landmark of the first slice: the compression header's size.
+        let mut z = Command::new("gzip");
+        z.arg("-dc").arg(&want);
+        text(&run(z).stdout).split('\t').nth(4).unwrap().parse::<usize>().unwrap()
+    };
+    // A CRAM 3 container header ends with the CRC32 of its other bytes.
+    let container_header_len = 4 + (8..200)
+        .find(|&n| {
+            let mut crc = flate2::Crc::new();
+            crc.update(&bytes[first..first + n]);
+            crc.sum() == u32::from_le_bytes(bytes[first + n..first + n + 4].try_into().unwrap())
+        })
+        .unwrap();
+    flipped_slice[first + container_header_len + compression_block + 4] ^= 0x01;
+    let cases = [
+        ("cut", bytes[..bytes.len() / 2].to_vec(), "truncated CRAM data"),
+        ("container-header", flipped_container, "damaged CRAM data"),
+        ("slice-header", flipped_slice, "damaged CRAM data"),
+    ];
+    for (name, damaged, said) in cases {
+        let path = dir.path(&format!("{name}.cram"));
+        std::fs::write(&path, &damaged).unwrap();
+        for threads in ["1", "2"] {
+            let out = fasthts_run(&[&"index", &"-@", &threads, &path]);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+            assert_eq!(err.lines().count(), 1, "{name}: {err}");
+            assert!(err.starts_with(&format!("fasthts index: {}: {said}", path.display())), "{name}: {err}");
+            assert!(!dir.path(&format!("{name}.cram.crai")).exists(), "{name}: a .crai left behind");
+        }
+        // From a pipe alike (which fasthts may leave unread after the damage).
+        let mut c = Command::new("sh");
+        c.args(["-c", "cat \"$1\" | \"$2\" index -o \"$3\" -", "sh"]).arg(&path).arg(env!("CARGO_BIN_EXE_fasthts")).arg(dir.path("piped.crai"));
+        let out = run(c);
+        assert_eq!(out.status.code(), Some(1), "{name} from a pipe: {}", text(&out.stderr));
+        assert!(text(&out.stderr).starts_with(&format!("fasthts index: -: {said}")), "{name}: {}", text(&out.stderr));
+        assert!(!dir.path("piped.crai").exists(), "{name}: a .crai left behind from a pipe");
+    }
+
+    // Not sorted by position: samtools refuses, and so does fasthts.
+    let unsorted_sam = dir.path("unsorted.sam");
+    let fasta_arg = fasta.to_str().unwrap().to_string();
+    let args = ["-q", "--seed", "21", "--reads", "1500", "--refs", "3", "--ref-len", "60000", "--unsorted", "--reference-fasta", &fasta_arg];
+    std::fs::write(&unsorted_sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
+    let unsorted = dir.path("unsorted.cram");
+    to_cram(&unsorted_sam, &fasta, &unsorted, &["version=3.0"]);
+    let mut s = Command::new("samtools");
+    s.args(["index", "-o"]).arg(dir.path("s-unsorted.crai")).arg(&unsorted);
+    assert_eq!(run(s).status.code(), Some(1), "samtools indexed an unsorted CRAM");
+    let out = fasthts_run(&[&"index", &unsorted]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), format!("fasthts index: {}: file is not position sorted\n", unsorted.display()));
+    assert!(!dir.path("unsorted.cram.crai").exists(), "unsorted: a .crai left behind");
+}

@@ -2,7 +2,7 @@
 
 use super::{find_index, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
 use crate::bam::BamFile;
-use crate::cram::{self, CramOptions, Fields};
+use crate::cram::{self, CramOptions, CramSource, Fields};
 use crate::index::{IndexFormat, DEFAULT_MIN_SHIFT};
 use crate::indexer::{self, IdxstatsCounts};
 use crate::input::{self, Format, Input};
@@ -49,18 +49,17 @@ pub fn index_format(csi: bool, min_shift: Option<i32>) -> IndexFormat {
 /// too: its compressed bytes are held in memory while it is read, since an
 /// index records offsets into them.
 ///
-/// A CRAM file gets a `.crai` (beside it by default, whatever the
-/// format asked for, as samtools does), written by htslib.
+/// A CRAM file or stream gets a `.crai` (beside it by default, whatever
+/// the format asked for, as samtools does): see [`cram::write_crai`].
 pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> Result<PathBuf, Error> {
-    // Only a regular file is looked at first: a stream is read once, below.
-    let regular = path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_file());
-    if regular && input::peek(path)?.format() == Format::Cram {
-        return index_cram(path, options);
+    let peeked = input::peek(path)?;
+    if peeked.format() == Format::Cram {
+        return index_cram(path, peeked, options, report);
     }
     let target = index_target(path, options)?;
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
     with_threads(threads, || {
-        let index = match open_to_index(path)? {
+        let index = match open_to_index(path, peeked)? {
             ToIndex::Bam(bam) => {
                 warn_if_truncated(&bam, report);
                 indexer::build(&bam, options.format)?
@@ -80,9 +79,10 @@ pub fn index_target(path: &Path, options: &IndexOptions) -> Result<PathBuf, Erro
     Ok(target)
 }
 
-/// The `.crai` of the CRAM file at `path`, written as htslib writes it
-/// (under a temporary name, then renamed into place).
-fn index_cram(path: &Path, options: &IndexOptions) -> Result<PathBuf, Error> {
+/// The `.crai` of the CRAM file or stream at `path`, written under a
+/// temporary name, then renamed into place; samtools' warning when it
+/// lacks the EOF container.
+fn index_cram(path: &Path, peeked: input::Peeked, options: &IndexOptions, report: &dyn Report) -> Result<PathBuf, Error> {
     let target = options.output.clone().unwrap_or_else(|| {
         let mut name = path.as_os_str().to_owned();
         name.push(".crai");
@@ -91,11 +91,20 @@ fn index_cram(path: &Path, options: &IndexOptions) -> Result<PathBuf, Error> {
     crate::output::refuse_input_as_output(&[&target], &[path])?;
     let (output, file) = crate::output::TempOutput::create(&target)?;
     drop(file);
-    let threads = fasthts_io::pool::thread_count(options.threads);
-    cram::build_index(path, output.path(), threads).map_err(|e| match e {
+    let source = if !peeked.is_regular_file() {
+        CramSource::Stream(peeked.into_reader())
+    } else if path.as_os_str() == "-" {
+        CramSource::File(PathBuf::from("/dev/stdin"))
+    } else {
+        CramSource::File(path.to_path_buf())
+    };
+    let outcome = with_threads(options.threads, || cram::write_crai(path, source, output.path())).map_err(|e| match e {
         Error::WithPath { path: p, source } if p == output.path() => source.with_path(&target),
         e => e,
     })?;
+    if outcome.missing_eof {
+        report.warning(Warning::MissingEofMarker { path: path.to_path_buf() });
+    }
     output.commit()?;
     Ok(target)
 }
@@ -125,8 +134,7 @@ impl WholeFile {
 /// The BGZF BAM or SAM at `path` to index: mapped from a regular file,
 /// read whole into memory from a stream. Anything else is refused as
 /// [`input::check_indexable`] says.
-fn open_to_index(path: &Path) -> Result<ToIndex, Error> {
-    let peeked = input::peek(path)?;
+fn open_to_index(path: &Path, peeked: input::Peeked) -> Result<ToIndex, Error> {
     input::check_indexable(peeked.format(), path)?;
     let sam = matches!(peeked.format(), input::Format::CompressedSam(_));
     if peeked.is_regular_file() {

@@ -18,7 +18,7 @@ macro_rules! opaque {
         }
     )*};
 }
-opaque!(sam_hdr_t, cram_fd, hFILE);
+opaque!(sam_hdr_t, cram_fd, hFILE, BGZF);
 
 /// `kstring_t`.
 #[repr(C)]
@@ -79,6 +79,7 @@ pub const SAM_FLAG: c_int = 0x2;
 pub const SAM_RNAME: c_int = 0x4;
 pub const SAM_POS: c_int = 0x8;
 pub const SAM_MAPQ: c_int = 0x10;
+pub const SAM_CIGAR: c_int = 0x20;
 pub const SAM_RNEXT: c_int = 0x40;
 pub const SAM_PNEXT: c_int = 0x80;
 
@@ -106,11 +107,14 @@ extern "C" {
     pub fn bam_destroy1(b: *mut bam1_t);
     pub fn cram_seek(fd: *mut cram_fd, offset: libc::off_t, whence: c_int) -> c_int;
     pub fn cram_get_ref(fd: *mut cram_fd, id: c_int, start: hts_pos_t, end: hts_pos_t) -> *mut c_char;
+    pub fn bgzf_open(path: *const c_char, mode: *const c_char) -> *mut BGZF;
+    pub fn bgzf_write(fp: *mut BGZF, data: *const c_void, length: usize) -> isize;
+    pub fn bgzf_close(fp: *mut BGZF) -> c_int;
     pub fn sam_index_build3(fn_: *const c_char, fnidx: *const c_char, min_shift: c_int, nthreads: c_int) -> c_int;
 }
 
 // Region queries through a `.crai` (`cram::region`).
-opaque!(hts_idx_t, hts_itr_t, BGZF);
+opaque!(hts_idx_t, hts_itr_t);
 
 /// `HTS_IDX_NOCOOR`: the reads without coordinates, at the end of the file.
 pub const HTS_IDX_NOCOOR: c_int = -2;

@@ -12,10 +12,13 @@
 //! file's containers from their headers alone, which is how a job is cut
 //! into parts that run on all cores ([`scatter`]).
 
+mod crai;
 mod ffi;
 pub mod region;
 
 pub use region::{CramQuery, QueryPool};
+
+pub use crai::{write_crai, CraiOutcome, CramSource};
 
 use crate::bam::{Header, RecordRef, Reference};
 use crate::Error;
@@ -40,6 +43,11 @@ pub enum Fields {
     /// (flagstat, idxstats): no reference is needed, and the records
     /// handed out have no name (`*`), CIGAR, bases, qualities or tags.
     Required,
+    /// Reference ids, positions and CIGARs only (what the `.crai` of a
+    /// multi-reference slice needs, as htslib's index builder decodes it:
+    /// no reference is needed); `next_record` hands out their fixed
+    /// fields as with `Required`.
+    Extent,
 }
 
 /// How to read a CRAM input.
@@ -189,6 +197,10 @@ impl CramReader {
                     ffi::hts_set_opt(fp, ffi::CRAM_OPT_REQUIRED_FIELDS, required);
                     ffi::hts_set_opt(fp, ffi::CRAM_OPT_DECODE_MD, 0 as c_int);
                 }
+            } else if options.fields == Fields::Extent {
+                let required = ffi::SAM_RNAME | ffi::SAM_POS | ffi::SAM_CIGAR;
+                // SAFETY: `fp` is open; the option takes one int.
+                unsafe { ffi::hts_set_opt(fp, ffi::CRAM_OPT_REQUIRED_FIELDS, required) };
             } else if options.threads > 1 {
                 // HTS_OPT_NTHREADS: htslib decodes slices on a pool of its own.
                 // SAFETY: `fp` is open; the option takes one int.
@@ -246,7 +258,7 @@ impl CramReader {
         let b = unsafe { self.record.as_ref() };
         let n_ref = self.header.references.len();
         let filled = match self.fields {
-            Fields::Required => core_record(b, &mut self.buf),
+            Fields::Required | Fields::Extent => core_record(b, &mut self.buf),
             Fields::All => full_record(b, &mut self.buf),
         };
         let record_number = self.records_read + 1;
@@ -309,7 +321,7 @@ impl CramReader {
     /// damaged (a cut-off stream, a bad block).
     fn decode_error(&mut self) -> Error {
         let number = self.records_read + 1;
-        if self.fields == Fields::Required {
+        if self.fields != Fields::All {
             return self.damaged(&format!("damaged or truncated CRAM data (record {number})"));
         }
         // The container holding the failing record, from the file's
@@ -551,9 +563,11 @@ pub fn containers(file: &File) -> io::Result<Vec<Container>> {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "not CRAM 2.x or 3.x"));
     }
     let major = definition[4];
-    let mut offset = 26u64;
+    // The header container is skipped as htslib skips it (not always by
+    // its stated length).
+    let mut offset = crai::first_container_offset(file, len, major)?;
     let mut list = Vec::new();
-    let mut first = true;
+    let mut first = false;
     while offset < len {
         r.seek(SeekFrom::Start(offset))?;
         let cut = |e: io::Error| match e.kind() {

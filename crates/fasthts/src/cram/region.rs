@@ -137,7 +137,7 @@ impl CramQuery {
         let b = unsafe { r.record.as_ref() };
         let n_ref = r.header.references.len();
         let filled = match r.fields {
-            Fields::Required => super::core_record(b, &mut r.buf),
+            Fields::Required | Fields::Extent => super::core_record(b, &mut r.buf),
             Fields::All => super::full_record(b, &mut r.buf),
         };
         let checked = filled.and_then(|()| RecordRef::new(&r.buf, n_ref).map(|_| ()).map_err(|d| d.to_string()));
