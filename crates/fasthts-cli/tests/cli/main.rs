@@ -11,6 +11,7 @@ mod harness;
 mod bad_input;
 mod bgzf_sam;
 mod cram;
+mod cram_output;
 mod depth;
 mod inputs;
 mod kmer_args;

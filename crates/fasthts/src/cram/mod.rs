@@ -13,6 +13,9 @@
 //! into parts that run on all cores ([`scatter`]).
 
 mod ffi;
+mod write;
+
+pub use write::{CramWriteOptions, CramWriter};
 
 use crate::bam::{Header, RecordRef, Reference};
 use crate::Error;

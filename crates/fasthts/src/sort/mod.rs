@@ -19,7 +19,7 @@ mod key;
 mod rocksdb;
 mod run;
 
-pub use format::{parse_output_options, OutputFormat};
+pub use format::{cram_output_options, parse_output_options, OutputFormat};
 pub use header::{add_missing_sq_lines, add_pg_line, check_editable, set_sort_order};
 pub use key::{
     coordinate_key, minimiser, prepare_for_minimiser, record_coordinate_key, restore_minimiser_fields, strnum_cmp, Comparator, SortOrder,
@@ -59,10 +59,31 @@ pub struct SortOptions {
     pub max_fan_in: Option<usize>,
     /// Counters a progress display may read while the sort runs.
     pub progress: Option<std::sync::Arc<SortProgress>>,
-    /// What to write: BAM, or SAM text (plain or BGZF-compressed).
+    /// What to write: BAM, SAM text (plain or BGZF-compressed) or CRAM.
     pub format: OutputFormat,
     /// How to sort.
     pub engine: SortEngine,
+    /// How to write a CRAM output (`None`: as [`CramOutput::default`]).
+    pub cram: Option<CramOutput>,
+}
+
+/// A CRAM output's particulars (with [`OutputFormat::Cram`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CramOutput {
+    /// The name the user gave the output, `-` for standard output: htslib
+    /// writes it into the file definition (so samtools' bytes need it).
+    pub name: PathBuf,
+    /// The reference and htslib's format options.
+    pub options: crate::cram::CramWriteOptions,
+    /// Where htslib saves the `.crai` it builds while writing (`--write-index`).
+    pub index: Option<PathBuf>,
+}
+
+impl Default for CramOutput {
+    /// Standard output, the reference as htslib finds it, no index.
+    fn default() -> Self {
+        CramOutput { name: PathBuf::from("-"), options: Default::default(), index: None }
+    }
 }
 
 /// How records are sorted.
@@ -530,14 +551,20 @@ fn write_output<W: Write>(
     }
     let header = Header { text, references: header.references.clone() };
     let index = opts.index.filter(|_| order.is_positional());
-    let mut output = RecordOutput::open(&header, opts.format, opts.level, index, true, out)?;
+    let mut output = if opts.format == OutputFormat::Cram {
+        let cram = opts.cram.clone().unwrap_or_default();
+        let cram = CramOutput { index: cram.index.filter(|_| order.is_positional()), ..cram };
+        RecordOutput::open_cram(&header, &cram, out)?
+    } else {
+        RecordOutput::open(&header, opts.format, opts.level, index, true, out)?
+    };
     output.sink.restore_minimiser = matches!(order, SortOrder::Minimiser { .. });
     output.sink.progress = progress;
     produce(&mut |r| output.write_record(r))?;
     output.finish()
 }
 
-/// Records written out as BAM, SAM or BGZF-compressed SAM under a header
+/// Records written out as BAM, SAM, BGZF-compressed SAM or CRAM under a header
 /// already edited as the command edits it, with the index built as the
 /// BAM is written when asked (sort's output; `view`'s outputs).
 pub(crate) struct RecordOutput<'p, W: Write> {
@@ -548,7 +575,8 @@ pub(crate) struct RecordOutput<'p, W: Write> {
 impl<'p, W: Write> RecordOutput<'p, W> {
     /// Writes the header (for SAM only with `sam_header`; BAM always has
     /// one) and readies the records' writer; `index`: build an index of a
-    /// BAM output (ignored for SAM).
+    /// BAM output (ignored for SAM). A CRAM output is opened with
+    /// [`RecordOutput::open_cram`].
     pub(crate) fn open(
         header: &Header,
         format: OutputFormat,
@@ -564,6 +592,7 @@ impl<'p, W: Write> RecordOutput<'p, W> {
                 w.end_block()?;
                 Out::Bgzf(w)
             }
+            OutputFormat::Cram => return Err(Error::Message("internal error: a CRAM output is opened with open_cram".into())),
             OutputFormat::Sam | OutputFormat::SamGz => {
                 let mut text = Vec::new();
                 if sam_header {
@@ -589,6 +618,15 @@ impl<'p, W: Write> RecordOutput<'p, W> {
             sink.index = Some((builder, VecDeque::new()));
         }
         Ok(RecordOutput { out: w, sink })
+    }
+
+    /// Writes the header of a CRAM output and readies the records' writer
+    /// (htslib's, on the pool's thread count; see [`crate::cram::CramWriter`]).
+    pub(crate) fn open_cram(header: &Header, cram: &CramOutput, out: W) -> Result<RecordOutput<'p, W>, Error> {
+        let threads = rayon::current_num_threads();
+        let writer = crate::cram::CramWriter::create(&cram.name, header, &cram.options, threads, cram.index.as_deref(), out)?;
+        let sink = Sink { index: None, text: None, restore_minimiser: false, scratch: Vec::new(), progress: None, written: 0 };
+        Ok(RecordOutput { out: Out::Cram(writer), sink })
     }
 
     /// Writes one record (`block_size` and data).
@@ -708,10 +746,12 @@ struct Pending {
     end_pos: u64,
 }
 
-/// The output stream: BGZF blocks (BAM, SAM.gz) or plain bytes (SAM).
+/// The output stream: BGZF blocks (BAM, SAM.gz), plain bytes (SAM) or
+/// htslib's CRAM encoder (records, not bytes).
 enum Out<W: Write> {
     Bgzf(BgzfWriter<W>),
     Plain(W),
+    Cram(crate::cram::CramWriter<W>),
 }
 
 impl<W: Write> Out<W> {
@@ -719,13 +759,15 @@ impl<W: Write> Out<W> {
         match self {
             Out::Bgzf(w) => w.write_all(bytes),
             Out::Plain(w) => w.write_all(bytes),
+            Out::Cram(_) => Err(std::io::Error::other("internal error: bytes written to a CRAM output")),
         }
     }
 
-    fn finish(self) -> std::io::Result<W> {
+    fn finish(self) -> Result<W, Error> {
         match self {
-            Out::Bgzf(w) => w.finish(),
-            Out::Plain(mut w) => w.flush().map(|()| w),
+            Out::Bgzf(w) => Ok(w.finish()?),
+            Out::Plain(mut w) => Ok(w.flush().map(|()| w)?),
+            Out::Cram(w) => w.finish(),
         }
     }
 }
@@ -798,9 +840,10 @@ impl Sink<'_> {
         } else {
             record
         };
-        match &mut self.text {
-            Some(text) => text.push(record, out)?,
-            None => out.write_all(record)?,
+        match (&mut self.text, &mut *out) {
+            (_, Out::Cram(w)) => w.write_record(&record[4..])?,
+            (Some(text), _) => text.push(record, out)?,
+            (None, _) => out.write_all(record)?,
         }
         self.written += 1;
         if self.written % PROGRESS_EVERY == 0 {
@@ -1059,6 +1102,7 @@ mod tests {
                     progress: None,
                     format: OutputFormat::Bam,
                     engine,
+                    cram: None,
                 };
                 std::fs::create_dir_all(&dir).unwrap();
                 let feed = |push: &mut Push<'_>| input.iter().try_for_each(|r| push(&RecordRef::new_prevalidated(r)));
@@ -1094,6 +1138,7 @@ mod tests {
             progress: None,
             format: OutputFormat::Bam,
             engine: SortEngine::Native,
+            cram: None,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let runs = dir.clone();
