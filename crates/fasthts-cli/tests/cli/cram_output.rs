@@ -152,3 +152,51 @@ fn cram_output_refuses_a_missing_reference_a_directory_its_input_and_long_refere
     assert!(!out.exists(), "nothing left");
     assert_eq!(std::fs::read_dir(dir.path("")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains("tmp")).count(), 0);
 }
+
+#[test]
+fn view_writes_samtools_cram_with_c_o_cram_and_a_cram_name() {
+    let Some(dir) = with_samtools("cram-out-view") else { return };
+    let (sam, fasta) = generate(&dir.path(""));
+    let bam = dir.path("sorted.bam");
+    ok(tool(Command::new("samtools"), &[&"sort", &"-o", &bam, &sam]), "samtools sort");
+    ok(tool(Command::new("samtools"), &[&"index", &bam]), "samtools index");
+    let out = dir.path("view.cram");
+    let (unselected, crai, u_crai) = (dir.path("rest.cram"), dir.path("view.cram.crai"), dir.path("rest.cram.crai"));
+    let cases: &[(&[&str], &str)] = &[
+        (&["-C"], "-C"),
+        (&["-O", "cram"], "-O cram"),
+        (&["--output-fmt", "cram,version=3.1"], "--output-fmt cram,version=3.1"),
+        (&["-C", "-q", "30", "chr1", "chr2:1000-20000"], "-C regions"),
+        (&["-b", "-C", "-h"], "-b then -C"),
+        (&[], "from the .cram name"),
+    ];
+    for (extra, what) in cases {
+        let mut args: Vec<&dyn AsRef<OsStr>> = vec![&"view", &"-@1", &"--no-PG", &"-T", &fasta, &"-o", &out, &bam];
+        args.extend(extra.iter().map(|a| a as &dyn AsRef<OsStr>));
+        let (want, got) = both(&args, &out, &[]);
+        assert!(want[0] == got[0], "view {what}: CRAM bytes differ from samtools'");
+    }
+    // -U and --write-index: both CRAMs and both .crai files.
+    let args: Vec<&dyn AsRef<OsStr>> =
+        vec![&"view", &"-@1", &"--no-PG", &"-C", &"--write-index", &"-q", &"30", &"-U", &unselected, &"-T", &fasta, &"-o", &out, &bam];
+    let (want, got) = both(&args, &out, &[&crai, &unselected, &u_crai]);
+    for (i, what) in ["view.cram", "view.cram.crai", "rest.cram", "rest.cram.crai"].iter().enumerate() {
+        assert!(want[i] == got[i], "view -U --write-index: {what} differs from samtools'");
+    }
+    // Standard output, with threads: the same records.
+    let args: [&dyn AsRef<OsStr>; 6] = [&"view", &"--no-PG", &"-C", &"-T", &fasta, &bam];
+    let want = ok(tool(Command::new("samtools"), &args), "samtools view -C");
+    let got = ok(tool(fasthts(), &args), "fasthts view -C");
+    let (w, g) = (dir.path("w.cram"), dir.path("g.cram"));
+    std::fs::write(&w, &want.stdout).unwrap();
+    std::fs::write(&g, &got.stdout).unwrap();
+    assert_eq!(decoded(&g, &fasta), decoded(&w, &fasta), "view -C to standard output: records differ");
+    // A missing reference file: one line naming it, nothing written.
+    let missing = dir.path("missing.fa");
+    let out2 = dir.path("never.cram");
+    let bad = tool(fasthts(), &[&"view", &"-C", &"-T", &missing, &"-o", &out2, &bam]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert_eq!(text(&bad.stderr).lines().count(), 1, "{}", text(&bad.stderr));
+    assert!(text(&bad.stderr).contains(&format!("{}: cannot read the reference FASTA", missing.display())), "{}", text(&bad.stderr));
+    assert!(!out2.exists());
+}
