@@ -395,7 +395,13 @@ pub fn sort_input<W: Write>(input: &mut crate::input::Input, path: &Path, opts: 
         }
         crate::input::Input::Sam(sam) => {
             let header = sam.header().clone();
-            sort_records(&header, opts, out, |push| {
+            // References longer than BAM can place (only SAM output gets
+            // here with them): positions are kept 64-bit, as samtools does.
+            let wide = (0..header.references.len()).any(|i| header.reference_len(i) > i32::MAX as u64);
+            if wide {
+                sam.set_positions(crate::sam::Positions::Wide);
+            }
+            sort_records_with(&header, opts, out, wide, |push| {
                 // The sort's own errors (writing runs, the output) name their files.
                 let mut sorting_failed = false;
                 sam.for_each_record(|r| push(&r).inspect_err(|_| sorting_failed = true))
@@ -420,7 +426,29 @@ where
     W: Write,
     F: FnOnce(&mut Push<'_>) -> Result<(), Error> + Send,
 {
+    sort_records_with(header, opts, out, false, feed)
+}
+
+/// [`sort_records`]; `wide`: the records end with 64-bit positions
+/// ([`crate::sam::Positions::Wide`]), which the comparison reads and the
+/// SAM output prints (coordinate, name and tag orders, native engine).
+fn sort_records_with<W, F>(header: &Header, opts: &SortOptions, out: W, wide: bool, feed: F) -> Result<(SortStats, W), Error>
+where
+    W: Write,
+    F: FnOnce(&mut Push<'_>) -> Result<(), Error> + Send,
+{
     check_editable(header)?;
+    if wide
+        && (matches!(opts.order, SortOrder::TemplateCoordinate | SortOrder::Minimiser { .. })
+            || opts.engine == SortEngine::RocksDb
+            || !matches!(opts.format, OutputFormat::Sam | OutputFormat::SamGz))
+    {
+        return Err(Error::Message(
+            "positions past 2^31 (references longer than BAM can hold) are sorted by coordinate, name or tag, \
+             to SAM, with the native engine only"
+                .into(),
+        ));
+    }
     if opts.engine == SortEngine::RocksDb {
         #[cfg(feature = "rocksdb")]
         return rocksdb::sort_records(header, opts, out, feed);
@@ -429,6 +457,7 @@ where
     }
     let order = opts.order;
     let cmp = Comparator::new(order, &header.text);
+    let cmp = if wide { cmp.with_wide_positions() } else { cmp };
     let cmp = &cmp;
     let progress = opts.progress.as_deref();
     let mut arena = Arena::default();
@@ -527,7 +556,7 @@ where
         }
         merge(&run_paths, Some(&arena), cmp, opts.memory, put)
     };
-    let (index, out) = write_output(header, opts, out, produce)?;
+    let (index, out) = write_output(header, opts, out, wide, produce)?;
     stats.index = index;
     drop(runs);
     drop_in_background(arena);
@@ -536,11 +565,13 @@ where
 
 /// Writes the records `produce` puts, in order, to `out` as `opts` asks
 /// (BAM or SAM, index or not) under `header` edited as samtools edits it,
-/// and returns the index, if asked for, and `out` flushed.
+/// and returns the index, if asked for, and `out` flushed; `wide`: the
+/// records end with 64-bit positions (SAM output only).
 fn write_output<W: Write>(
     header: &Header,
     opts: &SortOptions,
     out: W,
+    wide: bool,
     produce: impl FnOnce(&mut dyn FnMut(&[u8]) -> Result<(), Error>) -> Result<(), Error>,
 ) -> Result<(Option<Index>, W), Error> {
     let order = opts.order;
@@ -559,6 +590,9 @@ fn write_output<W: Write>(
         RecordOutput::open(&header, opts.format, opts.level, index, true, out)?
     };
     output.sink.restore_minimiser = matches!(order, SortOrder::Minimiser { .. });
+    if let Some(text) = &mut output.sink.text {
+        text.wide = wide;
+    }
     output.sink.progress = progress;
     produce(&mut |r| output.write_record(r))?;
     output.finish()
@@ -780,6 +814,9 @@ struct SamText {
     staged: Vec<u8>,
     count: usize,
     formatter: crate::sam::ParallelFormatter,
+    /// The records end with 64-bit positions ([`crate::sam::Positions::Wide`]).
+    wide: bool,
+    line: Vec<u8>,
 }
 
 impl SamText {
@@ -787,7 +824,14 @@ impl SamText {
     const BATCH: usize = 1 << 14;
 
     fn new(header: &Header) -> SamText {
-        SamText { references: header.references.clone(), staged: Vec::new(), count: 0, formatter: Default::default() }
+        SamText {
+            references: header.references.clone(),
+            staged: Vec::new(),
+            count: 0,
+            formatter: Default::default(),
+            wide: false,
+            line: Vec::new(),
+        }
     }
 
     fn push<W: Write>(&mut self, record: &[u8], out: &mut Out<W>) -> Result<(), Error> {
@@ -800,6 +844,9 @@ impl SamText {
     }
 
     fn flush<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
+        if self.wide {
+            return self.flush_wide(out);
+        }
         let mut records = Vec::with_capacity(self.count);
         let mut at = 0;
         while at < self.staged.len() {
@@ -810,6 +857,50 @@ impl SamText {
         self.formatter.format(&records, &self.references)?;
         for part in self.formatter.parts() {
             out.write_all(part)?;
+        }
+        self.staged.clear();
+        self.count = 0;
+        Ok(())
+    }
+}
+
+impl SamText {
+    /// Writes the staged records of 64-bit positions one by one: each
+    /// formatted without its positions field, then POS, PNEXT and TLEN
+    /// (columns 4, 8 and 9) put in from it as samtools prints them.
+    fn flush_wide<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
+        let mut at = 0;
+        while at < self.staged.len() {
+            let record = record_at(&self.staged, at);
+            at += record.len();
+            let data = &record[4..];
+            let (pos, mpos, tlen) = crate::sam::wide_positions(data);
+            let core = RecordRef::new_prevalidated(&data[..data.len() - crate::sam::WIDE_POSITIONS_LEN]);
+            self.line.clear();
+            crate::sam::format_record(&core, &self.references, &mut self.line)?;
+            let mut column = 0;
+            let mut start = 0;
+            for (i, &b) in self.line.iter().enumerate() {
+                if b != b'\t' && b != b'\n' {
+                    continue;
+                }
+                let value = match column {
+                    3 => Some(pos + 1),
+                    7 => Some(mpos + 1),
+                    8 => Some(tlen),
+                    _ => None,
+                };
+                match value {
+                    Some(v) => out.write_all(v.to_string().as_bytes())?,
+                    None => out.write_all(&self.line[start..i])?,
+                }
+                out.write_all(&[b])?;
+                column += 1;
+                start = i + 1;
+                if b == b'\n' {
+                    break;
+                }
+            }
         }
         self.staged.clear();
         self.count = 0;
