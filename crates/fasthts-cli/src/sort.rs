@@ -3,7 +3,7 @@
 use crate::{CmdResult, Terminal};
 use clap::Args;
 use fasthts::command::{self, SortFileOptions};
-use fasthts::sort::{parse_output_options, OutputFormat, SortEngine, SortProgress};
+use fasthts::sort::{cram_output_options, parse_output_options, OutputFormat, SortEngine, SortProgress};
 use std::path::{Path, PathBuf};
 use crate::progress::{Bar, Source};
 use std::sync::atomic::Ordering::Relaxed;
@@ -11,10 +11,14 @@ use std::sync::Arc;
 
 /// Sorts a BAM, SAM or CRAM file by coordinate (or name, tag, template-coordinate), as samtools sort.
 #[derive(Args)]
-#[command(after_help = "Input: BAM or plain SAM, from a file or standard input.
+#[command(after_help = "Input: BAM, SAM (plain or bgzipped) or CRAM, from a file or standard input.
+Output: BAM, SAM, bgzipped SAM or CRAM (written by htslib as samtools writes it; give the
+reference with --reference, else htslib looks for it as for CRAM input and, not finding it,
+embeds it in the file).
 
 Examples:
   fasthts sort -o out.bam in.bam                      by coordinate
+  fasthts sort --reference ref.fa -o out.cram in.bam  by coordinate, to CRAM
   fasthts sort -n -@ 8 -m 2G -o by_name.bam in.bam    by read name, 8 threads, 2 GB each
   bwa mem ref.fa r1.fq r2.fq | fasthts sort --write-index -o out.bam -")]
 pub struct SortArgs {
@@ -32,9 +36,10 @@ pub struct SortArgs {
     /// Write final output to FILE rather than standard output.
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Output format, BAM or SAM, with options: FORMAT[,OPT[=VAL]]...
-    /// (level=INT sets the compression level).
-    /// (Without -O: from the -o file's extension, .sam or .sam.gz, else BAM.)
+    /// Output format, BAM, SAM, SAM.gz or CRAM, with options:
+    /// FORMAT[,OPT[=VAL]]... (level=INT sets the compression level; CRAM
+    /// takes htslib's options: version=3.1, embed_ref=1, seqs_per_slice=N, ...).
+    /// (Without -O: from the -o file's extension, .sam, .sam.gz or .cram, else BAM.)
     #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT[,OPT[=VAL]]...")]
     pub format: Option<String>,
     /// A single output format option, OPT or OPT=VAL (as in -O).
@@ -48,7 +53,7 @@ pub struct SortArgs {
     /// have no effect on BAM or SAM.
     #[arg(long = "input-fmt-option", value_name = "OPT[=VAL]")]
     pub input_options: Vec<String>,
-    /// Reference FASTA of CRAM input [default: as htslib finds it: REF_PATH, REF_CACHE, @SQ UR].
+    /// Reference FASTA of CRAM input and output [default: as htslib finds it: REF_PATH, REF_CACHE, @SQ UR].
     #[arg(long = "reference", value_name = "FILE")]
     pub reference: Option<PathBuf>,
     /// Set level of verbosity (accepted for samtools compatibility).
@@ -86,8 +91,8 @@ pub struct SortArgs {
     /// Sort by the value of TAG, then by position (or name with -n).
     #[arg(short = 't', value_name = "TAG", value_parser = |s: &str| command::parse_tag(s).map_err(|e| e.to_string()))]
     pub tag: Option<[u8; 2]>,
-    /// Index the output as it is written: OUT.csi, or the path after
-    /// `##idx##` in `-o OUT##idx##INDEX` (a BAI when it ends in .bai).
+    /// Index the output as it is written: OUT.csi (OUT.crai for CRAM), or
+    /// the path after `##idx##` in `-o OUT##idx##INDEX` (a BAI when it ends in .bai).
     #[arg(long = "write-index")]
     pub write_index: bool,
     /// Do not add a @PG line to the header.
@@ -123,6 +128,8 @@ pub fn run(args: SortArgs) -> CmdResult {
     // As samtools: -O, else the output file's extension; the format
     // options apply either way.
     let extra_options = args.output_options.iter().map(String::as_str);
+    let spec_options = args.format.as_deref().map(|spec| spec.split(',').skip(1)).into_iter().flatten();
+    let cram_options = cram_output_options(spec_options.chain(extra_options.clone()));
     let (format, format_level) = match &args.format {
         Some(spec) => {
             let (format, level) = OutputFormat::parse_spec(spec)?;
@@ -152,6 +159,7 @@ pub fn run(args: SortArgs) -> CmdResult {
         reference: args.reference.clone().or_else(|| {
             args.input_options.iter().find_map(|o| o.strip_prefix("reference=").map(PathBuf::from))
         }),
+        cram_options,
     };
     command::sort_file(Path::new(&args.input), &output, &options, &Terminal { command: "sort" })?;
     Ok(())

@@ -5,8 +5,8 @@ use crate::{CmdResult, Terminal};
 use clap::Args;
 use fasthts::command::{self, HeaderMode, SkippedRegion, ViewOptions};
 use fasthts::depth::{atoi, parse_flags, BedFilter};
-use fasthts::sort::{parse_output_options, OutputFormat};
-use fasthts::view::{self as select, output_format, TagEdit};
+use fasthts::sort::{cram_output_options, parse_output_options, OutputFormat};
+use fasthts::view::{self as select, output_format_mode, TagEdit};
 use std::collections::HashSet;
 use std::path::PathBuf;
 
@@ -22,7 +22,8 @@ use std::path::PathBuf;
     unless -M (with -M, -L and regions: their intersection; -P adds the mates of the selected pairs). \
     Regions are read through the index in parallel windows and written in order.\n\n\
     -e takes the part of htslib's expression language fasthts evaluates exactly (see -e below). \
-    Not supported: CRAM output (-C).\n\n\
+    CRAM output (-C, -O cram, an -o name ending .cram) is written by htslib as samtools writes it, \
+    with the reference of -T (also a CRAM input's reference).\n\n\
     Examples:\n  fasthts view -h in.bam | less\n  fasthts view -c -F 0x904 -q 30 in.bam chr1:1,000,000-2,000,000\n  \
     fasthts view -b --subsample 0.1 --subsample-seed 7 -o sub.bam in.bam\n  \
     fasthts view -M -L targets.bed -b --write-index -o on_target.bam in.bam"
@@ -32,8 +33,14 @@ pub struct ViewArgs {
     #[arg(long = "help", short = '?', action = clap::ArgAction::Help)]
     pub help: Option<bool>,
     /// Output BAM
-    #[arg(short = 'b', long = "bam")]
+    #[arg(short = 'b', long = "bam", overrides_with = "cram")]
     pub bam: bool,
+    /// Output CRAM (needs the reference: -T)
+    #[arg(short = 'C', long = "cram", overrides_with = "bam")]
+    pub cram: bool,
+    /// Reference FASTA of a CRAM input or output [default: as htslib finds it: REF_PATH, REF_CACHE, @SQ UR]
+    #[arg(short = 'T', long = "reference", value_name = "FILE")]
+    pub reference: Option<PathBuf>,
     /// Use fast BAM compression (level 1; BAM unless -o names SAM)
     #[arg(short = '1', long = "fast")]
     pub fast: bool,
@@ -124,7 +131,7 @@ pub struct ViewArgs {
     /// Keep only these tags (XX,YY)
     #[arg(long = "keep-tag", value_name = "STR")]
     pub keep_tag: Vec<String>,
-    /// Output format, SAM or BAM, with options: FORMAT[,OPT[=VAL]]... (level=INT)
+    /// Output format, SAM, BAM or CRAM, with options: FORMAT[,OPT[=VAL]]... (level=INT; htslib's CRAM options)
     #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT[,OPT[=VAL]]...")]
     pub format: Option<String>,
     /// A single output format option, OPT or OPT=VAL (level=INT)
@@ -139,9 +146,6 @@ pub struct ViewArgs {
     /// Worker threads [default: all cores]
     #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
-    /// Reference FASTA of a CRAM input [default: as htslib finds it: REF_PATH, REF_CACHE, @SQ UR]
-    #[arg(short = 'T', long = "reference", value_name = "FILE")]
-    pub reference: Option<PathBuf>,
     /// Positions per parallel window (output does not depend on it)
     #[arg(long = "window-bases", value_name = "INT", hide = true)]
     pub window_bases: Option<u64>,
@@ -306,10 +310,15 @@ pub fn run(args: ViewArgs) -> CmdResult {
         None => None,
     };
     let level_flag = args.uncompressed || args.fast;
-    let (format, force_header) = output_format(args.output.as_deref(), args.bam, level_flag, format_option.map(|f| f.0))?;
+    let mode = if args.cram {
+        Some(OutputFormat::Cram)
+    } else {
+        args.bam.then_some(OutputFormat::Bam)
+    };
+    let (format, force_header) = output_format_mode(args.output.as_deref(), mode, level_flag, format_option.map(|f| f.0))?;
     let unselected = match &args.unselected {
         Some(path) => {
-            let (f, forced) = output_format(Some(path), args.bam, level_flag, format_option.map(|f| f.0))?;
+            let (f, forced) = output_format_mode(Some(path), mode, level_flag, format_option.map(|f| f.0))?;
             Some((path.clone(), f, forced))
         }
         None => None,
@@ -322,6 +331,12 @@ pub fn run(args: ViewArgs) -> CmdResult {
         None
     };
     let level = parse_output_options(args.output_options.iter().map(String::as_str))?.or(format_option.and_then(|f| f.1)).or(flag_level);
+    let spec_options = args.format.as_deref().map(|spec| spec.split(',').skip(1)).into_iter().flatten();
+    let cram_output = fasthts::cram::CramWriteOptions {
+        reference: args.reference.clone(),
+        options: cram_output_options(spec_options.chain(args.output_options.iter().map(String::as_str))),
+        level,
+    };
     let header = if args.header_only {
         HeaderMode::HeaderOnly
     } else if args.with_header {
@@ -355,6 +370,7 @@ pub fn run(args: ViewArgs) -> CmdResult {
         threads: args.threads,
         window_bases: args.window_bases.unwrap_or(command::VIEW_WINDOW_BASES),
         reference: args.reference,
+        cram_output,
     };
     let output = args.output.unwrap_or_else(|| PathBuf::from("-"));
     let skipped = |SkippedRegion(region): SkippedRegion| {

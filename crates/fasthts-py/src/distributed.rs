@@ -158,6 +158,7 @@ fn dask_sort_part(
                 progress: None,
                 format: OutputFormat::Bam,
                 engine: SortEngine::Native,
+                cram: None,
             };
             dist::sort_part(first.header(), &shuffled, &opts, &output)
         })

@@ -1,6 +1,7 @@
 //! SAM with positions past 2^31 and references longer than BAM can
 //! describe (issue 21): flagstat and idxstats count them as samtools 1.16
-//! does; sort refuses BAM output of them with samtools' words.
+//! does; sort keeps them in SAM output (as samtools 1.16 does) and refuses
+//! BAM and CRAM output of them with samtools' words.
 
 use crate::common::*;
 use fasthts_testgen::rng::Rng;
@@ -112,4 +113,99 @@ fn csi_of_a_bgzipped_sam_with_large_positions_is_samtools_byte_for_byte() {
             }
         }
     }
+}
+
+/// A shuffled SAM over references of 5 and 3 Gb with `n` reads per
+/// reference (names repeating, so name order has ties), tags to sort by.
+fn shuffled_large_sam(rng: &mut Rng, n: u64) -> String {
+    let mut s = String::from("@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:big\tLN:5000000000\n@SQ\tSN:mid\tLN:3000000000\n");
+    let mut lines = Vec::new();
+    for (name, len) in [("big", 5_000_000_000u64), ("mid", 3_000_000_000)] {
+        for i in 0..n {
+            // Few distinct positions: ties keep input order.
+            let pos = 1 + rng.below(len / 4096) * 4096;
+            let mate = pos + rng.below(1 << 20);
+            let flag = [99u32, 147, 163, 83, 0, 16, 4 | 1 | 32, 1024 | 99, 512 | 16][rng.below(9) as usize];
+            let tlen = if flag & 1 != 0 { (mate - pos + 100) as i64 * if flag & 16 != 0 { -1 } else { 1 } } else { 0 };
+            let (mate_ref, pnext) = if flag & 1 != 0 { ("=", mate) } else { ("*", 0) };
+            let (read, mapq, xt) = (i % 97, rng.below(61), rng.below(5));
+            lines.push(format!("r{name}{read}\t{flag}\t{name}\t{pos}\t{mapq}\t4M\t{mate_ref}\t{pnext}\t{tlen}\tACGT\tIIII\tXT:i:{xt}\n"));
+        }
+    }
+    for i in 0..20 {
+        lines.push(format!("u{i}\t4\t*\t0\t0\t*\t*\t0\t0\tACGT\tIIII\n"));
+    }
+    for i in (1..lines.len()).rev() {
+        lines.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    s.extend(lines);
+    s
+}
+
+#[test]
+fn sort_to_sam_keeps_positions_past_2_31_as_samtools_does() {
+    let Some(dir) = with_samtools("large-pos-sort") else { return };
+    let mut rng = Rng::new(2131);
+    let small = dir.path("small.sam");
+    std::fs::write(&small, shuffled_large_sam(&mut rng, 400)).unwrap();
+    // Enough records for run files at -m 1M: the runs carry the positions too.
+    let many = dir.path("many.sam");
+    std::fs::write(&many, shuffled_large_sam(&mut rng, 40_000)).unwrap();
+    let mut files = vec![small.clone(), many.clone()];
+    if let Some(t) = samtools_test_data() {
+        files.extend(files_under(&t.join("large_pos"), ".sam"));
+    }
+    for file in &files {
+        for order in [&[][..], &["-n"], &["-t", "XT"], &["-t", "XT", "-n"]] {
+            let mut s = Command::new("samtools");
+            s.args(["sort", "--no-PG", "-O", "sam"]).args(order).arg(file);
+            let want = run(s);
+            assert!(want.status.success(), "samtools {order:?} {}: {}", file.display(), text(&want.stderr));
+            for extra in [&["-@", "2"][..], &["-@", "1", "-m", "1M", "-T"]] {
+                let mut c = fasthts();
+                c.args(["sort", "--no-PG", "-O", "sam"]).args(order).args(extra);
+                if extra.contains(&"-T") {
+                    c.arg(dir.path("runs"));
+                }
+                c.arg(file);
+                let got = run(c);
+                assert!(got.status.success(), "{order:?} {extra:?} {}: {}", file.display(), text(&got.stderr));
+                assert!(got.stdout == want.stdout, "{order:?} {extra:?} {}: SAM differs from samtools'", file.display());
+            }
+        }
+    }
+    // BGZF-compressed SAM too.
+    let (want, got) = (dir.path("want.sam.gz"), dir.path("got.sam.gz"));
+    let mut s = Command::new("samtools");
+    s.args(["sort", "--no-PG", "-o"]).arg(&want).arg(&small);
+    assert!(run(s).status.success());
+    let mut c = fasthts();
+    c.args(["sort", "--no-PG", "-o"]).arg(&got).arg(&small);
+    assert!(run(c).status.success());
+    let unzip = |p: &Path| {
+        let (mut r, _) = fasthts_io::compression::decompress(std::fs::File::open(p).unwrap(), 1).unwrap();
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut r, &mut v).unwrap();
+        v
+    };
+    assert!(unzip(&got) == unzip(&want), ".sam.gz differs from samtools'");
+    // BAM and CRAM output: samtools' refusal, nothing left.
+    for (format, name) in [("bam", "out.bam"), ("cram", "out.cram")] {
+        let out = dir.path(name);
+        let mut c = fasthts();
+        c.args(["sort", "-O", format, "-o"]).arg(&out).arg(&small);
+        let got = run(c);
+        let mut s = Command::new("samtools");
+        s.args(["sort", "-O", format, "-o"]).arg(&out).arg(&small);
+        let want = run(s);
+        assert_eq!((got.status.code(), want.status.code()), (Some(1), Some(1)), "{format}");
+        assert_eq!(text(&got.stderr).strip_prefix("fasthts sort: "), text(&want.stderr).strip_prefix("samtools sort: "), "{format}");
+        assert!(!out.exists());
+    }
+    // Orders fasthts does not keep 64-bit positions in: one clear line.
+    let mut c = fasthts();
+    c.args(["sort", "-M", "-O", "sam"]).arg(&small);
+    let got = run(c);
+    assert_eq!(got.status.code(), Some(1));
+    assert!(text(&got.stderr).contains("positions past 2^31") && text(&got.stderr).lines().count() == 1, "{}", text(&got.stderr));
 }

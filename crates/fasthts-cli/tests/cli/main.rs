@@ -12,6 +12,7 @@ mod bad_input;
 mod bgzf_sam;
 mod cram;
 mod cram_regions;
+mod cram_output;
 mod depth;
 mod inputs;
 mod kmer_args;

@@ -363,7 +363,7 @@ fn samtools_sort_flags_are_accepted_or_refused_clearly() {
     std::fs::remove_file(&out).unwrap();
     for (extra, message) in [
         (&["-m", "1000K"][..], "-m setting (1000K bytes) is less than the minimum required (1M)"),
-        (&["-O", "cram"], "CRAM output is not supported"),
+        (&["-O", "vcf"], "unknown output format \"vcf\"; use BAM, SAM or CRAM"),
         (&["-O", "bam,level=12"], "level is 0 to 9"),
         (&["--input-fmt-option", "filter=mapq>10"], "input option \"filter=mapq>10\" is not supported"),
     ] {

@@ -44,9 +44,13 @@ pub struct SortFileOptions {
     pub engine: SortEngine,
     /// Counters a progress display may read while the sort runs.
     pub progress: Option<Arc<SortProgress>>,
-    /// The reference FASTA of a CRAM input (samtools' `--reference`);
-    /// `None`: as htslib finds it ([`crate::cram`]).
+    /// The reference FASTA of a CRAM input and of a CRAM output (samtools'
+    /// `--reference`); `None`: as htslib finds it ([`crate::cram`]).
     pub reference: Option<PathBuf>,
+    /// htslib's format options for a CRAM output, `OPT=VAL` (samtools'
+    /// `-O cram,OPT=VAL` and `--output-fmt-option`; see
+    /// [`crate::sort::cram_output_options`]).
+    pub cram_options: Vec<String>,
 }
 
 impl Default for SortFileOptions {
@@ -65,6 +69,7 @@ impl Default for SortFileOptions {
             engine: SortEngine::Native,
             progress: None,
             reference: None,
+            cram_options: Vec::new(),
         }
     }
 }
@@ -115,9 +120,10 @@ fn memory_too_small(bytes: usize) -> Error {
 /// Sorts the BAM or SAM file at `input` (`-`: standard input) into
 /// `output` (`-`: standard output) as samtools sort does. The output is
 /// written under a temporary name and renamed into place when complete.
-/// With `write_index`, the index goes to `OUTPUT.csi`, or to the path
-/// after `##idx##` in `OUTPUT##idx##INDEX` (a BAI when it ends in `.bai`;
-/// see [`crate::indexer::split_index_name`]).
+/// With `write_index`, the index goes to `OUTPUT.csi` (`OUTPUT.crai` for
+/// CRAM), or to the path after `##idx##` in `OUTPUT##idx##INDEX` (a BAI
+/// when it ends in `.bai`; see [`crate::indexer::split_index_name`]).
+/// CRAM is written by htslib, as samtools writes it (the same bytes).
 pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report: &dyn Report) -> Result<(), Error> {
     if options.level.is_some_and(|l| l > 9) {
         return Err(Error::InvalidArgument("level must be between 0 and 9".into()));
@@ -129,12 +135,16 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         Some(format) => format,
         None => OutputFormat::from_path(output)?,
     };
-    if options.write_index && format != OutputFormat::Bam {
-        return Err(Error::InvalidArgument("--write-index is only supported with BAM output".into()));
+    if options.write_index && !matches!(format, OutputFormat::Bam | OutputFormat::Cram) {
+        return Err(Error::InvalidArgument("--write-index is only supported with BAM or CRAM output".into()));
     }
     check_memory_per_thread(options.memory_per_thread)?;
     let to_stdout = output.as_os_str() == "-";
-    let (data, index_path, index_format) = crate::indexer::split_index_name(output);
+    let (data, mut index_path, index_format) = crate::indexer::split_index_name(output);
+    if format == OutputFormat::Cram && !output.to_string_lossy().contains("##idx##") {
+        // samtools' automatic index name for CRAM.
+        index_path = PathBuf::from(format!("{}.crai", data.display()));
+    }
     let mut index = None;
     if options.write_index {
         if !options.order.is_positional() {
@@ -143,6 +153,13 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
             return Err(Error::InvalidArgument("--write-index needs an output file (-o)".into()));
         } else {
             index = Some(index_format);
+        }
+    }
+    if format == OutputFormat::Cram {
+        // Said before the sort rather than after it: htslib reads the
+        // reference only when the output is opened.
+        if let Some(reference) = options.reference.as_deref().filter(|r| !r.is_file()) {
+            return Err(Error::Message("cannot read the reference FASTA (or its .fai)".into()).with_path(reference));
         }
     }
     let written: &[&Path] = if index.is_some() { &[&data, &index_path] } else { &[&data] };
@@ -164,7 +181,27 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         progress: options.progress.clone(),
         format,
         engine: options.engine,
+        cram: None,
     };
+    let mut sort_options = sort_options;
+    // htslib writes the .crai itself: to a temporary name, renamed into
+    // place once the CRAM is.
+    let cram_index = match (format, index) {
+        (OutputFormat::Cram, Some(_)) => Some(TempOutput::create(&index_path)?.0),
+        _ => None,
+    };
+    if format == OutputFormat::Cram {
+        sort_options.index = None;
+        sort_options.cram = Some(crate::sort::CramOutput {
+            name: if to_stdout { PathBuf::from("-") } else { data.clone() },
+            options: crate::cram::CramWriteOptions {
+                reference: options.reference.clone(),
+                options: options.cram_options.clone(),
+                level: options.level,
+            },
+            index: cram_index.as_ref().map(|t| t.path().to_path_buf()),
+        });
+    }
     with_threads(Some(threads), || {
         // A stream's records go straight into the sort's batches: the
         // disk holds the output and the runs only.
@@ -174,7 +211,9 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         // samtools' check before any record is read: BAM's 32-bit
         // positions cannot hold a reference this long.
         let header = input.header();
-        if format == OutputFormat::Bam && (0..header.references.len()).any(|i| header.reference_len(i) > i32::MAX as u64) {
+        let cram_4 = options.cram_options.iter().any(|o| o.strip_prefix("version=").is_some_and(|v| v.starts_with('4')));
+        let narrow = format == OutputFormat::Bam || (format == OutputFormat::Cram && !cram_4);
+        if narrow && (0..header.references.len()).any(|i| header.reference_len(i) > i32::MAX as u64) {
             return Err(Error::Message("output format is not compatible with very large references".into()));
         }
         match &input {
@@ -210,6 +249,9 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         if let Some(index) = stats.index {
             crate::indexer::write_index(&index, &index_path)?;
         }
+        if let Some(index) = cram_index {
+            index.commit()?;
+        }
         Ok(())
     })
 }
@@ -240,8 +282,7 @@ mod tests {
             sort_file(&input, &dir.join(output), &options, &Kept::default()).unwrap_err().to_string()
         };
         let index = SortFileOptions { write_index: true, ..Default::default() };
-        assert_eq!(err("x.sam", index.clone()), "--write-index is only supported with BAM output");
-        assert_eq!(err("x.cram", SortFileOptions::default()), "CRAM output is not supported; use BAM or SAM");
+        assert_eq!(err("x.sam", index.clone()), "--write-index is only supported with BAM or CRAM output");
         let small = SortFileOptions { memory_per_thread: 1000, ..Default::default() };
         assert_eq!(err("x.bam", small), "-m setting (1000 bytes) is less than the minimum required (1M)");
         let small = SortFileOptions { memory_per_thread: 500 << 10, ..Default::default() };

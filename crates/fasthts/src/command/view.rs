@@ -11,7 +11,7 @@ use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
 use crate::region::{self, Region, RegionReader};
-use crate::sort::{add_missing_sq_lines, add_pg_line, OutputFormat, RecordOutput};
+use crate::sort::{add_missing_sq_lines, add_pg_line, CramOutput, OutputFormat, RecordOutput};
 use crate::view::{merge_intervals, Selection, TagEdit};
 use crate::Error;
 use std::io::{self, BufWriter, Write};
@@ -92,6 +92,9 @@ pub struct ViewOptions {
     /// The reference FASTA of a CRAM input (samtools' `-T`); `None`: as
     /// htslib finds it.
     pub reference: Option<PathBuf>,
+    /// How a CRAM output is written (`-C`, `-O cram`): the reference
+    /// (`-T`/`--reference`), htslib's format options and level.
+    pub cram_output: crate::cram::CramWriteOptions,
 }
 
 impl Default for ViewOptions {
@@ -120,6 +123,7 @@ impl Default for ViewOptions {
             threads: None,
             window_bases: VIEW_WINDOW_BASES,
             reference: None,
+            cram_output: Default::default(),
         }
     }
 }
@@ -133,6 +137,8 @@ pub struct SkippedRegion(pub String);
 struct Destination {
     temp: Option<TempOutput>,
     index_path: Option<PathBuf>,
+    /// The `.crai` htslib writes beside a CRAM output, under a temporary name.
+    cram_index: Option<TempOutput>,
 }
 
 type Sink = RecordOutput<'static, Box<dyn Write + Send>>;
@@ -140,11 +146,42 @@ type Sink = RecordOutput<'static, Box<dyn Write + Send>>;
 fn open_destination(path: &Path) -> Result<(Destination, Box<dyn Write + Send>), Error> {
     if path.as_os_str() == "-" {
         let w = BufWriter::with_capacity(1 << 20, Named::new(io::stdout(), crate::output::stdout_name()));
-        return Ok((Destination { temp: None, index_path: None }, Box::new(w)));
+        return Ok((Destination { temp: None, index_path: None, cram_index: None }, Box::new(w)));
     }
     let (temp, file) = TempOutput::create(path)?;
     let w = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
-    Ok((Destination { temp: Some(temp), index_path: None }, Box::new(w)))
+    Ok((Destination { temp: Some(temp), index_path: None, cram_index: None }, Box::new(w)))
+}
+
+/// Opens the records' writer of one output: htslib's for CRAM (named
+/// `data` in its file definition, `-` for standard output; its `.crai` to
+/// `index_path` when indexed, samtools' `DATA.crai` unless `##idx##` named
+/// one), fasthts' own for BAM and SAM.
+#[allow(clippy::too_many_arguments)]
+fn open_sink(
+    header: &Header,
+    format: OutputFormat,
+    level: u32,
+    index: Option<crate::index::IndexFormat>,
+    sam_header: bool,
+    spec: &Path,
+    options: &ViewOptions,
+    dest: &mut Destination,
+    w: Box<dyn Write + Send>,
+) -> Result<Sink, Error> {
+    if format != OutputFormat::Cram {
+        return RecordOutput::open(header, format, level, index, sam_header, w);
+    }
+    let (data, index_path, _) = crate::indexer::split_index_name(spec);
+    if index.is_some() {
+        let index_path =
+            if spec.to_string_lossy().contains("##idx##") { index_path } else { PathBuf::from(format!("{}.crai", data.display())) };
+        dest.cram_index = Some(TempOutput::create(&index_path)?.0);
+        dest.index_path = None;
+    }
+    let name = if dest.temp.is_some() { data } else { PathBuf::from("-") };
+    let cram = CramOutput { name, options: options.cram_output.clone(), index: dest.cram_index.as_ref().map(|t| t.path().to_path_buf()) };
+    RecordOutput::open_cram(header, &cram, w)
 }
 
 /// samtools view of `input` (a BAM or SAM file, `-` for standard input)
@@ -165,8 +202,8 @@ pub fn view_file(
     let to_stdout = output.as_os_str() == "-";
     let (data, index_path, index_format) = crate::indexer::split_index_name(output);
     if options.write_index && !options.count {
-        if options.format != OutputFormat::Bam {
-            return Err(Error::InvalidArgument("--write-index is only supported with BAM output".into()));
+        if !matches!(options.format, OutputFormat::Bam | OutputFormat::Cram) {
+            return Err(Error::InvalidArgument("--write-index is only supported with BAM or CRAM output".into()));
         }
         if to_stdout {
             return Err(Error::InvalidArgument("--write-index needs an output file (-o)".into()));
@@ -209,18 +246,18 @@ pub fn view_file(
         if !options.count {
             let (mut dest, w) = open_destination(&data)?;
             dest.index_path = index_format.map(|_| index_path.clone());
-            outputs.main = Some((
-                RecordOutput::open(&out_header, options.format, level, index_format, sam_header(options.force_header), w)?,
-                options.format,
-            ));
+            let forced = sam_header(options.force_header);
+            let sink = open_sink(&out_header, options.format, level, index_format, forced, output, options, &mut dest, w)?;
+            outputs.main = Some((sink, options.format));
             outputs.destinations.push(dest);
             if let Some((path, format, forced)) = &options.unselected {
                 let (u_data, u_index, u_format) = crate::indexer::split_index_name(path);
-                let u_index_format = (options.write_index && *format == OutputFormat::Bam).then_some(u_format);
+                let u_index_format =
+                    (options.write_index && matches!(*format, OutputFormat::Bam | OutputFormat::Cram)).then_some(u_format);
                 let (mut dest, w) = open_destination(&u_data)?;
                 dest.index_path = u_index_format.map(|_| u_index);
-                outputs.unselected =
-                    Some((RecordOutput::open(&out_header, *format, level, u_index_format, sam_header(*forced), w)?, *format));
+                let sink = open_sink(&out_header, *format, level, u_index_format, sam_header(*forced), path, options, &mut dest, w)?;
+                outputs.unselected = Some((sink, *format));
                 outputs.destinations.push(dest);
             }
         }
@@ -298,6 +335,9 @@ pub fn view_file(
         for (dest, index) in destinations.into_iter().zip(finished) {
             if let Some(temp) = dest.temp {
                 temp.commit()?;
+            }
+            if let Some(crai) = dest.cram_index {
+                crai.commit()?;
             }
             if let (Some(index), Some(path)) = (index, dest.index_path) {
                 crate::indexer::write_index(&index, &path)?;
@@ -598,7 +638,7 @@ struct Filled {
 fn encode(record: &[u8], format: Option<OutputFormat>, refs: &[crate::bam::Reference], out: &mut Vec<u8>) -> Result<(), Error> {
     match format {
         None => Ok(()),
-        Some(OutputFormat::Bam) => {
+        Some(OutputFormat::Bam | OutputFormat::Cram) => {
             out.extend_from_slice(record);
             Ok(())
         }
@@ -821,7 +861,7 @@ fn fetch_pairs(
 /// by one (so that an index can be built as they are written).
 fn write_piece(output: &mut Option<(Sink, OutputFormat)>, bytes: &[u8]) -> Result<(), Error> {
     let Some((sink, format)) = output else { return Ok(()) };
-    if *format != OutputFormat::Bam {
+    if !matches!(*format, OutputFormat::Bam | OutputFormat::Cram) {
         return sink.write_text(bytes);
     }
     let mut at = 0;

@@ -131,3 +131,23 @@ extern "C" {
     pub fn hts_itr_next(fp: *mut BGZF, iter: *mut hts_itr_t, r: *mut c_void, data: *mut c_void) -> c_int;
     pub fn hts_itr_destroy(iter: *mut hts_itr_t);
 }
+
+// CRAM output (write.rs).
+
+opaque!(hts_opt);
+
+/// `HTS_LOG_WARNING`.
+pub const HTS_LOG_WARNING: c_int = 3;
+
+#[link(name = "hts")]
+extern "C" {
+    pub fn sam_hdr_parse(l_text: usize, text: *const c_char) -> *mut sam_hdr_t;
+    pub fn sam_hdr_write(fp: *mut htsFile, h: *const sam_hdr_t) -> c_int;
+    pub fn sam_write1(fp: *mut htsFile, h: *const sam_hdr_t, b: *const bam1_t) -> c_int;
+    pub fn hts_set_threads(fp: *mut htsFile, n: c_int) -> c_int;
+    pub fn hts_opt_add(opts: *mut *mut hts_opt, c_arg: *const c_char) -> c_int;
+    pub fn hts_opt_apply(fp: *mut htsFile, opts: *mut hts_opt) -> c_int;
+    pub fn hts_opt_free(opts: *mut hts_opt);
+    pub fn sam_idx_init(fp: *mut htsFile, h: *mut sam_hdr_t, min_shift: c_int, fnidx: *const c_char) -> c_int;
+    pub fn sam_idx_save(fp: *mut htsFile) -> c_int;
+}

@@ -20,6 +20,10 @@ pub use region::{CramQuery, QueryPool};
 
 pub use crai::{write_crai, CraiOutcome, CramSource};
 
+mod write;
+
+pub use write::{CramWriteOptions, CramWriter};
+
 use crate::bam::{Header, RecordRef, Reference};
 use crate::Error;
 use std::ffi::{c_int, CStr, CString};

@@ -349,6 +349,25 @@ pub enum Positions {
     /// record: for a reader that never looks at positions (flagstat, and
     /// idxstats' count, count such records as samtools does).
     Unread,
+    /// Kept whole, 64-bit: the fixed fields hold POS, PNEXT and TLEN
+    /// clamped to 32 bits, and every record ends with a
+    /// [`WIDE_POSITIONS_LEN`]-byte field (tag `\xff\xff`, which no SAM
+    /// tag can be, `B:c` of 24 bytes) holding the three as i64 LE: for a
+    /// sort to SAM, which keeps positions as samtools 1.16 does
+    /// ([`wide_positions`] reads them).
+    Wide,
+}
+
+/// Bytes of the field [`Positions::Wide`] appends to each record.
+pub const WIDE_POSITIONS_LEN: usize = 32;
+
+/// POS, PNEXT and TLEN (0-based POS and PNEXT) of a record encoded with
+/// [`Positions::Wide`] (`record` without its `block_size`).
+#[inline]
+pub fn wide_positions(record: &[u8]) -> (i64, i64, i64) {
+    let at = record.len() - 24;
+    let i64_at = |i: usize| i64::from_le_bytes(record[i..i + 8].try_into().expect("8 bytes"));
+    (i64_at(at), i64_at(at + 8), i64_at(at + 16))
 }
 
 /// Encodes one SAM record line (without its line end) as BAM and APPENDS
@@ -596,6 +615,11 @@ fn encode_inner(s: &[u8], refs: &RefNames, out: &mut Vec<u8>, base: usize, posit
 
     // bam_write1's checks and the long-CIGAR form.
     let (mut pos, mut mpos, mut isize) = (pos, mpos, isize);
+    let wide = (positions == Positions::Wide).then_some([pos, mpos, isize]);
+    if wide.is_some() {
+        let clamp = |v: i64| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+        (pos, mpos, isize) = (clamp(pos), clamp(mpos), clamp(isize));
+    }
     if positions == Positions::Unread {
         if pos > i32::MAX as i64 {
             pos = -1;
@@ -620,6 +644,14 @@ fn encode_inner(s: &[u8], refs: &RefNames, out: &mut Vec<u8>, base: usize, posit
     if n_cigar > 0xffff {
         move_cigar_to_cg(out, cigar_st, n_cigar, l_seq)?;
         n_cigar_field = 2;
+    }
+    // Last, after a CG tag too.
+    if let Some(values) = wide {
+        out.extend_from_slice(b"\xff\xffBc");
+        out.extend_from_slice(&24u32.to_le_bytes());
+        for v in values {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
     }
     let block_size = out.len() - base - 4;
     if block_size > i32::MAX as usize {

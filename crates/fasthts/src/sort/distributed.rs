@@ -478,6 +478,7 @@ mod tests {
             progress: None,
             format: crate::sort::OutputFormat::Bam,
             engine: SortEngine::Native,
+            cram: None,
         };
         let (_, bytes) = sort_bam(&small(), &opts, Vec::new()).unwrap();
         BamFile::from_vec("by-name.bam", bytes).unwrap()

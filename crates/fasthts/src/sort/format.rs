@@ -14,21 +14,23 @@ pub enum OutputFormat {
     Sam,
     /// SAM text in BGZF blocks (samtools' `.sam.gz`).
     SamGz,
+    /// CRAM, encoded by htslib ([`crate::cram::CramWriter`]; needs the
+    /// reference, else htslib embeds one).
+    Cram,
 }
 
 impl OutputFormat {
     /// The format an output file's name asks for, as htslib's
     /// `sam_open_mode` reads it: `.bam`, `.sam`, `.sam.gz` (or `.sam.bgz`,
-    /// `.sam.bgzf`), in any case; BAM for any other name (`-` included).
-    /// A `.cram` name is refused: CRAM output is not supported. Only the
-    /// part before `##idx##` counts (see [`crate::indexer::split_index_name`]).
+    /// `.sam.bgzf`), `.cram`, in any case; BAM for any other name (`-`
+    /// included). Only the part before `##idx##` counts (see [`crate::indexer::split_index_name`]).
     ///
     /// ```
     /// use fasthts::sort::OutputFormat;
     /// use std::path::Path;
     /// assert_eq!(OutputFormat::from_path(Path::new("out.SAM.bgzf"))?, OutputFormat::SamGz);
     /// assert_eq!(OutputFormat::from_path(Path::new("out.bgzf"))?, OutputFormat::Bam);
-    /// assert!(OutputFormat::from_path(Path::new("out.cram")).is_err());
+    /// assert_eq!(OutputFormat::from_path(Path::new("out.cram"))?, OutputFormat::Cram);
     /// # Ok::<(), fasthts::Error>(())
     /// ```
     pub fn from_path(path: &Path) -> Result<OutputFormat, Error> {
@@ -43,19 +45,19 @@ impl OutputFormat {
         match (extension, compressed) {
             (Some("sam"), false) => Ok(OutputFormat::Sam),
             (Some("sam"), true) => Ok(OutputFormat::SamGz),
-            (Some("cram"), false) => OutputFormat::from_name("cram"),
+            (Some("cram"), false) => Ok(OutputFormat::Cram),
             _ => Ok(OutputFormat::Bam),
         }
     }
 
-    /// The format samtools' `-O` names: `bam`, `sam` or `sam.gz`, in any case.
+    /// The format samtools' `-O` names: `bam`, `sam`, `sam.gz` or `cram`, in any case.
     pub fn from_name(name: &str) -> Result<OutputFormat, Error> {
         match name.to_ascii_lowercase().as_str() {
             "bam" => Ok(OutputFormat::Bam),
             "sam" => Ok(OutputFormat::Sam),
             "sam.gz" => Ok(OutputFormat::SamGz),
-            "cram" => Err(Error::InvalidArgument("CRAM output is not supported; use BAM or SAM".into())),
-            _ => Err(Error::InvalidArgument(format!("unknown output format {name:?}; use BAM or SAM"))),
+            "cram" => Ok(OutputFormat::Cram),
+            _ => Err(Error::InvalidArgument(format!("unknown output format {name:?}; use BAM, SAM or CRAM"))),
         }
     }
 
@@ -71,8 +73,9 @@ impl OutputFormat {
 /// Reads output format options (`OPT` or `OPT=VAL`, as after `-O FORMAT,`
 /// or in `--output-fmt-option`): the compression level if one is set
 /// (`level=0` to `9`, the last one counting). The options that only change
-/// CRAM, and `nthreads` (threads come from `-@`), are accepted and have no
-/// effect; any other is refused rather than silently ignored.
+/// CRAM (see [`cram_output_options`]), and `nthreads` (threads come from
+/// `-@`), are accepted here; any other is refused rather than silently
+/// ignored.
 pub fn parse_output_options<'a>(options: impl IntoIterator<Item = &'a str>) -> Result<Option<u32>, Error> {
     let mut level = None;
     for opt in options.into_iter().filter(|o| !o.is_empty()) {
@@ -82,26 +85,23 @@ pub fn parse_output_options<'a>(options: impl IntoIterator<Item = &'a str>) -> R
                 Ok(l) if l <= 9 => level = Some(l),
                 _ => return Err(Error::InvalidArgument(format!("invalid output option {opt:?}: level is 0 to 9"))),
             },
-            "nthreads"
-            | "reference"
-            | "version"
-            | "embed_ref"
-            | "no_ref"
-            | "seqs_per_slice"
-            | "bases_per_slice"
-            | "slices_per_container"
-            | "use_bzip2"
-            | "use_lzma"
-            | "use_tok"
-            | "use_fqz"
-            | "use_arith"
-            | "lossy_names"
-            | "store_md"
-            | "store_nm" => {}
+            "nthreads" => {}
+            k if crate::cram::CramWriteOptions::is_cram_option(k) => {}
             _ => return Err(Error::InvalidArgument(format!("output option {opt:?} is not supported"))),
         }
     }
     Ok(level)
+}
+
+/// The output options of `options` (as [`parse_output_options`] reads
+/// them) that htslib applies to a CRAM output, `OPT=VAL` in order: what
+/// samtools passes on to `hts_opt_apply` (a BAM or SAM output ignores them).
+pub fn cram_output_options<'a>(options: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    options
+        .into_iter()
+        .filter(|o| crate::cram::CramWriteOptions::is_cram_option(o.split_once('=').map_or(*o, |(k, _)| k)))
+        .map(str::to_string)
+        .collect()
 }
 
 #[cfg(test)]
@@ -136,7 +136,8 @@ mod tests {
         ] {
             assert_eq!(of(name), Ok(want), "{name}");
         }
-        assert_eq!(of("out.cram"), Err("CRAM output is not supported; use BAM or SAM".into()));
+        assert_eq!(of("out.cram"), Ok(Cram));
+        assert_eq!(of("OUT.CRAM##idx##out.crai"), Ok(Cram));
         // htslib has no compressed CRAM name: it is BAM.
         assert_eq!(of("out.cram.gz"), Ok(Bam));
     }
@@ -149,10 +150,12 @@ mod tests {
             Ok((OutputFormat::Bam, Some(2)))
         );
         let err = |spec: &str| OutputFormat::parse_spec(spec).unwrap_err().to_string();
-        assert_eq!(err("cram"), "CRAM output is not supported; use BAM or SAM");
-        assert_eq!(err("vcf"), "unknown output format \"vcf\"; use BAM or SAM");
+        assert_eq!(OutputFormat::parse_spec("CRAM,version=3.1").map_err(|e| e.to_string()), Ok((OutputFormat::Cram, None)));
+        assert_eq!(err("vcf"), "unknown output format \"vcf\"; use BAM, SAM or CRAM");
         assert_eq!(err("bam,level=10"), "invalid output option \"level=10\": level is 0 to 9");
         assert_eq!(err("bam,filter=x"), "output option \"filter=x\" is not supported");
         assert_eq!(parse_output_options(["level=0"]).map_err(|e| e.to_string()), Ok(Some(0)));
+        let cram = cram_output_options(["level=1", "version=3.1", "nthreads=2", "embed_ref=1", "reference=r.fa"]);
+        assert_eq!(cram, ["version=3.1", "embed_ref=1", "reference=r.fa"]);
     }
 }

@@ -59,13 +59,35 @@ pub struct Comparator {
     order: SortOrder,
     /// `@RG ID` → `LB`, sorted by ID, first definition of an ID kept.
     libraries: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Records carry 64-bit positions at their end
+    /// ([`crate::sam::Positions::Wide`]): the coordinate is read there.
+    wide: bool,
 }
 
 impl Comparator {
     /// Prepares `order` for records under a header with `header_text`.
     pub fn new(order: SortOrder, header_text: &[u8]) -> Comparator {
         let libraries = if order == SortOrder::TemplateCoordinate { read_group_libraries(header_text) } else { Vec::new() };
-        Comparator { order, libraries }
+        Comparator { order, libraries, wide: false }
+    }
+
+    /// This comparator for records with 64-bit positions at their end
+    /// ([`crate::sam::Positions::Wide`]; coordinate, name and tag orders).
+    pub fn with_wide_positions(mut self) -> Comparator {
+        self.wide = true;
+        self
+    }
+
+    /// samtools' coordinate key of `r`, its position read where it is.
+    #[inline]
+    fn coordinate(&self, r: &RecordRef<'_>) -> u128 {
+        if self.wide {
+            let (pos, _, _) = crate::sam::wide_positions(r.as_bytes());
+            let tid = u128::from(r.ref_id() as u32);
+            (tid << 64) | (u128::from((pos + 1) as u64) << 1) | u128::from(r.flag() & flags::REVERSE != 0)
+        } else {
+            record_coordinate_key(r)
+        }
     }
 
     /// The order.
@@ -88,7 +110,7 @@ impl Comparator {
     #[inline]
     pub fn key(&self, r: &RecordRef<'_>) -> u128 {
         match self.order {
-            SortOrder::Coordinate => record_coordinate_key(r),
+            SortOrder::Coordinate => self.coordinate(r),
             SortOrder::QueryName | SortOrder::Tag { .. } => 0,
             SortOrder::TemplateCoordinate => TemplateKey::of(r, &self.libraries).map_or(0, |k| k.prefix()),
             SortOrder::Minimiser { .. } => minimiser_order_key(r),
@@ -117,7 +139,7 @@ impl Comparator {
             SortOrder::Coordinate | SortOrder::Minimiser { .. } => Ordering::Equal,
             SortOrder::QueryName => by_name(a, b),
             SortOrder::Tag { tag, then_by_name } => {
-                let core = || if then_by_name { by_name(a, b) } else { record_coordinate_key(a).cmp(&record_coordinate_key(b)) };
+                let core = || if then_by_name { by_name(a, b) } else { self.coordinate(a).cmp(&self.coordinate(b)) };
                 compare_tags(a.aux().find(tag), b.aux().find(tag)).unwrap_or_else(core)
             }
             SortOrder::TemplateCoordinate => match (TemplateKey::of(a, &self.libraries), TemplateKey::of(b, &self.libraries)) {

@@ -19,7 +19,7 @@ mod key;
 mod rocksdb;
 mod run;
 
-pub use format::{parse_output_options, OutputFormat};
+pub use format::{cram_output_options, parse_output_options, OutputFormat};
 pub use header::{add_missing_sq_lines, add_pg_line, check_editable, set_sort_order};
 pub use key::{
     coordinate_key, minimiser, prepare_for_minimiser, record_coordinate_key, restore_minimiser_fields, strnum_cmp, Comparator, SortOrder,
@@ -59,10 +59,31 @@ pub struct SortOptions {
     pub max_fan_in: Option<usize>,
     /// Counters a progress display may read while the sort runs.
     pub progress: Option<std::sync::Arc<SortProgress>>,
-    /// What to write: BAM, or SAM text (plain or BGZF-compressed).
+    /// What to write: BAM, SAM text (plain or BGZF-compressed) or CRAM.
     pub format: OutputFormat,
     /// How to sort.
     pub engine: SortEngine,
+    /// How to write a CRAM output (`None`: as [`CramOutput::default`]).
+    pub cram: Option<CramOutput>,
+}
+
+/// A CRAM output's particulars (with [`OutputFormat::Cram`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CramOutput {
+    /// The name the user gave the output, `-` for standard output: htslib
+    /// writes it into the file definition (so samtools' bytes need it).
+    pub name: PathBuf,
+    /// The reference and htslib's format options.
+    pub options: crate::cram::CramWriteOptions,
+    /// Where htslib saves the `.crai` it builds while writing (`--write-index`).
+    pub index: Option<PathBuf>,
+}
+
+impl Default for CramOutput {
+    /// Standard output, the reference as htslib finds it, no index.
+    fn default() -> Self {
+        CramOutput { name: PathBuf::from("-"), options: Default::default(), index: None }
+    }
 }
 
 /// How records are sorted.
@@ -374,7 +395,13 @@ pub fn sort_input<W: Write>(input: &mut crate::input::Input, path: &Path, opts: 
         }
         crate::input::Input::Sam(sam) => {
             let header = sam.header().clone();
-            sort_records(&header, opts, out, |push| {
+            // References longer than BAM can place (only SAM output gets
+            // here with them): positions are kept 64-bit, as samtools does.
+            let wide = (0..header.references.len()).any(|i| header.reference_len(i) > i32::MAX as u64);
+            if wide {
+                sam.set_positions(crate::sam::Positions::Wide);
+            }
+            sort_records_with(&header, opts, out, wide, |push| {
                 // The sort's own errors (writing runs, the output) name their files.
                 let mut sorting_failed = false;
                 sam.for_each_record(|r| push(&r).inspect_err(|_| sorting_failed = true))
@@ -399,7 +426,29 @@ where
     W: Write,
     F: FnOnce(&mut Push<'_>) -> Result<(), Error> + Send,
 {
+    sort_records_with(header, opts, out, false, feed)
+}
+
+/// [`sort_records`]; `wide`: the records end with 64-bit positions
+/// ([`crate::sam::Positions::Wide`]), which the comparison reads and the
+/// SAM output prints (coordinate, name and tag orders, native engine).
+fn sort_records_with<W, F>(header: &Header, opts: &SortOptions, out: W, wide: bool, feed: F) -> Result<(SortStats, W), Error>
+where
+    W: Write,
+    F: FnOnce(&mut Push<'_>) -> Result<(), Error> + Send,
+{
     check_editable(header)?;
+    if wide
+        && (matches!(opts.order, SortOrder::TemplateCoordinate | SortOrder::Minimiser { .. })
+            || opts.engine == SortEngine::RocksDb
+            || !matches!(opts.format, OutputFormat::Sam | OutputFormat::SamGz))
+    {
+        return Err(Error::Message(
+            "positions past 2^31 (references longer than BAM can hold) are sorted by coordinate, name or tag, \
+             to SAM, with the native engine only"
+                .into(),
+        ));
+    }
     if opts.engine == SortEngine::RocksDb {
         #[cfg(feature = "rocksdb")]
         return rocksdb::sort_records(header, opts, out, feed);
@@ -408,6 +457,7 @@ where
     }
     let order = opts.order;
     let cmp = Comparator::new(order, &header.text);
+    let cmp = if wide { cmp.with_wide_positions() } else { cmp };
     let cmp = &cmp;
     let progress = opts.progress.as_deref();
     let mut arena = Arena::default();
@@ -506,7 +556,7 @@ where
         }
         merge(&run_paths, Some(&arena), cmp, opts.memory, put)
     };
-    let (index, out) = write_output(header, opts, out, produce)?;
+    let (index, out) = write_output(header, opts, out, wide, produce)?;
     stats.index = index;
     drop(runs);
     drop_in_background(arena);
@@ -515,11 +565,13 @@ where
 
 /// Writes the records `produce` puts, in order, to `out` as `opts` asks
 /// (BAM or SAM, index or not) under `header` edited as samtools edits it,
-/// and returns the index, if asked for, and `out` flushed.
+/// and returns the index, if asked for, and `out` flushed; `wide`: the
+/// records end with 64-bit positions (SAM output only).
 fn write_output<W: Write>(
     header: &Header,
     opts: &SortOptions,
     out: W,
+    wide: bool,
     produce: impl FnOnce(&mut dyn FnMut(&[u8]) -> Result<(), Error>) -> Result<(), Error>,
 ) -> Result<(Option<Index>, W), Error> {
     let order = opts.order;
@@ -530,14 +582,23 @@ fn write_output<W: Write>(
     }
     let header = Header { text, references: header.references.clone() };
     let index = opts.index.filter(|_| order.is_positional());
-    let mut output = RecordOutput::open(&header, opts.format, opts.level, index, true, out)?;
+    let mut output = if opts.format == OutputFormat::Cram {
+        let cram = opts.cram.clone().unwrap_or_default();
+        let cram = CramOutput { index: cram.index.filter(|_| order.is_positional()), ..cram };
+        RecordOutput::open_cram(&header, &cram, out)?
+    } else {
+        RecordOutput::open(&header, opts.format, opts.level, index, true, out)?
+    };
     output.sink.restore_minimiser = matches!(order, SortOrder::Minimiser { .. });
+    if let Some(text) = &mut output.sink.text {
+        text.wide = wide;
+    }
     output.sink.progress = progress;
     produce(&mut |r| output.write_record(r))?;
     output.finish()
 }
 
-/// Records written out as BAM, SAM or BGZF-compressed SAM under a header
+/// Records written out as BAM, SAM, BGZF-compressed SAM or CRAM under a header
 /// already edited as the command edits it, with the index built as the
 /// BAM is written when asked (sort's output; `view`'s outputs).
 pub(crate) struct RecordOutput<'p, W: Write> {
@@ -548,7 +609,8 @@ pub(crate) struct RecordOutput<'p, W: Write> {
 impl<'p, W: Write> RecordOutput<'p, W> {
     /// Writes the header (for SAM only with `sam_header`; BAM always has
     /// one) and readies the records' writer; `index`: build an index of a
-    /// BAM output (ignored for SAM).
+    /// BAM output (ignored for SAM). A CRAM output is opened with
+    /// [`RecordOutput::open_cram`].
     pub(crate) fn open(
         header: &Header,
         format: OutputFormat,
@@ -564,6 +626,7 @@ impl<'p, W: Write> RecordOutput<'p, W> {
                 w.end_block()?;
                 Out::Bgzf(w)
             }
+            OutputFormat::Cram => return Err(Error::Message("internal error: a CRAM output is opened with open_cram".into())),
             OutputFormat::Sam | OutputFormat::SamGz => {
                 let mut text = Vec::new();
                 if sam_header {
@@ -589,6 +652,15 @@ impl<'p, W: Write> RecordOutput<'p, W> {
             sink.index = Some((builder, VecDeque::new()));
         }
         Ok(RecordOutput { out: w, sink })
+    }
+
+    /// Writes the header of a CRAM output and readies the records' writer
+    /// (htslib's, on the pool's thread count; see [`crate::cram::CramWriter`]).
+    pub(crate) fn open_cram(header: &Header, cram: &CramOutput, out: W) -> Result<RecordOutput<'p, W>, Error> {
+        let threads = rayon::current_num_threads();
+        let writer = crate::cram::CramWriter::create(&cram.name, header, &cram.options, threads, cram.index.as_deref(), out)?;
+        let sink = Sink { index: None, text: None, restore_minimiser: false, scratch: Vec::new(), progress: None, written: 0 };
+        Ok(RecordOutput { out: Out::Cram(writer), sink })
     }
 
     /// Writes one record (`block_size` and data).
@@ -708,10 +780,12 @@ struct Pending {
     end_pos: u64,
 }
 
-/// The output stream: BGZF blocks (BAM, SAM.gz) or plain bytes (SAM).
+/// The output stream: BGZF blocks (BAM, SAM.gz), plain bytes (SAM) or
+/// htslib's CRAM encoder (records, not bytes).
 enum Out<W: Write> {
     Bgzf(BgzfWriter<W>),
     Plain(W),
+    Cram(crate::cram::CramWriter<W>),
 }
 
 impl<W: Write> Out<W> {
@@ -719,13 +793,15 @@ impl<W: Write> Out<W> {
         match self {
             Out::Bgzf(w) => w.write_all(bytes),
             Out::Plain(w) => w.write_all(bytes),
+            Out::Cram(_) => Err(std::io::Error::other("internal error: bytes written to a CRAM output")),
         }
     }
 
-    fn finish(self) -> std::io::Result<W> {
+    fn finish(self) -> Result<W, Error> {
         match self {
-            Out::Bgzf(w) => w.finish(),
-            Out::Plain(mut w) => w.flush().map(|()| w),
+            Out::Bgzf(w) => Ok(w.finish()?),
+            Out::Plain(mut w) => Ok(w.flush().map(|()| w)?),
+            Out::Cram(w) => w.finish(),
         }
     }
 }
@@ -738,6 +814,9 @@ struct SamText {
     staged: Vec<u8>,
     count: usize,
     formatter: crate::sam::ParallelFormatter,
+    /// The records end with 64-bit positions ([`crate::sam::Positions::Wide`]).
+    wide: bool,
+    line: Vec<u8>,
 }
 
 impl SamText {
@@ -745,7 +824,14 @@ impl SamText {
     const BATCH: usize = 1 << 14;
 
     fn new(header: &Header) -> SamText {
-        SamText { references: header.references.clone(), staged: Vec::new(), count: 0, formatter: Default::default() }
+        SamText {
+            references: header.references.clone(),
+            staged: Vec::new(),
+            count: 0,
+            formatter: Default::default(),
+            wide: false,
+            line: Vec::new(),
+        }
     }
 
     fn push<W: Write>(&mut self, record: &[u8], out: &mut Out<W>) -> Result<(), Error> {
@@ -758,6 +844,9 @@ impl SamText {
     }
 
     fn flush<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
+        if self.wide {
+            return self.flush_wide(out);
+        }
         let mut records = Vec::with_capacity(self.count);
         let mut at = 0;
         while at < self.staged.len() {
@@ -768,6 +857,50 @@ impl SamText {
         self.formatter.format(&records, &self.references)?;
         for part in self.formatter.parts() {
             out.write_all(part)?;
+        }
+        self.staged.clear();
+        self.count = 0;
+        Ok(())
+    }
+}
+
+impl SamText {
+    /// Writes the staged records of 64-bit positions one by one: each
+    /// formatted without its positions field, then POS, PNEXT and TLEN
+    /// (columns 4, 8 and 9) put in from it as samtools prints them.
+    fn flush_wide<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
+        let mut at = 0;
+        while at < self.staged.len() {
+            let record = record_at(&self.staged, at);
+            at += record.len();
+            let data = &record[4..];
+            let (pos, mpos, tlen) = crate::sam::wide_positions(data);
+            let core = RecordRef::new_prevalidated(&data[..data.len() - crate::sam::WIDE_POSITIONS_LEN]);
+            self.line.clear();
+            crate::sam::format_record(&core, &self.references, &mut self.line)?;
+            let mut column = 0;
+            let mut start = 0;
+            for (i, &b) in self.line.iter().enumerate() {
+                if b != b'\t' && b != b'\n' {
+                    continue;
+                }
+                let value = match column {
+                    3 => Some(pos + 1),
+                    7 => Some(mpos + 1),
+                    8 => Some(tlen),
+                    _ => None,
+                };
+                match value {
+                    Some(v) => out.write_all(v.to_string().as_bytes())?,
+                    None => out.write_all(&self.line[start..i])?,
+                }
+                out.write_all(&[b])?;
+                column += 1;
+                start = i + 1;
+                if b == b'\n' {
+                    break;
+                }
+            }
         }
         self.staged.clear();
         self.count = 0;
@@ -798,9 +931,10 @@ impl Sink<'_> {
         } else {
             record
         };
-        match &mut self.text {
-            Some(text) => text.push(record, out)?,
-            None => out.write_all(record)?,
+        match (&mut self.text, &mut *out) {
+            (_, Out::Cram(w)) => w.write_record(&record[4..])?,
+            (Some(text), _) => text.push(record, out)?,
+            (None, _) => out.write_all(record)?,
         }
         self.written += 1;
         if self.written % PROGRESS_EVERY == 0 {
@@ -1059,6 +1193,7 @@ mod tests {
                     progress: None,
                     format: OutputFormat::Bam,
                     engine,
+                    cram: None,
                 };
                 std::fs::create_dir_all(&dir).unwrap();
                 let feed = |push: &mut Push<'_>| input.iter().try_for_each(|r| push(&RecordRef::new_prevalidated(r)));
@@ -1094,6 +1229,7 @@ mod tests {
             progress: None,
             format: OutputFormat::Bam,
             engine: SortEngine::Native,
+            cram: None,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let runs = dir.clone();

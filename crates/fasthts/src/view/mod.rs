@@ -525,8 +525,8 @@ pub fn merge_intervals(mut list: Vec<(i32, i64, i64)>) -> Vec<(i32, Vec<(i64, i6
 }
 
 /// The format htslib's `sam_open_mode` gives an output named `path`:
-/// `.bam`, `.sam`, `.sam.gz` (any case; `.cram` is refused), `None` for
-/// another extension.
+/// `.bam`, `.sam`, `.sam.gz`, `.cram` (any case), `None` for another
+/// extension.
 fn format_from_extension(path: &Path) -> Result<Option<OutputFormat>, Error> {
     let (data, _, _) = crate::indexer::split_index_name(path);
     let name = data.to_string_lossy().rsplit('/').next().unwrap_or_default().to_ascii_lowercase();
@@ -539,7 +539,7 @@ fn format_from_extension(path: &Path) -> Result<Option<OutputFormat>, Error> {
         Some("bam") => Some(OutputFormat::Bam),
         Some("sam") => Some(OutputFormat::Sam),
         Some("sam.gz") => Some(OutputFormat::SamGz),
-        Some("cram") => return Err(Error::InvalidArgument("CRAM output is not supported; use BAM or SAM".into())),
+        Some("cram") => Some(OutputFormat::Cram),
         _ => None,
     })
 }
@@ -568,18 +568,31 @@ pub fn output_format(
     level_flag: bool,
     format_option: Option<OutputFormat>,
 ) -> Result<(OutputFormat, bool), Error> {
+    output_format_mode(path, bam.then_some(OutputFormat::Bam), level_flag, format_option)
+}
+
+/// [`output_format`] with the mode letter samtools view's `-b` or `-C`
+/// gives (the last of them): `mode` BAM or CRAM. A binary format always
+/// has its header.
+pub fn output_format_mode(
+    path: Option<&Path>,
+    mode: Option<OutputFormat>,
+    level_flag: bool,
+    format_option: Option<OutputFormat>,
+) -> Result<(OutputFormat, bool), Error> {
     let by_name = match path {
         Some(p) => format_from_extension(p)?,
         None => None,
     };
-    let mode = if bam {
-        Some(OutputFormat::Bam)
+    let mode = if mode.is_some() {
+        mode
     } else if level_flag {
         Some(by_name.unwrap_or(OutputFormat::Bam))
     } else {
         by_name
     };
-    let forced = mode == Some(OutputFormat::Bam) || format_option.is_some_and(|f| f == OutputFormat::Bam);
+    let binary = |f: OutputFormat| matches!(f, OutputFormat::Bam | OutputFormat::Cram);
+    let forced = mode.is_some_and(binary) || format_option.is_some_and(binary);
     Ok((format_option.or(mode).unwrap_or(OutputFormat::Sam), forced))
 }
 
