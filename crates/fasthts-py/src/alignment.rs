@@ -125,6 +125,7 @@ fn open(
             cram,
             is_cram: true,
             cram_options: fasthts::cram::CramOptions { reference: cram_reference, ..Default::default() },
+            threads: 1,
         });
     }
     if matches!(peeked.format(), Format::Bam(fasthts_io::compression::Compression::Bgzf)) && peeked.is_regular_file() {
