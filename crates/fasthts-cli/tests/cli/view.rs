@@ -592,3 +592,31 @@ fn reference_list_for_sam_without_sq_lines() {
     let got = run_with_stdin(c, std::fs::read(&bare).unwrap());
     assert!(got.status.success() && got.stdout == expected.stdout, "{}", text(&got.stderr));
 }
+
+/// `-c` of a whole indexed BAM reads it in byte ranges cut by the index
+/// (as flagstat does); with an index beside it that describes another
+/// file, or none, it reads sequentially. Either way samtools' count, and
+/// nothing on stderr (samtools does not look at the index here).
+#[test]
+fn whole_file_count_through_the_index_or_without_it() {
+    let Some(g) = generate("view-count-index") else { return };
+    let other = g.dir.path("other.bam");
+    let mut filtered = Command::new("samtools");
+    filtered.args(["view", "--no-PG", "-b", "-q", "30", "-o"]).arg(&other).arg(&g.bam);
+    assert!(run(filtered).status.success());
+    std::fs::copy(format!("{}.bai", g.bam.display()), format!("{}.bai", other.display())).unwrap();
+    let bare = g.dir.path("bare.bam");
+    std::fs::copy(&g.bam, &bare).unwrap();
+    for input in [&g.bam, &g.csi_bam, &other, &bare] {
+        for options in [&["-c"][..], &["-c", "-q", "10", "-F", "0x900"], &["-c", "--subsample", "0.3", "--subsample-seed", "5"]] {
+            let mut args = options.to_vec();
+            args.push(input.to_str().unwrap());
+            let expected = samtools_view(&args);
+            for threads in ["1", "2"] {
+                let got = fasthts_view(&args, &["-@", threads]);
+                assert!(got.status.success() && got.stdout == expected.stdout, "{args:?} -@{threads}: {} / {}", text(&got.stdout), text(&expected.stdout));
+                assert!(got.stderr.is_empty(), "{args:?}: stderr {}", text(&got.stderr));
+            }
+        }
+    }
+}
