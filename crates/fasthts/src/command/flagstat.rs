@@ -3,8 +3,8 @@
 //! and gathered (the Python package's dask layer).
 
 use super::{
-    by_index_or_sequentially, find_index, find_unchecked_index, indexed_or_sequential, verify_index, warn_if_stream_truncated,
-    warn_if_truncated, with_threads, Report, Warning,
+    by_index_or_sequentially, find_index, indexed_or_sequential, usable_index, warn_if_stream_truncated,
+    warn_if_truncated, with_threads, Report,
 };
 use crate::bam::BamFile;
 use crate::cram::{self, CramOptions, Fields};
@@ -32,22 +32,6 @@ pub struct FlagstatOptions {
 impl Default for FlagstatOptions {
     fn default() -> Self {
         FlagstatOptions { threads: None, region_bytes: REGION_BYTES }
-    }
-}
-
-/// The index a flagstat of `bam` reads through, if any. The index is only
-/// a way to read in parallel: one that cannot be read or was made for
-/// another file means reading sequentially; one that points outside the
-/// file ([`super::verify_index`]) too, and that is reported, as a failed
-/// coverage check is.
-fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
-    let (index, _, stale) = find_unchecked_index(bam, report).unwrap_or(None)?;
-    match verify_index(bam, &index, stale) {
-        Ok(()) => Some(index),
-        Err(e) => {
-            report.warning(Warning::ReadingSequentially { path: bam.path().to_path_buf(), reason: e.to_string() });
-            None
-        }
     }
 }
 

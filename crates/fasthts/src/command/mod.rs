@@ -326,6 +326,22 @@ pub fn build_index(bam: &BamFile) -> Result<Index, Error> {
     crate::indexer::build(bam, crate::index::IndexFormat::Bai).map_err(|e| not_coordinate_sorted(bam, Some(&e)).unwrap_or(e))
 }
 
+/// The index a whole-file job (flagstat, `view -c`) of `bam` reads
+/// through, if any. The index is only a way to read in parallel: one that
+/// cannot be read or was made for another file means reading sequentially;
+/// one that points outside the file ([`verify_index`]) too, and that is
+/// reported, as a failed coverage check is.
+pub(crate) fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
+    let (index, _, stale) = find_unchecked_index(bam, report).unwrap_or(None)?;
+    match verify_index(bam, &index, stale) {
+        Ok(()) => Some(index),
+        Err(e) => {
+            report.warning(Warning::ReadingSequentially { path: bam.path().to_path_buf(), reason: e.to_string() });
+            None
+        }
+    }
+}
+
 /// Runs a whole-file job as flagstat does: through `index` when there is
 /// one (`by_regions`), else sequentially (`sequential`), and sequentially
 /// too when reading through the index fails: the index is only a way to

@@ -452,11 +452,7 @@ fn count_by_index(
     if !options.count || outputs.main.is_some() || outputs.unselected.is_some() {
         return Ok(None);
     }
-    let silent = |_: super::Warning| {};
-    let Some((index, _, stale)) = super::find_unchecked_index(bam, &silent).unwrap_or(None) else { return Ok(None) };
-    if verify_index(bam, &index, stale).is_err() {
-        return Ok(None);
-    }
+    let Some(index) = super::usable_index(bam, &|_: super::Warning| {}) else { return Ok(None) };
     let plan = region::Plan::BalancedBytes(super::flagstat::REGION_BYTES);
     let parts = region::scatter_all(bam, &index, plan, |_, records| {
         let mut router = Router::new(options, selection, names);
