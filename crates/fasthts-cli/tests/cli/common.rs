@@ -155,3 +155,20 @@ pub fn write_small_bam_20_times(path: &Path) {
     }
     std::fs::write(path, fasthts::bgzf::compress_all(&big, 1)).unwrap();
 }
+
+/// khmer's stderr without the citation banner its scripts print first (a
+/// blank line, `||` lines, a blank line).
+pub fn without_khmer_banner(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.split('\n').collect();
+    if lines.len() > 1 && lines[0].is_empty() && lines[1].starts_with("||") {
+        let mut i = 1;
+        while i < lines.len() && lines[i].starts_with("||") {
+            i += 1;
+        }
+        if i < lines.len() && lines[i].is_empty() {
+            i += 1;
+        }
+        return lines[i..].join("\n");
+    }
+    stderr.to_string()
+}

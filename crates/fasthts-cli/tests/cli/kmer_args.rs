@@ -231,23 +231,6 @@ fn argparse_spellings_give_the_same_table() {
     }
 }
 
-/// khmer's stderr without its citation banner (a blank line, the `||`
-/// lines, a blank line), which fasthts prints only for `--info`/`--version`.
-fn without_banner(stderr: &str) -> String {
-    let lines: Vec<&str> = stderr.split('\n').collect();
-    if lines.len() > 1 && lines[0].is_empty() && lines[1].starts_with("||") {
-        let mut i = 1;
-        while i < lines.len() && lines[i].starts_with("||") {
-            i += 1;
-        }
-        if i < lines.len() && lines[i].is_empty() {
-            i += 1;
-        }
-        return lines[i..].join("\n");
-    }
-    stderr.to_string()
-}
-
 /// trim-low-abund's temporary directory (`./tmp<random>khmer`) as `TMP`.
 pub(crate) fn tempdir_named(stderr: &str) -> String {
     stderr
@@ -287,7 +270,7 @@ fn compare_run(sub: &str, args: &[&str], inputs: &Path) -> Option<String> {
     let ours = fasthts_as(sub, args, &ours_dir.0, "80");
     let theirs = khmer_as(sub, args, &theirs_dir.0, "80");
     let ours_err = tempdir_named(&without_fasthts_version(&ours.stderr));
-    let theirs_err = tempdir_named(&without_banner(&text(&theirs.stderr)));
+    let theirs_err = tempdir_named(&without_khmer_banner(&text(&theirs.stderr)));
     let files_differ = ours.status.success() && files_of(&ours_dir.0) != files_of(&theirs_dir.0);
     if ours.status.code() == theirs.status.code() && ours_err == theirs_err && ours.stdout == theirs.stdout && !files_differ {
         return None;

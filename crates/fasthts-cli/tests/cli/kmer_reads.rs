@@ -134,18 +134,8 @@ fn make_reads(dir: &Path, seed: u64) {
 /// blank line) and with a traceback reduced to its last line (the
 /// exception), as fasthts prints it.
 fn khmer_stderr(raw: &[u8]) -> String {
-    let text = String::from_utf8_lossy(raw);
-    let mut lines: Vec<&str> = text.split('\n').collect();
-    if lines.len() > 1 && lines[0].is_empty() && lines[1].starts_with("||") {
-        let mut i = 1;
-        while i < lines.len() && lines[i].starts_with("||") {
-            i += 1;
-        }
-        if i < lines.len() && lines[i].is_empty() {
-            i += 1;
-        }
-        lines.drain(..i);
-    }
+    let text = without_khmer_banner(&String::from_utf8_lossy(raw));
+    let lines: Vec<&str> = text.split('\n').collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < lines.len() {
