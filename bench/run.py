@@ -100,6 +100,24 @@ def output(cmd):
     return subprocess.run(cmd, check=True, capture_output=True).stdout
 
 
+def random_windows(bam, first, count=1000, width=10_000):
+    """`count` random windows of `width` bases, as (reference, start >=
+    `first`), on the references with reads (uniform over references; seeded,
+    so every run and tool gets the same ones)."""
+    import random
+    rng = random.Random(23)
+    refs = []
+    for line in output(["samtools", "idxstats", bam]).decode().splitlines():
+        name, length, mapped = line.split("\t")[:3]
+        if name != "*" and int(mapped) > 0 and int(length) > width:
+            refs.append((name, int(length)))
+    windows = []
+    for _ in range(count):
+        name, length = rng.choice(refs)
+        windows.append((name, rng.randrange(first, length - width)))
+    return windows
+
+
 def cram_jobs(a, fasthts, tmp, report, lines):
     """flagstat, index and sort (BAM out) of a.cram against samtools, each
     output checked equal before anything is timed; tools alternate."""
@@ -304,18 +322,7 @@ def main():
     if "view" in jobs:
         # The regions: 1,000 random 10 kb windows on references with reads
         # (seeded, so every run and tool gets the same ones).
-        import random
-        rng = random.Random(23)
-        refs = []
-        for line in output(["samtools", "idxstats", bam]).decode().splitlines():
-            name, length, mapped = line.split("\t")[:3]
-            if name != "*" and int(mapped) > 0 and int(length) > 10_000:
-                refs.append((name, int(length)))
-        regions = []
-        for _ in range(1000):
-            name, length = rng.choice(refs)
-            beg = rng.randrange(1, length - 10_000)
-            regions.append(f"{name}:{beg}-{beg + 9_999}")
+        regions = [f"{name}:{beg}-{beg + 9_999}" for name, beg in random_windows(bam, first=1)]
         sub_f, sub_s = os.path.join(tmp, "sub.f.bam"), os.path.join(tmp, "sub.s.bam")
         sub = ["--no-PG", "-b", "--subsample", "0.1", "--subsample-seed", "1"]
         variants = [
@@ -339,18 +346,9 @@ def main():
     if "depth" in jobs:
         # samtools depth has no threads: it is the single-threaded peer the
         # issue names. The regions: 1,000 random 10 kb windows (seeded), as a BED.
-        import random
-        rng = random.Random(23)
-        refs = []
-        for line in output(["samtools", "idxstats", bam]).decode().splitlines():
-            name, length, mapped = line.split("\t")[:3]
-            if name != "*" and int(mapped) > 0 and int(length) > 10_000:
-                refs.append((name, int(length)))
         bed = os.path.join(tmp, "regions.bed")
         with open(bed, "w") as f:
-            for _ in range(1000):
-                name, length = rng.choice(refs)
-                beg = rng.randrange(0, length - 10_000)
+            for name, beg in random_windows(bam, first=0):
                 f.write(f"{name}\t{beg}\t{beg + 10_000}\n")
         for job, args in [("depth -a", ["-a", bam]), ("depth -a 1k regions", ["-a", "-b", bed, bam])]:
             tools = {"fasthts": [fasthts, "depth", "-@", t, *args], "samtools": ["samtools", "depth", *args]}
