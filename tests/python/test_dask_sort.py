@@ -215,7 +215,7 @@ def test_interrupted_run_leaves_nothing_behind(unsorted, tmp_path):
 def test_bad_inputs(client, unsorted, tmp_path):
     sam = tmp_path / "x.sam"
     sam.write_bytes(subprocess.run([samtools(), "view", "-h", unsorted], check=True, capture_output=True).stdout)
-    with pytest.raises(fasthts.Error, match="x.sam: the distributed sort reads BGZF-compressed BAM files"):
+    with pytest.raises(fasthts.Error, match="x.sam: the distributed sort reads BGZF-compressed BAM or CRAM files"):
         fdask.sort(client, str(sam), tmp_path / "o.bam")
     with pytest.raises(OSError, match="unsorted.bam: output is the same file as input"):
         fdask.sort(client, unsorted, unsorted)
