@@ -7,6 +7,7 @@ samtools index's; also through `python -m fasthts.dask`."""
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -142,6 +143,22 @@ def test_missing_reference_is_one_line(client, golden, tmp_path):
     assert str(e.value) == f"{fasta}: cannot read the reference FASTA (or its .fai)"
     # The same words as the one-machine sort's.
     assert sorted(os.listdir(tmp_path)) == ["in.cram"]
+
+
+def test_cut_off_and_unterminated_crams(client, crams, golden, tmp_path):
+    data = open(crams["3.0"], "rb").read()
+    cut = tmp_path / "cut.cram"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(fasthts.Error) as e:
+        fdask.sort(client, cut, tmp_path / "o.bam", reference=golden / "ref.fa")
+    assert re.fullmatch(re.escape(f"{cut}: truncated CRAM data: the container at byte ") + r"\d+ is cut off", str(e.value)), str(e.value)
+    # Without its EOF container (38 bytes in CRAM 3): sorted, with the CLI's warning.
+    unterminated = tmp_path / "unterminated.cram"
+    unterminated.write_bytes(data[:-38])
+    out = tmp_path / "o.bam"
+    with pytest.warns(UserWarning, match=re.escape(f"{unterminated}: EOF marker is absent. The input is probably truncated")):
+        assert fdask.sort(client, unterminated, out, reference=golden / "ref.fa", splits=3, no_pg=True) == RECORDS
+    assert view(out) == samtools_sort(crams["3.0"], golden / "ref.fa", tmp_path)
 
 
 def test_cram_and_sam_outputs_are_refused(client, crams, golden, tmp_path):

@@ -73,7 +73,7 @@ fn dask_sort_plan(
     pieces: usize,
     reference: Option<PathBuf>,
 ) -> PyResult<Vec<(usize, u64, u64)>> {
-    let splits = run_detached(py, |_| dist::plan(&inputs, &output, pieces, reference.as_deref()))?;
+    let splits = run_detached(py, |w| dist::plan(&inputs, &output, pieces, reference.as_deref(), w))?;
     Ok(splits.into_iter().map(|(i, s)| (i, s.start, s.end)).collect())
 }
 

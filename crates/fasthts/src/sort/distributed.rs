@@ -78,6 +78,7 @@ pub struct CramInput {
     header: Header,
     containers: Vec<Container>,
     len: u64,
+    missing_eof: bool,
 }
 
 impl SortInput {
@@ -92,11 +93,16 @@ impl SortInput {
         let regular = peeked.is_regular_file() && path.as_os_str() != "-";
         if format == crate::input::Format::Cram && regular {
             let options = CramOptions { reference: reference.map(Path::to_path_buf), ..CramOptions::default() };
-            let header = CramReader::open(path, &options)?.header().clone();
+            let reader = CramReader::open(path, &options)?;
+            let (header, missing_eof) = (reader.header().clone(), reader.missing_eof_container());
             let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
-            let containers = crate::cram::containers(&file).map_err(|e| Error::from(e).with_path(path))?;
             let len = file.metadata().map_err(|e| Error::from(e).with_path(path))?.len();
-            return Ok(SortInput::Cram(CramInput { path: path.to_path_buf(), options, header, containers, len }));
+            // A cut-off container is damaged data, said as the one-machine sort says it.
+            let containers = crate::cram::containers(&file).map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof => Error::Message(e.to_string()).with_path(path),
+                _ => Error::from(e).with_path(path),
+            })?;
+            return Ok(SortInput::Cram(CramInput { path: path.to_path_buf(), options, header, containers, len, missing_eof }));
         }
         if format != crate::input::Format::Bam(fasthts_io::compression::Compression::Bgzf) || !regular {
             return Err(Error::Message(
@@ -112,6 +118,15 @@ impl SortInput {
         match self {
             SortInput::Bam(bam) => bam.header(),
             SortInput::Cram(cram) => &cram.header,
+        }
+    }
+
+    /// Whether the file lacks its end-of-file marker (BGZF's EOF block, or
+    /// CRAM's EOF container): probably truncated.
+    pub fn missing_eof_marker(&self) -> bool {
+        match self {
+            SortInput::Bam(bam) => !bam.has_eof_marker(),
+            SortInput::Cram(cram) => cram.missing_eof,
         }
     }
 
@@ -307,8 +322,16 @@ impl<'a> Shuffler<'a> {
 /// `reference` (see [`SortInput::open`]). The output is BAM: a name that
 /// asks for SAM or CRAM (see [`super::OutputFormat::from_path`]) is refused
 /// (a CRAM made of parts would not be the one-machine sort's bytes: its
-/// containers and record counters run over the whole file).
-pub fn plan(inputs: &[PathBuf], output: &Path, pieces: usize, reference: Option<&Path>) -> Result<Vec<(usize, Split)>, Error> {
+/// containers and record counters run over the whole file). An input
+/// without its end-of-file marker is reported, as the one-machine sort
+/// reports it.
+pub fn plan(
+    inputs: &[PathBuf],
+    output: &Path,
+    pieces: usize,
+    reference: Option<&Path>,
+    report: &dyn crate::command::Report,
+) -> Result<Vec<(usize, Split)>, Error> {
     if inputs.is_empty() {
         return Err(Error::InvalidArgument("no input to sort".into()));
     }
@@ -328,6 +351,9 @@ pub fn plan(inputs: &[PathBuf], output: &Path, pieces: usize, reference: Option<
     let mut first: Option<Header> = None;
     for (i, path) in inputs.iter().enumerate() {
         let input = SortInput::open(path, reference)?;
+        if input.missing_eof_marker() {
+            report.warning(crate::command::Warning::MissingEofMarker { path: path.clone() });
+        }
         match &first {
             None => first = Some(input.header().clone()),
             Some(h) if h.references != input.header().references => {
