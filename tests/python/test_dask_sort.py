@@ -215,7 +215,7 @@ def test_interrupted_run_leaves_nothing_behind(unsorted, tmp_path):
 def test_bad_inputs(client, unsorted, tmp_path):
     sam = tmp_path / "x.sam"
     sam.write_bytes(subprocess.run([samtools(), "view", "-h", unsorted], check=True, capture_output=True).stdout)
-    with pytest.raises(fasthts.Error, match="x.sam: the distributed sort reads BGZF-compressed BAM files"):
+    with pytest.raises(fasthts.Error, match="x.sam: the distributed sort reads BGZF-compressed BAM or CRAM files"):
         fdask.sort(client, str(sam), tmp_path / "o.bam")
     with pytest.raises(OSError, match="unsorted.bam: output is the same file as input"):
         fdask.sort(client, unsorted, unsorted)
@@ -304,3 +304,12 @@ def test_command_line_index(coordinate_sorted, tmp_path):
     assert out.read_bytes() == (tmp_path / "ref.csi").read_bytes()
     p = subprocess.run([*run, str(ROOT / "tests/data/unsorted.bam"), str(out)], capture_output=True)
     assert p.returncode == 1 and p.stderr.decode().endswith("unsorted.bam: Chromosome blocks not continuous\n")
+
+
+def test_bam_without_eof_block_is_sorted_with_the_cli_warning(client, unsorted, tmp_path):
+    bam = tmp_path / "unterminated.bam"
+    bam.write_bytes(open(unsorted, "rb").read()[:-28])
+    out = tmp_path / "out.bam"
+    with pytest.warns(UserWarning, match=f"{bam}: EOF marker is absent. The input is probably truncated"):
+        assert fdask.sort(client, bam, out, splits=3, parts=2, no_pg=True) == 41280
+    assert view(out) == samtools_sort([unsorted], tmp_path)

@@ -7,7 +7,7 @@ use crate::ops::{memory_arg, sort_order_arg};
 use crate::run_detached;
 use fasthts::bam::BamFile;
 use fasthts::bgzf::VirtualOffset;
-use fasthts::sort::distributed::{self as dist, Split};
+use fasthts::sort::distributed::{self as dist, SortInput, Split};
 use fasthts::sort::{Comparator, OutputFormat, SortEngine, SortOptions};
 use fasthts::Error;
 use pyo3::prelude::*;
@@ -35,9 +35,14 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 type OrderSpec = (bool, Option<String>, bool, bool, i64);
 
 /// The comparator of `spec` under `header`'s header (the first input's).
-fn comparator(spec: &OrderSpec, header: &BamFile) -> PyResult<Comparator> {
+fn comparator(spec: &OrderSpec, header: &SortInput) -> PyResult<Comparator> {
     let order = sort_order_arg(spec.0, spec.1.as_deref(), spec.2, spec.3, spec.4)?;
     Ok(Comparator::new(order, &header.header().text))
+}
+
+/// An input of the sort (BAM, or CRAM decoded with `reference`).
+fn open(path: &std::path::Path, reference: &Option<PathBuf>) -> Result<SortInput, Error> {
+    SortInput::open(path, reference.as_deref())
 }
 
 fn offset(raw: u64) -> VirtualOffset {
@@ -45,24 +50,36 @@ fn offset(raw: u64) -> VirtualOffset {
 }
 
 /// Where a split's first record is: `entry` (a raw virtual offset) when
-/// the caller knows it, else the guess ([`dist::guess_entry`]).
-fn entry_or_guess(bam: &BamFile, split: Split, entry: Option<u64>) -> Result<Option<VirtualOffset>, Error> {
+/// the caller knows it, else `guess()` ([`SortInput::entry`]).
+fn entry_or_guess(
+    entry: Option<u64>,
+    guess: impl FnOnce() -> Result<Option<VirtualOffset>, Error>,
+) -> Result<Option<VirtualOffset>, Error> {
     match entry {
         Some(raw) => Ok(Some(offset(raw))),
-        None => dist::guess_entry(bam, split),
+        None => guess(),
     }
 }
 
 /// Checks the inputs and the output and returns the splits:
-/// `[(input's position, start, end)]`.
+/// `[(input's position, start, end)]`. `reference`: the FASTA of CRAM
+/// inputs (every task that reads records takes it too).
 #[pyfunction]
-fn dask_sort_plan(py: Python<'_>, inputs: Vec<PathBuf>, output: PathBuf, pieces: usize) -> PyResult<Vec<(usize, u64, u64)>> {
-    let splits = run_detached(py, |_| dist::plan(&inputs, &output, pieces))?;
+#[pyo3(signature = (inputs, output, pieces, reference=None))]
+fn dask_sort_plan(
+    py: Python<'_>,
+    inputs: Vec<PathBuf>,
+    output: PathBuf,
+    pieces: usize,
+    reference: Option<PathBuf>,
+) -> PyResult<Vec<(usize, u64, u64)>> {
+    let splits = run_detached(py, |w| dist::plan(&inputs, &output, pieces, reference.as_deref(), w))?;
     Ok(splits.into_iter().map(|(i, s)| (i, s.start, s.end)).collect())
 }
 
 /// Up to `count` records of a split, prepared for the order, as bytes.
 #[pyfunction]
+#[pyo3(signature = (path, header, start, end, count, order, reference=None))]
 #[allow(clippy::too_many_arguments)]
 fn dask_sort_sample(
     py: Python<'_>,
@@ -72,17 +89,26 @@ fn dask_sort_sample(
     end: u64,
     count: usize,
     order: OrderSpec,
+    reference: Option<PathBuf>,
 ) -> PyResult<Vec<Py<PyBytes>>> {
-    let first = run_detached(py, |_| BamFile::open(&header))?;
+    let first = run_detached(py, |_| open(&header, &reference))?;
     let cmp = comparator(&order, &first)?;
-    let samples = run_detached(py, |_| dist::sample_records(&BamFile::open(&path)?, Split { start, end }, count, &cmp))?;
+    let samples = run_detached(py, |_| open(&path, &reference)?.sample(Split { start, end }, count, &cmp))?;
     Ok(samples.iter().map(|s| PyBytes::new(py, s).unbind()).collect())
 }
 
 /// The boundary records of `parts` parts, chosen from the samples.
 #[pyfunction]
-fn dask_sort_boundaries(py: Python<'_>, header: PathBuf, samples: Vec<Vec<u8>>, parts: usize, order: OrderSpec) -> PyResult<Vec<Py<PyBytes>>> {
-    let first = run_detached(py, |_| BamFile::open(&header))?;
+#[pyo3(signature = (header, samples, parts, order, reference=None))]
+fn dask_sort_boundaries(
+    py: Python<'_>,
+    header: PathBuf,
+    samples: Vec<Vec<u8>>,
+    parts: usize,
+    order: OrderSpec,
+    reference: Option<PathBuf>,
+) -> PyResult<Vec<Py<PyBytes>>> {
+    let first = run_detached(py, |_| open(&header, &reference))?;
     let cmp = comparator(&order, &first)?;
     let n_ref = first.header().references.len();
     // Samples come back from workers: check them before comparing.
@@ -96,6 +122,7 @@ fn dask_sort_boundaries(py: Python<'_>, header: PathBuf, samples: Vec<Vec<u8>>, 
 /// `(entry, exit or None, records)`, or `None` when no entry could be
 /// guessed.
 #[pyfunction]
+#[pyo3(signature = (path, header, start, end, entry, boundaries, order, outputs, reference=None))]
 #[allow(clippy::too_many_arguments)]
 fn dask_sort_shuffle(
     py: Python<'_>,
@@ -107,14 +134,15 @@ fn dask_sort_shuffle(
     boundaries: Vec<Vec<u8>>,
     order: OrderSpec,
     outputs: Vec<PathBuf>,
+    reference: Option<PathBuf>,
 ) -> PyResult<Option<(u64, Option<u64>, u64)>> {
-    let first = run_detached(py, |_| BamFile::open(&header))?;
+    let first = run_detached(py, |_| open(&header, &reference))?;
     let cmp = comparator(&order, &first)?;
     run_detached(py, |_| {
-        let bam = BamFile::open(&path)?;
+        let input = open(&path, &reference)?;
         let split = Split { start, end };
-        let Some(entry) = entry_or_guess(&bam, split, entry)? else { return Ok(None) };
-        let done = dist::shuffle_split(&bam, split, entry, &boundaries, &cmp, &outputs)?;
+        let Some(entry) = entry_or_guess(entry, || input.entry(split))? else { return Ok(None) };
+        let done = input.shuffle(split, entry, &boundaries, &cmp, &outputs)?;
         Ok(Some((u64::from(done.entry), done.exit.map(u64::from), done.records)))
     })
 }
@@ -122,7 +150,7 @@ fn dask_sort_shuffle(
 /// Sorts one part's shuffle files into the BAM `output`; returns
 /// `(body_start, body_end, records)`.
 #[pyfunction]
-#[pyo3(signature = (header, shuffled, order, output, level=None, memory=None, threads=None, program=None))]
+#[pyo3(signature = (header, shuffled, order, output, level=None, memory=None, threads=None, program=None, reference=None))]
 #[allow(clippy::too_many_arguments)]
 fn dask_sort_part(
     py: Python<'_>,
@@ -134,8 +162,9 @@ fn dask_sort_part(
     memory: Option<&Bound<'_, PyAny>>,
     threads: Option<usize>,
     program: Option<(String, String)>,
+    reference: Option<PathBuf>,
 ) -> PyResult<(u64, u64, u64)> {
-    let first = run_detached(py, |_| BamFile::open(&header))?;
+    let first = run_detached(py, |_| open(&header, &reference))?;
     let cmp = comparator(&order, &first)?;
     let memory_per_thread = match memory {
         Some(m) => memory_arg(m)?,
@@ -194,7 +223,9 @@ fn dask_sort_index_name(output: PathBuf) -> (PathBuf, PathBuf, bool) {
 }
 
 /// Checks `path` and `output` for `dask.index` and returns the splits
-/// `[(start, end)]` and where the index goes.
+/// `[(start, end)]` and where the index goes; `None` for a CRAM, whose
+/// `.crai` is built in one task by `fasthts.index` (its builder reads only
+/// container and slice headers: splitting it would not pay).
 #[pyfunction]
 #[pyo3(signature = (path, pieces, output=None, csi=false, min_shift=None))]
 fn dask_index_plan(
@@ -204,12 +235,15 @@ fn dask_index_plan(
     output: Option<PathBuf>,
     csi: bool,
     min_shift: Option<i32>,
-) -> PyResult<(Vec<(u64, u64)>, PathBuf)> {
+) -> PyResult<Option<(Vec<(u64, u64)>, PathBuf)>> {
     let options = fasthts::command::IndexOptions { format: fasthts::command::index_format(csi, min_shift), output, threads: None };
     run_detached(py, |_| {
+        if fasthts::input::peek(&path)?.format() == fasthts::input::Format::Cram {
+            return Ok(None);
+        }
         let target = fasthts::command::index_target(&path, &options)?;
         let bam = dist::open_input(&path)?;
-        Ok((dist::plan_splits(&bam, pieces).into_iter().map(|s| (s.start, s.end)).collect(), target))
+        Ok(Some((dist::plan_splits(&bam, pieces).into_iter().map(|s| (s.start, s.end)).collect(), target)))
     })
 }
 
@@ -232,7 +266,7 @@ fn dask_index_split(
     let done = run_detached(py, |_| {
         let bam = BamFile::open(&path)?;
         let split = Split { start, end };
-        let Some(entry) = entry_or_guess(&bam, split, entry)? else { return Ok(None) };
+        let Some(entry) = entry_or_guess(entry, || dist::guess_entry(&bam, split))? else { return Ok(None) };
         let (segment, exit) = dist::index_split(&bam, split, entry, format)?;
         let (ended, exit) = match exit {
             dist::Exit::Next(at) => (false, at),

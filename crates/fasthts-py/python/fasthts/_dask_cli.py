@@ -4,6 +4,7 @@ Python.
     python -m fasthts.dask sort --scheduler tcp://HOST:8786 -o out.bam in.bam [in2.bam ...]
     python -m fasthts.dask sort --local-workers 4 -n -o by-name.bam in.bam
     python -m fasthts.dask index --scheduler tcp://HOST:8786 sorted.bam
+    python -m fasthts.dask sort --local-workers 4 --reference ref.fa -o out.bam in.cram
 
 Options are samtools sort's and index's (as ``fasthts`` takes them); the
 work is ``fasthts.dask.sort`` and ``fasthts.dask.index``. A progress bar is shown on a terminal.
@@ -28,15 +29,17 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser(
         "sort",
         help="samtools sort on the cluster",
-        description="Sorts BAM files into one BAM whose content equals `samtools cat IN... | samtools sort` "
+        description="Sorts BAM or CRAM files into one BAM whose content equals `samtools cat IN... | samtools sort` "
         "(see fasthts.dask.sort).",
         epilog="examples:\n"
         "  python -m fasthts.dask sort --scheduler tcp://head:8786 -o sorted.bam lane1.bam lane2.bam\n"
-        "  python -m fasthts.dask sort --local-workers 2 -n -o by-name.bam in.bam",
+        "  python -m fasthts.dask sort --local-workers 2 -n -o by-name.bam in.bam\n"
+        "  python -m fasthts.dask sort --local-workers 2 --reference ref.fa -o sorted.bam in.cram",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument("inputs", nargs="+", metavar="IN.bam", help="BGZF-compressed BAM files, joined in this order")
-    s.add_argument("-o", dest="output", required=True, metavar="FILE", help="output BAM (a path the workers can write)")
+    s.add_argument("inputs", nargs="+", metavar="IN.bam", help="BGZF-compressed BAM or CRAM files, joined in this order")
+    s.add_argument("-o", dest="output", required=True, metavar="FILE", help="output BAM (a path the workers can write; BAM only)")
+    s.add_argument("--reference", metavar="FASTA", help="reference sequence FASTA of CRAM inputs [as htslib finds it]")
     where = s.add_mutually_exclusive_group(required=True)
     where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running dask scheduler, e.g. tcp://HOST:8786")
     where.add_argument("--local-workers", type=int, metavar="N", help="start a local cluster of N worker processes instead")
@@ -56,14 +59,15 @@ def _parser() -> argparse.ArgumentParser:
     i = sub.add_parser(
         "index",
         help="samtools index on the cluster",
-        description="Indexes a coordinate-sorted BAM, byte for byte as samtools index (see fasthts.dask.index).",
+        description="Indexes a coordinate-sorted BAM (or CRAM: a .crai, in one task), byte for byte as samtools index "
+        "(see fasthts.dask.index).",
         epilog="examples:\n"
         "  python -m fasthts.dask index --scheduler tcp://head:8786 sorted.bam\n"
         "  python -m fasthts.dask index --local-workers 2 -c sorted.bam",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    i.add_argument("input", metavar="IN.bam", help="a coordinate-sorted, BGZF-compressed BAM")
-    i.add_argument("output", nargs="?", metavar="OUT.index", help="the index [IN.bam.bai, or IN.bam.csi with -c/-m]")
+    i.add_argument("input", metavar="IN.bam", help="a coordinate-sorted, BGZF-compressed BAM, or a CRAM")
+    i.add_argument("output", nargs="?", metavar="OUT.index", help="the index [IN.bam.bai, or IN.bam.csi with -c/-m; IN.cram.crai]")
     where = i.add_mutually_exclusive_group(required=True)
     where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running dask scheduler, e.g. tcp://HOST:8786")
     where.add_argument("--local-workers", type=int, metavar="N", help="start a local cluster of N worker processes instead")
@@ -115,6 +119,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 splits=args.splits,
                 threads=args.threads,
                 progress=False if args.quiet else None,
+                reference=args.reference,
             )
     except (Error, OSError, ValueError, TypeError) as e:
         # OSError's str() starts "[Errno N]": the message is enough.

@@ -301,7 +301,7 @@ impl CramReader {
 
     /// Moves to the container at byte `offset` of the file (one of
     /// [`containers`]' offsets), before any record is read.
-    fn seek_to_container(&mut self, offset: u64) -> Result<(), Error> {
+    pub fn seek_to_container(&mut self, offset: u64) -> Result<(), Error> {
         // SAFETY: `fp` is an open CRAM file, so `fp.cram` is its cram_fd.
         let fd = unsafe { (*self.fp.as_ptr()).fp } as *mut ffi::cram_fd;
         // SAFETY: `fd` is open; no container has been read yet.

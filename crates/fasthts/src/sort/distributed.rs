@@ -3,7 +3,9 @@
 //! filesystem between them.
 //!
 //! 1. [`plan_splits`]: each input BAM is cut into splits at BGZF block
-//!    starts, found by their headers (no record is read).
+//!    starts, found by their headers (no record is read); a CRAM input
+//!    ([`SortInput::Cram`]) at container starts, from the container headers
+//!    (its splits' first records are known, not guessed).
 //! 2. [`sample_records`] on every split: a few records from a few places,
 //!    from which [`choose_boundaries`] picks the records that bound each
 //!    output part's key range.
@@ -26,6 +28,7 @@ use super::key::prepare_for_minimiser;
 use super::{sort_records, Comparator, RunReader, SortOptions, SortOrder, SortStats};
 use crate::bam::{BamFile, Header, RecordRef};
 use crate::bgzf::{Block, BlockReader, VirtualOffset, EOF_MARKER};
+use crate::cram::{Container, CramOptions, CramReader};
 use crate::index::{Index, IndexBuilder, IndexFormat, IndexSegment};
 use crate::Error;
 use std::cmp::Ordering;
@@ -50,34 +53,310 @@ const BLOCK_SEARCH: u64 = 1 << 16;
 
 /// Opens an input of the distributed sort: a BGZF-compressed BAM file
 /// (splits are found in the file by their block headers; a SAM or a stream
-/// has none), with one error naming the path otherwise.
+/// has none), with one error naming the path otherwise. A CRAM input is
+/// opened with [`SortInput::open`].
 pub fn open_input(path: &Path) -> Result<BamFile, Error> {
-    let format = crate::input::peek(path)?.format();
-    crate::input::check_supported(format, path)?;
-    if format != crate::input::Format::Bam(fasthts_io::compression::Compression::Bgzf) || path.as_os_str() == "-" {
-        return Err(Error::Message("the distributed sort reads BGZF-compressed BAM files (sort SAM or a stream on one machine)".into())
-            .with_path(path));
+    match SortInput::open(path, None)? {
+        SortInput::Bam(bam) => Ok(bam),
+        SortInput::Cram(_) => Err(Error::Message("CRAM, where a BGZF-compressed BAM is needed".into()).with_path(path)),
     }
-    BamFile::open(path)
+}
+
+/// An input of the distributed sort, opened by every task that reads it.
+pub enum SortInput {
+    /// A BGZF-compressed BAM file, split at block starts.
+    Bam(BamFile),
+    /// A CRAM file, split at container starts and decoded by htslib as the
+    /// one-machine sort decodes it ([`crate::input::open_with`]).
+    Cram(CramInput),
+}
+
+/// A CRAM input: its header and its containers (from their headers).
+pub struct CramInput {
+    path: PathBuf,
+    options: CramOptions,
+    header: Header,
+    containers: Vec<Container>,
+    len: u64,
+    missing_eof: bool,
+}
+
+impl SortInput {
+    /// Opens the BAM or CRAM file at `path` (a CRAM's records decoded with
+    /// the FASTA `reference`, else as htslib finds the reference, as
+    /// `fasthts sort --reference` does), with one error naming the path for
+    /// anything else (a SAM, a stream).
+    pub fn open(path: &Path, reference: Option<&Path>) -> Result<SortInput, Error> {
+        let peeked = crate::input::peek(path)?;
+        let format = peeked.format();
+        crate::input::check_supported(format, path)?;
+        let regular = peeked.is_regular_file() && path.as_os_str() != "-";
+        if format == crate::input::Format::Cram && regular {
+            let options = CramOptions { reference: reference.map(Path::to_path_buf), ..CramOptions::default() };
+            let reader = CramReader::open(path, &options)?;
+            let (header, missing_eof) = (reader.header().clone(), reader.missing_eof_container());
+            let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
+            let len = file.metadata().map_err(|e| Error::from(e).with_path(path))?.len();
+            // A cut-off container is damaged data, said as the one-machine sort says it.
+            let containers = crate::cram::containers(&file).map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof => Error::Message(e.to_string()).with_path(path),
+                _ => Error::from(e).with_path(path),
+            })?;
+            return Ok(SortInput::Cram(CramInput { path: path.to_path_buf(), options, header, containers, len, missing_eof }));
+        }
+        if format != crate::input::Format::Bam(fasthts_io::compression::Compression::Bgzf) || !regular {
+            return Err(Error::Message(
+                "the distributed sort reads BGZF-compressed BAM or CRAM files (sort SAM or a stream on one machine)".into(),
+            )
+            .with_path(path));
+        }
+        Ok(SortInput::Bam(BamFile::open(path)?))
+    }
+
+    /// The input's header, as a BAM header.
+    pub fn header(&self) -> &Header {
+        match self {
+            SortInput::Bam(bam) => bam.header(),
+            SortInput::Cram(cram) => &cram.header,
+        }
+    }
+
+    /// Whether the file lacks its end-of-file marker (BGZF's EOF block, or
+    /// CRAM's EOF container): probably truncated.
+    pub fn missing_eof_marker(&self) -> bool {
+        match self {
+            SortInput::Bam(bam) => !bam.has_eof_marker(),
+            SortInput::Cram(cram) => cram.missing_eof,
+        }
+    }
+
+    /// The input cut into about `pieces` splits of similar compressed size
+    /// ([`plan_splits`] for a BAM; whole containers for a CRAM).
+    pub fn splits(&self, pieces: usize) -> Vec<Split> {
+        match self {
+            SortInput::Bam(bam) => plan_splits(bam, pieces),
+            SortInput::Cram(cram) => cram.splits(pieces),
+        }
+    }
+
+    /// Where `split`'s first record starts: [`guess_entry`] for a BAM; a
+    /// CRAM split's first container, exactly.
+    pub fn entry(&self, split: Split) -> Result<Option<VirtualOffset>, Error> {
+        match self {
+            SortInput::Bam(bam) => guess_entry(bam, split),
+            SortInput::Cram(_) => Ok(Some(container_offset(split.start))),
+        }
+    }
+
+    /// [`sample_records`] of either kind of input.
+    pub fn sample(&self, split: Split, count: usize, cmp: &Comparator) -> Result<Vec<Vec<u8>>, Error> {
+        match self {
+            SortInput::Bam(bam) => sample_records(bam, split, count, cmp),
+            SortInput::Cram(cram) => cram.sample(split, count, cmp),
+        }
+    }
+
+    /// [`shuffle_split`] of either kind of input.
+    pub fn shuffle(
+        &self,
+        split: Split,
+        entry: VirtualOffset,
+        boundaries: &[Vec<u8>],
+        cmp: &Comparator,
+        outputs: &[PathBuf],
+    ) -> Result<Shuffled, Error> {
+        match self {
+            SortInput::Bam(bam) => shuffle_split(bam, split, entry, boundaries, cmp, outputs),
+            SortInput::Cram(cram) => cram.shuffle(split, entry, boundaries, cmp, outputs),
+        }
+    }
+}
+
+/// A CRAM container's byte offset as the virtual offset a split's entry
+/// and exit are given in.
+fn container_offset(offset: u64) -> VirtualOffset {
+    VirtualOffset::new(offset, 0).expect("a file offset")
+}
+
+impl CramInput {
+    /// Runs of whole containers of similar size, about `pieces` of them;
+    /// each split ends where the next begins, the last at the file's end.
+    fn splits(&self, pieces: usize) -> Vec<Split> {
+        let Some(first) = self.containers.first() else { return Vec::new() };
+        let last = self.containers.last().expect("not empty");
+        let (from, to) = (first.offset, last.offset + last.size);
+        let pieces = pieces.max(1) as u64;
+        let mut starts = vec![first.offset];
+        for c in &self.containers[1..] {
+            let k = starts.len() as u64;
+            if k < pieces && c.offset >= from + (to - from) * k / pieces {
+                starts.push(c.offset);
+            }
+        }
+        let ends = starts.iter().skip(1).copied().chain([self.len]);
+        starts.iter().zip(ends).map(|(&start, end)| Split { start, end }).collect()
+    }
+
+    /// The containers that start in `split`.
+    fn containers_of(&self, split: Split) -> &[Container] {
+        let a = self.containers.partition_point(|c| c.offset < split.start);
+        let b = self.containers.partition_point(|c| c.offset < split.end);
+        &self.containers[a..b]
+    }
+
+    /// A reader of its own at the container at `offset`.
+    fn reader_at(&self, offset: u64) -> Result<CramReader, Error> {
+        let mut reader = CramReader::open(&self.path, &self.options)?;
+        reader.seek_to_container(offset)?;
+        Ok(reader)
+    }
+
+    /// Calls `f` on the `records` records from the container at `offset` on.
+    fn read(&self, offset: u64, records: u64, mut f: impl FnMut(&RecordRef<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let mut reader = self.reader_at(offset)?;
+        while reader.records_read() < records {
+            match reader.next_record()? {
+                Some(r) => f(&r)?,
+                None => {
+                    return Err(Error::Message(format!(
+                        "CRAM data ends before the records its container headers announce (container at byte {offset})"
+                    ))
+                    .with_path(&self.path))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Up to `count` records from a few containers spread over `split`
+    /// (each opened reader decodes from its container on: few places keep
+    /// the sample cheap).
+    fn sample(&self, split: Split, count: usize, cmp: &Comparator) -> Result<Vec<Vec<u8>>, Error> {
+        let containers = self.containers_of(split);
+        let places = (SAMPLE_PLACES as usize).min(containers.len());
+        let per_place = count.div_ceil(places.max(1));
+        let mut samples = Vec::with_capacity(count);
+        let mut scratch = Vec::new();
+        for k in 0..places {
+            let c = &containers[k * containers.len() / places];
+            self.read(c.offset, c.records.min(per_place as u64), |r| {
+                samples.push(prepare(cmp, r.as_bytes(), &mut scratch).to_vec());
+                Ok(())
+            })?;
+        }
+        samples.truncate(count);
+        Ok(samples)
+    }
+
+    /// Every record of `split`'s containers to its part's shuffle file.
+    fn shuffle(
+        &self,
+        split: Split,
+        entry: VirtualOffset,
+        boundaries: &[Vec<u8>],
+        cmp: &Comparator,
+        outputs: &[PathBuf],
+    ) -> Result<Shuffled, Error> {
+        if entry != container_offset(split.start) {
+            return Err(Error::Message(format!("no CRAM container starts at {entry:?}, the split's start")).with_path(&self.path));
+        }
+        let mut shuffler = Shuffler::create(outputs)?;
+        let records = self.containers_of(split).iter().map(|c| c.records).sum();
+        if records > 0 {
+            self.read(split.start, records, |r| shuffler.push(r, boundaries, cmp))?;
+        }
+        let exit = (split.end < self.len).then(|| container_offset(split.end));
+        Ok(Shuffled { entry, exit, records: shuffler.finish()? })
+    }
+}
+
+/// Records sent, each in input order, to the shuffle file of the part
+/// that owns it.
+struct Shuffler<'a> {
+    files: Vec<BufWriter<File>>,
+    outputs: &'a [PathBuf],
+    scratch: Vec<u8>,
+    records: u64,
+}
+
+impl<'a> Shuffler<'a> {
+    /// Creates (or empties, when a task is run again) one file per part.
+    fn create(outputs: &'a [PathBuf]) -> Result<Shuffler<'a>, Error> {
+        let files = outputs
+            .iter()
+            .map(|p| File::create(p).map(|f| BufWriter::with_capacity(256 << 10, f)).map_err(|e| Error::from(e).with_path(p)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Shuffler { files, outputs, scratch: Vec::new(), records: 0 })
+    }
+
+    /// Appends `r` (`block_size` and data) to its part's file.
+    fn push(&mut self, r: &RecordRef<'_>, boundaries: &[Vec<u8>], cmp: &Comparator) -> Result<(), Error> {
+        let p = if boundaries.is_empty() {
+            0
+        } else {
+            part_of(&RecordRef::new_prevalidated(prepare(cmp, r.as_bytes(), &mut self.scratch)), boundaries, cmp)
+        };
+        let out = &mut self.files[p];
+        let bytes = r.as_bytes();
+        out.write_all(&(bytes.len() as u32).to_le_bytes())
+            .and_then(|()| out.write_all(bytes))
+            .map_err(|e| Error::from(e).with_path(&self.outputs[p]))?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Flushes and syncs the files; the number of records sent.
+    fn finish(self) -> Result<u64, Error> {
+        for (f, p) in self.files.into_iter().zip(self.outputs) {
+            f.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_data()).map_err(|e| Error::from(e).with_path(p))?;
+        }
+        Ok(self.records)
+    }
 }
 
 /// Opens `inputs`, checks they can be sorted into `output` together, and
 /// cuts each into about `pieces` splits: `(input's position, split)` in
 /// input order. Several inputs are sorted as `samtools cat` would join
 /// them: under the first one's header, so their reference lists (names
-/// and lengths) must be the same.
-pub fn plan(inputs: &[PathBuf], output: &Path, pieces: usize) -> Result<Vec<(usize, Split)>, Error> {
+/// and lengths) must be the same. CRAM inputs are decoded with the FASTA
+/// `reference` (see [`SortInput::open`]). The output is BAM: a name that
+/// asks for SAM or CRAM (see [`super::OutputFormat::from_path`]) is refused
+/// (a CRAM made of parts would not be the one-machine sort's bytes: its
+/// containers and record counters run over the whole file). An input
+/// without its end-of-file marker is reported, as the one-machine sort
+/// reports it.
+pub fn plan(
+    inputs: &[PathBuf],
+    output: &Path,
+    pieces: usize,
+    reference: Option<&Path>,
+    report: &dyn crate::command::Report,
+) -> Result<Vec<(usize, Split)>, Error> {
     if inputs.is_empty() {
         return Err(Error::InvalidArgument("no input to sort".into()));
+    }
+    let format = super::OutputFormat::from_path(output)?;
+    if format != super::OutputFormat::Bam {
+        return Err(Error::Message(format!(
+            "the distributed sort writes BAM, not {}: sort to SAM or CRAM on one machine (fasthts sort), or name the output .bam",
+            match format {
+                super::OutputFormat::Cram => "CRAM",
+                _ => "SAM",
+            }
+        ))
+        .with_path(output));
     }
     crate::output::refuse_input_as_output(&[output], inputs)?;
     let mut splits = Vec::new();
     let mut first: Option<Header> = None;
     for (i, path) in inputs.iter().enumerate() {
-        let bam = open_input(path)?;
+        let input = SortInput::open(path, reference)?;
+        if input.missing_eof_marker() {
+            report.warning(crate::command::Warning::MissingEofMarker { path: path.clone() });
+        }
         match &first {
-            None => first = Some(bam.header().clone()),
-            Some(h) if h.references != bam.header().references => {
+            None => first = Some(input.header().clone()),
+            Some(h) if h.references != input.header().references => {
                 return Err(Error::Message(format!(
                     "its reference sequences differ from those of {}: inputs sorted together must have the same",
                     inputs[0].display()
@@ -86,7 +365,7 @@ pub fn plan(inputs: &[PathBuf], output: &Path, pieces: usize) -> Result<Vec<(usi
             }
             Some(_) => {}
         }
-        splits.extend(plan_splits(&bam, pieces).into_iter().map(|s| (i, s)));
+        splits.extend(input.splits(pieces).into_iter().map(|s| (i, s)));
     }
     Ok(splits)
 }
@@ -290,15 +569,10 @@ pub fn shuffle_split(
     cmp: &Comparator,
     outputs: &[PathBuf],
 ) -> Result<Shuffled, Error> {
-    let mut files = outputs
-        .iter()
-        .map(|p| File::create(p).map(|f| BufWriter::with_capacity(256 << 10, f)).map_err(|e| Error::from(e).with_path(p)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut shuffler = Shuffler::create(outputs)?;
     let entry = at_block_start(bam, entry);
     let mut records = bam.records_from(entry)?;
     records.set_soft_limit(split.end);
-    let mut scratch = Vec::new();
-    let mut count = 0;
     let exit = loop {
         if !records.advance()? {
             break None;
@@ -307,23 +581,9 @@ pub fn shuffle_split(
         if start.compressed() >= split.end {
             break Some(start);
         }
-        let r = records.current();
-        let p = if boundaries.is_empty() {
-            0
-        } else {
-            part_of(&RecordRef::new_prevalidated(prepare(cmp, r.as_bytes(), &mut scratch)), boundaries, cmp)
-        };
-        let out = &mut files[p];
-        let bytes = r.as_bytes();
-        out.write_all(&(bytes.len() as u32).to_le_bytes())
-            .and_then(|()| out.write_all(bytes))
-            .map_err(|e| Error::from(e).with_path(&outputs[p]))?;
-        count += 1;
+        shuffler.push(&records.current(), boundaries, cmp)?;
     };
-    for (f, p) in files.into_iter().zip(outputs) {
-        f.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_data()).map_err(|e| Error::from(e).with_path(p))?;
-    }
-    Ok(Shuffled { entry, exit, records: count })
+    Ok(Shuffled { entry, exit, records: shuffler.finish()? })
 }
 
 /// The index segment of `split`'s records, from `entry` on (see
@@ -624,5 +884,76 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A CRAM of the golden normal.bam in small containers (samtools),
+    /// decoded with its reference: split at containers, sampled and
+    /// shuffled, its parts hold every record once, each in input order
+    /// and in its key range, and each split ends where the next begins.
+    #[test]
+    fn cram_splits_shuffle_every_record_once_in_input_order() {
+        use std::process::Command;
+        let Some(dir) = fasthts_testgen::support::with_samtools("distributed-cram") else { return };
+        let golden = fasthts_testgen::support::golden_snp_pileup();
+        let (fasta, cram) = (golden.join("ref.fa"), dir.path("n.cram"));
+        let out = Command::new("samtools")
+            .args(["view", "-C", "--output-fmt-option", "seqs_per_slice=1000", "-T"])
+            .args([fasta.as_os_str(), "-o".as_ref(), cram.as_os_str(), golden.join("normal.bam").as_os_str()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let input = SortInput::open(&cram, Some(&fasta)).unwrap();
+        let all: Vec<Vec<u8>> = {
+            let mut reader = CramReader::open(&cram, &CramOptions { reference: Some(fasta.clone()), ..CramOptions::default() }).unwrap();
+            let mut v = Vec::new();
+            reader
+                .for_each_record(|r| {
+                    v.push(r.as_bytes().to_vec());
+                    Ok::<_, Error>(())
+                })
+                .unwrap();
+            v
+        };
+        assert_eq!(all.len(), 49410);
+        let cmp = Comparator::new(SortOrder::Coordinate, &input.header().text);
+        let len = std::fs::metadata(&cram).unwrap().len();
+        for pieces in [1, 3, 7] {
+            let splits = input.splits(pieces);
+            assert_eq!(splits.len(), pieces);
+            assert_eq!(splits.last().unwrap().end, len);
+            assert!(splits.windows(2).all(|w| w[0].end == w[1].start));
+            let samples: Vec<Vec<u8>> = splits.iter().flat_map(|&s| input.sample(s, 60, &cmp).unwrap()).collect();
+            let boundaries = choose_boundaries(samples, 3, &cmp);
+            assert_eq!(boundaries.len(), 2);
+            let mut parts: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 3];
+            let mut exit = None;
+            for (j, &split) in splits.iter().enumerate() {
+                let files: Vec<PathBuf> = (0..3).map(|p| dir.path(&format!("s{j}p{p}"))).collect();
+                let entry = input.entry(split).unwrap().unwrap();
+                assert!(j == 0 || Some(entry) == exit);
+                let done = input.shuffle(split, entry, &boundaries, &cmp, &files).unwrap();
+                exit = done.exit;
+                for (p, f) in files.iter().enumerate() {
+                    let mut run = RunReader::open(f, 1 << 16).unwrap();
+                    while run.advance().unwrap() {
+                        parts[p].push(run.record[4..].to_vec());
+                    }
+                }
+            }
+            assert_eq!(exit, None);
+            assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), all.len());
+            let mut scratch = Vec::new();
+            for (p, records) in parts.iter().enumerate() {
+                let mut it = all.iter();
+                assert!(records.iter().all(|r| it.any(|a| a == r)), "part {p} in input order ({pieces} pieces)");
+                assert!(records
+                    .iter()
+                    .all(|r| part_of(&RecordRef::new_prevalidated(prepare(&cmp, r, &mut scratch)), &boundaries, &cmp) == p));
+            }
+        }
+        // A split's first record is its first container's: no other entry is taken.
+        let split = input.splits(3)[1];
+        let wrong = VirtualOffset::new(split.start, 1).unwrap();
+        assert!(input.shuffle(split, wrong, &[], &cmp, &[dir.path("x")]).is_err());
     }
 }
