@@ -151,6 +151,30 @@ impl Drop for MappedCt {
     }
 }
 
+/// Whether `bytes` of dirty file pages stay well below the amount at which
+/// the kernel starts writing dirty pages back in the background
+/// (`vm.dirty_background_bytes`, or `vm.dirty_background_ratio` percent of
+/// the available memory): half of it, leaving room for the run's other
+/// outputs. Above it the flusher would write the table out while it is
+/// being counted, and every page written would fault and be dirtied again
+/// at its next update (and past `vm.dirty_ratio` the counting would be
+/// throttled to the disk's speed); not measured, so not done.
+pub(crate) fn below_writeback(bytes: u64) -> bool {
+    let read = |name: &str| std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok().and_then(|s| s.trim().parse::<u64>().ok());
+    let threshold = match read("dirty_background_bytes") {
+        Some(b) if b > 0 => b,
+        _ => {
+            let Some(ratio) = read("dirty_background_ratio") else { return false };
+            let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+                m.lines().find_map(|l| l.strip_prefix("MemAvailable:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            });
+            let Some(kib) = available else { return false };
+            kib * 1024 / 100 * ratio
+        }
+    };
+    bytes <= threshold / 2
+}
+
 /// Reserves the first `len` bytes of `file` on the disk (the file grows to
 /// that length).
 fn allocate(file: &File, len: u64) -> io::Result<()> {
@@ -181,11 +205,13 @@ impl Countgraph {
     /// table's fresh memory (see BENCHMARKS.md, "k-mer tables: fixed costs").
     ///
     /// Returns false, leaving the tables where they were, unless the graph
-    /// is new and empty, a byte countgraph, and `path` a regular file (or
-    /// new name) not ending in `.gz` whose temporary could be created and
-    /// allocated: a pipe or `/dev/stdout` cannot be mapped, a gzip is
-    /// compressed at the end, and a failure here (a full disk, a file
-    /// system without `fallocate`) is left for the save to report.
+    /// is new and empty, a byte countgraph, small enough that the kernel
+    /// leaves its dirty pages alone until the save ([`below_writeback`]),
+    /// and `path` a regular file (or new name) not ending in `.gz` whose
+    /// temporary could be created and allocated: a pipe or `/dev/stdout`
+    /// cannot be mapped, a gzip is compressed at the end, and a failure
+    /// here (a full disk, a file system without `fallocate`) is left for
+    /// the save to report.
     /// The bytes saved are the same either way. Setting the environment
     /// variable `FASTHTS_NO_TABLE_MAP` turns this off (to measure it).
     pub fn map_tables_to(&mut self, path: &Path) -> bool {
@@ -193,6 +219,9 @@ impl Countgraph {
             return false;
         }
         if !self.fresh || self.is_small() || self.n_occupied() != 0 || self.mapped.is_some() || is_gz_name(path) {
+            return false;
+        }
+        if !below_writeback(self.total_table_bytes()) {
             return false;
         }
         let Destination::Replace(target) = output::destination(path) else { return false };

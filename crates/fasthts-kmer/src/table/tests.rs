@@ -616,3 +616,11 @@ fn mapped_tables_save_the_heap_bytes() {
     drop(g);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Tables of a few MB are mapped on any machine this runs on; terabytes
+/// never are (the kernel would write them back while they are counted).
+#[test]
+fn mapped_only_below_the_writeback_threshold() {
+    assert!(crate::ctfile::below_writeback(8 << 20));
+    assert!(!crate::ctfile::below_writeback(1 << 44));
+}
