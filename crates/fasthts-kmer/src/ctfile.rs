@@ -106,9 +106,6 @@ impl MappedCt {
     /// the header and tables of `sizes`, its space allocated, mapped; and
     /// the tables in the mapping (zeros).
     fn create(target: &Path, sizes: &[u64]) -> io::Result<(MappedCt, Vec<ByteTable>)> {
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let dir = target.parent().unwrap_or(Path::new("."));
-        output::remove_stale(dir, &format!(".{name}.tmp."), ".table");
         let mut temp = output::temporary_name(target).into_os_string();
         temp.push(".table");
         let temp = PathBuf::from(temp);
@@ -215,6 +212,10 @@ impl Countgraph {
     /// The bytes saved are the same either way. Setting the environment
     /// variable `FASTHTS_NO_TABLE_MAP` turns this off (to measure it).
     pub fn map_tables_to(&mut self, path: &Path) -> bool {
+        let Destination::Replace(target) = output::destination(path) else { return false };
+        // what a killed run left (whether or not this one maps)
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        output::remove_stale(target.parent().unwrap_or(Path::new(".")), &format!(".{name}.tmp."), ".table");
         if std::env::var_os("FASTHTS_NO_TABLE_MAP").is_some() {
             return false;
         }
@@ -224,7 +225,6 @@ impl Countgraph {
         if !below_writeback(self.total_table_bytes()) {
             return false;
         }
-        let Destination::Replace(target) = output::destination(path) else { return false };
         match MappedCt::create(&target, self.sizes()) {
             Ok((mapped, tables)) => {
                 self.tables = tables;

@@ -665,3 +665,19 @@ fn interrupted_count_leaves_no_table_file() {
         assert!(left.is_empty(), "signal {sig} left {left:?}");
     }
 }
+
+/// Eleven inputs: count saves the table after the eleventh (khmer's
+/// "mid-save") while the table is still mapped in the final output's
+/// temporary, then saves it again at the end: khmer's files, and no
+/// temporary left.
+#[test]
+fn count_with_a_mid_save_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("midsave");
+    let mut args = vec!["-k", "12", "-x", "2e5", "-N", "3", "out.ct"];
+    args.extend(["../r.fa"; 11]);
+    check(&d, "load-into-counting.py", "count", &args);
+    assert_eq!(temporaries_in(&d.f), Vec::<String>::new());
+}
