@@ -213,9 +213,14 @@ impl Countgraph {
     /// variable `FASTHTS_NO_TABLE_MAP` turns this off (to measure it).
     pub fn map_tables_to(&mut self, path: &Path) -> bool {
         let Destination::Replace(target) = output::destination(path) else { return false };
-        // what a killed run left (whether or not this one maps)
+        // What killed runs left, of either kind, whether or not this run
+        // maps: a mapped run's save never creates a `TempOutput`, which
+        // would remove the plain ones.
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        output::remove_stale(target.parent().unwrap_or(Path::new(".")), &format!(".{name}.tmp."), ".table");
+        let dir = target.parent().unwrap_or(Path::new("."));
+        for suffix in ["", ".table"] {
+            output::remove_stale(dir, &format!(".{name}.tmp."), suffix);
+        }
         if std::env::var_os("FASTHTS_NO_TABLE_MAP").is_some() {
             return false;
         }

@@ -607,12 +607,15 @@ fn mapped_tables_save_the_heap_bytes() {
     assert!(!Countgraph::new(7, 5000, 3).unwrap().map_tables_to(std::path::Path::new("/dev/null")));
     assert_eq!(listing(), ["elsewhere.ct", "heap.ct", "mapped.ct"]);
 
-    // a temporary left by a killed process (no such PID, no lock) goes
-    let stale = dir.join(format!(".mapped.ct.tmp.{}.table", u32::MAX - 1));
-    std::fs::write(&stale, b"left").unwrap();
+    // temporaries left by a killed process (no such PID, no lock) go,
+    // mapped or plain
+    let stale = [".table", ""].map(|suffix| dir.join(format!(".mapped.ct.tmp.{}{suffix}", u32::MAX - 1)));
+    for s in &stale {
+        std::fs::write(s, b"left").unwrap();
+    }
     let mut g = Countgraph::new(7, 5000, 3).unwrap();
     assert!(g.map_tables_to(&path));
-    assert!(!stale.exists());
+    assert!(stale.iter().all(|s| !s.exists()));
     drop(g);
     let _ = std::fs::remove_dir_all(&dir);
 }
