@@ -163,7 +163,9 @@ pub(crate) fn below_writeback(bytes: u64) -> bool {
         _ => {
             let Some(ratio) = read("dirty_background_ratio") else { return false };
             let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-                m.lines().find_map(|l| l.strip_prefix("MemAvailable:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                m.lines()
+                    .find_map(|l| l.strip_prefix("MemAvailable:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
             });
             let Some(kib) = available else { return false };
             kib * 1024 / 100 * ratio

@@ -94,9 +94,8 @@ impl SharedMap {
         }
         // SAFETY: a new mapping of the caller's file; nothing else refers
         // to the address range it returns.
-        let ptr = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0)
-        };
+        let ptr =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, file.as_raw_fd(), 0) };
         if ptr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
