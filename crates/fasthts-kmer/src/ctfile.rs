@@ -6,11 +6,12 @@
 //! Gzip is chosen by the file name: last `.`-suffix exactly `gz`.
 //! Files are written to a temporary name and renamed into place.
 
-use crate::table::{ByteTable, Countgraph};
-use fasthts_io::output::{self, TempOutput};
+use crate::table::{ByteTable, Countgraph, SharedMap};
+use fasthts_io::output::{self, Destination, TempOutput};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// File signature.
 pub const MAGIC: &[u8; 4] = b"OXLI";
@@ -81,6 +82,110 @@ where
     output::write_atomically_unsynced(path, |w| f(w)).map_err(|e| e.source)
 }
 
+/// A `.ct` file being made whose tables are the countgraph's memory
+/// ([`Countgraph::map_tables_to`]): a temporary beside the target,
+/// `.NAME.tmp.PID.table`, registered for removal on a signal and removed
+/// on drop unless renamed into place.
+pub(crate) struct MappedCt {
+    map: Arc<SharedMap>,
+    /// Opened for reading and writing (the mapping needs both).
+    file: File,
+    /// The descriptor that holds the temporary's lock for life (see
+    /// `fasthts_io::output::create_temporary`).
+    _locked: File,
+    temp: PathBuf,
+    /// The file the temporary replaces (a symbolic link's target).
+    target: PathBuf,
+    /// Length of the header and tables; the bigcount section follows.
+    tables_end: u64,
+    committed: bool,
+}
+
+impl MappedCt {
+    /// The temporary for `target` (a regular file or new name), as long as
+    /// the header and tables of `sizes`, its space allocated, mapped; and
+    /// the tables in the mapping (zeros).
+    fn create(target: &Path, sizes: &[u64]) -> io::Result<(MappedCt, Vec<ByteTable>)> {
+        let mut temp = output::temporary_name(target).into_os_string();
+        temp.push(".table");
+        let temp = PathBuf::from(temp);
+        // created (and locked) as a registered temporary, then opened for
+        // reading too, which a shared writable mapping needs
+        let created = output::create_temporary(&temp)?;
+        let mut m = MappedCt {
+            map: Arc::new(SharedMap::empty()),
+            file: created.try_clone()?,
+            _locked: created,
+            temp,
+            target: target.to_path_buf(),
+            tables_end: 0,
+            committed: false,
+        };
+        m.file = std::fs::OpenOptions::new().read(true).write(true).open(&m.temp)?;
+        m.tables_end = 20 + sizes.iter().map(|s| 8 + s).sum::<u64>();
+        let len = usize::try_from(m.tables_end).map_err(|_| io::Error::from(io::ErrorKind::OutOfMemory))?;
+        // The blocks are reserved now: a full disk is an error here (and
+        // the table goes to the heap) rather than a SIGBUS while counting.
+        allocate(&m.file, m.tables_end)?;
+        m.map = SharedMap::new(&m.file, len)?;
+        let mut tables = Vec::with_capacity(sizes.len());
+        let mut off = 20usize;
+        for &size in sizes {
+            m.map.write_at(off, &size.to_le_bytes());
+            tables.push(ByteTable::in_map(&m.map, off + 8, size as usize));
+            off += 8 + size as usize;
+        }
+        Ok((m, tables))
+    }
+}
+
+impl Drop for MappedCt {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.temp);
+            output::unregister_temporary(&self.temp);
+        }
+    }
+}
+
+/// Whether `bytes` of dirty file pages stay well below the amount at which
+/// the kernel starts writing dirty pages back in the background
+/// (`vm.dirty_background_bytes`, or `vm.dirty_background_ratio` percent of
+/// the available memory): half of it, leaving room for the run's other
+/// outputs. Above it the flusher would write the table out while it is
+/// being counted, and every page written would fault and be dirtied again
+/// at its next update (and past `vm.dirty_ratio` the counting would be
+/// throttled to the disk's speed); not measured, so not done.
+pub(crate) fn below_writeback(bytes: u64) -> bool {
+    let read = |name: &str| std::fs::read_to_string(format!("/proc/sys/vm/{name}")).ok().and_then(|s| s.trim().parse::<u64>().ok());
+    let threshold = match read("dirty_background_bytes") {
+        Some(b) if b > 0 => b,
+        _ => {
+            let Some(ratio) = read("dirty_background_ratio") else { return false };
+            let available = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("MemAvailable:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            });
+            let Some(kib) = available else { return false };
+            kib * 1024 / 100 * ratio
+        }
+    };
+    bytes <= threshold / 2
+}
+
+/// Reserves the first `len` bytes of `file` on the disk (the file grows to
+/// that length).
+fn allocate(file: &File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: fallocate on the caller's open descriptor; no memory involved.
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A table's address and length, sent to the save threads.
 #[derive(Clone, Copy)]
 struct TableBytes(*const u8, usize);
@@ -90,6 +195,72 @@ unsafe impl Send for TableBytes {}
 unsafe impl Sync for TableBytes {}
 
 impl Countgraph {
+    /// Places the tables of a new, empty countgraph in the file it will be
+    /// saved to (the `.ct`'s temporary, mapped shared): the counts reach
+    /// the page cache as they are made, and saving (with
+    /// [`Countgraph::save_and_free`] to `path`) writes the header and
+    /// bigcounts and renames the file, with no copy of the tables. On this
+    /// project's machine the copy cost as much again as the zeroing of the
+    /// table's fresh memory (see BENCHMARKS.md, "k-mer tables: fixed costs").
+    ///
+    /// Returns false, leaving the tables where they were, unless the graph
+    /// is new and empty, a byte countgraph, small enough that the kernel
+    /// leaves its dirty pages alone until the save ([`below_writeback`]),
+    /// and `path` a regular file (or new name) not ending in `.gz` whose
+    /// temporary could be created and allocated: a pipe or `/dev/stdout`
+    /// cannot be mapped, a gzip is compressed at the end, and a failure
+    /// here (a full disk, a file system without `fallocate`) is left for
+    /// the save to report.
+    /// The bytes saved are the same either way. Setting the environment
+    /// variable `FASTHTS_NO_TABLE_MAP` turns this off (to measure it).
+    pub fn map_tables_to(&mut self, path: &Path) -> bool {
+        let Destination::Replace(target) = output::destination(path) else { return false };
+        // What killed runs left, of either kind, whether or not this run
+        // maps: a mapped run's save never creates a `TempOutput`, which
+        // would remove the plain ones.
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let dir = target.parent().unwrap_or(Path::new("."));
+        for suffix in ["", ".table"] {
+            output::remove_stale(dir, &format!(".{name}.tmp."), suffix);
+        }
+        if std::env::var_os("FASTHTS_NO_TABLE_MAP").is_some() {
+            return false;
+        }
+        if !self.fresh || self.is_small() || self.n_occupied() != 0 || self.mapped.is_some() || is_gz_name(path) {
+            return false;
+        }
+        if !below_writeback(self.total_table_bytes()) {
+            return false;
+        }
+        match MappedCt::create(&target, self.sizes()) {
+            Ok((mapped, tables)) => {
+                self.tables = tables;
+                self.mapped = Some(mapped);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the tables are in their output file ([`Countgraph::map_tables_to`]).
+    pub fn tables_mapped(&self) -> bool {
+        self.mapped.is_some()
+    }
+
+    /// Completes the mapped `.ct`: header, bigcount section, rename.
+    fn finish_mapped(&mut self, mut m: MappedCt) -> io::Result<()> {
+        m.map.write_at(0, &self.ct_header());
+        let tail = self.ct_bigcounts();
+        // unmapped once no table refers to it
+        self.tables.clear();
+        m.map = Arc::new(SharedMap::empty());
+        use std::os::unix::fs::FileExt;
+        m.file.write_all_at(&tail, m.tables_end)?;
+        output::commit_temporary(&m.temp, &m.target)?;
+        m.committed = true;
+        Ok(())
+    }
+
     /// Serialise in khmer's format to any writer (uncompressed bytes).
     pub fn write_ct<W: Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
         w.write_all(&self.ct_header())?;
@@ -148,6 +319,16 @@ impl Countgraph {
     }
 
     fn save_releasing(&mut self, path: &Path, release: bool) -> io::Result<()> {
+        if release {
+            if let Some(m) = self.mapped.take() {
+                if output::destination(path) == Destination::Replace(m.target.clone()) {
+                    return self.finish_mapped(m);
+                }
+                // saved elsewhere: written from the mapping as from the
+                // heap; the temporary goes with the graph
+                self.mapped = Some(m);
+            }
+        }
         if self.is_small() {
             // khmer writes a SmallCountgraph uncompressed, whatever its name
             return write_atomically(path, |w| self.write_small_ct(w));

@@ -112,6 +112,9 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
         eprintln!("making countgraph");
     }
     let mut g = a.graph.create(a.force, q)?;
+    // counted straight into the output's pages where it can be (else on
+    // the heap, saved at the end: the same bytes)
+    g.map_tables_to(std::path::Path::new(base));
     g.set_use_bigcount(!a.no_bigcount);
     let threads = thread_count(a.threads);
     let (mut total_reads, mut total_bases) = (0u64, 0u64);

@@ -67,6 +67,10 @@ pub fn run(a: FilterSingleArgs) -> crate::CmdResult {
     refuse_input_as_output(&[savegraph], a.outfile.as_deref(), "abundfilt", &[input])?;
     log("making countgraph");
     let mut g = a.graph.create(a.force, q)?;
+    if let Some(savegraph) = savegraph {
+        // counted straight into the saved graph's pages where it can be
+        g.map_tables_to(std::path::Path::new(savegraph));
+    }
     log(&format!("consuming input, round 1 -- {input}"));
     let threads = thread_count(a.threads);
     let bar = Bar::start("kmer filter-abund-single", q, Source::FilePositions(vec![input.into()], None));

@@ -536,3 +536,148 @@ fn long_k_extension_counts() {
         assert!(g.get(h) as u64 >= c.min(65535), "under-estimate");
     }
 }
+
+/// Names in `dir` of temporaries (`.NAME.tmp.PID`, `.NAME.tmp.PID.table`).
+fn temporaries_in(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.contains(".tmp.")).collect()
+}
+
+/// The table counted in its mapped output file (a regular file, or a
+/// symbolic link's target), on the heap (`FASTHTS_NO_TABLE_MAP`) and
+/// written to special files that cannot be mapped (`/dev/stdout`, a
+/// FIFO): khmer's `.ct` every time, at -T 1 and 2, with no temporary left;
+/// the same for filter-abund-single's `--savegraph`.
+#[test]
+fn count_table_in_its_file_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("mapped");
+    // bigcount entries (poly-A reads) and a full header
+    let args = ["-k", "12", "-x", "2e5", "-N", "3"];
+    d.fresh();
+    let k = Command::new("/usr/bin/python3")
+        .arg(Path::new(KHMER_BIN).join("load-into-counting.py"))
+        .args(args)
+        .args(["-T", "1", "out.ct", "../r.fq", "../r.fa"])
+        .current_dir(&d.k)
+        .output()
+        .unwrap();
+    assert!(k.status.success());
+    let want = fs::read(d.k.join("out.ct")).unwrap();
+    let count = |out: &str, threads: &str, no_map: bool| {
+        let mut c = fasthts();
+        c.args(["kmer", "count", "-q"]).args(args).args(["-T", threads, out, "../r.fq", "../r.fa"]).current_dir(&d.f);
+        if no_map {
+            c.env("FASTHTS_NO_TABLE_MAP", "1");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "count {out} -T {threads}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(temporaries_in(&d.f), Vec::<String>::new(), "count {out} -T {threads}: temporaries left");
+        o.stdout
+    };
+    for threads in ["1", "2"] {
+        for no_map in [false, true] {
+            d.fresh();
+            count("out.ct", threads, no_map);
+            assert!(fs::read(d.f.join("out.ct")).unwrap() == want, "out.ct -T {threads} (heap: {no_map}) differs from khmer's");
+        }
+        // through a symbolic link: its target is replaced, the link stays
+        d.fresh();
+        fs::write(d.f.join("real.ct"), b"old").unwrap();
+        std::os::unix::fs::symlink("real.ct", d.f.join("link.ct")).unwrap();
+        count("link.ct", threads, false);
+        assert!(fs::symlink_metadata(d.f.join("link.ct")).unwrap().file_type().is_symlink());
+        assert!(fs::read(d.f.join("real.ct")).unwrap() == want, "via a link -T {threads}");
+        // special files are written, not mapped
+        d.fresh();
+        assert!(count("/dev/stdout", threads, false) == want, "/dev/stdout -T {threads}");
+        d.fresh();
+        let fifo = d.f.join("out.fifo");
+        assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let reader = std::thread::spawn(move || fs::read(fifo).unwrap());
+        count("out.fifo", threads, false);
+        assert!(reader.join().unwrap() == want, "FIFO -T {threads}");
+    }
+    // filter-abund-single --savegraph: a file (mapped) and /dev/stdout
+    let fas = ["-k", "12", "-x", "2e5", "-N", "3", "-C", "2"];
+    d.fresh();
+    let k = Command::new("/usr/bin/python3")
+        .arg(Path::new(KHMER_BIN).join("filter-abund-single.py"))
+        .args(fas)
+        .args(["--savegraph", "sg.ct", "-o", "out.fq", "../r.fq"])
+        .current_dir(&d.k)
+        .output()
+        .unwrap();
+    assert!(k.status.success());
+    let (want_sg, want_fq) = (fs::read(d.k.join("sg.ct")).unwrap(), fs::read(d.k.join("out.fq")).unwrap());
+    for (sg, threads) in [("sg.ct", "1"), ("sg.ct", "2"), ("/dev/stdout", "2")] {
+        d.fresh();
+        let o = fasthts()
+            .args(["kmer", "filter-abund-single", "-q"])
+            .args(fas)
+            .args(["-T", threads, "--savegraph", sg, "-o", "out.fq", "../r.fq"])
+            .current_dir(&d.f)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "filter-abund-single --savegraph {sg}: {}", String::from_utf8_lossy(&o.stderr));
+        let saved = if sg == "sg.ct" { fs::read(d.f.join(sg)).unwrap() } else { o.stdout };
+        assert!(saved == want_sg, "filter-abund-single --savegraph {sg} -T {threads}: differs from khmer's");
+        assert!(fs::read(d.f.join("out.fq")).unwrap() == want_fq);
+        assert_eq!(temporaries_in(&d.f), Vec::<String>::new());
+    }
+}
+
+/// A count interrupted while its table is mapped in the output's
+/// temporary (seen in the directory: the mapped path is in use) leaves
+/// nothing: no temporary, no `.ct`, no `.info`.
+#[test]
+fn interrupted_count_leaves_no_table_file() {
+    let dir = TempDir::new("kmer-mapped-interrupt");
+    let w = dir.path("w");
+    fs::create_dir_all(&w).unwrap();
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // reads on a pipe that stays open: the count waits for more, mapped
+        let mut child = fasthts()
+            .args(["kmer", "count", "-q", "-k", "20", "-x", "1e6", "-N", "4", "out.ct", "/dev/stdin"])
+            .current_dir(&w)
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        for i in 0..2000 {
+            writeln!(input, "@r{i}\n{}\n+\n{}", "ACGTTGCAAGGCTTAACCGGTTAAACCCGGGTTTAAA", "I".repeat(37)).unwrap();
+        }
+        input.flush().unwrap();
+        let table = format!(".out.ct.tmp.{}.table", child.id());
+        let start = std::time::Instant::now();
+        while !w.join(&table).exists() {
+            assert!(start.elapsed() < std::time::Duration::from_secs(60), "no mapped table file {table} appeared");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        drop(input);
+        assert_eq!(out.status.code(), Some(128 + sig), "{}", String::from_utf8_lossy(&out.stderr));
+        let left: Vec<_> = fs::read_dir(&w).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.is_empty(), "signal {sig} left {left:?}");
+    }
+}
+
+/// Eleven inputs: count saves the table after the eleventh (khmer's
+/// "mid-save") while the table is still mapped in the final output's
+/// temporary, then saves it again at the end: khmer's files, and no
+/// temporary left.
+#[test]
+fn count_with_a_mid_save_matches_khmer() {
+    if !khmer_available() {
+        return;
+    }
+    let d = dirs("midsave");
+    let mut args = vec!["-k", "12", "-x", "2e5", "-N", "3", "out.ct"];
+    args.extend(["../r.fa"; 11]);
+    check(&d, "load-into-counting.py", "count", &args);
+    assert_eq!(temporaries_in(&d.f), Vec::<String>::new());
+}

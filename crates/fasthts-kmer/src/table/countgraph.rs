@@ -29,6 +29,12 @@ pub struct Countgraph {
     n_unique: AtomicU64,
     /// Next "major" order position for bigcount insertions.
     next_order: AtomicU64,
+    /// Made empty here (not loaded, not merged into): while table 0 is
+    /// still all zeros, every table is.
+    pub(crate) fresh: bool,
+    /// The output file the tables live in, when they were placed there
+    /// (see [`Countgraph::map_tables_to`]).
+    pub(crate) mapped: Option<crate::ctfile::MappedCt>,
 }
 
 /// Counters a worker accumulates locally and publishes once per batch.
@@ -73,7 +79,9 @@ impl Countgraph {
             return Err(TableError::NoTables);
         }
         let tables = sizes.iter().map(|&s| ByteTable::zeroed(table_bytes_for(s, nibbles) as usize)).collect();
-        Ok(Self::from_tables_of(k, sizes, tables, nibbles))
+        let mut g = Self::from_tables_of(k, sizes, tables, nibbles);
+        g.fresh = true;
+        Ok(g)
     }
 
     pub(crate) fn from_tables(k: u32, sizes: Vec<u64>, tables: Vec<ByteTable>) -> Self {
@@ -95,6 +103,8 @@ impl Countgraph {
             occupied: AtomicU64::new(0),
             n_unique: AtomicU64::new(0),
             next_order: AtomicU64::new(0),
+            fresh: false,
+            mapped: None,
         }
     }
 
@@ -301,6 +311,7 @@ impl Countgraph {
         if self.k != other.k || self.sizes != other.sizes {
             return Err(TableError::Incompatible);
         }
+        self.fresh = false;
         let mut big: Vec<(u64, u16)> = Vec::new();
         if self.use_bigcount {
             let mine = self.big.get_mut().unwrap().map.keys().copied().collect::<Vec<_>>();

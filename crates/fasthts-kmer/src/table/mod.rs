@@ -42,7 +42,7 @@ pub use partition::merge_partition_flags;
 pub use sorted::SortScratch;
 
 pub(crate) use countgraph::table_bytes_for;
-pub(crate) use memory::ByteTable;
+pub(crate) use memory::{ByteTable, SharedMap};
 
 use crate::hash::MAX_K_EXT;
 

@@ -543,3 +543,87 @@ fn small_countgraph_matches_oracle_on_every_path() {
     assert!(Countgraph::load(&path).is_err(), "a Countgraph does not load a SmallCountgraph (as in khmer)");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Tables placed in their output file (`map_tables_to`) save the same
+/// bytes as tables on the heap, bigcounts included; the mapped temporary
+/// is the only file while counting, and goes when the graph is dropped
+/// unsaved or saved elsewhere. Graphs that cannot be mapped (not new, a
+/// SmallCountgraph, a gzip name, a special file) keep their tables.
+#[test]
+fn mapped_tables_save_the_heap_bytes() {
+    let dir = std::env::temp_dir().join(format!("fasthts-mapped-ct-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let listing = || {
+        let mut v: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    };
+    let mut rng = Rng::new(0x6d61_7070);
+    // few distinct hashes many times each (bigcount entries), and many once
+    let hs: Vec<u64> = (0..200_000).map(|i| if i % 2 == 0 { rng.below(300) } else { rng.below(u64::MAX) }).collect();
+    let count = |g: &mut Countgraph| {
+        g.set_use_bigcount(true);
+        for (i, c) in hs.chunks(10_000).enumerate() {
+            g.consume_hashes(c, i as u64);
+        }
+    };
+    let heap_path = dir.join("heap.ct");
+    let mut heap = Countgraph::new(7, 5000, 3).unwrap();
+    count(&mut heap);
+    assert!(heap.n_bigcounts() > 0);
+    heap.save(&heap_path).unwrap();
+
+    let path = dir.join("mapped.ct");
+    let mut g = Countgraph::new(7, 5000, 3).unwrap();
+    assert!(g.map_tables_to(&path) && g.tables_mapped());
+    assert_eq!(listing(), [format!(".mapped.ct.tmp.{}.table", std::process::id()), "heap.ct".to_string()]);
+    count(&mut g);
+    g.save_and_free(&path).unwrap();
+    assert!(std::fs::read(&path).unwrap() == std::fs::read(&heap_path).unwrap(), "mapped .ct differs from the heap's");
+    assert_eq!(listing(), ["heap.ct", "mapped.ct"]);
+
+    // saved elsewhere: the same bytes there, and the temporary goes
+    let mut g = Countgraph::new(7, 5000, 3).unwrap();
+    assert!(g.map_tables_to(&dir.join("other.ct")));
+    count(&mut g);
+    g.save_and_free(&dir.join("elsewhere.ct")).unwrap();
+    assert!(std::fs::read(dir.join("elsewhere.ct")).unwrap() == std::fs::read(&heap_path).unwrap());
+    // dropped unsaved: nothing left
+    let mut g = Countgraph::new(7, 5000, 3).unwrap();
+    assert!(g.map_tables_to(&dir.join("dropped.ct")));
+    count(&mut g);
+    drop(g);
+    assert_eq!(listing(), ["elsewhere.ct", "heap.ct", "mapped.ct"]);
+
+    // not mapped: counted already, loaded, small, gzip, a special file
+    let mut used = Countgraph::new(7, 5000, 3).unwrap();
+    used.consume_hashes(&hs[..10], 0);
+    assert!(!used.map_tables_to(&dir.join("x.ct")));
+    let mut loaded = Countgraph::load(&heap_path).unwrap();
+    assert!(!loaded.map_tables_to(&dir.join("x.ct")));
+    assert!(!Countgraph::new_small(7, 5000, 3).unwrap().map_tables_to(&dir.join("x.ct")));
+    assert!(!Countgraph::new(7, 5000, 3).unwrap().map_tables_to(&dir.join("x.ct.gz")));
+    assert!(!Countgraph::new(7, 5000, 3).unwrap().map_tables_to(std::path::Path::new("/dev/null")));
+    assert_eq!(listing(), ["elsewhere.ct", "heap.ct", "mapped.ct"]);
+
+    // temporaries left by a killed process (no such PID, no lock) go,
+    // mapped or plain
+    let stale = [".table", ""].map(|suffix| dir.join(format!(".mapped.ct.tmp.{}{suffix}", u32::MAX - 1)));
+    for s in &stale {
+        std::fs::write(s, b"left").unwrap();
+    }
+    let mut g = Countgraph::new(7, 5000, 3).unwrap();
+    assert!(g.map_tables_to(&path));
+    assert!(stale.iter().all(|s| !s.exists()));
+    drop(g);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Tables of a few MB are mapped on any machine this runs on; terabytes
+/// never are (the kernel would write them back while they are counted).
+#[test]
+fn mapped_only_below_the_writeback_threshold() {
+    assert!(crate::ctfile::below_writeback(8 << 20));
+    assert!(!crate::ctfile::below_writeback(1 << 44));
+}
