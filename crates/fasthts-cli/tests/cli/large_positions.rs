@@ -303,3 +303,37 @@ fn positions_past_2_31_under_short_references_are_kept_in_sam_as_samtools_keeps_
     assert_eq!((got.status.success(), want.status.success()), (false, false), "{}", text(&got.stderr));
     assert!(text(&got.stderr).contains("cannot be stored in a csi index") && !ours.exists(), "{}", text(&got.stderr));
 }
+
+#[test]
+fn depth_of_positions_past_2_31_is_samtools_depth() {
+    let Some(dir) = with_samtools("large-pos-depth") else { return };
+    let mut rng = Rng::new(2133);
+    let mut files = Vec::new();
+    // Under references of 5 and 3 Gb, and under short ones; sorted by
+    // samtools (depth needs position order), as SAM and as bgzipped SAM.
+    let long = shuffled_large_sam(&mut rng, 3000);
+    for (name, sam) in [("long", long.clone()), ("short", under_short_references(&long))] {
+        let unsorted = dir.path(&format!("{name}-unsorted.sam"));
+        std::fs::write(&unsorted, &sam).unwrap();
+        let sorted = dir.path(&format!("{name}.sam"));
+        let mut s = Command::new("samtools");
+        s.args(["sort", "-O", "sam", "-o"]).arg(&sorted).arg(&unsorted);
+        assert!(run(s).status.success());
+        let gz = dir.path(&format!("{name}.sam.gz"));
+        std::fs::write(&gz, fasthts::bgzf::compress_all(&std::fs::read(&sorted).unwrap(), 6)).unwrap();
+        files.extend([sorted, gz]);
+        // Unsorted: samtools' refusal, status 1.
+        let got = tool(fasthts(), &["depth"], &unsorted);
+        assert_eq!(got.status.code(), Some(1), "{name}: {}", text(&got.stderr));
+        assert!(text(&got.stderr).contains("not position sorted"), "{}", text(&got.stderr));
+    }
+    for file in &files {
+        for args in [&["depth"][..], &["depth", "-s"], &["depth", "-J", "-Q", "10"], &["depth", "-H", "-q", "5", "-G", "1024"]] {
+            let got = tool(fasthts(), args, file);
+            let want = tool(Command::new("samtools"), args, file);
+            assert!(want.status.success() && want.stdout.len() > 1000, "samtools {args:?} {}: {}", file.display(), text(&want.stderr));
+            assert!(got.status.success(), "{args:?} {}: {}", file.display(), text(&got.stderr));
+            assert!(got.stdout == want.stdout, "{args:?} {}: depth differs from samtools'", file.display());
+        }
+    }
+}
