@@ -1,7 +1,7 @@
-//! SAM with positions past 2^31 and references longer than BAM can
-//! describe (issue 21): flagstat and idxstats count them as samtools 1.16
-//! does; sort keeps them in SAM output (as samtools 1.16 does) and refuses
-//! BAM and CRAM output of them with samtools' words.
+//! SAM with positions past 2^31, under references longer than BAM can
+//! describe or under short ones (issue 21): flagstat and idxstats count
+//! them as samtools 1.16 does; sort keeps them in SAM output (as samtools
+//! 1.16 does) and refuses BAM and CRAM output of them; depth counts them.
 
 use crate::common::*;
 use fasthts_testgen::rng::Rng;

@@ -354,8 +354,8 @@ pub enum Positions {
     /// limit (POS or PNEXT ≥ 2^31 - 1 0-based, TLEN at or past ±2^31 - 1,
     /// -2^31) ends with a [`WIDE_POSITIONS_LEN`]-byte field (tag
     /// `\xff\xff`, which no SAM tag can be, `B:c` of 24 bytes) holding the
-    /// three as i64 LE; other records are plain BAM. For a sort to SAM,
-    /// which keeps positions as samtools 1.16 does ([`wide_positions`] and
+    /// three as i64 LE; other records are plain BAM. For a sort to SAM and
+    /// for depth, which keep positions as samtools 1.16 does ([`wide_positions`] and
     /// [`wide_positions_len`] read them).
     Wide,
 }
