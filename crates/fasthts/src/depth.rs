@@ -569,6 +569,9 @@ pub(crate) struct Counter<'s> {
     /// whole files; a window keeps its rows), and the first write error.
     sink: Option<&'s mut (dyn std::io::Write + Send)>,
     pub(crate) sink_error: Option<std::io::Error>,
+    /// The reads are SAM records of [`crate::sam::Positions::Wide`]
+    /// (positions past 2^31 kept, as samtools depth reads them).
+    pub(crate) wide_positions: bool,
 }
 
 /// Rows are handed to the sink in pieces of about this size.
@@ -600,6 +603,7 @@ impl<'s> Counter<'s> {
             had_reads: false,
             sink: None,
             sink_error: None,
+            wide_positions: false,
         }
     }
 
@@ -624,22 +628,32 @@ impl<'s> Counter<'s> {
 
     /// Counts read `r` of file `file` (a read [`Setup::keeps`]).
     pub(crate) fn add(&mut self, file: usize, r: &RecordRef<'_>) -> Result<(), CountError> {
+        if self.wide_positions {
+            let bytes = r.as_bytes();
+            let (pos, mate_pos, _) = crate::sam::wide_positions(bytes);
+            let core = RecordRef::new_prevalidated(&bytes[..bytes.len() - crate::sam::wide_positions_len(bytes)]);
+            return self.add_at(file, &core, pos, mate_pos);
+        }
+        self.add_at(file, r, i64::from(r.pos()), i64::from(r.mate_pos()))
+    }
+
+    /// [`Counter::add`] of `r` placed at `pos`, its mate at `mate_pos`
+    /// (which `r`'s 32-bit fields may not hold).
+    fn add_at(&mut self, file: usize, r: &RecordRef<'_>, pos: i64, mate_pos: i64) -> Result<(), CountError> {
         let tid = r.ref_id();
-        let pos = i64::from(r.pos());
         if tid != self.tid {
             self.change_reference(Some((tid, pos)));
         } else if self.flushed < pos {
             self.flush_to(pos);
         }
         self.had_reads = true;
-        let end_pos = r.end_pos();
+        let end_pos = pos + (r.end_pos() - i64::from(r.pos()));
         if end_pos < self.flushed {
             return Err(CountError::NotSorted);
         }
         let flag = r.flag();
         let mut clip = 0;
         if !self.mates.is_empty() && flag & flags::PAIRED != 0 && flag & flags::MATE_UNMAPPED == 0 {
-            let mate_pos = i64::from(r.mate_pos());
             let may_overlap = mate_pos == -1 || (r.ref_id() == r.mate_ref_id() && mate_pos <= end_pos);
             if let Some(end) = self.mates[file].take_or_remember(r.name(), end_pos, may_overlap) {
                 clip = end;
@@ -786,7 +800,12 @@ impl<'s> Counter<'s> {
         self.flushed = to;
         // Forget the printed positions once they are a good part of the array.
         let done = ((self.flushed - self.base) as usize * self.stride).min(self.diffs.len());
-        if done >= (64 << 10) && 2 * done >= self.diffs.len() {
+        if done == self.diffs.len() {
+            // All printed: the next read may start far on (a gap of
+            // billions of bases must not become array).
+            self.diffs.clear();
+            self.base = self.flushed;
+        } else if done >= (64 << 10) && 2 * done >= self.diffs.len() {
             self.diffs.drain(..done);
             self.base += (done / self.stride) as i64;
         }

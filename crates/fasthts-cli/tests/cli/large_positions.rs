@@ -1,7 +1,7 @@
-//! SAM with positions past 2^31 and references longer than BAM can
-//! describe (issue 21): flagstat and idxstats count them as samtools 1.16
-//! does; sort keeps them in SAM output (as samtools 1.16 does) and refuses
-//! BAM and CRAM output of them with samtools' words.
+//! SAM with positions past 2^31, under references longer than BAM can
+//! describe or under short ones (issue 21): flagstat and idxstats count
+//! them as samtools 1.16 does; sort keeps them in SAM output (as samtools
+//! 1.16 does) and refuses BAM and CRAM output of them; depth counts them.
 
 use crate::common::*;
 use fasthts_testgen::rng::Rng;
@@ -208,4 +208,132 @@ fn sort_to_sam_keeps_positions_past_2_31_as_samtools_does() {
     let got = run(c);
     assert_eq!(got.status.code(), Some(1));
     assert!(text(&got.stderr).contains("positions past 2^31") && text(&got.stderr).lines().count() == 1, "{}", text(&got.stderr));
+}
+
+/// `sam` with every `@SQ` length set to 1,000: records past 2^31 under
+/// references BAM could describe (samtools 1.16 checks positions against
+/// no length), plus records at the 32-bit limits themselves (POS 2^31,
+/// PNEXT 2^31, TLEN ±(2^31 - 1) and -2^31, which BAM can hold).
+fn under_short_references(sam: &str) -> String {
+    let mut s = String::new();
+    for line in sam.lines() {
+        match line.strip_prefix("@SQ\t") {
+            Some(rest) => {
+                let name = rest.split('\t').find_map(|f| f.strip_prefix("SN:")).unwrap();
+                s.push_str(&format!("@SQ\tSN:{name}\tLN:1000\n"));
+            }
+            None => {
+                s.push_str(line);
+                s.push('\n');
+            }
+        }
+    }
+    for (i, (pos, pnext, tlen)) in
+        [(2147483648u64, 2147483648u64, 2147483647i64), (2147483647, 2147483648, -2147483647), (2147483648, 1, -2147483648), (5, 2147483647, 0)]
+            .into_iter()
+            .enumerate()
+    {
+        s.push_str(&format!("edge{i}\t99\tmid\t{pos}\t30\t4M\t=\t{pnext}\t{tlen}\tACGT\tIIII\tXT:i:{i}\n"));
+    }
+    s
+}
+
+#[test]
+fn positions_past_2_31_under_short_references_are_kept_in_sam_as_samtools_keeps_them() {
+    let Some(dir) = with_samtools("large-pos-short-sq") else { return };
+    let mut rng = Rng::new(2132);
+    let small = dir.path("small.sam");
+    std::fs::write(&small, under_short_references(&shuffled_large_sam(&mut rng, 400))).unwrap();
+    let many = dir.path("many.sam");
+    std::fs::write(&many, under_short_references(&shuffled_large_sam(&mut rng, 40_000))).unwrap();
+    for file in [&small, &many] {
+        for order in [&[][..], &["-n"], &["-t", "XT"], &["-t", "XT", "-n"]] {
+            let mut s = Command::new("samtools");
+            s.args(["sort", "--no-PG", "-O", "sam"]).args(order).arg(file);
+            let want = run(s);
+            assert!(want.status.success(), "samtools {order:?} {}: {}", file.display(), text(&want.stderr));
+            for extra in [&["-@", "2"][..], &["-@", "1", "-m", "1M", "-T"]] {
+                let mut c = fasthts();
+                c.args(["sort", "--no-PG", "-O", "sam"]).args(order).args(extra);
+                if extra.contains(&"-T") {
+                    c.arg(dir.path("runs"));
+                }
+                c.arg(file);
+                let got = run(c);
+                assert!(got.status.success(), "{order:?} {extra:?} {}: {}", file.display(), text(&got.stderr));
+                assert!(got.stdout == want.stdout, "{order:?} {extra:?} {}: SAM differs from samtools'", file.display());
+            }
+        }
+    }
+    // Counting reads no position: as samtools, status and output.
+    for args in [&["flagstat"][..], &["flagstat", "-O", "json"], &["idxstats"], &["quickcheck", "-v"]] {
+        let got = tool(fasthts(), args, &small);
+        let want = tool(Command::new("samtools"), args, &small);
+        assert_eq!(got.status.code(), want.status.code(), "{args:?}: {}", text(&got.stderr));
+        assert!(got.stdout == want.stdout, "{args:?}:\n{}\nvs\n{}", text(&got.stdout), text(&want.stdout));
+    }
+    // BAM cannot hold them: both fail (samtools after writing part of its
+    // output, with a stale errno on its second line); fasthts says which
+    // record in one line and leaves nothing.
+    let out = dir.path("out.bam");
+    let mut s = Command::new("samtools");
+    s.args(["sort", "-O", "bam", "-o"]).arg(&out).arg(&small);
+    let want = run(s);
+    assert!(text(&want.stderr).contains("Positional data is too large for BAM format"), "{}", text(&want.stderr));
+    std::fs::remove_file(&out).ok();
+    let mut c = fasthts();
+    c.args(["sort", "-O", "bam", "-o"]).arg(&out).arg(&small);
+    let got = run(c);
+    assert_eq!((got.status.code(), want.status.code()), (Some(1), Some(1)));
+    let err = text(&got.stderr);
+    assert!(err.lines().count() == 1 && err.contains("positional data is too large for BAM format") && err.contains("small.sam"), "{err}");
+    assert!(!out.exists());
+    // A CSI sized by the short references cannot place them: both refuse.
+    let gz = dir.path("sorted.sam.gz");
+    let mut c = fasthts();
+    c.args(["sort", "-O", "sam.gz", "-o"]).arg(&gz).arg(&small);
+    assert!(run(c).status.success());
+    let (ours, theirs) = (dir.path("ours.csi"), dir.path("theirs.csi"));
+    let mut c = fasthts();
+    c.args(["index", "-c", "-o"]).arg(&ours).arg(&gz);
+    let got = run(c);
+    let mut s = Command::new("samtools");
+    s.args(["index", "-c"]).arg(&gz).arg(&theirs);
+    let want = run(s);
+    assert_eq!((got.status.success(), want.status.success()), (false, false), "{}", text(&got.stderr));
+    assert!(text(&got.stderr).contains("cannot be stored in a csi index") && !ours.exists(), "{}", text(&got.stderr));
+}
+
+#[test]
+fn depth_of_positions_past_2_31_is_samtools_depth() {
+    let Some(dir) = with_samtools("large-pos-depth") else { return };
+    let mut rng = Rng::new(2133);
+    let mut files = Vec::new();
+    // Under references of 5 and 3 Gb, and under short ones; sorted by
+    // samtools (depth needs position order), as SAM and as bgzipped SAM.
+    let long = shuffled_large_sam(&mut rng, 3000);
+    for (name, sam) in [("long", long.clone()), ("short", under_short_references(&long))] {
+        let unsorted = dir.path(&format!("{name}-unsorted.sam"));
+        std::fs::write(&unsorted, &sam).unwrap();
+        let sorted = dir.path(&format!("{name}.sam"));
+        let mut s = Command::new("samtools");
+        s.args(["sort", "-O", "sam", "-o"]).arg(&sorted).arg(&unsorted);
+        assert!(run(s).status.success());
+        let gz = dir.path(&format!("{name}.sam.gz"));
+        std::fs::write(&gz, fasthts::bgzf::compress_all(&std::fs::read(&sorted).unwrap(), 6)).unwrap();
+        files.extend([sorted, gz]);
+        // Unsorted: samtools' refusal, status 1.
+        let got = tool(fasthts(), &["depth"], &unsorted);
+        assert_eq!(got.status.code(), Some(1), "{name}: {}", text(&got.stderr));
+        assert!(text(&got.stderr).contains("not position sorted"), "{}", text(&got.stderr));
+    }
+    for file in &files {
+        for args in [&["depth"][..], &["depth", "-s"], &["depth", "-J", "-Q", "10"], &["depth", "-H", "-q", "5", "-G", "1024"]] {
+            let got = tool(fasthts(), args, file);
+            let want = tool(Command::new("samtools"), args, file);
+            assert!(want.status.success() && want.stdout.len() > 1000, "samtools {args:?} {}: {}", file.display(), text(&want.stderr));
+            assert!(got.status.success(), "{args:?} {}: {}", file.display(), text(&got.stderr));
+            assert!(got.stdout == want.stdout, "{args:?} {}: depth differs from samtools'", file.display());
+        }
+    }
 }

@@ -580,8 +580,11 @@ fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out
                 }
                 Ok::<(), Error>(())
             }),
-            Input::Sam(sam) => sam
-                .for_each_record(|r| {
+            Input::Sam(sam) => {
+                // Positions past 2^31 are read, as samtools depth reads them.
+                sam.set_positions(crate::sam::Positions::Wide);
+                counter.wide_positions = true;
+                sam.for_each_record(|r| {
                     if setup.keeps(&r) {
                         counter.add(0, &r).map_err(|e| count_error(e, path))?;
                         wrote(&mut counter)?;
@@ -591,7 +594,8 @@ fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out
                 .map_err(|e| match e {
                     Error::Sam(e) => Error::Sam(e).with_path(path),
                     e => e,
-                }),
+                })
+            }
         }
     } else {
         let mut sources = Vec::with_capacity(inputs.len());

@@ -215,7 +215,10 @@ impl CramReader {
             reader.hdr = hdr;
             header_read = true;
             reader.header = header_of(hdr).map_err(|e| Error::Message(e).with_path(path))?;
-            if regular {
+            // CRAM 4's EOF container is not the one `hts_check_EOF` knows:
+            // htslib reads such files without a warning (only quickcheck,
+            // which asks `hts_check_EOF` itself, says it is missing).
+            if regular && cram_major(path).is_some_and(|major| major < 4) {
                 // SAFETY: `fp` is open; htslib seeks to the end and back.
                 reader.missing_eof = unsafe { ffi::hts_check_EOF(fp) } == 0;
             }
@@ -552,6 +555,14 @@ pub struct Container {
     pub records: u64,
 }
 
+/// The major version of the CRAM file at `path` (byte 4 of its file
+/// definition), if it can be read.
+fn cram_major(path: &Path) -> Option<u8> {
+    let mut definition = [0u8; 5];
+    File::open(path).and_then(|mut f| f.read_exact(&mut definition)).ok()?;
+    Some(definition[4])
+}
+
 /// The containers of the CRAM file `file` that hold records, in file
 /// order, read from their headers alone (the data is skipped): the
 /// header container and the EOF container are left out. An error if the
@@ -682,6 +693,18 @@ pub fn scatter<T: Send>(
     use rayon::prelude::*;
     // The header first: a file htslib cannot read is said alike everywhere.
     drop(CramReader::open(path, options)?);
+    if !cram_major(path).is_some_and(|major| (2..=3).contains(&major)) {
+        // CRAM 1 and 4 (which htslib reads) are not cut into parts: one
+        // reader, from the first record to the last.
+        let mut reader = CramReader::open(path, options)?;
+        let mut each = |f: &mut dyn FnMut(&RecordRef<'_>)| -> Result<(), Error> {
+            while let Some(r) = reader.next_record()? {
+                f(&r);
+            }
+            Ok(())
+        };
+        return Ok(vec![job(&mut each)?]);
+    }
     let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
     let list = containers(&file).map_err(|e| Error::from(e).with_path(path))?;
     let mut parts: Vec<(u64, u64)> = Vec::new(); // (offset, records)

@@ -350,24 +350,54 @@ pub enum Positions {
     /// idxstats' count, count such records as samtools does).
     Unread,
     /// Kept whole, 64-bit: the fixed fields hold POS, PNEXT and TLEN
-    /// clamped to 32 bits, and every record ends with a
-    /// [`WIDE_POSITIONS_LEN`]-byte field (tag `\xff\xff`, which no SAM
-    /// tag can be, `B:c` of 24 bytes) holding the three as i64 LE: for a
-    /// sort to SAM, which keeps positions as samtools 1.16 does
-    /// ([`wide_positions`] reads them).
+    /// clamped to 32 bits, and a record where one of them reaches a 32-bit
+    /// limit (POS or PNEXT ≥ 2^31 - 1 0-based, TLEN at or past ±2^31 - 1,
+    /// -2^31) ends with a [`WIDE_POSITIONS_LEN`]-byte field (tag
+    /// `\xff\xff`, which no SAM tag can be, `B:c` of 24 bytes) holding the
+    /// three as i64 LE; other records are plain BAM. For a sort to SAM and
+    /// for depth, which keep positions as samtools 1.16 does ([`wide_positions`] and
+    /// [`wide_positions_len`] read them).
     Wide,
 }
 
-/// Bytes of the field [`Positions::Wide`] appends to each record.
+/// Bytes of the field [`Positions::Wide`] appends to a record whose
+/// positions reach a 32-bit limit.
 pub const WIDE_POSITIONS_LEN: usize = 32;
+
+/// Whether the fixed fields of a record (without its `block_size`) hold
+/// values at a 32-bit limit: under [`Positions::Wide`], exactly the
+/// records that end with the 64-bit positions.
+#[inline]
+fn at_32_bit_limit(record: &[u8]) -> bool {
+    let i32_at = |i: usize| i32::from_le_bytes(record[i..i + 4].try_into().expect("4 bytes"));
+    let tlen = i32_at(28);
+    i32_at(4) == i32::MAX || i32_at(24) == i32::MAX || tlen == i32::MAX || tlen == i32::MIN
+}
+
+/// Bytes at the end of a record encoded with [`Positions::Wide`] (without
+/// its `block_size`) that hold its 64-bit positions: 0 or
+/// [`WIDE_POSITIONS_LEN`].
+#[inline]
+pub fn wide_positions_len(record: &[u8]) -> usize {
+    if at_32_bit_limit(record) {
+        WIDE_POSITIONS_LEN
+    } else {
+        0
+    }
+}
 
 /// POS, PNEXT and TLEN (0-based POS and PNEXT) of a record encoded with
 /// [`Positions::Wide`] (`record` without its `block_size`).
 #[inline]
 pub fn wide_positions(record: &[u8]) -> (i64, i64, i64) {
-    let at = record.len() - 24;
-    let i64_at = |i: usize| i64::from_le_bytes(record[i..i + 8].try_into().expect("8 bytes"));
-    (i64_at(at), i64_at(at + 8), i64_at(at + 16))
+    if at_32_bit_limit(record) {
+        let at = record.len() - 24;
+        let i64_at = |i: usize| i64::from_le_bytes(record[i..i + 8].try_into().expect("8 bytes"));
+        (i64_at(at), i64_at(at + 8), i64_at(at + 16))
+    } else {
+        let i32_at = |i: usize| i64::from(i32::from_le_bytes(record[i..i + 4].try_into().expect("4 bytes")));
+        (i32_at(4), i32_at(24), i32_at(28))
+    }
 }
 
 /// Encodes one SAM record line (without its line end) as BAM and APPENDS
@@ -615,7 +645,9 @@ fn encode_inner(s: &[u8], refs: &RefNames, out: &mut Vec<u8>, base: usize, posit
 
     // bam_write1's checks and the long-CIGAR form.
     let (mut pos, mut mpos, mut isize) = (pos, mpos, isize);
-    let wide = (positions == Positions::Wide).then_some([pos, mpos, isize]);
+    let limit = |v: i64| v <= i64::from(i32::MIN) || v >= i64::from(i32::MAX);
+    let wide = (positions == Positions::Wide && (pos >= i64::from(i32::MAX) || mpos >= i64::from(i32::MAX) || limit(isize)))
+        .then_some([pos, mpos, isize]);
     if wide.is_some() {
         let clamp = |v: i64| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX));
         (pos, mpos, isize) = (clamp(pos), clamp(mpos), clamp(isize));

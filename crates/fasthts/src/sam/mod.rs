@@ -82,7 +82,7 @@ mod write;
 mod tests;
 
 pub use bgzf_lines::BgzfSamReader;
-pub use encode::{encode_record, encode_record_with, wide_positions, Field, Positions, RecordError, Warnings, WIDE_POSITIONS_LEN};
+pub use encode::{encode_record, encode_record_with, wide_positions, wide_positions_len, Field, Positions, RecordError, Warnings, WIDE_POSITIONS_LEN};
 pub use format_number::{put_kputd, put_printf_g};
 pub use header::{HeaderError, HeaderWarning, SamHeader};
 pub use reader::{RecordWarning, SamReader, DEFAULT_CHUNK_BYTES, MAX_KEPT_WARNINGS};

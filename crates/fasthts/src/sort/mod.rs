@@ -395,9 +395,14 @@ pub fn sort_input<W: Write>(input: &mut crate::input::Input, path: &Path, opts: 
         }
         crate::input::Input::Sam(sam) => {
             let header = sam.header().clone();
-            // References longer than BAM can place (only SAM output gets
-            // here with them): positions are kept 64-bit, as samtools does.
-            let wide = (0..header.references.len()).any(|i| header.reference_len(i) > i32::MAX as u64);
+            // Positions past BAM's 32 bits are kept 64-bit in SAM output,
+            // as samtools does: always under references longer than BAM
+            // can place (only SAM output gets here with them, and
+            // sort_records_with refuses what cannot keep them); under
+            // short ones where this sort can keep them (else a record
+            // past 2^31 is refused as BAM refuses it).
+            let long_reference = (0..header.references.len()).any(|i| header.reference_len(i) > i32::MAX as u64);
+            let wide = long_reference || keeps_wide_positions(opts);
             if wide {
                 sam.set_positions(crate::sam::Positions::Wide);
             }
@@ -413,6 +418,15 @@ pub fn sort_input<W: Write>(input: &mut crate::input::Input, path: &Path, opts: 
             sort_records(&header, opts, out, |push| cram.for_each_record(|r| push(r)))
         }
     }
+}
+
+/// Whether this sort can keep 64-bit positions
+/// ([`crate::sam::Positions::Wide`]): coordinate, name and tag orders to
+/// SAM with the native engine.
+fn keeps_wide_positions(opts: &SortOptions) -> bool {
+    !matches!(opts.order, SortOrder::TemplateCoordinate | SortOrder::Minimiser { .. })
+        && opts.engine != SortEngine::RocksDb
+        && matches!(opts.format, OutputFormat::Sam | OutputFormat::SamGz)
 }
 
 /// A sink for records, handed to the input side of [`sort_records`].
@@ -438,11 +452,7 @@ where
     F: FnOnce(&mut Push<'_>) -> Result<(), Error> + Send,
 {
     check_editable(header)?;
-    if wide
-        && (matches!(opts.order, SortOrder::TemplateCoordinate | SortOrder::Minimiser { .. })
-            || opts.engine == SortEngine::RocksDb
-            || !matches!(opts.format, OutputFormat::Sam | OutputFormat::SamGz))
-    {
+    if wide && !keeps_wide_positions(opts) {
         return Err(Error::Message(
             "positions past 2^31 (references longer than BAM can hold) are sorted by coordinate, name or tag, \
              to SAM, with the native engine only"
@@ -814,9 +824,13 @@ struct SamText {
     staged: Vec<u8>,
     count: usize,
     formatter: crate::sam::ParallelFormatter,
-    /// The records end with 64-bit positions ([`crate::sam::Positions::Wide`]).
+    /// The records may end with 64-bit positions ([`crate::sam::Positions::Wide`]).
     wide: bool,
+    /// A staged record does (the batch is then written one by one).
+    staged_wide: bool,
     line: Vec<u8>,
+    /// A line of 64-bit positions, put together.
+    edited: Vec<u8>,
 }
 
 impl SamText {
@@ -830,12 +844,15 @@ impl SamText {
             count: 0,
             formatter: Default::default(),
             wide: false,
+            staged_wide: false,
             line: Vec::new(),
+            edited: Vec::new(),
         }
     }
 
     fn push<W: Write>(&mut self, record: &[u8], out: &mut Out<W>) -> Result<(), Error> {
         self.staged.extend_from_slice(record);
+        self.staged_wide |= self.wide && crate::sam::wide_positions_len(&record[4..]) > 0;
         self.count += 1;
         if self.count == Self::BATCH {
             self.flush(out)?;
@@ -844,7 +861,7 @@ impl SamText {
     }
 
     fn flush<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
-        if self.wide {
+        if self.staged_wide {
             return self.flush_wide(out);
         }
         let mut records = Vec::with_capacity(self.count);
@@ -865,19 +882,25 @@ impl SamText {
 }
 
 impl SamText {
-    /// Writes the staged records of 64-bit positions one by one: each
-    /// formatted without its positions field, then POS, PNEXT and TLEN
-    /// (columns 4, 8 and 9) put in from it as samtools prints them.
+    /// Writes a batch that holds records of 64-bit positions one by one:
+    /// those formatted without their positions field, then POS, PNEXT and
+    /// TLEN (columns 4, 8 and 9) put in from it as samtools prints them.
     fn flush_wide<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
         let mut at = 0;
         while at < self.staged.len() {
             let record = record_at(&self.staged, at);
             at += record.len();
             let data = &record[4..];
-            let (pos, mpos, tlen) = crate::sam::wide_positions(data);
-            let core = RecordRef::new_prevalidated(&data[..data.len() - crate::sam::WIDE_POSITIONS_LEN]);
+            let wide_len = crate::sam::wide_positions_len(data);
+            let core = RecordRef::new_prevalidated(&data[..data.len() - wide_len]);
             self.line.clear();
             crate::sam::format_record(&core, &self.references, &mut self.line)?;
+            if wide_len == 0 {
+                out.write_all(&self.line)?;
+                continue;
+            }
+            let (pos, mpos, tlen) = crate::sam::wide_positions(data);
+            self.edited.clear();
             let mut column = 0;
             let mut start = 0;
             for (i, &b) in self.line.iter().enumerate() {
@@ -891,19 +914,21 @@ impl SamText {
                     _ => None,
                 };
                 match value {
-                    Some(v) => out.write_all(v.to_string().as_bytes())?,
-                    None => out.write_all(&self.line[start..i])?,
+                    Some(v) => write!(self.edited, "{v}")?,
+                    None => self.edited.extend_from_slice(&self.line[start..i]),
                 }
-                out.write_all(&[b])?;
+                self.edited.push(b);
                 column += 1;
                 start = i + 1;
                 if b == b'\n' {
                     break;
                 }
             }
+            out.write_all(&self.edited)?;
         }
         self.staged.clear();
         self.count = 0;
+        self.staged_wide = false;
         Ok(())
     }
 }
