@@ -50,9 +50,12 @@ pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report
         let peeked = input::peek(path)?;
         if peeked.format() == Format::Cram && peeked.is_regular_file() && path.as_os_str() != "-" {
             super::warn_if_cram_truncated(&cram::CramReader::open(path, &required)?, report);
-            let parts = cram::scatter(path, &required, options.region_bytes, |each| {
+            let parts = cram::scatter(path, &required, options.region_bytes, |part| {
                 let mut tally = FlagTally::default();
-                each(&mut |r| tally.add(r))?;
+                part.for_each_core(|c| {
+                    tally.add_fields(c.flag, c.ref_id, c.mate_ref_id, c.mapq);
+                    Ok(())
+                })?;
                 Ok(tally.stats())
             })?;
             let mut total = FlagStat::default();
@@ -183,26 +186,30 @@ mod tests {
         if !fasthts_testgen::support::have_samtools() {
             return;
         }
-        // Many small containers (no reference needed: bases stored as they are).
+        // Many small containers (no reference needed: bases stored as they
+        // are), then slices of several references.
         let dir = scratch("flagstat-cram-parts");
-        let cram = dir.join("small.cram");
-        let made = std::process::Command::new("samtools")
-            .args(["view", "-C", "--output-fmt-option", "no_ref=1", "--output-fmt-option", "seqs_per_slice=50"])
-            .args(["--output-fmt-option", "slices_per_container=2", "-o"])
-            .arg(&cram)
-            .arg(data("small.bam"))
-            .status()
-            .unwrap();
-        assert!(made.success());
-        let containers = cram::containers(&std::fs::File::open(&cram).unwrap()).unwrap();
-        assert!(containers.len() > 5, "{} containers", containers.len());
         let want = flagstat::count_sequential(&BamFile::open(data("small.bam")).unwrap()).unwrap();
-        let kept = Kept::default();
-        // One part per container, a few, one.
-        for (threads, part_bytes) in [(3, 1), (2, 20_000), (1, u64::MAX)] {
-            assert_eq!(flagstat_path(&cram, &options(threads, part_bytes), &kept).unwrap(), want, "{threads} {part_bytes}");
+        for (name, slicing) in [("small", ["seqs_per_slice=50", "slices_per_container=2"]), ("multi-ref", ["seqs_per_slice=300", "multi_seq_per_slice=1"])] {
+            let cram = dir.join(format!("{name}.cram"));
+            let made = std::process::Command::new("samtools")
+                .args(["view", "-C", "--output-fmt-option", "no_ref=1", "--output-fmt-option", slicing[0]])
+                .args(["--output-fmt-option", slicing[1], "-o"])
+                .arg(&cram)
+                .arg(data("small.bam"))
+                .status()
+                .unwrap();
+            assert!(made.success());
+            let containers = cram::containers(&std::fs::File::open(&cram).unwrap()).unwrap();
+            assert!(containers.len() > 5, "{name}: {} containers", containers.len());
+            assert_eq!(containers.iter().any(|c| c.ref_id == -2), name == "multi-ref", "{name}");
+            let kept = Kept::default();
+            // One part per container, a few, one.
+            for (threads, part_bytes) in [(3, 1), (2, 20_000), (1, u64::MAX)] {
+                assert_eq!(flagstat_path(&cram, &options(threads, part_bytes), &kept).unwrap(), want, "{name} {threads} {part_bytes}");
+            }
+            assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
         }
-        assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -24,6 +24,7 @@ mod write;
 
 pub use write::{CramWriteOptions, CramWriter};
 
+use crate::bam::record::RecordDefect;
 use crate::bam::{Header, RecordRef, Reference};
 use crate::Error;
 use std::ffi::{c_int, CStr, CString};
@@ -74,6 +75,41 @@ fn quiet_htslib() {
     // SAFETY: sets a global integer; no other htslib call is in flight
     // while `call_once` runs it.
     ONCE.call_once(|| unsafe { ffi::hts_set_log_level(ffi::HTS_LOG_OFF) });
+}
+
+/// Keeps glibc's malloc from handing htslib's per-slice buffers back to
+/// the kernel after every container, only to fault them in afresh for the
+/// next: flagstat of the bench CRAM took 57,000 page faults (a quarter of
+/// its CPU time, in the kernel) with glibc's defaults and 4,700 with
+/// these (BENCHMARKS.md, "CRAM: where the time goes"). The values are
+/// where glibc's own sliding thresholds end up at most (an mmap threshold
+/// of 32 MiB, trimming above twice that); setting them only skips the
+/// sliding, which otherwise restarts in each thread's arena.
+fn keep_freed_buffers() {
+    static ONCE: Once = Once::new();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt with documented parameters; it takes malloc's lock.
+    ONCE.call_once(|| unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+    });
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    ONCE.call_once(|| {});
+}
+
+/// The fields of a record decoded with [`Fields::Required`] that flagstat
+/// and idxstats count, read from htslib's record without building BAM
+/// bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Core {
+    /// Reference id (-1: unplaced).
+    pub ref_id: i32,
+    /// FLAG.
+    pub flag: u16,
+    /// MAPQ.
+    pub mapq: u8,
+    /// The mate's reference id (-1: none).
+    pub mate_ref_id: i32,
 }
 
 /// What is said of a CRAM file or stream whose definition or header
@@ -195,6 +231,7 @@ impl CramReader {
                 }
             }
             if options.fields == Fields::Required {
+                keep_freed_buffers();
                 let required = ffi::SAM_FLAG | ffi::SAM_RNAME | ffi::SAM_POS | ffi::SAM_MAPQ | ffi::SAM_RNEXT | ffi::SAM_PNEXT;
                 // SAFETY: `fp` is open; the option takes one int.
                 unsafe {
@@ -273,6 +310,36 @@ impl CramReader {
                 self.records_read += 1;
                 Some(r)
             })
+    }
+
+    /// The next record's [`Core`] fields (a reader opened with
+    /// [`Fields::Required`]); `None` after the last record.
+    pub fn next_core(&mut self) -> Result<Option<Core>, Error> {
+        debug_assert_eq!(self.fields, Fields::Required);
+        // SAFETY: all three are open and owned by this reader.
+        let ret = unsafe { ffi::sam_read1(self.fp.as_ptr(), self.hdr.as_ptr(), self.record.as_ptr()) };
+        if ret == -1 {
+            return Ok(None);
+        }
+        if ret < -1 {
+            return Err(self.decode_error());
+        }
+        // SAFETY: sam_read1 filled the record.
+        let c = unsafe { &self.record.as_ref().core };
+        let n_ref = self.header.references.len() as i32;
+        // As RecordRef::new checks a BAM record's.
+        let in_range = |tid: i32| (-1..n_ref).contains(&tid);
+        let defect = match (in_range(c.tid), in_range(c.mtid)) {
+            (true, true) => None,
+            (false, _) => Some(RecordDefect::RefIdOutOfRange),
+            (true, false) => Some(RecordDefect::MateRefIdOutOfRange),
+        };
+        if let Some(defect) = defect {
+            let number = self.records_read + 1;
+            return Err(Error::Message(format!("CRAM record {number}: {defect}")).with_path(&self.path));
+        }
+        self.records_read += 1;
+        Ok(Some(Core { ref_id: c.tid, flag: c.flag, mapq: c.qual, mate_ref_id: c.mtid }))
     }
 
     /// Calls `f` on every record, in file order.
@@ -677,7 +744,7 @@ pub fn scatter<T: Send>(
     path: &Path,
     options: &CramOptions,
     part_bytes: u64,
-    job: impl Fn(&mut dyn FnMut(&mut dyn FnMut(&RecordRef<'_>)) -> Result<(), Error>) -> Result<T, Error> + Sync,
+    job: impl Fn(&mut Part<'_>) -> Result<T, Error> + Sync,
 ) -> Result<Vec<T>, Error> {
     use rayon::prelude::*;
     // The header first: a file htslib cannot read is said alike everywhere.
@@ -701,23 +768,54 @@ pub fn scatter<T: Send>(
         .map(|&(offset, records)| {
             let mut reader = CramReader::open(path, options)?;
             reader.seek_to_container(offset)?;
-            let mut each = |f: &mut dyn FnMut(&RecordRef<'_>)| -> Result<(), Error> {
-                while reader.records_read() < records {
-                    match reader.next_record()? {
-                        Some(r) => f(&r),
-                        None => {
-                            return Err(Error::Message(format!(
-                                "CRAM data ends before the records its container headers announce (container at byte {offset})"
-                            ))
-                            .with_path(path))
-                        }
-                    }
-                }
-                Ok(())
-            };
-            job(&mut each)
+            job(&mut Part { reader: &mut reader, records, offset })
         })
         .collect()
+}
+
+/// A run of whole containers of a CRAM file, read by a reader of its own
+/// ([`scatter`]).
+pub struct Part<'a> {
+    reader: &'a mut CramReader,
+    /// The records of the part's containers.
+    records: u64,
+    /// The byte offset of its first container.
+    offset: u64,
+}
+
+impl Part<'_> {
+    /// Calls `f` on each record of the part, in file order.
+    pub fn for_each_record(&mut self, mut f: impl FnMut(&RecordRef<'_>)) -> Result<(), Error> {
+        while self.reader.records_read() < self.records {
+            match self.reader.next_record()? {
+                Some(r) => f(&r),
+                None => return Err(self.cut_short()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` on each record's [`Core`] fields, in file order (the
+    /// reader opened with [`Fields::Required`]): what flagstat and
+    /// idxstats count, without building BAM bytes; stops at `f`'s first
+    /// error.
+    pub fn for_each_core(&mut self, mut f: impl FnMut(Core) -> Result<(), Error>) -> Result<(), Error> {
+        while self.reader.records_read() < self.records {
+            match self.reader.next_core()? {
+                Some(c) => f(c)?,
+                None => return Err(self.cut_short()),
+            }
+        }
+        Ok(())
+    }
+
+    fn cut_short(&self) -> Error {
+        Error::Message(format!(
+            "CRAM data ends before the records its container headers announce (container at byte {})",
+            self.offset
+        ))
+        .with_path(self.reader.path())
+    }
 }
 
 /// What samtools quickcheck learns from htslib about a CRAM file.
