@@ -45,12 +45,13 @@ impl Default for FlagstatOptions {
 /// flagstat needs (no reference is read).
 pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
-    let required = CramOptions { fields: Fields::Required, ..CramOptions::default() };
+    let required = CramOptions { fields: Fields::Flagstat, ..CramOptions::default() };
     with_threads(threads, || {
         let peeked = input::peek(path)?;
         if peeked.format() == Format::Cram && peeked.is_regular_file() && path.as_os_str() != "-" {
             super::warn_if_cram_truncated(&cram::CramReader::open(path, &required)?, report);
-            let parts = cram::scatter(path, &required, options.region_bytes, |part| {
+            let part_bytes = options.region_bytes.min(cram::COUNTING_PART_BYTES);
+            let parts = cram::scatter(path, &required, part_bytes, |part| {
                 let mut tally = FlagTally::default();
                 part.for_each_core(|c| {
                     tally.add_fields(c.flag, c.ref_id, c.mate_ref_id, c.mapq);
@@ -98,9 +99,9 @@ fn flagstat_opened(input: Input, path: &Path, options: &FlagstatOptions, report:
         Input::Cram(mut cram) => {
             super::warn_if_cram_truncated(&cram, report);
             let mut tally = FlagTally::default();
-            cram.for_each_record(|r| {
-                tally.add(r);
-                Ok::<(), Error>(())
+            cram.for_each_core(|c| {
+                tally.add_fields(c.flag, c.ref_id, c.mate_ref_id, c.mapq);
+                Ok(())
             })?;
             Ok(tally.stats())
         }

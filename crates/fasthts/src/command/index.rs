@@ -171,19 +171,16 @@ pub struct IdxstatsOptions {
 /// ([`Warning::CountingEveryRecord`]), as samtools' slow method does; a
 /// stream (a pipe, standard input) and SAM are counted as they arrive.
 pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> Result<String, Error> {
-    let required = CramOptions { fields: Fields::Required, ..CramOptions::default() };
+    let required = CramOptions { fields: Fields::Idxstats, ..CramOptions::default() };
     with_threads(options.threads, || {
         let peeked = input::peek(path)?;
         if peeked.format() == input::Format::Cram && peeked.is_regular_file() && path.as_os_str() != "-" {
-            return idxstats_cram_file(path, &required, CRAM_PART_BYTES, report);
+            return idxstats_cram_file(path, &required, cram::COUNTING_PART_BYTES, report);
         }
         let bgzf_sam_file = peeked.format() == input::Format::CompressedSam(Compression::Bgzf) && peeked.is_regular_file();
         idxstats_of(peeked.open_with(&required)?, path, bgzf_sam_file, report)
     })
 }
-
-/// Compressed bytes of CRAM containers per part counted on a thread.
-const CRAM_PART_BYTES: u64 = super::flagstat::REGION_BYTES;
 
 /// idxstats of a CRAM file, counted in parts of whole containers on all
 /// threads (a .crai has no counts: samtools counts every record, saying
@@ -243,7 +240,7 @@ fn idxstats_of(input: Input, path: &Path, bgzf_sam_file: bool, report: &dyn Repo
         Input::Cram(mut cram) => {
             super::warn_if_cram_truncated(&cram, report);
             let mut counts = IdxstatsCounts::new(cram.header());
-            cram.for_each_record(|r| counts.add(r).map_err(|e| e.with_path(path)))?;
+            cram.for_each_core(|c| counts.add_fields(c.ref_id, c.flag).map_err(|e| e.with_path(path)))?;
             Ok(counts.text(cram.header()))
         }
     }
@@ -315,7 +312,7 @@ mod tests {
             out.stdout
         };
         let small = |o: &'static str| -> [&std::ffi::OsStr; 2] { ["--output-fmt-option".as_ref(), o.as_ref()] };
-        let required = CramOptions { fields: Fields::Required, ..CramOptions::default() };
+        let required = CramOptions { fields: Fields::Idxstats, ..CramOptions::default() };
         // Sorted (with unplaced reads at the end), in slices of several
         // references, and by name, in small containers.
         let by_name = dir.join("by-name.bam");
