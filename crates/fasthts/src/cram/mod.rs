@@ -44,8 +44,8 @@ pub enum Fields {
     /// reference, unless it is embedded).
     #[default]
     All,
-    /// Flags, reference ids, positions, MAPQ and mate fields only
-    /// (flagstat, idxstats): no reference is needed, and the records
+    /// Flags, reference ids, positions, MAPQ and mate fields only: no
+    /// reference is needed, and the records
     /// handed out have no name (`*`), CIGAR, bases, qualities or tags.
     Required,
     /// What samtools flagstat decodes (`SAM_FLAG | SAM_MAPQ | SAM_RNEXT`):
@@ -89,7 +89,7 @@ fn quiet_htslib() {
 /// Keeps glibc's malloc from handing htslib's per-slice buffers back to
 /// the kernel after every container, only to fault them in afresh for the
 /// next: flagstat of the bench CRAM took 57,000 page faults (a quarter of
-/// its CPU time, in the kernel) with glibc's defaults and 4,700 with
+/// its CPU time, in the kernel) with glibc's defaults and 4,500 with
 /// these (BENCHMARKS.md, "CRAM: where the time goes"). The values are
 /// where glibc's own sliding thresholds end up at most (an mmap threshold
 /// of 32 MiB, trimming above twice that); setting them only skips the
@@ -333,10 +333,11 @@ impl CramReader {
     }
 
     /// The next record's [`Core`] fields (a reader opened with
-    /// [`Fields::Flagstat`] or [`Fields::Idxstats`]); `None` after the
-    /// last record.
+    /// [`Fields::Flagstat`], [`Fields::Idxstats`] or more; not
+    /// [`Fields::Extent`], which has no flags); `None` after the last
+    /// record.
     pub fn next_core(&mut self) -> Result<Option<Core>, Error> {
-        debug_assert!(matches!(self.fields, Fields::Flagstat | Fields::Idxstats));
+        debug_assert!(self.fields != Fields::Extent);
         // SAFETY: all three are open and owned by this reader.
         let ret = unsafe { ffi::sam_read1(self.fp.as_ptr(), self.hdr.as_ptr(), self.record.as_ptr()) };
         if ret == -1 {
@@ -844,10 +845,9 @@ impl Part<'_> {
         Ok(())
     }
 
-    /// Calls `f` on each record's [`Core`] fields, in file order (the
-    /// reader opened with [`Fields::Flagstat`] or [`Fields::Idxstats`]): what flagstat and
-    /// idxstats count, without building BAM bytes; stops at `f`'s first
-    /// error.
+    /// Calls `f` on each record's [`Core`] fields, in file order (see
+    /// [`CramReader::next_core`]): what flagstat and idxstats count,
+    /// without building BAM bytes; stops at `f`'s first error.
     pub fn for_each_core(&mut self, mut f: impl FnMut(Core) -> Result<(), Error>) -> Result<(), Error> {
         while self.reader.records_read() < self.records {
             match self.reader.next_core()? {
