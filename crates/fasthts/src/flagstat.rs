@@ -275,9 +275,16 @@ impl FlagTally {
     /// Counts one record.
     #[inline]
     pub fn add(&mut self, r: &RecordRef<'_>) {
-        let flag = usize::from(r.flag());
-        let other_chr = usize::from(r.mate_ref_id() != r.ref_id());
-        let mapq5 = usize::from(r.mapq() >= 5);
+        self.add_fields(r.flag(), r.ref_id(), r.mate_ref_id(), r.mapq());
+    }
+
+    /// Counts one record from the fields flagstat reads (a CRAM record's,
+    /// without its BAM bytes).
+    #[inline]
+    pub fn add_fields(&mut self, flag: u16, ref_id: i32, mate_ref_id: i32, mapq: u8) {
+        let flag = usize::from(flag);
+        let other_chr = usize::from(mate_ref_id != ref_id);
+        let mapq5 = usize::from(mapq >= 5);
         let slot = (flag & 0xf) | (flag >> 2 & 0x3f0) | (other_chr * Self::MATE_OTHER_CHR) | ((other_chr & mapq5) * Self::MAPQ5);
         self.slots[slot] += 1;
     }

@@ -95,28 +95,64 @@ pub struct IdxstatsCounts {
     /// Slot 0 is the unplaced records; slot tid + 1 is reference tid;
     /// `[mapped, unmapped]`.
     counts: Vec<[u64; 2]>,
+    /// The reference ids of the first and the last record counted (-2:
+    /// none yet).
+    first_tid: i32,
     last_tid: i32,
 }
 
 impl IdxstatsCounts {
     /// No records counted yet, for a file with `header`.
     pub fn new(header: &Header) -> Self {
-        IdxstatsCounts { counts: vec![[0u64; 2]; header.references.len() + 1], last_tid: -2 }
+        IdxstatsCounts { counts: vec![[0u64; 2]; header.references.len() + 1], first_tid: -2, last_tid: -2 }
     }
 
     /// Counts one record; an error when its reference's records are not
     /// contiguous (the caller adds the path).
     #[inline]
     pub fn add(&mut self, r: &crate::bam::RecordRef<'_>) -> Result<(), Error> {
-        let tid = r.ref_id();
+        self.add_fields(r.ref_id(), r.flag())
+    }
+
+    /// [`IdxstatsCounts::add`] of a record's reference id (in range) and
+    /// flag.
+    #[inline]
+    pub fn add_fields(&mut self, tid: i32, flag: u16) -> Result<(), Error> {
         let slot = (tid + 1) as usize;
         if tid != self.last_tid {
             if self.last_tid >= -1 && self.counts[slot][0] + self.counts[slot][1] > 0 {
-                return Err(Error::Message("file is not position sorted".into()));
+                return Err(not_sorted());
+            }
+            if self.last_tid == -2 {
+                self.first_tid = tid;
             }
             self.last_tid = tid;
         }
-        self.counts[slot][usize::from(r.flag() & flags::UNMAPPED != 0)] += 1;
+        self.counts[slot][usize::from(flag & flags::UNMAPPED != 0)] += 1;
+        Ok(())
+    }
+
+    /// Adds the counts of the records that follow those counted here in
+    /// the file (counted apart, as a part of it): the same error as
+    /// counting them here when a reference's records are not contiguous.
+    pub fn append(&mut self, later: &IdxstatsCounts) -> Result<(), Error> {
+        if later.last_tid == -2 {
+            return Ok(());
+        }
+        for (slot, (mine, theirs)) in self.counts.iter_mut().zip(&later.counts).enumerate() {
+            let tid = slot as i32 - 1;
+            let in_both = mine[0] + mine[1] > 0 && theirs[0] + theirs[1] > 0;
+            // Only the reference whose run goes on across the join is in both.
+            if in_both && !(tid == self.last_tid && tid == later.first_tid) {
+                return Err(not_sorted());
+            }
+            mine[0] += theirs[0];
+            mine[1] += theirs[1];
+        }
+        if self.last_tid == -2 {
+            self.first_tid = later.first_tid;
+        }
+        self.last_tid = later.last_tid;
         Ok(())
     }
 
@@ -129,6 +165,10 @@ impl IdxstatsCounts {
         out.push_str(&format!("*\t0\t{}\t{}\n", self.counts[0][0], self.counts[0][1]));
         out
     }
+}
+
+fn not_sorted() -> Error {
+    Error::Message("file is not position sorted".into())
 }
 
 /// The index file beside `bam_path`, if there is one: `IN.csi`, `IN.bai`,

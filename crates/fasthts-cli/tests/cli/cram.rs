@@ -94,6 +94,11 @@ fn compare_all(dir: &Path, cram: &Path, what: &str) {
     let piped = run_with_stdin(c, bytes);
     assert!(piped.status.success(), "{what} flagstat from a pipe: {}", text(&piped.stderr));
     assert_eq!(text(&piped.stdout), text(&samtools(&[&"flagstat", &cram]).stdout), "{what}: flagstat from a pipe");
+    let mut c = fasthts();
+    c.args(["idxstats", "-"]).env("REF_PATH", "/nonexistent/%s");
+    let piped = run_with_stdin(c, std::fs::read(cram).unwrap());
+    assert!(piped.status.success(), "{what} idxstats from a pipe: {}", text(&piped.stderr));
+    assert_eq!(text(&piped.stdout), text(&samtools(&[&"idxstats", &cram]).stdout), "{what}: idxstats from a pipe");
 }
 
 #[test]

@@ -45,14 +45,18 @@ impl Default for FlagstatOptions {
 /// flagstat needs (no reference is read).
 pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
-    let required = CramOptions { fields: Fields::Required, ..CramOptions::default() };
+    let required = CramOptions { fields: Fields::Flagstat, ..CramOptions::default() };
     with_threads(threads, || {
         let peeked = input::peek(path)?;
         if peeked.format() == Format::Cram && peeked.is_regular_file() && path.as_os_str() != "-" {
             super::warn_if_cram_truncated(&cram::CramReader::open(path, &required)?, report);
-            let parts = cram::scatter(path, &required, options.region_bytes, |each| {
+            let part_bytes = options.region_bytes.min(cram::COUNTING_PART_BYTES);
+            let parts = cram::scatter(path, &required, part_bytes, |part| {
                 let mut tally = FlagTally::default();
-                each(&mut |r| tally.add(r))?;
+                part.for_each_core(|c| {
+                    tally.add_fields(c.flag, c.ref_id, c.mate_ref_id, c.mapq);
+                    Ok(())
+                })?;
                 Ok(tally.stats())
             })?;
             let mut total = FlagStat::default();
@@ -95,9 +99,9 @@ fn flagstat_opened(input: Input, path: &Path, options: &FlagstatOptions, report:
         Input::Cram(mut cram) => {
             super::warn_if_cram_truncated(&cram, report);
             let mut tally = FlagTally::default();
-            cram.for_each_record(|r| {
-                tally.add(r);
-                Ok::<(), Error>(())
+            cram.for_each_core(|c| {
+                tally.add_fields(c.flag, c.ref_id, c.mate_ref_id, c.mapq);
+                Ok(())
             })?;
             Ok(tally.stats())
         }
@@ -183,26 +187,30 @@ mod tests {
         if !fasthts_testgen::support::have_samtools() {
             return;
         }
-        // Many small containers (no reference needed: bases stored as they are).
+        // Many small containers (no reference needed: bases stored as they
+        // are), then slices of several references.
         let dir = scratch("flagstat-cram-parts");
-        let cram = dir.join("small.cram");
-        let made = std::process::Command::new("samtools")
-            .args(["view", "-C", "--output-fmt-option", "no_ref=1", "--output-fmt-option", "seqs_per_slice=50"])
-            .args(["--output-fmt-option", "slices_per_container=2", "-o"])
-            .arg(&cram)
-            .arg(data("small.bam"))
-            .status()
-            .unwrap();
-        assert!(made.success());
-        let containers = cram::containers(&std::fs::File::open(&cram).unwrap()).unwrap();
-        assert!(containers.len() > 5, "{} containers", containers.len());
         let want = flagstat::count_sequential(&BamFile::open(data("small.bam")).unwrap()).unwrap();
-        let kept = Kept::default();
-        // One part per container, a few, one.
-        for (threads, part_bytes) in [(3, 1), (2, 20_000), (1, u64::MAX)] {
-            assert_eq!(flagstat_path(&cram, &options(threads, part_bytes), &kept).unwrap(), want, "{threads} {part_bytes}");
+        for (name, slicing) in [("small", ["seqs_per_slice=50", "slices_per_container=2"]), ("multi-ref", ["seqs_per_slice=300", "multi_seq_per_slice=1"])] {
+            let cram = dir.join(format!("{name}.cram"));
+            let made = std::process::Command::new("samtools")
+                .args(["view", "-C", "--output-fmt-option", "no_ref=1", "--output-fmt-option", slicing[0]])
+                .args(["--output-fmt-option", slicing[1], "-o"])
+                .arg(&cram)
+                .arg(data("small.bam"))
+                .status()
+                .unwrap();
+            assert!(made.success());
+            let containers = cram::containers(&std::fs::File::open(&cram).unwrap()).unwrap();
+            assert!(containers.len() > 5, "{name}: {} containers", containers.len());
+            assert_eq!(containers.iter().any(|c| c.ref_id == -2), name == "multi-ref", "{name}");
+            let kept = Kept::default();
+            // One part per container, a few, one.
+            for (threads, part_bytes) in [(3, 1), (2, 20_000), (1, u64::MAX)] {
+                assert_eq!(flagstat_path(&cram, &options(threads, part_bytes), &kept).unwrap(), want, "{name} {threads} {part_bytes}");
+            }
+            assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
         }
-        assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

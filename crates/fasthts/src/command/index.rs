@@ -171,12 +171,35 @@ pub struct IdxstatsOptions {
 /// ([`Warning::CountingEveryRecord`]), as samtools' slow method does; a
 /// stream (a pipe, standard input) and SAM are counted as they arrive.
 pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> Result<String, Error> {
-    let required = CramOptions { fields: Fields::Required, ..CramOptions::default() };
+    let required = CramOptions { fields: Fields::Idxstats, ..CramOptions::default() };
     with_threads(options.threads, || {
         let peeked = input::peek(path)?;
+        if peeked.format() == input::Format::Cram && peeked.is_regular_file() && path.as_os_str() != "-" {
+            return idxstats_cram_file(path, &required, cram::COUNTING_PART_BYTES, report);
+        }
         let bgzf_sam_file = peeked.format() == input::Format::CompressedSam(Compression::Bgzf) && peeked.is_regular_file();
         idxstats_of(peeked.open_with(&required)?, path, bgzf_sam_file, report)
     })
+}
+
+/// idxstats of a CRAM file, counted in parts of whole containers on all
+/// threads (a .crai has no counts: samtools counts every record, saying
+/// nothing).
+fn idxstats_cram_file(path: &Path, required: &CramOptions, part_bytes: u64, report: &dyn Report) -> Result<String, Error> {
+    let reader = cram::CramReader::open(path, required)?;
+    super::warn_if_cram_truncated(&reader, report);
+    let header = reader.header().clone();
+    drop(reader);
+    let parts = cram::scatter(path, required, part_bytes, |part| {
+        let mut counts = IdxstatsCounts::new(&header);
+        part.for_each_core(|c| counts.add_fields(c.ref_id, c.flag).map_err(|e| e.with_path(path)))?;
+        Ok(counts)
+    })?;
+    let mut total = IdxstatsCounts::new(&header);
+    for part in &parts {
+        total.append(part).map_err(|e| e.with_path(path))?;
+    }
+    Ok(total.text(&header))
 }
 
 fn idxstats_of(input: Input, path: &Path, bgzf_sam_file: bool, report: &dyn Report) -> Result<String, Error> {
@@ -217,7 +240,7 @@ fn idxstats_of(input: Input, path: &Path, bgzf_sam_file: bool, report: &dyn Repo
         Input::Cram(mut cram) => {
             super::warn_if_cram_truncated(&cram, report);
             let mut counts = IdxstatsCounts::new(cram.header());
-            cram.for_each_record(|r| counts.add(r).map_err(|e| e.with_path(path)))?;
+            cram.for_each_core(|c| counts.add_fields(c.ref_id, c.flag).map_err(|e| e.with_path(path)))?;
             Ok(counts.text(cram.header()))
         }
     }
@@ -247,6 +270,86 @@ fn sam_index(path: &Path, header: &crate::bam::Header, report: &dyn Report) -> R
 mod tests {
     use super::super::tests::{data, scratch, Kept};
     use super::*;
+
+    #[test]
+    fn idxstats_counts_of_parts_append_as_one_count() {
+        use crate::bam::{Header, Reference};
+        let refs = (0..3).map(|i| Reference { name: format!("r{i}"), len: 100 }).collect();
+        let header = Header { text: Vec::new(), references: refs };
+        let count = |tids: &[i32]| {
+            let mut c = IdxstatsCounts::new(&header);
+            tids.iter().try_for_each(|&t| c.add_fields(t, if t < 0 { 4 } else { 0 })).map(|()| c)
+        };
+        let whole = |tids: &[i32]| count(tids).map(|c| c.text(&header));
+        let appended = |parts: &[&[i32]]| {
+            let mut total = IdxstatsCounts::new(&header);
+            parts.iter().try_for_each(|p| total.append(&count(p)?)).map(|()| total.text(&header))
+        };
+        let sorted: [&[&[i32]]; 4] = [&[&[0, 0], &[0, 1], &[1, 2, -1]], &[&[0], &[1], &[2], &[-1, -1]], &[&[], &[0, 1], &[]], &[&[-1]]];
+        for parts in sorted {
+            let all: Vec<i32> = parts.concat();
+            assert_eq!(appended(parts).unwrap(), whole(&all).unwrap(), "{parts:?}");
+        }
+        // A reference whose records are not contiguous, across a join: the
+        // error of counting in one go.
+        let unsorted: [&[&[i32]]; 4] = [&[&[0, 1], &[0]], &[&[0], &[1], &[0]], &[&[1, -1], &[-1, 1]], &[&[-1], &[0], &[-1]]];
+        for parts in unsorted {
+            let all: Vec<i32> = parts.concat();
+            assert_eq!(whole(&all).unwrap_err().to_string(), "file is not position sorted", "{parts:?}");
+            assert_eq!(appended(parts).unwrap_err().to_string(), "file is not position sorted", "{parts:?}");
+        }
+    }
+
+    #[test]
+    fn idxstats_of_a_cram_in_parts_of_containers_is_samtools_idxstats() {
+        if !fasthts_testgen::support::have_samtools() {
+            return;
+        }
+        let dir = scratch("idxstats-cram-parts");
+        let samtools = |args: &[&std::ffi::OsStr]| {
+            let out = std::process::Command::new("samtools").args(args).output().unwrap();
+            assert!(out.status.success(), "samtools {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            out.stdout
+        };
+        let small = |o: &'static str| -> [&std::ffi::OsStr; 2] { ["--output-fmt-option".as_ref(), o.as_ref()] };
+        let required = CramOptions { fields: Fields::Idxstats, ..CramOptions::default() };
+        // Sorted (with unplaced reads at the end), in slices of several
+        // references, and by name, in small containers.
+        let by_name = dir.join("by-name.bam");
+        samtools(&["sort".as_ref(), "-n".as_ref(), "-o".as_ref(), by_name.as_os_str(), data("small.bam").as_os_str()]);
+        let cases = [
+            ("sorted", data("small.bam"), ["seqs_per_slice=50", "slices_per_container=2"]),
+            ("multi-ref", data("small.bam"), ["seqs_per_slice=300", "multi_seq_per_slice=1"]),
+            ("by-name", by_name, ["seqs_per_slice=50", "slices_per_container=2"]),
+        ];
+        for (name, bam, slicing) in cases {
+            let cram = dir.join(format!("{name}.cram"));
+            let mut args = vec!["view".as_ref(), "-C".as_ref(), "-o".as_ref(), cram.as_os_str()];
+            args.extend(small("no_ref=1").into_iter().chain(small(slicing[0])).chain(small(slicing[1])));
+            args.push(bam.as_os_str());
+            samtools(&args);
+            let containers = cram::containers(&std::fs::File::open(&cram).unwrap()).unwrap();
+            assert!(containers.len() > 5, "{name}");
+            // (htslib makes an unsorted file's slices multi-reference too.)
+            assert_eq!(containers.iter().any(|c| c.ref_id == -2), name != "sorted", "{name}");
+            let out = std::process::Command::new("samtools").arg("idxstats").arg(&cram).output().unwrap();
+            let kept = Kept::default();
+            // One part per container, a few, one.
+            for (threads, part_bytes) in [(3, 1), (2, 20_000), (1, u64::MAX)] {
+                let got = with_threads(Some(threads), || idxstats_cram_file(&cram, &required, part_bytes, &kept));
+                match name {
+                    "sorted" | "multi-ref" => assert_eq!(got.unwrap().as_bytes(), out.stdout, "{name} {threads} {part_bytes}"),
+                    _ => {
+                        assert!(!out.status.success());
+                        let want = format!("{}: file is not position sorted", cram.display());
+                        assert_eq!(got.unwrap_err().to_string(), want, "{threads} {part_bytes}");
+                    }
+                }
+            }
+            assert!(kept.warnings().is_empty(), "{:?}", kept.warnings());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn samtools_index_options() {

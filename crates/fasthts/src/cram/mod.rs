@@ -24,6 +24,7 @@ mod write;
 
 pub use write::{CramWriteOptions, CramWriter};
 
+use crate::bam::record::RecordDefect;
 use crate::bam::{Header, RecordRef, Reference};
 use crate::Error;
 use std::ffi::{c_int, CStr, CString};
@@ -43,10 +44,19 @@ pub enum Fields {
     /// reference, unless it is embedded).
     #[default]
     All,
-    /// Flags, reference ids, positions, MAPQ and mate fields only
-    /// (flagstat, idxstats): no reference is needed, and the records
+    /// Flags, reference ids, positions, MAPQ and mate fields only: no
+    /// reference is needed, and the records
     /// handed out have no name (`*`), CIGAR, bases, qualities or tags.
     Required,
+    /// What samtools flagstat decodes (`SAM_FLAG | SAM_MAPQ | SAM_RNEXT`):
+    /// flags, reference ids, MAPQ and the mates' reference ids, no
+    /// positions. Read with [`CramReader::next_core`] (`next_record`
+    /// hands out records without positions).
+    Flagstat,
+    /// What samtools idxstats decodes (`SAM_RNAME | SAM_FLAG`): flags and
+    /// reference ids. Read as [`Fields::Flagstat`] is ([`Core`]'s MAPQ is
+    /// 0 and its mate reference id -1).
+    Idxstats,
     /// Reference ids, positions and CIGARs only (what the `.crai` of a
     /// multi-reference slice needs, as htslib's index builder decodes it:
     /// no reference is needed); `next_record` hands out their fixed
@@ -74,6 +84,40 @@ fn quiet_htslib() {
     // SAFETY: sets a global integer; no other htslib call is in flight
     // while `call_once` runs it.
     ONCE.call_once(|| unsafe { ffi::hts_set_log_level(ffi::HTS_LOG_OFF) });
+}
+
+/// Keeps glibc's malloc from handing htslib's per-slice buffers back to
+/// the kernel after every container, only to fault them in afresh for the
+/// next: flagstat of the bench CRAM took 57,000 page faults (a quarter of
+/// its CPU time, in the kernel) with glibc's defaults and 4,500 with
+/// these (BENCHMARKS.md, "CRAM: where the time goes"). The values are
+/// where glibc's own sliding thresholds end up at most (an mmap threshold
+/// of 32 MiB, trimming above twice that); setting them only skips the
+/// sliding, which otherwise restarts in each thread's arena.
+fn keep_freed_buffers() {
+    static ONCE: Once = Once::new();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt with documented parameters; it takes malloc's lock.
+    ONCE.call_once(|| unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 64 << 20);
+    });
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    ONCE.call_once(|| {});
+}
+
+/// The fields of a record that flagstat and idxstats count, read from
+/// htslib's record without building BAM bytes ([`CramReader::next_core`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Core {
+    /// Reference id (-1: unplaced).
+    pub ref_id: i32,
+    /// FLAG.
+    pub flag: u16,
+    /// MAPQ.
+    pub mapq: u8,
+    /// The mate's reference id (-1: none).
+    pub mate_ref_id: i32,
 }
 
 /// What is said of a CRAM file or stream whose definition or header
@@ -194,7 +238,19 @@ impl CramReader {
                     return Err(Error::Message("cannot read the reference FASTA (or its .fai)".into()).with_path(reference));
                 }
             }
-            if options.fields == Fields::Required {
+            let counted = match options.fields {
+                Fields::Flagstat => Some(ffi::SAM_FLAG | ffi::SAM_MAPQ | ffi::SAM_RNEXT),
+                Fields::Idxstats => Some(ffi::SAM_RNAME | ffi::SAM_FLAG),
+                _ => None,
+            };
+            if let Some(required) = counted {
+                keep_freed_buffers();
+                // SAFETY: `fp` is open; the option takes one int.
+                unsafe {
+                    ffi::hts_set_opt(fp, ffi::CRAM_OPT_REQUIRED_FIELDS, required);
+                    ffi::hts_set_opt(fp, ffi::CRAM_OPT_DECODE_MD, 0 as c_int);
+                }
+            } else if options.fields == Fields::Required {
                 let required = ffi::SAM_FLAG | ffi::SAM_RNAME | ffi::SAM_POS | ffi::SAM_MAPQ | ffi::SAM_RNEXT | ffi::SAM_PNEXT;
                 // SAFETY: `fp` is open; the option takes one int.
                 unsafe {
@@ -266,6 +322,7 @@ impl CramReader {
         let n_ref = self.header.references.len();
         let filled = match self.fields {
             Fields::Required | Fields::Extent => core_record(b, &mut self.buf),
+            Fields::Flagstat | Fields::Idxstats => unplaced_core_record(b, &mut self.buf),
             Fields::All => full_record(b, &mut self.buf),
         };
         let record_number = self.records_read + 1;
@@ -276,6 +333,51 @@ impl CramReader {
                 self.records_read += 1;
                 Some(r)
             })
+    }
+
+    /// The next record's [`Core`] fields (a reader opened with
+    /// [`Fields::Flagstat`], [`Fields::Idxstats`] or more; not
+    /// [`Fields::Extent`], which has no flags); `None` after the last
+    /// record.
+    pub fn next_core(&mut self) -> Result<Option<Core>, Error> {
+        debug_assert!(self.fields != Fields::Extent);
+        // SAFETY: all three are open and owned by this reader.
+        let ret = unsafe { ffi::sam_read1(self.fp.as_ptr(), self.hdr.as_ptr(), self.record.as_ptr()) };
+        if ret == -1 {
+            return Ok(None);
+        }
+        if ret < -1 {
+            return Err(self.decode_error());
+        }
+        // SAFETY: sam_read1 filled the record.
+        let mut c = unsafe { self.record.as_ref().core };
+        if self.fields == Fields::Idxstats {
+            // Not decoded.
+            (c.qual, c.mtid) = (0, -1);
+        }
+        let n_ref = self.header.references.len() as i32;
+        // As RecordRef::new checks a BAM record's.
+        let in_range = |tid: i32| (-1..n_ref).contains(&tid);
+        let defect = match (in_range(c.tid), in_range(c.mtid)) {
+            (true, true) => None,
+            (false, _) => Some(RecordDefect::RefIdOutOfRange),
+            (true, false) => Some(RecordDefect::MateRefIdOutOfRange),
+        };
+        if let Some(defect) = defect {
+            let number = self.records_read + 1;
+            return Err(Error::Message(format!("CRAM record {number}: {defect}")).with_path(&self.path));
+        }
+        self.records_read += 1;
+        Ok(Some(Core { ref_id: c.tid, flag: c.flag, mapq: c.qual, mate_ref_id: c.mtid }))
+    }
+
+    /// Calls `f` on every record's [`Core`] fields, in file order (see
+    /// [`CramReader::next_core`]).
+    pub fn for_each_core(&mut self, mut f: impl FnMut(Core) -> Result<(), Error>) -> Result<(), Error> {
+        while let Some(c) = self.next_core()? {
+            f(c)?;
+        }
+        Ok(())
     }
 
     /// Calls `f` on every record, in file order.
@@ -467,6 +569,15 @@ fn core_record(b: &ffi::bam1_t, out: &mut Vec<u8>) -> Result<(), String> {
     fixed_fields(b, 2, 0, 0, out)?;
     out.extend_from_slice(b"*\0");
     Ok(())
+}
+
+/// [`core_record`] of a record whose positions were not decoded
+/// ([`Fields::Flagstat`], [`Fields::Idxstats`]): unplaced (-1), template
+/// length 0.
+fn unplaced_core_record(b: &ffi::bam1_t, out: &mut Vec<u8>) -> Result<(), String> {
+    let core = ffi::bam1_core_t { pos: -1, mpos: -1, isize: 0, ..b.core };
+    let unplaced = ffi::bam1_t { core, id: 0, data: std::ptr::null_mut(), l_data: 0, m_data: 0, mempolicy: 0 };
+    core_record(&unplaced, out)
 }
 
 /// The 32 fixed bytes of a BAM record.
@@ -680,6 +791,12 @@ fn ltf8(r: &mut impl Read) -> io::Result<()> {
     Ok(())
 }
 
+/// Compressed bytes per part of [`scatter`] for a job that decodes what
+/// flagstat or idxstats count: a part costs one open (about 25 µs) and the
+/// threads end together to within a part (about 2 ms of decoding here;
+/// 8 MiB parts left one thread idle for up to 25 ms at the end).
+pub const COUNTING_PART_BYTES: u64 = 1 << 20;
+
 /// Runs `job` on parts of the CRAM file at `path` in parallel on the
 /// current rayon pool, each part a run of whole containers of about
 /// `part_bytes` read by a reader of its own, and returns the parts'
@@ -688,7 +805,7 @@ pub fn scatter<T: Send>(
     path: &Path,
     options: &CramOptions,
     part_bytes: u64,
-    job: impl Fn(&mut dyn FnMut(&mut dyn FnMut(&RecordRef<'_>)) -> Result<(), Error>) -> Result<T, Error> + Sync,
+    job: impl Fn(&mut Part<'_>) -> Result<T, Error> + Sync,
 ) -> Result<Vec<T>, Error> {
     use rayon::prelude::*;
     // The header first: a file htslib cannot read is said alike everywhere.
@@ -724,23 +841,50 @@ pub fn scatter<T: Send>(
         .map(|&(offset, records)| {
             let mut reader = CramReader::open(path, options)?;
             reader.seek_to_container(offset)?;
-            let mut each = |f: &mut dyn FnMut(&RecordRef<'_>)| -> Result<(), Error> {
-                while reader.records_read() < records {
-                    match reader.next_record()? {
-                        Some(r) => f(&r),
-                        None => {
-                            return Err(Error::Message(format!(
-                                "CRAM data ends before the records its container headers announce (container at byte {offset})"
-                            ))
-                            .with_path(path))
-                        }
-                    }
-                }
-                Ok(())
-            };
-            job(&mut each)
+            job(&mut Part { reader: &mut reader, records, offset })
         })
         .collect()
+}
+
+/// A run of whole containers of a CRAM file, read by a reader of its own
+/// ([`scatter`]).
+pub struct Part<'a> {
+    reader: &'a mut CramReader,
+    /// The records of the part's containers.
+    records: u64,
+    /// The byte offset of its first container.
+    offset: u64,
+}
+
+impl Part<'_> {
+    /// Calls `f` on each record of the part, in file order.
+    pub fn for_each_record(&mut self, mut f: impl FnMut(&RecordRef<'_>)) -> Result<(), Error> {
+        while self.reader.records_read() < self.records {
+            match self.reader.next_record()? {
+                Some(r) => f(&r),
+                None => return Err(self.cut_short()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f` on each record's [`Core`] fields, in file order (see
+    /// [`CramReader::next_core`]): what flagstat and idxstats count,
+    /// without building BAM bytes; stops at `f`'s first error.
+    pub fn for_each_core(&mut self, mut f: impl FnMut(Core) -> Result<(), Error>) -> Result<(), Error> {
+        while self.reader.records_read() < self.records {
+            match self.reader.next_core()? {
+                Some(c) => f(c)?,
+                None => return Err(self.cut_short()),
+            }
+        }
+        Ok(())
+    }
+
+    fn cut_short(&self) -> Error {
+        Error::Message(format!("CRAM data ends before the records its container headers announce (container at byte {})", self.offset))
+            .with_path(self.reader.path())
+    }
 }
 
 /// What samtools quickcheck learns from htslib about a CRAM file.

@@ -138,6 +138,7 @@ impl CramQuery {
         let n_ref = r.header.references.len();
         let filled = match r.fields {
             Fields::Required | Fields::Extent => super::core_record(b, &mut r.buf),
+            Fields::Flagstat | Fields::Idxstats => super::unplaced_core_record(b, &mut r.buf),
             Fields::All => super::full_record(b, &mut r.buf),
         };
         let checked = filled.and_then(|()| RecordRef::new(&r.buf, n_ref).map(|_| ()).map_err(|d| d.to_string()));
