@@ -814,13 +814,7 @@ pub fn scatter<T: Send>(
         // CRAM 1 and 4 (which htslib reads) are not cut into parts: one
         // reader, from the first record to the last.
         let mut reader = CramReader::open(path, options)?;
-        let mut each = |f: &mut dyn FnMut(&RecordRef<'_>)| -> Result<(), Error> {
-            while let Some(r) = reader.next_record()? {
-                f(&r);
-            }
-            Ok(())
-        };
-        return Ok(vec![job(&mut each)?]);
+        return Ok(vec![job(&mut Part { reader: &mut reader, records: None, offset: 0 })?]);
     }
     let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
     let list = containers(&file).map_err(|e| Error::from(e).with_path(path))?;
@@ -841,7 +835,7 @@ pub fn scatter<T: Send>(
         .map(|&(offset, records)| {
             let mut reader = CramReader::open(path, options)?;
             reader.seek_to_container(offset)?;
-            job(&mut Part { reader: &mut reader, records, offset })
+            job(&mut Part { reader: &mut reader, records: Some(records), offset })
         })
         .collect()
 }
@@ -850,8 +844,9 @@ pub fn scatter<T: Send>(
 /// ([`scatter`]).
 pub struct Part<'a> {
     reader: &'a mut CramReader,
-    /// The records of the part's containers.
-    records: u64,
+    /// The records of the part's containers; `None`: every record to the
+    /// end of the file (CRAM 1 and 4, read whole by one reader).
+    records: Option<u64>,
     /// The byte offset of its first container.
     offset: u64,
 }
@@ -859,9 +854,10 @@ pub struct Part<'a> {
 impl Part<'_> {
     /// Calls `f` on each record of the part, in file order.
     pub fn for_each_record(&mut self, mut f: impl FnMut(&RecordRef<'_>)) -> Result<(), Error> {
-        while self.reader.records_read() < self.records {
+        while self.wants_more() {
             match self.reader.next_record()? {
                 Some(r) => f(&r),
+                None if self.records.is_none() => break,
                 None => return Err(self.cut_short()),
             }
         }
@@ -872,13 +868,18 @@ impl Part<'_> {
     /// [`CramReader::next_core`]): what flagstat and idxstats count,
     /// without building BAM bytes; stops at `f`'s first error.
     pub fn for_each_core(&mut self, mut f: impl FnMut(Core) -> Result<(), Error>) -> Result<(), Error> {
-        while self.reader.records_read() < self.records {
+        while self.wants_more() {
             match self.reader.next_core()? {
                 Some(c) => f(c)?,
+                None if self.records.is_none() => break,
                 None => return Err(self.cut_short()),
             }
         }
         Ok(())
+    }
+
+    fn wants_more(&self) -> bool {
+        self.records.is_none_or(|records| self.reader.records_read() < records)
     }
 
     fn cut_short(&self) -> Error {
