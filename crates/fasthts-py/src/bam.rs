@@ -377,12 +377,7 @@ impl BamFile {
 
     /// As `_columns` for many regions, read in parallel: a list of dicts.
     #[pyo3(signature = (regions, threads=None))]
-    fn _columns_many<'py>(
-        &self,
-        py: Python<'py>,
-        regions: &Bound<'py, PyAny>,
-        threads: Option<i64>,
-    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    fn _columns_many<'py>(&self, py: Python<'py>, regions: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let sh = self.shared.clone();
         let threads = threads_arg(threads)?;
         eof_check(py, &sh.bam)?;
