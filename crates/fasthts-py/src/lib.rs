@@ -20,6 +20,7 @@ use std::sync::Mutex;
 mod alignment;
 mod bam;
 mod cli;
+mod cram_file;
 mod depth;
 mod distributed;
 mod kmer;

@@ -52,6 +52,20 @@ pub enum Fields {
     /// no reference is needed); `next_record` hands out their fixed
     /// fields as with `Required`.
     Extent,
+    /// What Python's `BamFile.columns` reads: `Required`'s fields and the
+    /// template length, CIGAR and bases (the read length is the bases'
+    /// count, which htslib knows only by decoding them, so the reference
+    /// is needed); no name (`?`), qualities or tags. Records are handed out
+    /// whole, as with `All`.
+    Columns,
+}
+
+impl Fields {
+    /// Whether records are handed out with their variable fields (as
+    /// decoded), not only the fixed ones.
+    fn whole_records(self) -> bool {
+        matches!(self, Fields::All | Fields::Columns)
+    }
 }
 
 /// How to read a CRAM input.
@@ -201,6 +215,21 @@ impl CramReader {
                     ffi::hts_set_opt(fp, ffi::CRAM_OPT_REQUIRED_FIELDS, required);
                     ffi::hts_set_opt(fp, ffi::CRAM_OPT_DECODE_MD, 0 as c_int);
                 }
+            } else if options.fields == Fields::Columns {
+                let required = ffi::SAM_FLAG
+                    | ffi::SAM_RNAME
+                    | ffi::SAM_POS
+                    | ffi::SAM_MAPQ
+                    | ffi::SAM_CIGAR
+                    | ffi::SAM_RNEXT
+                    | ffi::SAM_PNEXT
+                    | ffi::SAM_TLEN
+                    | ffi::SAM_SEQ;
+                // SAFETY: `fp` is open; the options take one int.
+                unsafe {
+                    ffi::hts_set_opt(fp, ffi::CRAM_OPT_REQUIRED_FIELDS, required);
+                    ffi::hts_set_opt(fp, ffi::CRAM_OPT_DECODE_MD, 0 as c_int);
+                }
             } else if options.fields == Fields::Extent {
                 let required = ffi::SAM_RNAME | ffi::SAM_POS | ffi::SAM_CIGAR;
                 // SAFETY: `fp` is open; the option takes one int.
@@ -261,10 +290,7 @@ impl CramReader {
         // SAFETY: sam_read1 filled the record.
         let b = unsafe { self.record.as_ref() };
         let n_ref = self.header.references.len();
-        let filled = match self.fields {
-            Fields::Required | Fields::Extent => core_record(b, &mut self.buf),
-            Fields::All => full_record(b, &mut self.buf),
-        };
+        let filled = if self.fields.whole_records() { full_record(b, &mut self.buf) } else { core_record(b, &mut self.buf) };
         let record_number = self.records_read + 1;
         filled
             .and_then(|()| RecordRef::new(&self.buf, n_ref).map_err(|d| d.to_string()))
@@ -325,7 +351,7 @@ impl CramReader {
     /// damaged (a cut-off stream, a bad block).
     fn decode_error(&mut self) -> Error {
         let number = self.records_read + 1;
-        if self.fields != Fields::All {
+        if !self.fields.whole_records() {
             return self.damaged(&format!("damaged or truncated CRAM data (record {number})"));
         }
         // The container holding the failing record, from the file's

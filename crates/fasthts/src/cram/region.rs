@@ -7,7 +7,7 @@
 //! threads through a [`QueryPool`], which keeps the handles (each holds
 //! the reference sequences it has loaded) for the next part.
 
-use super::{c_path, ffi, CramOptions, CramReader, Fields};
+use super::{c_path, ffi, CramOptions, CramReader};
 use crate::bam::{Header, RecordRef};
 use crate::Error;
 use std::ffi::c_void;
@@ -137,10 +137,7 @@ impl CramQuery {
         // SAFETY: the iterator filled the record.
         let b = unsafe { r.record.as_ref() };
         let n_ref = r.header.references.len();
-        let filled = match r.fields {
-            Fields::Required | Fields::Extent => super::core_record(b, &mut r.buf),
-            Fields::All => super::full_record(b, &mut r.buf),
-        };
+        let filled = if r.fields.whole_records() { super::full_record(b, &mut r.buf) } else { super::core_record(b, &mut r.buf) };
         let checked = filled.and_then(|()| RecordRef::new(&r.buf, n_ref).map(|_| ()).map_err(|d| d.to_string()));
         if let Err(e) = checked {
             return Err(Error::Message(format!("CRAM record in {}: {e}", self.region_text())).with_path(self.reader.path()));
@@ -176,7 +173,7 @@ impl CramQuery {
         let region = self.region_text();
         let r = &mut self.reader;
         let named = usize::try_from(tid).ok().and_then(|t| r.header.references.get(t)).map(|c| c.name.clone());
-        let Some(contig) = named.filter(|_| r.fields == Fields::All) else {
+        let Some(contig) = named.filter(|_| r.fields.whole_records()) else {
             return r.damaged(&format!("damaged or truncated CRAM data in {region}"));
         };
         // SAFETY: `fp` is an open CRAM file; cram_get_ref only loads a sequence.
