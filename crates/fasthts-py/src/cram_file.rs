@@ -158,8 +158,9 @@ impl CramFile {
     /// Regions tiling every reference with records, then the unplaced
     /// records, as `BamFile.plan` on a BAM: cut where a container of about
     /// `Plan::BalancedBytes` bytes begins, or every `Plan::Windows` bases.
-    /// A reference whose records lie only in multi-reference containers
-    /// is one region.
+    /// Container headers do not say which references a multi-reference
+    /// container holds: a file with one plans every reference, those
+    /// without containers of their own as one region each.
     pub(crate) fn plan(&self, plan: Plan) -> Result<Vec<LibRegion>, Error> {
         let list = self.containers()?;
         let multi = list.iter().any(|c| c.ref_id == -2);
