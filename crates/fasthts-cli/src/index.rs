@@ -73,7 +73,8 @@ fn nonexistent_or_index(path: &Path) -> bool {
         Ok(bytes) => {
             bytes.starts_with(b"BAI\x01")
                 || bytes.starts_with(b"CSI\x01")
-                || fasthts::bgzf::decompress_all(&bytes[..bytes.len().min(1 << 16)]).map_or(false, |d| d.starts_with(b"CSI\x01"))
+                || fasthts::bgzf::decompress_all(&bytes[..bytes.len().min(1 << 16)])
+                    .map_or(false, |d| d.starts_with(b"CSI\x01"))
                 || fasthts_io::compression::is_gzip(&bytes) && path.extension().is_some_and(|e| e == "csi")
         }
     }

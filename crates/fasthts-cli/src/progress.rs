@@ -137,11 +137,9 @@ fn show(name: &str, source: Source, stop: &AtomicBool) {
 
 /// The bar with a known total of input bytes.
 fn bytes_style() -> ProgressStyle {
-    ProgressStyle::with_template(
-        "{prefix}: [{bar:30}] {percent:>3}% {bytes}/{total_bytes} {binary_bytes_per_sec} {msg} ETA {eta} [{elapsed}]",
-    )
-    .expect("valid template")
-    .progress_chars("=> ")
+    ProgressStyle::with_template("{prefix}: [{bar:30}] {percent:>3}% {bytes}/{total_bytes} {binary_bytes_per_sec} {msg} ETA {eta} [{elapsed}]")
+        .expect("valid template")
+        .progress_chars("=> ")
 }
 
 /// Input bytes without a total (a pipe).
@@ -151,11 +149,9 @@ fn spinner_bytes_style() -> ProgressStyle {
 
 /// A bar for a count of `unit` with a known total (`{pos}/{len}`).
 pub fn counted_style(unit: &str) -> ProgressStyle {
-    ProgressStyle::with_template(&format!(
-        "{{prefix}}: [{{bar:30}}] {{percent:>3}}% {{human_pos}}/{{human_len}} {unit} {{msg}} ETA {{eta}} [{{elapsed}}]"
-    ))
-    .expect("valid template")
-    .progress_chars("=> ")
+    ProgressStyle::with_template(&format!("{{prefix}}: [{{bar:30}}] {{percent:>3}}% {{human_pos}}/{{human_len}} {unit} {{msg}} ETA {{eta}} [{{elapsed}}]"))
+        .expect("valid template")
+        .progress_chars("=> ")
 }
 
 /// A count without a total: a spinner and the message.

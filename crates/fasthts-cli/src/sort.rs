@@ -1,11 +1,11 @@
 //! `fasthts sort`: samtools sort.
 
-use crate::progress::{Bar, Source};
 use crate::{CmdResult, Terminal};
 use clap::Args;
 use fasthts::command::{self, SortFileOptions};
 use fasthts::sort::{cram_output_options, parse_output_options, OutputFormat, SortEngine, SortProgress};
 use std::path::{Path, PathBuf};
+use crate::progress::{Bar, Source};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -156,10 +156,9 @@ pub fn run(args: SortArgs) -> CmdResult {
         engine: if args.engine == "rocksdb" { SortEngine::RocksDb } else { SortEngine::Native },
         progress,
         // --reference, else --input-fmt-option reference=FILE, as samtools.
-        reference: args
-            .reference
-            .clone()
-            .or_else(|| args.input_options.iter().find_map(|o| o.strip_prefix("reference=").map(PathBuf::from))),
+        reference: args.reference.clone().or_else(|| {
+            args.input_options.iter().find_map(|o| o.strip_prefix("reference=").map(PathBuf::from))
+        }),
         cram_options,
     };
     command::sort_file(Path::new(&args.input), &output, &options, &Terminal { command: "sort" })?;

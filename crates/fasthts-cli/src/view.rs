@@ -310,7 +310,11 @@ pub fn run(args: ViewArgs) -> CmdResult {
         None => None,
     };
     let level_flag = args.uncompressed || args.fast;
-    let mode = if args.cram { Some(OutputFormat::Cram) } else { args.bam.then_some(OutputFormat::Bam) };
+    let mode = if args.cram {
+        Some(OutputFormat::Cram)
+    } else {
+        args.bam.then_some(OutputFormat::Bam)
+    };
     let (format, force_header) = output_format_mode(args.output.as_deref(), mode, level_flag, format_option.map(|f| f.0))?;
     let unselected = match &args.unselected {
         Some(path) => {

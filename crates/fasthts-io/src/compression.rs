@@ -85,6 +85,7 @@ pub fn open(path: &Path, threads: usize) -> Result<(Box<dyn Read + Send>, Compre
     opened.map_err(|e| PathError::new(path, e))
 }
 
+
 /// Reads `buf.len()` bytes unless the stream ends first (a pipe hands data
 /// out in pieces); returns how many.
 pub fn read_full(src: &mut (impl Read + ?Sized), buf: &mut [u8]) -> io::Result<usize> {

@@ -81,13 +81,7 @@ fn dask_sort_sample(
 
 /// The boundary records of `parts` parts, chosen from the samples.
 #[pyfunction]
-fn dask_sort_boundaries(
-    py: Python<'_>,
-    header: PathBuf,
-    samples: Vec<Vec<u8>>,
-    parts: usize,
-    order: OrderSpec,
-) -> PyResult<Vec<Py<PyBytes>>> {
+fn dask_sort_boundaries(py: Python<'_>, header: PathBuf, samples: Vec<Vec<u8>>, parts: usize, order: OrderSpec) -> PyResult<Vec<Py<PyBytes>>> {
     let first = run_detached(py, |_| BamFile::open(&header))?;
     let cmp = comparator(&order, &first)?;
     let n_ref = first.header().references.len();

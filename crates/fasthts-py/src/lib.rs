@@ -13,15 +13,15 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use std::ffi::CString;
 use std::path::{Path, PathBuf};
+use std::ffi::CString;
 use std::sync::Mutex;
 
 mod alignment;
 mod bam;
+mod depth;
 mod cli;
 mod cram_file;
-mod depth;
 mod distributed;
 mod kmer;
 mod md;

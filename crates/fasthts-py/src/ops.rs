@@ -13,6 +13,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FlagStat>()?;
     m.add_function(wrap_pyfunction!(flagstat_fn, m)?)?;
@@ -215,8 +216,7 @@ fn index(
     min_shift: Option<i32>,
     threads: Option<i64>,
 ) -> PyResult<String> {
-    let options =
-        IndexOptions { format: command::index_format(csi, min_shift), output: output.map(|p| p.0), threads: threads_arg(threads)? };
+    let options = IndexOptions { format: command::index_format(csi, min_shift), output: output.map(|p| p.0), threads: threads_arg(threads)? };
     let target = run_detached(py, |w| command::index_file(&path, &options, w))?;
     Ok(target.display().to_string())
 }
@@ -281,13 +281,7 @@ fn sort_fn(
 }
 
 /// The sort order the keyword arguments of `sort` (and `dask.sort`) ask for.
-pub(crate) fn sort_order_arg(
-    by_name: bool,
-    tag: Option<&str>,
-    template_coordinate: bool,
-    minimiser: bool,
-    kmer: i64,
-) -> PyResult<SortOrder> {
+pub(crate) fn sort_order_arg(by_name: bool, tag: Option<&str>, template_coordinate: bool, minimiser: bool, kmer: i64) -> PyResult<SortOrder> {
     let tag = tag.map(command::parse_tag).transpose().map_err(to_py)?;
     // The CLI lets the last of -n, -M and --template-coordinate win; keyword
     // arguments have no order, so more than one is an error here.

@@ -108,12 +108,20 @@ impl Aln {
 
     /// Number of query bases the CIGAR consumes (M/I/S/=/X).
     pub fn cigar_query_len(&self) -> u64 {
-        self.cigar.iter().filter(|(_, op)| matches!(*op, OP_M | OP_I | OP_S | OP_EQ | OP_X)).map(|&(n, _)| n as u64).sum()
+        self.cigar
+            .iter()
+            .filter(|(_, op)| matches!(*op, OP_M | OP_I | OP_S | OP_EQ | OP_X))
+            .map(|&(n, _)| n as u64)
+            .sum()
     }
 
     /// Number of reference bases the CIGAR consumes (M/D/N/=/X).
     pub fn cigar_ref_len(&self) -> u64 {
-        self.cigar.iter().filter(|(_, op)| matches!(*op, OP_M | OP_D | OP_N | OP_EQ | OP_X)).map(|&(n, _)| n as u64).sum()
+        self.cigar
+            .iter()
+            .filter(|(_, op)| matches!(*op, OP_M | OP_D | OP_N | OP_EQ | OP_X))
+            .map(|&(n, _)| n as u64)
+            .sum()
     }
 
     /// Append an op, merging with the previous one if it is the same.
@@ -186,7 +194,12 @@ impl ErrorModel {
 /// Choose indel/skip events for an aligned part of `qlen` query bases.
 /// Returns the reference span. Events are at least 8 bases from either end and
 /// from each other, so every CIGAR starts and ends with an M-type op.
-pub fn choose_events(rng: &mut Rng, qlen: u32, allow_skip: bool, out: &mut Vec<(u32, Event)>) -> u32 {
+pub fn choose_events(
+    rng: &mut Rng,
+    qlen: u32,
+    allow_skip: bool,
+    out: &mut Vec<(u32, Event)>,
+) -> u32 {
     out.clear();
     if qlen < 40 {
         return qlen;
@@ -201,7 +214,13 @@ pub fn choose_events(rng: &mut Rng, qlen: u32, allow_skip: bool, out: &mut Vec<(
     };
     for _ in 0..n_indel {
         let at = rng.range(8, (qlen - 8) as u64) as u32;
-        let len = 1 + rng.below(4) as u32 + if rng.chance(0.1) { rng.below(8) as u32 } else { 0 };
+        let len = 1
+            + rng.below(4) as u32
+            + if rng.chance(0.1) {
+                rng.below(8) as u32
+            } else {
+                0
+            };
         if rng.chance(0.5) {
             // Insertion must leave >= 8 M bases after it.
             if at + len + 8 <= qlen {
@@ -457,7 +476,11 @@ mod tests {
     use super::*;
 
     fn model() -> ErrorModel {
-        ErrorModel { mismatch: Prob::new(0.01), n_base: Prob::new(0.001), snp_seed: 5 }
+        ErrorModel {
+            mismatch: Prob::new(0.01),
+            n_base: Prob::new(0.001),
+            snp_seed: 5,
+        }
     }
 
     /// Check MD/NM against SEQ and the reference by replaying the CIGAR.
@@ -525,17 +548,41 @@ mod tests {
             let qlen = rng.range(20, 300) as u32;
             let span = choose_events(&mut rng, qlen, true, &mut events);
             assert_eq!(span, events_span(qlen, &events));
-            let left = if i % 3 == 0 { Clip::Soft(5, None) } else { Clip::None };
-            let right = if i % 7 == 0 { Clip::Hard(9) } else { Clip::None };
-            let spec = WalkSpec { tid: 0, pos: 100, refw: &refw[100..], qlen, events: &events, left, right, eqx: i % 11 == 0 };
+            let left = if i % 3 == 0 {
+                Clip::Soft(5, None)
+            } else {
+                Clip::None
+            };
+            let right = if i % 7 == 0 {
+                Clip::Hard(9)
+            } else {
+                Clip::None
+            };
+            let spec = WalkSpec {
+                tid: 0,
+                pos: 100,
+                refw: &refw[100..],
+                qlen,
+                events: &events,
+                left,
+                right,
+                eqx: i % 11 == 0,
+            };
             walk(&mut rng, &em, &spec, &mut a);
             assert_eq!(a.span, span);
             // CIGAR query length must equal SEQ length (the property samtools checks).
             assert_eq!(a.cigar_query_len(), a.seq.len() as u64);
-            assert_eq!(a.cigar_query_len(), (qlen + left.query_len() + right.query_len()) as u64);
+            assert_eq!(
+                a.cigar_query_len(),
+                (qlen + left.query_len() + right.query_len()) as u64
+            );
             assert_eq!(a.cigar_ref_len(), span as u64);
             // First and last non-clip ops are match-type.
-            let core: Vec<_> = a.cigar.iter().filter(|c| c.1 != OP_S && c.1 != OP_H).collect();
+            let core: Vec<_> = a
+                .cigar
+                .iter()
+                .filter(|c| c.1 != OP_S && c.1 != OP_H)
+                .collect();
             assert!(matches!(core.first().unwrap().1, OP_M | OP_EQ | OP_X));
             assert!(matches!(core.last().unwrap().1, OP_M | OP_EQ | OP_X));
             check_md(&a, &refw[100..]);

@@ -159,8 +159,11 @@ fn parse_count(s: &str) -> Result<u64, String> {
         Some('g' | 'G') => (&s[..s.len() - 1], 1_000_000_000),
         _ => (&s[..], 1),
     };
-    let n: u64 = num.parse().map_err(|e| format!("invalid number {s:?}: {e}"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("number too large: {s}"))
+    let n: u64 = num
+        .parse()
+        .map_err(|e| format!("invalid number {s:?}: {e}"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("number too large: {s}"))
 }
 
 fn parse_read_len(s: &str) -> Result<(u32, u32), String> {
@@ -168,8 +171,14 @@ fn parse_read_len(s: &str) -> Result<(u32, u32), String> {
         Some((a, b)) => (a, b),
         None => (s, s),
     };
-    let lo: u32 = lo.trim().parse().map_err(|e| format!("invalid read length {s:?}: {e}"))?;
-    let hi: u32 = hi.trim().parse().map_err(|e| format!("invalid read length {s:?}: {e}"))?;
+    let lo: u32 = lo
+        .trim()
+        .parse()
+        .map_err(|e| format!("invalid read length {s:?}: {e}"))?;
+    let hi: u32 = hi
+        .trim()
+        .parse()
+        .map_err(|e| format!("invalid read length {s:?}: {e}"))?;
     if lo < 50 || hi < lo || hi > 10_000 {
         return Err("read length must satisfy 50 <= MIN <= MAX <= 10000".into());
     }
@@ -177,7 +186,9 @@ fn parse_read_len(s: &str) -> Result<(u32, u32), String> {
 }
 
 fn parse_fraction(s: &str) -> Result<f64, String> {
-    let f: f64 = s.parse().map_err(|e| format!("invalid fraction {s:?}: {e}"))?;
+    let f: f64 = s
+        .parse()
+        .map_err(|e| format!("invalid fraction {s:?}: {e}"))?;
     if (0.0..=1.0).contains(&f) {
         Ok(f)
     } else {
@@ -198,7 +209,10 @@ fn command_line(c: &Cli) -> String {
         (Some(r), None) => s += &format!(" --reads {r}"),
         (None, None) => {}
     }
-    s += &format!(" --refs {} --ref-len {} --read-len {}-{}", c.refs, c.ref_len, c.read_len.0, c.read_len.1);
+    s += &format!(
+        " --refs {} --ref-len {} --read-len {}-{}",
+        c.refs, c.ref_len, c.read_len.0, c.read_len.1
+    );
     let fracs = [
         ("long-cigar-fraction", c.long_cigar_fraction, 0.0),
         ("huge-record-fraction", c.huge_record_fraction, 0.0),
@@ -230,8 +244,15 @@ fn command_line(c: &Cli) -> String {
 }
 
 /// Generate `n` templates into `out`; returns (records, bytes).
-fn generate<W: Write>(cfg: &Config, genome: &Genome, n: u64, out: W) -> io::Result<(u64, u64, u64)> {
-    let shuffle = cfg.unsorted.then(|| (10_000, Rng::derive(cfg.seed, 0x5_4FF1E)));
+fn generate<W: Write>(
+    cfg: &Config,
+    genome: &Genome,
+    n: u64,
+    out: W,
+) -> io::Result<(u64, u64, u64)> {
+    let shuffle = cfg
+        .unsorted
+        .then(|| (10_000, Rng::derive(cfg.seed, 0x5_4FF1E)));
     let mut em = Emitter::new(out, shuffle);
     let mut gen = Gen::new(cfg, genome);
     em.write_raw(&gen.header())?;
@@ -298,7 +319,12 @@ fn run_into(cli: &Cli, stdout: Option<&mut Vec<u8>>) -> io::Result<()> {
         genome_seed: cli.genome_seed.unwrap_or(cli.seed),
         command_line: command_line(cli),
     };
-    let genome = Genome::build(cfg.genome_seed, cli.refs, cli.ref_len as u32, cli.long_ref.then_some(cli.long_ref_len));
+    let genome = Genome::build(
+        cfg.genome_seed,
+        cli.refs,
+        cli.ref_len as u32,
+        cli.long_ref.then_some(cli.long_ref_len),
+    );
 
     if let Some(path) = &cli.sites_vcf {
         let f = File::create(path)?;
@@ -335,7 +361,9 @@ fn run_into(cli: &Cli, stdout: Option<&mut Vec<u8>>) -> io::Result<()> {
         }
     };
     if !cli.quiet {
-        eprintln!("fasthts-testgen: {templates} templates, {records} records, {bytes} bytes of SAM");
+        eprintln!(
+            "fasthts-testgen: {templates} templates, {records} records, {bytes} bytes of SAM"
+        );
     }
     Ok(())
 }
@@ -427,7 +455,10 @@ mod tests {
             let key = (tid, pos, flag & 16 != 0);
             assert!(key >= last_key, "order violated at {line}");
             last_key = key;
-            assert!(!empty.iter().any(|e| e == f[2] || e == f[6]), "record on an empty ref: {line}");
+            assert!(
+                !empty.iter().any(|e| e == f[2] || e == f[6]),
+                "record on an empty ref: {line}"
+            );
             if flag & 4 != 0 {
                 assert_eq!(f[5], "*");
             } else {
@@ -446,7 +477,10 @@ mod tests {
                 assert_eq!(f[9].len(), f[10].len());
             }
             if flag & 0x900 == 0 && flag & 1 != 0 {
-                primaries.entry((f[0].to_string(), flag & 0xC0)).or_default().push(line.to_string());
+                primaries
+                    .entry((f[0].to_string(), flag & 0xC0))
+                    .or_default()
+                    .push(line.to_string());
             }
         }
         assert!(long_cigars > 0);

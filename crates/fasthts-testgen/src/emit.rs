@@ -33,9 +33,17 @@ impl SortKey {
     pub fn new(tid: i32, pos0: u32, placed: bool, rev: bool) -> SortKey {
         if !placed || tid < 0 {
             // Unplaced: tid -1 cast to unsigned is the largest, POS 0.
-            SortKey { tid: u32::MAX, pos1: 0, rev }
+            SortKey {
+                tid: u32::MAX,
+                pos1: 0,
+                rev,
+            }
         } else {
-            SortKey { tid: tid as u32, pos1: pos0 + 1, rev }
+            SortKey {
+                tid: tid as u32,
+                pos1: pos0 + 1,
+                rev,
+            }
         }
     }
 }
@@ -66,10 +74,25 @@ pub struct Emitter<W: Write> {
 impl<W: Write> Emitter<W> {
     pub fn new(out: W, shuffle: Option<(usize, Rng)>) -> Self {
         let mode = match shuffle {
-            None => Mode::Sorted { heap: BinaryHeap::new(), last: None },
-            Some((cap, rng)) => Mode::Shuffled { window: Vec::with_capacity(cap), cap: cap.max(1), rng },
+            None => Mode::Sorted {
+                heap: BinaryHeap::new(),
+                last: None,
+            },
+            Some((cap, rng)) => Mode::Shuffled {
+                window: Vec::with_capacity(cap),
+                cap: cap.max(1),
+                rng,
+            },
         };
-        Emitter { out, mode, slots: Vec::new(), free: Vec::new(), seq: 0, records: 0, bytes: 0 }
+        Emitter {
+            out,
+            mode,
+            slots: Vec::new(),
+            free: Vec::new(),
+            seq: 0,
+            records: 0,
+            bytes: 0,
+        }
     }
 
     /// Write raw text (the header) directly.
@@ -118,7 +141,11 @@ impl<W: Write> Emitter<W> {
     /// Write every pending record sorting strictly before (tid, pos0).
     /// No-op when shuffling.
     pub fn flush_before(&mut self, tid: u32, pos0: u32) -> io::Result<()> {
-        let limit = SortKey { tid, pos1: pos0 + 1, rev: false };
+        let limit = SortKey {
+            tid,
+            pos1: pos0 + 1,
+            rev: false,
+        };
         self.flush_while(|k| k < limit)
     }
 
@@ -132,7 +159,10 @@ impl<W: Write> Emitter<W> {
                         // the anchor logic must not silently produce an
                         // unsorted file labelled SO:coordinate.
                         if let Some(l) = last {
-                            assert!(*l <= k, "internal error: record order violated ({l:?} then {k:?})");
+                            assert!(
+                                *l <= k,
+                                "internal error: record order violated ({l:?} then {k:?})"
+                            );
                         }
                         *last = Some(k);
                         slot

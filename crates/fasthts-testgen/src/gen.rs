@@ -3,8 +3,8 @@
 use std::io::{self, Write};
 
 use crate::aln::{
-    choose_events, long_cigar_span, push_i64, push_num, push_u64, walk, walk_long_cigar, Aln, Clip, ErrorModel, Event, Kind, WalkSpec,
-    OP_H, OP_S,
+    choose_events, long_cigar_span, push_i64, push_num, push_u64, walk, walk_long_cigar, Aln, Clip,
+    ErrorModel, Event, Kind, WalkSpec, OP_H, OP_S,
 };
 use crate::emit::{Emitter, SortKey};
 use crate::genome::{reverse_complement_into, Genome, BASES};
@@ -46,10 +46,34 @@ pub fn sample_snp_seed(genome_seed: u64) -> u64 {
 /// Read groups written to the header. The last one holds long reads (the
 /// long-CIGAR and huge records), `rg4` holds single-end short reads.
 const READ_GROUPS: [(&str, &str, &str, &str, QualProfile); 5] = [
-    ("rg1", "ILLUMINA", "lib1", "HFAKEDSXX.1", QualProfile::Binned),
-    ("rg2", "ILLUMINA", "lib1", "HFAKEDSXX.2", QualProfile::FullRange),
-    ("rg3", "ILLUMINA", "lib2", "HFAKEDSXX.3", QualProfile::Binned),
-    ("rg4", "ILLUMINA", "lib3se", "HFAKEBBXX.1", QualProfile::FullRange),
+    (
+        "rg1",
+        "ILLUMINA",
+        "lib1",
+        "HFAKEDSXX.1",
+        QualProfile::Binned,
+    ),
+    (
+        "rg2",
+        "ILLUMINA",
+        "lib1",
+        "HFAKEDSXX.2",
+        QualProfile::FullRange,
+    ),
+    (
+        "rg3",
+        "ILLUMINA",
+        "lib2",
+        "HFAKEDSXX.3",
+        QualProfile::Binned,
+    ),
+    (
+        "rg4",
+        "ILLUMINA",
+        "lib3se",
+        "HFAKEBBXX.1",
+        QualProfile::FullRange,
+    ),
     ("ont1", "ONT", "lib4ont", "PAK00001", QualProfile::LongRead),
 ];
 const RG_SE: usize = 3;
@@ -118,7 +142,9 @@ pub struct Gen<'g> {
 
 impl<'g> Gen<'g> {
     pub fn new(cfg: &'g Config, g: &'g Genome) -> Self {
-        let populated = (0..g.refs.len() as u32).filter(|&t| g.refs[t as usize].populated).collect();
+        let populated = (0..g.refs.len() as u32)
+            .filter(|&t| g.refs[t as usize].populated)
+            .collect();
         Gen {
             cfg,
             g,
@@ -152,16 +178,34 @@ impl<'g> Gen<'g> {
     /// The SAM header text.
     pub fn header(&self) -> Vec<u8> {
         let mut h = Vec::new();
-        let so = if self.cfg.unsorted { "unsorted" } else { "coordinate" };
+        let so = if self.cfg.unsorted {
+            "unsorted"
+        } else {
+            "coordinate"
+        };
         writeln!(h, "@HD\tVN:1.6\tSO:{so}").unwrap();
         for r in &self.g.refs {
             writeln!(h, "@SQ\tSN:{}\tLN:{}", r.name, r.len).unwrap();
         }
         for (id, pl, lb, pu, _) in READ_GROUPS {
-            writeln!(h, "@RG\tID:{id}\tSM:synth1\tLB:{lb}\tPL:{pl}\tPU:{pu}\tCN:fasthts-testgen").unwrap();
+            writeln!(
+                h,
+                "@RG\tID:{id}\tSM:synth1\tLB:{lb}\tPL:{pl}\tPU:{pu}\tCN:fasthts-testgen"
+            )
+            .unwrap();
         }
-        writeln!(h, "@PG\tID:fasthts-testgen\tPN:fasthts-testgen\tVN:{}\tCL:{}", env!("CARGO_PKG_VERSION"), self.cfg.command_line).unwrap();
-        writeln!(h, "@CO\tSynthetic data from fasthts-testgen; not a real genome.").unwrap();
+        writeln!(
+            h,
+            "@PG\tID:fasthts-testgen\tPN:fasthts-testgen\tVN:{}\tCL:{}",
+            env!("CARGO_PKG_VERSION"),
+            self.cfg.command_line
+        )
+        .unwrap();
+        writeln!(
+            h,
+            "@CO\tSynthetic data from fasthts-testgen; not a real genome."
+        )
+        .unwrap();
         h
     }
 
@@ -205,17 +249,29 @@ impl<'g> Gen<'g> {
         if cfg.no_mapped || self.populated.is_empty() {
             return (Vec::new(), n);
         }
-        let n_unplaced =
-            if n >= 10 && cfg.unmapped_fraction > 0.0 { ((n as f64 * cfg.unmapped_fraction).round() as u64).clamp(1, n) } else { 0 };
+        let n_unplaced = if n >= 10 && cfg.unmapped_fraction > 0.0 {
+            ((n as f64 * cfg.unmapped_fraction).round() as u64).clamp(1, n)
+        } else {
+            0
+        };
         let mut n_placed = n - n_unplaced;
         let mut out = Vec::new();
-        let long_tid = self.g.refs.iter().position(|r| r.bases.is_none()).map(|t| t as u32);
+        let long_tid = self
+            .g
+            .refs
+            .iter()
+            .position(|r| r.bases.is_none())
+            .map(|t| t as u32);
         let mut n_long = 0;
         if long_tid.is_some() && n_placed >= 4 {
             n_long = (n_placed / 20).max(2);
             n_placed -= n_long;
         }
-        let total_w: u128 = self.populated.iter().map(|&t| self.g.refs[t as usize].weight as u128).sum();
+        let total_w: u128 = self
+            .populated
+            .iter()
+            .map(|&t| self.g.refs[t as usize].weight as u128)
+            .sum();
         // Cumulative rounding: counts sum exactly to n_placed.
         let mut cum: u128 = 0;
         for &t in &self.populated {
@@ -244,7 +300,11 @@ impl<'g> Gen<'g> {
             // CSI index), the other half anywhere.
             let t = (1u64 << 29).min(hi.saturating_sub(2_000_000));
             for i in 0..count {
-                let p = if i % 2 == 0 { self.rng.range(t, (t + 2_000_000).min(hi - 1)) } else { self.rng.below(hi) };
+                let p = if i % 2 == 0 {
+                    self.rng.range(t, (t + 2_000_000).min(hi - 1))
+                } else {
+                    self.rng.below(hi)
+                };
                 out.push(p as u32);
             }
         } else {
@@ -344,7 +404,16 @@ impl<'g> Gen<'g> {
             ClipPlan::Hard(n) => Clip::Hard(n),
         };
         let refw = self.g.window(tid as usize, pos, span, &mut self.scratch);
-        let spec = WalkSpec { tid, pos, refw, qlen, events: &self.events, left: to_clip(left), right: to_clip(right), eqx };
+        let spec = WalkSpec {
+            tid,
+            pos,
+            refw,
+            qlen,
+            events: &self.events,
+            left: to_clip(left),
+            right: to_clip(right),
+            eqx,
+        };
         let a = &mut self.pool[i];
         walk(&mut self.rng, &self.em, &spec, a);
         debug_assert_eq!(a.cigar_query_len(), a.seq.len() as u64);
@@ -353,7 +422,11 @@ impl<'g> Gen<'g> {
         a.tid = tid as i32;
         a.pos = pos;
         a.rev = rev;
-        a.mapq = if self.rng.chance(0.9) { 60 } else { self.rng.range(1, 59) as u8 };
+        a.mapq = if self.rng.chance(0.9) {
+            60
+        } else {
+            self.rng.range(1, 59) as u8
+        };
         if self.rng.chance(0.5) {
             a.sub_score = Some((self.rng.below(a.score as u64 / 2 + 1)) as i32);
         }
@@ -441,7 +514,11 @@ impl<'g> Gen<'g> {
         let flip = srev != rev;
         // The supplementary's hard clip sits on the side where the primary
         // part is, in the supplementary's own orientation.
-        let (sl, sr) = if clip_right != flip { (ClipPlan::Hard(k), ClipPlan::None) } else { (ClipPlan::None, ClipPlan::Hard(k)) };
+        let (sl, sr) = if clip_right != flip {
+            (ClipPlan::Hard(k), ClipPlan::None)
+        } else {
+            (ClipPlan::None, ClipPlan::Hard(k))
+        };
         let j = self.new_rec();
         self.pool[j].read = self.pool[i].read;
         self.pool[j].kind = Kind::Supplementary;
@@ -456,7 +533,11 @@ impl<'g> Gen<'g> {
             self.clipbuf.clear();
             self.clipbuf.extend_from_slice(&self.pool[j].seq);
         }
-        let (pl, pr) = if clip_right { (ClipPlan::None, ClipPlan::SoftGiven(c)) } else { (ClipPlan::SoftGiven(c), ClipPlan::None) };
+        let (pl, pr) = if clip_right {
+            (ClipPlan::None, ClipPlan::SoftGiven(c))
+        } else {
+            (ClipPlan::SoftGiven(c), ClipPlan::None)
+        };
         let read = self.pool[i].read;
         self.pool[i].reset();
         self.pool[i].read = read;
@@ -464,7 +545,11 @@ impl<'g> Gen<'g> {
         // Supplementary QUAL = the matching slice of the primary's QUAL.
         let (head, tail) = self.pool.split_at_mut(j);
         let (p, s) = (&mut head[i], &mut tail[0]);
-        let range = if clip_right { k as usize..total as usize } else { 0..c as usize };
+        let range = if clip_right {
+            k as usize..total as usize
+        } else {
+            0..c as usize
+        };
         s.qual.clear();
         s.qual.extend_from_slice(&p.qual[range]);
         if flip {
@@ -481,7 +566,12 @@ impl<'g> Gen<'g> {
     /// A random position at least `need` bases before the end, on `tid`
     /// after `after` or on a later populated reference.
     fn pick_downstream(&mut self, tid: u32, after: u32, need: u32) -> Option<(u32, u32)> {
-        let later: Vec<u32> = self.populated.iter().copied().filter(|&t| t > tid).collect();
+        let later: Vec<u32> = self
+            .populated
+            .iter()
+            .copied()
+            .filter(|&t| t > tid)
+            .collect();
         let len = self.g.refs[tid as usize].len;
         let same_ok = len > after + 1_000 + need;
         if same_ok && (later.is_empty() || self.rng.chance(0.5)) {
@@ -509,7 +599,13 @@ impl<'g> Gen<'g> {
         }
     }
 
-    fn placed_template<W: Write>(&mut self, tid: u32, p: u32, dup: bool, em: &mut Emitter<W>) -> io::Result<()> {
+    fn placed_template<W: Write>(
+        &mut self,
+        tid: u32,
+        p: u32,
+        dup: bool,
+        em: &mut Emitter<W>,
+    ) -> io::Result<()> {
         // One draw picks the template type; the fractions are stacked on
         // the 64-bit range so each type gets exactly its share.
         let x = self.rng.next_u64();
@@ -543,8 +639,17 @@ impl<'g> Gen<'g> {
         let len = self.read_len();
         let rev = self.rng.chance(0.5);
         let clip = self.adapter_clip();
-        let right = if clip > 0 && len > clip + 40 { ClipPlan::SoftRandom(clip) } else { ClipPlan::None };
-        let q = len - if let ClipPlan::SoftRandom(c) = right { c } else { 0 };
+        let right = if clip > 0 && len > clip + 40 {
+            ClipPlan::SoftRandom(clip)
+        } else {
+            ClipPlan::None
+        };
+        let q = len
+            - if let ClipPlan::SoftRandom(c) = right {
+                c
+            } else {
+                0
+            };
         self.map_read(i, tid, p, rev, q, ClipPlan::None, right, true);
         if !self.maybe_chimeric(i, (tid, p)) {
             self.add_repeat_secondary(i, (tid, p));
@@ -572,7 +677,13 @@ impl<'g> Gen<'g> {
         a.pos = p;
         a.rev = rev;
         a.mapq = self.rng.range(1, 60) as u8;
-        fill_qual(&mut self.rng, QualProfile::LongRead, a.seq.len(), rev, &mut a.qual);
+        fill_qual(
+            &mut self.rng,
+            QualProfile::LongRead,
+            a.seq.len(),
+            rev,
+            &mut a.qual,
+        );
         true
     }
 
@@ -622,8 +733,26 @@ impl<'g> Gen<'g> {
             // Duplicate of the previous pair: same positions, fresh errors.
             self.dup = true;
             let (li, ri) = if g.left_read == 0 { (r1, r2) } else { (r2, r1) };
-            self.map_read(li, tid, g.left_pos, false, g.left_len, ClipPlan::None, ClipPlan::None, true);
-            self.map_read(ri, tid, g.right_pos, true, g.right_len, ClipPlan::None, ClipPlan::None, true);
+            self.map_read(
+                li,
+                tid,
+                g.left_pos,
+                false,
+                g.left_len,
+                ClipPlan::None,
+                ClipPlan::None,
+                true,
+            );
+            self.map_read(
+                ri,
+                tid,
+                g.right_pos,
+                true,
+                g.right_len,
+                ClipPlan::None,
+                ClipPlan::None,
+                true,
+            );
             self.proper = true;
             for i in [r1, r2] {
                 self.add_repeat_secondary(i, anchor);
@@ -635,8 +764,12 @@ impl<'g> Gen<'g> {
         // Which read is leftmost.
         let left_read = self.rng.below(2) as u8;
         let (li, ri) = if left_read == 0 { (r1, r2) } else { (r2, r1) };
-        let frag =
-            (self.rng.approx_normal(350, 60).max(len_a.max(len_b) as i64 + 10) as u32).min(room.saturating_sub(1)).max(len_a.max(len_b));
+        let frag = (self
+            .rng
+            .approx_normal(350, 60)
+            .max(len_a.max(len_b) as i64 + 10) as u32)
+            .min(room.saturating_sub(1))
+            .max(len_a.max(len_b));
         let right_pos = p + frag - len_b.min(frag);
 
         // Decide the kind of pair.
@@ -655,8 +788,17 @@ impl<'g> Gen<'g> {
 
         // Leftmost read: always mapped at the anchor.
         let clip = self.adapter_clip();
-        let lplan = if clip > 0 && len_a > clip + 40 { ClipPlan::SoftRandom(clip) } else { ClipPlan::None };
-        let lq = len_a - if let ClipPlan::SoftRandom(c) = lplan { c } else { 0 };
+        let lplan = if clip > 0 && len_a > clip + 40 {
+            ClipPlan::SoftRandom(clip)
+        } else {
+            ClipPlan::None
+        };
+        let lq = len_a
+            - if let ClipPlan::SoftRandom(c) = lplan {
+                c
+            } else {
+                0
+            };
         let lrev = same_strand && self.rng.chance(0.5);
         self.map_read(li, tid, p, lrev, lq, lplan, ClipPlan::None, true);
 
@@ -673,20 +815,45 @@ impl<'g> Gen<'g> {
         if interchrom {
             placed = self.pick_downstream_other_chr(tid, len_b + 10);
         } else if far && room > 20_000 {
-            let d = self.rng.range(5_000, 2_000_000).min(room as u64 - len_b as u64 - 10) as u32;
+            let d = self
+                .rng
+                .range(5_000, 2_000_000)
+                .min(room as u64 - len_b as u64 - 10) as u32;
             placed = Some((tid, p + d.max(frag)));
         }
         let (rt, rp, rrev, proper) = match placed {
             Some((t, q)) => (t, q, self.rng.chance(0.5), false),
-            None => (tid, right_pos, if same_strand { lrev } else { true }, !same_strand),
+            None => (
+                tid,
+                right_pos,
+                if same_strand { lrev } else { true },
+                !same_strand,
+            ),
         };
         let clip = self.adapter_clip();
-        let rplan = if clip > 0 && len_b > clip + 40 { ClipPlan::SoftRandom(clip) } else { ClipPlan::None };
-        let rq = len_b - if let ClipPlan::SoftRandom(c) = rplan { c } else { 0 };
+        let rplan = if clip > 0 && len_b > clip + 40 {
+            ClipPlan::SoftRandom(clip)
+        } else {
+            ClipPlan::None
+        };
+        let rq = len_b
+            - if let ClipPlan::SoftRandom(c) = rplan {
+                c
+            } else {
+                0
+            };
         self.map_read(ri, rt, rp, rrev, rq, ClipPlan::None, rplan, true);
         self.proper = proper;
         if proper && rt == tid {
-            self.last_pair = Some(PairGeom { tid, left_pos: p, right_pos: rp, left_len: lq, right_len: rq, left_read, rg });
+            self.last_pair = Some(PairGeom {
+                tid,
+                left_pos: p,
+                right_pos: rp,
+                left_len: lq,
+                right_len: rq,
+                left_read,
+                rg,
+            });
         }
         for i in [li, ri] {
             if !self.maybe_chimeric(i, anchor) {
@@ -696,7 +863,12 @@ impl<'g> Gen<'g> {
     }
 
     fn pick_downstream_other_chr(&mut self, tid: u32, need: u32) -> Option<(u32, u32)> {
-        let later: Vec<u32> = self.populated.iter().copied().filter(|&t| t > tid && self.g.refs[t as usize].len > need + 1).collect();
+        let later: Vec<u32> = self
+            .populated
+            .iter()
+            .copied()
+            .filter(|&t| t > tid && self.g.refs[t as usize].len > need + 1)
+            .collect();
         if later.is_empty() {
             return None;
         }
@@ -742,7 +914,11 @@ impl<'g> Gen<'g> {
     /// Format record `k` of the current template as one SAM line.
     fn format(&mut self, k: usize, b: &mut Vec<u8>) -> SortKey {
         let a = &self.pool[k];
-        let mate = if self.paired && a.read < 2 { Some(&self.pool[self.prim[1 - a.read as usize]]) } else { None };
+        let mate = if self.paired && a.read < 2 {
+            Some(&self.pool[self.prim[1 - a.read as usize]])
+        } else {
+            None
+        };
         let mut flag: u32 = 0;
         if let Some(m) = mate {
             flag |= 0x1;
@@ -809,7 +985,11 @@ impl<'g> Gen<'g> {
                 b.push(b'\t');
                 push_num(b, m.pos + 1);
                 b.push(b'\t');
-                let tlen = if a.kind == Kind::Primary && a.mapped && m.mapped && a.tid == m.tid { tlen(a, m) } else { 0 };
+                let tlen = if a.kind == Kind::Primary && a.mapped && m.mapped && a.tid == m.tid {
+                    tlen(a, m)
+                } else {
+                    0
+                };
                 push_i64(b, tlen);
             }
             _ => b.extend_from_slice(b"*\t0\t0"),

@@ -65,7 +65,8 @@ impl Genome {
             // +-10% jitter, so lengths are varied but reproducible.
             let frac_num = 150 - (100 * i as u64) / n_refs.max(1) as u64; // percent
             let jitter = rng.range(90, 110);
-            let len = ((ref_len as u64 * frac_num * jitter) / 10_000).clamp(1, i32::MAX as u64) as u32;
+            let len =
+                ((ref_len as u64 * frac_num * jitter) / 10_000).clamp(1, i32::MAX as u64) as u32;
             refs.push(RefSeq {
                 name: format!("chr{}", i + 1),
                 len,
@@ -128,15 +129,28 @@ impl Genome {
                 if src_t == dst_t && sp.abs_diff(dp) < len {
                     continue; // overlapping self-copy: not a clean two-copy repeat
                 }
-                let seg: Vec<u8> = refs[src_t].bases.as_ref().unwrap()[sp as usize..(sp + len) as usize].to_vec();
-                refs[dst_t].bases.as_mut().unwrap()[dp as usize..(dp + len) as usize].copy_from_slice(&seg);
-                refs[src_t].repeats.push(RepeatIv { start: sp, len, partner_tid: dst_t as u32, partner_pos: dp });
-                refs[dst_t].repeats.push(RepeatIv { start: dp, len, partner_tid: src_t as u32, partner_pos: sp });
+                let seg: Vec<u8> =
+                    refs[src_t].bases.as_ref().unwrap()[sp as usize..(sp + len) as usize].to_vec();
+                refs[dst_t].bases.as_mut().unwrap()[dp as usize..(dp + len) as usize]
+                    .copy_from_slice(&seg);
+                refs[src_t].repeats.push(RepeatIv {
+                    start: sp,
+                    len,
+                    partner_tid: dst_t as u32,
+                    partner_pos: dp,
+                });
+                refs[dst_t].repeats.push(RepeatIv {
+                    start: dp,
+                    len,
+                    partner_tid: src_t as u32,
+                    partner_pos: sp,
+                });
                 max_repeat_len = max_repeat_len.max(len);
             }
         }
         for r in refs.iter_mut() {
-            r.repeats.sort_by_key(|iv| (iv.start, iv.partner_tid, iv.partner_pos));
+            r.repeats
+                .sort_by_key(|iv| (iv.start, iv.partner_tid, iv.partner_pos));
         }
 
         if let Some(len) = long_ref_len {
@@ -150,14 +164,27 @@ impl Genome {
                 repeats: Vec::new(),
             });
         }
-        Genome { refs, max_repeat_len }
+        Genome {
+            refs,
+            max_repeat_len,
+        }
     }
 
     /// Reference bases `[pos, pos+len)` of `tid`. Borrowed for materialised
     /// references; computed into `scratch` for the lazy one.
-    pub fn window<'a>(&'a self, tid: usize, pos: u32, len: u32, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+    pub fn window<'a>(
+        &'a self,
+        tid: usize,
+        pos: u32,
+        len: u32,
+        scratch: &'a mut Vec<u8>,
+    ) -> &'a [u8] {
         let r = &self.refs[tid];
-        debug_assert!(pos as u64 + len as u64 <= r.len as u64, "window past end of {}", r.name);
+        debug_assert!(
+            pos as u64 + len as u64 <= r.len as u64,
+            "window past end of {}",
+            r.name
+        );
         match &r.bases {
             Some(b) => &b[pos as usize..(pos + len) as usize],
             None => {

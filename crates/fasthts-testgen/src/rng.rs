@@ -47,7 +47,9 @@ impl Rng {
     /// Derive an independent stream (e.g. one for the genome, one for reads)
     /// so that changing read options does not change the genome.
     pub fn derive(seed: u64, stream: u64) -> Self {
-        Rng::new(splitmix64(seed ^ splitmix64(stream.wrapping_mul(0xA24B_AED4_963E_E407))))
+        Rng::new(splitmix64(
+            seed ^ splitmix64(stream.wrapping_mul(0xA24B_AED4_963E_E407)),
+        ))
     }
 
     #[inline]

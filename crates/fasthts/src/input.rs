@@ -171,8 +171,7 @@ pub fn check_supported(format: Format, path: &Path) -> Result<(), Error> {
 /// BGZF SAM (samtools indexes both) pass.
 pub fn check_indexable(format: Format, path: &Path) -> Result<(), Error> {
     if format == Format::Cram {
-        let what =
-            "CRAM, where a BGZF-compressed BAM is needed (fasthts.AlignmentFile reads CRAM by region; fasthts sort -o OUT.bam converts)";
+        let what = "CRAM, where a BGZF-compressed BAM is needed (fasthts.AlignmentFile reads CRAM by region; fasthts sort -o OUT.bam converts)";
         return Err(Error::Message(what.into()).with_path(path));
     }
     let what = match format {
@@ -366,8 +365,8 @@ impl Peeked {
                 Ok(Input::Stream(Box::new(BamStream::uncompressed(&path, decompressed)?)))
             }
             (Format::CompressedSam(_), _) => {
-                let (text, _) = compression::decompress(self.into_reader(), rayon::current_num_threads())
-                    .map_err(|e| Error::from(e).with_path(&path))?;
+                let (text, _) =
+                    compression::decompress(self.into_reader(), rayon::current_num_threads()).map_err(|e| Error::from(e).with_path(&path))?;
                 let sam = SamReader::new(text).map_err(|e| Error::from(e).with_path(&path))?;
                 Ok(Input::Sam(Box::new(sam)))
             }

@@ -10,35 +10,21 @@ use std::path::Path;
 /// abundance-dist.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Calculate abundance distribution of the k-mers in the sequence file using a
-pre-made k-mer countgraph.",
-    after_help = "Example:
+#[command(long_about = "Calculate abundance distribution of the k-mers in the sequence file using a
+pre-made k-mer countgraph.", after_help = "Example:
 
     load-into-counting.py -x 1e7 -N 2 -k 17 counts \\
             tests/test-data/test-abund-read-2.fa
-    abundance-dist.py counts tests/test-data/test-abund-read-2.fa test-dist",
-    after_long_help = "Examples:
+    abundance-dist.py counts tests/test-data/test-abund-read-2.fa test-dist", after_long_help = "Examples:
   fasthts kmer abundance-dist reads.ct reads.fq.gz reads.hist
   fasthts kmer abundance-dist -z -s --plot reads.png reads.ct reads.fq.gz reads.hist
-  fasthts kmer abundance-dist -q reads.ct reads.fq.gz - | head"
-)]
+  fasthts kmer abundance-dist -q reads.ct reads.fq.gz - | head")]
 pub struct AbundArgs {
-    #[arg(
-        help = "Do not output zero-count bins (default: True)",
-        long_help = "Do not output zero-count bins",
-        short = 'z',
-        long = "no-zero"
-    )]
+    #[arg(help = "Do not output zero-count bins (default: True)", long_help = "Do not output zero-count bins", short = 'z', long = "no-zero")]
     no_zero: bool,
     #[arg(help = "Overwrite existing output_histogram_filename", short = 's', long = "squash")]
     squash: bool,
-    #[arg(
-        help = "Do not count k-mers past 255 (default: True)",
-        long_help = "Do not count k-mers past 255",
-        short = 'b',
-        long = "no-bigcount"
-    )]
+    #[arg(help = "Do not count k-mers past 255 (default: True)", long_help = "Do not count k-mers past 255", short = 'b', long = "no-bigcount")]
     no_bigcount: bool,
     #[arg(help = "Continue even if specified input files do not exist or are empty.", short = 'f', long = "force")]
     force: bool,
@@ -56,11 +42,7 @@ pub struct AbundArgs {
     input_count_graph_filename: String,
     #[arg(help = "The name of the input FAST[AQ] sequence file.", value_name = "INPUT")]
     input_sequence_filename: String,
-    #[arg(
-        help = "The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.",
-        long_help = "The histogram to write (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.",
-        value_name = "OUTPUT"
-    )]
+    #[arg(help = "The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.", long_help = "The histogram to write (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.", value_name = "OUTPUT")]
     output_histogram_filename: String,
 }
 
@@ -93,11 +75,7 @@ pub fn run(a: AbundArgs) -> crate::CmdResult {
     if !q {
         eprintln!("preparing hist...");
     }
-    let bar = crate::progress::Bar::start(
-        "kmer abundance-dist",
-        q,
-        crate::progress::Source::FilePositions(vec![(&a.input_sequence_filename).into()], None),
-    );
+    let bar = crate::progress::Bar::start("kmer abundance-dist", q, crate::progress::Source::FilePositions(vec![(&a.input_sequence_filename).into()], None));
     let hist = scripts::abundance_histogram(&g, &a.input_sequence_filename, thread_count(a.threads))?;
     drop(bar);
     write_histogram(&hist, a.no_zero, out)?;

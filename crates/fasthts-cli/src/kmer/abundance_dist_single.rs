@@ -11,9 +11,7 @@ use std::path::Path;
 /// abundance-dist-single.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Calculate the abundance distribution of k-mers from a single sequence file.",
-    after_help = "Note that with `-b`/`--no-bigcount` this script is constant memory; in
+#[command(long_about = "Calculate the abundance distribution of k-mers from a single sequence file.", after_help = "Note that with `-b`/`--no-bigcount` this script is constant memory; in
 exchange, k-mer counts will stop at 255. The memory usage of this script with
 `-b` will be about 1.15x the product of the `-x` and `-N` numbers.
 
@@ -23,32 +21,20 @@ To count k-mers in multiple files use `load_into_counting.py` and
 Example:
 
     abundance-dist-single.py -x 1e7 -N 2 -k 17 \\
-            tests/test-data/test-abund-read-2.fa test-dist",
-    after_long_help = "With -M the tables are sized as khmer sizes them here: 8/9.3 of -M / N entries each (the \
+            tests/test-data/test-abund-read-2.fa test-dist", after_long_help = "With -M the tables are sized as khmer sizes them here: 8/9.3 of -M / N entries each (the \
 tracking Bloom filter takes the rest).
 
 Examples:
   fasthts kmer abundance-dist-single -k 17 -M 4G reads.fq.gz reads.hist
-  fasthts kmer abundance-dist-single -x 1e7 -N 2 -k 17 -z --savegraph reads.ct reads.fa reads.hist"
-)]
+  fasthts kmer abundance-dist-single -x 1e7 -N 2 -k 17 -z --savegraph reads.ct reads.fa reads.hist")]
 pub struct AbundSingleArgs {
     #[command(flatten)]
     graph: GraphArgs,
     #[arg(help = "Number of simultaneous threads to execute (default: 1)", long_help = "Number of simultaneous threads to execute (counting as `count` does; the same histogram at any number) [default: all cores]", short = 'T', long = "threads", visible_short_alias = '@', value_name = "THREADS", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
-    #[arg(
-        help = "Do not output zero-count bins (default: True)",
-        long_help = "Do not output zero-count bins",
-        short = 'z',
-        long = "no-zero"
-    )]
+    #[arg(help = "Do not output zero-count bins (default: True)", long_help = "Do not output zero-count bins", short = 'z', long = "no-zero")]
     no_zero: bool,
-    #[arg(
-        help = "Do not count k-mers past 255 (default: True)",
-        long_help = "Do not count k-mers past 255",
-        short = 'b',
-        long = "no-bigcount"
-    )]
+    #[arg(help = "Do not count k-mers past 255 (default: True)", long_help = "Do not count k-mers past 255", short = 'b', long = "no-bigcount")]
     no_bigcount: bool,
     #[arg(help = "Overwrite output file if it exists", short = 's', long = "squash")]
     squash: bool,
@@ -60,11 +46,7 @@ pub struct AbundSingleArgs {
     quiet: bool,
     #[arg(help = "The name of the input FAST[AQ] sequence file.", value_name = "input_sequence_filename")]
     input_sequence_filename: String,
-    #[arg(
-        help = "The name of the output histogram file. The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.",
-        long_help = "The name of the output histogram file (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.",
-        value_name = "output_histogram_filename"
-    )]
+    #[arg(help = "The name of the output histogram file. The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.", long_help = "The name of the output histogram file (- for standard output). The columns are: (1) k-mer abundance, (2) k-mer count, (3) cumulative count, (4) fraction of total distinct k-mers.", value_name = "output_histogram_filename")]
     output_histogram_filename: String,
 }
 

@@ -30,9 +30,9 @@
 //! line and the help. clap's own help (`fasthts help kmer <script>`) shows
 //! every option with its `long_help`, fasthts's words where they differ.
 
-use super::help;
 use crate::Failure;
 use clap::{Arg, ArgAction, Command};
+use super::help;
 use std::ffi::{OsStr, OsString};
 
 /// The khmer release whose behaviour the scripts reproduce.
@@ -170,12 +170,7 @@ fn is_listed(a: &Arg) -> bool {
 
 impl Parser {
     fn new(script: &str, cmd: &Command) -> Parser {
-        let own = |strings: &[&str], kind| Opt {
-            strings: strings.iter().map(|s| s.to_string()).collect(),
-            named: strings.len(),
-            kind,
-            arg: None,
-        };
+        let own = |strings: &[&str], kind| Opt { strings: strings.iter().map(|s| s.to_string()).collect(), named: strings.len(), kind, arg: None };
         let mut opts = vec![own(&["--version"], Kind::Version), own(&["--info"], Kind::Info), own(&["-h", "--help"], Kind::Help)];
         let mut positionals = Vec::new();
         for a in cmd.get_arguments() {
@@ -272,11 +267,8 @@ impl Parser {
     /// layout of the usage, the description, each listed argument with its
     /// help (see [`khmer_help`]) and the epilog.
     fn help(&self, columns: usize) -> String {
-        let positionals: Vec<help::Item> = self
-            .positionals
-            .iter()
-            .map(|p| help::Item { invocation: p.dest.clone(), help: p.arg.get_help().map(|h| h.to_string()) })
-            .collect();
+        let positionals: Vec<help::Item> =
+            self.positionals.iter().map(|p| help::Item { invocation: p.dest.clone(), help: p.arg.get_help().map(|h| h.to_string()) }).collect();
         let options: Vec<help::Item> = self
             .opts
             .iter()
@@ -382,12 +374,7 @@ impl Parser {
         let o = &self.opts[i];
         let Some(a) = &o.arg else { return Ok(()) };
         let probe = Command::new("probe").no_binary_name(true).arg(
-            Arg::new("value")
-                .long("value")
-                .action(ArgAction::Set)
-                .num_args(1)
-                .allow_hyphen_values(true)
-                .value_parser(a.get_value_parser().clone()),
+            Arg::new("value").long("value").action(ArgAction::Set).num_args(1).allow_hyphen_values(true).value_parser(a.get_value_parser().clone()),
         );
         let mut word = OsString::from("--value=");
         word.push(value);
@@ -454,8 +441,7 @@ impl Parser {
         }
         let stop = self.consume_positionals(&mut positionals, &pattern, start, words, &mut state);
         state.extras.extend(text[stop..].iter().cloned());
-        let missing: Vec<&str> =
-            positionals.iter().filter(|p| matches!(p.nargs, Nargs::One | Nargs::OneOrMore)).map(|p| p.dest.as_str()).collect();
+        let missing: Vec<&str> = positionals.iter().filter(|p| matches!(p.nargs, Nargs::One | Nargs::OneOrMore)).map(|p| p.dest.as_str()).collect();
         if !missing.is_empty() {
             return Err(self.error(&format!("the following arguments are required: {}", missing.join(", "))).into());
         }
@@ -467,14 +453,7 @@ impl Parser {
 
     /// argparse's `consume_positionals`: gives the positionals still
     /// unfilled as many of the words from `start` as they can take.
-    fn consume_positionals(
-        &self,
-        positionals: &mut &[Positional],
-        pattern: &[u8],
-        start: usize,
-        words: &[OsString],
-        state: &mut State,
-    ) -> usize {
+    fn consume_positionals(&self, positionals: &mut &[Positional], pattern: &[u8], start: usize, words: &[OsString], state: &mut State) -> usize {
         let counts = match_partial(positionals, &pattern[start..]);
         let mut at = start;
         for count in &counts {
@@ -491,14 +470,7 @@ impl Parser {
     }
 
     /// argparse's `consume_optional` for the option word at `start`.
-    fn consume_optional(
-        &self,
-        found: &(Option<usize>, String, Option<String>),
-        start: usize,
-        pattern: &[u8],
-        words: &[OsString],
-        state: &mut State,
-    ) -> Result<usize, Stop> {
+    fn consume_optional(&self, found: &(Option<usize>, String, Option<String>), start: usize, pattern: &[u8], words: &[OsString], state: &mut State) -> Result<usize, Stop> {
         let (action, option_string, explicit) = found.clone();
         let Some(mut i) = action else {
             state.extras.push(words[start].to_string_lossy().into_owned());
@@ -524,19 +496,13 @@ impl Parser {
                                 explicit = (!remainder.is_empty()).then_some(remainder);
                                 continue;
                             }
-                            None => {
-                                return Err(self
-                                    .error(&format!("argument {}: ignored explicit argument {}", self.opts[i].name(), py_repr(&value)))
-                                    .into())
-                            }
+                            None => return Err(self.error(&format!("argument {}: ignored explicit argument {}", self.opts[i].name(), py_repr(&value))).into()),
                         }
                     } else if takes_value {
                         self.take(i, Some(OsString::from(value)), state)?;
                         return Ok(start + 1);
                     } else {
-                        return Err(self
-                            .error(&format!("argument {}: ignored explicit argument {}", self.opts[i].name(), py_repr(&value)))
-                            .into());
+                        return Err(self.error(&format!("argument {}: ignored explicit argument {}", self.opts[i].name(), py_repr(&value))).into());
                     }
                 }
                 None => {
@@ -565,13 +531,7 @@ impl Parser {
         }
         match self.opts[i].kind {
             // printed and exit 0: a "failure" with status 0 ends the run
-            Kind::Version => {
-                return Err(Failure::new(
-                    0,
-                    format!("{}khmer {KHMER_VERSION} (fasthts {})", banner(&self.script), env!("CARGO_PKG_VERSION")),
-                )
-                .into())
-            }
+            Kind::Version => return Err(Failure::new(0, format!("{}khmer {KHMER_VERSION} (fasthts {})", banner(&self.script), env!("CARGO_PKG_VERSION"))).into()),
             Kind::Info => return Err(Failure::new(0, banner(&self.script).trim_end_matches('\n').to_string() + "\n").into()),
             Kind::Help => return Err(Stop::Help),
             _ => {}
@@ -871,10 +831,8 @@ mod tests {
 
     #[test]
     fn usage_wraps_as_argparse() {
-        let opts: Vec<String> =
-            ["[--version]", "[--info]", "[-h]", "[-z]", "[-s]", "[-b]", "[-f]", "[-q]"].iter().map(|s| s.to_string()).collect();
-        let pos: Vec<String> =
-            ["input_count_graph_filename", "input_sequence_filename", "output_histogram_filename"].iter().map(|s| s.to_string()).collect();
+        let opts: Vec<String> = ["[--version]", "[--info]", "[-h]", "[-z]", "[-s]", "[-b]", "[-f]", "[-q]"].iter().map(|s| s.to_string()).collect();
+        let pos: Vec<String> = ["input_count_graph_filename", "input_sequence_filename", "output_histogram_filename"].iter().map(|s| s.to_string()).collect();
         assert_eq!(
             format_usage("abundance-dist.py", &opts, &pos, 78),
             "usage: abundance-dist.py [--version] [--info] [-h] [-z] [-s] [-b] [-f] [-q]\n                         input_count_graph_filename input_sequence_filename\n                         output_histogram_filename\n"

@@ -19,9 +19,7 @@ const KHMER_VERSION: &str = "3.0.0a3";
 /// load-into-counting.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Build a k-mer countgraph from the given sequences.",
-    after_help = "Note: with `-b`/`--no-bigcount` the output will be the exact size of the k-mer
+#[command(long_about = "Build a k-mer countgraph from the given sequences.", after_help = "Note: with `-b`/`--no-bigcount` the output will be the exact size of the k-mer
 countgraph and this script will use a constant amount of memory. In exchange
 k-mer counts will stop at 255. The memory usage of this script with `-b` will
 be about 1.15x the product of the `-x` and `-N` numbers.
@@ -35,25 +33,18 @@ to spare.
 
 Example:
 
-    load-into-counting.py -k 20 -x 5e7 -T 4 out data/100k-filtered.fa",
-    after_long_help = "Writes OUTPUT (the countgraph, as khmer's .ct) and OUTPUT.info.
+    load-into-counting.py -k 20 -x 5e7 -T 4 out data/100k-filtered.fa", after_long_help = "Writes OUTPUT (the countgraph, as khmer's .ct) and OUTPUT.info.
 
 Examples:
   fasthts kmer count -k 20 -M 4G reads.ct reads.fq.gz
   fasthts kmer count -k 31 -N 4 -x 1e8 -s json -T 8 reads.ct r1.fq.gz r2.fq.gz
-  fasthts kmer count --long-k -k 45 -M 8G reads.ct reads.fa    (k > 32: not readable by khmer)"
-)]
+  fasthts kmer count --long-k -k 45 -M 8G reads.ct reads.fa    (k > 32: not readable by khmer)")]
 pub struct CountArgs {
     #[command(flatten)]
     graph: GraphArgs,
     #[arg(help = "Number of simultaneous threads to execute (default: 1)", long_help = "Number of simultaneous threads to execute (the tables are shared out between them; the same table at any number) [default: all cores]", short = 'T', long = "threads", visible_short_alias = '@', value_name = "THREADS", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
-    #[arg(
-        help = "The default behaviour is to count past 255 using bigcount. This flag turns bigcount off, limiting counts to 255. (default: True)",
-        long_help = "Do not count past 255 (counting past 255 with bigcount is the usual behaviour).",
-        short = 'b',
-        long = "no-bigcount"
-    )]
+    #[arg(help = "The default behaviour is to count past 255 using bigcount. This flag turns bigcount off, limiting counts to 255. (default: True)", long_help = "Do not count past 255 (counting past 255 with bigcount is the usual behaviour).", short = 'b', long = "no-bigcount")]
     no_bigcount: bool,
     #[arg(help = "What format should the machine readable run summary be in? (`json` or `tsv`, disabled by default)", long_help = "What format should the machine readable run summary be in? (json or tsv)", short = 's', long = "summary-info", value_name = "FORMAT", value_parser = ["json", "tsv"])]
     summary_info: Option<String>,

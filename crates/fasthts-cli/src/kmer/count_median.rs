@@ -7,9 +7,7 @@ use fasthts_kmer::scripts;
 /// count-median.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Count k-mers summary stats for sequences",
-    after_help = "Count the median/avg k-mer abundance for each sequence in the input file, based
+#[command(long_about = "Count k-mers summary stats for sequences", after_help = "Count the median/avg k-mer abundance for each sequence in the input file, based
 on the k-mer counts in the given k-mer countgraph.  Can be used to estimate
 expression levels (mRNAseq) or coverage (genomic/metagenomic).
 
@@ -21,14 +19,12 @@ Example:
     load-into-counting.py counts tests/test-data/test-reads.fq.gz
     count-median.py counts tests/test-data/test-reads.fq.gz medians.txt
 
-NOTE: All 'N's in the input sequences are converted to 'A's.",
-    after_long_help = "The output has, per sequence at least k long: its name, the median, average and standard \
+NOTE: All 'N's in the input sequences are converted to 'A's.", after_long_help = "The output has, per sequence at least k long: its name, the median, average and standard \
 deviation of its k-mer counts, and its length, as CSV. N is counted as A.
 
 Examples:
   fasthts kmer count reads.ct reads.fq.gz
-  fasthts kmer count-median reads.ct reads.fq.gz medians.csv"
-)]
+  fasthts kmer count-median reads.ct reads.fq.gz medians.csv")]
 pub struct CountMedianArgs {
     #[arg(help = "Overwrite output file if it exists", short = 'f', long = "force")]
     force: bool,
@@ -45,8 +41,7 @@ pub struct CountMedianArgs {
 
 pub fn run(a: CountMedianArgs) -> crate::CmdResult {
     // argparse opens the output (FileType('w')) while parsing
-    let mut out = ReadOutput::open(Some(&a.output), OutputCompression::default())
-        .map_err(|e| cannot_open("output_summary_filename", &a.output, &e))?;
+    let mut out = ReadOutput::open(Some(&a.output), OutputCompression::default()).map_err(|e| cannot_open("output_summary_filename", &a.output, &e))?;
     check_input_file(&a.countgraph, a.force)?;
     check_input_file(&a.input, a.force)?;
     super::refuse_input_as_output(&[Some(a.output.as_str())], None, "", &[a.countgraph.as_str(), a.input.as_str()])?;

@@ -10,34 +10,18 @@ use fasthts_kmer::scripts;
 /// extract-long-sequences.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Extract FASTQ or FASTA sequences longer than specified length (default: 200
-bp).",
-    after_help = "Example:
+#[command(long_about = "Extract FASTQ or FASTA sequences longer than specified length (default: 200
+bp).", after_help = "Example:
 
-    extract-long-sequences.py --length 10 tests/test-data/paired-mixed.fa",
-    after_long_help = "Examples:
+    extract-long-sequences.py --length 10 tests/test-data/paired-mixed.fa", after_long_help = "Examples:
   fasthts kmer extract-long-sequences -l 500 contigs.fa -o long.fa
-  fasthts kmer extract-long-sequences -l 100 reads.fq.gz > long.fq"
-)]
+  fasthts kmer extract-long-sequences -l 100 reads.fq.gz > long.fq")]
 pub struct ExtractLongArgs {
     #[arg(help = "Input FAST[AQ] sequence filename.", required = true)]
     input_filenames: Vec<String>,
-    #[arg(
-        help = "The name of the output sequence file. (default: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>)",
-        long_help = "The name of the output sequence file. [default: stdout]",
-        short = 'o',
-        long = "output",
-        value_name = "output"
-    )]
+    #[arg(help = "The name of the output sequence file. (default: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>)", long_help = "The name of the output sequence file. [default: stdout]", short = 'o', long = "output", value_name = "output")]
     output: Option<String>,
-    #[arg(
-        help = "The minimum length of the sequence file.",
-        short = 'l',
-        long = "length",
-        default_value_t = 200,
-        allow_negative_numbers = true
-    )]
+    #[arg(help = "The minimum length of the sequence file.", short = 'l', long = "length", default_value_t = 200, allow_negative_numbers = true)]
     length: i64,
     #[command(flatten)]
     compression: OutputCompression,

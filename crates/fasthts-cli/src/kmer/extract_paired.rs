@@ -9,9 +9,7 @@ use fasthts_kmer::scripts;
 /// extract-paired-reads.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Take a mixture of reads and split into pairs and orphans.",
-    after_help = "Many read-handling programs (assemblers, mappers, etc.) require that you give
+#[command(long_about = "Take a mixture of reads and split into pairs and orphans.", after_help = "Many read-handling programs (assemblers, mappers, etc.) require that you give
 them either perfectly interleaved files, or files containing only single reads.
 This script takes files that were originally interleaved but where reads may
 have been orphaned (via error filtering, application of abundance filtering,
@@ -32,44 +30,19 @@ option.
 
 Example:
 
-    extract-paired-reads.py tests/test-data/paired.fq",
-    after_long_help = "Examples:
+    extract-paired-reads.py tests/test-data/paired.fq", after_long_help = "Examples:
   fasthts kmer extract-paired-reads kept.fq   (writes kept.fq.pe and kept.fq.se)
-  fasthts kmer extract-paired-reads -p pairs.fq -s singles.fq --gzip kept.fq.gz"
-)]
+  fasthts kmer extract-paired-reads -p pairs.fq -s singles.fq --gzip kept.fq.gz")]
 pub struct ExtractPairedArgs {
     #[arg(long_help = "Reads, pairs interleaved with orphans (plain, gzip, BGZF or bzip2); `-` = stdin", default_value = "/dev/stdin")]
     infile: String,
-    #[arg(
-        help = "Output split reads to specified directory. Creates directory if necessary",
-        short = 'd',
-        long = "output-dir",
-        default_value = "",
-        hide_default_value = true
-    )]
+    #[arg(help = "Output split reads to specified directory. Creates directory if necessary", short = 'd', long = "output-dir", default_value = "", hide_default_value = true)]
     output_dir: String,
-    #[arg(
-        help = "Output paired reads to this file",
-        long_help = "Output paired reads to this file [default: <infile>.pe]",
-        short = 'p',
-        long = "output-paired",
-        value_name = "filename"
-    )]
+    #[arg(help = "Output paired reads to this file", long_help = "Output paired reads to this file [default: <infile>.pe]", short = 'p', long = "output-paired", value_name = "filename")]
     output_paired: Option<String>,
-    #[arg(
-        help = "Output orphaned reads to this file",
-        long_help = "Output orphaned reads to this file [default: <infile>.se]",
-        short = 's',
-        long = "output-single",
-        value_name = "filename"
-    )]
+    #[arg(help = "Output orphaned reads to this file", long_help = "Output orphaned reads to this file [default: <infile>.se]", short = 's', long = "output-single", value_name = "filename")]
     output_single: Option<String>,
-    #[arg(
-        help = "Overwrite output file if it exists",
-        long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)",
-        short = 'f',
-        long = "force"
-    )]
+    #[arg(help = "Overwrite output file if it exists", long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)", short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]
     compression: OutputCompression,

@@ -10,30 +10,15 @@ use fasthts_kmer::scripts;
 /// fastq-to-fasta.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Converts FASTQ format (.fq) files to FASTA format (.fa).",
-    after_help = "",
-    after_long_help = "Examples:
+#[command(long_about = "Converts FASTQ format (.fq) files to FASTA format (.fa).", after_help = "", after_long_help = "Examples:
   fasthts kmer fastq-to-fasta reads.fq -o reads.fa
-  fasthts kmer fastq-to-fasta -n --gzip reads.fq.gz -o reads.fa.gz"
-)]
+  fasthts kmer fastq-to-fasta -n --gzip reads.fq.gz -o reads.fa.gz")]
 pub struct FastqToFastaArgs {
     #[arg(help = "The name of the input FASTQ sequence file.")]
     input_sequence: String,
-    #[arg(
-        help = "The name of the output FASTA sequence file. (default: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>)",
-        long_help = "The name of the output FASTA sequence file. [default: stdout]",
-        short = 'o',
-        long = "output",
-        value_name = "filename"
-    )]
+    #[arg(help = "The name of the output FASTA sequence file. (default: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>)", long_help = "The name of the output FASTA sequence file. [default: stdout]", short = 'o', long = "output", value_name = "filename")]
     output: Option<String>,
-    #[arg(
-        help = "Option to keep reads containing 'N's in input_sequence file. Default is to drop reads",
-        long_help = "Keep reads containing 'N's (they are dropped otherwise)",
-        short = 'n',
-        long = "n_keep"
-    )]
+    #[arg(help = "Option to keep reads containing 'N's in input_sequence file. Default is to drop reads", long_help = "Keep reads containing 'N's (they are dropped otherwise)", short = 'n', long = "n_keep")]
     n_keep: bool,
     #[command(flatten)]
     compression: OutputCompression,

@@ -8,22 +8,18 @@ use fasthts_kmer::scripts;
 /// filter-abund.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Trim sequences at a minimum k-mer abundance.",
-    after_help = "Trimmed sequences will be placed in \"${input_sequence_filename}.abundfilt\" for
+#[command(long_about = "Trim sequences at a minimum k-mer abundance.", after_help = "Trimmed sequences will be placed in \"${input_sequence_filename}.abundfilt\" for
 each input sequence file. If the input sequences are from RNAseq or metagenome
 sequencing then `--variable-coverage` should be used.
 
 Example:
 
     load-into-counting.py -k 20 -x 5e7 countgraph data/100k-filtered.fa
-    filter-abund.py -C 2 countgraph data/100k-filtered.fa",
-    after_long_help = "Writes INPUT.abundfilt for each input (its basename, in the current directory) unless -o is given.
+    filter-abund.py -C 2 countgraph data/100k-filtered.fa", after_long_help = "Writes INPUT.abundfilt for each input (its basename, in the current directory) unless -o is given.
 
 Examples:
   fasthts kmer filter-abund reads.ct reads.fq.gz
-  fasthts kmer filter-abund -C 3 -V -Z 20 -o filtered.fq reads.ct r1.fq r2.fq"
-)]
+  fasthts kmer filter-abund -C 3 -V -Z 20 -o filtered.fq reads.ct r1.fq r2.fq")]
 pub struct FilterArgs {
     #[arg(help = "Number of simultaneous threads to execute (default: 1)", long_help = "Number of simultaneous threads to execute (khmer ignores it; here batches are filtered in parallel and written in input order) [default: all cores]", short = 'T', long = "threads", visible_short_alias = '@', value_name = "THREADS", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     threads: Option<usize>,
@@ -33,12 +29,7 @@ pub struct FilterArgs {
     variable_coverage: bool,
     #[arg(help = "Base the variable-coverage cutoff on this median k-mer abundance.", allow_negative_numbers = true, short = 'Z', long = "normalize-to", value_name = "NORMALIZE_TO", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     normalize_to: u16,
-    #[arg(
-        help = "Output the trimmed sequences into a single file with the given filename instead of creating a new file for each input file.",
-        short = 'o',
-        long = "output",
-        value_name = "optional_output_filename"
-    )]
+    #[arg(help = "Output the trimmed sequences into a single file with the given filename instead of creating a new file for each input file.", short = 'o', long = "output", value_name = "optional_output_filename")]
     output: Option<String>,
     #[arg(help = "Overwrite output file if it exists", short = 'f', long = "force")]
     force: bool,
@@ -46,20 +37,9 @@ pub struct FilterArgs {
     quiet: bool,
     #[command(flatten)]
     compression: OutputCompression,
-    #[arg(
-        help = "The input k-mer countgraph filename",
-        long_help = "The countgraph (from fasthts kmer count) to look up abundances in.",
-        id = "input_count_graph_filename",
-        value_name = "COUNTGRAPH"
-    )]
+    #[arg(help = "The input k-mer countgraph filename", long_help = "The countgraph (from fasthts kmer count) to look up abundances in.", id = "input_count_graph_filename", value_name = "COUNTGRAPH")]
     input_graph: String,
-    #[arg(
-        help = "Input FAST[AQ] sequence filename",
-        long_help = "FAST[AQ] sequence files to filter.",
-        id = "input_sequence_filename",
-        value_name = "INPUT",
-        required = true
-    )]
+    #[arg(help = "Input FAST[AQ] sequence filename", long_help = "FAST[AQ] sequence files to filter.", id = "input_sequence_filename", value_name = "INPUT", required = true)]
     input_filename: Vec<String>,
 }
 

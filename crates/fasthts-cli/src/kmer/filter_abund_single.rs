@@ -13,9 +13,7 @@ use fasthts_kmer::scripts;
 /// filter-abund-single.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Trims sequences at a minimum k-mer abundance (in memory version).",
-    after_help = "Trimmed sequences will be placed in \"${input_sequence_filename}.abundfilt\".
+#[command(long_about = "Trims sequences at a minimum k-mer abundance (in memory version).", after_help = "Trimmed sequences will be placed in \"${input_sequence_filename}.abundfilt\".
 
 This script is constant memory.
 
@@ -24,13 +22,11 @@ counting.py` and `filter-abund.py`.
 
 Example:
 
-    filter-abund-single.py -k 20 -x 5e7 -C 2 data/100k-filtered.fa",
-    after_long_help = "Writes INPUT.abundfilt (its basename, in the current directory) unless -o is given.
+    filter-abund-single.py -k 20 -x 5e7 -C 2 data/100k-filtered.fa", after_long_help = "Writes INPUT.abundfilt (its basename, in the current directory) unless -o is given.
 
 Examples:
   fasthts kmer filter-abund-single -k 20 -M 4G -C 2 reads.fq.gz
-  fasthts kmer filter-abund-single -k 20 -x 5e7 -V --savegraph reads.ct -o filtered.fq reads.fq"
-)]
+  fasthts kmer filter-abund-single -k 20 -x 5e7 -V --savegraph reads.ct -o filtered.fq reads.fq")]
 pub struct FilterSingleArgs {
     #[command(flatten)]
     graph: GraphArgs,
@@ -42,19 +38,9 @@ pub struct FilterSingleArgs {
     variable_coverage: bool,
     #[arg(help = "Base the variable-coverage cutoff on this median k-mer abundance.", allow_negative_numbers = true, short = 'Z', long = "normalize-to", value_name = "NORMALIZE_TO", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     normalize_to: u16,
-    #[arg(
-        help = "If present, the name of the file to save the k-mer countgraph to",
-        long = "savegraph",
-        value_name = "filename",
-        default_value = ""
-    )]
+    #[arg(help = "If present, the name of the file to save the k-mer countgraph to", long = "savegraph", value_name = "filename", default_value = "")]
     savegraph: String,
-    #[arg(
-        help = "Override default output filename and output trimmed sequences into a file with the given filename.",
-        short = 'o',
-        long = "outfile",
-        value_name = "optional_output_filename"
-    )]
+    #[arg(help = "Override default output filename and output trimmed sequences into a file with the given filename.", short = 'o', long = "outfile", value_name = "optional_output_filename")]
     outfile: Option<String>,
     #[arg(help = "Overwrite output file if it exists", short = 'f', long = "force")]
     force: bool,

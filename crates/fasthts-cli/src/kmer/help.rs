@@ -196,17 +196,11 @@ mod tests {
     #[test]
     fn wraps_as_textwrap() {
         // from Python 3.11's textwrap.wrap(text, width)
-        assert_eq!(
-            wrap("treat all sequences as single-ended/unpaired (default: False)", 54),
-            ["treat all sequences as single-ended/unpaired (default:", "False)"]
-        );
+        assert_eq!(wrap("treat all sequences as single-ended/unpaired (default: False)", 54), ["treat all sequences as single-ended/unpaired (default:", "False)"]);
         assert_eq!(wrap("single-ended word", 10), ["single-", "ended word"]);
         assert_eq!(wrap("a k-mer count", 4), ["a k-", "mer ", "coun", "t"]);
         assert_eq!(wrap("abcdefghij-klm", 8), ["abcdefgh", "ij-klm"]);
         assert_eq!(wrap("use --long-k now", 9), ["use", "--long-k", "now"]);
-        assert_eq!(
-            wrap("well--done and x -- y, self-evident-ly a-b-c", 7),
-            ["well--", "done", "and x", "-- y,", "self-ev", "ident-", "ly", "a-b-c"]
-        );
+        assert_eq!(wrap("well--done and x -- y, self-evident-ly a-b-c", 7), ["well--", "done", "and x", "-- y,", "self-ev", "ident-", "ly", "a-b-c"]);
     }
 }

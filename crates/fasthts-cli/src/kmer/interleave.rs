@@ -8,9 +8,7 @@ use fasthts_kmer::scripts;
 /// interleave-reads.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Produce interleaved files from R1/R2 paired files",
-    after_help = "The output is an interleaved set of reads, with each read in <R1> paired with a
+#[command(long_about = "Produce interleaved files from R1/R2 paired files", after_help = "The output is an interleaved set of reads, with each read in <R1> paired with a
 read in <R2>. By default, the output goes to stdout unless `-o`/`--output` is
 specified.
 
@@ -22,11 +20,9 @@ off with the `--no-reformat` flag.
 Example:
 
     interleave-reads.py tests/test-data/paired.fq.1 \\
-            tests/test-data/paired.fq.2 -o paired.fq",
-    after_long_help = "Examples:
+            tests/test-data/paired.fq.2 -o paired.fq", after_long_help = "Examples:
   fasthts kmer interleave-reads reads_R1.fq reads_R2.fq -o interleaved.fq
-  fasthts kmer interleave-reads --gzip -o interleaved.fq.gz reads_R1.fq.gz reads_R2.fq.gz"
-)]
+  fasthts kmer interleave-reads --gzip -o interleaved.fq.gz reads_R1.fq.gz reads_R2.fq.gz")]
 pub struct InterleaveArgs {
     #[arg(long_help = "First reads of the pairs (R1)")]
     left: String,
@@ -36,12 +32,7 @@ pub struct InterleaveArgs {
     output: Option<String>,
     #[arg(help = "Do not reformat read names or enforce consistency", long = "no-reformat")]
     no_reformat: bool,
-    #[arg(
-        help = "Overwrite output file if it exists",
-        long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)",
-        short = 'f',
-        long = "force"
-    )]
+    #[arg(help = "Overwrite output file if it exists", long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)", short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]
     compression: OutputCompression,

@@ -26,11 +26,11 @@
 //! temporary name and renamed into place when complete. `-T/--threads` (`-@`)
 //! defaults to all cores; the outputs are the same at any number.
 
-mod abundance_dist;
 pub(crate) mod argparse;
+mod help;
+mod abundance_dist;
 mod count;
 mod filter_abund;
-mod help;
 mod normalize;
 mod trim;
 // the one-pass scripts
@@ -50,10 +50,10 @@ mod split_paired;
 
 use crate::Failure;
 use clap::{Args, Subcommand};
+use read_outputs::{OutputCompression, ReadOutput};
 use fasthts_kmer::primes::tablesize_from_float;
 use fasthts_kmer::pyfmt::py_repr;
 use fasthts_kmer::Countgraph;
-use read_outputs::{OutputCompression, ReadOutput};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
@@ -71,63 +71,31 @@ pub enum KmerCommand {
     AbundanceDist(abundance_dist::AbundArgs),
     #[command(about = "Digital normalisation = normalize-by-median.py", infer_long_args = true)]
     Normalize(normalize::NormArgs),
-    #[command(
-        about = "Trim reads at low-abundance k-mers using a saved countgraph = filter-abund.py",
-        name = "filter-abund",
-        infer_long_args = true
-    )]
+    #[command(about = "Trim reads at low-abundance k-mers using a saved countgraph = filter-abund.py", name = "filter-abund", infer_long_args = true)]
     FilterAbund(filter_abund::FilterArgs),
     #[command(about = "Two-pass streaming abundance trimming = trim-low-abund.py", name = "trim-low-abund", infer_long_args = true)]
     TrimLowAbund(trim::TrimArgs),
     #[command(about = "Interleave R1/R2 files of mates into one = interleave-reads.py", name = "interleave-reads", infer_long_args = true)]
     InterleaveReads(interleave::InterleaveArgs),
-    #[command(
-        about = "Split interleaved reads into first and second mates = split-paired-reads.py",
-        name = "split-paired-reads",
-        infer_long_args = true
-    )]
+    #[command(about = "Split interleaved reads into first and second mates = split-paired-reads.py", name = "split-paired-reads", infer_long_args = true)]
     SplitPairedReads(split_paired::SplitPairedArgs),
     #[command(about = "Separate pairs from orphans = extract-paired-reads.py", name = "extract-paired-reads", infer_long_args = true)]
     ExtractPairedReads(extract_paired::ExtractPairedArgs),
     #[command(about = "Reads at least -l bases long = extract-long-sequences.py", name = "extract-long-sequences", infer_long_args = true)]
     ExtractLongSequences(extract_long::ExtractLongArgs),
-    #[command(
-        about = "FASTQ to FASTA (reads with N dropped unless -n) = fastq-to-fasta.py",
-        name = "fastq-to-fasta",
-        infer_long_args = true
-    )]
+    #[command(about = "FASTQ to FASTA (reads with N dropped unless -n) = fastq-to-fasta.py", name = "fastq-to-fasta", infer_long_args = true)]
     FastqToFasta(fastq_to_fasta::FastqToFastaArgs),
     #[command(about = "Bases, sequences and average length per file = readstats.py", infer_long_args = true)]
     Readstats(readstats::ReadstatsArgs),
-    #[command(
-        about = "Reservoir-sample reads or pairs (same reads as khmer for the same -R) = sample-reads-randomly.py",
-        name = "sample-reads-randomly",
-        infer_long_args = true
-    )]
+    #[command(about = "Reservoir-sample reads or pairs (same reads as khmer for the same -R) = sample-reads-randomly.py", name = "sample-reads-randomly", infer_long_args = true)]
     SampleReadsRandomly(sample_reads::SampleReadsArgs),
-    #[command(
-        about = "Estimate the number of distinct k-mers (HyperLogLog, khmer's estimate) = unique-kmers.py",
-        name = "unique-kmers",
-        infer_long_args = true
-    )]
+    #[command(about = "Estimate the number of distinct k-mers (HyperLogLog, khmer's estimate) = unique-kmers.py", name = "unique-kmers", infer_long_args = true)]
     UniqueKmers(unique_kmers::UniqueKmersArgs),
-    #[command(
-        about = "Count k-mers and write their abundance histogram in one run = abundance-dist-single.py",
-        name = "abundance-dist-single",
-        infer_long_args = true
-    )]
+    #[command(about = "Count k-mers and write their abundance histogram in one run = abundance-dist-single.py", name = "abundance-dist-single", infer_long_args = true)]
     AbundanceDistSingle(abundance_dist_single::AbundSingleArgs),
-    #[command(
-        about = "Count k-mers and trim reads at low-abundance k-mers in one run = filter-abund-single.py",
-        name = "filter-abund-single",
-        infer_long_args = true
-    )]
+    #[command(about = "Count k-mers and trim reads at low-abundance k-mers in one run = filter-abund-single.py", name = "filter-abund-single", infer_long_args = true)]
     FilterAbundSingle(filter_abund_single::FilterSingleArgs),
-    #[command(
-        about = "Median, average and stddev of each read's k-mer counts = count-median.py",
-        name = "count-median",
-        infer_long_args = true
-    )]
+    #[command(about = "Median, average and stddev of each read's k-mer counts = count-median.py", name = "count-median", infer_long_args = true)]
     CountMedian(count_median::CountMedianArgs),
 }
 
@@ -214,11 +182,7 @@ pub struct GraphArgs {
     max_tablesize: f64,
     #[arg(help = "maximum amount of memory to use for data structure", long_help = "maximum amount of memory to use for data structure, in bytes (K/M/G/T suffixes, decimal; up to 1e15); sets -x to this / N", allow_negative_numbers = true, short = 'M', long = "max-memory-usage", value_name = "MAX_MEMORY_USAGE", value_parser = memory_setting)]
     max_memory_usage: Option<f64>,
-    #[arg(
-        help = "Reduce memory usage by using a smaller counter for individual kmers.",
-        long_help = "Reduce memory usage by using a smaller counter for individual kmers (khmer's SmallCountgraph: 4-bit counts, up to 15; -M gives 2 entries per byte)",
-        long = "small-count"
-    )]
+    #[arg(help = "Reduce memory usage by using a smaller counter for individual kmers.", long_help = "Reduce memory usage by using a smaller counter for individual kmers (khmer's SmallCountgraph: 4-bit counts, up to 15; -M gives 2 entries per byte)", long = "small-count")]
     small_count: bool,
     /// Allow 32 < k <= 64 (fasthts extension: 128-bit two-bit k-mers folded
     /// to a 64-bit hash; such tables are not readable by khmer)
@@ -382,8 +346,7 @@ impl GraphArgs {
                 }
             }
             None => {
-                let estimate = fasthts_kmer::sizing::optimal_with_fp_rate(unique as u64, max_fp)
-                    .map_err(|e| khmer_error(format!("ZeroDivisionError: {e}")))?;
+                let estimate = fasthts_kmer::sizing::optimal_with_fp_rate(unique as u64, max_fp).map_err(|e| khmer_error(format!("ZeroDivisionError: {e}")))?;
                 if self.max_tablesize != 0.0 && self.max_tablesize < estimate.table_size as f64 {
                     eprintln!("\n*** Warning: The given tablesize is too small!");
                     eprintln!("*** Recommended tablesize is: {:>5} bytes", py_g(estimate.table_size as f64));

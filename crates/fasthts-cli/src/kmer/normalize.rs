@@ -12,9 +12,7 @@ use std::io::{BufWriter, Write};
 /// normalize-by-median.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Do digital normalization (remove mostly redundant sequences)",
-    after_help = "Discard sequences based on whether or not their median k-mer abundance lies
+#[command(long_about = "Do digital normalization (remove mostly redundant sequences)", after_help = "Discard sequences based on whether or not their median k-mer abundance lies
 above a specified cutoff. Kept sequences will be placed in <fileN>.keep.
 
 By default, paired end reads will be considered together; if either read should
@@ -61,14 +59,12 @@ Example:
 
     normalize-by-median.py -k 17 -s test.ct \\
     tests/test-data/test-abund-read-2.fa \\
-    tests/test-data/test-fastq-reads.fq",
-    after_long_help = "Writes INPUT.keep for each input (its basename, in the current directory) unless -o is given.
+    tests/test-data/test-fastq-reads.fq", after_long_help = "Writes INPUT.keep for each input (its basename, in the current directory) unless -o is given.
 
 Examples:
   fasthts kmer normalize -k 20 -C 20 -M 4G reads.fq.gz
   fasthts kmer normalize -p -k 20 -C 20 -M 4G -o kept.fq --gzip interleaved.fq
-  fasthts kmer normalize -k 20 -C 20 -M 4G -s reads.ct -R report.txt -o - reads.fq | gzip > kept.fq.gz"
-)]
+  fasthts kmer normalize -k 20 -C 20 -M 4G -s reads.ct -R report.txt -o - reads.fq | gzip > kept.fq.gz")]
 pub struct NormArgs {
     #[command(flatten)]
     graph: GraphArgs,
@@ -80,19 +76,9 @@ pub struct NormArgs {
     paired: bool,
     #[arg(help = "treat all sequences as single-ended/unpaired", long = "force_single")]
     force_single: bool,
-    #[arg(
-        help = "include a file of unpaired reads to which -p/--paired does not apply.",
-        short = 'u',
-        long = "unpaired-reads",
-        value_name = "unpaired_reads_filename"
-    )]
+    #[arg(help = "include a file of unpaired reads to which -p/--paired does not apply.", short = 'u', long = "unpaired-reads", value_name = "unpaired_reads_filename")]
     unpaired_reads: Option<String>,
-    #[arg(
-        help = "save the k-mer countgraph to disk after all reads are loaded.",
-        short = 's',
-        long = "savegraph",
-        value_name = "filename"
-    )]
+    #[arg(help = "save the k-mer countgraph to disk after all reads are loaded.", short = 's', long = "savegraph", value_name = "filename")]
     savegraph: Option<String>,
     #[arg(help = "write progress report to report_filename", short = 'R', long = "report", value_name = "report_filename")]
     report: Option<String>,
@@ -100,13 +86,7 @@ pub struct NormArgs {
     report_frequency: u64,
     #[arg(help = "continue past file reading errors", short = 'f', long = "force")]
     force: bool,
-    #[arg(
-        help = "only output a single file with the specified filename; use a single dash \"-\" to specify that output should go to STDOUT (the terminal)",
-        long_help = "only output a single file with the specified filename; \"-\" = STDOUT",
-        short = 'o',
-        long = "output",
-        value_name = "filename"
-    )]
+    #[arg(help = "only output a single file with the specified filename; use a single dash \"-\" to specify that output should go to STDOUT (the terminal)", long_help = "only output a single file with the specified filename; \"-\" = STDOUT", short = 'o', long = "output", value_name = "filename")]
     output: Option<String>,
     #[arg(help = "load a precomputed k-mer graph from disk", short = 'l', long = "loadgraph", value_name = "filename")]
     loadgraph: Option<String>,

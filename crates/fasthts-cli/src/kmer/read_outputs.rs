@@ -13,12 +13,7 @@ use std::path::Path;
 /// `--gzip`/`--bzip`: the compression of the reads written.
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub(super) struct OutputCompression {
-    #[arg(
-        help = "Compress output using gzip",
-        long_help = "Compress output using gzip (BGZF: gzip members compressed on all cores)",
-        long = "gzip",
-        conflicts_with = "bzip"
-    )]
+    #[arg(help = "Compress output using gzip", long_help = "Compress output using gzip (BGZF: gzip members compressed on all cores)", long = "gzip", conflicts_with = "bzip")]
     gzip: bool,
     #[arg(help = "Compress output using bzip2", long = "bzip")]
     bzip: bool,

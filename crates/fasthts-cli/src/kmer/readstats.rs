@@ -8,29 +8,20 @@ use std::io::Write;
 /// readstats.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Display summary statistics for one or more FASTA/FASTQ files.",
-    after_help = "Report number of bases, number of sequences, and average sequence length for
+#[command(long_about = "Display summary statistics for one or more FASTA/FASTQ files.", after_help = "Report number of bases, number of sequences, and average sequence length for
 one or more FASTA/FASTQ files; and report aggregate statistics at end.
 
 With `-o`/`--output`, the output will be saved to the specified file.
 
 Example:
 
-    readstats.py tests/test-data/test-abund-read-2.fa",
-    after_long_help = "Examples:
+    readstats.py tests/test-data/test-abund-read-2.fa", after_long_help = "Examples:
   fasthts kmer readstats reads_R1.fq.gz reads_R2.fq.gz
-  fasthts kmer readstats --csv -o stats.csv *.fq.gz"
-)]
+  fasthts kmer readstats --csv -o stats.csv *.fq.gz")]
 pub struct ReadstatsArgs {
     #[arg(long_help = "FASTA/FASTQ files", required = true)]
     filenames: Vec<String>,
-    #[arg(
-        help = "output file for statistics; defaults to stdout. (default: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>)",
-        short = 'o',
-        long = "output",
-        value_name = "filename"
-    )]
+    #[arg(help = "output file for statistics; defaults to stdout. (default: <_io.TextIOWrapper name='<stdout>' mode='w' encoding='utf-8'>)", short = 'o', long = "output", value_name = "filename")]
     output: Option<String>,
     #[arg(help = "Use the CSV format for the statistics, including column headers.", long = "csv")]
     csv: bool,

@@ -9,9 +9,7 @@ use fasthts_kmer::scripts::{Reservoirs, SampleOptions, SampleProgress, SampledUn
 /// sample-reads-randomly.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Uniformly subsample sequences from a collection of files",
-    after_help = "Take a list of files containing sequences, and subsample 100,000 sequences
+#[command(long_about = "Uniformly subsample sequences from a collection of files", after_help = "Take a list of files containing sequences, and subsample 100,000 sequences
 (`-N`/`--num_reads`) uniformly, using reservoir sampling.  Stop after first
 100m sequences (`-M`/`--max_reads`). By default take one subsample, but take
 `-S`/`--samples` samples if specified.
@@ -20,29 +18,15 @@ The output is placed in `-o`/`--output` <file> (for a single sample) or in
 \"<file>.subset.0\" to \"<file>.subset.S-1\" (for more than one sample).
 
 This script uses the reservoir sampling algorithm.
-http://en.wikipedia.org/wiki/Reservoir_sampling",
-    after_long_help = "Examples:
+http://en.wikipedia.org/wiki/Reservoir_sampling", after_long_help = "Examples:
   fasthts kmer sample-reads-randomly -N 100000 -R 1 reads.fq -o subset.fq
-  fasthts kmer sample-reads-randomly -N 1000 -S 3 -R 7 reads.fq   (writes reads.fq.subset.0 to .2)"
-)]
+  fasthts kmer sample-reads-randomly -N 1000 -S 3 -R 7 reads.fq   (writes reads.fq.subset.0 to .2)")]
 pub struct SampleReadsArgs {
     #[arg(long_help = "Input files (sampled together)", required = true)]
     filenames: Vec<String>,
-    #[arg(
-        help = "samples the number of sequences or pairs specified with -N",
-        short = 'N',
-        long = "num_reads",
-        default_value_t = 100_000,
-        allow_negative_numbers = true
-    )]
+    #[arg(help = "samples the number of sequences or pairs specified with -N", short = 'N', long = "num_reads", default_value_t = 100_000, allow_negative_numbers = true)]
     num_reads: i64,
-    #[arg(
-        long_help = "stop reading a file after this many sequences or pairs (checked every 10,000)",
-        short = 'M',
-        long = "max_reads",
-        default_value_t = 100_000_000,
-        allow_negative_numbers = true
-    )]
+    #[arg(long_help = "stop reading a file after this many sequences or pairs (checked every 10,000)", short = 'M', long = "max_reads", default_value_t = 100_000_000, allow_negative_numbers = true)]
     max_reads: i64,
     #[arg(long_help = "number of samples to take", short = 'S', long = "samples", default_value_t = 1, allow_negative_numbers = true)]
     num_samples: i64,
@@ -50,19 +34,9 @@ pub struct SampleReadsArgs {
     random_seed: Option<String>,
     #[arg(help = "Ignore read pair information if present", long = "force_single")]
     force_single: bool,
-    #[arg(
-        long_help = "Output file (one sample only) [default: <first input>.subset]",
-        short = 'o',
-        long = "output",
-        value_name = "filename"
-    )]
+    #[arg(long_help = "Output file (one sample only) [default: <first input>.subset]", short = 'o', long = "output", value_name = "filename")]
     output: Option<String>,
-    #[arg(
-        help = "Overwrite output file if it exits",
-        long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)",
-        short = 'f',
-        long = "force"
-    )]
+    #[arg(help = "Overwrite output file if it exits", long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)", short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]
     compression: OutputCompression,

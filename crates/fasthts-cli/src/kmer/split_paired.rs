@@ -8,9 +8,7 @@ use fasthts_kmer::scripts::{self, UnpairedReads};
 /// split-paired-reads.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Split interleaved reads into two files, left and right.",
-    after_help = "Some programs want paired-end read input in the One True Format, which is
+#[command(long_about = "Split interleaved reads into two files, left and right.", after_help = "Some programs want paired-end read input in the One True Format, which is
 interleaved; other programs want input in the Insanely Bad Format, with left-
 and right- reads separated. This reformats the former to the latter.
 
@@ -35,53 +33,22 @@ Example:
 
 Example:
 
-    split-paired-reads.py -1 reads.1 -2 reads.2 tests/test-data/paired.fq",
-    after_long_help = "Examples:
+    split-paired-reads.py -1 reads.1 -2 reads.2 tests/test-data/paired.fq", after_long_help = "Examples:
   fasthts kmer split-paired-reads interleaved.fq   (writes interleaved.fq.1 and .2)
   fasthts kmer split-paired-reads -0 orphans.fq -1 R1.fq -2 R2.fq interleaved.fq
-  gunzip -c kept.fq.gz | fasthts kmer split-paired-reads -d out/ -"
-)]
+  gunzip -c kept.fq.gz | fasthts kmer split-paired-reads -d out/ -")]
 pub struct SplitPairedArgs {
     #[arg(long_help = "Interleaved reads (plain, gzip, BGZF or bzip2); `-` = stdin", default_value = "/dev/stdin")]
     infile: String,
-    #[arg(
-        help = "Output split reads to specified directory. Creates directory if necessary",
-        short = 'd',
-        long = "output-dir",
-        value_name = "output_directory",
-        default_value = "",
-        hide_default_value = true
-    )]
+    #[arg(help = "Output split reads to specified directory. Creates directory if necessary", short = 'd', long = "output-dir", value_name = "output_directory", default_value = "", hide_default_value = true)]
     output_directory: String,
-    #[arg(
-        help = "Allow \"orphaned\" reads and extract them to this file",
-        short = '0',
-        long = "output-orphaned",
-        value_name = "output_orphaned"
-    )]
+    #[arg(help = "Allow \"orphaned\" reads and extract them to this file", short = '0', long = "output-orphaned", value_name = "output_orphaned")]
     output_orphaned: Option<String>,
-    #[arg(
-        help = "Output \"left\" reads to this file",
-        long_help = "Output \"left\" reads to this file [default: <infile>.1]",
-        short = '1',
-        long = "output-first",
-        value_name = "output_first"
-    )]
+    #[arg(help = "Output \"left\" reads to this file", long_help = "Output \"left\" reads to this file [default: <infile>.1]", short = '1', long = "output-first", value_name = "output_first")]
     output_first: Option<String>,
-    #[arg(
-        help = "Output \"right\" reads to this file",
-        long_help = "Output \"right\" reads to this file [default: <infile>.2]",
-        short = '2',
-        long = "output-second",
-        value_name = "output_second"
-    )]
+    #[arg(help = "Output \"right\" reads to this file", long_help = "Output \"right\" reads to this file [default: <infile>.2]", short = '2', long = "output-second", value_name = "output_second")]
     output_second: Option<String>,
-    #[arg(
-        help = "Overwrite output file if it exists",
-        long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)",
-        short = 'f',
-        long = "force"
-    )]
+    #[arg(help = "Overwrite output file if it exists", long_help = "Overwrite output file if it exists (as khmer words it: outputs are overwritten anyway; this lets a missing or empty input through)", short = 'f', long = "force")]
     force: bool,
     #[command(flatten)]
     compression: OutputCompression,

@@ -16,9 +16,7 @@ use std::path::{Path, PathBuf};
 /// trim-low-abund.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Trim low-abundance k-mers using a streaming algorithm.",
-    after_help = "The output is one file for each input file, \"<input file>.abundtrim\", placed in
+#[command(long_about = "Trim low-abundance k-mers using a streaming algorithm.", after_help = "The output is one file for each input file, \"<input file>.abundtrim\", placed in
 the current directory.  This output contains the input sequences trimmed at
 low-abundance k-mers.
 
@@ -35,15 +33,13 @@ extract read pairs and orphans.
 
 Example:
 
-    trim-low-abund.py -x 5e7 -k 20 -C 2 data/100k-filtered.fa",
-    after_long_help = "Writes INPUT.abundtrim for each input (its basename, in the current directory) unless -o is given.
+    trim-low-abund.py -x 5e7 -k 20 -C 2 data/100k-filtered.fa", after_long_help = "Writes INPUT.abundtrim for each input (its basename, in the current directory) unless -o is given.
 Note that -T is khmer's --tempdir here, not threads.
 
 Examples:
   fasthts kmer trim-low-abund -k 20 -C 3 -M 4G reads.fq.gz
   fasthts kmer trim-low-abund -V -Z 20 -k 20 -C 3 -M 4G -T /scratch -o trimmed.fq reads.fq
-  fasthts kmer trim-low-abund --diginorm -k 20 -C 3 -M 4G --gzip -o trimmed.fq.gz reads.fq"
-)]
+  fasthts kmer trim-low-abund --diginorm -k 20 -C 3 -M 4G --gzip -o trimmed.fq.gz reads.fq")]
 pub struct TrimArgs {
     #[command(flatten)]
     graph: GraphArgs,
@@ -51,25 +47,13 @@ pub struct TrimArgs {
     cutoff: u16,
     #[arg(help = "trim reads when entire read above this coverage", allow_negative_numbers = true, short = 'Z', long = "trim-at-coverage", visible_alias = "normalize-to", value_name = "TRIM_AT_COVERAGE", default_value = "20", value_parser = crate::numbers::whole::<u16>(0, u16::MAX.into()))]
     trim_at_coverage: u16,
-    #[arg(
-        help = "only output a single file with the specified filename; use a single dash \"-\" to specify that output should go to STDOUT (the terminal)",
-        long_help = "only output a single file with the specified filename",
-        short = 'o',
-        long = "output",
-        value_name = "output_filename"
-    )]
+    #[arg(help = "only output a single file with the specified filename; use a single dash \"-\" to specify that output should go to STDOUT (the terminal)", long_help = "only output a single file with the specified filename", short = 'o', long = "output", value_name = "output_filename")]
     output: Option<String>,
     #[arg(help = "Only trim low-abundance k-mers from sequences that have high coverage.", short = 'V', long = "variable-coverage")]
     variable_coverage: bool,
     #[arg(help = "load a precomputed k-mer graph from disk", short = 'l', long = "loadgraph", value_name = "filename")]
     loadgraph: Option<String>,
-    #[arg(
-        help = "save the k-mer countgraph to disk after allreads are loaded. (default: )",
-        long_help = "save the k-mer countgraph to disk after all reads are loaded.",
-        short = 's',
-        long = "savegraph",
-        value_name = "filename"
-    )]
+    #[arg(help = "save the k-mer countgraph to disk after allreads are loaded. (default: )", long_help = "save the k-mer countgraph to disk after all reads are loaded.", short = 's', long = "savegraph", value_name = "filename")]
     savegraph: Option<String>,
     #[arg(long_help = "Print no progress messages (warnings and errors still go to stderr)", short = 'q', long = "quiet")]
     quiet: bool,
@@ -313,24 +297,12 @@ fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result
                 eprintln!("second pass: looking at sequences kept aside in {p}");
             }
             let w = outputs.writer(own);
-            let bar = crate::progress::Bar::start(
-                "kmer trim-low-abund (second pass)",
-                a.quiet,
-                crate::progress::Source::FilePositions(vec![PathBuf::from(&*p)], None),
-            );
+            let bar = crate::progress::Bar::start("kmer trim-low-abund (second pass)", a.quiet, crate::progress::Source::FilePositions(vec![PathBuf::from(&*p)], None));
             let mut watermark = PROGRESS_EVERY;
             let mut emit = |r: Record<'_>, s: &TrimStats| {
                 // khmer counts from the start of the last file of pass 1 here
                 if !a.quiet && s.n_reads - last_start > watermark {
-                    eprintln!(
-                        "... x 2 {} {p} {} {} {} {} {}",
-                        s.n_reads - last_start,
-                        s.n_saved,
-                        s.n_reads,
-                        s.n_bp,
-                        s.written_reads,
-                        s.written_bp
-                    );
+                    eprintln!("... x 2 {} {p} {} {} {} {} {}", s.n_reads - last_start, s.n_saved, s.n_reads, s.n_bp, s.written_reads, s.written_bp);
                     watermark += PROGRESS_EVERY;
                 }
                 r.write(&mut *w)

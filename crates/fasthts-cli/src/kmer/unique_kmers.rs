@@ -14,9 +14,7 @@ use std::io::{self, BufWriter, Write};
 /// unique-kmers.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
-#[command(
-    long_about = "Estimate number of unique k-mers, with precision <= ERROR_RATE.",
-    after_help = "A HyperLogLog counter is used to do cardinality estimation. Since this counter
+#[command(long_about = "Estimate number of unique k-mers, with precision <= ERROR_RATE.", after_help = "A HyperLogLog counter is used to do cardinality estimation. Since this counter
 is based on a tradeoff between precision and memory consumption, the
 `-e`/`--error-rate` can be used to control how much memory will be used. In
 practice the memory footprint is small even at low error rates (< 0.01).
@@ -49,16 +47,14 @@ Example:
 Example:
 
     unique-kmers.py -R unique_count -k 30 \\
-    tests/test-data/test-abund-read-paired.fa",
-    after_long_help = "A HyperLogLog counter estimates the number of distinct k-mers (khmer's: the same estimate \
+    tests/test-data/test-abund-read-paired.fa", after_long_help = "A HyperLogLog counter estimates the number of distinct k-mers (khmer's: the same estimate \
 for the same k, error rate and input); its memory is 2^ceil(log2((1.04/ERROR_RATE)^2)) bytes. The estimates go to \
 stderr, and with -R to a report file; --diagnostics adds table sizes for other khmer scripts.
 
 Examples:
   fasthts kmer unique-kmers -k 17 reads.fq.gz
   fasthts kmer unique-kmers -k 31 -e 0.005 -R unique.txt r1.fq.gz r2.fq.gz
-  fasthts kmer unique-kmers -S -k 17 reads.fa | fasthts kmer normalize -k 17 -o normalized.fa -"
-)]
+  fasthts kmer unique-kmers -S -k 17 reads.fa | fasthts kmer normalize -k 17 -o normalized.fa -")]
 pub struct UniqueKmersArgs {
     #[arg(long_help = "Print no progress messages (the estimates are still printed)", short = 'q', long = "quiet")]
     quiet: bool,

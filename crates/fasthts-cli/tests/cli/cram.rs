@@ -165,8 +165,7 @@ fn a_missing_or_mismatched_reference_is_one_line_naming_the_contig() {
     let other: Vec<u8> = saved
         .split(|&c| c == b'\n')
         .flat_map(|line| {
-            let mut l: Vec<u8> =
-                if line.starts_with(b">") { line.to_vec() } else { line.iter().map(|&b| if b == b'A' { b'C' } else { b }).collect() };
+            let mut l: Vec<u8> = if line.starts_with(b">") { line.to_vec() } else { line.iter().map(|&b| if b == b'A' { b'C' } else { b }).collect() };
             l.push(b'\n');
             l
         })
@@ -316,8 +315,7 @@ fn crai_bytes_are_samtools_on_every_version_and_kind_of_slice() {
     // Many small references: slices that hold several (multi-reference).
     let many = TempDir::new("crai-many-refs");
     let fasta_arg = many.path("ref.fa");
-    let args =
-        ["-q", "--seed", "22", "--reads", "2000", "--refs", "60", "--ref-len", "10000", "--reference-fasta", fasta_arg.to_str().unwrap()];
+    let args = ["-q", "--seed", "22", "--reads", "2000", "--refs", "60", "--ref-len", "10000", "--reference-fasta", fasta_arg.to_str().unwrap()];
     let many_sam = many.path("many.sam");
     std::fs::write(&many_sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
     samtools(&[&"faidx", &fasta_arg]);
@@ -367,10 +365,7 @@ fn crai_of_a_damaged_unsorted_or_eof_less_cram_is_said_as_samtools_says_it() {
     let got = dir.path("no-eof.crai");
     let out = fasthts_run(&[&"index", &"-o", &got, &no_eof]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(
-        text(&out.stderr),
-        format!("fasthts: warning: {}: EOF marker is absent. The input is probably truncated\n", no_eof.display())
-    );
+    assert_eq!(text(&out.stderr), format!("fasthts: warning: {}: EOF marker is absent. The input is probably truncated\n", no_eof.display()));
     assert!(std::fs::read(&got).unwrap() == std::fs::read(&want).unwrap(), "no EOF container: .crai differs");
 
     // Cut in the middle (samtools fails too, but leaves a partial .crai);
@@ -387,14 +382,13 @@ fn crai_of_a_damaged_unsorted_or_eof_less_cram_is_said_as_samtools_says_it() {
         text(&run(z).stdout).split('\t').nth(4).unwrap().parse::<usize>().unwrap()
     };
     // A CRAM 3 container header ends with the CRC32 of its other bytes.
-    let container_header_len = 4
-        + (8..200)
-            .find(|&n| {
-                let mut crc = flate2::Crc::new();
-                crc.update(&bytes[first..first + n]);
-                crc.sum() == u32::from_le_bytes(bytes[first + n..first + n + 4].try_into().unwrap())
-            })
-            .unwrap();
+    let container_header_len = 4 + (8..200)
+        .find(|&n| {
+            let mut crc = flate2::Crc::new();
+            crc.update(&bytes[first..first + n]);
+            crc.sum() == u32::from_le_bytes(bytes[first + n..first + n + 4].try_into().unwrap())
+        })
+        .unwrap();
     flipped_slice[first + container_header_len + compression_block + 4] ^= 0x01;
     let cases = [
         ("cut", bytes[..bytes.len() / 2].to_vec(), "truncated CRAM data"),
@@ -414,10 +408,7 @@ fn crai_of_a_damaged_unsorted_or_eof_less_cram_is_said_as_samtools_says_it() {
         }
         // From a pipe alike (which fasthts may leave unread after the damage).
         let mut c = Command::new("sh");
-        c.args(["-c", "cat \"$1\" | \"$2\" index -o \"$3\" -", "sh"])
-            .arg(&path)
-            .arg(env!("CARGO_BIN_EXE_fasthts"))
-            .arg(dir.path("piped.crai"));
+        c.args(["-c", "cat \"$1\" | \"$2\" index -o \"$3\" -", "sh"]).arg(&path).arg(env!("CARGO_BIN_EXE_fasthts")).arg(dir.path("piped.crai"));
         let out = run(c);
         assert_eq!(out.status.code(), Some(1), "{name} from a pipe: {}", text(&out.stderr));
         assert!(text(&out.stderr).starts_with(&format!("fasthts index: -: {said}")), "{name}: {}", text(&out.stderr));
@@ -427,8 +418,7 @@ fn crai_of_a_damaged_unsorted_or_eof_less_cram_is_said_as_samtools_says_it() {
     // Not sorted by position: samtools refuses, and so does fasthts.
     let unsorted_sam = dir.path("unsorted.sam");
     let fasta_arg = fasta.to_str().unwrap().to_string();
-    let args =
-        ["-q", "--seed", "21", "--reads", "1500", "--refs", "3", "--ref-len", "60000", "--unsorted", "--reference-fasta", &fasta_arg];
+    let args = ["-q", "--seed", "21", "--reads", "1500", "--refs", "3", "--ref-len", "60000", "--unsorted", "--reference-fasta", &fasta_arg];
     std::fs::write(&unsorted_sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
     let unsorted = dir.path("unsorted.cram");
     to_cram(&unsorted_sam, &fasta, &unsorted, &["version=3.0"]);

@@ -14,8 +14,7 @@ use std::process::{Command, Output};
 fn generate(dir: &Path) -> (PathBuf, PathBuf) {
     let fasta = dir.join("ref.fa");
     let fasta_arg = fasta.to_str().unwrap().to_string();
-    let args =
-        ["-q", "--seed", "23", "--reads", "2500", "--refs", "3", "--ref-len", "60000", "--unsorted", "--reference-fasta", &fasta_arg];
+    let args = ["-q", "--seed", "23", "--reads", "2500", "--refs", "3", "--ref-len", "60000", "--unsorted", "--reference-fasta", &fasta_arg];
     let sam = fasthts_testgen::cli::sam(&args).unwrap();
     let sam_path = dir.join("reads.sam");
     std::fs::write(&sam_path, sam).unwrap();
@@ -151,10 +150,7 @@ fn cram_output_refuses_a_missing_reference_a_directory_its_input_and_long_refere
     assert_eq!((got.status.code(), want.status.code()), (Some(1), Some(1)));
     assert_eq!(text(&got.stderr).strip_prefix("fasthts sort: "), text(&want.stderr).strip_prefix("samtools sort: "));
     assert!(!out.exists(), "nothing left");
-    assert_eq!(
-        std::fs::read_dir(dir.path("")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains("tmp")).count(),
-        0
-    );
+    assert_eq!(std::fs::read_dir(dir.path("")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains("tmp")).count(), 0);
 }
 
 #[test]

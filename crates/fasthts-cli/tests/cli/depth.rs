@@ -253,10 +253,7 @@ fn bad_input_is_one_line_naming_the_file() {
         (vec!["-b".into(), dir.path("missing.bed").display().to_string(), bare.display().to_string()], "missing.bed".into()),
         (vec![data("small.bam").display().to_string(), missing.display().to_string()], missing.display().to_string()),
         (vec!["-X".into(), bare.display().to_string()], "-X".into()),
-        (
-            vec!["-X".into(), "-r".into(), "chr1".into(), bare.display().to_string(), dir.path("no.bai").display().to_string()],
-            "no.bai".into(),
-        ),
+        (vec!["-X".into(), "-r".into(), "chr1".into(), bare.display().to_string(), dir.path("no.bai").display().to_string()], "no.bai".into()),
     ];
     for (args, named) in cases {
         let _ = std::fs::remove_file(&out);

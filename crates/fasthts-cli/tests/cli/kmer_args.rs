@@ -10,6 +10,7 @@ use crate::common::*;
 use std::path::Path;
 use std::process::{Command, Output};
 
+
 fn khmer_available() -> bool {
     have_khmer()
 }
@@ -345,13 +346,7 @@ fn messages_outputs_and_sizes_are_khmers() {
             || last(&theirs.stderr) != format!("ValueError: {said}")
             || text(&ours.stderr).contains("PARAMETERS")
         {
-            failures.push(format!(
-                "kmer {sub} -l e.ct: {:?} {:?} vs khmer's {:?} {:?}",
-                ours.status.code(),
-                text(&ours.stderr),
-                theirs.status.code(),
-                last(&theirs.stderr)
-            ));
+            failures.push(format!("kmer {sub} -l e.ct: {:?} {:?} vs khmer's {:?} {:?}", ours.status.code(), text(&ours.stderr), theirs.status.code(), last(&theirs.stderr)));
         }
     }
     eprintln!("message cases: {} passed, {} failed", cases.len() + 2 - failures.len(), failures.len());

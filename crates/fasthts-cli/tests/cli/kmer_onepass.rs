@@ -14,6 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+
 fn khmer_available() -> bool {
     have_khmer() && require(runs("bzip2", &["--help"]), "bzip2")
 }
@@ -329,27 +330,15 @@ fn small_count_matches_khmer() {
     let lines = ["Total number of unique", "fp rate estimated", "ERROR", "Estimated memory usage"];
     let cases: &[(&str, &str, &[&str])] = &[
         ("load-into-counting.py", "count", &["--small-count", "-k", "17", "-x", "1e5", "out.ct", "../r.fq", "../r.fa"]),
-        (
-            "load-into-counting.py",
-            "count",
-            &["--small-count", "-k", "5", "-M", "1e5", "-N", "3", "-f", "-s", "json", "out.ct", "../r.fq.gz"],
-        ),
+        ("load-into-counting.py", "count", &["--small-count", "-k", "5", "-M", "1e5", "-N", "3", "-f", "-s", "json", "out.ct", "../r.fq.gz"]),
         ("load-into-counting.py", "count", &["--small-count", "-k", "20", "-x", "1e5", "out.ct.gz", "../nrich.fa"]),
         ("normalize-by-median.py", "normalize", &["--small-count", "-k", "17", "-x", "1e5", "-C", "5", "-s", "n.ct", "../r.fq"]),
         ("normalize-by-median.py", "normalize", &["--small-count", "-k", "12", "-M", "1e6", "-C", "3", "-p", "-o", "out.fq", "../r.fq"]),
         ("trim-low-abund.py", "trim-low-abund", &["--small-count", "-k", "17", "-M", "1e6", "-V", "-s", "t.ct", "../r.fq"]),
         ("trim-low-abund.py", "trim-low-abund", &["--small-count", "-k", "13", "-x", "1e5", "-C", "3", "-Z", "4", "../r.fa"]),
-        (
-            "abundance-dist-single.py",
-            "abundance-dist-single",
-            &["--small-count", "-k", "17", "-M", "1e6", "--savegraph", "a.ct", "../r.fq", "h.csv"],
-        ),
+        ("abundance-dist-single.py", "abundance-dist-single", &["--small-count", "-k", "17", "-M", "1e6", "--savegraph", "a.ct", "../r.fq", "h.csv"]),
         ("abundance-dist-single.py", "abundance-dist-single", &["--small-count", "-k", "5", "-x", "1e4", "-z", "../r.fq.bz2", "h.csv"]),
-        (
-            "filter-abund-single.py",
-            "filter-abund-single",
-            &["--small-count", "-k", "12", "-x", "1e5", "-C", "3", "--savegraph", "f.ct", "../r.fq"],
-        ),
+        ("filter-abund-single.py", "filter-abund-single", &["--small-count", "-k", "12", "-x", "1e5", "-C", "3", "--savegraph", "f.ct", "../r.fq"]),
         ("filter-abund-single.py", "filter-abund-single", &["--small-count", "-k", "15", "-M", "1e6", "-V", "-Z", "3", "../r.fa"]),
     ];
     for (script, sub, args) in cases {

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+
 /// The protocol's steps: (fasthts subcommand, khmer script, arguments).
 const STEPS: &[(&str, &str, &[&str])] = &[
     ("interleave-reads", "interleave-reads.py", &["R1.fq.gz", "R2.fq.gz", "-o", "reads.pe.fq"]),

@@ -19,6 +19,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+
 /// Whether khmer is installed. Under CI=true its absence is a failure: a
 /// differential test must not pass vacuously there.
 fn khmer_available() -> bool {

@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+
 /// Whether khmer and the compressors [`make_data`] runs are there (see
 /// [`require`]).
 fn khmer_available() -> bool {

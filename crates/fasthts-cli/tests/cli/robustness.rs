@@ -380,8 +380,7 @@ impl Corpus {
         let relaid = self.dir.path("relaid.bam.tmp");
         let level1 = fasthts::command::SortFileOptions { level: Some(1), threads: Some(1), ..Default::default() };
         fasthts::command::sort_file(&self.good_bam, &relaid, &level1, &|_| {}).unwrap();
-        let other_layout =
-            fasthts::indexer::build(&fasthts::bam::BamFile::open(&relaid).unwrap(), fasthts::index::IndexFormat::Bai).unwrap();
+        let other_layout = fasthts::indexer::build(&fasthts::bam::BamFile::open(&relaid).unwrap(), fasthts::index::IndexFormat::Bai).unwrap();
         std::fs::remove_file(&relaid).unwrap();
         add_index(self, "idx-stale-other-layout".into(), "bai", Some(&other_layout.to_bytes()), true);
         add_index(self, "idx-empty".into(), "bai", Some(b""), false);
@@ -658,20 +657,7 @@ fn jobs_for(c: &Corpus, case: &Case, w: &Path) -> Vec<Job> {
                 ),
                 job(
                     "kmer filter-abund-single",
-                    os(&[
-                        &"kmer",
-                        &"filter-abund-single",
-                        &"-q",
-                        &"-k",
-                        &"17",
-                        &"-x",
-                        &"100000",
-                        &"--savegraph",
-                        &out_ct,
-                        &"-o",
-                        &out_fq,
-                        &f,
-                    ]),
+                    os(&[&"kmer", &"filter-abund-single", &"-q", &"-k", &"17", &"-x", &"100000", &"--savegraph", &out_ct, &"-o", &out_fq, &f]),
                     None,
                     vec!["out.fq", "out.ct"],
                 ),
@@ -795,12 +781,9 @@ fn check(job: &Job, case: &Case, run: &Measured, reference_ok: Option<bool>, w: 
             err.lines().filter(|l| !l.contains("warning:") && !(kmer && (is_khmer_trailer(l) || l.starts_with("WARNING: ")))).collect();
         // k-mer commands: khmer's own error lines, or where khmer fails
         // with a Python exception, its last line (`OSError: File ...`)
-        let python_exception = |l: &str| {
-            l.split_once(": ").is_some_and(|(class, _)| class.ends_with("Error") && class.bytes().all(|b| b.is_ascii_alphabetic()))
-        };
-        let well_formed = |l: &str| {
-            l.starts_with("fasthts ") || (kmer && (l.starts_with("ERROR: ") || l.starts_with("** ERROR: ") || python_exception(l)))
-        };
+        let python_exception = |l: &str| l.split_once(": ").is_some_and(|(class, _)| class.ends_with("Error") && class.bytes().all(|b| b.is_ascii_alphabetic()));
+        let well_formed =
+            |l: &str| l.starts_with("fasthts ") || (kmer && (l.starts_with("ERROR: ") || l.starts_with("** ERROR: ") || python_exception(l)));
         if errors.len() != 1 || !well_formed(errors[0]) {
             problems.push(format!("expected one error line, got {err:?}"));
         }

@@ -137,22 +137,9 @@ fn targets(w: &Path) -> Vec<Target> {
     if cfg!(feature = "rocksdb") {
         targets.push(Target {
             name: "sort --engine rocksdb (1 MiB per thread: flushes and compactions)",
-            args: [
-                "sort",
-                "--engine",
-                "rocksdb",
-                "-@",
-                "2",
-                "-m",
-                "1M",
-                "-T",
-                &format!("{w}/run"),
-                "-o",
-                &format!("{w}/out.bam"),
-                &s(&i.unsorted),
-            ]
-            .map(String::from)
-            .to_vec(),
+            args: ["sort", "--engine", "rocksdb", "-@", "2", "-m", "1M", "-T", &format!("{w}/run"), "-o", &format!("{w}/out.bam"), &s(&i.unsorted)]
+                .map(String::from)
+                .to_vec(),
             output: "out.bam",
             also: vec![],
             copy_in: vec![],

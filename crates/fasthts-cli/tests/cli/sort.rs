@@ -35,12 +35,7 @@ fn assert_sorts_like_samtools(dir: &TempDir, args: &[&str], threads: &str, memor
 
 /// The names in `dir` that contain `part`: what a sort left behind.
 fn left_in(dir: &Path, part: &str) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.contains(part))
-        .collect()
+    std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains(part)).collect()
 }
 
 #[test]
@@ -269,13 +264,7 @@ fn many_runs_under_a_low_open_file_limit_merge_in_passes() {
         let expected = view(expected);
         for (threads, fan_in) in [("2", "2"), ("1", "3"), ("2", "5")] {
             let mut c = fasthts();
-            c.arg("sort")
-                .args(order)
-                .args(["--no-PG", "-@", threads, "-m", "1M", "--fan-in", fan_in, "-T"])
-                .arg(dir.path("t"))
-                .arg("-o")
-                .arg(&ours)
-                .arg(&big);
+            c.arg("sort").args(order).args(["--no-PG", "-@", threads, "-m", "1M", "--fan-in", fan_in, "-T"]).arg(dir.path("t")).arg("-o").arg(&ours).arg(&big);
             let r = run(c);
             assert!(r.status.success(), "{}", text(&r.stderr));
             assert!(view(&ours) == expected, "{order:?} -@ {threads} --fan-in {fan_in}: differs from samtools sort");
@@ -601,11 +590,7 @@ fn tag_sort_with_nan_values_matches_samtools() {
                 _ => format!("\tXX:f:{}", [0.5, 1.5, 2.5, 1.0, 3.0][rng.below(5) as usize]),
             };
             let (rname, pos) = if rng.below(5) == 0 { ("d", 1 + rng.below(400)) } else { ("c", 1 + rng.below(1000)) };
-            sam.push_str(&format!(
-                "r{}\t{}\t{rname}\t{pos}\t30\t4M\t*\t0\t0\tACGT\tIIII{tag}\n",
-                rng.below(50),
-                [0, 16][rng.below(2) as usize]
-            ));
+            sam.push_str(&format!("r{}\t{}\t{rname}\t{pos}\t30\t4M\t*\t0\t0\tACGT\tIIII{tag}\n", rng.below(50), [0, 16][rng.below(2) as usize]));
         }
         let input = dir.path(&format!("nan{case}.sam"));
         std::fs::write(&input, sam).unwrap();

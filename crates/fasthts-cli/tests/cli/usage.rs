@@ -92,8 +92,7 @@ fn man_pages_are_generated_for_every_command() {
     let mut expected = vec!["fasthts.1".to_string(), "fasthts-kmer.1".to_string()];
     expected.extend(leaf_commands().iter().map(|(path, _)| format!("fasthts-{}.1", path.join("-"))));
     expected.sort();
-    let mut written: Vec<String> =
-        std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut written: Vec<String> = std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     written.sort();
     assert_eq!(written, expected);
     let sort = std::fs::read_to_string(out_dir.join("fasthts-sort.1")).unwrap();

@@ -614,12 +614,7 @@ fn whole_file_count_through_the_index_or_without_it() {
             let expected = samtools_view(&args);
             for threads in ["1", "2"] {
                 let got = fasthts_view(&args, &["-@", threads]);
-                assert!(
-                    got.status.success() && got.stdout == expected.stdout,
-                    "{args:?} -@{threads}: {} / {}",
-                    text(&got.stdout),
-                    text(&expected.stdout)
-                );
+                assert!(got.status.success() && got.stdout == expected.stdout, "{args:?} -@{threads}: {} / {}", text(&got.stdout), text(&expected.stdout));
                 assert!(got.stderr.is_empty(), "{args:?}: stderr {}", text(&got.stderr));
             }
         }

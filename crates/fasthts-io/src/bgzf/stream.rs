@@ -19,8 +19,8 @@ use super::BgzfError;
 use libdeflater::Decompressor;
 use std::collections::BTreeMap;
 use std::io::{self, Read};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Blocks per job (up to 1 MiB of output).

@@ -84,8 +84,7 @@ pub fn consume_reader(
     let empty_at: Arc<Mutex<Option<u64>>> = Arc::new(Mutex::new(None));
     let empty_at2 = empty_at.clone();
     let k = graph.ksize();
-    let batch_kmers =
-        std::env::var("FASTHTS_KMER_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| count_batch_kmers(graph)).clamp(1, 8 << 20);
+    let batch_kmers = std::env::var("FASTHTS_KMER_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| count_batch_kmers(graph)).clamp(1, 8 << 20);
     let reader_thread = std::thread::spawn(move || {
         let mut seq_no = 0u64;
         // room for one more read batch past the target

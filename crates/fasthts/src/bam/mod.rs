@@ -10,9 +10,9 @@ mod stream;
 pub use file::BamFile;
 pub use header::{Header, Reference};
 pub use reader::RecordReader;
-pub use record::{flags, Aux, AuxValue, Cigar, CigarOp, RecordRef};
 pub use scan::{scan, RecordPlace};
 pub use stream::BamStream;
+pub use record::{flags, Aux, AuxValue, Cigar, CigarOp, RecordRef};
 
 use crate::bgzf::{BgzfError, VirtualOffset};
 use record::RecordDefect;

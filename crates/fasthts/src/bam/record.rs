@@ -295,7 +295,9 @@ impl<'a> RecordRef<'a> {
     #[cold]
     fn cigar_from_tag(&self, stored: Cigar<'a>) -> Cigar<'a> {
         match self.aux().find(*b"CG") {
-            Some(AuxValue::Array { subtype: b'I' | b'i', count, bytes }) if count >= stored.len() && count < (1 << 29) => {
+            Some(AuxValue::Array { subtype: b'I' | b'i', count, bytes })
+                if count >= stored.len() && count < (1 << 29) =>
+            {
                 Cigar { raw: bytes }
             }
             _ => stored,
@@ -311,11 +313,7 @@ impl<'a> RecordRef<'a> {
     #[inline]
     pub fn base_code(&self, i: usize) -> u8 {
         let b = self.data[self.seq_start() + i / 2];
-        if i % 2 == 0 {
-            b >> 4
-        } else {
-            b & 0xf
-        }
+        if i % 2 == 0 { b >> 4 } else { b & 0xf }
     }
 
     /// The base at `i` as an ASCII letter.
@@ -645,7 +643,16 @@ pub(crate) mod tests {
 
     /// Encodes a record the slow, obvious way (test oracle for the view).
     #[allow(clippy::too_many_arguments)]
-    pub fn encode(name: &str, flag: u16, ref_id: i32, pos: i32, mapq: u8, cigar: &[(u8, u32)], seq: &str, aux: &[u8]) -> Vec<u8> {
+    pub fn encode(
+        name: &str,
+        flag: u16,
+        ref_id: i32,
+        pos: i32,
+        mapq: u8,
+        cigar: &[(u8, u32)],
+        seq: &str,
+        aux: &[u8],
+    ) -> Vec<u8> {
         let mut d = Vec::new();
         d.extend_from_slice(&ref_id.to_le_bytes());
         d.extend_from_slice(&pos.to_le_bytes());
@@ -711,8 +718,7 @@ pub(crate) mod tests {
             raw.extend_from_slice(&((n << 4) | u32::from(op)).to_le_bytes());
         }
         let c = Cigar { raw: &raw };
-        let oracle =
-            |f: fn(CigarOp) -> bool| ops.iter().filter(|(op, _)| f(CigarOp::from_code(*op))).map(|&(_, n)| i64::from(n)).sum::<i64>();
+        let oracle = |f: fn(CigarOp) -> bool| ops.iter().filter(|(op, _)| f(CigarOp::from_code(*op))).map(|&(_, n)| i64::from(n)).sum::<i64>();
         assert_eq!(c.reference_len(), oracle(CigarOp::consumes_reference));
         assert_eq!(c.query_len(), oracle(CigarOp::consumes_query));
     }

@@ -314,13 +314,7 @@ pub(crate) mod tests {
         let mut x = 7u64;
         bam_of((0..n).map(|i| {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let big = if i % 97 == 5 {
-                300_000
-            } else if i % 31 == 3 {
-                70_000
-            } else {
-                (x >> 52) as usize
-            };
+            let big = if i % 97 == 5 { 300_000 } else if i % 31 == 3 { 70_000 } else { (x >> 52) as usize };
             let mut aux = b"ZBBC".to_vec();
             aux.extend_from_slice(&(big as u32).to_le_bytes());
             aux.extend((0..big).map(|j| (j * 7 + i) as u8));

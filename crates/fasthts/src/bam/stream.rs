@@ -144,8 +144,7 @@ impl BamStream {
                 self.buf.resize(4 + size, 0);
             }
         }
-        let n = fasthts_io::compression::read_full(self.source.reader(), &mut self.buf[self.filled..])
-            .map_err(|e| Error::from(e).with_path(&self.path))?;
+        let n = fasthts_io::compression::read_full(self.source.reader(), &mut self.buf[self.filled..]).map_err(|e| Error::from(e).with_path(&self.path))?;
         if n == 0 {
             self.eof_checked = true;
             if self.filled > 0 {

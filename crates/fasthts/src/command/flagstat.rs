@@ -3,8 +3,8 @@
 //! and gathered (the Python package's dask layer).
 
 use super::{
-    by_index_or_sequentially, find_index, indexed_or_sequential, usable_index, warn_if_stream_truncated, warn_if_truncated, with_threads,
-    Report,
+    by_index_or_sequentially, find_index, indexed_or_sequential, usable_index, warn_if_stream_truncated,
+    warn_if_truncated, with_threads, Report,
 };
 use crate::bam::BamFile;
 use crate::cram::{self, CramOptions, Fields};

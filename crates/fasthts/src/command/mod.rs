@@ -428,8 +428,7 @@ pub(crate) mod tests {
         assert_eq!(parse_memory_size(" 1k ").unwrap(), 1024);
         assert_eq!(parse_memory_size("5").unwrap(), 5);
         assert_eq!(parse_memory_size("3G").unwrap(), 3 << 30);
-        for (text, bytes) in [("2GB", 2usize << 30), ("2g", 2 << 30), ("2000M", 2000 << 20), ("5Mb", 5 << 20), ("7kb", 7 << 10), ("9B", 9)]
-        {
+        for (text, bytes) in [("2GB", 2usize << 30), ("2g", 2 << 30), ("2000M", 2000 << 20), ("5Mb", 5 << 20), ("7kb", 7 << 10), ("9B", 9)] {
             assert_eq!(parse_memory_size(text).unwrap(), bytes, "{text}");
         }
         for refused in ["1.5G", "M", "", "-5M", "+5M", "5 M", "5T", "5MiB", "0x10M", "nan", "inf"] {
@@ -437,10 +436,7 @@ pub(crate) mod tests {
             assert!(message.starts_with(&format!("invalid memory size {refused:?}: ")), "{message}");
             assert!(message.contains("768M, 2G, 2g, 2GB, 2000M"), "{message}");
         }
-        assert_eq!(
-            parse_memory_size("99999999999999999999999").unwrap_err().to_string(),
-            "memory size \"99999999999999999999999\" is too large"
-        );
+        assert_eq!(parse_memory_size("99999999999999999999999").unwrap_err().to_string(), "memory size \"99999999999999999999999\" is too large");
         let huge = format!("{}G", usize::MAX / 2);
         assert_eq!(parse_memory_size(&huge).unwrap_err().to_string(), format!("memory size {huge:?} is too large"));
         assert!(matches!(parse_memory_size("x"), Err(Error::InvalidArgument(_))));
@@ -469,15 +465,8 @@ pub(crate) mod tests {
         assert_eq!(kept.warnings(), [format!("the index file {} is older than the data file {}", bai.display(), bam_path.display())]);
         // Stale and made for another layout: its chunks do not start at blocks.
         let other = dir.join("other.bam");
-        crate::command::sort_file(
-            &bam_path,
-            &other,
-            &crate::command::SortFileOptions { level: Some(1), memory_per_thread: 1 << 20, threads: Some(1), ..Default::default() },
-            &kept,
-        )
-        .unwrap();
-        crate::indexer::write_index(&crate::indexer::build(&BamFile::open(&other).unwrap(), crate::index::IndexFormat::Bai).unwrap(), &bai)
-            .unwrap();
+        crate::command::sort_file(&bam_path, &other, &crate::command::SortFileOptions { level: Some(1), memory_per_thread: 1 << 20, threads: Some(1), ..Default::default() }, &kept).unwrap();
+        crate::indexer::write_index(&crate::indexer::build(&BamFile::open(&other).unwrap(), crate::index::IndexFormat::Bai).unwrap(), &bai).unwrap();
         let index = load_index(&bam, &bai).unwrap();
         let err = verify_index(&bam, &index, true).unwrap_err().to_string();
         assert!(err.contains("is not the start of a record") || err.contains("past the end of the file"), "{err}");

@@ -309,9 +309,8 @@ mod tests {
         assert!(!dir.join("bare.bam.bai").exists() && !dir.join("bare.bam.csi").exists());
         let unsorted = dir.join("unsorted.bam");
         std::fs::copy(data("unsorted.bam"), &unsorted).unwrap();
-        assert!(
-            err(&vcf, &[unsorted]).ends_with("not coordinate-sorted (header says SO:unsorted); sort it by coordinate first (fasthts sort)")
-        );
+        assert!(err(&vcf, &[unsorted])
+            .ends_with("not coordinate-sorted (header says SO:unsorted); sort it by coordinate first (fasthts sort)"));
         // An index made for another file is refused, not read through.
         std::fs::copy(data("long_ref.bam.csi"), dir.join("bare.bam.csi")).unwrap();
         assert!(err(&vcf, &[bare]).contains("the index does not match the data file"));

@@ -252,7 +252,8 @@ pub fn view_file(
             outputs.destinations.push(dest);
             if let Some((path, format, forced)) = &options.unselected {
                 let (u_data, u_index, u_format) = crate::indexer::split_index_name(path);
-                let u_index_format = (options.write_index && matches!(*format, OutputFormat::Bam | OutputFormat::Cram)).then_some(u_format);
+                let u_index_format =
+                    (options.write_index && matches!(*format, OutputFormat::Bam | OutputFormat::Cram)).then_some(u_format);
                 let (mut dest, w) = open_destination(&u_data)?;
                 dest.index_path = u_index_format.map(|_| u_index);
                 let sink = open_sink(&out_header, *format, level, u_index_format, sam_header(*forced), path, options, &mut dest, w)?;

@@ -308,8 +308,7 @@ fn block_at<'a>(body: &Body<'a>, at: usize, major: u8, check: bool) -> Result<Bl
         Ok((two[0], two[1], itf8(r)?, itf8(r)?))
     };
     let (method, content_type, compressed, raw) = fields(&mut r).map_err(|_| cut())?;
-    let size =
-        if method == 0 { (raw >= 0 && compressed == raw).then_some(raw) } else { (compressed >= 0 && raw >= 0).then_some(compressed) };
+    let size = if method == 0 { (raw >= 0 && compressed == raw).then_some(raw) } else { (compressed >= 0 && raw >= 0).then_some(compressed) };
     let size = size.ok_or_else(|| "a block with impossible sizes".to_string())? as usize;
     let head_len = head.len() - r.len();
     let crc_len = if major >= 3 { 4 } else { 0 };
@@ -381,8 +380,8 @@ fn slices_of(body: &Body<'_>, header: &ContainerHeader, major: u8) -> Result<Vec
         if head.method != 0 {
             return Err(Refusal::Unsupported("a compressed slice header".into()));
         }
-        let (ref_id, start, span, records, blocks) =
-            slice_header(&head.data, head.content_type, major).map_err(|_| damaged("a slice header is cut off or invalid".into()))?;
+        let (ref_id, start, span, records, blocks) = slice_header(&head.data, head.content_type, major)
+            .map_err(|_| damaged("a slice header is cut off or invalid".into()))?;
         at = head.end;
         for _ in 0..blocks {
             at = block_at(body, at, major, false).map_err(damaged)?.end;
@@ -758,8 +757,7 @@ mod tests {
         use std::process::Command;
         let Some(dir) = fasthts_testgen::support::with_samtools("crai-batches") else { return };
         let fasta = dir.path("ref.fa");
-        let args =
-            ["-q", "--seed", "23", "--reads", "1500", "--refs", "60", "--ref-len", "10000", "--reference-fasta", fasta.to_str().unwrap()];
+        let args = ["-q", "--seed", "23", "--reads", "1500", "--refs", "60", "--ref-len", "10000", "--reference-fasta", fasta.to_str().unwrap()];
         let sam = dir.path("r.sam");
         std::fs::write(&sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
         let (cram, crai) = (dir.path("r.cram"), dir.path("r.crai"));
@@ -769,17 +767,7 @@ mod tests {
         };
         samtools(&["faidx".as_ref(), fasta.as_ref()]);
         let opt = "--output-fmt-option".as_ref();
-        samtools(&[
-            "view".as_ref(),
-            "-C".as_ref(),
-            "-T".as_ref(),
-            fasta.as_ref(),
-            opt,
-            "seqs_per_slice=100".as_ref(),
-            "-o".as_ref(),
-            cram.as_ref(),
-            sam.as_ref(),
-        ]);
+        samtools(&["view".as_ref(), "-C".as_ref(), "-T".as_ref(), fasta.as_ref(), opt, "seqs_per_slice=100".as_ref(), "-o".as_ref(), cram.as_ref(), sam.as_ref()]);
         samtools(&["index".as_ref(), "-o".as_ref(), crai.as_ref(), cram.as_ref()]);
         let mut want = String::new();
         flate2::read::GzDecoder::new(std::fs::File::open(&crai).unwrap()).read_to_string(&mut want).unwrap();

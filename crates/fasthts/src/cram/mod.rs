@@ -601,9 +601,7 @@ pub fn containers(file: &File) -> io::Result<Vec<Container>> {
     while offset < len {
         r.seek(SeekFrom::Start(offset))?;
         let cut = |e: io::Error| match e.kind() {
-            io::ErrorKind::UnexpectedEof => {
-                io::Error::new(e.kind(), format!("truncated CRAM data: the container at byte {offset} is cut off"))
-            }
+            io::ErrorKind::UnexpectedEof => io::Error::new(e.kind(), format!("truncated CRAM data: the container at byte {offset} is cut off")),
             _ => e,
         };
         let (size, ref_id, start, span, records) = container_header(&mut r, major).map_err(cut)?;

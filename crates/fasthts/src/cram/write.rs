@@ -179,8 +179,7 @@ impl<W: Write> CramWriter<W> {
             let text = header_text(header);
             // SAFETY: `text` holds `len` bytes; htslib copies them.
             let hdr = unsafe { ffi::sam_hdr_parse(text.len(), text.as_ptr().cast()) };
-            writer.hdr =
-                NonNull::new(hdr).ok_or_else(|| Error::Message("htslib cannot read the output's header".into()).with_path(name))?;
+            writer.hdr = NonNull::new(hdr).ok_or_else(|| Error::Message("htslib cannot read the output's header".into()).with_path(name))?;
             have_header = true;
             // SAFETY: allocates an empty record (NULL on failure).
             writer.record = NonNull::new(unsafe { ffi::bam_init1() }).ok_or_else(|| Error::Message("out of memory".into()))?;
@@ -267,9 +266,7 @@ impl<W: Write> CramWriter<W> {
             return Err(Error::from(e).with_path(&self.path));
         }
         if closed != 0 {
-            return Err(
-                Error::Message("cannot finish the CRAM output (htslib could not encode its last container)".into()).with_path(&self.path)
-            );
+            return Err(Error::Message("cannot finish the CRAM output (htslib could not encode its last container)".into()).with_path(&self.path));
         }
         let mut out = self.out.take().expect("present until finished");
         out.flush().map_err(Error::from)?;
@@ -340,9 +337,7 @@ fn apply_option(fp: *mut ffi::htsFile, option: &[u8], name: &Path) -> Result<(),
     unsafe { ffi::hts_opt_free(list) };
     if applied != 0 {
         let what = match shown.split_once('=') {
-            Some(("reference", file)) => {
-                return Err(Error::Message("cannot read the reference FASTA (or its .fai)".into()).with_path(Path::new(file)))
-            }
+            Some(("reference", file)) => return Err(Error::Message("cannot read the reference FASTA (or its .fai)".into()).with_path(Path::new(file))),
             _ => format!("cannot apply output option {shown:?}"),
         };
         return Err(Error::Message(what).with_path(name));

@@ -222,13 +222,31 @@ mod tests {
             (1 << 29) - 1,
         ];
         for &beg in &points {
-            for len in [1i64, 2, 100, 16384, 20000, 1 << 17, 1 << 20, 1 << 23, 1 << 26] {
+            for len in [
+                1i64,
+                2,
+                100,
+                16384,
+                20000,
+                1 << 17,
+                1 << 20,
+                1 << 23,
+                1 << 26,
+            ] {
                 let end = (beg + len).min(1 << 29);
                 if end <= beg {
                     continue;
                 }
-                assert_eq!(reg2bin(beg, end, 14, 5), spec_reg2bin(beg, end), "[{beg}, {end})");
-                assert_eq!(reg2bins(beg, end, 14, 5), spec_reg2bins(beg, end), "[{beg}, {end})");
+                assert_eq!(
+                    reg2bin(beg, end, 14, 5),
+                    spec_reg2bin(beg, end),
+                    "[{beg}, {end})"
+                );
+                assert_eq!(
+                    reg2bins(beg, end, 14, 5),
+                    spec_reg2bins(beg, end),
+                    "[{beg}, {end})"
+                );
             }
         }
     }
@@ -245,15 +263,24 @@ mod tests {
         // CSI with 6 levels: the space is 2^32.
         assert_eq!(bin_count(6), 299593);
         assert_eq!(reg2bin(0, 1, 14, 6), 37449);
-        assert_eq!(reg2bin(900_000_000, 900_000_100, 14, 6), 37449 + (900_000_000 >> 14));
+        assert_eq!(
+            reg2bin(900_000_000, 900_000_100, 14, 6),
+            37449 + (900_000_000 >> 14)
+        );
         assert_eq!(reg2bin(0, 1 << 29, 14, 6), 1);
         assert_eq!(reg2bin(0, (1 << 29) + 1, 14, 6), 0);
         // No coordinate.
         assert_eq!(reg2bin(-1, 0, 14, 6), 37448);
         // Bins covering the last window only.
-        assert_eq!(reg2bins((1 << 29) - 1, 1 << 29, 14, 5), vec![0, 8, 72, 584, 4680, 37448]);
+        assert_eq!(
+            reg2bins((1 << 29) - 1, 1 << 29, 14, 5),
+            vec![0, 8, 72, 584, 4680, 37448]
+        );
         // End clipped to the coordinate space.
-        assert_eq!(reg2bins((1 << 29) - 1, i64::MAX, 14, 5), vec![0, 8, 72, 584, 4680, 37448]);
+        assert_eq!(
+            reg2bins((1 << 29) - 1, i64::MAX, 14, 5),
+            vec![0, 8, 72, 584, 4680, 37448]
+        );
         assert!(reg2bins(1 << 29, i64::MAX, 14, 5).is_empty());
     }
 

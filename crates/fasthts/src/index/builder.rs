@@ -111,7 +111,10 @@ impl IndexBuilder {
     pub fn new(format: IndexFormat, n_refs: usize, offset_after_header: VirtualOffset) -> Self {
         let off0 = u64::from(offset_after_header);
         Self {
-            invalid: format.validate().err().map(|_| (format.min_shift(), format.depth())),
+            invalid: format
+                .validate()
+                .err()
+                .map(|_| (format.min_shift(), format.depth())),
             format,
             min_shift: format.min_shift(),
             depth: format.depth(),
@@ -154,18 +157,35 @@ impl IndexBuilder {
     /// let e = b.push(0, 1 << 29, (1 << 29) + 10, 100.into(), true).unwrap_err();
     /// assert_eq!(e.to_string(), "Region 536870912..536870922 cannot be stored in a bai index. Try using a csi index");
     /// ```
-    pub fn push(&mut self, tid: i32, beg: i64, end: i64, record_end: VirtualOffset, is_mapped: bool) -> Result<(), IndexError> {
+    pub fn push(
+        &mut self,
+        tid: i32,
+        beg: i64,
+        end: i64,
+        record_end: VirtualOffset,
+        is_mapped: bool,
+    ) -> Result<(), IndexError> {
         self.check_format()?;
         let (mut beg, mut end) = if tid < 0 { (-1, 0) } else { (beg, end) };
         if tid >= 0 && !(beg <= self.max_pos && end <= self.max_pos) {
-            return Err(IndexError::OutOfRange { beg, end, is_csi: self.format.is_csi() });
+            return Err(IndexError::OutOfRange {
+                beg,
+                end,
+                is_csi: self.format.is_csi(),
+            });
         }
         if tid < -1 || (tid >= 0 && tid as usize >= self.bidx.len()) {
-            return Err(IndexError::InvalidReference { tid, n_refs: self.bidx.len() });
+            return Err(IndexError::InvalidReference {
+                tid,
+                n_refs: self.bidx.len(),
+            });
         }
         if self.last_tid != tid || (self.last_tid >= 0 && tid < 0) {
             if tid >= 0 && self.n_no_coor > 0 {
-                return Err(IndexError::NoCoorNotAtEnd { tid, last_tid: self.last_tid });
+                return Err(IndexError::NoCoorNotAtEnd {
+                    tid,
+                    last_tid: self.last_tid,
+                });
             }
             if tid >= 0 && self.bidx[tid as usize].is_some() {
                 return Err(IndexError::NotContinuous { tid });
@@ -173,7 +193,11 @@ impl IndexBuilder {
             self.last_tid = tid;
             self.last_bin = NO_BIN;
         } else if tid >= 0 && self.last_coor > beg {
-            return Err(IndexError::Unsorted { tid, previous: self.last_coor, next: beg });
+            return Err(IndexError::Unsorted {
+                tid,
+                previous: self.last_coor,
+                next: beg,
+            });
         }
         if end < beg {
             return Err(IndexError::InvalidRecord { tid, beg, end });
@@ -247,7 +271,10 @@ impl IndexBuilder {
 
     fn check_format(&self) -> Result<(), IndexError> {
         match self.invalid {
-            Some((min_shift, depth)) => Err(IndexError::UnsupportedCsi { min_shift: i64::from(min_shift), depth: i64::from(depth) }),
+            Some((min_shift, depth)) => Err(IndexError::UnsupportedCsi {
+                min_shift: i64::from(min_shift),
+                depth: i64::from(depth),
+            }),
             None => Ok(()),
         }
     }
@@ -309,17 +336,34 @@ impl IndexBuilder {
                 if id == self.meta_bin {
                     slot = bins.len();
                     if let [(ref_beg, ref_end), (n_mapped, n_unmapped), ..] = v.list[..] {
-                        metadata = Some(Metadata { ref_beg: ref_beg.into(), ref_end: ref_end.into(), n_mapped, n_unmapped });
+                        metadata = Some(Metadata {
+                            ref_beg: ref_beg.into(),
+                            ref_end: ref_end.into(),
+                            n_mapped,
+                            n_unmapped,
+                        });
                     }
                 } else {
-                    let chunks = v.list.iter().map(|&(u, w)| Chunk::new(u.into(), w.into())).collect();
-                    bins.push(Bin { id, loffset: v.loff.into(), chunks });
+                    let chunks = v
+                        .list
+                        .iter()
+                        .map(|&(u, w)| Chunk::new(u.into(), w.into()))
+                        .collect();
+                    bins.push(Bin {
+                        id,
+                        loffset: v.loff.into(),
+                        chunks,
+                    });
                 }
             }
             if metadata.is_none() {
                 slot = bins.len();
             }
-            let linear = if csi { Vec::new() } else { lidx.dense().into_iter().map(VirtualOffset::from).collect() };
+            let linear = if csi {
+                Vec::new()
+            } else {
+                lidx.dense().into_iter().map(VirtualOffset::from).collect()
+            };
             references.push(ReferenceIndex::with_slot(bins, linear, metadata, slot));
         }
         Ok(Index::new(self.format, references, Some(self.n_no_coor)))
@@ -403,7 +447,12 @@ fn set_loffsets(h: &mut KHash<Bins>, lidx: &Linear, n_bins: u32, depth: u32) {
 /// htslib's `compress_binning`: merge small bins into their parents, level
 /// by level from the bottom, then join chunks that start in the block where
 /// the previous one ends.
-fn compress_binning(h: &mut KHash<Bins>, n_bins: u32, depth: u32, tid: i32) -> Result<(), IndexError> {
+fn compress_binning(
+    h: &mut KHash<Bins>,
+    n_bins: u32,
+    depth: u32,
+    tid: i32,
+) -> Result<(), IndexError> {
     for level in (1..=depth).rev() {
         let start = bin_first(level);
         for k in 0..h.buckets() {
@@ -425,7 +474,10 @@ fn compress_binning(h: &mut KHash<Bins>, n_bins: u32, depth: u32, tid: i32) -> R
                 let moved = std::mem::take(&mut h.val_mut(k).list);
                 let q = h.val_mut(kp);
                 if q.list.len() + moved.len() > i32::MAX as usize {
-                    return Err(IndexError::TooManyChunks { tid, bin: bin_parent(id) });
+                    return Err(IndexError::TooManyChunks {
+                        tid,
+                        bin: bin_parent(id),
+                    });
                 }
                 q.list.extend_from_slice(&moved);
                 h.del(k);
@@ -480,21 +532,55 @@ mod tests {
         b.push(0, 5, 10, vo(0, 50), true).unwrap();
         b.push(-1, -1, 0, vo(0, 90), false).unwrap();
         let e = b.push(1, 7, 10, vo(0, 130), true).unwrap_err();
-        assert_eq!(e.to_string(), "NO_COOR reads not in a single block at the end 1 -1");
+        assert_eq!(
+            e.to_string(),
+            "NO_COOR reads not in a single block at the end 1 -1"
+        );
 
         let mut b = IndexBuilder::new(IndexFormat::Bai, 1, vo(0, 10));
         let e = b.push(0, 7, 5, vo(0, 130), true).unwrap_err();
-        assert_eq!(e.to_string(), "Invalid record on sequence #1: end 5 < begin 8");
+        assert_eq!(
+            e.to_string(),
+            "Invalid record on sequence #1: end 5 < begin 8"
+        );
         let mut b = IndexBuilder::new(IndexFormat::Bai, 1, vo(0, 10));
-        assert!(matches!(b.push(1, 7, 9, vo(0, 130), true), Err(IndexError::InvalidReference { tid: 1, n_refs: 1 })));
-        assert!(matches!(b.push(-2, 7, 9, vo(0, 130), true), Err(IndexError::InvalidReference { tid: -2, .. })));
-        let mut b = IndexBuilder::new(IndexFormat::Csi { min_shift: 60, depth: 3 }, 1, vo(0, 10));
-        assert!(matches!(b.push(0, 7, 9, vo(0, 130), true), Err(IndexError::UnsupportedCsi { min_shift: 60, depth: 3 })));
+        assert!(matches!(
+            b.push(1, 7, 9, vo(0, 130), true),
+            Err(IndexError::InvalidReference { tid: 1, n_refs: 1 })
+        ));
+        assert!(matches!(
+            b.push(-2, 7, 9, vo(0, 130), true),
+            Err(IndexError::InvalidReference { tid: -2, .. })
+        ));
+        let mut b = IndexBuilder::new(
+            IndexFormat::Csi {
+                min_shift: 60,
+                depth: 3,
+            },
+            1,
+            vo(0, 10),
+        );
+        assert!(matches!(
+            b.push(0, 7, 9, vo(0, 130), true),
+            Err(IndexError::UnsupportedCsi {
+                min_shift: 60,
+                depth: 3
+            })
+        ));
         assert!(b.finish(vo(1, 0)).is_err());
 
-        let mut b = IndexBuilder::new(IndexFormat::Csi { min_shift: 14, depth: 6 }, 1, vo(0, 10));
+        let mut b = IndexBuilder::new(
+            IndexFormat::Csi {
+                min_shift: 14,
+                depth: 6,
+            },
+            1,
+            vo(0, 10),
+        );
         b.push(0, 1 << 31, (1 << 31) + 5, vo(0, 130), true).unwrap();
-        let e = b.push(0, (1 << 32) - 1, (1 << 32) + 1, vo(0, 230), true).unwrap_err();
+        let e = b
+            .push(0, (1 << 32) - 1, (1 << 32) + 1, vo(0, 230), true)
+            .unwrap_err();
         assert_eq!(e.to_string(), "Region 4294967295..4294967297 cannot be stored in a csi index. Please check headers match the data");
     }
 
@@ -512,7 +598,10 @@ mod tests {
         let ids: Vec<u32> = r.bins().iter().map(|b| b.id).collect();
         assert_eq!(ids.len(), 2);
         assert!(ids.contains(&4681) && ids.contains(&4682));
-        assert_eq!(r.bin(4682).unwrap().chunks, vec![Chunk::new(vo(0, 100), vo(1000, 0))]);
+        assert_eq!(
+            r.bin(4682).unwrap().chunks,
+            vec![Chunk::new(vo(0, 100), vo(1000, 0))]
+        );
         assert_eq!(r.linear_index(), &[vo(0, 10), vo(0, 100)]);
 
         // Add a record spanning the two windows: bin 585 exists, children merge into it.
@@ -526,7 +615,10 @@ mod tests {
         assert_eq!(r.bins()[0].id, 585);
         assert_eq!(r.bins()[0].chunks, vec![Chunk::new(vo(0, 10), vo(1000, 0))]);
         let m = r.metadata().unwrap();
-        assert_eq!((m.ref_beg, m.ref_end, m.n_mapped, m.n_unmapped), (vo(0, 10), vo(1000, 0), 3, 0));
+        assert_eq!(
+            (m.ref_beg, m.ref_end, m.n_mapped, m.n_unmapped),
+            (vo(0, 10), vo(1000, 0), 3, 0)
+        );
     }
 }
 

@@ -34,7 +34,12 @@ impl<'a> Cursor<'a> {
                 self.pos += n;
                 Ok(s)
             }
-            _ => Err(IndexError::Truncated { offset: self.pos as u64, needed: n as u64, available: self.remaining(), what }),
+            _ => Err(IndexError::Truncated {
+                offset: self.pos as u64,
+                needed: n as u64,
+                available: self.remaining(),
+                what,
+            }),
         }
     }
 
@@ -57,7 +62,12 @@ impl<'a> Cursor<'a> {
         let raw = self.u32(what)? as i32;
         let remaining = self.remaining();
         if raw < 0 || (raw as u64).saturating_mul(unit) > remaining {
-            return Err(IndexError::AbsurdCount { offset, what, count: i64::from(raw), remaining });
+            return Err(IndexError::AbsurdCount {
+                offset,
+                what,
+                count: i64::from(raw),
+                remaining,
+            });
         }
         Ok(raw as usize)
     }
@@ -96,34 +106,55 @@ impl Index {
     /// ```
     pub fn from_path(path: impl AsRef<Path>) -> Result<Index, IndexError> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| IndexError::Io { path: path.to_path_buf(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Self::from_bytes(&bytes).map_err(|e| e.with_path(path))
     }
 
     /// Parses uncompressed index bytes (a BAI file, or an inflated CSI).
     fn from_raw_bytes(bytes: &[u8]) -> Result<Index, IndexError> {
-        let mut c = Cursor { data: bytes, pos: 0 };
-        let magic = c.take(4, "magic").map_err(|_| IndexError::BadMagic { found: bytes.to_vec() })?;
+        let mut c = Cursor {
+            data: bytes,
+            pos: 0,
+        };
+        let magic = c.take(4, "magic").map_err(|_| IndexError::BadMagic {
+            found: bytes.to_vec(),
+        })?;
         if magic == BAI_MAGIC {
             read_body(&mut c, IndexFormat::Bai, Vec::new())
         } else if magic == CSI_MAGIC {
             let min_shift = c.u32("CSI min_shift")? as i32;
             let depth = c.u32("CSI depth")? as i32;
-            let format = IndexFormat::Csi { min_shift: min_shift as u32, depth: depth as u32 };
+            let format = IndexFormat::Csi {
+                min_shift: min_shift as u32,
+                depth: depth as u32,
+            };
             if depth < 0 || min_shift < 0 || format.validate().is_err() {
-                return Err(IndexError::UnsupportedCsi { min_shift: i64::from(min_shift), depth: i64::from(depth) });
+                return Err(IndexError::UnsupportedCsi {
+                    min_shift: i64::from(min_shift),
+                    depth: i64::from(depth),
+                });
             }
             let offset = c.pos as u64;
             let l_aux = c.u32("CSI l_aux")?;
             if u64::from(l_aux) > c.remaining() {
-                return Err(IndexError::AbsurdCount { offset, what: "CSI l_aux", count: i64::from(l_aux), remaining: c.remaining() });
+                return Err(IndexError::AbsurdCount {
+                    offset,
+                    what: "CSI l_aux",
+                    count: i64::from(l_aux),
+                    remaining: c.remaining(),
+                });
             }
             let aux = c.take(l_aux as usize, "CSI auxiliary data")?.to_vec();
             read_body(&mut c, format, aux)
         } else if magic == TBI_MAGIC {
             Err(IndexError::Tabix)
         } else {
-            Err(IndexError::BadMagic { found: magic.to_vec() })
+            Err(IndexError::BadMagic {
+                found: magic.to_vec(),
+            })
         }
     }
 
@@ -214,7 +245,10 @@ impl Index {
     /// ```
     pub fn write_to_path(&self, path: impl AsRef<Path>) -> Result<(), IndexError> {
         let path = path.as_ref();
-        std::fs::write(path, self.to_bytes()).map_err(|source| IndexError::Io { path: path.to_path_buf(), source })
+        std::fs::write(path, self.to_bytes()).map_err(|source| IndexError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 }
 
@@ -225,7 +259,12 @@ fn write_metadata(out: &mut Vec<u8>, r: &ReferenceIndex, meta_bin: u32, csi: boo
             out.extend_from_slice(&0u64.to_le_bytes());
         }
         out.extend_from_slice(&2u32.to_le_bytes());
-        for v in [u64::from(m.ref_beg), u64::from(m.ref_end), m.n_mapped, m.n_unmapped] {
+        for v in [
+            u64::from(m.ref_beg),
+            u64::from(m.ref_end),
+            m.n_mapped,
+            m.n_unmapped,
+        ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
     }
@@ -258,7 +297,10 @@ fn read_body(c: &mut Cursor<'_>, format: IndexFormat, aux: Vec<u8>) -> Result<In
             seen.push(id);
             if id == meta_bin {
                 if chunks.len() != 2 {
-                    return Err(IndexError::BadMetadata { reference: tid, chunks: chunks.len() });
+                    return Err(IndexError::BadMetadata {
+                        reference: tid,
+                        chunks: chunks.len(),
+                    });
                 }
                 slot = bins.len();
                 metadata = Some(Metadata {
@@ -268,12 +310,19 @@ fn read_body(c: &mut Cursor<'_>, format: IndexFormat, aux: Vec<u8>) -> Result<In
                     n_unmapped: u64::from(chunks[1].end),
                 });
             } else {
-                bins.push(Bin { id, loffset: VirtualOffset::from(loffset), chunks });
+                bins.push(Bin {
+                    id,
+                    loffset: VirtualOffset::from(loffset),
+                    chunks,
+                });
             }
         }
         seen.sort_unstable();
         if let Some(w) = seen.windows(2).find(|w| w[0] == w[1]) {
-            return Err(IndexError::DuplicateBin { reference: tid, bin: w[0] });
+            return Err(IndexError::DuplicateBin {
+                reference: tid,
+                bin: w[0],
+            });
         }
         let mut linear = Vec::new();
         if !csi {
@@ -289,7 +338,11 @@ fn read_body(c: &mut Cursor<'_>, format: IndexFormat, aux: Vec<u8>) -> Result<In
         references.push(ReferenceIndex::with_slot(bins, linear, metadata, slot));
     }
     // htslib treats a missing (or short) trailing count as absent.
-    let n_no_coor = if c.remaining() >= 8 { Some(c.u64("n_no_coor")?) } else { None };
+    let n_no_coor = if c.remaining() >= 8 {
+        Some(c.u64("n_no_coor")?)
+    } else {
+        None
+    };
     Ok(Index::new(format, references, n_no_coor).with_aux(aux))
 }
 
@@ -299,12 +352,29 @@ mod tests {
 
     fn sample(format: IndexFormat) -> Index {
         let vo = |c: u64, u: u16| VirtualOffset::new(c, u).unwrap();
-        let meta = Metadata { ref_beg: vo(0, 100), ref_end: vo(5000, 7), n_mapped: 3, n_unmapped: 1 };
+        let meta = Metadata {
+            ref_beg: vo(0, 100),
+            ref_end: vo(5000, 7),
+            n_mapped: 3,
+            n_unmapped: 1,
+        };
         let bins = vec![
-            Bin { id: 4681, loffset: vo(0, 100), chunks: vec![Chunk::new(vo(0, 100), vo(0, 300))] },
-            Bin { id: 0, loffset: vo(0, 100), chunks: vec![Chunk::new(vo(0, 300), vo(5000, 7))] },
+            Bin {
+                id: 4681,
+                loffset: vo(0, 100),
+                chunks: vec![Chunk::new(vo(0, 100), vo(0, 300))],
+            },
+            Bin {
+                id: 0,
+                loffset: vo(0, 100),
+                chunks: vec![Chunk::new(vo(0, 300), vo(5000, 7))],
+            },
         ];
-        let linear = if format == IndexFormat::Bai { vec![vo(0, 100), vo(0, 300)] } else { vec![] };
+        let linear = if format == IndexFormat::Bai {
+            vec![vo(0, 100), vo(0, 300)]
+        } else {
+            vec![]
+        };
         let r0 = ReferenceIndex::with_slot(bins, linear, Some(meta), 1);
         let r1 = ReferenceIndex::new(vec![], vec![], None);
         Index::new(format, vec![r0, r1], Some(2))
@@ -312,7 +382,17 @@ mod tests {
 
     #[test]
     fn roundtrip_bai_and_csi() {
-        for format in [IndexFormat::Bai, IndexFormat::Csi { min_shift: 14, depth: 6 }, IndexFormat::Csi { min_shift: 12, depth: 3 }] {
+        for format in [
+            IndexFormat::Bai,
+            IndexFormat::Csi {
+                min_shift: 14,
+                depth: 6,
+            },
+            IndexFormat::Csi {
+                min_shift: 12,
+                depth: 3,
+            },
+        ] {
             let index = sample(format);
             let raw = index.to_raw_bytes();
             let back = Index::from_bytes(&index.to_bytes()).unwrap();
@@ -335,12 +415,21 @@ mod tests {
 
     #[test]
     fn every_truncation_is_an_error_not_a_panic() {
-        for format in [IndexFormat::Bai, IndexFormat::Csi { min_shift: 14, depth: 6 }] {
+        for format in [
+            IndexFormat::Bai,
+            IndexFormat::Csi {
+                min_shift: 14,
+                depth: 6,
+            },
+        ] {
             let raw = sample(format).to_raw_bytes();
             // Cutting inside the trailing n_no_coor drops it, as htslib does.
             let body_end = raw.len() - 8;
             for cut in 0..body_end {
-                assert!(Index::from_bytes(&raw[..cut]).is_err(), "{format:?} cut at {cut}");
+                assert!(
+                    Index::from_bytes(&raw[..cut]).is_err(),
+                    "{format:?} cut at {cut}"
+                );
             }
             for cut in body_end..raw.len() {
                 assert_eq!(Index::from_bytes(&raw[..cut]).unwrap().n_no_coor(), None);
@@ -358,7 +447,11 @@ mod tests {
                 let _ = Index::from_bytes(&b);
             }
         }
-        let raw = sample(IndexFormat::Csi { min_shift: 14, depth: 6 }).to_raw_bytes();
+        let raw = sample(IndexFormat::Csi {
+            min_shift: 14,
+            depth: 6,
+        })
+        .to_raw_bytes();
         for i in 0..raw.len() {
             let mut b = raw.clone();
             b[i] ^= 0xff;
@@ -369,17 +462,35 @@ mod tests {
     #[test]
     fn error_messages_say_what_and_where() {
         let e = Index::from_bytes(b"BAI\x01\x01\x00").unwrap_err();
-        assert_eq!(e.to_string(), "index truncated at byte 4: reference count needs 4 bytes, only 2 remain");
+        assert_eq!(
+            e.to_string(),
+            "index truncated at byte 4: reference count needs 4 bytes, only 2 remain"
+        );
         let e = Index::from_bytes(b"BAI\x01\xff\xff\xff\x7f\0\0\0\0").unwrap_err();
-        assert_eq!(e.to_string(), "index corrupt at byte 4: reference count is 2147483647, but only 4 bytes remain");
+        assert_eq!(
+            e.to_string(),
+            "index corrupt at byte 4: reference count is 2147483647, but only 4 bytes remain"
+        );
         let e = Index::from_bytes(b"BAI\x01\x01\0\0\0\xff\xff\xff\xff\0\0\0\0").unwrap_err();
         assert!(e.to_string().contains("bin count is -1"), "{e}");
         let e = Index::from_bytes(b"\x89PNG").unwrap_err();
         assert!(matches!(e, IndexError::BadMagic { .. }));
-        assert!(matches!(Index::from_bytes(b"").unwrap_err(), IndexError::BadMagic { .. }));
-        assert!(matches!(Index::from_bytes(b"TBI\x01").unwrap_err(), IndexError::Tabix));
+        assert!(matches!(
+            Index::from_bytes(b"").unwrap_err(),
+            IndexError::BadMagic { .. }
+        ));
+        assert!(matches!(
+            Index::from_bytes(b"TBI\x01").unwrap_err(),
+            IndexError::Tabix
+        ));
         let e = Index::from_bytes(b"CSI\x01\x0e\0\0\0\x30\0\0\0").unwrap_err();
-        assert!(matches!(e, IndexError::UnsupportedCsi { min_shift: 14, depth: 48 }));
+        assert!(matches!(
+            e,
+            IndexError::UnsupportedCsi {
+                min_shift: 14,
+                depth: 48
+            }
+        ));
         // Duplicate bins.
         let mut b = b"BAI\x01\x01\0\0\0\x02\0\0\0".to_vec();
         for _ in 0..2 {
@@ -387,7 +498,13 @@ mod tests {
             b.extend_from_slice(&0u32.to_le_bytes());
         }
         b.extend_from_slice(&0u32.to_le_bytes());
-        assert!(matches!(Index::from_bytes(&b).unwrap_err(), IndexError::DuplicateBin { reference: 0, bin: 5 }));
+        assert!(matches!(
+            Index::from_bytes(&b).unwrap_err(),
+            IndexError::DuplicateBin {
+                reference: 0,
+                bin: 5
+            }
+        ));
         let e = Index::from_path("/nonexistent/x.bai").unwrap_err();
         assert!(e.to_string().starts_with("/nonexistent/x.bai: "), "{e}");
     }

@@ -41,7 +41,9 @@ pub enum IndexError {
     #[error("TBI (tabix) indexes are not supported; only BAI and CSI")]
     Tabix,
     /// The data ended in the middle of a field.
-    #[error("index truncated at byte {offset}: {what} needs {needed} bytes, only {available} remain")]
+    #[error(
+        "index truncated at byte {offset}: {what} needs {needed} bytes, only {available} remain"
+    )]
     Truncated {
         /// Offset (in the uncompressed stream) where the field starts.
         offset: u64,
@@ -53,7 +55,9 @@ pub enum IndexError {
         what: &'static str,
     },
     /// A count read from the file is negative or cannot fit in the bytes left.
-    #[error("index corrupt at byte {offset}: {what} is {count}, but only {remaining} bytes remain")]
+    #[error(
+        "index corrupt at byte {offset}: {what} is {count}, but only {remaining} bytes remain"
+    )]
     AbsurdCount {
         /// Offset of the count.
         offset: u64,
@@ -158,7 +162,10 @@ impl IndexError {
     pub fn with_path(self, path: impl Into<PathBuf>) -> Self {
         match self {
             IndexError::Io { .. } | IndexError::WithPath { .. } => self,
-            other => IndexError::WithPath { path: path.into(), source: Box::new(other) },
+            other => IndexError::WithPath {
+                path: path.into(),
+                source: Box::new(other),
+            },
         }
     }
 }

@@ -34,7 +34,15 @@ pub(crate) struct KHash<V> {
 impl<V: Default> KHash<V> {
     /// An empty table with no buckets (khash's `kh_init`).
     pub(crate) fn new() -> Self {
-        Self { n_buckets: 0, size: 0, n_occupied: 0, upper_bound: 0, flags: Vec::new(), keys: Vec::new(), vals: Vec::new() }
+        Self {
+            n_buckets: 0,
+            size: 0,
+            n_occupied: 0,
+            upper_bound: 0,
+            flags: Vec::new(),
+            keys: Vec::new(),
+            vals: Vec::new(),
+        }
     }
 
     /// Number of live keys (`kh_size`).
@@ -109,7 +117,11 @@ impl<V: Default> KHash<V> {
                 }
             }
             if x == nb {
-                x = if self.is_empty_at(i) && site != nb { site } else { i };
+                x = if self.is_empty_at(i) && site != nb {
+                    site
+                } else {
+                    i
+                };
             }
         }
         let xi = x as usize;

@@ -171,10 +171,16 @@ impl IndexFormat {
         match self {
             IndexFormat::Bai => Ok(()),
             IndexFormat::Csi { min_shift, depth } => {
-                if depth <= binning::MAX_DEPTH && u64::from(min_shift) + 3 * u64::from(depth) <= u64::from(binning::MAX_SPAN_SHIFT) {
+                if depth <= binning::MAX_DEPTH
+                    && u64::from(min_shift) + 3 * u64::from(depth)
+                        <= u64::from(binning::MAX_SPAN_SHIFT)
+                {
                     Ok(())
                 } else {
-                    Err(IndexError::UnsupportedCsi { min_shift: i64::from(min_shift), depth: i64::from(depth) })
+                    Err(IndexError::UnsupportedCsi {
+                        min_shift: i64::from(min_shift),
+                        depth: i64::from(depth),
+                    })
                 }
             }
         }
@@ -302,10 +308,26 @@ impl ReferenceIndex {
         Self::with_slot(bins, linear, metadata, slot)
     }
 
-    pub(crate) fn with_slot(bins: Vec<Bin>, linear: Vec<VirtualOffset>, metadata: Option<Metadata>, slot: usize) -> Self {
-        let mut lookup: Vec<(u32, u32)> = bins.iter().enumerate().map(|(i, b)| (b.id, i as u32)).collect();
+    pub(crate) fn with_slot(
+        bins: Vec<Bin>,
+        linear: Vec<VirtualOffset>,
+        metadata: Option<Metadata>,
+        slot: usize,
+    ) -> Self {
+        let mut lookup: Vec<(u32, u32)> = bins
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.id, i as u32))
+            .collect();
         lookup.sort_unstable();
-        Self { metadata_slot: slot.min(bins.len()), bins, linear, metadata, effective_linear: Vec::new(), lookup }
+        Self {
+            metadata_slot: slot.min(bins.len()),
+            bins,
+            linear,
+            metadata,
+            effective_linear: Vec::new(),
+            lookup,
+        }
     }
 
     /// Bins in on-disk order, without the metadata pseudo-bin.
@@ -315,7 +337,10 @@ impl ReferenceIndex {
 
     /// The bin with this id, if present.
     pub fn bin(&self, id: u32) -> Option<&Bin> {
-        self.lookup.binary_search_by_key(&id, |&(k, _)| k).ok().and_then(|i| self.bins.get(self.lookup[i].1 as usize))
+        self.lookup
+            .binary_search_by_key(&id, |&(k, _)| k)
+            .ok()
+            .and_then(|i| self.bins.get(self.lookup[i].1 as usize))
     }
 
     /// The BAI linear index as stored: for each window of 2^14 bases, the
@@ -357,7 +382,11 @@ impl ReferenceIndex {
         for bin in &mut self.bins {
             let loff = if bin.id < n_bins {
                 let bot = binning::bin_bottom(bin.id, BAI_DEPTH);
-                usize::try_from(bot).ok().and_then(|b| lin.get(b)).copied().unwrap_or(0)
+                usize::try_from(bot)
+                    .ok()
+                    .and_then(|b| lin.get(b))
+                    .copied()
+                    .unwrap_or(0)
             } else {
                 0
             };
@@ -387,14 +416,23 @@ impl Index {
     /// let index = Index::new(IndexFormat::Bai, vec![ReferenceIndex::new(vec![], vec![], None)], Some(0));
     /// assert_eq!(index.references().len(), 1);
     /// ```
-    pub fn new(format: IndexFormat, references: Vec<ReferenceIndex>, n_no_coor: Option<u64>) -> Self {
+    pub fn new(
+        format: IndexFormat,
+        references: Vec<ReferenceIndex>,
+        n_no_coor: Option<u64>,
+    ) -> Self {
         let mut references = references;
         if format == IndexFormat::Bai {
             for r in &mut references {
                 r.derive_bai();
             }
         }
-        Self { format, references, n_no_coor, aux: Vec::new() }
+        Self {
+            format,
+            references,
+            n_no_coor,
+            aux: Vec::new(),
+        }
     }
 
     /// Sets the CSI auxiliary data (htslib's `meta`: a tabix header for
@@ -446,7 +484,9 @@ impl Index {
     /// assert_eq!(index.mapped_unmapped(1), None);
     /// ```
     pub fn mapped_unmapped(&self, tid: usize) -> Option<(u64, u64)> {
-        self.reference(tid).and_then(|r| r.metadata()).map(|m| (m.n_mapped, m.n_unmapped))
+        self.reference(tid)
+            .and_then(|r| r.metadata())
+            .map(|m| (m.n_mapped, m.n_unmapped))
     }
 }
 

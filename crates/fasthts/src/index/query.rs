@@ -49,7 +49,8 @@ impl Index {
         if end < beg || r.n_bins_on_disk() == 0 || beg >= self.format.max_position() {
             return Vec::new();
         }
-        let (min_shift, depth) = super::binning::clamp(self.format.min_shift(), self.format.depth());
+        let (min_shift, depth) =
+            super::binning::clamp(self.format.min_shift(), self.format.depth());
         // htslib keeps this count in a 32-bit variable.
         let unmapped = r.metadata().map_or(true, |m| m.n_unmapped as u32 != 0);
         let rel_off = (beg >> min_shift) as u64;
@@ -93,7 +94,11 @@ impl Index {
             for (j, c) in bin.chunks.iter().enumerate() {
                 let (u, v) = (u64::from(c.start), u64::from(c.end));
                 if v > min_off && u < max_off {
-                    off.push((u.max(min_off), v.min(max_off), ((tid as u64) << 32) | j as u64));
+                    off.push((
+                        u.max(min_off),
+                        v.min(max_off),
+                        ((tid as u64) << 32) | j as u64,
+                    ));
                 }
             }
         }
@@ -127,7 +132,9 @@ impl Index {
             }
         }
         off.truncate(l + 1);
-        off.into_iter().map(|(u, v, _)| Chunk::new(u.into(), v.into())).collect()
+        off.into_iter()
+            .map(|(u, v, _)| Chunk::new(u.into(), v.into()))
+            .collect()
     }
 
     /// A virtual offset before which no record of reference `tid` starting
@@ -158,7 +165,8 @@ impl Index {
         }
         let pos = pos.max(0);
         let floor = r.metadata().map_or(0, |m| u64::from(m.ref_beg));
-        let (min_shift, depth) = super::binning::clamp(self.format.min_shift(), self.format.depth());
+        let (min_shift, depth) =
+            super::binning::clamp(self.format.min_shift(), self.format.depth());
         let v = match self.format {
             IndexFormat::Bai => {
                 let w = usize::try_from(pos >> min_shift).unwrap_or(usize::MAX);
@@ -199,7 +207,10 @@ impl Index {
     /// # Ok::<(), fasthts::index::IndexError>(())
     /// ```
     pub fn unplaced_start(&self) -> Option<VirtualOffset> {
-        self.references.iter().filter_map(|r| r.metadata().map(|m| m.ref_end)).max()
+        self.references
+            .iter()
+            .filter_map(|r| r.metadata().map(|m| m.ref_end))
+            .max()
     }
 
     /// The range of virtual offsets holding reference `tid`'s records
@@ -217,7 +228,9 @@ impl Index {
     /// # Ok::<(), fasthts::index::IndexError>(())
     /// ```
     pub fn reference_span(&self, tid: usize) -> Option<Chunk> {
-        self.reference(tid).and_then(|r| r.metadata()).map(|m| Chunk::new(m.ref_beg, m.ref_end))
+        self.reference(tid)
+            .and_then(|r| r.metadata())
+            .map(|m| Chunk::new(m.ref_beg, m.ref_end))
     }
 
     /// Checkpoints for splitting reference `tid` by position: pairs
@@ -243,7 +256,8 @@ impl Index {
             return Vec::new();
         };
         let floor = r.metadata().map_or(0, |m| u64::from(m.ref_beg));
-        let (min_shift, depth) = super::binning::clamp(self.format.min_shift(), self.format.depth());
+        let (min_shift, depth) =
+            super::binning::clamp(self.format.min_shift(), self.format.depth());
         let mut points: Vec<(i64, u64)> = match self.format {
             IndexFormat::Bai => r
                 .effective_linear
@@ -258,7 +272,12 @@ impl Index {
                     .bins()
                     .iter()
                     .filter(|b| b.id < n_bins && u64::from(b.loffset) != 0)
-                    .map(|b| ((bin_bottom(b.id, depth) as i64) << min_shift, u64::from(b.loffset)))
+                    .map(|b| {
+                        (
+                            (bin_bottom(b.id, depth) as i64) << min_shift,
+                            u64::from(b.loffset),
+                        )
+                    })
                     .collect();
                 p.sort_unstable();
                 p
@@ -284,7 +303,13 @@ impl Index {
 /// The reference's bins among `reg2bins(beg, end)`, in that order (level by
 /// level, increasing id), found by range look-ups in the sorted bin table so
 /// that a deep CSI does not enumerate millions of absent bins.
-fn overlapping_bins<'a>(r: &'a ReferenceIndex, beg: i64, end: i64, min_shift: u32, depth: u32) -> impl Iterator<Item = &'a Bin> + 'a {
+fn overlapping_bins<'a>(
+    r: &'a ReferenceIndex,
+    beg: i64,
+    end: i64,
+    min_shift: u32,
+    depth: u32,
+) -> impl Iterator<Item = &'a Bin> + 'a {
     let mut ranges = Vec::new();
     if beg < end {
         let mut shift = min_shift + 3 * depth;
@@ -303,7 +328,9 @@ fn overlapping_bins<'a>(r: &'a ReferenceIndex, beg: i64, end: i64, min_shift: u3
     ranges.into_iter().flat_map(move |(b, e)| {
         let lo = r.lookup.partition_point(|&(id, _)| u64::from(id) < b);
         let hi = r.lookup.partition_point(|&(id, _)| u64::from(id) <= e);
-        r.lookup[lo..hi].iter().filter_map(move |&(_, i)| r.bins.get(i as usize))
+        r.lookup[lo..hi]
+            .iter()
+            .filter_map(move |&(_, i)| r.bins.get(i as usize))
     })
 }
 
@@ -317,7 +344,11 @@ fn bin_at_or_before(r: &ReferenceIndex, start: u32) -> Option<&Bin> {
             return Some(b);
         }
         let first = (bin_parent(bin) << 3) + 1;
-        bin = if bin > first { bin - 1 } else { bin_parent(bin) };
+        bin = if bin > first {
+            bin - 1
+        } else {
+            bin_parent(bin)
+        };
         if bin == 0 {
             return r.bin(0);
         }
@@ -330,7 +361,8 @@ fn bin_at_or_before(r: &ReferenceIndex, start: u32) -> Option<&Bin> {
 /// 32-bit bin arithmetic for huge `end` (a whole-reference query).
 fn max_offset(r: &ReferenceIndex, format: IndexFormat, end: i64) -> u64 {
     let (min_shift, depth) = super::binning::clamp(format.min_shift(), format.depth());
-    let wide = i64::from(bin_first(depth)).wrapping_add((end.wrapping_sub(1) >> min_shift).wrapping_add(1));
+    let wide = i64::from(bin_first(depth))
+        .wrapping_add((end.wrapping_sub(1) >> min_shift).wrapping_add(1));
     let mut bin = wide as i32;
     if bin >= format.bin_count() as i32 {
         bin = 0;
@@ -368,26 +400,55 @@ mod tests {
     fn extreme_arguments_do_not_panic() {
         for format in [
             IndexFormat::Bai,
-            IndexFormat::Csi { min_shift: 14, depth: 0 },
-            IndexFormat::Csi { min_shift: 14, depth: 6 },
-            IndexFormat::Csi { min_shift: 32, depth: 10 },
-            IndexFormat::Csi { min_shift: 0, depth: 10 },
+            IndexFormat::Csi {
+                min_shift: 14,
+                depth: 0,
+            },
+            IndexFormat::Csi {
+                min_shift: 14,
+                depth: 6,
+            },
+            IndexFormat::Csi {
+                min_shift: 32,
+                depth: 10,
+            },
+            IndexFormat::Csi {
+                min_shift: 0,
+                depth: 10,
+            },
         ] {
             let mut b = IndexBuilder::new(format, 2, vo(0, 10));
             let limit = format.max_position();
             b.push(0, 0, 1, vo(0, 100), true).unwrap();
             b.push(0, 5, 10_000, vo(0, 200), false).unwrap();
             b.push(0, limit - 2, limit, vo(90_000, 0), true).unwrap();
-            assert!(b.push(0, limit, limit + 1, vo(90_000, 5), true).is_err() || format.max_position() == i64::MAX);
+            assert!(
+                b.push(0, limit, limit + 1, vo(90_000, 5), true).is_err()
+                    || format.max_position() == i64::MAX
+            );
             let index = b.finish(vo(200_000, 0)).unwrap();
             let back = Index::from_bytes(&index.to_bytes()).unwrap();
             assert_eq!(back, index);
-            let points = [i64::MIN, -1, 0, 1, 16_383, 16_384, limit - 1, limit, i64::MAX - 1, i64::MAX];
+            let points = [
+                i64::MIN,
+                -1,
+                0,
+                1,
+                16_383,
+                16_384,
+                limit - 1,
+                limit,
+                i64::MAX - 1,
+                i64::MAX,
+            ];
             for tid in [0usize, 1, 2, usize::MAX] {
                 for &b in &points {
                     for &e in &points {
                         let chunks = index.query(tid, b, e);
-                        assert!(chunks.windows(2).all(|w| w[0].end <= w[1].start), "{format:?} {b} {e}");
+                        assert!(
+                            chunks.windows(2).all(|w| w[0].end <= w[1].start),
+                            "{format:?} {b} {e}"
+                        );
                     }
                     let _ = index.start_offset(tid, b);
                 }
@@ -395,10 +456,20 @@ mod tests {
                 let _ = index.reference_span(tid);
             }
             // The first record is found from anywhere left of it.
-            assert_eq!(index.query(0, 0, 1).first().map(|c| c.start), Some(vo(0, 10)));
-            assert_eq!(index.query(0, i64::MIN, i64::MAX).first().map(|c| c.start), Some(vo(0, 10)));
+            assert_eq!(
+                index.query(0, 0, 1).first().map(|c| c.start),
+                Some(vo(0, 10))
+            );
+            assert_eq!(
+                index.query(0, i64::MIN, i64::MAX).first().map(|c| c.start),
+                Some(vo(0, 10))
+            );
             let last = index.query(0, limit - 1, limit);
-            assert!(last.iter().any(|c| c.start <= vo(0, 200) && c.end > vo(0, 200)), "{format:?} {last:?}");
+            assert!(
+                last.iter()
+                    .any(|c| c.start <= vo(0, 200) && c.end > vo(0, 200)),
+                "{format:?} {last:?}"
+            );
         }
     }
 }

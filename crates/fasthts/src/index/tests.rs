@@ -70,7 +70,10 @@ fn walk_bam(file: &[u8]) -> Bam {
                 return VirtualOffset::new(c, (p - s) as u16).unwrap();
             }
         }
-        let next = blocks.iter().find(|&&(_, s, l)| s >= p && (l > 0 || s == p)).map(|&(c, _, _)| c);
+        let next = blocks
+            .iter()
+            .find(|&&(_, s, l)| s >= p && (l > 0 || s == p))
+            .map(|&(c, _, _)| c);
         VirtualOffset::new(next.unwrap_or(file_len), 0).unwrap()
     };
     assert_eq!(&data[..4], b"BAM\x01");
@@ -108,9 +111,21 @@ fn walk_bam(file: &[u8]) -> Bam {
         let end = pos + if rlen == 0 { 1 } else { rlen };
         let start = voff(p);
         p += 4 + block_size;
-        records.push(Rec { tid, pos, end, flag, start, stop: voff(p) });
+        records.push(Rec {
+            tid,
+            pos,
+            end,
+            flag,
+            start,
+            stop: voff(p),
+        });
     }
-    Bam { names, header_end, records, final_offset: voff(data.len()) }
+    Bam {
+        names,
+        header_end,
+        records,
+        final_offset: voff(data.len()),
+    }
 }
 
 fn build(bam: &Bam, format: IndexFormat) -> Result<Index, IndexError> {
@@ -145,7 +160,11 @@ fn scan_query(index: &Index, bam: &Bam, tid: usize, beg: i64, end: i64) -> Vec<V
 
 /// The records a correct index must yield for the region.
 fn naive_overlap(bam: &Bam, tid: usize, beg: i64, end: i64) -> Vec<VirtualOffset> {
-    bam.records.iter().filter(|r| r.tid == tid as i32 && r.end > beg.max(0) && end > r.pos).map(|r| r.start).collect()
+    bam.records
+        .iter()
+        .filter(|r| r.tid == tid as i32 && r.end > beg.max(0) && end > r.pos)
+        .map(|r| r.start)
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -158,7 +177,12 @@ fn run(args: &[&str]) -> std::process::Output {
 
 fn run_ok(args: &[&str]) -> Vec<u8> {
     let out = run(args);
-    assert!(out.status.success(), "{:?} failed: {}", args, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{:?} failed: {}",
+        args,
+        String::from_utf8_lossy(&out.stderr)
+    );
     out.stdout
 }
 
@@ -167,7 +191,12 @@ fn run_ok(args: &[&str]) -> Vec<u8> {
 /// CIGARs, and unplaced reads at the end.
 fn make_sam(seed: u64, n_reads: usize, long_ref: bool) -> String {
     let mut rng = Rng::new(seed);
-    let mut refs: Vec<(&str, u64)> = vec![("chr1", 300_000), ("chr2", 120_000), ("empty", 50_000), ("chr4", 2_000)];
+    let mut refs: Vec<(&str, u64)> = vec![
+        ("chr1", 300_000),
+        ("chr2", 120_000),
+        ("empty", 50_000),
+        ("chr4", 2_000),
+    ];
     if long_ref {
         refs.push(("big", 1_000_000_000));
     }
@@ -201,23 +230,35 @@ fn make_sam(seed: u64, n_reads: usize, long_ref: bool) -> String {
         for p in positions {
             id += 1;
             let l = 50 + rng.below(100) as usize;
-            let seq: String = (0..l).map(|_| bases[rng.below(4) as usize] as char).collect();
-            let qual: String = (0..l).map(|_| (b'!' + rng.below(40) as u8) as char).collect();
+            let seq: String = (0..l)
+                .map(|_| bases[rng.below(4) as usize] as char)
+                .collect();
+            let qual: String = (0..l)
+                .map(|_| (b'!' + rng.below(40) as u8) as char)
+                .collect();
             let kind = rng.below(20);
             let (flag, cigar) = match kind {
-                0 => (4, "*".to_string()),                                                    // unmapped, placed
-                1 => (0, format!("{}M{}N{}M", l / 2, 20_000 + rng.below(40_000), l - l / 2)), // long skip
-                2 => (256, format!("{l}M")),                                                  // secondary
-                3 => (0, format!("{l}I")),                                                    // no reference length
+                0 => (4, "*".to_string()), // unmapped, placed
+                1 => (
+                    0,
+                    format!("{}M{}N{}M", l / 2, 20_000 + rng.below(40_000), l - l / 2),
+                ), // long skip
+                2 => (256, format!("{l}M")), // secondary
+                3 => (0, format!("{l}I")), // no reference length
                 4 => (16, format!("5S{}M2D{}M", l / 2 - 5, l - l / 2)),
                 _ => (if rng.below(2) == 0 { 0 } else { 16 }, format!("{l}M")),
             };
-            sam.push_str(&format!("r{id}\t{flag}\t{name}\t{}\t30\t{cigar}\t*\t0\t0\t{seq}\t{qual}\n", p + 1));
+            sam.push_str(&format!(
+                "r{id}\t{flag}\t{name}\t{}\t30\t{cigar}\t*\t0\t0\t{seq}\t{qual}\n",
+                p + 1
+            ));
         }
     }
     for _ in 0..25 {
         id += 1;
-        sam.push_str(&format!("u{id}\t4\t*\t0\t0\t*\t*\t0\t0\tACGTACGTAC\tFFFFFFFFFF\n"));
+        sam.push_str(&format!(
+            "u{id}\t4\t*\t0\t0\t*\t*\t0\t0\tACGTACGTAC\tFFFFFFFFFF\n"
+        ));
     }
     sam
 }
@@ -226,7 +267,15 @@ fn sam_to_bam(dir: &Path, name: &str, sam: &str) -> PathBuf {
     let sam_path = dir.join(format!("{name}.sam"));
     let bam_path = dir.join(format!("{name}.bam"));
     std::fs::write(&sam_path, sam).unwrap();
-    run_ok(&["samtools", "view", "--no-PG", "-b", "-o", bam_path.to_str().unwrap(), sam_path.to_str().unwrap()]);
+    run_ok(&[
+        "samtools",
+        "view",
+        "--no-PG",
+        "-b",
+        "-o",
+        bam_path.to_str().unwrap(),
+        sam_path.to_str().unwrap(),
+    ]);
     bam_path
 }
 
@@ -236,7 +285,14 @@ fn regions(bam: &Bam) -> Vec<(usize, i64, i64)> {
     for (tid, (_, len)) in bam.names.iter().enumerate() {
         let len = *len as i64;
         out.push((tid, 0, i64::MAX));
-        for &(b, e) in &[(0, 1), (0, 16384), (16383, 16385), (100_000, 100_500), (len / 2, len / 2 + 70_000), (len - 10, len)] {
+        for &(b, e) in &[
+            (0, 1),
+            (0, 16384),
+            (16383, 16385),
+            (100_000, 100_500),
+            (len / 2, len / 2 + 70_000),
+            (len - 10, len),
+        ] {
             if b < len {
                 out.push((tid, b, e.min(len)));
             }
@@ -251,7 +307,13 @@ fn regions(bam: &Bam) -> Vec<(usize, i64, i64)> {
 
 /// Builds with our builder and checks against samtools' index for `format`;
 /// returns the index path samtools wrote and ours.
-fn check_against_samtools(dir: &Path, bam_path: &Path, bam: &Bam, format: IndexFormat, samtools_flags: &[&str]) -> (PathBuf, PathBuf) {
+fn check_against_samtools(
+    dir: &Path,
+    bam_path: &Path,
+    bam: &Bam,
+    format: IndexFormat,
+    samtools_flags: &[&str],
+) -> (PathBuf, PathBuf) {
     let ext = format.name();
     let theirs = dir.join(format!("theirs.{}.{ext}", samtools_flags.join("")));
     let mut args = vec!["samtools", "index"];
@@ -264,17 +326,26 @@ fn check_against_samtools(dir: &Path, bam_path: &Path, bam: &Bam, format: IndexF
 
     let ours = build(bam, format).unwrap();
     // Structure, including bin order and the metadata slot.
-    assert_eq!(ours, their_index, "{format:?}: built index differs from samtools'");
+    assert_eq!(
+        ours, their_index,
+        "{format:?}: built index differs from samtools'"
+    );
     // Bytes.
     let their_raw = match format {
         IndexFormat::Bai => their_bytes.clone(),
         IndexFormat::Csi { .. } => crate::bgzf::decompress_all(&their_bytes).unwrap(),
     };
-    assert!(ours.to_raw_bytes() == their_raw, "{format:?}: serialization differs from samtools'");
+    assert!(
+        ours.to_raw_bytes() == their_raw,
+        "{format:?}: serialization differs from samtools'"
+    );
     if format == IndexFormat::Bai {
         assert!(ours.to_bytes() == their_bytes);
     } else {
-        eprintln!("{format:?}: compressed CSI identical to samtools': {}", ours.to_bytes() == their_bytes);
+        eprintln!(
+            "{format:?}: compressed CSI identical to samtools': {}",
+            ours.to_bytes() == their_bytes
+        );
     }
     // Re-reading our own file gives the same index.
     let our_path = dir.join(format!("ours.{}.{ext}", samtools_flags.join("")));
@@ -283,7 +354,11 @@ fn check_against_samtools(dir: &Path, bam_path: &Path, bam: &Bam, format: IndexF
 
     // Our query finds exactly the overlapping records.
     for (tid, b, e) in regions(bam) {
-        assert_eq!(scan_query(&ours, bam, tid, b, e), naive_overlap(bam, tid, b, e), "{format:?} region {tid}:{b}-{e}");
+        assert_eq!(
+            scan_query(&ours, bam, tid, b, e),
+            naive_overlap(bam, tid, b, e),
+            "{format:?} region {tid}:{b}-{e}"
+        );
     }
     let mut rng = Rng::new(0x5eed ^ u64::from(format.min_shift()));
     for _ in 0..300 {
@@ -292,22 +367,41 @@ fn check_against_samtools(dir: &Path, bam_path: &Path, bam: &Bam, format: IndexF
         let b = rng.below(len) as i64;
         let span = if rng.below(2) == 0 { 2_000 } else { 200_000 };
         let e = b + 1 + rng.below(span) as i64;
-        assert_eq!(scan_query(&ours, bam, tid, b, e), naive_overlap(bam, tid, b, e), "{format:?} region {tid}:{b}-{e}");
+        assert_eq!(
+            scan_query(&ours, bam, tid, b, e),
+            naive_overlap(bam, tid, b, e),
+            "{format:?} region {tid}:{b}-{e}"
+        );
     }
     // Scatter helpers are sound lower bounds.
     for (tid, _) in bam.names.iter().enumerate() {
         for (pos, off) in ours.checkpoints(tid) {
-            assert!(bam.records.iter().filter(|r| r.tid == tid as i32 && r.pos >= pos).all(|r| r.start >= off));
+            assert!(bam
+                .records
+                .iter()
+                .filter(|r| r.tid == tid as i32 && r.pos >= pos)
+                .all(|r| r.start >= off));
         }
         for pos in [0i64, 5_000, 16_384, 70_000, 250_000, 900_000_000] {
             if let Some(off) = ours.start_offset(tid, pos) {
-                let recs: Vec<&Rec> = bam.records.iter().filter(|r| r.tid == tid as i32 && r.pos >= pos).collect();
-                assert!(recs.iter().all(|r| r.start >= off), "{format:?} start_offset({tid}, {pos})");
+                let recs: Vec<&Rec> = bam
+                    .records
+                    .iter()
+                    .filter(|r| r.tid == tid as i32 && r.pos >= pos)
+                    .collect();
+                assert!(
+                    recs.iter().all(|r| r.start >= off),
+                    "{format:?} start_offset({tid}, {pos})"
+                );
             }
         }
     }
     if let Some(first_unplaced) = bam.records.iter().find(|r| r.tid < 0) {
-        let expected = if bam.records.iter().any(|r| r.tid >= 0) { Some(first_unplaced.start) } else { None };
+        let expected = if bam.records.iter().any(|r| r.tid >= 0) {
+            Some(first_unplaced.start)
+        } else {
+            None
+        };
         assert_eq!(ours.unplaced_start(), expected);
     }
     (theirs, our_path)
@@ -318,7 +412,11 @@ fn check_against_samtools(dir: &Path, bam_path: &Path, bam: &Bam, format: IndexF
 fn samtools_with(bam_path: &Path, idx: &Path, args: &[&str]) -> Vec<u8> {
     let mut a: Vec<String> = vec!["samtools".to_string()];
     for s in args {
-        a.push(if *s == "BAM" { format!("{}##idx##{}", bam_path.display(), idx.display()) } else { s.to_string() });
+        a.push(if *s == "BAM" {
+            format!("{}##idx##{}", bam_path.display(), idx.display())
+        } else {
+            s.to_string()
+        });
     }
     let refs: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
     run_ok(&refs)
@@ -328,9 +426,17 @@ fn samtools_with(bam_path: &Path, idx: &Path, args: &[&str]) -> Vec<u8> {
 fn samtools_views_agree(bam_path: &Path, bam: &Bam, theirs: &Path, ours: &Path) {
     for (tid, b, e) in regions(bam) {
         let name = &bam.names[tid].0;
-        let region = if e == i64::MAX { name.clone() } else { format!("{name}:{}-{}", b + 1, e) };
+        let region = if e == i64::MAX {
+            name.clone()
+        } else {
+            format!("{name}:{}-{}", b + 1, e)
+        };
         let ours_out = samtools_with(bam_path, ours, &["view", "BAM", &region]);
-        assert_eq!(ours_out, samtools_with(bam_path, theirs, &["view", "BAM", &region]), "samtools view {region}");
+        assert_eq!(
+            ours_out,
+            samtools_with(bam_path, theirs, &["view", "BAM", &region]),
+            "samtools view {region}"
+        );
     }
 }
 
@@ -358,8 +464,20 @@ fn bai_and_csi_match_samtools_on_generated_bam() {
     assert!(bam.records.iter().any(|r| r.tid >= 0 && r.flag & 4 != 0));
     for (format, flags) in [
         (IndexFormat::Bai, vec![]),
-        (IndexFormat::Csi { min_shift: 14, depth: csi_depth(14, 300_000) }, vec!["-c"]),
-        (IndexFormat::Csi { min_shift: 12, depth: csi_depth(12, 300_000) }, vec!["-m", "12"]),
+        (
+            IndexFormat::Csi {
+                min_shift: 14,
+                depth: csi_depth(14, 300_000),
+            },
+            vec!["-c"],
+        ),
+        (
+            IndexFormat::Csi {
+                min_shift: 12,
+                depth: csi_depth(12, 300_000),
+            },
+            vec!["-m", "12"],
+        ),
     ] {
         let (theirs, ours) = check_against_samtools(&dir, &bam_path, &bam, format, &flags);
         samtools_agrees(&dir, &bam_path, &bam, &theirs, &ours);
@@ -376,15 +494,33 @@ fn csi_for_a_reference_longer_than_2_pow_29() {
     let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
     let depth = csi_depth(14, 1_000_000_000);
     assert_eq!(depth, 6);
-    let (theirs, ours) = check_against_samtools(&dir, &bam_path, &bam, IndexFormat::Csi { min_shift: 14, depth }, &["-c"]);
+    let (theirs, ours) = check_against_samtools(
+        &dir,
+        &bam_path,
+        &bam,
+        IndexFormat::Csi {
+            min_shift: 14,
+            depth,
+        },
+        &["-c"],
+    );
     samtools_agrees(&dir, &bam_path, &bam, &theirs, &ours);
 
     // A BAI cannot hold it: samtools refuses, and so do we, with its message.
-    let out = run(&["samtools", "index", "-o", dir.join("x.bai").to_str().unwrap(), bam_path.to_str().unwrap()]);
+    let out = run(&[
+        "samtools",
+        "index",
+        "-o",
+        dir.join("x.bai").to_str().unwrap(),
+        bam_path.to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     let err = build(&bam, IndexFormat::Bai).unwrap_err();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&err.to_string()), "samtools said {stderr:?}, we said {err}");
+    assert!(
+        stderr.contains(&err.to_string()),
+        "samtools said {stderr:?}, we said {err}"
+    );
 }
 
 #[test]
@@ -398,10 +534,19 @@ fn unsorted_input_is_refused_like_samtools() {
                b\t0\tc1\t100\t30\t4M\t*\t0\t0\tACGT\tFFFF\n";
     let bam_path = sam_to_bam(&dir, "uns", sam);
     let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
-    let out = run(&["samtools", "index", "-o", dir.join("x.bai").to_str().unwrap(), bam_path.to_str().unwrap()]);
+    let out = run(&[
+        "samtools",
+        "index",
+        "-o",
+        dir.join("x.bai").to_str().unwrap(),
+        bam_path.to_str().unwrap(),
+    ]);
     assert!(!out.status.success());
     let err = build(&bam, IndexFormat::Bai).unwrap_err();
-    assert_eq!(err.to_string(), "Unsorted positions on sequence #1: 500 followed by 100");
+    assert_eq!(
+        err.to_string(),
+        "Unsorted positions on sequence #1: 500 followed by 100"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains(&err.to_string()));
 }
 
@@ -435,7 +580,13 @@ fn golden_tumour_bam() {
     let bam = walk_bam(&std::fs::read(golden).unwrap());
     for (format, flags) in [
         (IndexFormat::Bai, vec![]),
-        (IndexFormat::Csi { min_shift: 14, depth: csi_depth(14, bam.names.iter().map(|n| n.1).max().unwrap_or(0)) }, vec!["-c"]),
+        (
+            IndexFormat::Csi {
+                min_shift: 14,
+                depth: csi_depth(14, bam.names.iter().map(|n| n.1).max().unwrap_or(0)),
+            },
+            vec!["-c"],
+        ),
     ] {
         let (theirs, ours) = check_against_samtools(&dir, golden, &bam, format, &flags);
         samtools_agrees(&dir, golden, &bam, &theirs, &ours);
@@ -446,18 +597,32 @@ fn golden_tumour_bam() {
 fn idxstats_without_metadata_and_count() {
     // An index with no pseudo-bins and no n_no_coor (as very old samtools
     // wrote): samtools 1.16 prints zeros.
-    let r =
-        ReferenceIndex::new(vec![Bin { id: 4681, loffset: 0.into(), chunks: vec![Chunk::new(5.into(), 9.into())] }], vec![5.into()], None);
+    let r = ReferenceIndex::new(
+        vec![Bin {
+            id: 4681,
+            loffset: 0.into(),
+            chunks: vec![Chunk::new(5.into(), 9.into())],
+        }],
+        vec![5.into()],
+        None,
+    );
     let index = Index::new(IndexFormat::Bai, vec![r], None);
     let back = Index::from_bytes(&index.to_bytes()).unwrap();
     assert_eq!(back.n_no_coor(), None);
-    assert_eq!(idxstats(&back, &[("a", 10u64), ("b", 20)]), "a\t10\t0\t0\nb\t20\t0\t0\n*\t0\t0\t0\n");
+    assert_eq!(
+        idxstats(&back, &[("a", 10u64), ("b", 20)]),
+        "a\t10\t0\t0\nb\t20\t0\t0\n*\t0\t0\t0\n"
+    );
 }
 
 /// Strips the metadata pseudo-bins and the trailing count, as indexes from
 /// very old samtools lack them.
 fn strip_metadata(index: &Index) -> Index {
-    let refs = index.references().iter().map(|r| ReferenceIndex::new(r.bins().to_vec(), r.linear_index().to_vec(), None)).collect();
+    let refs = index
+        .references()
+        .iter()
+        .map(|r| ReferenceIndex::new(r.bins().to_vec(), r.linear_index().to_vec(), None))
+        .collect();
     Index::new(index.format(), refs, None)
 }
 
@@ -469,20 +634,38 @@ fn index_without_metadata_behaves_like_samtools() {
     let dir = tmp.0.clone();
     let bam_path = sam_to_bam(&dir, "nm", &make_sam(23, 6_000, false));
     let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
-    for (format, flags) in [(IndexFormat::Bai, vec![]), (IndexFormat::Csi { min_shift: 14, depth: csi_depth(14, 300_000) }, vec!["-c"])] {
+    for (format, flags) in [
+        (IndexFormat::Bai, vec![]),
+        (
+            IndexFormat::Csi {
+                min_shift: 14,
+                depth: csi_depth(14, 300_000),
+            },
+            vec!["-c"],
+        ),
+    ] {
         let (theirs, _) = check_against_samtools(&dir, &bam_path, &bam, format, &flags);
         let stripped = strip_metadata(&Index::from_path(&theirs).unwrap());
         let path = dir.join(format!("stripped.{}", format.name()));
         stripped.write_to_path(&path).unwrap();
         // Queries take htslib's "may hold unmapped reads" path: still exact.
         for (tid, b, e) in regions(&bam) {
-            assert_eq!(scan_query(&stripped, &bam, tid, b, e), naive_overlap(&bam, tid, b, e), "{format:?} {tid}:{b}-{e}");
+            assert_eq!(
+                scan_query(&stripped, &bam, tid, b, e),
+                naive_overlap(&bam, tid, b, e),
+                "{format:?} {tid}:{b}-{e}"
+            );
         }
         // samtools view gives the same with it; idxstats prints zeros, as ours does.
         samtools_views_agree(&bam_path, &bam, &theirs, &path);
         let stats = samtools_with(&bam_path, &path, &["idxstats", "BAM"]);
-        assert_eq!(String::from_utf8(stats).unwrap(), idxstats(&stripped, &bam.names));
-        assert!(idxstats(&stripped, &bam.names).lines().all(|l| l.ends_with("\t0\t0")));
+        assert_eq!(
+            String::from_utf8(stats).unwrap(),
+            idxstats(&stripped, &bam.names)
+        );
+        assert!(idxstats(&stripped, &bam.names)
+            .lines()
+            .all(|l| l.ends_with("\t0\t0")));
     }
 }
 
@@ -495,9 +678,21 @@ fn fixture(name: &str) -> PathBuf {
 #[test]
 fn samtools_fixtures_read_and_rebuild() {
     let cases: [(&str, &str, Option<&str>); 4] = [
-        ("small.bam", "small.bam.bai", Some("chr1\t200000\t54\t6\nempty\t5000\t0\t0\nchr3\t40000\t10\t0\n*\t0\t0\t3\n")),
-        ("small.bam", "small.bam.csi", Some("chr1\t200000\t54\t6\nempty\t5000\t0\t0\nchr3\t40000\t10\t0\n*\t0\t0\t3\n")),
-        ("long.bam", "long.bam.csi", Some("short\t1000\t1\t0\nlong\t1000000000\t6\t0\n*\t0\t0\t1\n")),
+        (
+            "small.bam",
+            "small.bam.bai",
+            Some("chr1\t200000\t54\t6\nempty\t5000\t0\t0\nchr3\t40000\t10\t0\n*\t0\t0\t3\n"),
+        ),
+        (
+            "small.bam",
+            "small.bam.csi",
+            Some("chr1\t200000\t54\t6\nempty\t5000\t0\t0\nchr3\t40000\t10\t0\n*\t0\t0\t3\n"),
+        ),
+        (
+            "long.bam",
+            "long.bam.csi",
+            Some("short\t1000\t1\t0\nlong\t1000000000\t6\t0\n*\t0\t0\t1\n"),
+        ),
         ("long.bam", "long.m12.csi", None),
     ];
     for (bam_name, idx_name, stats) in cases {
@@ -509,21 +704,54 @@ fn samtools_fixtures_read_and_rebuild() {
         }
         let ours = build(&bam, theirs.format()).unwrap();
         assert_eq!(ours, theirs, "{idx_name}");
-        let raw = if theirs.format() == IndexFormat::Bai { bytes.clone() } else { crate::bgzf::decompress_all(&bytes).unwrap() };
+        let raw = if theirs.format() == IndexFormat::Bai {
+            bytes.clone()
+        } else {
+            crate::bgzf::decompress_all(&bytes).unwrap()
+        };
         assert!(ours.to_raw_bytes() == raw, "{idx_name}");
         for (tid, b, e) in regions(&bam) {
-            assert_eq!(scan_query(&ours, &bam, tid, b, e), naive_overlap(&bam, tid, b, e), "{idx_name} {tid}:{b}-{e}");
+            assert_eq!(
+                scan_query(&ours, &bam, tid, b, e),
+                naive_overlap(&bam, tid, b, e),
+                "{idx_name} {tid}:{b}-{e}"
+            );
         }
     }
     // The long reference needs a CSI: the format and depth samtools chose.
     let long = Index::from_path(fixture("long.bam.csi")).unwrap();
-    assert_eq!(long.format(), IndexFormat::Csi { min_shift: 14, depth: csi_depth(14, 1_000_000_000) });
+    assert_eq!(
+        long.format(),
+        IndexFormat::Csi {
+            min_shift: 14,
+            depth: csi_depth(14, 1_000_000_000)
+        }
+    );
     let m12 = Index::from_path(fixture("long.m12.csi")).unwrap();
-    assert_eq!(m12.format(), IndexFormat::Csi { min_shift: 12, depth: csi_depth(12, 1_000_000_000) });
+    assert_eq!(
+        m12.format(),
+        IndexFormat::Csi {
+            min_shift: 12,
+            depth: csi_depth(12, 1_000_000_000)
+        }
+    );
     let small = Index::from_path(fixture("small.bam.csi")).unwrap();
-    assert_eq!(small.format(), IndexFormat::Csi { min_shift: 14, depth: csi_depth(14, 200_000) });
-    let err = build(&walk_bam(&std::fs::read(fixture("long.bam")).unwrap()), IndexFormat::Bai).unwrap_err();
-    assert_eq!(err.to_string(), "Region 599999999..600000019 cannot be stored in a bai index. Try using a csi index");
+    assert_eq!(
+        small.format(),
+        IndexFormat::Csi {
+            min_shift: 14,
+            depth: csi_depth(14, 200_000)
+        }
+    );
+    let err = build(
+        &walk_bam(&std::fs::read(fixture("long.bam")).unwrap()),
+        IndexFormat::Bai,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Region 599999999..600000019 cannot be stored in a bai index. Try using a csi index"
+    );
 }
 
 /// A larger check on any sorted BAM: `FASTHTS_INDEX_TEST_BAM=x.bam cargo test
@@ -542,11 +770,18 @@ fn external_bam_matches_samtools() {
     let dir = tmp.0.clone();
     let bam_path = PathBuf::from(path);
     let bam = walk_bam(&std::fs::read(&bam_path).unwrap());
-    let min_shift_arg = std::env::var("FASTHTS_INDEX_TEST_MIN_SHIFT").unwrap_or_else(|_| "14".into());
+    let min_shift_arg =
+        std::env::var("FASTHTS_INDEX_TEST_MIN_SHIFT").unwrap_or_else(|_| "14".into());
     let (format, flags) = if std::env::var("FASTHTS_INDEX_TEST_CSI").is_ok() {
         let max = bam.names.iter().map(|n| n.1).max().unwrap_or(0);
         let min_shift: u32 = min_shift_arg.parse().unwrap();
-        (IndexFormat::Csi { min_shift, depth: csi_depth(min_shift, max) }, vec!["-m", min_shift_arg.as_str()])
+        (
+            IndexFormat::Csi {
+                min_shift,
+                depth: csi_depth(min_shift, max),
+            },
+            vec!["-m", min_shift_arg.as_str()],
+        )
     } else {
         (IndexFormat::Bai, vec![])
     };
@@ -568,5 +803,10 @@ fn builder_throughput() {
         n += build(&bam, IndexFormat::Bai).unwrap().references().len();
     }
     let dt = t.elapsed().as_secs_f64() / 10.0;
-    eprintln!("{} records: {:.1} ms per build, {:.0} M records/s ({n})", bam.records.len(), dt * 1e3, bam.records.len() as f64 / dt / 1e6);
+    eprintln!(
+        "{} records: {:.1} ms per build, {:.0} M records/s ({n})",
+        bam.records.len(),
+        dt * 1e3,
+        bam.records.len() as f64 / dt / 1e6
+    );
 }

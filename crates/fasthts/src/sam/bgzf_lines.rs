@@ -111,8 +111,8 @@ impl<'a> BgzfSamReader<'a> {
             if let Err(source) = encode_record_with(line, &self.sam_header.names, &mut record, Positions::Unread) {
                 return Err(E::from(SamError::Record { line: self.line_no, name: qname_of(line), source }));
             }
-            let rec =
-                RecordRef::new(&record[4..], n_ref).map_err(|defect| E::from(SamError::InvalidRecord { line: self.line_no, defect }))?;
+            let rec = RecordRef::new(&record[4..], n_ref)
+                .map_err(|defect| E::from(SamError::InvalidRecord { line: self.line_no, defect }))?;
             // A placed record at -1 had a POS past 2^31: read it again from the text.
             let pos = match (rec.ref_id(), rec.pos()) {
                 (0.., -1) => line.split(|&c| c == b'\t').nth(3).and_then(parse_i64).map_or(-1, |p| p - 1),

@@ -21,6 +21,7 @@ use crate::Error;
 use std::io::Write;
 use std::ops::Range;
 
+
 /// Two ASCII bases per sequence byte, as htslib's `nibble2base`.
 static BASE_PAIRS: [[u8; 2]; 256] = {
     const CODES: &[u8; 16] = b"=ACMGRSVTWYHKDBN";

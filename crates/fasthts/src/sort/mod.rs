@@ -404,13 +404,8 @@ pub fn sort_input<W: Write>(input: &mut crate::input::Input, path: &Path, opts: 
             sort_records_with(&header, opts, out, wide, |push| {
                 // The sort's own errors (writing runs, the output) name their files.
                 let mut sorting_failed = false;
-                sam.for_each_record(|r| push(&r).inspect_err(|_| sorting_failed = true)).map_err(|e: Error| {
-                    if sorting_failed {
-                        e
-                    } else {
-                        e.with_path(path)
-                    }
-                })
+                sam.for_each_record(|r| push(&r).inspect_err(|_| sorting_failed = true))
+                    .map_err(|e: Error| if sorting_failed { e } else { e.with_path(path) })
             })
         }
         crate::input::Input::Cram(cram) => {

@@ -40,15 +40,7 @@ mod ffi {
             }
         )*};
     }
-    opaque!(
-        rocksdb_t,
-        rocksdb_options_t,
-        rocksdb_comparator_t,
-        rocksdb_writeoptions_t,
-        rocksdb_writebatch_t,
-        rocksdb_readoptions_t,
-        rocksdb_iterator_t
-    );
+    opaque!(rocksdb_t, rocksdb_options_t, rocksdb_comparator_t, rocksdb_writeoptions_t, rocksdb_writebatch_t, rocksdb_readoptions_t, rocksdb_iterator_t);
 
     pub type CompareFn = unsafe extern "C" fn(*mut c_void, *const c_char, usize, *const c_char, usize) -> c_int;
 
@@ -106,8 +98,7 @@ const BATCH_BYTES: usize = 1 << 20;
 /// The order of two keys: the sort key, then what the order compares
 /// beyond it (as the native merge does), then input position.
 fn key_order(cmp: &Comparator, a: &[u8], b: &[u8]) -> Ordering {
-    a[..16]
-        .cmp(&b[..16])
+    a[..16].cmp(&b[..16])
         .then_with(|| cmp.compare(&RecordRef::new_prevalidated(&a[PREFIX + 4..]), &RecordRef::new_prevalidated(&b[PREFIX + 4..])))
         .then_with(|| a[16..PREFIX].cmp(&b[16..PREFIX]))
 }
@@ -175,8 +166,7 @@ impl Db {
             let comparator = if matches!(cmp.order(), SortOrder::Coordinate | SortOrder::Minimiser { .. }) {
                 std::ptr::null_mut()
             } else {
-                let c =
-                    ffi::rocksdb_comparator_create((cmp as *const Comparator).cast_mut().cast(), no_destructor, compare, comparator_name);
+                let c = ffi::rocksdb_comparator_create((cmp as *const Comparator).cast_mut().cast(), no_destructor, compare, comparator_name);
                 ffi::rocksdb_options_set_comparator(options, c);
                 c
             };
@@ -201,15 +191,7 @@ impl Db {
             let write_options = ffi::rocksdb_writeoptions_create();
             // The database is thrown away after the sort: no log to replay.
             ffi::rocksdb_writeoptions_disable_WAL(write_options, 1);
-            let mut db = Db {
-                db: std::ptr::null_mut(),
-                options,
-                comparator,
-                write_options,
-                batch: ffi::rocksdb_writebatch_create(),
-                batch_bytes: 0,
-                dir,
-            };
+            let mut db = Db { db: std::ptr::null_mut(), options, comparator, write_options, batch: ffi::rocksdb_writebatch_create(), batch_bytes: 0, dir };
             let mut err = std::ptr::null_mut();
             db.db = ffi::rocksdb_open(options, name.as_ptr(), &mut err);
             take_error(err, "open")?;

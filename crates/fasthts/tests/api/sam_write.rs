@@ -6,8 +6,8 @@
 //! synthetic SAM full of edge cases (floats of every magnitude, arrays of
 //! every subtype, missing fields, a CIGAR of 70,000 operations).
 
-use fasthts::bam::{BamFile, RecordRef};
 use fasthts::sam::{format_record, format_records_parallel, SamWriter};
+use fasthts::bam::{BamFile, RecordRef};
 use fasthts_testgen::rng::Rng;
 use fasthts_testgen::support::*;
 use std::path::Path;

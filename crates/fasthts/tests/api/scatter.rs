@@ -41,13 +41,7 @@ fn every_record_once_whatever_the_plan_and_threads() {
         let formats = [IndexFormat::Bai, IndexFormat::Csi { min_shift: 14, depth: 0 }, IndexFormat::Csi { min_shift: 12, depth: 0 }];
         for format in formats {
             let Ok(index) = fasthts::indexer::build(&bam, format) else { continue };
-            for plan in [
-                Plan::Windows(20_000),
-                Plan::Windows(1_000_000),
-                Plan::Windows(u64::MAX),
-                Plan::BalancedBytes(1),
-                Plan::BalancedBytes(20_000),
-            ] {
+            for plan in [Plan::Windows(20_000), Plan::Windows(1_000_000), Plan::Windows(u64::MAX), Plan::BalancedBytes(1), Plan::BalancedBytes(20_000)] {
                 for threads in [1, 3] {
                     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
                     let parts = pool.install(|| names_by_region(&bam, &index, plan, false, 0));

@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::io::Write;
 
+
 /// Exact-sites contig matching: the BAM contig with the VCF's name, else
 /// (when there is none) the one with the name with its leading `chr`
 /// removed, or with `chr` added when it has none. Case-sensitive. -1 when
