@@ -1,16 +1,20 @@
-"""CRAM through fasthts.AlignmentFile (region queries on the .crai) and
-fasthts.dask, against pysam and the single-machine results: CRAM 3.0 and
-3.1 of the golden BAMs in small containers (regions span several), the
-reference given or found by @SQ UR, a CRAM without .crai."""
+"""CRAM through fasthts.AlignmentFile (region queries on the .crai),
+fasthts.BamFile and fasthts.dask, against pysam, the BAM the CRAM was made
+from and the single-machine results: CRAM 2.1, 3.0 and 3.1 of the golden
+BAMs in small containers (regions span several), the reference given or
+found by @SQ UR or embedded, multi-reference slices, unmapped-only, a CRAM
+without .crai."""
 
 import os
+import pickle
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 import fasthts
-from conftest import require_module, require_tool
+from conftest import require, require_module, require_tool, target_dir
 
 pysam = require_module("pysam")
 
@@ -135,10 +139,208 @@ def test_dask_functions_on_cram(crams, golden, tmp_path):
         cluster.close()
 
 
-def test_bamfile_refuses_cram_in_one_line(crams):
-    """BamFile is the memory-mapped BAM reader (virtual offsets, BGZF
-    regions): a CRAM is refused, pointing at AlignmentFile."""
-    path = str(crams["3.0"])
-    with pytest.raises(fasthts.Error, match="AlignmentFile reads CRAM") as e:
-        fasthts.BamFile(path)
-    assert str(e.value).startswith(path + ": ") and "\n" not in str(e.value)
+def m_cigar(cigar):
+    """`cigar` with = and X written as M: CRAM keeps matches only as M
+    (samtools view of a CRAM shows them so)."""
+    out = []
+    for op, n in cigar:
+        op = 0 if op in (7, 8) else op
+        if out and out[-1][0] == op:
+            out[-1] = (op, out[-1][1] + n)
+        else:
+            out.append((op, n))
+    return out
+
+
+def record_fields(r):
+    """A `Record`'s fields as a CRAM keeps them: tags as a set (a CRAM gives
+    MD, NM and RG in another order, as samtools view of it does), = and X
+    as M."""
+    return (r.name, r.flag, r.tid, r.pos, r.end, r.mapq, m_cigar(r.cigar), r.seq, r.qual, r.mate_tid, r.mate_pos, r.tlen,
+            sorted(r.tags))
+
+
+def same_columns(want, got, what):
+    assert want.keys() == got.keys(), what
+    for k in want:
+        assert want[k].dtype == got[k].dtype, (what, k)
+        assert np.array_equal(want[k], got[k]), (what, k)
+
+
+def cram_of(bam, out, ref, *options):
+    samtools = require_tool("samtools", "samtools")
+    args = [samtools, "view", "-C", "-T", str(ref), "-o", str(out)]
+    for o in options:
+        args += ["--output-fmt-option", o]
+    subprocess.run(args + [str(bam)], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """Generated reads as sorted BAMs with their FASTAs: `many` (60 small
+    references: multi-reference slices; mates on other references,
+    unmapped reads), `unmapped` (no mapped read at all)."""
+    samtools = require_tool("samtools", "samtools")
+    tg = target_dir() / "release" / "fasthts-testgen"
+    require(tg.is_file(), f"{tg} (cargo build --release -p fasthts-testgen)")
+    d = tmp_path_factory.mktemp("bamfile-cram")
+    out = {}
+    for name, extra in (("many", ["--refs", "60", "--ref-len", "10000", "--reads", "2000"]),
+                        ("unmapped", ["--refs", "3", "--ref-len", "60000", "--reads", "500", "--no-mapped"])):
+        fasta = d / f"{name}.fa"
+        sam = subprocess.run([str(tg), "-q", "--seed", "22", *extra, "--reference-fasta", str(fasta)],
+                             check=True, capture_output=True).stdout
+        (d / f"{name}.sam").write_bytes(sam)
+        subprocess.run([samtools, "faidx", str(fasta)], check=True)
+        bam = d / f"{name}.bam"
+        subprocess.run([samtools, "view", "-b", "-o", str(bam), str(d / f"{name}.sam")], check=True)
+        subprocess.run([samtools, "index", str(bam)], check=True)
+        out[name] = (bam, fasta)
+    return out
+
+
+def check_like_bam(bam_path, cram_path, reference=None, regions=()):
+    """`BamFile` on the CRAM gives the BAM's plan tiling, columns (whole
+    file, every planned region and `regions`, at 1 and 2 threads), fetch
+    and count."""
+    bam = fasthts.BamFile(str(bam_path))
+    cram = fasthts.BamFile(str(cram_path), reference=None if reference is None else str(reference))
+    assert cram.is_cram and not bam.is_cram
+    assert cram.references == bam.references
+    regions = list(regions) + cram.plan(region_bytes=1) + cram.plan(window=7000) + bam.plan(window=7000)
+    for threads in (1, 2):
+        whole = bam.columns(threads=threads)
+        same_columns(whole, cram.columns(threads=threads), ("whole file", threads))
+        for r in regions:
+            same_columns(bam.columns(r, threads=threads), cram.columns(r, threads=threads), (str(r), threads))
+        for want, got in zip(bam.columns_many(regions, threads=threads), cram.columns_many(regions, threads=threads)):
+            same_columns(want, got, "columns_many")
+    # A plan tiles the file: every record once.
+    for plan in (cram.plan(), cram.plan(region_bytes=1), cram.plan(window=5000)):
+        assert sum(len(cram.columns(r)["pos"]) for r in plan) == len(whole["pos"])
+    assert [record_fields(r) for r in cram.fetch()] == [record_fields(r) for r in bam.fetch()]
+    for r in regions[:12]:
+        for overlap in (False, True):
+            want = [record_fields(x) for x in bam.fetch(r, overlap=overlap)]
+            assert [record_fields(x) for x in cram.fetch(r, overlap=overlap)] == want, (str(r), overlap)
+    return whole
+
+
+@pytest.mark.parametrize("version", ["2.1", "3.0", "3.1"])
+def test_bamfile_on_cram_equals_the_bam(golden, tmp_path, version):
+    ref = golden / "ref.fa"
+    cram = cram_of(golden / "normal.bam", tmp_path / "n.cram", ref, f"version={version}", "seqs_per_slice=300")
+    subprocess.run([require_tool("samtools", "samtools"), "index", str(cram)], check=True)
+    regions = ["I:1000-9000", "II", ("II", 30000, None), "X:20001-40000", ("MtDNA", 0, 10), "*", ("I", 5000, 5100)]
+    whole = check_like_bam(golden / "normal.bam", cram, ref, regions)
+    assert len(whole["pos"]) > 40000
+    # The reference found by @SQ UR, as samtools finds it.
+    assert np.array_equal(fasthts.BamFile(str(cram)).columns("X")["pos"], fasthts.BamFile(str(golden / "normal.bam")).columns("X")["pos"])
+
+
+def test_bamfile_on_multi_reference_embedded_and_unmapped_crams(generated, tmp_path):
+    bam, fasta = generated["many"]
+    multi = cram_of(bam, tmp_path / "multi.cram", fasta, "seqs_per_slice=300")
+    subprocess.run(["samtools", "index", str(multi)], check=True)
+    lines = subprocess.run(["gzip", "-dc", str(multi) + ".crai"], check=True, capture_output=True, text=True).stdout.splitlines()
+    slices = [tuple(line.split("\t")[3:5]) for line in lines]
+    assert len(set(slices)) < len(slices), "no multi-reference slice made: the case tests nothing"
+    check_like_bam(bam, multi, fasta, ["chr1:1-5000", "chr2", "*"])
+    # Embedded reference: no FASTA needed (the file's UR points to one
+    # that is gone); read without a .crai, which is made in memory.
+    gone = tmp_path / "gone.fa"
+    shutil.copy(fasta, gone)
+    shutil.copy(str(fasta) + ".fai", str(gone) + ".fai")
+    embedded = cram_of(bam, tmp_path / "embedded.cram", gone, "embed_ref=1", "seqs_per_slice=200")
+    gone.unlink()
+    check_like_bam(bam, embedded, None, ["chr2:100-3000", "*"])
+    assert not fasthts.BamFile(str(embedded)).has_index
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("embedded")) == ["embedded.cram"]
+    ubam, ufasta = generated["unmapped"]
+    unmapped = cram_of(ubam, tmp_path / "unmapped.cram", ufasta, "seqs_per_slice=100")
+    whole = check_like_bam(ubam, unmapped, ufasta, ["*"])
+    assert len(whole["pos"]) > 0 and (whole["tid"] == -1).all()
+
+
+def test_bamfile_cram_errors_name_the_path(golden, tmp_path):
+    # A reference that is gone (the file's UR names it): opening reads
+    # the header only; reading records says which contig lacks it.
+    ref = tmp_path / "ref.fa"
+    shutil.copy(golden / "ref.fa", ref)
+    cram = cram_of(golden / "normal.bam", tmp_path / "n.cram", ref)
+    ref.unlink()
+    f = fasthts.BamFile(str(cram))
+    for call in (lambda: f.columns(), lambda: f.columns("I:1-1000"), lambda: list(f.fetch())):
+        with pytest.raises(fasthts.Error, match="reference sequence of contig I not found") as e:
+            call()
+        assert str(e.value).startswith(str(cram) + ": ") and "\n" not in str(e.value)
+    # A wrong FASTA given: its MD5 does not match.
+    other = tmp_path / "other.fa"
+    other.write_text(">I\n" + "ACGT" * 15000 + "\n")
+    with pytest.raises(fasthts.Error, match="does not match") as e:
+        fasthts.BamFile(str(cram), reference=str(other)).columns()
+    assert str(e.value).startswith(str(cram) + ": ")
+    # An index given that is missing, or not an index.
+    with pytest.raises(FileNotFoundError):
+        fasthts.BamFile(str(cram), index=str(tmp_path / "none.crai"), reference=str(golden / "ref.fa"))
+    (tmp_path / "bad.crai").write_bytes(b"not an index")
+    with pytest.raises(fasthts.Error, match="cannot load the CRAM index") as e:
+        fasthts.BamFile(str(cram), index=str(tmp_path / "bad.crai"), reference=str(golden / "ref.fa"))
+    assert "\n" not in str(e.value)
+    # Both reference keywords, naming different files.
+    with pytest.raises(ValueError, match="reference"):
+        fasthts.BamFile(str(cram), reference=str(golden / "ref.fa"), reference_filename=str(other))
+    # An unknown contig, as on a BAM.
+    with pytest.raises(ValueError):
+        fasthts.BamFile(str(cram), reference=str(golden / "ref.fa")).columns("nosuch")
+    # A CRAM not sorted by position has no regions; its whole file reads.
+    samtools = require_tool("samtools", "samtools")
+    shuffled = tmp_path / "shuffled.sam"
+    lines = subprocess.run([samtools, "view", "-h", str(golden / "normal.bam")], check=True, capture_output=True, text=True).stdout.splitlines()
+    head = [line for line in lines if line.startswith("@")]
+    shuffled.write_text("\n".join(head + lines[len(head):][::-1]) + "\n")
+    unsorted = cram_of(shuffled, tmp_path / "unsorted.cram", golden / "ref.fa")
+    u = fasthts.BamFile(str(unsorted), reference=str(golden / "ref.fa"))
+    assert len(u.columns()["pos"]) == len(lines) - len(head)
+    with pytest.raises(fasthts.Error) as e:
+        u.columns("I")
+    assert str(unsorted) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_bamfile_cram_pickles_with_its_reference(crams, golden):
+    f = fasthts.BamFile(str(crams["3.0"]), reference_filename=str(golden / "ref.fa"))
+    g = pickle.loads(pickle.dumps(f))
+    assert g.is_cram and g.path == f.path
+    same_columns(f.columns("II"), g.columns("II"), "pickled")
+    rows = fasthts.scatter(f, None, lambda r, c: len(c["pos"]))
+    assert sum(rows) == len(f.columns()["pos"])
+
+
+def test_snp_pileup_on_crams_with_reference(golden, tmp_path):
+    """fasthts.snp_pileup and fasthts.dask.snp_pileup with reference=, on
+    CRAMs whose @SQ UR leads nowhere, indexed and not: FACETS' output."""
+    ref = tmp_path / "ref.fa"
+    shutil.copy(golden / "ref.fa", ref)
+    normal = cram_of(golden / "normal.bam", tmp_path / "normal.cram", ref, "version=3.1")
+    tumour = cram_of(golden / "tumour.bam", tmp_path / "tumour.cram", ref, "version=2.1")
+    subprocess.run(["samtools", "index", str(normal)], check=True)
+    ref.unlink()
+    want = (golden / "out/default.csv").read_bytes()
+    sites, bams = str(golden / "sites.vcf.gz"), [str(normal), str(tumour)]
+    with pytest.raises(fasthts.Error, match="reference sequence of contig"):
+        fasthts.snp_pileup(sites, str(tmp_path / "none.csv"), bams)
+    assert not (tmp_path / "none.csv").exists()
+    fasthts.snp_pileup(sites, str(tmp_path / "a.csv"), bams, reference=str(golden / "ref.fa"))
+    assert (tmp_path / "a.csv").read_bytes() == want
+    distributed = require_module("distributed")
+    import fasthts.dask as fdask
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    try:
+        fdask.snp_pileup(client, sites, str(tmp_path / "d.csv"), bams, tasks=4, reference=golden / "ref.fa")
+        assert (tmp_path / "d.csv").read_bytes() == want
+    finally:
+        client.close()
+        cluster.close()

@@ -25,8 +25,8 @@ fn read_counts(s: &str) -> Result<String, String> {
 /// allele, the alternate allele, another base or a deletion (FACETS snp-pileup).
 #[derive(Args)]
 #[command(after_help = "Output: CSV with columns Chromosome,Position,Ref,Alt,File1R,File1A,File1E,File1D,... \
-identical to FACETS snp-pileup. BAMs must be coordinate-sorted and indexed (fasthts index); CRAMs \
-too (.crai), their reference found as FACETS' htslib finds it (REF_PATH/REF_CACHE by @SQ M5, else \
+identical to FACETS snp-pileup. BAMs and CRAMs must be coordinate-sorted; one without its index \
+(.bai/.csi, .crai) is indexed in memory first. A CRAM's reference is found as FACETS' htslib finds it (REF_PATH/REF_CACHE by @SQ M5, else \
 @SQ UR) or given with --reference.
 
 Examples:
@@ -89,7 +89,7 @@ pub struct SnpPileupArgs {
     /// The CSV to write (must not exist; .gz is added with -g).
     #[arg(value_name = "OUTPUT")]
     pub output: PathBuf,
-    /// Coordinate-sorted, indexed BAMs or CRAMs: the columns File1..., in this order.
+    /// Coordinate-sorted BAMs or CRAMs (indexed or not): the columns File1..., in this order.
     #[arg(value_name = "BAM", required = true)]
     pub bams: Vec<PathBuf>,
 }

@@ -1,6 +1,8 @@
 //! `BamFile`, `Region`, `Record`: a memory-mapped BAM, its regions, its
 //! records as objects, and a region's records as columns.
 
+use crate::alignment::Source;
+use crate::cram_file::{starts_in, CramFile};
 use crate::{err, run_detached, threads_arg, to_py, with_threads, FsPath};
 use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
 use fasthts::bgzf::VirtualOffset;
@@ -239,40 +241,114 @@ fn region_triple(obj: &Bound<'_, PyAny>) -> PyResult<Option<(Option<String>, Opt
     Ok(Some((contig, bound(&start, "start")?, bound(&end, "end")?)))
 }
 
-/// A BAM file, memory-mapped, with its index.
+/// A BAM file, memory-mapped, with its index; or a CRAM file, decoded by
+/// htslib (`crate::cram_file`), with the same API.
 #[pyclass(frozen, subclass, module = "fasthts._fasthts")]
 pub struct BamFile {
-    pub(crate) shared: Arc<Shared>,
+    opened: Opened,
+}
+
+/// What a `BamFile` reads.
+enum Opened {
+    Bam(Arc<Shared>),
+    Cram(Arc<CramFile>),
+}
+
+impl BamFile {
+    fn names(&self) -> &Arc<Vec<String>> {
+        match &self.opened {
+            Opened::Bam(sh) => &sh.names,
+            Opened::Cram(c) => &c.names,
+        }
+    }
+
+    fn header(&self) -> &fasthts::bam::Header {
+        match &self.opened {
+            Opened::Bam(sh) => sh.bam.header(),
+            Opened::Cram(c) => c.header(),
+        }
+    }
+
+    fn file_path(&self) -> &Path {
+        match &self.opened {
+            Opened::Bam(sh) => sh.bam.path(),
+            Opened::Cram(c) => c.path(),
+        }
+    }
+
+    /// The truncation warning of every call that reads (see `eof_check`).
+    fn eof_check(&self, py: Python<'_>) -> PyResult<()> {
+        match &self.opened {
+            Opened::Bam(sh) => eof_check(py, &sh.bam),
+            Opened::Cram(c) => {
+                let w = crate::Warnings::default();
+                c.warn_if_truncated(&w);
+                w.issue(py)
+            }
+        }
+    }
+}
+
+/// The FASTA of a CRAM: `reference=`, or pysam's name for it,
+/// `reference_filename=` (not both, unless the same).
+fn reference_arg(reference: Option<FsPath>, reference_filename: Option<FsPath>) -> PyResult<Option<PathBuf>> {
+    match (reference.map(|p| p.0), reference_filename.map(|p| p.0)) {
+        (Some(a), Some(b)) if a != b => {
+            Err(PyValueError::new_err("give the reference once: reference= and reference_filename= name different files"))
+        }
+        (a, b) => Ok(a.or(b)),
+    }
 }
 
 #[pymethods]
 impl BamFile {
     #[new]
-    #[pyo3(signature = (path, index=None))]
-    fn new(py: Python<'_>, path: FsPath, index: Option<FsPath>) -> PyResult<Self> {
+    #[pyo3(signature = (path, index=None, reference=None, reference_filename=None))]
+    fn new(
+        py: Python<'_>,
+        path: FsPath,
+        index: Option<FsPath>,
+        reference: Option<FsPath>,
+        reference_filename: Option<FsPath>,
+    ) -> PyResult<Self> {
         let index = index.map(|p| p.0);
-        let shared = run_detached(py, |w| {
+        let reference = reference_arg(reference, reference_filename)?;
+        let opened = run_detached(py, |w| {
+            let peeked = fasthts::input::peek(&path)?;
+            if peeked.format() == fasthts::input::Format::Cram && peeked.is_regular_file() {
+                drop(peeked);
+                let c = CramFile::open(&path, index.clone(), reference.clone())?;
+                c.warn_if_truncated(w);
+                return Ok(Opened::Cram(Arc::new(c)));
+            }
+            drop(peeked);
             let shared = Shared::open(&path, index.clone())?;
             warn_if_truncated(&shared.bam, w);
             // An index given is loaded now: a missing or foreign one fails here.
             if index.is_some() {
                 shared.index(w)?;
             }
-            Ok(shared)
+            Ok(Opened::Bam(Arc::new(shared)))
         })?;
-        Ok(BamFile { shared: Arc::new(shared) })
+        Ok(BamFile { opened })
     }
 
     /// The path the file was opened with.
     #[getter]
     fn path(&self) -> String {
-        self.shared.bam.path().display().to_string()
+        self.file_path().display().to_string()
+    }
+
+    /// Whether the file is CRAM (read through htslib) rather than BAM.
+    #[getter]
+    fn is_cram(&self) -> bool {
+        matches!(self.opened, Opened::Cram(_))
     }
 
     /// `[(name, length), ...]` in reference-id order.
     #[getter]
     fn references(&self) -> Vec<(String, u32)> {
-        self.shared.bam.header().references.iter().map(|r| (r.name.clone(), r.len)).collect()
+        self.header().references.iter().map(|r| (r.name.clone(), r.len)).collect()
     }
 
     /// The SAM header text as `samtools view -H` prints it: with `@SQ`
@@ -280,39 +356,44 @@ impl BamFile {
     #[getter]
     fn header_text(&self) -> PyResult<String> {
         let mut out = Vec::new();
-        fasthts::sam::format_header(self.shared.bam.header(), &mut out).map_err(to_py)?;
+        fasthts::sam::format_header(self.header(), &mut out).map_err(to_py)?;
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
-    /// Whether an index file is beside the BAM (or was given); without one,
-    /// region queries build the index in memory first.
+    /// Whether an index file is beside the file (or was given); without
+    /// one, region queries build the index in memory first.
     #[getter]
     fn has_index(&self) -> bool {
-        self.shared.has_index_file()
+        match &self.opened {
+            Opened::Bam(sh) => sh.has_index_file(),
+            Opened::Cram(c) => c.has_index_file(),
+        }
     }
 
     /// Reference id of `name`.
     fn tid(&self, name: &str) -> PyResult<i32> {
-        self.shared.names.iter().position(|n| n == name).map(|i| i as i32).ok_or_else(|| PyKeyError::new_err(name.to_string()))
+        self.names().iter().position(|n| n == name).map(|i| i as i32).ok_or_else(|| PyKeyError::new_err(name.to_string()))
     }
 
     /// Regions tiling every reference with records, plus the unplaced
-    /// records: about `region_bytes` compressed bytes each (from the index),
-    /// or `window` bases each when given.
+    /// records: about `region_bytes` compressed bytes each (from the index;
+    /// a CRAM's from its containers), or `window` bases each when given.
     #[pyo3(signature = (region_bytes=REGION_BYTES, window=None))]
     fn plan(&self, py: Python<'_>, region_bytes: u64, window: Option<u64>) -> PyResult<Vec<Region>> {
-        let sh = self.shared.clone();
         let plan = match window {
             Some(w) => Plan::Windows(w),
             None => Plan::BalancedBytes(region_bytes),
         };
-        let regions = run_detached(py, |w| Ok(region::plan(&sh.bam, &*sh.index(w)?, plan)))?;
-        Ok(regions.into_iter().map(|r| Region::from_lib(r, &self.shared.names)).collect())
+        let regions = match &self.opened {
+            Opened::Bam(sh) => run_detached(py, |w| Ok(region::plan(&sh.bam, &*sh.index(w)?, plan)))?,
+            Opened::Cram(c) => run_detached(py, |_| c.plan(plan))?,
+        };
+        Ok(regions.into_iter().map(|r| Region::from_lib(r, self.names())).collect())
     }
 
     /// Parses a region argument into a `Region`.
     fn region(&self, region: &Bound<'_, PyAny>) -> PyResult<Region> {
-        Ok(Region::from_lib(region_arg(&self.shared.names, region)?, &self.shared.names))
+        Ok(Region::from_lib(region_arg(self.names(), region)?, self.names()))
     }
 
     /// Iterates the records starting in `region` (all records, in file
@@ -321,30 +402,59 @@ impl BamFile {
     /// from the CIGAR) instead.
     #[pyo3(signature = (region=None, overlap=false))]
     fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>, overlap: bool) -> PyResult<RecordIter> {
-        let sh = self.shared.clone();
-        eof_check(py, &sh.bam)?;
+        self.eof_check(py)?;
+        let names = self.names().clone();
+        let sh = match &self.opened {
+            Opened::Bam(sh) => sh.clone(),
+            Opened::Cram(c) => {
+                let c = c.clone();
+                let (source, start_in) = match region {
+                    None => (Source::Cram(Box::new(run_detached(py, |_| c.record_reader())?)), None),
+                    Some(region) => {
+                        let r = region_arg(&names, region)?;
+                        let query = run_detached(py, |_| c.record_query())?;
+                        let (beg, end) = if r.ref_id < 0 { (0, 0) } else { (r.start.max(0), r.end) };
+                        let source =
+                            Source::CramRegions { query: Box::new(query), queries: VecDeque::from([(r.ref_id, beg, end)]), started: false };
+                        (source, (!overlap).then_some(r))
+                    }
+                };
+                return Ok(RecordIter::from_source(names, source, start_in));
+            }
+        };
         let Some(region) = region else {
             let next = Some(sh.bam.first_record_offset());
-            return Ok(RecordIter { shared: sh.clone(), region: None, next, following: None, buf: VecDeque::new(), overlap: None });
+            return Ok(RecordIter {
+                shared: Some(sh),
+                names,
+                region: None,
+                next,
+                following: None,
+                buf: VecDeque::new(),
+                source: None,
+                starting_in: None,
+            });
         };
         let r = region_arg(&sh.names, region)?;
         if overlap {
             let index = run_detached(py, |w| sh.index(w))?;
             let source = crate::alignment::overlap_source(sh.clone(), index, r);
-            return Ok(RecordIter {
-                shared: sh,
-                region: Some(r),
-                next: None,
-                following: None,
-                buf: VecDeque::new(),
-                overlap: Some(Mutex::new(source)),
-            });
+            return Ok(RecordIter::from_source(names, source, None));
         }
         let (start, following) = run_detached(py, |w| {
             let ix = sh.index(w)?;
             Ok((region::start_offset(&sh.bam, &ix, r.ref_id, r.start), region::following_start(&sh.bam, &ix, r)))
         })?;
-        Ok(RecordIter { shared: sh, region: Some(r), next: start, following, buf: VecDeque::new(), overlap: None })
+        Ok(RecordIter {
+            shared: Some(sh),
+            names,
+            region: Some(r),
+            next: start,
+            following,
+            buf: VecDeque::new(),
+            source: None,
+            starting_in: None,
+        })
     }
 
     /// The records starting in `region` (the whole file when None) as
@@ -352,7 +462,8 @@ impl BamFile {
     /// numpy arrays (without a copy). The whole file is read region by region
     /// on `threads` threads; the GIL is released throughout.
     /// `piece_bytes`: compressed bytes per piece when a region is read on
-    /// several threads (for tests; `PIECE_BYTES` when None).
+    /// several threads (for tests; `PIECE_BYTES` when None; a CRAM's
+    /// pieces are its containers).
     #[pyo3(signature = (region=None, threads=None, piece_bytes=None))]
     fn _columns<'py>(
         &self,
@@ -361,47 +472,47 @@ impl BamFile {
         threads: Option<i64>,
         piece_bytes: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let sh = self.shared.clone();
         let threads = threads_arg(threads)?;
-        eof_check(py, &sh.bam)?;
-        let cols = match region {
-            Some(r) => {
-                let r = region_arg(&sh.names, r)?;
+        self.eof_check(py)?;
+        let region = region.map(|r| region_arg(self.names(), r)).transpose()?;
+        let cols = match (&self.opened, region) {
+            (Opened::Bam(sh), Some(r)) => {
                 let piece_bytes = piece_bytes.unwrap_or(PIECE_BYTES).max(1);
-                run_detached(py, |w| with_threads(threads, || region_columns(&sh, r, piece_bytes, w)))?
+                run_detached(py, |w| with_threads(threads, || region_columns(sh, r, piece_bytes, w)))?
             }
-            None => run_detached(py, |w| with_threads(threads, || whole_file_columns(&sh, w)))?,
+            (Opened::Bam(sh), None) => run_detached(py, |w| with_threads(threads, || whole_file_columns(sh, w)))?,
+            (Opened::Cram(c), Some(r)) => run_detached(py, |_| with_threads(threads, || c.region_columns(r)))?,
+            (Opened::Cram(c), None) => run_detached(py, |_| with_threads(threads, || c.whole_file_columns()))?,
         };
         cols.into_py(py)
     }
 
     /// As `_columns` for many regions, read in parallel: a list of dicts.
     #[pyo3(signature = (regions, threads=None))]
-    fn _columns_many<'py>(
-        &self,
-        py: Python<'py>,
-        regions: &Bound<'py, PyAny>,
-        threads: Option<i64>,
-    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let sh = self.shared.clone();
+    fn _columns_many<'py>(&self, py: Python<'py>, regions: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let threads = threads_arg(threads)?;
-        eof_check(py, &sh.bam)?;
+        self.eof_check(py)?;
         let mut rs = Vec::new();
         for r in regions.try_iter()? {
-            rs.push(region_arg(&sh.names, &r?)?);
+            rs.push(region_arg(self.names(), &r?)?);
         }
-        let all = run_detached(py, |w| with_threads(threads, || read_columns(&sh, &rs, w)))?;
+        let all = match &self.opened {
+            Opened::Bam(sh) => run_detached(py, |w| with_threads(threads, || read_columns(sh, &rs, w)))?,
+            Opened::Cram(c) => run_detached(py, |_| with_threads(threads, || c.regions_columns(&rs)))?,
+        };
         all.into_iter().map(|c| c.into_py(py)).collect()
     }
 
     fn __repr__(&self) -> String {
-        format!("BamFile({:?})", self.shared.bam.path().display().to_string())
+        format!("BamFile({:?})", self.file_path().display().to_string())
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         // Pickled by path: a worker opens (maps) the file itself.
-        let s = slf.get();
-        let args = (s.shared.bam.path().to_path_buf(), s.shared.index_path.clone());
+        let args = match &slf.get().opened {
+            Opened::Bam(sh) => (sh.bam.path().to_path_buf(), sh.index_path.clone(), None),
+            Opened::Cram(c) => (c.path().to_path_buf(), c.index_path().map(Path::to_path_buf), c.reference().map(Path::to_path_buf)),
+        };
         PyTuple::new(slf.py(), [slf.get_type().into_any(), args.into_pyobject(slf.py())?.into_any()])
     }
 }
@@ -421,7 +532,7 @@ pub(crate) struct Columns {
 
 impl Columns {
     /// Empty columns with room for `n` records.
-    fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         Columns {
             tid: ColVec::with_capacity(n),
             pos: ColVec::with_capacity(n),
@@ -436,7 +547,7 @@ impl Columns {
     }
 
     #[inline]
-    fn push(&mut self, r: &RecordRef<'_>) {
+    pub(crate) fn push(&mut self, r: &RecordRef<'_>) {
         self.tid.push(r.ref_id());
         self.pos.push(r.pos());
         self.end.push(r.end_pos());
@@ -480,7 +591,7 @@ impl Columns {
 
     /// The concatenation of `parts`, in order: a single part is taken as
     /// it is, several are copied once into columns of their total length.
-    fn concat(mut parts: Vec<Columns>) -> Columns {
+    pub(crate) fn concat(mut parts: Vec<Columns>) -> Columns {
         if parts.len() == 1 {
             return parts.pop().expect("one part");
         }
@@ -785,7 +896,9 @@ fn whole_file_columns(sh: &Shared, report: &dyn Report) -> Result<Columns, fasth
 /// read `BATCH` at a time with the GIL released.
 #[pyclass(module = "fasthts._fasthts")]
 pub struct RecordIter {
-    shared: Arc<Shared>,
+    /// The BAM read by offsets (None: `source` is read instead).
+    shared: Option<Arc<Shared>>,
+    names: Arc<Vec<String>>,
     /// None: the whole file in file order.
     region: Option<LibRegion>,
     /// Where the next batch starts; None when done.
@@ -793,8 +906,27 @@ pub struct RecordIter {
     /// Where what follows the region starts (see `region::following_start`).
     following: Option<VirtualOffset>,
     buf: VecDeque<Vec<u8>>,
-    /// An overlap query (`fetch(region, overlap=True)`), read instead.
-    overlap: Option<Mutex<crate::alignment::Source>>,
+    /// A query read instead: an overlap query on a BAM
+    /// (`fetch(region, overlap=True)`), or a CRAM's records.
+    source: Option<Mutex<Source>>,
+    /// Of `source`'s records, only those starting in this region are
+    /// kept (htslib's CRAM iterator gives those overlapping it).
+    starting_in: Option<LibRegion>,
+}
+
+impl RecordIter {
+    fn from_source(names: Arc<Vec<String>>, source: Source, starting_in: Option<LibRegion>) -> RecordIter {
+        RecordIter {
+            shared: None,
+            names,
+            region: None,
+            next: None,
+            following: None,
+            buf: VecDeque::new(),
+            source: Some(Mutex::new(source)),
+            starting_in,
+        }
+    }
 }
 
 fn read_batch(
@@ -838,19 +970,30 @@ impl RecordIter {
     }
 
     fn __next__(mut slf: PyRefMut<'_, Self>, py: Python<'_>) -> PyResult<Option<Record>> {
-        if slf.buf.is_empty() && slf.overlap.is_some() {
-            let source = slf.overlap.as_mut().expect("checked").get_mut().unwrap_or_else(|p| p.into_inner());
-            let read = py.detach(|| crate::alignment::next_records(source));
+        while slf.buf.is_empty() && slf.source.is_some() {
+            let starting_in = slf.starting_in;
+            let source = slf.source.as_mut().expect("checked").get_mut().unwrap_or_else(|p| p.into_inner());
+            let read = py.detach(|| {
+                let mut batch = crate::alignment::next_records(source)?;
+                let ended = batch.is_empty();
+                if let Some(region) = starting_in {
+                    batch.retain(|r| starts_in(record_pos(r), region));
+                }
+                Ok::<_, fasthts::Error>((batch, ended))
+            });
             match read {
-                Ok(buf) => slf.buf = buf,
+                Ok((_, true)) => slf.source = None,
+                // (A batch the filter emptied: the next one is read.)
+                Ok((buf, false)) => slf.buf = buf,
                 Err(e) => {
-                    slf.overlap = None;
+                    slf.source = None;
                     return Err(to_py(e));
                 }
             }
-        } else if slf.buf.is_empty() {
+        }
+        if slf.buf.is_empty() && slf.source.is_none() {
             let Some(start) = slf.next else { return Ok(None) };
-            let sh = slf.shared.clone();
+            let Some(sh) = slf.shared.clone() else { return Ok(None) };
             let (region, following) = (slf.region, slf.following);
             let (buf, next) = match py.detach(|| read_batch(&sh, region, start, following)) {
                 Ok(v) => v,
@@ -862,9 +1005,14 @@ impl RecordIter {
             slf.buf = buf;
             slf.next = next;
         }
-        let names = slf.shared.names.clone();
+        let names = slf.names.clone();
         Ok(slf.buf.pop_front().map(|data| Record { data, names }))
     }
+}
+
+/// The POS of BAM record bytes (validated when read).
+fn record_pos(data: &[u8]) -> i64 {
+    i64::from(i32::from_le_bytes([data[4], data[5], data[6], data[7]]))
 }
 
 /// One BAM record (a copy of its bytes), decoded on access.

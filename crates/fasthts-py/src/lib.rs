@@ -21,6 +21,7 @@ mod alignment;
 mod bam;
 mod depth;
 mod cli;
+mod cram_file;
 mod distributed;
 mod kmer;
 mod md;

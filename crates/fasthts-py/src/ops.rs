@@ -339,10 +339,12 @@ fn snp_options_from(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<SnpPileupOpt
 
 /// FACETS snp-pileup: the allele counts of `bams` at the SNPs of `vcf`,
 /// written to `output` (`.gz` added with `gzip=True`), byte-identical to
-/// `fasthts snp-pileup` with the same options. The BAMs must be indexed.
-/// Returns the number of rows written (header excluded).
+/// `fasthts snp-pileup` with the same options. BAMs and CRAMs without an
+/// index are indexed in memory; `reference`: the FASTA of CRAM inputs
+/// (`--reference`; None: as htslib finds it). Returns the number of rows
+/// written (header excluded).
 #[pyfunction]
-#[pyo3(signature = (vcf, output, bams, count_orphans=false, max_depth=4000, gzip=false, pseudo_snps=0, min_map_quality=0, min_base_quality=0, min_read_counts=Vec::new(), ignore_overlaps=false, threads=None))]
+#[pyo3(signature = (vcf, output, bams, count_orphans=false, max_depth=4000, gzip=false, pseudo_snps=0, min_map_quality=0, min_base_quality=0, min_read_counts=Vec::new(), ignore_overlaps=false, threads=None, reference=None))]
 #[allow(clippy::too_many_arguments)]
 fn snp_pileup(
     py: Python<'_>,
@@ -358,10 +360,12 @@ fn snp_pileup(
     min_read_counts: Vec<i32>,
     ignore_overlaps: bool,
     threads: Option<i64>,
+    reference: Option<FsPath>,
 ) -> PyResult<u64> {
     let bams = paths(bams);
     let pileup = snp_options(count_orphans, max_depth, pseudo_snps, min_map_quality, min_base_quality, min_read_counts, ignore_overlaps);
-    let options = SnpPileupFileOptions { pileup, gzip, threads: threads_arg(threads)?, ..SnpPileupFileOptions::default() };
+    let reference = reference.map(|r| r.0);
+    let options = SnpPileupFileOptions { pileup, gzip, threads: threads_arg(threads)?, reference, ..SnpPileupFileOptions::default() };
     let stats = run_detached(py, |w| command::snp_pileup(&vcf, &output, &bams, &options, w))?;
     Ok(stats.rows)
 }
@@ -373,7 +377,7 @@ fn snp_pileup(
 /// `tid` is the reference id of the block's contig in the first BAM
 /// (FACETS' matching; -1: none).
 #[pyfunction]
-#[pyo3(signature = (vcf, output, bams, parts, gzip=false))]
+#[pyo3(signature = (vcf, output, bams, parts, gzip=false, reference=None))]
 fn snp_pileup_plan(
     py: Python<'_>,
     vcf: FsPath,
@@ -381,9 +385,10 @@ fn snp_pileup_plan(
     bams: Vec<FsPath>,
     parts: usize,
     gzip: bool,
+    reference: Option<FsPath>,
 ) -> PyResult<Vec<(u64, u64, i32)>> {
     let bams = paths(bams);
-    let options = SnpPileupFileOptions { gzip, ..SnpPileupFileOptions::default() };
+    let options = SnpPileupFileOptions { gzip, reference: reference.map(|r| r.0), ..SnpPileupFileOptions::default() };
     run_detached(py, |w| command::snp_pileup_plan(&vcf, &output, &bams, parts, &options, w))
 }
 
@@ -391,7 +396,8 @@ fn snp_pileup_plan(
 /// of the VCF's used records `first..end`, with FACETS' walk starting at
 /// `state`, and the state it ends in. `options`: `snp_pileup`'s.
 #[pyfunction]
-#[pyo3(signature = (vcf, bams, first, end, state, threads=None, **options))]
+#[pyo3(signature = (vcf, bams, first, end, state, threads=None, reference=None, **options))]
+#[allow(clippy::too_many_arguments)]
 fn snp_pileup_block<'py>(
     py: Python<'py>,
     vcf: FsPath,
@@ -400,10 +406,16 @@ fn snp_pileup_block<'py>(
     end: u64,
     state: Option<(i32, i64)>,
     threads: Option<i64>,
+    reference: Option<FsPath>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<(Bound<'py, PyBytes>, Option<(i32, i64)>)> {
     let bams = paths(bams);
-    let options = SnpPileupFileOptions { pileup: snp_options_from(options)?, threads: threads_arg(threads)?, ..SnpPileupFileOptions::default() };
+    let options = SnpPileupFileOptions {
+        pileup: snp_options_from(options)?,
+        threads: threads_arg(threads)?,
+        reference: reference.map(|r| r.0),
+        ..SnpPileupFileOptions::default()
+    };
     let (rows, state) = run_detached(py, |w| command::snp_pileup_block(&vcf, &bams, first..end, state, &options, w))?;
     Ok((PyBytes::new(py, &rows), state))
 }

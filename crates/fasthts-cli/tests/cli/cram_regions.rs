@@ -229,11 +229,39 @@ fn snp_pileup_of_crams_gives_facets_outputs() {
         "Detected format for file 1: CRAM version 3.0 compressed sequence data\n\
          Detected format for file 2: BAM version 1 compressed sequence data\n"
     ));
-    // Without a .crai: one line naming the file.
+    // Without a .crai (FACETS reads every file from its start; fasthts
+    // indexes it in memory): the same bytes, on one and two threads, and
+    // nothing is left beside the file. A BAM without an index alike.
     let bare = dir.path("bare.cram");
     std::fs::copy(&crams[0], &bare).unwrap();
-    let got = tool(fasthts(), &[&"snp-pileup", &golden.join("sites.vcf.gz"), &dir.path("bare.csv"), &bare]);
+    let bare_bam = dir.path("bare.bam");
+    std::fs::copy(golden.join("tumour.bam"), &bare_bam).unwrap();
+    let want = std::fs::read(golden.join("out/default.csv")).unwrap();
+    for threads in ["1", "2"] {
+        let out = dir.path(&format!("bare{threads}.csv"));
+        let got = tool(fasthts(), &[&"snp-pileup", &"-@", &threads, &"--region-size", &"5000", &sites, &out, &bare, &bare_bam]);
+        assert!(got.status.success(), "unindexed inputs: {}", text(&got.stderr));
+        assert!(
+            std::fs::read(&out).unwrap() == want,
+            "snp-pileup of an unindexed CRAM and BAM at -@{threads}: output differs from FACETS'"
+        );
+    }
+    let mut beside: Vec<_> = std::fs::read_dir(dir.path("")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    beside.retain(|n| n.starts_with("bare"));
+    beside.sort();
+    assert_eq!(beside, ["bare.bam", "bare.cram", "bare1.csv", "bare2.csv"]);
+    // An unindexed CRAM that is not sorted: one line naming the file, no output.
+    let unsorted = dir.path("unsorted.cram");
+    let unsorted_sam = dir.path("unsorted.sam");
+    let mut lines: Vec<String> =
+        text(&samtools(&[&"view", &"-h", &golden.join("normal.bam")]).stdout).lines().map(str::to_string).collect();
+    let first_record = lines.iter().position(|l| !l.starts_with('@')).unwrap();
+    lines[first_record..].reverse();
+    std::fs::write(&unsorted_sam, lines.join("\n") + "\n").unwrap();
+    samtools(&[&"view", &"-C", &"-T", &fasta, &"-o", &unsorted, &unsorted_sam]);
+    let got = tool(fasthts(), &[&"snp-pileup", &sites, &dir.path("unsorted.csv"), &unsorted]);
     assert!(!got.status.success());
-    assert!(text(&got.stderr).contains(&format!("{}: no index found", bare.display())), "{}", text(&got.stderr));
-    assert!(!dir.path("bare.csv").exists());
+    let said = text(&got.stderr);
+    assert!(said.contains(&unsorted.display().to_string()) && said.trim_end().lines().count() == 1, "{said}");
+    assert!(!dir.path("unsorted.csv").exists());
 }

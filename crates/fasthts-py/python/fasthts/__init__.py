@@ -81,17 +81,27 @@ def _arrays(d: _Dict[str, _Any]) -> _Dict[str, _np.ndarray]:
 
 
 class BamFile(_fasthts.BamFile):
-    """A BAM file, memory-mapped, with its index.
+    """A BAM file, memory-mapped, with its index; or a CRAM file.
 
-    ``BamFile(path, index=None)``: the index is ``index`` if given, else
-    the ``.csi``/``.bai`` beside the file (as the CLI finds it: used with
-    a warning, its chunks checked against the file, if older than the BAM),
-    else built in memory on the first region query (a BAM not sorted by
-    coordinate is refused as such). An index made for a file with other
-    references, or pointing outside this one, is refused.
+    ``BamFile(path, index=None, reference=None)``: the index is ``index``
+    if given, else the ``.csi``/``.bai`` beside the file (as the CLI finds
+    it: used with a warning, its chunks checked against the file, if older
+    than the BAM), else built in memory on the first region query (a BAM
+    not sorted by coordinate is refused as such). An index made for a file
+    with other references, or pointing outside this one, is refused.
 
-    A ``BamFile`` pickles as its path: a worker process maps the file
-    itself (a shared filesystem is assumed).
+    A CRAM file (``is_cram``) has the same API and gives the same records,
+    regions and columns as the BAM it was made from. It is decoded by
+    htslib, its reference found as samtools finds it: ``reference`` (or
+    pysam's ``reference_filename``), else ``REF_PATH``/``REF_CACHE`` by the
+    ``M5`` of ``@SQ``, else its ``UR``; an embedded reference needs none.
+    Its index is ``index`` or the ``.crai`` beside it, else one made in
+    memory on the first region query. Work is cut where its containers
+    begin, so a region or the whole file is read on several threads;
+    ``columns`` decodes no names, qualities or tags.
+
+    A ``BamFile`` pickles as its path (and index and reference): a worker
+    process opens the file itself (a shared filesystem is assumed).
 
     >>> bam = fasthts.BamFile("tests/data/small.bam")
     >>> [(r.pos, r.cigarstring, r.get_tag("RG")) for r in bam.fetch("chr1:1-2000")][:2]

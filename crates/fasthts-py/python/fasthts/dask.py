@@ -100,7 +100,8 @@ def snp_pileup(
 ) -> int:
     """``fasthts.snp_pileup(vcf, output, bams, **options)`` on the cluster;
     the same checks and errors first, and the same output bytes. Returns
-    the number of rows.
+    the number of rows. ``reference=`` (the FASTA of CRAM inputs, as
+    ``fasthts.snp_pileup``'s) must be readable by that path on the workers.
 
     The VCF's sites are cut into ``tasks`` consecutive blocks (default: 2
     per worker thread; cuts only where the contig changes); each block's
@@ -115,7 +116,11 @@ def snp_pileup(
     vcf, output = _path(vcf, "vcf"), _path(output, "output")
     bams = _path_list(bams, "bams")
     gzip = bool(options.pop("gzip", False))
-    blocks = _fasthts.snp_pileup_plan(vcf, output, bams, tasks or 2 * _n_threads(client), gzip)
+    # The CRAMs' FASTA (None: as htslib finds it); the blocks get it too.
+    reference = options.get("reference")
+    if reference is not None:
+        options["reference"] = reference = _path(reference, "reference")
+    blocks = _fasthts.snp_pileup_plan(vcf, output, bams, tasks or 2 * _n_threads(client), gzip, reference)
     # One thread per task unless told otherwise: the parallelism is the tasks.
     options.setdefault("threads", 1)
 

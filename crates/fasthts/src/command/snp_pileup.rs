@@ -73,16 +73,14 @@ fn open_inputs(
                 report.message(&format!("Detected format for file {}: CRAM version {major}.{minor} compressed sequence data\n", i + 1));
             }
             let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
-            let Some(query) = crate::cram::CramQuery::open(path, &cram, None).map_err(failed)? else {
-                let p = path.display();
-                return Err(Error::Message(format!(
-                    "{p}: no index found (snp-pileup reads CRAMs through their .crai index; run `fasthts index {p}` first)"
-                )));
-            };
-            if query.missing_eof_container() {
+            // FACETS reads every file from its start; an index only lets
+            // the regions be read apart. A CRAM without one is indexed in
+            // memory first (container headers: a small part of a full read).
+            let (pool, _) = crate::cram::QueryPool::open_or_index(path, path, &cram).map_err(failed)?;
+            if pool.with(|q| Ok(q.missing_eof_container())).map_err(failed)? {
                 report.warning(super::Warning::MissingEofMarker { path: path.clone() });
             }
-            opened.push(IndexedInput::Cram(crate::cram::QueryPool::new(query, path, &cram, None)));
+            opened.push(IndexedInput::Cram(pool));
             continue;
         }
         let bam = BamFile::open(path).map_err(failed)?;
@@ -90,7 +88,12 @@ fn open_inputs(
             report.message(&format!("Detected format for file {}: BAM version 1 compressed sequence data\n", i + 1));
         }
         warn_if_truncated(&bam, report);
-        let Some(index) = find_index(&bam, report)? else { return Err(no_index(&bam)) };
+        // As a CRAM, a BAM without an index is indexed in memory (one
+        // sequential pass); one not sorted by coordinate is refused.
+        let index = match find_index(&bam, report)? {
+            Some(index) => index,
+            None => super::build_index(&bam)?,
+        };
         opened.push(IndexedInput::Bam { bam, index });
     }
     if options.verbose {
@@ -106,15 +109,6 @@ fn cram_version(path: &Path) -> Option<(u8, u8)> {
     let mut head = [0u8; 6];
     std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
     (&head[..4] == b"CRAM").then_some((head[4], head[5]))
-}
-
-/// Why a BAM without an index cannot be read: not sorted by coordinate
-/// (when its header says so), or not indexed.
-fn no_index(bam: &BamFile) -> Error {
-    let p = bam.path().display();
-    super::not_coordinate_sorted(bam, None).unwrap_or_else(|| {
-        Error::Message(format!("{p}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {p}` first)"))
-    })
 }
 
 /// The file the CSV goes to: `output`, with `.gz` added when compressing
@@ -309,11 +303,10 @@ mod tests {
         );
         let bare = dir.join("bare.bam");
         std::fs::copy(data("small.bam"), &bare).unwrap();
-        let b = bare.display();
-        assert_eq!(
-            err(&vcf, &[bare.clone()]),
-            format!("{b}: no index found (snp-pileup reads BAMs through their index; run `fasthts index {b}` first)")
-        );
+        // Without an index, the BAM is indexed in memory (FACETS reads it
+        // from its start): no error.
+        snp_pileup(&vcf, &dir.join("bare.csv"), &[bare.clone()], &options, &kept).unwrap();
+        assert!(!dir.join("bare.bam.bai").exists() && !dir.join("bare.bam.csi").exists());
         let unsorted = dir.join("unsorted.bam");
         std::fs::copy(data("unsorted.bam"), &unsorted).unwrap();
         assert!(err(&vcf, &[unsorted])

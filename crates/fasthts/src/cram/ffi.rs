@@ -82,6 +82,8 @@ pub const SAM_MAPQ: c_int = 0x10;
 pub const SAM_CIGAR: c_int = 0x20;
 pub const SAM_RNEXT: c_int = 0x40;
 pub const SAM_PNEXT: c_int = 0x80;
+pub const SAM_TLEN: c_int = 0x100;
+pub const SAM_SEQ: c_int = 0x200;
 
 /// `HTS_LOG_OFF`.
 pub const HTS_LOG_OFF: c_int = 0;

@@ -62,6 +62,36 @@ pub enum Fields {
     /// no reference is needed); `next_record` hands out their fixed
     /// fields as with `Required`.
     Extent,
+    /// What Python's `BamFile.columns` reads: `Required`'s fields and the
+    /// template length, CIGAR and bases (the read length is the bases'
+    /// count, which htslib knows only by decoding them, so the reference
+    /// is needed); no name (`?`), qualities or tags. Records are handed out
+    /// whole, as with `All`.
+    Columns,
+}
+
+impl Fields {
+    /// Whether records are handed out with their variable fields (as
+    /// decoded), not only the fixed ones.
+    fn whole_records(self) -> bool {
+        matches!(self, Fields::All | Fields::Columns)
+    }
+
+    /// htslib's `CRAM_OPT_REQUIRED_FIELDS` for these fields (`None`:
+    /// everything, htslib's default).
+    fn required(self) -> Option<c_int> {
+        use ffi::{SAM_CIGAR, SAM_FLAG, SAM_MAPQ, SAM_PNEXT, SAM_POS, SAM_RNAME, SAM_RNEXT, SAM_SEQ, SAM_TLEN};
+        match self {
+            Fields::All => None,
+            Fields::Required => Some(SAM_FLAG | SAM_RNAME | SAM_POS | SAM_MAPQ | SAM_RNEXT | SAM_PNEXT),
+            Fields::Flagstat => Some(SAM_FLAG | SAM_MAPQ | SAM_RNEXT),
+            Fields::Idxstats => Some(SAM_RNAME | SAM_FLAG),
+            Fields::Extent => Some(SAM_RNAME | SAM_POS | SAM_CIGAR),
+            Fields::Columns => {
+                Some(SAM_FLAG | SAM_RNAME | SAM_POS | SAM_MAPQ | SAM_CIGAR | SAM_RNEXT | SAM_PNEXT | SAM_TLEN | SAM_SEQ)
+            }
+        }
+    }
 }
 
 /// How to read a CRAM input.
@@ -238,29 +268,17 @@ impl CramReader {
                     return Err(Error::Message("cannot read the reference FASTA (or its .fai)".into()).with_path(reference));
                 }
             }
-            let counted = match options.fields {
-                Fields::Flagstat => Some(ffi::SAM_FLAG | ffi::SAM_MAPQ | ffi::SAM_RNEXT),
-                Fields::Idxstats => Some(ffi::SAM_RNAME | ffi::SAM_FLAG),
-                _ => None,
-            };
-            if let Some(required) = counted {
-                keep_freed_buffers();
-                // SAFETY: `fp` is open; the option takes one int.
+            if let Some(required) = options.fields.required() {
+                if matches!(options.fields, Fields::Flagstat | Fields::Idxstats) {
+                    keep_freed_buffers();
+                }
+                // SAFETY: `fp` is open; the options take one int.
                 unsafe {
                     ffi::hts_set_opt(fp, ffi::CRAM_OPT_REQUIRED_FIELDS, required);
-                    ffi::hts_set_opt(fp, ffi::CRAM_OPT_DECODE_MD, 0 as c_int);
+                    if options.fields != Fields::Extent {
+                        ffi::hts_set_opt(fp, ffi::CRAM_OPT_DECODE_MD, 0 as c_int);
+                    }
                 }
-            } else if options.fields == Fields::Required {
-                let required = ffi::SAM_FLAG | ffi::SAM_RNAME | ffi::SAM_POS | ffi::SAM_MAPQ | ffi::SAM_RNEXT | ffi::SAM_PNEXT;
-                // SAFETY: `fp` is open; the option takes one int.
-                unsafe {
-                    ffi::hts_set_opt(fp, ffi::CRAM_OPT_REQUIRED_FIELDS, required);
-                    ffi::hts_set_opt(fp, ffi::CRAM_OPT_DECODE_MD, 0 as c_int);
-                }
-            } else if options.fields == Fields::Extent {
-                let required = ffi::SAM_RNAME | ffi::SAM_POS | ffi::SAM_CIGAR;
-                // SAFETY: `fp` is open; the option takes one int.
-                unsafe { ffi::hts_set_opt(fp, ffi::CRAM_OPT_REQUIRED_FIELDS, required) };
             } else if options.threads > 1 {
                 // HTS_OPT_NTHREADS: htslib decodes slices on a pool of its own.
                 // SAFETY: `fp` is open; the option takes one int.
@@ -320,11 +338,7 @@ impl CramReader {
         // SAFETY: sam_read1 filled the record.
         let b = unsafe { self.record.as_ref() };
         let n_ref = self.header.references.len();
-        let filled = match self.fields {
-            Fields::Required | Fields::Extent => core_record(b, &mut self.buf),
-            Fields::Flagstat | Fields::Idxstats => unplaced_core_record(b, &mut self.buf),
-            Fields::All => full_record(b, &mut self.buf),
-        };
+        let filled = fill_record(self.fields, b, &mut self.buf);
         let record_number = self.records_read + 1;
         filled
             .and_then(|()| RecordRef::new(&self.buf, n_ref).map_err(|d| d.to_string()))
@@ -430,7 +444,7 @@ impl CramReader {
     /// damaged (a cut-off stream, a bad block).
     fn decode_error(&mut self) -> Error {
         let number = self.records_read + 1;
-        if self.fields != Fields::All {
+        if !self.fields.whole_records() {
             return self.damaged(&format!("damaged or truncated CRAM data (record {number})"));
         }
         // The container holding the failing record, from the file's
@@ -559,6 +573,16 @@ fn header_of(hdr: NonNull<ffi::sam_hdr_t>) -> Result<Header, String> {
             references.push(Reference { name, len });
         }
         Ok(Header { text, references })
+    }
+}
+
+/// Fills `out` with the BAM bytes of `b` as a reader decoding `fields`
+/// hands them out.
+fn fill_record(fields: Fields, b: &ffi::bam1_t, out: &mut Vec<u8>) -> Result<(), String> {
+    match fields {
+        Fields::All | Fields::Columns => full_record(b, out),
+        Fields::Required | Fields::Extent => core_record(b, out),
+        Fields::Flagstat | Fields::Idxstats => unplaced_core_record(b, out),
     }
 }
 

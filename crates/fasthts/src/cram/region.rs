@@ -7,13 +7,14 @@
 //! threads through a [`QueryPool`], which keeps the handles (each holds
 //! the reference sequences it has loaded) for the next part.
 
-use super::{c_path, ffi, CramOptions, CramReader, Fields};
+use super::{c_path, ffi, CramOptions, CramReader};
 use crate::bam::{Header, RecordRef};
 use crate::Error;
 use std::ffi::c_void;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// A CRAM file opened with its index, read region by region.
 pub struct CramQuery {
@@ -136,11 +137,7 @@ impl CramQuery {
         // SAFETY: the iterator filled the record.
         let b = unsafe { r.record.as_ref() };
         let n_ref = r.header.references.len();
-        let filled = match r.fields {
-            Fields::Required | Fields::Extent => super::core_record(b, &mut r.buf),
-            Fields::Flagstat | Fields::Idxstats => super::unplaced_core_record(b, &mut r.buf),
-            Fields::All => super::full_record(b, &mut r.buf),
-        };
+        let filled = super::fill_record(r.fields, b, &mut r.buf);
         let checked = filled.and_then(|()| RecordRef::new(&r.buf, n_ref).map(|_| ()).map_err(|d| d.to_string()));
         if let Err(e) = checked {
             return Err(Error::Message(format!("CRAM record in {}: {e}", self.region_text())).with_path(self.reader.path()));
@@ -176,7 +173,7 @@ impl CramQuery {
         let region = self.region_text();
         let r = &mut self.reader;
         let named = usize::try_from(tid).ok().and_then(|t| r.header.references.get(t)).map(|c| c.name.clone());
-        let Some(contig) = named.filter(|_| r.fields == Fields::All) else {
+        let Some(contig) = named.filter(|_| r.fields.whole_records()) else {
             return r.damaged(&format!("damaged or truncated CRAM data in {region}"));
         };
         // SAFETY: `fp` is an open CRAM file; cram_get_ref only loads a sequence.
@@ -211,6 +208,39 @@ impl Drop for CramQuery {
     }
 }
 
+/// A `.crai` made in memory for a CRAM file without one (fasthts' own
+/// builder, [`super::write_crai`]: container headers, and multi-reference
+/// slices decoded), so that a job that reads regions (snp-pileup, Python's
+/// `BamFile`) reads an unindexed CRAM as an indexed one, leaving nothing
+/// on disk. It lives in an anonymous memory file, which htslib opens by
+/// its `/proc/self/fd` name as it opens a `.crai`.
+pub struct MemoryIndex {
+    _file: OwnedFd,
+    path: PathBuf,
+}
+
+impl MemoryIndex {
+    /// Indexes the CRAM file at `path` (errors name `shown`, the user's
+    /// name for it).
+    pub fn build(path: &Path, shown: &Path) -> Result<MemoryIndex, Error> {
+        // SAFETY: the name is NUL-terminated; the flags are valid.
+        let fd = unsafe { libc::memfd_create(c"fasthts-crai".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(Error::from(std::io::Error::last_os_error()).with_path(shown));
+        }
+        // SAFETY: memfd_create just made it; nobody else owns it.
+        let file = unsafe { OwnedFd::from_raw_fd(fd) };
+        let index = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        super::write_crai(shown, super::CramSource::File(path.to_path_buf()), &index)?;
+        Ok(MemoryIndex { _file: file, path: index })
+    }
+
+    /// The name htslib opens the index by (valid in this process only).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// Handles on one indexed CRAM file for parts of a job run on several
 /// threads: each part takes a free handle (or opens one) and gives it
 /// back when done.
@@ -219,6 +249,8 @@ pub struct QueryPool {
     shown: PathBuf,
     options: CramOptions,
     index: Option<PathBuf>,
+    /// The index made in memory, when the file has none (`index` names it).
+    _memory_index: Option<Arc<MemoryIndex>>,
     header: Header,
     free: Mutex<Vec<CramQuery>>,
 }
@@ -232,9 +264,25 @@ impl QueryPool {
             path: path.to_path_buf(),
             options: options.clone(),
             index: index.map(Path::to_path_buf),
+            _memory_index: None,
             header: first.header().clone(),
             free: Mutex::new(vec![first]),
         }
+    }
+
+    /// A pool over the CRAM file at `path` (errors name `shown`): with its
+    /// index as htslib finds it, or else one made now in memory
+    /// ([`MemoryIndex`]). The flag says whether the index was made.
+    pub fn open_or_index(path: &Path, shown: &Path, options: &CramOptions) -> Result<(QueryPool, bool), Error> {
+        if let Some(q) = CramQuery::open(path, options, None)? {
+            return Ok((QueryPool::new(q.named(shown), path, options, None), false));
+        }
+        let built = MemoryIndex::build(path, shown)?;
+        let q = CramQuery::open(path, options, Some(built.path()))?
+            .ok_or_else(|| Error::Message("the CRAM index made in memory has gone".into()).with_path(shown))?;
+        let mut pool = QueryPool::new(q.named(shown), path, options, Some(built.path()));
+        pool._memory_index = Some(Arc::new(built));
+        Ok((pool, true))
     }
 
     /// The file's header.
