@@ -18,10 +18,21 @@ fn write_pages(cmd: &clap::Command, dir: &Path) -> crate::CmdResult {
     let name = cmd.get_display_name().unwrap_or_else(|| cmd.get_name());
     let path = dir.join(format!("{name}.1"));
     let mut page = Vec::new();
-    clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
+    clap_mangen::Man::new(with_long_help(cmd)).render(&mut page)?;
     std::fs::write(&path, page).map_err(|e| format!("{}: {e}", path.display()))?;
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set() && s.get_name() != "help") {
         write_pages(sub, dir)?;
     }
     Ok(())
+}
+
+/// `cmd` with each option's help also as its long help where it has none:
+/// clap_mangen shows only the long help of an option hidden from `-h`
+/// (`hide_short_help`, as the khmer scripts' fasthts additions and khmer's
+/// own `-N`/`-x` are), which `--help` shows as its help.
+fn with_long_help(cmd: &clap::Command) -> clap::Command {
+    cmd.clone().mut_args(|a| match (a.get_long_help(), a.get_help().cloned()) {
+        (None, Some(help)) if a.is_hide_short_help_set() => a.long_help(help),
+        _ => a,
+    })
 }

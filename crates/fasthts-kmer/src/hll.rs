@@ -13,6 +13,12 @@
 //!
 //! Counting is order-free (a counter only grows to a maximum), so files are
 //! split between threads that keep counters of their own and are merged.
+//!
+//! Speed: the hashing is nearly all the time (two MurmurHash3 per k-mer).
+//! Each k-mer is hashed where it lies in the read and in its reverse
+//! complement (both padded), its tail read as whole masked words, and on
+//! CPUs with AVX-512 eight k-mers at a time (`hll_x86.rs`); every path
+//! gives the bits of the plain [`murmur3_x64_128`] (tests below).
 
 use crate::hash::Cleaning;
 use crate::seqio::{RecordBatch, SeqError, SeqReader};
@@ -22,6 +28,9 @@ use std::sync::Mutex;
 
 #[path = "hll_bias.rs"]
 mod bias;
+#[cfg(target_arch = "x86_64")]
+#[path = "hll_x86.rs"]
+mod x86;
 
 /// Linear counting is used while its estimate is at most this (index p - 4).
 const THRESHOLDS: [f64; 15] =
@@ -170,24 +179,86 @@ impl HllCounter {
         scratch.clean.clear();
         scratch.clean.extend(seq.iter().map(|&c| b"ATCG"[table[c as usize] as usize]));
         let ReadScratch { clean, rc } = scratch;
-        self.consume_bytes(clean, rc)
+        self.consume_padded(clean, rc)
     }
 
     fn consume_bytes(&mut self, seq: &[u8], rc: &mut Vec<u8>) -> u64 {
+        let mut fwd = Vec::with_capacity(seq.len() + PADDING);
+        fwd.extend_from_slice(seq);
+        self.consume_padded(&mut fwd, rc)
+    }
+
+    /// Adds every k-mer of `fwd` (the read, to be followed by
+    /// [`PADDING`] bytes here) with its reverse complement built in `rc`.
+    /// Each k-mer is hashed where it lies in the two buffers, its tail
+    /// read as whole words and masked (MurmurHash3 mixes a zero tail word
+    /// to nothing, so this is its hash of the k bytes).
+    fn consume_padded(&mut self, fwd: &mut Vec<u8>, rc: &mut Vec<u8>) -> u64 {
+        self.consume_padded_with(fwd, rc, wide_hashing())
+    }
+
+    /// [`Self::consume_padded`], eight k-mers at a time with `wide`.
+    fn consume_padded_with(&mut self, fwd: &mut Vec<u8>, rc: &mut Vec<u8>, wide: bool) -> u64 {
         // khmer's loop takes k-mers of max(k, 1) bytes
         let k = self.ksize.max(1) as usize;
-        if seq.len() < k {
+        let len = fwd.len();
+        if len < k {
             return 0;
         }
         rc.clear();
-        rc.extend(seq.iter().rev().map(|&c| complement(c)));
-        let n = seq.len() - k + 1;
-        for i in 0..n {
-            // the reverse complement of seq[i..i+k] is rc[len-i-k..len-i]
-            let j = seq.len() - i - k;
-            self.add_hash(kmer_hash(&seq[i..i + k], &rc[j..j + k]));
+        rc.extend(fwd.iter().rev().map(|&c| complement(c)));
+        fwd.resize(len + PADDING, 0);
+        rc.resize(len + PADDING, 0);
+        let key = KeyShape::new(k);
+        let n = len - k + 1;
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if wide {
+            // SAFETY: `wide_hashing` found the instructions
+            done = unsafe { x86::add_kmers_x8(self, fwd, rc, n, key) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = wide;
+        // the block count as a constant for the usual k (≤ 47), so that
+        // the hash is one straight run of instructions without bounds checks
+        match key.blocks {
+            0 => self.add_kmers::<16>(fwd, rc, done..n, n, key),
+            1 => self.add_kmers::<32>(fwd, rc, done..n, n, key),
+            2 => self.add_kmers::<48>(fwd, rc, done..n, n, key),
+            _ => {
+                for i in done..n {
+                    let j = n - 1 - i;
+                    self.add_pair(
+                        murmur_h1_padded(fwd, i, key.blocks, key),
+                        murmur_h1_padded(rc, j, key.blocks, key),
+                        &fwd[i..i + k],
+                        &rc[j..j + k],
+                    );
+                }
+            }
         }
         n as u64
+    }
+
+    /// Adds the k-mers `range` of the `n` of `fwd` (k-mer `i` at `i`; its
+    /// reverse complement at `n - 1 - i` in `rc`), both padded, for keys
+    /// of `SPAN / 16 - 1` whole blocks.
+    #[inline(always)]
+    fn add_kmers<const SPAN: usize>(&mut self, fwd: &[u8], rc: &[u8], range: std::ops::Range<usize>, n: usize, key: KeyShape) {
+        let k = key.len;
+        for i in range {
+            let j = n - 1 - i;
+            let (f, r) = (window::<SPAN>(fwd, i), window::<SPAN>(rc, j));
+            self.add_pair(murmur_h1_padded(f, 0, SPAN / 16 - 1, key), murmur_h1_padded(r, 0, SPAN / 16 - 1, key), &f[..k], &r[..k]);
+        }
+    }
+
+    /// Adds a k-mer of forward hash `h` and reverse-complement hash `r`.
+    #[inline(always)]
+    fn add_pair(&mut self, h: u64, r: u64, kmer: &[u8], rc: &[u8]) {
+        // equal hashes: a palindrome (or, vanishingly rarely, a collision,
+        // which khmer XORs to 0)
+        self.add_hash(if h == r && kmer == rc { h } else { h ^ r });
     }
 
     /// Merges `other` (same size and k) into this counter.
@@ -352,9 +423,70 @@ static REVCOMP_TABLE: [u8; 256] = {
     t
 };
 
-/// khmer's `_hash_murmur`: the forward hash XOR the reverse complement's,
-/// or the forward hash alone for a k-mer that is its own reverse complement.
+/// Bytes after a read in the buffers the hashes read: the last 16-byte
+/// load of [`murmur_h1_padded`] may start up to 15 bytes before the key's
+/// end, and the eight-lane one 7 bytes later.
+const PADDING: usize = 32;
+
+/// Whether k-mers are hashed eight at a time (AVX-512, found at run time).
+fn wide_hashing() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return x86::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The length of the keys MurmurHash3 hashes, as its 16-byte blocks and
+/// the masks of the tail's two little-endian words.
+#[derive(Clone, Copy)]
+struct KeyShape {
+    len: usize,
+    blocks: usize,
+    low_mask: u64,
+    high_mask: u64,
+}
+
+impl KeyShape {
+    fn new(len: usize) -> Self {
+        let tail = len % 16;
+        let mask = |bytes: usize| if bytes >= 8 { u64::MAX } else { (1u64 << (8 * bytes)) - 1 };
+        KeyShape { len, blocks: len / 16, low_mask: mask(tail), high_mask: mask(tail.saturating_sub(8)) }
+    }
+}
+
+/// The `SPAN` bytes at `at`.
 #[inline(always)]
+fn window<const SPAN: usize>(buf: &[u8], at: usize) -> &[u8; SPAN] {
+    buf[at..at + SPAN].try_into().unwrap()
+}
+
+/// The little-endian word at `at`.
+#[inline(always)]
+fn word_at(buf: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(buf[at..at + 8].try_into().unwrap())
+}
+
+/// The first 64 bits of [`murmur3_x64_128`] (seed 0) of `buf[start..start
+/// + key.len]` (`blocks` = `key.blocks`, a constant where the caller
+/// knows it), reading up to [`PADDING`] bytes past it.
+#[inline(always)]
+fn murmur_h1_padded(buf: &[u8], start: usize, blocks: usize, key: KeyShape) -> u64 {
+    let (mut h1, mut h2) = (0u64, 0u64);
+    let mut at = start;
+    for _ in 0..blocks {
+        h1 ^= mix_k1(word_at(buf, at));
+        h1 = h1.rotate_left(27).wrapping_add(h2).wrapping_mul(5).wrapping_add(0x52dc_e729);
+        h2 ^= mix_k2(word_at(buf, at + 8));
+        h2 = h2.rotate_left(31).wrapping_add(h1).wrapping_mul(5).wrapping_add(0x3849_5ab5);
+        at += 16;
+    }
+    // the tail: a zero word mixes to zero, as if there were no such word
+    h2 ^= mix_k2(word_at(buf, at + 8) & key.high_mask);
+    h1 ^= mix_k1(word_at(buf, at) & key.low_mask);
+    finish(h1, h2, key.len as u64).0
+}
+
+/// khmer's `_hash_murmur`: the forward hash XOR#[inline(always)]
 fn kmer_hash(kmer: &[u8], rc: &[u8]) -> u64 {
     let h = murmur3_x64_128(kmer, 0).0;
     let r = murmur3_x64_128(rc, 0).0;
@@ -376,13 +508,36 @@ fn fmix64(mut k: u64) -> u64 {
     k ^ (k >> 33)
 }
 
+const C1: u64 = 0x87c3_7b91_1142_53d5;
+const C2: u64 = 0x4cf5_ad43_2745_937f;
+
+#[inline(always)]
+fn mix_k1(k: u64) -> u64 {
+    k.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2)
+}
+
+#[inline(always)]
+fn mix_k2(k: u64) -> u64 {
+    k.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1)
+}
+
+/// MurmurHash3's finalisation of `(h1, h2)` for a key of `len` bytes.
+#[inline(always)]
+fn finish(mut h1: u64, mut h2: u64, len: u64) -> (u64, u64) {
+    h1 ^= len;
+    h2 ^= len;
+    h1 = h1.wrapping_add(h2);
+    h2 = h2.wrapping_add(h1);
+    h1 = fmix64(h1);
+    h2 = fmix64(h2);
+    h1 = h1.wrapping_add(h2);
+    h2 = h2.wrapping_add(h1);
+    (h1, h2)
+}
+
 /// MurmurHash3's x64 128-bit hash (Austin Appleby's public-domain
 /// algorithm), little-endian blocks: `(h1, h2)`.
 pub fn murmur3_x64_128(data: &[u8], seed: u32) -> (u64, u64) {
-    const C1: u64 = 0x87c3_7b91_1142_53d5;
-    const C2: u64 = 0x4cf5_ad43_2745_937f;
-    let mix_k1 = |k: u64| k.wrapping_mul(C1).rotate_left(31).wrapping_mul(C2);
-    let mix_k2 = |k: u64| k.wrapping_mul(C2).rotate_left(33).wrapping_mul(C1);
     let (mut h1, mut h2) = (seed as u64, seed as u64);
     let mut blocks = data.chunks_exact(16);
     for b in &mut blocks {
@@ -402,16 +557,7 @@ pub fn murmur3_x64_128(data: &[u8], seed: u32) -> (u64, u64) {
         }
         h1 ^= mix_k1(word(&tail[..tail.len().min(8)]));
     }
-    let len = data.len() as u64;
-    h1 ^= len;
-    h2 ^= len;
-    h1 = h1.wrapping_add(h2);
-    h2 = h2.wrapping_add(h1);
-    h1 = fmix64(h1);
-    h2 = fmix64(h2);
-    h1 = h1.wrapping_add(h2);
-    h2 = h2.wrapping_add(h1);
-    (h1, h2)
+    finish(h1, h2, data.len() as u64)
 }
 
 #[cfg(test)]
@@ -459,6 +605,68 @@ mod tests {
         let mut c = HllCounter::new(0.01, 4).unwrap();
         c.consume_read(b"acgttgca", &mut ReadScratch::default());
         assert_eq!(a, c);
+    }
+
+    #[test]
+    fn padded_hashing_is_murmur3_of_each_kmer() {
+        // every k (blocks 0..4, every tail length), reads of every length
+        // around k, bytes of all kinds: the counters of consume_string and
+        // consume_read equal those of adding each k-mer through the plain
+        // MurmurHash3 (`add`)
+        let mut rng = fasthts_testgen::rng::Rng::new(11);
+        let alphabet = b"ACGTACGTACGTacgtNnRYz.\xff";
+        for k in 1..=70u32 {
+            let mut fast = HllCounter::new(0.01, k).unwrap();
+            let mut cleaned = fast.clone();
+            let mut plain = fast.clone();
+            let mut scratch = ReadScratch::default();
+            for len in [k as usize - 1, k as usize, k as usize + 1, k as usize + 17, 150] {
+                let seq: Vec<u8> = (0..len).map(|_| alphabet[rng.below(alphabet.len() as u64) as usize]).collect();
+                let n = fast.consume_string(&seq);
+                assert_eq!(n as usize, (len + 1).saturating_sub(k as usize));
+                for w in seq.windows(k as usize) {
+                    plain.add(w);
+                }
+                cleaned.consume_read(&seq, &mut scratch);
+                let mut reference = HllCounter::new(0.01, k).unwrap();
+                for w in Cleaning::CppParser.clean(&seq).windows(k as usize) {
+                    reference.add(w);
+                }
+                let mut alone = HllCounter::new(0.01, k).unwrap();
+                alone.consume_read(&seq, &mut ReadScratch::default());
+                assert_eq!(alone, reference, "k {k} len {len}");
+            }
+            assert_eq!(fast, plain, "k {k}");
+        }
+        // palindromes keep their forward hash
+        let mut a = HllCounter::new(0.01, 4).unwrap();
+        let mut b = a.clone();
+        a.consume_string(b"ACGT");
+        b.add(b"ACGT");
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn wide_and_scalar_hashing_agree() {
+        // the eight-lane path (where the CPU has it; required under CI on
+        // x86-64, whose test machines have AVX-512) against the scalar one
+        let wide = wide_hashing();
+        if !wide && std::env::var_os("CI").is_some() && cfg!(target_arch = "x86_64") {
+            panic!("CI=true: AVX-512 (f, dq, vbmi, cd) is missing, the eight-lane hashing is untested");
+        }
+        let mut rng = fasthts_testgen::rng::Rng::new(5);
+        for k in 1..=70u32 {
+            let (mut scalar, mut eight) = (HllCounter::new(0.0041, k).unwrap(), HllCounter::new(0.0041, k).unwrap());
+            for len in [k as usize, k as usize + 7, k as usize + 8, k as usize + 9, 150, 301] {
+                // the 301-base reads of A and T only: palindromes at even k
+                let seq: Vec<u8> = (0..len).map(|_| b"ATCGN"[rng.below(if len == 301 { 2 } else { 5 }) as usize]).collect();
+                for (h, w) in [(&mut scalar, false), (&mut eight, wide)] {
+                    let (mut f, mut r) = (seq.clone(), Vec::new());
+                    h.consume_padded_with(&mut f, &mut r, w);
+                }
+            }
+            assert_eq!(scalar, eight, "k {k}");
+        }
     }
 
     #[test]

@@ -98,6 +98,18 @@ fn man_pages_are_generated_for_every_command() {
     let sort = std::fs::read_to_string(out_dir.join("fasthts-sort.1")).unwrap();
     assert!(sort.starts_with(".ie") || sort.contains(".TH"), "not a man page: {}", &sort[..200.min(sort.len())]);
     assert!(sort.contains("fasthts\\-sort") && sort.contains("Examples:"), "{sort}");
+    // every option has its text (an option hidden from -h once had none)
+    for page in &written {
+        let text = std::fs::read_to_string(out_dir.join(page)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, w) in lines.windows(3).enumerate() {
+            if w[0] == ".TP" && w[1].starts_with("\\fB") {
+                assert!(!w[2].is_empty() && !w[2].starts_with('.'), "{page}:{}: {} has no text", i + 2, w[1]);
+            }
+        }
+    }
+    let count = std::fs::read_to_string(out_dir.join("fasthts-kmer-count.1")).unwrap();
+    assert!(count.contains("number of tables to use in k\\-mer countgraph"), "{count}");
 }
 
 /// One refused command line: its exit status and a part of its one line.

@@ -9,6 +9,8 @@ use std::io::{self, Write};
 use std::sync::atomic::Ordering::{Acquire, Release};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
+use std::thread::Thread;
+use std::time::{Duration, Instant};
 
 /// Running totals and the `-R` report of normalize-by-median.
 pub struct Diagnostics {
@@ -141,10 +143,20 @@ struct SplitShared {
     flags: Mutex<Vec<u8>>,
 }
 
+/// How long a wait spins before its thread parks: a unit takes ~15 µs, so
+/// the other thread nearly always answers within this, and a parked
+/// thread takes a wake-up (a system call and a reschedule, ~10-50 µs) to
+/// resume. Longer waits (the other thread descheduled on a loaded machine,
+/// or the reader thread's turn) no longer burn a core: they park.
+const SPIN_BEFORE_PARK: Duration = Duration::from_micros(50);
+
 /// Waits until `step` reaches `target` and returns it, or returns
 /// `u64::MAX` at once when `peer_failed` is set (the other thread gave up).
+/// The other thread unparks this one after each change ([`advance`],
+/// [`LeaveOnPanic`]).
 fn wait_step(step: &AtomicU64, target: u64, peer_failed: &AtomicBool) -> u64 {
     let mut spins = 0u32;
+    let mut since: Option<Instant> = None;
     loop {
         let v = step.load(Acquire);
         if v >= target {
@@ -153,26 +165,33 @@ fn wait_step(step: &AtomicU64, target: u64, peer_failed: &AtomicBool) -> u64 {
         if peer_failed.load(Acquire) {
             return u64::MAX;
         }
-        // A unit takes ~15 µs, so the other thread is nearly always about to
-        // answer: spin, and yield only after a long wait (the reader thread
-        // needs a core now and then). Yielding after 256 spins cost 11 s of
-        // a 54 s run (500 Mbp, 4 x 1e9), spinning to 65536 ran it in 43 s.
-        if spins < 1 << 16 {
-            spins += 1;
+        spins = spins.wrapping_add(1);
+        // the clock read every 64 spins only
+        if spins % 64 != 0 || since.get_or_insert_with(Instant::now).elapsed() < SPIN_BEFORE_PARK {
             std::hint::spin_loop();
         } else {
-            std::thread::yield_now();
+            // an unpark since the checks above makes this return at once;
+            // the timeout only bounds the cost of a wake-up gone missing
+            std::thread::park_timeout(Duration::from_millis(100));
         }
     }
 }
 
+/// Sets `step` to `value` and wakes `peer` if it parked waiting for it
+/// (cheap when it did not: one atomic swap).
+fn advance(step: &AtomicU64, value: u64, peer: &Thread) {
+    step.store(value, Release);
+    peer.unpark();
+}
+
 /// Ends the other thread's waits when one side of [`normalize_split`]
-/// unwinds: without it a panic on either side left the other spinning for
+/// unwinds: without it a panic on either side left the other waiting for
 /// ever, and the thread scope waiting for it, instead of the panic
 /// surfacing.
 struct LeaveOnPanic<'a> {
     shared: &'a SplitShared,
     helper: bool,
+    peer: Thread,
 }
 
 impl Drop for LeaveOnPanic<'_> {
@@ -182,9 +201,10 @@ impl Drop for LeaveOnPanic<'_> {
         }
         if self.helper {
             self.shared.helper_failed.store(true, Release);
+            self.peer.unpark();
         } else {
             self.shared.aborted.store(true, Release);
-            self.shared.step.store(u64::MAX, Release);
+            advance(&self.shared.step, u64::MAX, &self.peer);
         }
     }
 }
@@ -240,8 +260,9 @@ fn normalize_split(
         let sh = &shared;
         let theirs = &theirs;
         let pending = &mut pending;
-        s.spawn(move || {
-            let _leave = LeaveOnPanic { shared: sh, helper: true };
+        let main_thread = std::thread::current();
+        let helper = s.spawn(move || {
+            let _leave = LeaveOnPanic { shared: sh, helper: true, peer: main_thread.clone() };
             let (mut hashes, mut partial, mut flags) = (Vec::new(), Vec::new(), Vec::new());
             let mut base = 0u64;
             loop {
@@ -252,7 +273,7 @@ fn normalize_split(
                 hashes.extend_from_slice(&sh.hashes.lock().unwrap());
                 graph.partial_mins(&hashes, theirs, &mut partial);
                 std::mem::swap(&mut *sh.partial.lock().unwrap(), &mut partial);
-                sh.step.store(base + 2, Release);
+                advance(&sh.step, base + 2, &main_thread);
                 wait_step(&sh.step, base + 3, &sh.aborted);
                 if sh.aborted.load(Acquire) {
                     return;
@@ -266,12 +287,13 @@ fn normalize_split(
                 base += 3;
             }
         });
+        let helper = helper.thread().clone();
         // this thread: parse, decide, write, update tables 0, 2, …
         let mut hashes: Vec<u64> = Vec::new();
         let mut ends: Vec<usize> = Vec::new();
         let (mut partial, mut counts) = (Vec::new(), Vec::new());
         let mut base = 0u64;
-        let _leave = LeaveOnPanic { shared: sh, helper: false };
+        let _leave = LeaveOnPanic { shared: sh, helper: false, peer: helper.clone() };
         let res = for_each_unit(path, k, force_single, require_paired, true, true, |u| {
             let reads = u.reads();
             diag.total += reads.len() as u64;
@@ -286,7 +308,7 @@ fn normalize_split(
                 h.clear();
                 h.extend_from_slice(&hashes);
             }
-            sh.step.store(base + 1, Release);
+            advance(&sh.step, base + 1, &helper);
             graph.partial_mins(&hashes, &mine, &mut partial);
             if wait_step(&sh.step, base + 2, &sh.helper_failed) == u64::MAX {
                 return Err("normalize: the table thread failed".into());
@@ -300,7 +322,7 @@ fn normalize_split(
                 high
             });
             sh.keep.store(!all_high, Release);
-            sh.step.store(base + 3, Release);
+            advance(&sh.step, base + 3, &helper);
             base += 3;
             if !all_high {
                 for r in reads {
@@ -324,7 +346,7 @@ fn normalize_split(
         // On an error too the helper finishes the unit decided last (it
         // is kept with the units before it, as on one thread), then stops
         // at the next unit's wait.
-        sh.step.store(u64::MAX, Release);
+        advance(&sh.step, u64::MAX, &helper);
         res
     });
     // the helper has finished (scope joined): its flags of the last kept
@@ -338,6 +360,39 @@ fn normalize_split(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CPU time the calling thread has used.
+    fn thread_cpu_time() -> std::time::Duration {
+        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `t` is a valid timespec to fill
+        assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) }, 0);
+        std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+    }
+
+    /// A long wait of the split normalize parks its thread instead of
+    /// spinning (which burnt a core, or on a loaded machine the other
+    /// thread's share of one): half a second's wait uses a few
+    /// milliseconds of CPU at most.
+    #[test]
+    fn long_wait_parks() {
+        let (step, failed) = (AtomicU64::new(0), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| (wait_step(&step, 3, &failed), thread_cpu_time()));
+            std::thread::sleep(Duration::from_millis(500));
+            advance(&step, 3, waiter.thread());
+            let (reached, cpu) = waiter.join().unwrap();
+            assert_eq!(reached, 3);
+            assert!(cpu < Duration::from_millis(20), "waiting used {cpu:?} of CPU");
+        });
+        // a failed peer ends the wait too
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| wait_step(&step, 4, &failed));
+            std::thread::sleep(Duration::from_millis(50));
+            failed.store(true, Release);
+            waiter.thread().unpark();
+            assert_eq!(waiter.join().unwrap(), u64::MAX);
+        });
+    }
 
     /// A panic on the deciding thread of the split normalize (here: its
     /// output writer) reaches the caller; it used to leave the table
