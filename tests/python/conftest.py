@@ -147,3 +147,19 @@ def fastq_bgzf(fastq) -> Path:
     p = fastq.with_suffix(".bgzf.fq.gz")
     write_bgzf(fastq.read_bytes(), p)
     return p
+
+
+@pytest.fixture(scope="module")
+def no_reference_lookup():
+    """htslib looks for CRAM references only where the file or the call
+    says (REF_PATH/REF_CACHE point nowhere for the module's tests; set
+    before a module's dask workers start: they inherit it). Modules use it
+    with `pytestmark = pytest.mark.usefixtures("no_reference_lookup")`."""
+    saved = {k: os.environ.get(k) for k in ("REF_PATH", "REF_CACHE")}
+    os.environ["REF_PATH"] = os.environ["REF_CACHE"] = "/nonexistent/%s"
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

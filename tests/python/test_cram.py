@@ -5,7 +5,6 @@ BAMs in small containers (regions span several), the reference given or
 found by @SQ UR or embedded, multi-reference slices, unmapped-only, a CRAM
 without .crai."""
 
-import os
 import pickle
 import shutil
 import subprocess
@@ -19,17 +18,7 @@ from conftest import require, require_module, require_tool, target_dir
 pysam = require_module("pysam")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def no_reference_lookup():
-    """htslib looks for references only where the file or the call says."""
-    saved = {k: os.environ.get(k) for k in ("REF_PATH", "REF_CACHE")}
-    os.environ["REF_PATH"] = os.environ["REF_CACHE"] = "/nonexistent/%s"
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+pytestmark = pytest.mark.usefixtures("no_reference_lookup")
 
 
 @pytest.fixture(scope="module")

@@ -24,18 +24,7 @@ VERSIONS = ["2.1", "3.0", "3.1"]
 RECORDS = 49410
 
 
-@pytest.fixture(scope="module", autouse=True)
-def no_reference_lookup():
-    """htslib looks for references only where the file or the call says
-    (set before the workers start: they inherit it)."""
-    saved = {k: os.environ.get(k) for k in ("REF_PATH", "REF_CACHE")}
-    os.environ["REF_PATH"] = os.environ["REF_CACHE"] = "/nonexistent/%s"
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+pytestmark = pytest.mark.usefixtures("no_reference_lookup")
 
 
 @pytest.fixture(scope="module")

@@ -156,23 +156,7 @@ fn sort_to_sam_keeps_positions_past_2_31_as_samtools_does() {
         files.extend(files_under(&t.join("large_pos"), ".sam"));
     }
     for file in &files {
-        for order in [&[][..], &["-n"], &["-t", "XT"], &["-t", "XT", "-n"]] {
-            let mut s = Command::new("samtools");
-            s.args(["sort", "--no-PG", "-O", "sam"]).args(order).arg(file);
-            let want = run(s);
-            assert!(want.status.success(), "samtools {order:?} {}: {}", file.display(), text(&want.stderr));
-            for extra in [&["-@", "2"][..], &["-@", "1", "-m", "1M", "-T"]] {
-                let mut c = fasthts();
-                c.args(["sort", "--no-PG", "-O", "sam"]).args(order).args(extra);
-                if extra.contains(&"-T") {
-                    c.arg(dir.path("runs"));
-                }
-                c.arg(file);
-                let got = run(c);
-                assert!(got.status.success(), "{order:?} {extra:?} {}: {}", file.display(), text(&got.stderr));
-                assert!(got.stdout == want.stdout, "{order:?} {extra:?} {}: SAM differs from samtools'", file.display());
-            }
-        }
+        sorts_to_sam_as_samtools(file, &dir.path("runs"));
     }
     // BGZF-compressed SAM too.
     let (want, got) = (dir.path("want.sam.gz"), dir.path("got.sam.gz"));
@@ -247,23 +231,7 @@ fn positions_past_2_31_under_short_references_are_kept_in_sam_as_samtools_keeps_
     let many = dir.path("many.sam");
     std::fs::write(&many, under_short_references(&shuffled_large_sam(&mut rng, 40_000))).unwrap();
     for file in [&small, &many] {
-        for order in [&[][..], &["-n"], &["-t", "XT"], &["-t", "XT", "-n"]] {
-            let mut s = Command::new("samtools");
-            s.args(["sort", "--no-PG", "-O", "sam"]).args(order).arg(file);
-            let want = run(s);
-            assert!(want.status.success(), "samtools {order:?} {}: {}", file.display(), text(&want.stderr));
-            for extra in [&["-@", "2"][..], &["-@", "1", "-m", "1M", "-T"]] {
-                let mut c = fasthts();
-                c.args(["sort", "--no-PG", "-O", "sam"]).args(order).args(extra);
-                if extra.contains(&"-T") {
-                    c.arg(dir.path("runs"));
-                }
-                c.arg(file);
-                let got = run(c);
-                assert!(got.status.success(), "{order:?} {extra:?} {}: {}", file.display(), text(&got.stderr));
-                assert!(got.stdout == want.stdout, "{order:?} {extra:?} {}: SAM differs from samtools'", file.display());
-            }
-        }
+        sorts_to_sam_as_samtools(file, &dir.path("runs"));
     }
     // Counting reads no position: as samtools, status and output.
     for args in [&["flagstat"][..], &["flagstat", "-O", "json"], &["idxstats"], &["quickcheck", "-v"]] {
@@ -334,6 +302,28 @@ fn depth_of_positions_past_2_31_is_samtools_depth() {
             assert!(want.status.success() && want.stdout.len() > 1000, "samtools {args:?} {}: {}", file.display(), text(&want.stderr));
             assert!(got.status.success(), "{args:?} {}: {}", file.display(), text(&got.stderr));
             assert!(got.stdout == want.stdout, "{args:?} {}: depth differs from samtools'", file.display());
+        }
+    }
+}
+
+/// `sort -O sam` of `file` in four orders, at `-@ 2` and with run files
+/// (`-m 1M -T runs`), gives samtools' SAM.
+fn sorts_to_sam_as_samtools(file: &Path, runs: &Path) {
+    for order in [&[][..], &["-n"], &["-t", "XT"], &["-t", "XT", "-n"]] {
+        let mut s = Command::new("samtools");
+        s.args(["sort", "--no-PG", "-O", "sam"]).args(order).arg(file);
+        let want = run(s);
+        assert!(want.status.success(), "samtools {order:?} {}: {}", file.display(), text(&want.stderr));
+        for extra in [&["-@", "2"][..], &["-@", "1", "-m", "1M", "-T"]] {
+            let mut c = fasthts();
+            c.args(["sort", "--no-PG", "-O", "sam"]).args(order).args(extra);
+            if extra.contains(&"-T") {
+                c.arg(runs);
+            }
+            c.arg(file);
+            let got = run(c);
+            assert!(got.status.success(), "{order:?} {extra:?} {}: {}", file.display(), text(&got.stderr));
+            assert!(got.stdout == want.stdout, "{order:?} {extra:?} {}: SAM differs from samtools'", file.display());
         }
     }
 }
