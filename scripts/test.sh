@@ -69,6 +69,9 @@ cd "$root"
 
 # Release mode: the differential tests run the real binary on real files.
 cargo test --release --workspace
+# The generator's binary: the Python tests make their data with it
+# (cargo test builds its library only).
+cargo build --release -p fasthts-testgen
 
 # The Python package, in its own virtual environment (Debian's python3
 # refuses `pip install` outside one: externally-managed-environment).
