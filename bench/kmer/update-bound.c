@@ -1,13 +1,16 @@
 /* The memory bound of counting into a count-min sketch on this machine:
  * N k-mers (random 64-bit hashes), each incrementing one byte counter in
  * each of four tables of ~200 M entries (kmer count -N 4 -x 2e8: 800 MB),
- * on huge pages, with the tables' lines prefetched D k-mers ahead.
- * Nothing else: no reading, parsing or k-mer hashing, no first touch
- * (the tables are zeroed before the clock starts).
+ * on huge pages, with the tables' lines prefetched D k-mers ahead; then
+ * a lookup pass (the least of the four counters, as filter-abund reads
+ * them). Nothing else: no reading, parsing or k-mer hashing, no first
+ * touch (the tables are zeroed before the clock starts). ENTRIES (default
+ * 2e8) sets the tables' size (1e8: filter-abund-single -x 1e8).
  *
  *   gcc -O2 -o update-bound bench/kmer/update-bound.c
  *   ./update-bound 100000000 32                 # one core
  *   ./update-bound 50000000 32 & ./update-bound 50000000 32 & wait   # two
+ *   ./update-bound 20000000 32 1e8              # 400 MB of tables
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -30,13 +33,17 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s N_KMERS PREFETCH_DISTANCE\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s N_KMERS PREFETCH_DISTANCE [ENTRIES]\n", argv[0]);
         return 2;
     }
     uint64_t n = strtoull(argv[1], NULL, 10);
     uint64_t ahead = strtoull(argv[2], NULL, 10);
-    const uint64_t size[4] = {199999999ULL, 199999991ULL, 199999973ULL, 199999971ULL};
+    uint64_t entries = argc == 4 ? (uint64_t)strtod(argv[3], NULL) : 200000000ULL;
+    /* four sizes just below ENTRIES (khmer takes primes; any odd sizes
+     * spread the hashes alike) */
+    uint64_t size[4];
+    for (int k = 0; k < 4; k++) size[k] = entries - 1 - 2 * k;
     const uint64_t huge = 1ULL << 21;
     uint8_t *table[4];
     for (int k = 0; k < 4; k++) {
@@ -58,10 +65,28 @@ int main(int argc, char **argv) {
         }
     }
     double took = now() - start;
+    start = now();
+    uint64_t low = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (ahead) {
+            uint64_t h = mix(i + ahead);
+            for (int k = 0; k < 4; k++) __builtin_prefetch(table[k] + h % size[k], 0, 0);
+        }
+        uint64_t h = mix(i);
+        uint8_t least = 255;
+        for (int k = 0; k < 4; k++) {
+            uint8_t c = table[k][h % size[k]];
+            if (c < least) least = c;
+        }
+        low += least < 2;
+    }
+    double looked = now() - start;
     uint64_t sum = 0;  /* keeps the updates observable */
     for (int k = 0; k < 4; k++)
         for (uint64_t j = 0; j < size[k]; j += 4096) sum += table[k][j];
-    printf("%llu k-mers, prefetch %llu ahead: %.2f s (%.1f ns per k-mer, 4 updates) [%llu]\n",
-           (unsigned long long)n, (unsigned long long)ahead, took, took / n * 1e9, (unsigned long long)sum);
+    printf("%llu k-mers, prefetch %llu ahead, 4 x %llu entries: updates %.2f s (%.1f ns per k-mer), "
+           "lookups %.2f s (%.1f ns per k-mer) [%llu %llu]\n",
+           (unsigned long long)n, (unsigned long long)ahead, (unsigned long long)entries, took, took / n * 1e9,
+           looked, looked / n * 1e9, (unsigned long long)sum, (unsigned long long)low);
     return 0;
 }
