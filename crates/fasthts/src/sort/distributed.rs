@@ -834,6 +834,32 @@ mod tests {
     /// Splits shuffled into parts by sampled boundaries hold every record
     /// once, each part in input order and within its key range; each split
     /// ends where the next begins.
+    /// Appends the records of each part's run file (`files[p]`, sort keys
+    /// dropped) to `parts[p]`.
+    fn read_runs(files: &[PathBuf], parts: &mut [Vec<Vec<u8>>]) {
+        for (p, f) in files.iter().enumerate() {
+            let mut run = RunReader::open(f, 1 << 16).unwrap();
+            while run.advance().unwrap() {
+                parts[p].push(run.record[4..].to_vec());
+            }
+        }
+    }
+
+    /// The parts hold every record of `all` once between them, each part in
+    /// input order (a subsequence of `all`) and in its key range.
+    fn assert_parts_partition(parts: &[Vec<Vec<u8>>], all: &[Vec<u8>], boundaries: &[Vec<u8>], cmp: &Comparator, what: &str) {
+        assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), all.len());
+        let mut scratch = Vec::new();
+        for (p, records) in parts.iter().enumerate() {
+            let mut it = all.iter();
+            assert!(records.iter().all(|r| it.any(|a| a == r)), "part {p} in input order{what}");
+            for r in records {
+                let prepared = prepare(cmp, r, &mut scratch).to_vec();
+                assert_eq!(part_of(&RecordRef::new_prevalidated(&prepared), boundaries, cmp), p, "part {p}{what}");
+            }
+        }
+    }
+
     #[test]
     fn shuffled_parts_partition_the_records_in_input_order() {
         let dir = std::env::temp_dir().join(format!("fasthts-distributed-{}", std::process::id()));
@@ -854,12 +880,7 @@ mod tests {
                 assert_eq!(guess_entry(&bam, split).unwrap(), Some(entry));
                 let done = shuffle_split(&bam, split, entry, &boundaries, &cmp, &files).unwrap();
                 exit = done.exit;
-                for (p, f) in files.iter().enumerate() {
-                    let mut run = RunReader::open(f, 1 << 16).unwrap();
-                    while run.advance().unwrap() {
-                        parts[p].push(run.record[4..].to_vec());
-                    }
-                }
+                read_runs(&files, &mut parts);
             }
             assert_eq!(exit, None);
             let all: Vec<Vec<u8>> = {
@@ -870,18 +891,8 @@ mod tests {
                 }
                 v
             };
-            assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), all.len());
-            let mut scratch = Vec::new();
-            for (p, records) in parts.iter().enumerate() {
-                // In input order: a subsequence of the file's records.
-                let mut it = all.iter();
-                assert!(records.iter().all(|r| it.any(|a| a == r)), "part {p} in input order");
-                for r in records {
-                    let prepared = prepare(&cmp, r, &mut scratch).to_vec();
-                    assert_eq!(part_of(&RecordRef::new_prevalidated(&prepared), &boundaries, &cmp), p);
-                }
-                assert!(!records.is_empty());
-            }
+            assert_parts_partition(&parts, &all, &boundaries, &cmp, "");
+            assert!(parts.iter().all(|records| !records.is_empty()));
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -933,23 +944,10 @@ mod tests {
                 assert!(j == 0 || Some(entry) == exit);
                 let done = input.shuffle(split, entry, &boundaries, &cmp, &files).unwrap();
                 exit = done.exit;
-                for (p, f) in files.iter().enumerate() {
-                    let mut run = RunReader::open(f, 1 << 16).unwrap();
-                    while run.advance().unwrap() {
-                        parts[p].push(run.record[4..].to_vec());
-                    }
-                }
+                read_runs(&files, &mut parts);
             }
             assert_eq!(exit, None);
-            assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), all.len());
-            let mut scratch = Vec::new();
-            for (p, records) in parts.iter().enumerate() {
-                let mut it = all.iter();
-                assert!(records.iter().all(|r| it.any(|a| a == r)), "part {p} in input order ({pieces} pieces)");
-                assert!(records
-                    .iter()
-                    .all(|r| part_of(&RecordRef::new_prevalidated(prepare(&cmp, r, &mut scratch)), &boundaries, &cmp) == p));
-            }
+            assert_parts_partition(&parts, &all, &boundaries, &cmp, &format!(" ({pieces} pieces)"));
         }
         // A split's first record is its first container's: no other entry is taken.
         let split = input.splits(3)[1];
