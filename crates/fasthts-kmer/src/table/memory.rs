@@ -99,6 +99,13 @@ impl SharedMap {
         if ptr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
+        // Huge folios in the page cache, mapped whole, whatever order the
+        // counters are first touched in: without the advice the kernel's
+        // fault-around sees random first touches and falls back to 4 KiB
+        // pages (a TLB miss per update: -x 2e8, 100 Mbp, -T 2: 13.2 user
+        // s unsorted, 6.5 sorted; with it 4.9 either way, as on the heap).
+        // SAFETY: the mapping just made; the advice does not change its contents.
+        unsafe { fasthts_io::memory::advise_huge_pages(ptr as *const u8, len) };
         Ok(Arc::new(SharedMap { ptr: ptr as *mut u8, len }))
     }
     /// Copies `bytes` to `offset` (the file's header and size fields).

@@ -21,9 +21,15 @@ const IDX_BITS: u32 = 24;
 /// threads with 2 tables each: 64 KiB 7.5–7.7 s wall, 2 MiB 5.6–6.7.
 const REGION_BITS: u32 = 21;
 
-/// Tables smaller than this (in bins) stay mostly in cache, where the
-/// plain prefetched update is cheaper than sorting first.
-const SORT_MIN_BINS: u64 = 1 << 25;
+/// Below this many bytes of tables in one pass, the plain prefetched pass
+/// is cheaper than sorting first: the tables are on 2 MiB pages (heap and
+/// mapped `.ct` files alike), whose TLB entries then cover most of them.
+/// Measured on this kind of host (2-core AMD EPYC VM, quiet), `kmer count
+/// -N 4` of 100 Mbp, user s sorted / unsorted: -T 2 (two tables per
+/// thread) -x 2e8 5.8 / 4.3, 5e8 5.7 / 4.6, 7.5e8 6.3 / 8.6, 1e9 6.3 / 8.5;
+/// -T 1 (four) -x 2.5e8 6.1 / 5.2, 5e8 6.0 / 8.1: the turn lies between
+/// 1 and 1.5 GB per pass.
+const SORT_MIN_BYTES: u64 = 5 << 28;
 
 /// Reusable buffers of [`Countgraph::update_partition_sorted`].
 #[derive(Default)]
@@ -47,27 +53,28 @@ impl Countgraph {
     /// update (a bin's value depends only on the adds to that bin).
     ///
     /// `scratch` is reused between calls (no allocation per batch once
-    /// grown). Small tables (all below 2^25 bins), batches of 2^24 hashes or
-    /// more, and tables of 2^40 bins or more take the plain prefetched path.
+    /// grown). Tables of fewer than [`SORT_MIN_BYTES`] together, batches of
+    /// 2^24 hashes or more, and tables of 2^40 bins or more take the plain
+    /// prefetched path.
     pub fn update_partition_sorted(&self, hashes: &[u64], tables: &[usize], flags: &mut [u8], scratch: &mut SortScratch) -> u64 {
-        self.update_partition_sorted_with(hashes, tables, flags, scratch, SORT_MIN_BINS, REGION_BITS)
+        self.update_partition_sorted_with(hashes, tables, flags, scratch, SORT_MIN_BYTES, REGION_BITS)
     }
 
-    /// [`Self::update_partition_sorted`] with the size threshold and the
-    /// region size as parameters (the tests sort small tables in tiny
-    /// regions).
+    /// [`Self::update_partition_sorted`] with the size threshold (bytes of
+    /// `tables` together) and the region size as parameters (the tests
+    /// sort small tables in tiny regions).
     pub(super) fn update_partition_sorted_with(
         &self,
         hashes: &[u64],
         tables: &[usize],
         flags: &mut [u8],
         scratch: &mut SortScratch,
-        min_bins: u64,
+        min_bytes: u64,
         region_bits: u32,
     ) -> u64 {
         assert_eq!(hashes.len(), flags.len());
         let n = hashes.len();
-        let small = tables.iter().all(|&t| self.sizes[t] < min_bins);
+        let small = tables.iter().map(|&t| self.table_len(t)).sum::<u64>() < min_bytes;
         if small || n >= 1 << IDX_BITS || tables.iter().any(|&t| self.sizes[t] >= 1 << (64 - IDX_BITS)) {
             return self.update_partition(hashes, tables, flags);
         }
@@ -140,11 +147,11 @@ impl Countgraph {
     /// `get` of every hash (as [`Self::get_many`]: one count per hash
     /// appended to `out`, in order), but each table is read in bin order
     /// after a counting sort, for the reason given at
-    /// [`Self::update_partition_sorted`]: with gigabyte tables a sweep costs
-    /// far less than random reads. Small tables and huge batches take
-    /// [`Self::get_many`].
+    /// [`Self::update_partition_sorted`]: with several gigabytes of tables a
+    /// sweep costs less than random reads. Tables of fewer than
+    /// [`SORT_MIN_BYTES`] together and huge batches take [`Self::get_many`].
     pub fn get_many_sorted(&self, hashes: &[u64], out: &mut Vec<u16>, scratch: &mut SortScratch) {
-        self.get_many_sorted_with(hashes, out, scratch, SORT_MIN_BINS, REGION_BITS)
+        self.get_many_sorted_with(hashes, out, scratch, SORT_MIN_BYTES, REGION_BITS)
     }
 
     pub(super) fn get_many_sorted_with(
@@ -152,11 +159,11 @@ impl Countgraph {
         hashes: &[u64],
         out: &mut Vec<u16>,
         scratch: &mut SortScratch,
-        min_bins: u64,
+        min_bytes: u64,
         region_bits: u32,
     ) {
         let n = hashes.len();
-        if self.sizes.iter().all(|&s| s < min_bins) || n >= 1 << IDX_BITS || self.sizes.iter().any(|&s| s >= 1 << (64 - IDX_BITS)) {
+        if self.total_table_bytes() < min_bytes || n >= 1 << IDX_BITS || self.sizes.iter().any(|&s| s >= 1 << (64 - IDX_BITS)) {
             return self.get_many(hashes, out);
         }
         let first = out.len();

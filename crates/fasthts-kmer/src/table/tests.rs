@@ -400,12 +400,12 @@ fn sorted_lookups_match_direct() {
     assert!(direct.iter().any(|&c| c > 255), "bigcount values reached");
     assert!(direct.contains(&0), "absent k-mers present");
     let mut scratch = SortScratch::default();
-    for (min_bins, region_bits) in [(0, 3), (0, 6), (u64::MAX, 16)] {
+    for (min_bytes, region_bits) in [(0, 3), (0, 6), (u64::MAX, 16)] {
         // appended after what `out` already holds, like get_many
         let mut out = vec![9u16];
-        g.get_many_sorted_with(&all, &mut out, &mut scratch, min_bins, region_bits);
+        g.get_many_sorted_with(&all, &mut out, &mut scratch, min_bytes, region_bits);
         assert_eq!(out[0], 9);
-        assert_eq!(&out[1..], &direct[..], "min_bins {min_bins} region_bits {region_bits}");
+        assert_eq!(&out[1..], &direct[..], "min_bytes {min_bytes} region_bits {region_bits}");
     }
 }
 
