@@ -1,5 +1,5 @@
 //! Updates and lookups applied table by table in address order after a
-//! counting sort by bin region (gigabyte tables: fewer TLB misses).
+//! counting sort by bin region (tables of several GB: fewer TLB misses).
 
 use super::memory::prefetch;
 use super::pass::{bump, counter_at};
