@@ -93,13 +93,6 @@ fn warn_if_truncated(bam: &LibBam, report: &dyn Report) {
     }
 }
 
-/// `warn_if_truncated` now, as a Python warning.
-fn eof_check(py: Python<'_>, bam: &LibBam) -> PyResult<()> {
-    let w = crate::Warnings::default();
-    warn_if_truncated(bam, &w);
-    w.issue(py)
-}
-
 /// The reference names of the BAM at `path`.
 pub(crate) fn reference_names(py: Python<'_>, path: &Path) -> PyResult<Vec<String>> {
     run_detached(py, |_| Ok(LibBam::open(path)?.header().references.iter().map(|r| r.name.clone()).collect()))
@@ -282,21 +275,15 @@ impl BamFile {
         }
     }
 
-    /// The truncation warning of every call that reads (see `eof_check`).
+    /// The truncation warning of every call that reads (see `warn_if_truncated`).
     fn eof_check(&self, py: Python<'_>) -> PyResult<()> {
+        let w = crate::Warnings::default();
         match &self.opened {
-            Opened::Bam(sh) => eof_check(py, &sh.bam),
-            Opened::Cram(c) => {
-                let w = crate::Warnings::default();
-                c.warn_if_truncated(&w);
-                w.issue(py)
-            }
-            Opened::Sam(s) => {
-                let w = crate::Warnings::default();
-                s.warn_if_truncated(&w);
-                w.issue(py)
-            }
+            Opened::Bam(sh) => warn_if_truncated(&sh.bam, &w),
+            Opened::Cram(c) => c.warn_if_truncated(&w),
+            Opened::Sam(s) => s.warn_if_truncated(&w),
         }
+        w.issue(py)
     }
 
     /// The SAM file, if that is what is open, refusing a region query
