@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import fasthts
-from conftest import require, require_tool, target_dir
+from conftest import ROOT, require, require_tool, target_dir
 
 
 @pytest.fixture(scope="module")
@@ -212,3 +212,16 @@ def test_record_warnings_are_user_warnings_and_records_are_samtools(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fasthts.BamFile(str(bam)).columns()
+
+
+def test_a_sam_with_a_header_and_no_records_is_empty_columns(tmp_path):
+    bgzip = require_tool("bgzip", "tabix")
+    path = tmp_path / "header-only.sam.gz"
+    path.write_bytes(subprocess.run([bgzip, "-c"], input=b"@SQ\tSN:c\tLN:10\n", check=True, capture_output=True).stdout)
+    sam = fasthts.BamFile(str(path))
+    assert sam.references == [("c", 10)]
+    want = fasthts.BamFile(str(ROOT / "tests/data/small.bam")).columns()
+    for threads in (1, 2):
+        got = sam.columns(threads=threads)
+        assert got.keys() == want.keys() and all(len(got[k]) == 0 and got[k].dtype == want[k].dtype for k in want)
+    assert list(sam.fetch()) == []
