@@ -337,15 +337,16 @@ def test_whole_file_columns_read_as_flagstat_reads(tmp_path):
 
 def test_wrong_inputs_are_named_as_the_cli_names_them(cli, tmp_path):
     # One recognition function in the library: BamFile says what `fasthts
-    # index` says (both need a BGZF-compressed BAM).
+    # index` says (both need a BGZF-compressed BAM, BamFile reading SAM
+    # text whole instead: tests/python/test_bam_sam.py).
     import gzip
     import subprocess
 
     sam = b"@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:100\n"
+    uncompressed_bam = gzip.decompress(SMALL.read_bytes())
     cases = {
-        "x.sam.gz": (gzip.compress(sam), "SAM compressed with gzip, not BGZF, cannot be indexed"),
         "x.fq": (b"@r\nACGT\n+\nIIII\n", "FASTQ sequences, not BAM or SAM alignments"),
-        "x.sam": (sam, "SAM cannot be indexed or read through an index"),
+        "x.ubam": (uncompressed_bam, "uncompressed BAM cannot be indexed or read through an index"),
     }
     for name, (data, reason) in cases.items():
         p = tmp_path / name
@@ -355,6 +356,13 @@ def test_wrong_inputs_are_named_as_the_cli_names_them(cli, tmp_path):
         assert str(e.value).startswith(f"{p}: {reason}")
         c = subprocess.run([cli, "index", str(p)], capture_output=True)
         assert c.stderr.decode() == f"fasthts index: {e.value}\n"
+    for name, data, reason in (("x.sam.gz", gzip.compress(sam), "SAM compressed with gzip, not BGZF, cannot be indexed"),
+                               ("x.sam", sam, "SAM cannot be indexed or read through an index")):
+        p = tmp_path / name
+        p.write_bytes(data)
+        assert fasthts.BamFile(str(p)).is_sam
+        c = subprocess.run([cli, "index", str(p)], capture_output=True)
+        assert c.stderr.decode().startswith(f"fasthts index: {p}: {reason}")
 
 
 def test_a_name_sorted_bam_is_said_to_be_not_coordinate_sorted(cli, tmp_path):

@@ -273,7 +273,7 @@ impl AlignmentReader {
                     }
                     Input::Stream(s) => Source::Stream(s),
                     Input::Cram(c) => Source::Cram(c),
-                    Input::Sam(s) => Source::Sam(s),
+                    Input::Sam(reader) => Source::Sam { reader, path: path.clone() },
                 }
             }
         };
@@ -408,7 +408,11 @@ pub(crate) enum Source {
         queries: VecDeque<(i32, i64, i64)>,
         started: bool,
     },
-    Sam(Box<SamReader<Box<dyn Read + Send>>>),
+    /// SAM text from its first record; errors name `path`.
+    Sam {
+        reader: Box<SamReader<Box<dyn Read + Send>>>,
+        path: PathBuf,
+    },
     Done,
 }
 
@@ -442,7 +446,7 @@ impl Source {
         match self {
             Source::Done => false,
             Source::Whole { next, .. } | Source::Unplaced { next, .. } => next.is_some(),
-            Source::Sam(_) => batch_len > 0,
+            Source::Sam { .. } => batch_len > 0,
             _ => batch_len >= BATCH,
         }
     }
@@ -460,11 +464,17 @@ pub(crate) fn overlap_source(shared: Arc<Shared>, index: Arc<Index>, region: Lib
     Source::Overlap { shared, index, queries: VecDeque::from([query]), cursor: None }
 }
 
-/// The next records of `source` (none at its end), each its own buffer.
-pub(crate) fn next_records(source: &mut Source) -> Result<VecDeque<Vec<u8>>, fasthts::Error> {
+/// The text of a warning about a record of the SAM at `path` (a Python
+/// `UserWarning`), worded as the errors about its lines.
+pub(crate) fn sam_warning_text(path: &Path, w: &fasthts::sam::RecordWarning) -> String {
+    format!("{}: SAM line {} (read {:?}): {}", path.display(), w.line, w.name, w.warnings)
+}
+
+/// The next records of `source` (none at its end), each its own buffer;
+/// SAM record warnings met are added to `warnings`.
+pub(crate) fn next_records(source: &mut Source, warnings: &mut Vec<String>) -> Result<VecDeque<Vec<u8>>, fasthts::Error> {
     let mut batch = Batch::default();
-    let mut warnings = Vec::new();
-    fill(source, &mut batch, &mut warnings)?;
+    fill(source, &mut batch, warnings)?;
     let mut out = VecDeque::with_capacity(batch.len());
     while let Some(r) = batch.take() {
         out.push_back(r.to_vec());
@@ -553,10 +563,10 @@ fn fill(source: &mut Source, batch: &mut Batch, warnings: &mut Vec<String>) -> R
                 }
             }
         }
-        Source::Sam(s) => {
+        Source::Sam { reader, path } => {
             let mut encoded = Vec::new();
-            let n = s.next_batch(&mut encoded, SAM_BATCH_BYTES).map_err(fasthts::Error::from)?;
-            warnings.extend(s.take_warnings().iter().map(|w| format!("line {}: {}: {:?}", w.line, w.name, w.warnings)));
+            let n = reader.next_batch(&mut encoded, SAM_BATCH_BYTES).map_err(|e| fasthts::Error::from(e).with_path(&*path))?;
+            warnings.extend(reader.take_warnings().iter().map(|w| sam_warning_text(path, w)));
             let mut rest = &encoded[..];
             for _ in 0..n {
                 let size = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
@@ -626,10 +636,7 @@ impl SegmentIter {
                 result
             }
         };
-        for w in std::mem::take(&mut st.warnings) {
-            let text = std::ffi::CString::new(w.replace('\0', " ")).expect("no NUL left");
-            PyErr::warn(py, py.get_type::<pyo3::exceptions::PyUserWarning>().as_any(), &text, 1)?;
-        }
+        crate::warn_texts(py, &std::mem::take(&mut st.warnings))?;
         if let Err(e) = result {
             st.source = Source::Done;
             st.ahead = None;

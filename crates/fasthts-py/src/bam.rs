@@ -3,6 +3,7 @@
 
 use crate::alignment::Source;
 use crate::cram_file::{starts_in, CramFile};
+use crate::sam_file::{is_sam_text, SamFile};
 use crate::{err, run_detached, threads_arg, to_py, with_threads, FsPath};
 use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
 use fasthts::bgzf::VirtualOffset;
@@ -90,13 +91,6 @@ fn warn_if_truncated(bam: &LibBam, report: &dyn Report) {
     if !bam.has_eof_marker() {
         report.warning(fasthts::command::Warning::MissingEofMarker { path: bam.path().to_path_buf() });
     }
-}
-
-/// `warn_if_truncated` now, as a Python warning.
-fn eof_check(py: Python<'_>, bam: &LibBam) -> PyResult<()> {
-    let w = crate::Warnings::default();
-    warn_if_truncated(bam, &w);
-    w.issue(py)
 }
 
 /// The reference names of the BAM at `path`.
@@ -242,7 +236,8 @@ fn region_triple(obj: &Bound<'_, PyAny>) -> PyResult<Option<(Option<String>, Opt
 }
 
 /// A BAM file, memory-mapped, with its index; or a CRAM file, decoded by
-/// htslib (`crate::cram_file`), with the same API.
+/// htslib (`crate::cram_file`), with the same API; or SAM text, read whole
+/// (`crate::sam_file`).
 #[pyclass(frozen, subclass, module = "fasthts._fasthts")]
 pub struct BamFile {
     opened: Opened,
@@ -252,6 +247,7 @@ pub struct BamFile {
 enum Opened {
     Bam(Arc<Shared>),
     Cram(Arc<CramFile>),
+    Sam(Arc<SamFile>),
 }
 
 impl BamFile {
@@ -259,6 +255,7 @@ impl BamFile {
         match &self.opened {
             Opened::Bam(sh) => &sh.names,
             Opened::Cram(c) => &c.names,
+            Opened::Sam(s) => &s.names,
         }
     }
 
@@ -266,6 +263,7 @@ impl BamFile {
         match &self.opened {
             Opened::Bam(sh) => sh.bam.header(),
             Opened::Cram(c) => c.header(),
+            Opened::Sam(s) => s.header(),
         }
     }
 
@@ -273,18 +271,27 @@ impl BamFile {
         match &self.opened {
             Opened::Bam(sh) => sh.bam.path(),
             Opened::Cram(c) => c.path(),
+            Opened::Sam(s) => s.path(),
         }
     }
 
-    /// The truncation warning of every call that reads (see `eof_check`).
+    /// The truncation warning of every call that reads (see `warn_if_truncated`).
     fn eof_check(&self, py: Python<'_>) -> PyResult<()> {
+        let w = crate::Warnings::default();
         match &self.opened {
-            Opened::Bam(sh) => eof_check(py, &sh.bam),
-            Opened::Cram(c) => {
-                let w = crate::Warnings::default();
-                c.warn_if_truncated(&w);
-                w.issue(py)
-            }
+            Opened::Bam(sh) => warn_if_truncated(&sh.bam, &w),
+            Opened::Cram(c) => c.warn_if_truncated(&w),
+            Opened::Sam(s) => s.warn_if_truncated(&w),
+        }
+        w.issue(py)
+    }
+
+    /// The SAM file, if that is what is open, refusing a region query
+    /// (see `SamFile::no_regions`).
+    fn refuse_regions_of_sam(&self) -> PyResult<()> {
+        match &self.opened {
+            Opened::Sam(s) => Err(to_py(s.no_regions())),
+            _ => Ok(()),
         }
     }
 }
@@ -314,14 +321,29 @@ impl BamFile {
         let index = index.map(|p| p.0);
         let reference = reference_arg(reference, reference_filename)?;
         let opened = run_detached(py, |w| {
-            let peeked = fasthts::input::peek(&path)?;
-            if peeked.format() == fasthts::input::Format::Cram && peeked.is_regular_file() {
-                drop(peeked);
-                let c = CramFile::open(&path, index.clone(), reference.clone())?;
-                c.warn_if_truncated(w);
-                return Ok(Opened::Cram(Arc::new(c)));
+            // Only a regular file is looked at: a pipe's data would be
+            // consumed (`Shared::open` refuses it unread).
+            if std::fs::metadata(&*path).is_ok_and(|m| m.is_file()) {
+                let peeked = fasthts::input::peek(&path)?;
+                if peeked.format() == fasthts::input::Format::Cram {
+                    drop(peeked);
+                    let c = CramFile::open(&path, index.clone(), reference.clone())?;
+                    c.warn_if_truncated(w);
+                    return Ok(Opened::Cram(Arc::new(c)));
+                }
+                if is_sam_text(peeked.format()) {
+                    if let Some(ix) = &index {
+                        return Err(fasthts::Error::InvalidArgument(format!(
+                            "{}: an index is not used with SAM input: {} is read whole, not by region",
+                            ix.display(),
+                            path.display()
+                        )));
+                    }
+                    let s = SamFile::open(peeked, &path)?;
+                    s.warn_if_truncated(w);
+                    return Ok(Opened::Sam(Arc::new(s)));
+                }
             }
-            drop(peeked);
             let shared = Shared::open(&path, index.clone())?;
             warn_if_truncated(&shared.bam, w);
             // An index given is loaded now: a missing or foreign one fails here.
@@ -345,6 +367,13 @@ impl BamFile {
         matches!(self.opened, Opened::Cram(_))
     }
 
+    /// Whether the file is SAM text (plain, bgzipped or gzip-compressed),
+    /// read whole: region queries are refused.
+    #[getter]
+    fn is_sam(&self) -> bool {
+        matches!(self.opened, Opened::Sam(_))
+    }
+
     /// `[(name, length), ...]` in reference-id order.
     #[getter]
     fn references(&self) -> Vec<(String, u32)> {
@@ -361,12 +390,14 @@ impl BamFile {
     }
 
     /// Whether an index file is beside the file (or was given); without
-    /// one, region queries build the index in memory first.
+    /// one, region queries build the index in memory first. False for SAM,
+    /// which is not read through an index.
     #[getter]
     fn has_index(&self) -> bool {
         match &self.opened {
             Opened::Bam(sh) => sh.has_index_file(),
             Opened::Cram(c) => c.has_index_file(),
+            Opened::Sam(_) => false,
         }
     }
 
@@ -387,6 +418,7 @@ impl BamFile {
         let regions = match &self.opened {
             Opened::Bam(sh) => run_detached(py, |w| Ok(region::plan(&sh.bam, &*sh.index(w)?, plan)))?,
             Opened::Cram(c) => run_detached(py, |_| c.plan(plan))?,
+            Opened::Sam(s) => return Err(to_py(s.no_regions())),
         };
         Ok(regions.into_iter().map(|r| Region::from_lib(r, self.names())).collect())
     }
@@ -402,10 +434,18 @@ impl BamFile {
     /// from the CIGAR) instead.
     #[pyo3(signature = (region=None, overlap=false))]
     fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>, overlap: bool) -> PyResult<RecordIter> {
+        if region.is_some() {
+            self.refuse_regions_of_sam()?;
+        }
         self.eof_check(py)?;
         let names = self.names().clone();
         let sh = match &self.opened {
             Opened::Bam(sh) => sh.clone(),
+            Opened::Sam(s) => {
+                let reader = run_detached(py, |_| s.records())?;
+                let source = Source::Sam { reader, path: s.path().to_path_buf() };
+                return Ok(RecordIter::from_source(names, source, None));
+            }
             Opened::Cram(c) => {
                 let c = c.clone();
                 let (source, start_in) = match region {
@@ -473,6 +513,9 @@ impl BamFile {
         piece_bytes: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let threads = threads_arg(threads)?;
+        if region.is_some() {
+            self.refuse_regions_of_sam()?;
+        }
         self.eof_check(py)?;
         let region = region.map(|r| region_arg(self.names(), r)).transpose()?;
         let cols = match (&self.opened, region) {
@@ -483,6 +526,13 @@ impl BamFile {
             (Opened::Bam(sh), None) => run_detached(py, |w| with_threads(threads, || whole_file_columns(sh, w)))?,
             (Opened::Cram(c), Some(r)) => run_detached(py, |_| with_threads(threads, || c.region_columns(r)))?,
             (Opened::Cram(c), None) => run_detached(py, |_| with_threads(threads, || c.whole_file_columns()))?,
+            (Opened::Sam(s), None) => {
+                let mut warnings = Vec::new();
+                let read = run_detached(py, |_| with_threads(threads, || s.whole_file_columns(&mut warnings)));
+                crate::warn_texts(py, &warnings)?;
+                read?
+            }
+            (Opened::Sam(_), Some(_)) => unreachable!("refused above"),
         };
         cols.into_py(py)
     }
@@ -491,6 +541,7 @@ impl BamFile {
     #[pyo3(signature = (regions, threads=None))]
     fn _columns_many<'py>(&self, py: Python<'py>, regions: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let threads = threads_arg(threads)?;
+        self.refuse_regions_of_sam()?;
         self.eof_check(py)?;
         let mut rs = Vec::new();
         for r in regions.try_iter()? {
@@ -499,6 +550,7 @@ impl BamFile {
         let all = match &self.opened {
             Opened::Bam(sh) => run_detached(py, |w| with_threads(threads, || read_columns(sh, &rs, w)))?,
             Opened::Cram(c) => run_detached(py, |_| with_threads(threads, || c.regions_columns(&rs)))?,
+            Opened::Sam(_) => unreachable!("refused above"),
         };
         all.into_iter().map(|c| c.into_py(py)).collect()
     }
@@ -512,6 +564,7 @@ impl BamFile {
         let args = match &slf.get().opened {
             Opened::Bam(sh) => (sh.bam.path().to_path_buf(), sh.index_path.clone(), None),
             Opened::Cram(c) => (c.path().to_path_buf(), c.index_path().map(Path::to_path_buf), c.reference().map(Path::to_path_buf)),
+            Opened::Sam(s) => (s.path().to_path_buf(), None, None),
         };
         PyTuple::new(slf.py(), [slf.get_type().into_any(), args.into_pyobject(slf.py())?.into_any()])
     }
@@ -973,14 +1026,16 @@ impl RecordIter {
         while slf.buf.is_empty() && slf.source.is_some() {
             let starting_in = slf.starting_in;
             let source = slf.source.as_mut().expect("checked").get_mut().unwrap_or_else(|p| p.into_inner());
+            let mut warnings = Vec::new();
             let read = py.detach(|| {
-                let mut batch = crate::alignment::next_records(source)?;
+                let mut batch = crate::alignment::next_records(source, &mut warnings)?;
                 let ended = batch.is_empty();
                 if let Some(region) = starting_in {
                     batch.retain(|r| starts_in(record_pos(r), region));
                 }
                 Ok::<_, fasthts::Error>((batch, ended))
             });
+            crate::warn_texts(py, &warnings)?;
             match read {
                 Ok((_, true)) => slf.source = None,
                 // (A batch the filter emptied: the next one is read.)

@@ -27,6 +27,7 @@ mod kmer;
 mod md;
 mod ops;
 mod read_ahead;
+mod sam_file;
 mod sketches;
 
 create_exception!(fasthts, Error, PyException, "Bad input or a failed operation; the message is the one the fasthts CLI prints.");
@@ -121,12 +122,18 @@ impl Warnings {
     /// Issues the warnings kept so far (an error if warnings are errors).
     pub(crate) fn issue(&self, py: Python<'_>) -> PyResult<()> {
         let kept = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
-        for warning in kept {
-            let text = CString::new(warning.to_string().replace('\0', " ")).expect("no NUL left");
-            PyErr::warn(py, py.get_type::<PyUserWarning>().as_any(), &text, 1)?;
-        }
-        Ok(())
+        warn_texts(py, &kept.iter().map(Warning::to_string).collect::<Vec<_>>())
     }
+}
+
+/// Issues each of `texts` as a Python `UserWarning` (an error if warnings
+/// are errors).
+pub(crate) fn warn_texts(py: Python<'_>, texts: &[String]) -> PyResult<()> {
+    for t in texts {
+        let text = CString::new(t.replace('\0', " ")).expect("no NUL left");
+        PyErr::warn(py, py.get_type::<PyUserWarning>().as_any(), &text, 1)?;
+    }
+    Ok(())
 }
 
 /// How often a waiting call looks for Ctrl-C.

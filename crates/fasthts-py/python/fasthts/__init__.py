@@ -81,7 +81,7 @@ def _arrays(d: _Dict[str, _Any]) -> _Dict[str, _np.ndarray]:
 
 
 class BamFile(_fasthts.BamFile):
-    """A BAM file, memory-mapped, with its index; or a CRAM file.
+    """A BAM file, memory-mapped, with its index; or a CRAM file; or SAM.
 
     ``BamFile(path, index=None, reference=None)``: the index is ``index``
     if given, else the ``.csi``/``.bai`` beside the file (as the CLI finds
@@ -100,6 +100,13 @@ class BamFile(_fasthts.BamFile):
     begin, so a region or the whole file is read on several threads;
     ``columns`` decodes no names, qualities or tags.
 
+    SAM text (``is_sam``: bgzipped, plain or gzip-compressed) is read
+    whole: ``columns()`` and ``fetch()`` give what they give on the BAM
+    ``samtools view -b`` makes of it, each call reading the file from its
+    start (inflated ahead, parsed on ``threads`` threads, in file order).
+    Region queries (``fetch``/``columns`` with a region, ``columns_many``,
+    ``plan``) raise ``fasthts.Error``: SAM is not read through an index.
+
     A ``BamFile`` pickles as its path (and index and reference): a worker
     process opens the file itself (a shared filesystem is assumed).
 
@@ -117,7 +124,8 @@ class BamFile(_fasthts.BamFile):
         ``tlen`` (int32). ``region=None`` reads the whole file as
         ``flagstat`` does: through the index file, region by region, on
         ``threads`` threads, or sequentially when there is none or it does
-        not describe the file. Built in Rust with the GIL released.
+        not describe the file (SAM: from its start, parsed on ``threads``
+        threads). Built in Rust with the GIL released.
         """
         return _arrays(self._columns(region, threads))
 
