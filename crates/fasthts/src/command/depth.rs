@@ -8,6 +8,7 @@ use crate::depth::{header_line, write_zero_rows, BedFilter, CountError, Counter,
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::TempOutput;
+use crate::region::sam::{SamGzFile, SamRegionReader};
 use crate::region::{self, Region, RegionReader};
 use crate::sam::SamReader;
 use crate::Error;
@@ -76,6 +77,7 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         // A CRAM's region is read by htslib's iterator on its .crai (with
         // -X, the named one).
         let mut cram_queries: Vec<Option<crate::cram::CramQuery>> = Vec::with_capacity(opened.len());
+        let mut sam_files: Vec<Option<SamGzFile>> = Vec::with_capacity(opened.len());
         for (i, (input, path)) in opened.iter().zip(inputs).enumerate() {
             let cram_query = match input {
                 Input::Cram(_) if region.is_some() => {
@@ -98,11 +100,30 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
                 Input::Bam(bam) => find_index(bam, report).unwrap_or(None),
                 _ => None,
             };
+            // A bgzipped SAM's region is read through its CSI or BAI.
+            let (index, sam_file) = match input {
+                Input::Sam(_) if region.is_some() => match SamGzFile::open_for_regions(path)? {
+                    Some(sam) => {
+                        let index = match &options.indexes {
+                            Some(named) => {
+                                let index = super::load_index(&sam, &named[i])?;
+                                super::verify_index(&sam, &index, false).map_err(|e| e.with_path(&named[i]))?;
+                                Some(index)
+                            }
+                            None => find_index(&sam, report)?,
+                        };
+                        (index, Some(sam))
+                    }
+                    None => (None, None),
+                },
+                _ => (index, None),
+            };
+            sam_files.push(sam_file);
             let queried = cram_query.is_some();
             cram_queries.push(cram_query);
             if region.is_some() && index.is_none() && !queried {
                 return Err(Error::Message(
-                    "cannot load index (depth -r reads a BAM or CRAM through its index: fasthts index it first)".into(),
+                    "cannot load index (depth -r reads a BAM, CRAM or bgzipped SAM through its index: fasthts index it first)".into(),
                 )
                 .with_path(path));
             }
@@ -123,11 +144,14 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             // Unplaced reads have no depth.
             return Ok(());
         }
-        if cram_queries.iter().any(Option::is_some) {
-            let sources = opened.iter().zip(&indexes).zip(cram_queries).map(|((input, index), query)| match (input, index, query) {
-                (Input::Bam(bam), Some(index), _) => RegionInput::Bam(bam, index),
-                (_, _, Some(query)) => RegionInput::Cram(query),
-                _ => unreachable!("every input of a region has an index"),
+        if cram_queries.iter().any(Option::is_some) || sam_files.iter().any(Option::is_some) {
+            let sources = opened.iter().zip(&indexes).zip(cram_queries).zip(&sam_files).map(|(((input, index), query), sam)| {
+                match (input, index, query, sam) {
+                    (Input::Bam(bam), Some(index), _, _) => RegionInput::Bam(bam, index),
+                    (_, Some(index), _, Some(sam)) => RegionInput::SamGz(sam, index),
+                    (_, _, Some(query), _) => RegionInput::Cram(query),
+                    _ => unreachable!("every input of a region has an index"),
+                }
             });
             return region_pass(&setup, sources.collect(), inputs, out);
         }
@@ -353,10 +377,11 @@ impl Gather {
     }
 }
 
-/// An input of a region read in one pass: an indexed BAM, or a CRAM
-/// queried through its .crai.
+/// An input of a region read in one pass: an indexed BAM or bgzipped
+/// SAM, or a CRAM queried through its .crai.
 enum RegionInput<'a> {
     Bam(&'a BamFile, &'a Index),
+    SamGz(&'a SamGzFile, &'a Index),
     Cram(crate::cram::CramQuery),
 }
 
@@ -371,6 +396,17 @@ fn region_pass(setup: &Setup, inputs: Vec<RegionInput<'_>>, paths: &[PathBuf], o
         sources.push(match input {
             RegionInput::Bam(bam, index) => {
                 Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() }
+            }
+            RegionInput::SamGz(sam, index) => {
+                let scope = Region { ref_id: tid, start: i64::MIN, end };
+                let reader = match region::start_offset(sam, index, tid, beg) {
+                    Some(start) => {
+                        let following = region::following_start(sam, index, Region { ref_id: tid, start: beg.max(0), end });
+                        SamRegionReader::new(sam, scope, start, following)?
+                    }
+                    None => SamRegionReader::empty(sam, scope)?,
+                };
+                Source::SamOverlap { reader, from: beg }
             }
             RegionInput::Cram(mut query) => {
                 query.query(tid, beg, end)?;
@@ -388,6 +424,9 @@ enum Source<'a> {
     CramRegion { query: crate::cram::CramQuery },
     /// Records of a window overlapping `[from, ..)`.
     Overlap { reader: RegionReader<'a>, from: i64, path: &'a Path },
+    /// Records of a bgzipped SAM's region overlapping `[from, ..)` (its
+    /// errors name it).
+    SamOverlap { reader: SamRegionReader<'a>, from: i64 },
     /// A whole BAM in file order.
     Bam { reader: RecordReader<'a>, path: &'a Path },
     /// A BAM read as it streams (a pipe, standard input; its errors name it).
@@ -413,6 +452,16 @@ impl Source<'_> {
         match self {
             Source::Overlap { reader, from, path } => loop {
                 match reader.next_record().map_err(|e| Error::from(e).with_path(&*path))? {
+                    None => return Ok(false),
+                    Some(r) => {
+                        if keep(&r, *from) {
+                            return Ok(true);
+                        }
+                    }
+                }
+            },
+            Source::SamOverlap { reader, from } => loop {
+                match reader.next_record()? {
                     None => return Ok(false),
                     Some(r) => {
                         if keep(&r, *from) {

@@ -1,0 +1,177 @@
+//! Regions of a bgzipped SAM read through its index (a CSI or BAI that
+//! `samtools index` or `fasthts index` wrote): the index's virtual offsets
+//! point at line starts in the BGZF stream of SAM text, so a region is read
+//! by seeking there and encoding lines into BAM records until one lies past
+//! the region, as htslib's iterator reads a `.sam.gz`. Records are assigned
+//! to regions by their start, as [`super::RegionReader`] assigns a BAM's.
+//!
+//! ```no_run
+//! use fasthts::index::Index;
+//! use fasthts::region::{sam::SamGzFile, Region};
+//!
+//! let sam = SamGzFile::open("in.sam.gz")?;
+//! let index = Index::from_path("in.sam.gz.csi")?;
+//! let region = Region::parse("chr1:1,001-2,000", &sam.reference_names())?;
+//! // The records starting in the region (a caller wanting those that
+//! // overlap it reads from `Region { start: i64::MIN, .. }` and checks ends).
+//! let mut records = sam.region_records(&index, region)?;
+//! while let Some(r) = records.next_record()? {
+//!     println!("{}", r.pos());
+//! }
+//! # Ok::<(), fasthts::Error>(())
+//! ```
+
+use super::{Indexed, Place, Region};
+use crate::bam::{BamError, Header, RecordRef};
+use crate::bgzf::{BlockReader, VirtualOffset};
+use crate::index::Index;
+use crate::sam::{encode_record_with, Positions, RefNames};
+use crate::Error;
+use std::path::{Path, PathBuf};
+
+/// A bgzipped SAM file, mapped, with its header read: the records of its
+/// regions are read through an index ([`SamGzFile::region_records`]).
+pub struct SamGzFile {
+    path: PathBuf,
+    map: memmap2::Mmap,
+    header: Header,
+    names: RefNames,
+    first_record: VirtualOffset,
+}
+
+impl SamGzFile {
+    /// Maps the bgzipped SAM at `path` (a regular file) and reads its
+    /// header. Errors name `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<SamGzFile, Error> {
+        let path = path.as_ref();
+        let with_path = |e: Error| e.with_path(path);
+        let file = std::fs::File::open(path).map_err(|e| with_path(e.into()))?;
+        // SAFETY: a read-only private map of a regular file, under the same
+        // contract as a mapped BAM (not truncated while read).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| with_path(e.into()))?;
+        let reader = crate::sam::BgzfSamReader::new(&map).map_err(|e| with_path(e.into()))?;
+        let first_record = reader.first_record_offset();
+        let sam_header = reader.into_header();
+        Ok(SamGzFile { path: path.to_path_buf(), header: sam_header.header, names: sam_header.names, first_record, map })
+    }
+
+    /// The bgzipped SAM at `path` if it is one in a regular file (which an
+    /// index can describe); `None` for any other input (plain or gzip SAM,
+    /// BAM, CRAM, a pipe, standard input), left for the caller to refuse.
+    pub fn open_for_regions(path: impl AsRef<Path>) -> Result<Option<SamGzFile>, Error> {
+        let path = path.as_ref();
+        if path.as_os_str() == "-" {
+            return Ok(None);
+        }
+        let peeked = crate::input::peek(path)?;
+        let bgzf_sam = peeked.format() == crate::input::Format::CompressedSam(fasthts_io::compression::Compression::Bgzf);
+        if !bgzf_sam || !peeked.is_regular_file() {
+            return Ok(None);
+        }
+        Self::open(path).map(Some)
+    }
+
+    /// The reference names, in header order (for [`Region::parse`]).
+    pub fn reference_names(&self) -> Vec<String> {
+        self.header.references.iter().map(|r| r.name.clone()).collect()
+    }
+
+    /// The records of `region` (by start position) in file order, read
+    /// from where `index` says the region begins.
+    pub fn region_records(&self, index: &Index, region: Region) -> Result<SamRegionReader<'_>, Error> {
+        match super::region_start(self, index, region) {
+            Some(start) => SamRegionReader::new(self, region, start, super::following_start(self, index, region)),
+            None => SamRegionReader::empty(self, region),
+        }
+    }
+}
+
+impl Indexed for SamGzFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn header(&self) -> &Header {
+        &self.header
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+    fn first_record_offset(&self) -> VirtualOffset {
+        self.first_record
+    }
+}
+
+/// The records of one region of a [`SamGzFile`], SAM lines encoded as
+/// BAM records (positions past BAM's 32 bits refused, as for any SAM
+/// written as BAM records), read in file order from a line start.
+pub struct SamRegionReader<'a> {
+    file: &'a SamGzFile,
+    reader: BlockReader<'a>,
+    region: Region,
+    record: Vec<u8>,
+    done: bool,
+    /// A record of the region has been seen (a later record before it
+    /// means the file is not sorted).
+    inside: bool,
+}
+
+impl<'a> SamRegionReader<'a> {
+    /// Reads `region` of `file` from `start` (a line start at or before the
+    /// region's first record). `following`: where what follows the region
+    /// starts, if known ([`super::following_start`]): past it blocks are
+    /// inflated one at a time, so a region does not inflate far beyond its
+    /// last record.
+    pub fn new(file: &'a SamGzFile, region: Region, start: VirtualOffset, following: Option<VirtualOffset>) -> Result<Self, Error> {
+        let mut reader = BlockReader::new(file.bytes(), start).map_err(|e| Error::from(crate::sam::bgzf_error(e)).with_path(&file.path))?;
+        // Regions are the unit of parallelism; each is read on one thread.
+        reader.set_parallel(false);
+        if let Some(end) = following.map(|v| v.compressed() + 1).filter(|&e| e > start.compressed()) {
+            reader.set_soft_limit(end);
+        }
+        Ok(SamRegionReader { file, reader, region, record: Vec::new(), done: false, inside: false })
+    }
+
+    /// A reader of a region the index says holds no records.
+    pub fn empty(file: &'a SamGzFile, region: Region) -> Result<Self, Error> {
+        Ok(SamRegionReader { done: true, ..Self::new(file, region, file.first_record, None)? })
+    }
+
+    /// The next record that starts in the region; an error names the file.
+    pub fn next_record(&mut self) -> Result<Option<RecordRef<'_>>, Error> {
+        let with_path = |e: Error, file: &SamGzFile| e.with_path(&file.path);
+        while !self.done {
+            let Some((len, next)) = crate::sam::next_bgzf_line(&mut self.reader).map_err(|e| with_path(e.into(), self.file))? else {
+                self.done = true;
+                break;
+            };
+            let at = self.reader.virtual_offset();
+            let line = &self.reader.available()[..len];
+            self.record.clear();
+            if let Err(source) = encode_record_with(line, &self.file.names, &mut self.record, Positions::Bam) {
+                let name = crate::sam::qname_of(line);
+                return Err(with_path(Error::Message(format!("SAM record at {at} (read {name:?}): {source}")), self.file));
+            }
+            self.reader.consume(next);
+            let r = RecordRef::new(&self.record[4..], self.file.header.references.len())
+                .map_err(|defect| with_path(Error::Message(format!("SAM record at {at}: {defect}")), self.file))?;
+            match self.region.place(r.ref_id(), r.pos()) {
+                Place::Before if self.inside => return Err(with_path(BamError::OutOfOrder { offset: at }.into(), self.file)),
+                Place::Before => {}
+                Place::Inside => {
+                    self.inside = true;
+                    return Ok(Some(RecordRef::new_prevalidated(&self.record[4..])));
+                }
+                Place::After => self.done = true,
+            }
+        }
+        Ok(None)
+    }
+
+    /// Calls `f` on each remaining record of the region.
+    pub fn for_each_record(&mut self, mut f: impl FnMut(&RecordRef<'_>)) -> Result<(), Error> {
+        while let Some(r) = self.next_record()? {
+            f(&r);
+        }
+        Ok(())
+    }
+}
