@@ -1,6 +1,7 @@
 //! `depth`: samtools depth, through the indexes in parallel windows when
-//! every input is an indexed BAM (and `-s` is not asked for), else in one
-//! pass over the inputs in order.
+//! every input is an indexed BAM, or (for a region) an indexed BAM or
+//! bgzipped SAM, and `-s` is not asked for; else in one pass over the
+//! inputs in order.
 
 use super::{find_index, warn_if_truncated, with_threads, Report};
 use crate::bam::{BamFile, RecordReader, RecordRef};
@@ -19,7 +20,8 @@ use std::path::{Path, PathBuf};
 /// are also cut at [`DepthOptions::window_bases`] positions).
 const WINDOW_BYTES: u64 = 8 << 20;
 
-/// samtools depth of `inputs` (BAM or SAM files, `-` for standard input)
+/// samtools depth of `inputs` (BAM, SAM or CRAM files, `-` for standard
+/// input; a region of a bgzipped SAM is read through its CSI or BAI)
 /// written to `output` (complete or not at all; a special file such as
 /// `/dev/stdout` directly).
 pub fn depth_file(inputs: &[PathBuf], output: &Path, options: &DepthOptions, report: &dyn Report) -> Result<(), Error> {
@@ -144,7 +146,19 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             // Unplaced reads have no depth.
             return Ok(());
         }
-        if cram_queries.iter().any(Option::is_some) || sam_files.iter().any(Option::is_some) {
+        // Indexed BAMs and bgzipped SAMs (the latter for a region) are
+        // counted in parallel windows.
+        let windowed: Option<Vec<Windowed<'_>>> = opened
+            .iter()
+            .zip(&indexes)
+            .zip(&sam_files)
+            .map(|((input, index), sam)| match (input, index, sam) {
+                (Input::Bam(bam), Some(index), _) => Some(Windowed::Bam(bam, index)),
+                (_, Some(index), Some(sam)) => Some(Windowed::SamGz(sam, index)),
+                _ => None,
+            })
+            .collect();
+        if cram_queries.iter().any(Option::is_some) || (sam_files.iter().any(Option::is_some) && options.remove_overlaps) {
             let sources = opened.iter().zip(&indexes).zip(cram_queries).zip(&sam_files).map(|(((input, index), query), sam)| {
                 match (input, index, query, sam) {
                     (Input::Bam(bam), Some(index), _, _) => RegionInput::Bam(bam, index),
@@ -155,17 +169,18 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             });
             return region_pass(&setup, sources.collect(), inputs, out);
         }
-        let bams: Option<Vec<(&BamFile, &Index)>> = opened
-            .iter()
-            .zip(&indexes)
-            .map(|(input, index)| match (input, index) {
-                (Input::Bam(bam), Some(index)) => Some((bam, index)),
-                _ => None,
-            })
-            .collect();
-        match bams {
-            Some(bams) if !options.remove_overlaps => by_windows(&setup, &bams, inputs, out),
-            Some(bams) => one_pass(&setup, bams.into_iter().map(|(b, i)| (b, Some(i))).collect(), inputs, out),
+        match windowed {
+            Some(windowed) if !options.remove_overlaps => by_windows(&setup, &windowed, inputs, out),
+            Some(windowed) => {
+                let bams = windowed
+                    .into_iter()
+                    .map(|w| match w {
+                        Windowed::Bam(bam, index) => (bam, Some(index)),
+                        Windowed::SamGz(..) => unreachable!("-s over a bgzipped SAM is a region pass"),
+                    })
+                    .collect();
+                one_pass(&setup, bams, inputs, out)
+            }
             None => {
                 let mut sources = Vec::with_capacity(opened.len());
                 for input in opened {
@@ -175,6 +190,29 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             }
         }
     })
+}
+
+/// An input counted in parallel windows through its index.
+#[derive(Clone, Copy)]
+enum Windowed<'a> {
+    Bam(&'a BamFile, &'a Index),
+    SamGz(&'a SamGzFile, &'a Index),
+}
+
+impl<'a> Windowed<'a> {
+    fn index(&self) -> &'a Index {
+        match self {
+            Windowed::Bam(_, index) | Windowed::SamGz(_, index) => index,
+        }
+    }
+
+    /// Its records overlapping `[beg, end)` of `tid`.
+    fn overlap(&self, tid: i32, beg: i64, end: i64) -> Result<Source<'a>, Error> {
+        Ok(match *self {
+            Windowed::Bam(bam, index) => Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() },
+            Windowed::SamGz(sam, index) => Source::SamOverlap { reader: sam_overlap_reader(sam, index, tid, beg, end)?, from: beg },
+        })
+    }
 }
 
 /// A counting error, about the input `path`.
@@ -242,9 +280,21 @@ fn overlap_reader<'a>(bam: &'a BamFile, index: &Index, tid: i32, beg: i64, end: 
     }
 }
 
+/// [`overlap_reader`] of a bgzipped SAM.
+fn sam_overlap_reader<'a>(sam: &'a SamGzFile, index: &Index, tid: i32, beg: i64, end: i64) -> Result<SamRegionReader<'a>, Error> {
+    let scope = Region { ref_id: tid, start: i64::MIN, end };
+    match region::start_offset(sam, index, tid, beg) {
+        Some(start) => {
+            let following = region::following_start(sam, index, Region { ref_id: tid, start: beg.max(0), end });
+            SamRegionReader::new(sam, scope, start, following)
+        }
+        None => SamRegionReader::empty(sam, scope),
+    }
+}
+
 /// Counts the windows in parallel and writes their rows in order.
-fn by_windows(setup: &Setup, bams: &[(&BamFile, &Index)], paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
-    let windows = plan_windows(setup, bams[0].1);
+fn by_windows(setup: &Setup, inputs: &[Windowed<'_>], paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
+    let windows = plan_windows(setup, inputs[0].index());
     let options = &setup.options;
     // With -a (whole file) an empty window is printed only if its
     // reference has reads elsewhere: known when gathering.
@@ -261,8 +311,7 @@ fn by_windows(setup: &Setup, bams: &[(&BamFile, &Index)], paths: &[PathBuf], out
             counter.out = std::mem::take(&mut piece.text);
             counter.out.clear();
             let overlap_from = beg.max(0);
-            if bams.len() == 1 {
-                let (bam, index) = bams[0];
+            if let [Windowed::Bam(bam, index)] = inputs {
                 let mut reader = overlap_reader(bam, index, tid, beg, end)?;
                 let mut failed = None;
                 reader
@@ -278,13 +327,9 @@ fn by_windows(setup: &Setup, bams: &[(&BamFile, &Index)], paths: &[PathBuf], out
                     return Err(count_error(e, &paths[0]));
                 }
             } else {
-                let mut sources = Vec::with_capacity(bams.len());
-                for (bam, index) in bams {
-                    sources.push(Source::Overlap {
-                        reader: overlap_reader(bam, index, tid, beg, end)?,
-                        from: overlap_from,
-                        path: bam.path(),
-                    });
+                let mut sources = Vec::with_capacity(inputs.len());
+                for input in inputs {
+                    sources.push(input.overlap(tid, beg, end)?);
                 }
                 merge(setup, &mut counter, &mut sources, paths)?;
             }
@@ -397,17 +442,7 @@ fn region_pass(setup: &Setup, inputs: Vec<RegionInput<'_>>, paths: &[PathBuf], o
             RegionInput::Bam(bam, index) => {
                 Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() }
             }
-            RegionInput::SamGz(sam, index) => {
-                let scope = Region { ref_id: tid, start: i64::MIN, end };
-                let reader = match region::start_offset(sam, index, tid, beg) {
-                    Some(start) => {
-                        let following = region::following_start(sam, index, Region { ref_id: tid, start: beg.max(0), end });
-                        SamRegionReader::new(sam, scope, start, following)?
-                    }
-                    None => SamRegionReader::empty(sam, scope)?,
-                };
-                Source::SamOverlap { reader, from: beg }
-            }
+            RegionInput::SamGz(sam, index) => Source::SamOverlap { reader: sam_overlap_reader(sam, index, tid, beg, end)?, from: beg },
             RegionInput::Cram(mut query) => {
                 query.query(tid, beg, end)?;
                 Source::CramRegion { query }
