@@ -175,3 +175,84 @@ impl<'a> SamRegionReader<'a> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::IndexFormat;
+
+    /// Records on two references (one read spanning 30 kb), unplaced
+    /// records at the end, in BGZF blocks small enough that regions start
+    /// mid-file; indexed as `samtools index -c` would.
+    fn sorted_sam_gz(dir: &Path) -> (PathBuf, Index, Vec<(i32, i64, String)>) {
+        let mut text = String::from("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:a\tLN:100000\n@SQ\tSN:b\tLN:100000\n@SQ\tSN:empty\tLN:10\n");
+        let mut expected = Vec::new();
+        for (tid, name) in [(0, "a"), (1, "b")] {
+            for i in 0..3000 {
+                let pos = i * 30 + 1;
+                let cigar = if i == 100 { "10M30000D10M" } else { "20M" };
+                let qname = format!("{name}{i}");
+                text.push_str(&format!("{qname}\t0\t{name}\t{pos}\t60\t{cigar}\t*\t0\t0\tACGTACGTACGTACGTACGT\t*\n"));
+                expected.push((tid, i64::from(pos - 1), qname));
+            }
+        }
+        for i in 0..5 {
+            let qname = format!("u{i}");
+            text.push_str(&format!("{qname}\t4\t*\t0\t0\t*\t*\t0\t0\tACGT\t*\n"));
+            expected.push((-1, -1, qname));
+        }
+        let bytes = crate::bgzf::compress_all(text.as_bytes(), 1);
+        let path = dir.join("x.sam.gz");
+        std::fs::write(&path, &bytes).unwrap();
+        let index = crate::indexer::build_sam(&bytes, &path, IndexFormat::Csi { min_shift: 14, depth: 5 }).unwrap();
+        (path, index, expected)
+    }
+
+    #[test]
+    fn region_records_are_those_starting_in_the_region_in_file_order() {
+        let dir = std::env::temp_dir().join(format!("fasthts-region-sam-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (path, index, all) = sorted_sam_gz(&dir);
+        let sam = SamGzFile::open(&path).unwrap();
+        assert_eq!(sam.reference_names(), ["a", "b", "empty"]);
+        let regions = [
+            Region::whole(0),
+            Region::whole(1),
+            Region::whole(2),
+            Region::unplaced(),
+            Region { ref_id: 0, start: 0, end: 1 },
+            Region { ref_id: 0, start: 29_990, end: 31_000 },
+            Region { ref_id: 1, start: 45_000, end: 90_000 },
+            Region { ref_id: 1, start: 89_971, end: i64::MAX },
+            Region { ref_id: 1, start: 95_000, end: 99_000 },
+        ];
+        for region in regions {
+            let mut got = Vec::new();
+            let mut reader = sam.region_records(&index, region).unwrap();
+            while let Some(r) = reader.next_record().unwrap() {
+                got.push(String::from_utf8(r.name().to_vec()).unwrap());
+            }
+            let want: Vec<String> = all
+                .iter()
+                .filter(|(tid, pos, _)| *tid == region.ref_id && (region.ref_id < 0 || (*pos >= region.start && *pos < region.end)))
+                .map(|(_, _, name)| name.clone())
+                .collect();
+            assert_eq!(got, want, "{region}");
+        }
+        // Reading from the offset for a position reaches back to the read
+        // that spans it (a3000's 30 kb deletion), as a region query does.
+        let start = crate::region::start_offset(&sam, &index, 0, 20_000).unwrap();
+        let scope = Region { ref_id: 0, start: i64::MIN, end: 20_040 };
+        let mut overlapping = Vec::new();
+        SamRegionReader::new(&sam, scope, start, None)
+            .unwrap()
+            .for_each_record(|r| {
+                if r.end_pos() > 20_000 {
+                    overlapping.push(String::from_utf8(r.name().to_vec()).unwrap());
+                }
+            })
+            .unwrap();
+        assert_eq!(overlapping, ["a100", "a667"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
