@@ -243,6 +243,12 @@ fn missing_foreign_and_tabix_indexes_and_plain_sam() {
     fails_as_samtools(&["depth", "-r", "chr1", &bare_s], &bare_s);
     let err = text(&fasthts_run(&["view", &bare_s, "chr1"]).stderr);
     assert!(err.contains("cannot load index"), "{err}");
+    // Beside it under htslib's other name: the extension replaced.
+    let renamed = g.dir.path("renamed.sam.gz");
+    std::fs::copy(&g.csi, &renamed).unwrap();
+    std::fs::copy(format!("{}.csi", g.csi.display()), g.dir.path("renamed.sam.csi")).unwrap();
+    crate::view::compare_on(&["-c"], &renamed, &["chr1", "chr2:100-5000"]);
+    crate::depth::compare(&["-r", "chr2:100-5000"], &[&renamed]);
     // A named index that is not there, or is another file's (another
     // number of references).
     let other = g.dir.path("other.bam");
