@@ -289,3 +289,28 @@ fn missing_foreign_and_tabix_indexes_and_plain_sam() {
     assert!(err.contains("random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files"), "{err}");
     fails_as_samtools(&["depth", "-r", "chr1", &plain_s], &plain_s);
 }
+
+/// A region before a record past BAM's 32-bit positions is read as
+/// samtools reads it; a region holding such a record is refused in one
+/// line (view and depth keep records in BAM's fields; samtools prints it).
+#[test]
+fn regions_before_positions_past_2_31_as_samtools() {
+    let Some(dir) = with_samtools("samgz-wide") else { return };
+    if !require(runs("bgzip", &["--version"]), "bgzip (Debian package tabix)") {
+        return;
+    }
+    let sam = "@SQ\tSN:big\tLN:3000000000\nr1\t0\tbig\t100\t60\t4M\t*\t0\t0\tACGT\tIIII\nr2\t0\tbig\t2500000000\t60\t4M\t*\t0\t0\tACGT\tIIII\n";
+    let mut bgzip = Command::new("bgzip");
+    bgzip.arg("-c");
+    let compressed = run_with_stdin(bgzip, sam.as_bytes().to_vec());
+    let file = dir.path("big.sam.gz");
+    std::fs::write(&file, compressed.stdout).unwrap();
+    let mut idx = Command::new("samtools");
+    idx.args(["index", "-c"]).arg(&file);
+    assert!(run(idx).status.success());
+    crate::view::compare_on(&[], &file, &["big:1-1000"]);
+    crate::depth::compare(&["-a", "-r", "big:90-110"], &[&file]);
+    let got = fasthts_run(&["view", file.to_str().unwrap(), "big:2400000000-2600000000"]);
+    let err = text(&got.stderr);
+    assert!(!got.status.success() && err.lines().count() == 1 && err.contains("too large"), "{err}");
+}

@@ -148,6 +148,12 @@ impl<'a> SamRegionReader<'a> {
             let line = &self.reader.available()[..len];
             self.record.clear();
             if let Err(source) = encode_record_with(line, &self.file.names, &mut self.record, Positions::Bam) {
+                // A record past BAM's 32-bit positions that lies after the
+                // region only ends it (such records are refused when read).
+                if matches!(source, crate::sam::RecordError::PositionTooLarge(_)) && self.lies_after(line) {
+                    self.done = true;
+                    break;
+                }
                 let name = crate::sam::qname_of(line);
                 return Err(with_path(Error::Message(format!("SAM record at {at} (read {name:?}): {source}")), self.file));
             }
@@ -165,6 +171,17 @@ impl<'a> SamRegionReader<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// Whether the SAM `line` (its RNAME and 64-bit POS) lies after the region.
+    fn lies_after(&self, line: &[u8]) -> bool {
+        let mut fields = line.split(|&c| c == b'\t').skip(2);
+        let (Some(rname), Some(pos)) = (fields.next(), fields.next()) else { return false };
+        let (Ok(Some(tid)), Some(pos)) = (self.file.names.get(rname), std::str::from_utf8(pos).ok().and_then(|p| p.parse::<i64>().ok()))
+        else {
+            return false;
+        };
+        self.region.ref_id >= 0 && (tid > self.region.ref_id || (tid == self.region.ref_id && pos - 1 >= self.region.end))
     }
 
     /// Calls `f` on each remaining record of the region.
