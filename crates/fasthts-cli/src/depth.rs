@@ -13,7 +13,7 @@ use std::path::PathBuf;
 #[command(
     override_usage = "fasthts depth [options] in.bam [in.bam ...]",
     after_help = "Output: one line per position, REF<TAB>POS<TAB>DEPTH (one depth column per input), \
-    identical to samtools depth 1.16. With every input an indexed BAM the genome is counted in \
+    identical to samtools depth 1.16. With every input an indexed BAM (for -r, or a bgzipped SAM with its index) the genome is counted in \
     parallel windows (not with -s, which follows read pairs through each file in order).\n\n\
     Examples:\n  fasthts depth in.bam > depth.tsv\n  fasthts depth -a -r chr1:1,000,000-2,000,000 -Q 20 in.bam\n  \
     fasthts depth -aa -H -o depth.tsv tumour.bam normal.bam"
@@ -22,7 +22,7 @@ pub struct DepthArgs {
     /// Output all positions (including zero depth); -a -a (-aa) also of references without reads
     #[arg(short = 'a', action = ArgAction::Count)]
     pub all: u8,
-    /// Specify a region in chr or chr:from-to syntax (needs indexed BAMs)
+    /// Specify a region in chr or chr:from-to syntax (needs indexed BAMs, bgzipped SAMs or CRAMs)
     #[arg(short = 'r', value_name = "REG")]
     pub region: Option<String>,
     /// Use bed FILE for list of regions (positions printed only inside them)

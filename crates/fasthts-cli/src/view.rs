@@ -17,7 +17,8 @@ use std::path::PathBuf;
     override_usage = "fasthts view [options] in.bam|in.sam [region ...]",
     after_help = "Output: SAM records (with -h the header too), or BAM with -b, -u, -O bam or an -o name \
     ending .bam, identical to samtools view 1.16 (its @PG line names fasthts; --no-PG leaves it out). \
-    Regions (CONTIG, CONTIG:BEG-END, * for unplaced reads) need an indexed BAM or CRAM (.crai); each region gives \
+    Regions (CONTIG, CONTIG:BEG-END, * for unplaced reads) need an indexed BAM, a bgzipped SAM with its CSI or BAI, \
+    or a CRAM with its .crai; each region gives \
     every record overlapping it, region by region, so a record overlapping two regions is printed twice \
     unless -M (with -M, -L and regions: their intersection; -P adds the mates of the selected pairs). \
     Regions are read through the index in parallel windows and written in order.\n\n\

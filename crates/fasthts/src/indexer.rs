@@ -172,14 +172,15 @@ fn not_sorted() -> Error {
 }
 
 /// The index file beside `bam_path`, if there is one: `IN.csi`, `IN.bai`,
-/// or the same with a `.bam` extension replaced, in htslib's order.
+/// or the same with the last extension replaced (`x.csi` for `x.bam`,
+/// `x.sam.csi` for `x.sam.gz`), in htslib's order.
 pub fn locate(bam_path: &Path) -> Option<PathBuf> {
     let mut candidates = Vec::new();
     for ext in ["csi", "bai"] {
         let mut p = bam_path.as_os_str().to_owned();
         p.push(format!(".{ext}"));
         candidates.push(PathBuf::from(p));
-        if bam_path.extension().is_some_and(|e| e == "bam") {
+        if bam_path.extension().is_some() {
             candidates.push(bam_path.with_extension(ext));
         }
     }

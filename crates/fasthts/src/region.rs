@@ -40,6 +40,53 @@ use crate::Error;
 use rayon::prelude::*;
 use std::fmt;
 use std::ops::ControlFlow;
+use std::path::Path;
+
+pub mod sam;
+
+/// A file read through a BAI or CSI index: a BAM, or a bgzipped SAM
+/// ([`sam::SamGzFile`]). Where a region starts and what follows it are
+/// decided from the index the same way for both.
+pub trait Indexed {
+    /// The path the file was opened from (errors name it).
+    fn path(&self) -> &Path;
+    /// The header (references in the order the index numbers them).
+    fn header(&self) -> &crate::bam::Header;
+    /// The whole compressed file.
+    fn bytes(&self) -> &[u8];
+    /// Virtual offset of the first record.
+    fn first_record_offset(&self) -> VirtualOffset;
+}
+
+impl<T: Indexed + ?Sized> Indexed for &T {
+    fn path(&self) -> &Path {
+        (**self).path()
+    }
+    fn header(&self) -> &crate::bam::Header {
+        (**self).header()
+    }
+    fn bytes(&self) -> &[u8] {
+        (**self).bytes()
+    }
+    fn first_record_offset(&self) -> VirtualOffset {
+        (**self).first_record_offset()
+    }
+}
+
+impl Indexed for BamFile {
+    fn path(&self) -> &Path {
+        BamFile::path(self)
+    }
+    fn header(&self) -> &crate::bam::Header {
+        BamFile::header(self)
+    }
+    fn bytes(&self) -> &[u8] {
+        BamFile::bytes(self)
+    }
+    fn first_record_offset(&self) -> VirtualOffset {
+        BamFile::first_record_offset(self)
+    }
+}
 
 /// A half-open interval `[start, end)` of 0-based positions on reference
 /// `ref_id`, or the unplaced records (`ref_id == -1`).
@@ -292,7 +339,7 @@ fn has_records(index: &Index, tid: usize) -> bool {
 /// is at least `pos`, and that is a record start; for `ref_id == -1`, where
 /// the unplaced records begin. `None` when the index has no records on
 /// `ref_id`.
-pub fn start_offset(bam: &BamFile, index: &Index, ref_id: i32, pos: i64) -> Option<VirtualOffset> {
+pub fn start_offset<F: Indexed + ?Sized>(bam: &F, index: &Index, ref_id: i32, pos: i64) -> Option<VirtualOffset> {
     let floor = bam.first_record_offset();
     if ref_id < 0 {
         // No placed records at all: the unplaced ones follow the header.
@@ -313,7 +360,7 @@ pub fn start_offset(bam: &BamFile, index: &Index, ref_id: i32, pos: i64) -> Opti
 /// package's columns, the linear index alone made each piece re-read a
 /// third of a 16 kb window (8 % more inflating), spliced reads spanning
 /// kilobases reaching back that far.
-pub fn region_start(bam: &BamFile, index: &Index, region: Region) -> Option<VirtualOffset> {
+pub fn region_start<F: Indexed + ?Sized>(bam: &F, index: &Index, region: Region) -> Option<VirtualOffset> {
     let floor = start_offset(bam, index, region.ref_id, region.start)?;
     let (Ok(tid), Ok(start)) = (usize::try_from(region.ref_id), u64::try_from(region.start)) else { return Some(floor) };
     let Some(reference) = index.reference(tid) else { return Some(floor) };
@@ -343,7 +390,7 @@ pub fn region_start(bam: &BamFile, index: &Index, region: Region) -> Option<Virt
 /// else of the next reference with records, else the unplaced records);
 /// `None` for the unplaced region or when nothing follows. A reader of
 /// `region` needs little data past it (see [`RegionReader::new`]).
-pub fn following_start(bam: &BamFile, index: &Index, region: Region) -> Option<VirtualOffset> {
+pub fn following_start<F: Indexed + ?Sized>(bam: &F, index: &Index, region: Region) -> Option<VirtualOffset> {
     let tid = usize::try_from(region.ref_id).ok()?;
     if region.end < i64::MAX {
         return region_start(bam, index, Region { ref_id: region.ref_id, start: region.end, end: i64::MAX });

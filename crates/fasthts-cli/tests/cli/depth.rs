@@ -55,7 +55,7 @@ fn fasthts_depth(args: &[&str], extra: &[&str], inputs: &[&Path]) -> Output {
 
 /// Compares fasthts with samtools on `args` at 1 and 2 threads, in the
 /// default windows and in windows of 1,500 bases; returns the rows.
-fn compare(args: &[&str], inputs: &[&Path]) -> usize {
+pub(crate) fn compare(args: &[&str], inputs: &[&Path]) -> usize {
     compare_in(args, inputs, true)
 }
 

@@ -25,6 +25,7 @@ mod robustness;
 mod robustness_faults;
 mod samtools_diff;
 mod snp_pileup;
+mod samgz_regions;
 mod sort;
 mod usage;
 mod view;

@@ -82,7 +82,7 @@ fn comparable(bytes: &[u8]) -> Vec<u8> {
 /// Compares `fasthts view ARGS` with `samtools view ARGS` (standard output
 /// and exit status) at every setting of [`RUNS`]; returns the lines
 /// samtools printed.
-fn compare(args: &[&str]) -> usize {
+pub(crate) fn compare(args: &[&str]) -> usize {
     let expected = samtools_view(args);
     for extra in RUNS {
         let got = fasthts_view(args, extra);
@@ -110,7 +110,7 @@ fn compare(args: &[&str]) -> usize {
 }
 
 /// [`compare`] with `--no-PG` and the input last.
-fn compare_on(options: &[&str], input: &Path, regions: &[&str]) -> usize {
+pub(crate) fn compare_on(options: &[&str], input: &Path, regions: &[&str]) -> usize {
     let mut args = vec!["--no-PG"];
     args.extend_from_slice(options);
     let input = input.to_str().unwrap();

@@ -1,6 +1,7 @@
 //! `depth`: samtools depth, through the indexes in parallel windows when
-//! every input is an indexed BAM (and `-s` is not asked for), else in one
-//! pass over the inputs in order.
+//! every input is an indexed BAM, or (for a region) an indexed BAM or
+//! bgzipped SAM, and `-s` is not asked for; else in one pass over the
+//! inputs in order.
 
 use super::{find_index, warn_if_truncated, with_threads, Report};
 use crate::bam::{BamFile, RecordReader, RecordRef};
@@ -8,6 +9,7 @@ use crate::depth::{header_line, write_zero_rows, BedFilter, CountError, Counter,
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::TempOutput;
+use crate::region::sam::{SamGzFile, SamRegionReader};
 use crate::region::{self, Region, RegionReader};
 use crate::sam::SamReader;
 use crate::Error;
@@ -18,7 +20,8 @@ use std::path::{Path, PathBuf};
 /// are also cut at [`DepthOptions::window_bases`] positions).
 const WINDOW_BYTES: u64 = 8 << 20;
 
-/// samtools depth of `inputs` (BAM or SAM files, `-` for standard input)
+/// samtools depth of `inputs` (BAM, SAM or CRAM files, `-` for standard
+/// input; a region of a bgzipped SAM is read through its CSI or BAI)
 /// written to `output` (complete or not at all; a special file such as
 /// `/dev/stdout` directly).
 pub fn depth_file(inputs: &[PathBuf], output: &Path, options: &DepthOptions, report: &dyn Report) -> Result<(), Error> {
@@ -76,6 +79,7 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         // A CRAM's region is read by htslib's iterator on its .crai (with
         // -X, the named one).
         let mut cram_queries: Vec<Option<crate::cram::CramQuery>> = Vec::with_capacity(opened.len());
+        let mut sam_files: Vec<Option<SamGzFile>> = Vec::with_capacity(opened.len());
         for (i, (input, path)) in opened.iter().zip(inputs).enumerate() {
             let cram_query = match input {
                 Input::Cram(_) if region.is_some() => {
@@ -98,11 +102,30 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
                 Input::Bam(bam) => find_index(bam, report).unwrap_or(None),
                 _ => None,
             };
+            // A bgzipped SAM's region is read through its CSI or BAI.
+            let (index, sam_file) = match input {
+                Input::Sam(_) if region.is_some() => match SamGzFile::open_for_regions(path)? {
+                    Some(sam) => {
+                        let index = match &options.indexes {
+                            Some(named) => {
+                                let index = super::load_index(&sam, &named[i])?;
+                                super::verify_index(&sam, &index, false).map_err(|e| e.with_path(&named[i]))?;
+                                Some(index)
+                            }
+                            None => find_index(&sam, report)?,
+                        };
+                        (index, Some(sam))
+                    }
+                    None => (None, None),
+                },
+                _ => (index, None),
+            };
+            sam_files.push(sam_file);
             let queried = cram_query.is_some();
             cram_queries.push(cram_query);
             if region.is_some() && index.is_none() && !queried {
                 return Err(Error::Message(
-                    "cannot load index (depth -r reads a BAM or CRAM through its index: fasthts index it first)".into(),
+                    "cannot load index (depth -r reads a BAM, CRAM or bgzipped SAM through its index: fasthts index it first)".into(),
                 )
                 .with_path(path));
             }
@@ -123,25 +146,41 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             // Unplaced reads have no depth.
             return Ok(());
         }
-        if cram_queries.iter().any(Option::is_some) {
-            let sources = opened.iter().zip(&indexes).zip(cram_queries).map(|((input, index), query)| match (input, index, query) {
-                (Input::Bam(bam), Some(index), _) => RegionInput::Bam(bam, index),
-                (_, _, Some(query)) => RegionInput::Cram(query),
-                _ => unreachable!("every input of a region has an index"),
-            });
-            return region_pass(&setup, sources.collect(), inputs, out);
-        }
-        let bams: Option<Vec<(&BamFile, &Index)>> = opened
+        // Indexed BAMs and bgzipped SAMs (the latter for a region) are
+        // counted in parallel windows.
+        let windowed: Option<Vec<Windowed<'_>>> = opened
             .iter()
             .zip(&indexes)
-            .map(|(input, index)| match (input, index) {
-                (Input::Bam(bam), Some(index)) => Some((bam, index)),
+            .zip(&sam_files)
+            .map(|((input, index), sam)| match (input, index, sam) {
+                (Input::Bam(bam), Some(index), _) => Some(Windowed::Bam(bam, index)),
+                (_, Some(index), Some(sam)) => Some(Windowed::SamGz(sam, index)),
                 _ => None,
             })
             .collect();
-        match bams {
-            Some(bams) if !options.remove_overlaps => by_windows(&setup, &bams, inputs, out),
-            Some(bams) => one_pass(&setup, bams.into_iter().map(|(b, i)| (b, Some(i))).collect(), inputs, out),
+        if cram_queries.iter().any(Option::is_some) || (sam_files.iter().any(Option::is_some) && options.remove_overlaps) {
+            let sources = opened.iter().zip(&indexes).zip(cram_queries).zip(&sam_files).map(|(((input, index), query), sam)| {
+                match (input, index, query, sam) {
+                    (Input::Bam(bam), Some(index), _, _) => RegionInput::Bam(bam, index),
+                    (_, Some(index), _, Some(sam)) => RegionInput::SamGz(sam, index),
+                    (_, _, Some(query), _) => RegionInput::Cram(query),
+                    _ => unreachable!("every input of a region has an index"),
+                }
+            });
+            return region_pass(&setup, sources.collect(), inputs, out);
+        }
+        match windowed {
+            Some(windowed) if !options.remove_overlaps => by_windows(&setup, &windowed, inputs, out),
+            Some(windowed) => {
+                let bams = windowed
+                    .into_iter()
+                    .map(|w| match w {
+                        Windowed::Bam(bam, index) => (bam, Some(index)),
+                        Windowed::SamGz(..) => unreachable!("-s over a bgzipped SAM is a region pass"),
+                    })
+                    .collect();
+                one_pass(&setup, bams, inputs, out)
+            }
             None => {
                 let mut sources = Vec::with_capacity(opened.len());
                 for input in opened {
@@ -151,6 +190,29 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             }
         }
     })
+}
+
+/// An input counted in parallel windows through its index.
+#[derive(Clone, Copy)]
+enum Windowed<'a> {
+    Bam(&'a BamFile, &'a Index),
+    SamGz(&'a SamGzFile, &'a Index),
+}
+
+impl<'a> Windowed<'a> {
+    fn index(&self) -> &'a Index {
+        match self {
+            Windowed::Bam(_, index) | Windowed::SamGz(_, index) => index,
+        }
+    }
+
+    /// Its records overlapping `[beg, end)` of `tid`.
+    fn overlap(&self, tid: i32, beg: i64, end: i64) -> Result<Source<'a>, Error> {
+        Ok(match *self {
+            Windowed::Bam(bam, index) => Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() },
+            Windowed::SamGz(sam, index) => Source::SamOverlap { reader: sam_overlap_reader(sam, index, tid, beg, end)?, from: beg },
+        })
+    }
 }
 
 /// A counting error, about the input `path`.
@@ -218,9 +280,21 @@ fn overlap_reader<'a>(bam: &'a BamFile, index: &Index, tid: i32, beg: i64, end: 
     }
 }
 
+/// [`overlap_reader`] of a bgzipped SAM.
+fn sam_overlap_reader<'a>(sam: &'a SamGzFile, index: &Index, tid: i32, beg: i64, end: i64) -> Result<SamRegionReader<'a>, Error> {
+    let scope = Region { ref_id: tid, start: i64::MIN, end };
+    match region::start_offset(sam, index, tid, beg) {
+        Some(start) => {
+            let following = region::following_start(sam, index, Region { ref_id: tid, start: beg.max(0), end });
+            SamRegionReader::new(sam, scope, start, following)
+        }
+        None => SamRegionReader::empty(sam, scope),
+    }
+}
+
 /// Counts the windows in parallel and writes their rows in order.
-fn by_windows(setup: &Setup, bams: &[(&BamFile, &Index)], paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
-    let windows = plan_windows(setup, bams[0].1);
+fn by_windows(setup: &Setup, inputs: &[Windowed<'_>], paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
+    let windows = plan_windows(setup, inputs[0].index());
     let options = &setup.options;
     // With -a (whole file) an empty window is printed only if its
     // reference has reads elsewhere: known when gathering.
@@ -237,8 +311,7 @@ fn by_windows(setup: &Setup, bams: &[(&BamFile, &Index)], paths: &[PathBuf], out
             counter.out = std::mem::take(&mut piece.text);
             counter.out.clear();
             let overlap_from = beg.max(0);
-            if bams.len() == 1 {
-                let (bam, index) = bams[0];
+            if let [Windowed::Bam(bam, index)] = inputs {
                 let mut reader = overlap_reader(bam, index, tid, beg, end)?;
                 let mut failed = None;
                 reader
@@ -254,13 +327,9 @@ fn by_windows(setup: &Setup, bams: &[(&BamFile, &Index)], paths: &[PathBuf], out
                     return Err(count_error(e, &paths[0]));
                 }
             } else {
-                let mut sources = Vec::with_capacity(bams.len());
-                for (bam, index) in bams {
-                    sources.push(Source::Overlap {
-                        reader: overlap_reader(bam, index, tid, beg, end)?,
-                        from: overlap_from,
-                        path: bam.path(),
-                    });
+                let mut sources = Vec::with_capacity(inputs.len());
+                for input in inputs {
+                    sources.push(input.overlap(tid, beg, end)?);
                 }
                 merge(setup, &mut counter, &mut sources, paths)?;
             }
@@ -353,10 +422,11 @@ impl Gather {
     }
 }
 
-/// An input of a region read in one pass: an indexed BAM, or a CRAM
-/// queried through its .crai.
+/// An input of a region read in one pass: an indexed BAM or bgzipped
+/// SAM, or a CRAM queried through its .crai.
 enum RegionInput<'a> {
     Bam(&'a BamFile, &'a Index),
+    SamGz(&'a SamGzFile, &'a Index),
     Cram(crate::cram::CramQuery),
 }
 
@@ -372,6 +442,7 @@ fn region_pass(setup: &Setup, inputs: Vec<RegionInput<'_>>, paths: &[PathBuf], o
             RegionInput::Bam(bam, index) => {
                 Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() }
             }
+            RegionInput::SamGz(sam, index) => Source::SamOverlap { reader: sam_overlap_reader(sam, index, tid, beg, end)?, from: beg },
             RegionInput::Cram(mut query) => {
                 query.query(tid, beg, end)?;
                 Source::CramRegion { query }
@@ -388,6 +459,9 @@ enum Source<'a> {
     CramRegion { query: crate::cram::CramQuery },
     /// Records of a window overlapping `[from, ..)`.
     Overlap { reader: RegionReader<'a>, from: i64, path: &'a Path },
+    /// Records of a bgzipped SAM's region overlapping `[from, ..)` (its
+    /// errors name it).
+    SamOverlap { reader: SamRegionReader<'a>, from: i64 },
     /// A whole BAM in file order.
     Bam { reader: RecordReader<'a>, path: &'a Path },
     /// A BAM read as it streams (a pipe, standard input; its errors name it).
@@ -413,6 +487,16 @@ impl Source<'_> {
         match self {
             Source::Overlap { reader, from, path } => loop {
                 match reader.next_record().map_err(|e| Error::from(e).with_path(&*path))? {
+                    None => return Ok(false),
+                    Some(r) => {
+                        if keep(&r, *from) {
+                            return Ok(true);
+                        }
+                    }
+                }
+            },
+            Source::SamOverlap { reader, from } => loop {
+                match reader.next_record()? {
                     None => return Ok(false),
                     Some(r) => {
                         if keep(&r, *from) {

@@ -41,6 +41,7 @@ pub use view::{view_file, HeaderMode, SkippedRegion, ViewOptions, VIEW_WINDOW_BA
 use crate::bam::BamFile;
 use crate::bgzf::{Block, VirtualOffset};
 use crate::index::Index;
+use crate::region::Indexed;
 use crate::Error;
 use fasthts_io::pool::{thread_count, with_threads};
 use std::fmt;
@@ -206,7 +207,7 @@ pub fn locate_index(bam_path: &Path) -> IndexLocation {
 /// the BAM header's: htslib writes one entry per header reference, so such
 /// an index was made for another file, and reading through it would skip
 /// data silently.
-pub fn load_index(bam: &BamFile, path: &Path) -> Result<Index, Error> {
+pub fn load_index<F: Indexed + ?Sized>(bam: &F, path: &Path) -> Result<Index, Error> {
     let index = Index::from_path(path).map_err(|e| Error::from(e).with_path(path))?;
     let (in_index, in_header) = (index.references().len(), bam.header().references.len());
     if in_index != in_header {
@@ -223,7 +224,7 @@ pub fn load_index(bam: &BamFile, path: &Path) -> Result<Index, Error> {
 /// block of the file). An index that cannot be read, was made for another
 /// file or points outside this one is an error
 /// ([`Error::IndexMismatch`] for the last two).
-pub fn find_index(bam: &BamFile, report: &dyn Report) -> Result<Option<Index>, Error> {
+pub fn find_index<F: Indexed + ?Sized>(bam: &F, report: &dyn Report) -> Result<Option<Index>, Error> {
     let Some((index, path, stale)) = find_unchecked_index(bam, report)? else { return Ok(None) };
     verify_index(bam, &index, stale).map_err(|e| e.with_path(&path))?;
     Ok(Some(index))
@@ -231,7 +232,7 @@ pub fn find_index(bam: &BamFile, report: &dyn Report) -> Result<Option<Index>, E
 
 /// [`find_index`] before [`verify_index`]: the index, its path, and
 /// whether it is stale (to be checked block by block).
-fn find_unchecked_index(bam: &BamFile, report: &dyn Report) -> Result<Option<(Index, PathBuf, bool)>, Error> {
+fn find_unchecked_index<F: Indexed + ?Sized>(bam: &F, report: &dyn Report) -> Result<Option<(Index, PathBuf, bool)>, Error> {
     let (path, stale) = match locate_index(bam.path()) {
         IndexLocation::Missing => return Ok(None),
         IndexLocation::Stale(index) => {
@@ -250,7 +251,7 @@ fn find_unchecked_index(bam: &BamFile, report: &dyn Report) -> Result<Option<(In
 /// starts at a BGZF block of the file holding its offset. Fails with
 /// [`Error::IndexMismatch`]. Costs no reading of the file unless
 /// `thorough` (then one block header per chunk).
-pub fn verify_index(bam: &BamFile, index: &Index, thorough: bool) -> Result<(), Error> {
+pub fn verify_index<F: Indexed + ?Sized>(bam: &F, index: &Index, thorough: bool) -> Result<(), Error> {
     let file = bam.bytes();
     let len = file.len() as u64;
     let names = &bam.header().references;

@@ -10,6 +10,7 @@ use crate::depth::BedFilter;
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
+use crate::region::sam::SamGzFile;
 use crate::region::{self, Region, RegionReader};
 use crate::sort::{add_missing_sq_lines, add_pg_line, CramOutput, OutputFormat, RecordOutput};
 use crate::view::{merge_intervals, Selection, TagEdit};
@@ -279,9 +280,30 @@ pub fn view_file(
                         read_regions(&source, &header.references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
                         None
                     }
+                    Input::Sam(_) => {
+                        let Some(sam) = SamGzFile::open_for_regions(input)? else {
+                            return Err(Error::Message(
+                                "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (plain or gzip SAM cannot be indexed: bgzip it, then fasthts index it)".into(),
+                            )
+                            .with_path(input));
+                        };
+                        let index = match &options.index {
+                            Some(path) => {
+                                let index = load_index(&sam, path)?;
+                                verify_index(&sam, &index, false).map_err(|e| e.with_path(path))?;
+                                Some(index)
+                            }
+                            None => find_index(&sam, report)?,
+                        };
+                        let Some(index) = index else { return Err(missing_index(input)) };
+                        let (pieces, merged) = plan_pieces(&header.references, Some(&index), options, &names, skipped)?;
+                        let source = PieceSource::SamGz(&sam, &index);
+                        read_regions(&source, &header.references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
+                        None
+                    }
                     _ => {
                         return Err(Error::Message(
-                            "random alignment retrieval only works for indexed BAM files (regions need a BAM file and its index)".into(),
+                            "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (regions need a BAM file and its index)".into(),
                         )
                         .with_path(input))
                     }
@@ -296,12 +318,7 @@ pub fn view_file(
                     (Some(bam), None) => find_index(bam, report)?,
                 };
                 if let Some(bam) = bam {
-                    let Some(index) = index else {
-                        return Err(Error::Message(
-                            "cannot load index (regions are read through the index: fasthts index it first)".into(),
-                        )
-                        .with_path(input));
-                    };
+                    let Some(index) = index else { return Err(missing_index(input)) };
                     let (pieces, merged) = plan_pieces(&bam.header().references, Some(&index), options, &names, skipped)?;
                     let source = PieceSource::Bam(bam, &index);
                     read_regions(&source, &bam.header().references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
@@ -347,6 +364,11 @@ pub fn view_file(
         }
         Ok(count)
     })
+}
+
+/// A BAM or bgzipped SAM without an index to read its regions through.
+fn missing_index(input: &Path) -> Error {
+    Error::Message("cannot load index (regions are read through the index: fasthts index it first)".into()).with_path(input)
 }
 
 /// The outputs of one run and the count of selected records.
@@ -686,10 +708,11 @@ fn encode(record: &[u8], format: Option<OutputFormat>, refs: &[crate::bam::Refer
     }
 }
 
-/// Where pieces are read from: a BAM through its index, or a CRAM through
-/// htslib's iterator on its `.crai`.
+/// Where pieces are read from: a BAM or a bgzipped SAM through its index,
+/// or a CRAM through htslib's iterator on its `.crai`.
 enum PieceSource<'a> {
     Bam(&'a BamFile, &'a Index),
+    SamGz(&'a SamGzFile, &'a Index),
     Cram(&'a crate::cram::QueryPool),
 }
 
@@ -705,6 +728,12 @@ impl PieceSource<'_> {
                     region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
                 let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
                 reader.for_each_record(|r| f(r)).map_err(|e| Error::from(e).with_path(bam.path()))
+            }
+            PieceSource::SamGz(sam, index) => {
+                let Some(start) = region::start_offset(*sam, index, tid, piece.offset_pos) else { return Ok(()) };
+                let following =
+                    region::following_start(*sam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
+                region::sam::SamRegionReader::new(sam, piece.scope, start, following)?.for_each_record(|r| f(r))
             }
             PieceSource::Cram(pool) => {
                 let mut query = pool.take()?;
@@ -883,7 +912,7 @@ fn fetch_pairs(
     }
     let with_mates = merge_intervals(list);
     let index = match source {
-        PieceSource::Bam(_, index) => Some(*index),
+        PieceSource::Bam(_, index) | PieceSource::SamGz(_, index) => Some(*index),
         PieceSource::Cram(_) => None,
     };
     let pieces = multi_region_pieces(refs, index, &with_mates, options.window_bases);

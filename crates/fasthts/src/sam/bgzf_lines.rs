@@ -21,7 +21,7 @@ pub struct BgzfSamReader<'a> {
     line_no: u64,
 }
 
-fn bgzf_error(e: BgzfError) -> SamError {
+pub(crate) fn bgzf_error(e: BgzfError) -> SamError {
     let kind = if matches!(e, BgzfError::Truncated { .. }) { io::ErrorKind::UnexpectedEof } else { io::ErrorKind::InvalidData };
     SamError::Io(io::Error::new(kind, e))
 }
@@ -75,21 +75,14 @@ impl<'a> BgzfSamReader<'a> {
     /// The next line as (its length without the line end, the length to
     /// consume), made available in the reader; `None` at the end.
     fn next_line(&mut self) -> Result<Option<(usize, usize)>, SamError> {
-        let mut searched = 0;
-        loop {
-            let have = self.reader.available();
-            if let Some(k) = have[searched..].iter().position(|&c| c == b'\n') {
-                let nl = searched + k;
-                let len = if nl > 0 && have[nl - 1] == b'\r' { nl - 1 } else { nl };
-                return Ok(Some((len, nl + 1)));
-            }
-            searched = have.len();
-            let got = self.reader.fill(searched + FILL_STEP).map_err(bgzf_error)?;
-            if got == searched {
-                // The end: a last line without a line end, or nothing.
-                return Ok((got > 0).then_some((got, got)));
-            }
-        }
+        next_line(&mut self.reader)
+    }
+
+    /// The parsed header (the BAM header and the name lookup of records),
+    /// for a reader of this file's records from other offsets
+    /// ([`crate::region::sam::SamGzFile`]).
+    pub fn into_header(self) -> SamHeader {
+        self.sam_header
     }
 
     /// Calls `f` with each record, its position and end (0-based, 64-bit:
@@ -124,6 +117,26 @@ impl<'a> BgzfSamReader<'a> {
             self.reader.consume(next);
         }
         Ok(self.reader.virtual_offset())
+    }
+}
+
+/// The next line of `reader` as (its length without the line end, the
+/// length to consume), made available in the reader; `None` at the end.
+pub(crate) fn next_line(reader: &mut BlockReader<'_>) -> Result<Option<(usize, usize)>, SamError> {
+    let mut searched = 0;
+    loop {
+        let have = reader.available();
+        if let Some(k) = have[searched..].iter().position(|&c| c == b'\n') {
+            let nl = searched + k;
+            let len = if nl > 0 && have[nl - 1] == b'\r' { nl - 1 } else { nl };
+            return Ok(Some((len, nl + 1)));
+        }
+        searched = have.len();
+        let got = reader.fill(searched + FILL_STEP).map_err(bgzf_error)?;
+        if got == searched {
+            // The end: a last line without a line end, or nothing.
+            return Ok((got > 0).then_some((got, got)));
+        }
     }
 }
 

@@ -82,6 +82,8 @@ mod write;
 mod tests;
 
 pub use bgzf_lines::BgzfSamReader;
+pub(crate) use bgzf_lines::{bgzf_error, next_line as next_bgzf_line};
+pub(crate) use reader::qname_of;
 pub use encode::{encode_record, encode_record_with, wide_positions, wide_positions_len, Field, Positions, RecordError, Warnings, WIDE_POSITIONS_LEN};
 pub use format_number::{put_kputd, put_printf_g};
 pub use header::{HeaderError, HeaderWarning, SamHeader};

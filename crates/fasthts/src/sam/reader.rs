@@ -408,7 +408,7 @@ fn parse_piece(text: &[u8], names: &RefNames, n_ref: usize, positions: Positions
     piece
 }
 
-pub(super) fn qname_of(line: &[u8]) -> String {
+pub(crate) fn qname_of(line: &[u8]) -> String {
     let end = line.iter().position(|&c| c == b'\t').unwrap_or(line.len()).min(254);
     String::from_utf8_lossy(&line[..end]).into_owned()
 }

@@ -1,0 +1,275 @@
+//! Regions of a bgzipped SAM read through its index (a CSI or BAI that
+//! `samtools index` or `fasthts index` wrote): the index's virtual offsets
+//! point at line starts in the BGZF stream of SAM text, so a region is read
+//! by seeking there and encoding lines into BAM records until one lies past
+//! the region, as htslib's iterator reads a `.sam.gz`. Records are assigned
+//! to regions by their start, as [`super::RegionReader`] assigns a BAM's.
+//!
+//! ```no_run
+//! use fasthts::index::Index;
+//! use fasthts::region::{sam::SamGzFile, Region};
+//!
+//! let sam = SamGzFile::open("in.sam.gz")?;
+//! let index = Index::from_path("in.sam.gz.csi")?;
+//! let region = Region::parse("chr1:1,001-2,000", &sam.reference_names())?;
+//! // The records starting in the region (a caller wanting those that
+//! // overlap it reads from `Region { start: i64::MIN, .. }` and checks ends).
+//! let mut records = sam.region_records(&index, region)?;
+//! while let Some(r) = records.next_record()? {
+//!     println!("{}", r.pos());
+//! }
+//! # Ok::<(), fasthts::Error>(())
+//! ```
+
+use super::{Indexed, Place, Region};
+use crate::bam::{BamError, Header, RecordRef};
+use crate::bgzf::{BlockReader, VirtualOffset};
+use crate::index::Index;
+use crate::sam::{encode_record_with, Positions, RefNames};
+use crate::Error;
+use std::path::{Path, PathBuf};
+
+/// A bgzipped SAM file, mapped, with its header read: the records of its
+/// regions are read through an index ([`SamGzFile::region_records`]).
+pub struct SamGzFile {
+    path: PathBuf,
+    map: memmap2::Mmap,
+    header: Header,
+    names: RefNames,
+    first_record: VirtualOffset,
+}
+
+impl SamGzFile {
+    /// Maps the bgzipped SAM at `path` (a regular file) and reads its
+    /// header. Errors name `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<SamGzFile, Error> {
+        let path = path.as_ref();
+        let with_path = |e: Error| e.with_path(path);
+        let file = std::fs::File::open(path).map_err(|e| with_path(e.into()))?;
+        // SAFETY: a read-only private map of a regular file, under the same
+        // contract as a mapped BAM (not truncated while read).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| with_path(e.into()))?;
+        let reader = crate::sam::BgzfSamReader::new(&map).map_err(|e| with_path(e.into()))?;
+        let first_record = reader.first_record_offset();
+        let sam_header = reader.into_header();
+        Ok(SamGzFile { path: path.to_path_buf(), header: sam_header.header, names: sam_header.names, first_record, map })
+    }
+
+    /// The bgzipped SAM at `path` if it is one in a regular file (which an
+    /// index can describe); `None` for any other input (plain or gzip SAM,
+    /// BAM, CRAM, a pipe, standard input), left for the caller to refuse.
+    pub fn open_for_regions(path: impl AsRef<Path>) -> Result<Option<SamGzFile>, Error> {
+        let path = path.as_ref();
+        if path.as_os_str() == "-" {
+            return Ok(None);
+        }
+        let peeked = crate::input::peek(path)?;
+        let bgzf_sam = peeked.format() == crate::input::Format::CompressedSam(fasthts_io::compression::Compression::Bgzf);
+        if !bgzf_sam || !peeked.is_regular_file() {
+            return Ok(None);
+        }
+        Self::open(path).map(Some)
+    }
+
+    /// The reference names, in header order (for [`Region::parse`]).
+    pub fn reference_names(&self) -> Vec<String> {
+        self.header.references.iter().map(|r| r.name.clone()).collect()
+    }
+
+    /// The records of `region` (by start position) in file order, read
+    /// from where `index` says the region begins.
+    pub fn region_records(&self, index: &Index, region: Region) -> Result<SamRegionReader<'_>, Error> {
+        match super::region_start(self, index, region) {
+            Some(start) => SamRegionReader::new(self, region, start, super::following_start(self, index, region)),
+            None => SamRegionReader::empty(self, region),
+        }
+    }
+}
+
+impl Indexed for SamGzFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn header(&self) -> &Header {
+        &self.header
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+    fn first_record_offset(&self) -> VirtualOffset {
+        self.first_record
+    }
+}
+
+/// The records of one region of a [`SamGzFile`], SAM lines encoded as
+/// BAM records (positions past BAM's 32 bits refused, as for any SAM
+/// written as BAM records), read in file order from a line start.
+pub struct SamRegionReader<'a> {
+    file: &'a SamGzFile,
+    reader: BlockReader<'a>,
+    region: Region,
+    record: Vec<u8>,
+    done: bool,
+    /// A record of the region has been seen (a later record before it
+    /// means the file is not sorted).
+    inside: bool,
+}
+
+impl<'a> SamRegionReader<'a> {
+    /// Reads `region` of `file` from `start` (a line start at or before the
+    /// region's first record). `following`: where what follows the region
+    /// starts, if known ([`super::following_start`]): past it blocks are
+    /// inflated one at a time, so a region does not inflate far beyond its
+    /// last record.
+    pub fn new(file: &'a SamGzFile, region: Region, start: VirtualOffset, following: Option<VirtualOffset>) -> Result<Self, Error> {
+        let mut reader = BlockReader::new(file.bytes(), start).map_err(|e| Error::from(crate::sam::bgzf_error(e)).with_path(&file.path))?;
+        // Regions are the unit of parallelism; each is read on one thread.
+        reader.set_parallel(false);
+        if let Some(end) = following.map(|v| v.compressed() + 1).filter(|&e| e > start.compressed()) {
+            reader.set_soft_limit(end);
+        }
+        Ok(SamRegionReader { file, reader, region, record: Vec::new(), done: false, inside: false })
+    }
+
+    /// A reader of a region the index says holds no records.
+    pub fn empty(file: &'a SamGzFile, region: Region) -> Result<Self, Error> {
+        Ok(SamRegionReader { done: true, ..Self::new(file, region, file.first_record, None)? })
+    }
+
+    /// The next record that starts in the region; an error names the file.
+    pub fn next_record(&mut self) -> Result<Option<RecordRef<'_>>, Error> {
+        let with_path = |e: Error, file: &SamGzFile| e.with_path(&file.path);
+        while !self.done {
+            let Some((len, next)) = crate::sam::next_bgzf_line(&mut self.reader).map_err(|e| with_path(e.into(), self.file))? else {
+                self.done = true;
+                break;
+            };
+            let at = self.reader.virtual_offset();
+            let line = &self.reader.available()[..len];
+            self.record.clear();
+            if let Err(source) = encode_record_with(line, &self.file.names, &mut self.record, Positions::Bam) {
+                // A record past BAM's 32-bit positions that lies after the
+                // region only ends it (such records are refused when read).
+                if matches!(source, crate::sam::RecordError::PositionTooLarge(_)) && self.lies_after(line) {
+                    self.done = true;
+                    break;
+                }
+                let name = crate::sam::qname_of(line);
+                return Err(with_path(Error::Message(format!("SAM record at {at} (read {name:?}): {source}")), self.file));
+            }
+            self.reader.consume(next);
+            let r = RecordRef::new(&self.record[4..], self.file.header.references.len())
+                .map_err(|defect| with_path(Error::Message(format!("SAM record at {at}: {defect}")), self.file))?;
+            match self.region.place(r.ref_id(), r.pos()) {
+                Place::Before if self.inside => return Err(with_path(BamError::OutOfOrder { offset: at }.into(), self.file)),
+                Place::Before => {}
+                Place::Inside => {
+                    self.inside = true;
+                    return Ok(Some(RecordRef::new_prevalidated(&self.record[4..])));
+                }
+                Place::After => self.done = true,
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether the SAM `line` (its RNAME and 64-bit POS) lies after the region.
+    fn lies_after(&self, line: &[u8]) -> bool {
+        let mut fields = line.split(|&c| c == b'\t').skip(2);
+        let (Some(rname), Some(pos)) = (fields.next(), fields.next()) else { return false };
+        let (Ok(Some(tid)), Some(pos)) = (self.file.names.get(rname), std::str::from_utf8(pos).ok().and_then(|p| p.parse::<i64>().ok()))
+        else {
+            return false;
+        };
+        self.region.ref_id >= 0 && (tid > self.region.ref_id || (tid == self.region.ref_id && pos - 1 >= self.region.end))
+    }
+
+    /// Calls `f` on each remaining record of the region.
+    pub fn for_each_record(&mut self, mut f: impl FnMut(&RecordRef<'_>)) -> Result<(), Error> {
+        while let Some(r) = self.next_record()? {
+            f(&r);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::IndexFormat;
+
+    /// Records on two references (one read spanning 30 kb), unplaced
+    /// records at the end, in BGZF blocks small enough that regions start
+    /// mid-file; indexed as `samtools index -c` would.
+    fn sorted_sam_gz(dir: &Path) -> (PathBuf, Index, Vec<(i32, i64, String)>) {
+        let mut text = String::from("@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:a\tLN:100000\n@SQ\tSN:b\tLN:100000\n@SQ\tSN:empty\tLN:10\n");
+        let mut expected = Vec::new();
+        for (tid, name) in [(0, "a"), (1, "b")] {
+            for i in 0..3000 {
+                let pos = i * 30 + 1;
+                let cigar = if i == 100 { "10M30000D10M" } else { "20M" };
+                let qname = format!("{name}{i}");
+                text.push_str(&format!("{qname}\t0\t{name}\t{pos}\t60\t{cigar}\t*\t0\t0\tACGTACGTACGTACGTACGT\t*\n"));
+                expected.push((tid, i64::from(pos - 1), qname));
+            }
+        }
+        for i in 0..5 {
+            let qname = format!("u{i}");
+            text.push_str(&format!("{qname}\t4\t*\t0\t0\t*\t*\t0\t0\tACGT\t*\n"));
+            expected.push((-1, -1, qname));
+        }
+        let bytes = crate::bgzf::compress_all(text.as_bytes(), 1);
+        let path = dir.join("x.sam.gz");
+        std::fs::write(&path, &bytes).unwrap();
+        let index = crate::indexer::build_sam(&bytes, &path, IndexFormat::Csi { min_shift: 14, depth: 5 }).unwrap();
+        (path, index, expected)
+    }
+
+    #[test]
+    fn region_records_are_those_starting_in_the_region_in_file_order() {
+        let dir = std::env::temp_dir().join(format!("fasthts-region-sam-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (path, index, all) = sorted_sam_gz(&dir);
+        let sam = SamGzFile::open(&path).unwrap();
+        assert_eq!(sam.reference_names(), ["a", "b", "empty"]);
+        let regions = [
+            Region::whole(0),
+            Region::whole(1),
+            Region::whole(2),
+            Region::unplaced(),
+            Region { ref_id: 0, start: 0, end: 1 },
+            Region { ref_id: 0, start: 29_990, end: 31_000 },
+            Region { ref_id: 1, start: 45_000, end: 90_000 },
+            Region { ref_id: 1, start: 89_971, end: i64::MAX },
+            Region { ref_id: 1, start: 95_000, end: 99_000 },
+        ];
+        for region in regions {
+            let mut got = Vec::new();
+            let mut reader = sam.region_records(&index, region).unwrap();
+            while let Some(r) = reader.next_record().unwrap() {
+                got.push(String::from_utf8(r.name().to_vec()).unwrap());
+            }
+            let want: Vec<String> = all
+                .iter()
+                .filter(|(tid, pos, _)| *tid == region.ref_id && (region.ref_id < 0 || (*pos >= region.start && *pos < region.end)))
+                .map(|(_, _, name)| name.clone())
+                .collect();
+            assert_eq!(got, want, "{region}");
+        }
+        // Reading from the offset for a position reaches back to the read
+        // that spans it (a3000's 30 kb deletion), as a region query does.
+        let start = crate::region::start_offset(&sam, &index, 0, 20_000).unwrap();
+        let scope = Region { ref_id: 0, start: i64::MIN, end: 20_040 };
+        let mut overlapping = Vec::new();
+        SamRegionReader::new(&sam, scope, start, None)
+            .unwrap()
+            .for_each_record(|r| {
+                if r.end_pos() > 20_000 {
+                    overlapping.push(String::from_utf8(r.name().to_vec()).unwrap());
+                }
+            })
+            .unwrap();
+        assert_eq!(overlapping, ["a100", "a667"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
