@@ -303,7 +303,7 @@ pub fn view_file(
                     }
                     _ => {
                         return Err(Error::Message(
-                            "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (regions need a BAM file and its index)".into(),
+                            "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (regions are read from a file through its index)".into(),
                         )
                         .with_path(input))
                     }
