@@ -119,6 +119,20 @@ pub(crate) fn compare_on(options: &[&str], input: &Path, regions: &[&str]) -> us
     compare(&args)
 }
 
+/// The options each region set is viewed with (BAI- and CSI-indexed BAM
+/// here, bgzipped SAM in `samgz_regions`).
+pub(crate) const REGION_OPTION_SETS: &[&[&str]] = &[
+    &[],
+    &["-c"],
+    &["-M"],
+    &["-M", "-c"],
+    &["-F", "4", "-q", "5"],
+    &["-b"],
+    &["-h", "-x", "NM"],
+    &["-p", "-q", "20"],
+    &["-r", "rg2", "-l", "lib1", "-M"],
+];
+
 /// Every filter and output option alone, and usual combinations.
 const OPTION_SETS: &[&[&str]] = &[
     &[],
@@ -200,21 +214,10 @@ fn regions_match_samtools() {
         &["nope", "chr2:1-40000", "chr1:0-5"],
         &["chr1:50000-40000", "chr2:10000-10000"],
     ];
-    let option_sets: &[&[&str]] = &[
-        &[],
-        &["-c"],
-        &["-M"],
-        &["-M", "-c"],
-        &["-F", "4", "-q", "5"],
-        &["-b"],
-        &["-h", "-x", "NM"],
-        &["-p", "-q", "20"],
-        &["-r", "rg2", "-l", "lib1", "-M"],
-    ];
     let mut lines = 0;
     for bam in [&g.bam, &g.csi_bam] {
         for regions in region_sets {
-            for options in option_sets {
+            for options in REGION_OPTION_SETS {
                 lines += compare_on(options, bam, regions);
             }
         }
