@@ -280,6 +280,19 @@ fn missing_foreign_and_tabix_indexes_and_plain_sam() {
     let err = text(&fasthts_run(&["view", &plain_s, "chr1"]).stderr);
     assert!(err.contains("random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files"), "{err}");
     fails_as_samtools(&["depth", "-r", "chr1", &plain_s], &plain_s);
+    // A bgzipped SAM piped to standard input has no index to read regions
+    // through: one line saying so, nothing written (`cat` may see the
+    // pipe close early, so it feeds the pipe rather than the test).
+    let mut cat = Command::new("cat");
+    cat.arg(&g.csi).stdout(std::process::Stdio::piped());
+    let mut cat = cat.spawn().unwrap();
+    let mut c = fasthts();
+    c.args(["view", "-", "chr1"]).stdin(cat.stdout.take().unwrap());
+    let got = run(c);
+    let _ = cat.wait();
+    let err = text(&got.stderr);
+    assert!(!got.status.success() && got.stdout.is_empty() && err.lines().count() == 1, "{err}");
+    assert!(err.contains("view: -: ") && err.contains("standard input cannot be"), "{err}");
 }
 
 /// A region before a record past BAM's 32-bit positions is read as

@@ -283,7 +283,7 @@ pub fn view_file(
                     Input::Sam(_) => {
                         let Some(sam) = SamGzFile::open_for_regions(input)? else {
                             return Err(Error::Message(
-                                "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (plain or gzip SAM cannot be indexed: bgzip it, then fasthts index it)".into(),
+                                "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (a bgzipped SAM file is read through its index; plain or gzip SAM, pipes and standard input cannot be: bgzip it to a file, then fasthts index it)".into(),
                             )
                             .with_path(input));
                         };
