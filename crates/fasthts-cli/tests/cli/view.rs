@@ -295,7 +295,6 @@ const EXPRESSIONS: &[&str] = &[
     "!([XX] > 1) && ![YY]",
     "qlen != rlen",
     "-tlen > 100",
-    "seq =~ \"^AC\" || qual =~ \"^#\"",
     "refid == mrefid && mpos > pos",
     "endpos >= 30000 && pnext < 0x7530",
     "flag == 99 || flag.supplementary",
@@ -303,12 +302,40 @@ const EXPRESSIONS: &[&str] = &[
     "qname < \"r2\" && qname >= \"r1\"",
 ];
 
+/// The records of `g` that have a sequence, as an indexed BAM.
+fn with_sequences(g: &Generated) -> PathBuf {
+    let sam = std::fs::read_to_string(&g.sam).unwrap();
+    let kept: String = sam.lines().filter(|l| l.starts_with('@') || l.split('\t').nth(9) != Some("*")).flat_map(|l| [l, "\n"]).collect();
+    assert!(kept.len() < sam.len(), "the generated SAM has records without a sequence");
+    let (kept_sam, bam) = (g.dir.path("with_seq.sam"), g.dir.path("with_seq.bam"));
+    std::fs::write(&kept_sam, kept).unwrap();
+    let mut view = Command::new("samtools");
+    view.args(["view", "--no-PG", "-b", "-o"]).arg(&bam).arg(&kept_sam);
+    assert!(run(view).status.success());
+    let mut index = Command::new("samtools");
+    index.arg("index").arg(&bam);
+    assert!(run(index).status.success());
+    bam
+}
+
 #[test]
 fn filter_expressions_match_samtools() {
     let Some(g) = generate("view-expr") else { return };
     for e in EXPRESSIONS {
         compare_on(&["-e", e], &g.bam, &[]);
         compare_on(&["-c", "-e", e], &g.bam, &["chr1", "chr2:1000-40000"]);
+    }
+    // samtools 1.16 hands `qual` to regexec without its terminating NUL
+    // (sam.c's symbol lookup), so on a record with no sequence (the
+    // secondary alignments here) the match reads uninitialised memory
+    // (valgrind) and samtools' count changes from run to run (168 instead
+    // of 167 in 1 run of 200). `qual` is compared on the records that have
+    // a sequence, with patterns anchored at the first quality, whose answer
+    // does not depend on what lies past the last (300 runs alike).
+    let with_seq = with_sequences(&g);
+    for e in ["seq =~ \"^AC\" || qual =~ \"^#\"", "qual =~ \"^[#-+]\" && !flag.reverse"] {
+        compare_on(&["-e", e], &with_seq, &[]);
+        compare_on(&["-c", "-e", e], &with_seq, &["chr1", "chr2:1000-40000"]);
     }
     // Outside the subset: one line saying what, nothing written.
     for (e, what) in [("endpos - pos > 100", "arithmetic"), ("flag & 4", "bitwise"), ("length(seq) > 100", "functions")] {
