@@ -34,7 +34,6 @@
 //! ([`crate::command::depth_to`]).
 
 use crate::bam::{flags, CigarOp, RecordRef};
-use crate::region::Region;
 use crate::Error;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -132,41 +131,6 @@ pub fn exclude_flags_in_order<'a>(edits: impl IntoIterator<Item = (bool, &'a str
         }
     }
     Ok(mask)
-}
-
-/// samtools depth's `-r` region as htslib's `hts_parse_region` reads it,
-/// which differs from [`Region::parse`] in two places: a start of 0 is
-/// taken as 1 (`chr1:0-5` is `chr1:1-5`, `chr1:0` the whole reference),
-/// and an end of 0 as the reference's end (`chr1:100-0`); a region that
-/// ends where it starts or before is refused (`chr1:2-1`).
-pub fn parse_region<N: AsRef<str>>(text: &str, names: &[N]) -> Result<Region, Error> {
-    let invalid = || Error::InvalidArgument(format!("cannot parse region {text:?}"));
-    let quoted = text.starts_with('{');
-    let whole_name = names.iter().any(|n| n.as_ref() == text);
-    let normalized = match text.rsplit_once(':') {
-        Some((name, coords)) if !whole_name && (!quoted || name.ends_with('}')) => {
-            let zero = |t: &str| !t.is_empty() && t.bytes().all(|c| c == b'0' || c == b',');
-            let (beg, end) = match coords.split_once('-') {
-                Some((b, e)) if !b.is_empty() => (b, Some(e)),
-                _ => (coords, None),
-            };
-            match end {
-                Some(e) if !coords.starts_with('-') => {
-                    let beg = if zero(beg) { "1" } else { beg };
-                    let end = if zero(e) { "" } else { e };
-                    format!("{name}:{beg}-{end}")
-                }
-                _ if zero(beg) => format!("{name}:1"),
-                _ => text.to_string(),
-            }
-        }
-        _ => text.to_string(),
-    };
-    let region = Region::parse(&normalized, names)?;
-    if region.ref_id >= 0 && region.start.max(0) >= region.end {
-        return Err(invalid());
-    }
-    Ok(region)
 }
 
 /// Reads a flag value as samtools' `-g`/`-G` (htslib's `bam_str2flag`):

@@ -42,7 +42,10 @@ use std::fmt;
 use std::ops::ControlFlow;
 use std::path::Path;
 
+pub mod notation;
 pub mod sam;
+
+pub use notation::RegionSyntax;
 
 /// A file read through a BAI or CSI index: a BAM, or a bgzipped SAM
 /// ([`sam::SamGzFile`]). Where a region starts and what follows it are
@@ -120,7 +123,10 @@ impl Region {
     /// `{NAME}:BEG-END` quote a name as htslib's `hts_parse_region` does.
     /// Positions take htslib's forms too: `1,000`, `1k`, `2.5M`, `1e3`
     /// (`hts_parse_decimal`; a fraction left over is dropped). Parsing needs
-    /// the names, which is why this is not [`std::str::FromStr`].
+    /// the names, which is why this is not [`std::str::FromStr`]. This is a
+    /// strict reading that names what is wrong; where samtools' output is
+    /// the bar (its lenient forms, `chr1:100-0`, `-M`), use
+    /// [`Region::parse_samtools`].
     ///
     /// ```
     /// use fasthts::region::Region;

@@ -157,6 +157,12 @@ fn regions_and_bed_files_match_samtools() {
         &["-a", "-r", "chr1:-50"],
         &["-r", "chr1:2-1"],
         &["-a", "-r", "chr1:7-7"],
+        // htslib's leniencies: white space, signs, multipliers, braces.
+        &["-a", "-r", "chr2: 1,000-2k"],
+        &["-r", "chr2:+5-+3e3"],
+        &["-a", "-r", "{chr2}:5-"],
+        &["-r", "chr2:1000-2000x"],
+        &["-r", "chr2:-1-5"],
     ];
     for args in sets {
         compare(args, &[&g.first]);

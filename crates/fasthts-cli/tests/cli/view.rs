@@ -213,6 +213,14 @@ fn regions_match_samtools() {
         &["chrM", "chr3", "chrUn_gen1"],
         &["nope", "chr2:1-40000", "chr1:0-5"],
         &["chr1:50000-40000", "chr2:10000-10000"],
+        // Read as samtools reads them: htslib's hts_parse_region without
+        // -M, bedidx's hts_parse_reg with it (where an open end `X:N-` is
+        // no region and `X:-N` all of X).
+        &["chr2:30000-", "chr1:100-200"],
+        &["chr2:-5000", "chr1:0-5000", "chr2:60000-0", "chr2:-"],
+        &["chr2:30000-40000x", "chr2: 1,000-2k", "{chr1}:5-", "chr1:+5-+3e3"],
+        &[".", "chr1"],
+        &["chr1:3000000000", "chr2:1-3000000000", "chr1:-1-5"],
     ];
     let mut lines = 0;
     for bam in [&g.bam, &g.csi_bam] {

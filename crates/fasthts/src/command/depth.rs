@@ -10,7 +10,7 @@ use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::TempOutput;
 use crate::region::sam::{SamGzFile, SamRegionReader};
-use crate::region::{self, Region, RegionReader};
+use crate::region::{self, Region, RegionReader, RegionSyntax};
 use crate::sam::SamReader;
 use crate::Error;
 use std::io::{BufWriter, Read, Write};
@@ -70,7 +70,12 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         let names: Vec<String> = refs.iter().map(|r| r.name.clone()).collect();
         let lengths: Vec<i64> = refs.iter().map(|r| i64::from(r.len)).collect();
         let region = match &options.region {
-            Some(text) => Some(crate::depth::parse_region(text, &names)?),
+            // samtools depth reads -r with sam_itr_querys (`.`, the whole
+            // file, gives it no output: not taken here).
+            Some(text) => match Region::parse_samtools(text, &names, RegionSyntax::Query).as_deref() {
+                Some(&[region]) => Some(region),
+                _ => return Err(Error::InvalidArgument(format!("cannot parse region {text:?}"))),
+            },
             None => None,
         };
         // A region is read through the indexes; without one, they speed up

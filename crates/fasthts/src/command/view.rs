@@ -11,7 +11,7 @@ use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
 use crate::region::sam::SamGzFile;
-use crate::region::{self, Region, RegionReader};
+use crate::region::{self, Region, RegionReader, RegionSyntax};
 use crate::sort::{add_missing_sq_lines, add_pg_line, CramOutput, OutputFormat, RecordOutput};
 use crate::view::{merge_intervals, Selection, TagEdit};
 use crate::Error;
@@ -618,12 +618,12 @@ fn plan_pieces(
     // BED intervals (bedidx's bed_filter) and says nothing of a region the
     // BED file does not name.
     let intersect = options.multi_region && options.bed_regions.is_some() && !options.regions.is_empty();
+    let syntax = if options.multi_region { RegionSyntax::MultiRegion } else { RegionSyntax::Query };
     for text in &options.regions {
-        match Region::parse(text, names) {
-            Ok(r) if r.ref_id < 0 || r.start < r.end => parsed.push(r),
-            Ok(_) => {}
-            Err(_) if intersect => {}
-            Err(_) => skipped(SkippedRegion(text.clone())),
+        match Region::parse_samtools(text, names, syntax) {
+            Some(regions) => parsed.extend(regions),
+            None if intersect => {}
+            None => skipped(SkippedRegion(text.clone())),
         }
     }
     let mut pieces = Vec::new();

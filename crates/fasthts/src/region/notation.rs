@@ -1,0 +1,313 @@
+//! Region text as samtools 1.16 reads it, to the byte.
+//!
+//! samtools reads a region two ways. Its regions on the command line
+//! (`view FILE REGION...`, `depth -r`) go through htslib's
+//! `hts_parse_region` (`sam_itr_querys`): a name is looked up whole first,
+//! `{NAME}` quotes one, `chr1:-100` is `chr1:1-100`, an end of 0 is the
+//! reference's end, a start of 0 is taken as 1. `view -M` hashes its
+//! regions with bedidx's older `hts_parse_reg`: the name is what precedes
+//! the last `:`, junk after an end is ignored with a warning, `chr1:100-`
+//! (an end of 0) does not parse and is then looked up, whole, as a
+//! reference name (so skipped, with a warning), and positions are C `int`s
+//! (an open end is 2^31−1). [`Region::parse`] is fasthts' own reading for
+//! callers that are not samtools (Python's `fetch(region=)`).
+
+use super::Region;
+
+/// Which of samtools' readings a region's text gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegionSyntax {
+    /// htslib's `hts_parse_region` with thousands separators: samtools
+    /// view's regions without `-M`, depth's `-r`.
+    Query,
+    /// bedidx's `hts_parse_reg`: samtools view's regions with `-M`.
+    MultiRegion,
+}
+
+impl Region {
+    /// The regions `text` names, read as samtools 1.16 reads it (`syntax`)
+    /// against the file's reference `names`: one region, or for `.` (the
+    /// whole file) every reference whole, then the unplaced records. None
+    /// where samtools says the text "specifies an invalid region or unknown
+    /// reference" and goes on without it.
+    ///
+    /// ```
+    /// use fasthts::region::{Region, RegionSyntax::{MultiRegion, Query}};
+    /// let names = ["chr1", "chr2"];
+    /// let one = |r| Some(vec![r]);
+    /// assert_eq!(Region::parse_samtools("chr2:1,001-2k", &names, Query), one(Region { ref_id: 1, start: 1000, end: 2000 }));
+    /// // An end of 0 is the reference's end; with -M the text is no region.
+    /// assert_eq!(Region::parse_samtools("chr2:100-0", &names, Query), one(Region { ref_id: 1, start: 99, end: i64::MAX }));
+    /// assert_eq!(Region::parse_samtools("chr2:100-", &names, MultiRegion), None);
+    /// assert_eq!(Region::parse_samtools("chr2:100-200x", &names, MultiRegion), one(Region { ref_id: 1, start: 99, end: 200 }));
+    /// assert_eq!(Region::parse_samtools("chr2:100-200x", &names, Query), None);
+    /// ```
+    pub fn parse_samtools<N: AsRef<str>>(text: &str, names: &[N], syntax: RegionSyntax) -> Option<Vec<Region>> {
+        let lookup = |name: &[u8]| names.iter().position(|n| n.as_ref().as_bytes() == name).map(|i| i as i32);
+        match text {
+            "." => return Some((0..names.len() as i32).map(Region::whole).chain([Region::unplaced()]).collect()),
+            "*" => return Some(vec![Region::unplaced()]),
+            _ => {}
+        }
+        let (tid, beg, end) = match syntax {
+            RegionSyntax::Query => query(text.as_bytes(), lookup)?,
+            RegionSyntax::MultiRegion => multi_region(text.as_bytes(), lookup)?,
+        };
+        let region = match (beg, end) {
+            (None, end) => Region { ref_id: tid, start: i64::MIN, end },
+            (Some(beg), end) => Region { ref_id: tid, start: beg.max(0), end },
+        };
+        Some(vec![region])
+    }
+}
+
+/// A reference id, a start (None: the whole reference, from before its
+/// first position) and an end, as htslib has them.
+type Parsed = (i32, Option<i64>, i64);
+
+/// htslib's `HTS_POS_MAX`: a region running to the reference's end.
+const POS_MAX: i64 = i64::MAX;
+
+/// `hts_parse_region(text, ..., HTS_PARSE_THOUSANDS_SEP)`.
+fn query(s: &[u8], lookup: impl Fn(&[u8]) -> Option<i32>) -> Option<Parsed> {
+    let (name, coords) = if s.first() == Some(&b'{') {
+        let close = s.iter().position(|&c| c == b'}')?;
+        if s.get(close + 1) == Some(&b':') {
+            (&s[1..close], &s[close + 2..])
+        } else {
+            // htslib takes all but the first and last bytes as the name
+            // (`{chr1}x` names "chr1}").
+            return Some((lookup(&s[1..s.len() - 1])?, None, POS_MAX));
+        }
+    } else {
+        let Some(colon) = s.iter().rposition(|&c| c == b':') else {
+            return Some((lookup(s)?, None, POS_MAX));
+        };
+        if let Some(tid) = lookup(s) {
+            // The whole text names a reference: unless what precedes the
+            // colon does too (htslib: "range is ambiguous").
+            return if lookup(&s[..colon]).is_some() { None } else { Some((tid, None, POS_MAX)) };
+        }
+        (&s[..colon], &s[colon + 1..])
+    };
+    let tid = lookup(name)?;
+    let (first, after) = decimal(coords, true);
+    let beg = first.wrapping_sub(1);
+    let mut rest = &coords[after.unwrap_or(0)..];
+    if beg < 0 {
+        if beg != -1 && rest.first() == Some(&b'-') && !coords.is_empty() {
+            return None; // "Coordinates must be > 0"
+        }
+        match rest.first() {
+            // chr:-100 is chr:1-100.
+            None | Some(b',') | Some(b'0'..=b'9') => {
+                let end = if beg == -1 { POS_MAX } else { -(beg + 1) };
+                return Some((tid, Some(0), end));
+            }
+            _ if beg < -1 => return None,
+            _ => {}
+        }
+    }
+    let mut end = match rest.first() {
+        None => POS_MAX,
+        Some(b'-') => {
+            let (value, after) = decimal(&rest[1..], true);
+            rest = &rest[1 + after.unwrap_or(0)..];
+            if !matches!(rest.first(), None | Some(b',')) {
+                return None; // "Unexpected string after region"
+            }
+            value
+        }
+        Some(_) => return None,
+    };
+    if end == 0 {
+        end = POS_MAX; // chr:100- is chr:100-<end>
+    }
+    if beg >= end {
+        return None;
+    }
+    Some((tid, Some(beg), end))
+}
+
+/// bedidx's `hts_parse_reg` (on `hts_parse_reg64`), then the name looked
+/// up as `hts_itr_regions` does; text that does not parse is looked up
+/// whole as a name.
+fn multi_region(s: &[u8], lookup: impl Fn(&[u8]) -> Option<i32>) -> Option<Parsed> {
+    const INT_MAX: i64 = i32::MAX as i64;
+    let parsed = s.iter().rposition(|&c| c == b':').and_then(|colon| {
+        let coords = &s[colon + 1..];
+        let (first, after) = decimal(coords, true);
+        let beg = first.wrapping_sub(1).max(0);
+        let rest = &coords[after.unwrap_or(0)..];
+        let end = match rest.first() {
+            None => POS_MAX,
+            // Junk after the end is ignored (with a warning); no digits at
+            // all make an end of 0.
+            Some(b'-') => decimal(&rest[1..], true).0,
+            Some(_) => return None,
+        };
+        if beg >= end || beg > INT_MAX || (end > INT_MAX && end != POS_MAX) {
+            return None;
+        }
+        Some((&s[..colon], beg, end.min(INT_MAX)))
+    });
+    match parsed {
+        Some((name, beg, end)) => Some((lookup(name)?, Some(beg), end)),
+        None => Some((lookup(s)?, Some(0), INT_MAX)),
+    }
+}
+
+/// htslib's `hts_parse_decimal`: leading white space, a sign, digits
+/// (commas among them skipped if `thousands`), a fraction, then an
+/// exponent or a `k`/`m`/`g` multiplier; the fraction left over is
+/// dropped. Returns the value (C's `long long` arithmetic, wrapping) and
+/// where the number ends, None when there are no digits (htslib then
+/// points at the text's start).
+fn decimal(s: &[u8], thousands: bool) -> (i64, Option<usize>) {
+    let mut i = s.iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')).count();
+    let negative = match s.get(i) {
+        Some(&c @ (b'+' | b'-')) => {
+            i += 1;
+            c == b'-'
+        }
+        _ => false,
+    };
+    let (mut n, mut digits, mut decimals, mut e) = (0i64, 0, 0i32, 0i32);
+    let push = |n: i64, c: u8| n.wrapping_mul(10).wrapping_add(i64::from(c - b'0'));
+    while let Some(&c) = s.get(i) {
+        match c {
+            b'0'..=b'9' => {
+                n = push(n, c);
+                digits += 1;
+            }
+            b',' if thousands => {}
+            _ => break,
+        }
+        i += 1;
+    }
+    if s.get(i) == Some(&b'.') {
+        i += 1;
+        while let Some(&c @ b'0'..=b'9') = s.get(i) {
+            n = push(n, c);
+            decimals += 1;
+            digits += 1;
+            i += 1;
+        }
+    }
+    match s.get(i).map(u8::to_ascii_lowercase) {
+        Some(b'e') => {
+            i += 1;
+            let negative_exponent = match s.get(i) {
+                Some(&c @ (b'+' | b'-')) => {
+                    i += 1;
+                    c == b'-'
+                }
+                _ => false,
+            };
+            while let Some(&c @ b'0'..=b'9') = s.get(i) {
+                e = e.wrapping_mul(10).wrapping_add(i32::from(c - b'0'));
+                i += 1;
+            }
+            if negative_exponent {
+                e = e.wrapping_neg();
+            }
+        }
+        Some(b'k') => (e, i) = (e + 3, i + 1),
+        Some(b'm') => (e, i) = (e + 6, i + 1),
+        Some(b'g') => (e, i) = (e + 9, i + 1),
+        _ => {}
+    }
+    let e = e.wrapping_sub(decimals);
+    // Past 64 multiplications by ten a wrapping value is 0 (10^64 is a
+    // multiple of 2^64); past 19 divisions any value is.
+    for _ in 0..e.clamp(0, 64) {
+        n = n.wrapping_mul(10);
+    }
+    for _ in 0..(-e).clamp(0, 20) {
+        n /= 10;
+    }
+    let value = if negative { n.wrapping_neg() } else { n };
+    (value, (digits > 0).then_some(i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RegionSyntax::{MultiRegion, Query};
+    use super::*;
+
+    const NAMES: [&str; 4] = ["chr1", "HLA:1-2", "chr2", "chr2:5"];
+
+    fn one(ref_id: i32, start: i64, end: i64) -> Option<Vec<Region>> {
+        Some(vec![Region { ref_id, start, end }])
+    }
+
+    fn query(text: &str) -> Option<Vec<Region>> {
+        Region::parse_samtools(text, &NAMES, Query)
+    }
+
+    fn multi(text: &str) -> Option<Vec<Region>> {
+        Region::parse_samtools(text, &NAMES, MultiRegion)
+    }
+
+    #[test]
+    fn decimals_as_htslib() {
+        assert_eq!(decimal(b"1,000", true), (1000, Some(5)));
+        assert_eq!(decimal(b"1,000", false), (1, Some(1)));
+        assert_eq!(decimal(b" -5x", true), (-5, Some(3)));
+        assert_eq!(decimal(b"1.5k-", true), (1500, Some(4)));
+        assert_eq!(decimal(b"2.25", true), (2, Some(4)));
+        assert_eq!(decimal(b"3e4", true), (30000, Some(3)));
+        assert_eq!(decimal(b"1e-2", true), (0, Some(4)));
+        assert_eq!(decimal(b"x", true), (0, None));
+        assert_eq!(decimal(b"-", true), (0, None));
+        assert_eq!(decimal(b"", true), (0, None));
+        assert_eq!(decimal(b"1e99", true).1, Some(4));
+    }
+
+    #[test]
+    fn queries_as_hts_parse_region() {
+        assert_eq!(query("chr2"), Some(vec![Region::whole(2)]));
+        assert_eq!(query("chr2:"), one(2, 0, POS_MAX));
+        assert_eq!(query("chr2:100"), one(2, 99, POS_MAX));
+        assert_eq!(query("chr2:100-"), one(2, 99, POS_MAX));
+        assert_eq!(query("chr2:100-0"), one(2, 99, POS_MAX));
+        assert_eq!(query("chr2:-100"), one(2, 0, 100));
+        assert_eq!(query("chr2:-"), one(2, 0, POS_MAX));
+        assert_eq!(query("chr2:0-100"), one(2, 0, 100));
+        assert_eq!(query("chr2:0"), one(2, 0, POS_MAX));
+        assert_eq!(query("chr2: 1,000-2k"), one(2, 999, 2000));
+        assert_eq!(query("chr2:1-1"), one(2, 0, 1));
+        for bad in ["chr2:5-4", "chr2:100-200x", "chr2:x", "chr2:-5-10", "chr3", "chr3:1-5", "{chr2", "chr2:1-5-"] {
+            assert_eq!(query(bad), None, "{bad}");
+        }
+        // Names holding a colon: whole first, then ambiguity, then braces.
+        assert_eq!(query("HLA:1-2"), Some(vec![Region::whole(1)]));
+        assert_eq!(query("HLA:1-2:5-6"), one(1, 4, 6));
+        assert_eq!(query("chr2:5"), None); // both "chr2:5" and "chr2" are names
+        assert_eq!(query("{chr2:5}"), Some(vec![Region::whole(3)]));
+        assert_eq!(query("{chr2}:5"), one(2, 4, POS_MAX));
+        assert_eq!(query("{chr2}x"), None);
+        assert_eq!(query("*"), Some(vec![Region::unplaced()]));
+        assert_eq!(query(".").map(|r| r.len()), Some(5));
+    }
+
+    #[test]
+    fn multi_regions_as_hts_parse_reg() {
+        const INT_MAX: i64 = i32::MAX as i64;
+        assert_eq!(multi("chr2"), one(2, 0, INT_MAX));
+        assert_eq!(multi("chr2:100"), one(2, 99, INT_MAX));
+        assert_eq!(multi("chr2:-100"), one(2, 0, INT_MAX));
+        assert_eq!(multi("chr2:0-100"), one(2, 0, 100));
+        assert_eq!(multi("chr2:100-200x"), one(2, 99, 200));
+        assert_eq!(multi("chr2:1,000-2k"), one(2, 999, 2000));
+        for skipped in ["chr2:100-", "chr2:-", "chr2:100-0", "chr2:5-4", "chr2:x", "chr2:3000000000", "chr2:1-3000000000", "chr3"] {
+            assert_eq!(multi(skipped), None, "{skipped}");
+        }
+        // The name is what precedes the last colon; what does not parse is
+        // looked up whole.
+        assert_eq!(multi("HLA:1-2"), None);
+        assert_eq!(multi("HLA:1-2:5-6"), one(1, 4, 6));
+        assert_eq!(multi("chr2:5"), one(2, 4, INT_MAX));
+        assert_eq!(multi("*"), Some(vec![Region::unplaced()]));
+    }
+}
