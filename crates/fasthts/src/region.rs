@@ -407,6 +407,18 @@ pub fn following_start<F: Indexed + ?Sized>(bam: &F, index: &Index, region: Regi
     }
 }
 
+/// Where a query of `scope` that starts at position `from` (at or before
+/// `scope.start`, where records reaching into the scope may start) reads:
+/// the offset to start at ([`start_offset`]) and where what follows the
+/// scope begins ([`following_start`]); `None` when the index has no
+/// records there. The one computation of [`RegionReader::query`],
+/// [`sam::SamRegionReader::query`] and view's pieces.
+pub fn query_span<F: Indexed + ?Sized>(file: &F, index: &Index, scope: Region, from: i64) -> Option<(VirtualOffset, Option<VirtualOffset>)> {
+    let start = start_offset(file, index, scope.ref_id, from)?;
+    let following = following_start(file, index, Region { ref_id: scope.ref_id, start: from.max(0), end: scope.end });
+    Some((start, following))
+}
+
 /// The records of one region, read in file order.
 pub struct RegionReader<'a> {
     records: RecordReader<'a>,
@@ -435,6 +447,15 @@ impl<'a> RegionReader<'a> {
             records.set_soft_limit(end);
         }
         Ok(RegionReader { records, region, done: false, first: None, stop: None })
+    }
+
+    /// Reads `scope` of `bam` with a query from position `from` (see
+    /// [`query_span`]): empty when the index has no records there.
+    pub fn query(bam: &'a BamFile, index: &Index, scope: Region, from: i64) -> Result<Self, Error> {
+        match query_span(bam, index, scope, from) {
+            Some((start, following)) => Self::new(bam, scope, start, following),
+            None => Self::empty(bam, scope),
+        }
     }
 
     /// A reader of a region known to hold no records.

@@ -10,7 +10,7 @@ use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::TempOutput;
 use crate::region::sam::{SamGzFile, SamRegionReader};
-use crate::region::{self, Region, RegionReader, RegionSyntax};
+use crate::region::{Region, RegionReader, RegionSyntax};
 use crate::sam::SamReader;
 use crate::Error;
 use std::io::{BufWriter, Read, Write};
@@ -153,7 +153,7 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         }
         // Indexed BAMs and bgzipped SAMs (the latter for a region) are
         // counted in parallel windows.
-        let windowed: Option<Vec<Windowed<'_>>> = opened
+        let windowed: Vec<Option<Windowed<'_>>> = opened
             .iter()
             .zip(&indexes)
             .zip(&sam_files)
@@ -164,16 +164,14 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             })
             .collect();
         if cram_queries.iter().any(Option::is_some) || (sam_files.iter().any(Option::is_some) && options.remove_overlaps) {
-            let sources = opened.iter().zip(&indexes).zip(cram_queries).zip(&sam_files).map(|(((input, index), query), sam)| {
-                match (input, index, query, sam) {
-                    (Input::Bam(bam), Some(index), _, _) => RegionInput::Bam(bam, index),
-                    (_, Some(index), _, Some(sam)) => RegionInput::SamGz(sam, index),
-                    (_, _, Some(query), _) => RegionInput::Cram(query),
-                    _ => unreachable!("every input of a region has an index"),
-                }
+            let sources = windowed.iter().zip(cram_queries).map(|(windowed, query)| match (windowed, query) {
+                (Some(windowed), _) => RegionInput::Indexed(*windowed),
+                (None, Some(query)) => RegionInput::Cram(query),
+                (None, None) => unreachable!("every input of a region has an index"),
             });
             return region_pass(&setup, sources.collect(), inputs, out);
         }
+        let windowed: Option<Vec<Windowed<'_>>> = windowed.into_iter().collect();
         match windowed {
             Some(windowed) if !options.remove_overlaps => by_windows(&setup, &windowed, inputs, out),
             Some(windowed) => {
@@ -197,7 +195,8 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
     })
 }
 
-/// An input counted in parallel windows through its index.
+/// An indexed BAM or bgzipped SAM: counted in parallel windows, or read
+/// over the region in one pass ([`RegionInput`]).
 #[derive(Clone, Copy)]
 enum Windowed<'a> {
     Bam(&'a BamFile, &'a Index),
@@ -214,8 +213,8 @@ impl<'a> Windowed<'a> {
     /// Its records overlapping `[beg, end)` of `tid`.
     fn overlap(&self, tid: i32, beg: i64, end: i64) -> Result<Source<'a>, Error> {
         Ok(match *self {
-            Windowed::Bam(bam, index) => Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() },
-            Windowed::SamGz(sam, index) => Source::SamOverlap { reader: sam_overlap_reader(sam, index, tid, beg, end)?, from: beg },
+            Windowed::Bam(bam, index) => Source::Overlap { reader: RegionReader::query(bam, index, overlapping(tid, end), beg)?, from: beg, path: bam.path() },
+            Windowed::SamGz(sam, index) => Source::SamOverlap { reader: SamRegionReader::query(sam, index, overlapping(tid, end), beg)?, from: beg },
         })
     }
 }
@@ -271,30 +270,12 @@ fn plan_windows(setup: &Setup, index: &Index) -> Vec<(i32, i64, i64)> {
     windows
 }
 
-/// The records of `bam` on reference `tid` that overlap `[beg, end)`, as
-/// a region query finds them: read from the linear index's offset for
-/// `beg`, which lies before every read overlapping it.
-fn overlap_reader<'a>(bam: &'a BamFile, index: &Index, tid: i32, beg: i64, end: i64) -> Result<RegionReader<'a>, Error> {
-    let scope = Region { ref_id: tid, start: i64::MIN, end };
-    match region::start_offset(bam, index, tid, beg) {
-        Some(start) => {
-            let following = region::following_start(bam, index, Region { ref_id: tid, start: beg.max(0), end });
-            RegionReader::new(bam, scope, start, following)
-        }
-        None => RegionReader::empty(bam, scope),
-    }
-}
-
-/// [`overlap_reader`] of a bgzipped SAM.
-fn sam_overlap_reader<'a>(sam: &'a SamGzFile, index: &Index, tid: i32, beg: i64, end: i64) -> Result<SamRegionReader<'a>, Error> {
-    let scope = Region { ref_id: tid, start: i64::MIN, end };
-    match region::start_offset(sam, index, tid, beg) {
-        Some(start) => {
-            let following = region::following_start(sam, index, Region { ref_id: tid, start: beg.max(0), end });
-            SamRegionReader::new(sam, scope, start, following)
-        }
-        None => SamRegionReader::empty(sam, scope),
-    }
+/// The scope of a query for the records of `tid` that overlap a window
+/// ending at `end`: those that start before `end`, read from the index's
+/// offset for the window's start, which lies before every read
+/// overlapping it.
+fn overlapping(tid: i32, end: i64) -> Region {
+    Region { ref_id: tid, start: i64::MIN, end }
 }
 
 /// Counts the windows in parallel and writes their rows in order.
@@ -317,7 +298,7 @@ fn by_windows(setup: &Setup, inputs: &[Windowed<'_>], paths: &[PathBuf], out: &m
             counter.out.clear();
             let overlap_from = beg.max(0);
             if let [Windowed::Bam(bam, index)] = inputs {
-                let mut reader = overlap_reader(bam, index, tid, beg, end)?;
+                let mut reader = RegionReader::query(bam, index, overlapping(tid, end), beg)?;
                 let mut failed = None;
                 reader
                     .for_each_record(|r| {
@@ -430,8 +411,7 @@ impl Gather {
 /// An input of a region read in one pass: an indexed BAM or bgzipped
 /// SAM, or a CRAM queried through its .crai.
 enum RegionInput<'a> {
-    Bam(&'a BamFile, &'a Index),
-    SamGz(&'a SamGzFile, &'a Index),
+    Indexed(Windowed<'a>),
     Cram(crate::cram::CramQuery),
 }
 
@@ -444,10 +424,7 @@ fn region_pass(setup: &Setup, inputs: Vec<RegionInput<'_>>, paths: &[PathBuf], o
     let mut sources = Vec::with_capacity(inputs.len());
     for input in inputs {
         sources.push(match input {
-            RegionInput::Bam(bam, index) => {
-                Source::Overlap { reader: overlap_reader(bam, index, tid, beg, end)?, from: beg, path: bam.path() }
-            }
-            RegionInput::SamGz(sam, index) => Source::SamOverlap { reader: sam_overlap_reader(sam, index, tid, beg, end)?, from: beg },
+            RegionInput::Indexed(windowed) => windowed.overlap(tid, beg, end)?,
             RegionInput::Cram(mut query) => {
                 query.query(tid, beg, end)?;
                 Source::CramRegion { query }
@@ -609,7 +586,7 @@ fn one_pass(setup: &Setup, bams: Vec<(&BamFile, Option<&Index>)>, paths: &[PathB
     for (bam, index) in &bams {
         sources.push(match (setup.region, index) {
             (Some((tid, b, e)), Some(index)) => {
-                Source::Overlap { reader: overlap_reader(bam, index, tid, b, e)?, from: b, path: bam.path() }
+                Source::Overlap { reader: RegionReader::query(bam, index, overlapping(tid, e), b)?, from: b, path: bam.path() }
             }
             _ => Source::Bam { reader: bam.records()?, path: bam.path() },
         });

@@ -723,16 +723,12 @@ impl PieceSource<'_> {
         let tid = piece.scope.ref_id;
         match self {
             PieceSource::Bam(bam, index) => {
-                let Some(start) = region::start_offset(bam, index, tid, piece.offset_pos) else { return Ok(()) };
-                let following =
-                    region::following_start(bam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
+                let Some((start, following)) = region::query_span(*bam, index, piece.scope, piece.offset_pos) else { return Ok(()) };
                 let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
                 reader.for_each_record(|r| f(r)).map_err(|e| Error::from(e).with_path(bam.path()))
             }
             PieceSource::SamGz(sam, index) => {
-                let Some(start) = region::start_offset(*sam, index, tid, piece.offset_pos) else { return Ok(()) };
-                let following =
-                    region::following_start(*sam, index, Region { ref_id: tid, start: piece.offset_pos.max(0), end: piece.scope.end });
+                let Some((start, following)) = region::query_span(*sam, index, piece.scope, piece.offset_pos) else { return Ok(()) };
                 region::sam::SamRegionReader::new(sam, piece.scope, start, following)?.for_each_record(|r| f(r))
             }
             PieceSource::Cram(pool) => {

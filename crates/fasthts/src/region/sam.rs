@@ -131,6 +131,15 @@ impl<'a> SamRegionReader<'a> {
         Ok(SamRegionReader { file, reader, region, record: Vec::new(), done: false, inside: false })
     }
 
+    /// Reads `scope` of `file` with a query from position `from` (see
+    /// [`super::query_span`]): empty when the index has no records there.
+    pub fn query(file: &'a SamGzFile, index: &Index, scope: Region, from: i64) -> Result<Self, Error> {
+        match super::query_span(file, index, scope, from) {
+            Some((start, following)) => Self::new(file, scope, start, following),
+            None => Self::empty(file, scope),
+        }
+    }
+
     /// A reader of a region the index says holds no records.
     pub fn empty(file: &'a SamGzFile, region: Region) -> Result<Self, Error> {
         Ok(SamRegionReader { done: true, ..Self::new(file, region, file.first_record, None)? })
