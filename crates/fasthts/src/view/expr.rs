@@ -20,6 +20,8 @@
 
 use crate::bam::{CigarOp, RecordRef};
 use crate::Error;
+use std::borrow::Cow;
+use std::io::Write;
 use std::ffi::CString;
 
 /// A parsed expression.
@@ -113,9 +115,13 @@ impl Regex {
     fn is_match(&self, text: &[u8]) -> bool {
         // A C string ends at the first NUL.
         let text = &text[..text.iter().position(|&c| c == 0).unwrap_or(text.len())];
-        let Ok(c) = CString::new(text) else { return false };
-        // SAFETY: the pattern was compiled by regcomp; `c` is NUL-terminated.
-        unsafe { libc::regexec(&*self.0, c.as_ptr(), 0, std::ptr::null_mut(), 0) == 0 }
+        // glibc's REG_STARTEND bounds the text by pmatch[0] instead of a
+        // NUL (so no copy per record), and reads it even under REG_NOSUB.
+        let mut bounds = libc::regmatch_t { rm_so: 0, rm_eo: text.len() as libc::regoff_t };
+        let start: *const u8 = if text.is_empty() { b"\0".as_ptr() } else { text.as_ptr() };
+        // SAFETY: the pattern was compiled by regcomp; regexec reads the
+        // text from rm_so to rm_eo, within the slice (or the NUL).
+        unsafe { libc::regexec(&*self.0, start.cast(), 1, &mut bounds, libc::REG_STARTEND) == 0 }
     }
 }
 
@@ -128,19 +134,21 @@ impl Drop for Regex {
 
 /// htslib's `hts_expr_val_t`.
 #[derive(Clone, Debug, Default)]
-struct Val {
+struct Val<'a> {
     is_str: bool,
     is_true: bool,
-    s: Option<Vec<u8>>,
+    /// Borrowed from the record, header or expression where it can be:
+    /// evaluation runs once per record.
+    s: Option<Cow<'a, [u8]>>,
     d: f64,
 }
 
-impl Val {
-    fn num(d: f64) -> Val {
+impl<'a> Val<'a> {
+    fn num(d: f64) -> Val<'a> {
         Val { d, ..Val::default() }
     }
-    fn string(s: Vec<u8>) -> Val {
-        Val { is_str: true, s: Some(s), ..Val::default() }
+    fn string(s: impl Into<Cow<'a, [u8]>>) -> Val<'a> {
+        Val { is_str: true, s: Some(s.into()), ..Val::default() }
     }
     fn exists(&self) -> bool {
         !(self.is_str && self.s.is_none()) && !(!self.is_str && self.d.is_nan())
@@ -453,11 +461,11 @@ impl Expr {
     }
 }
 
-fn name_of(tid: i32, names: &[String]) -> Vec<u8> {
-    usize::try_from(tid).ok().and_then(|t| names.get(t)).map_or(b"*".to_vec(), |n| n.as_bytes().to_vec())
+fn name_of(tid: i32, names: &[String]) -> &[u8] {
+    usize::try_from(tid).ok().and_then(|t| names.get(t)).map_or(b"*", |n| n.as_bytes())
 }
 
-fn lookup(sym: Sym, r: &RecordRef<'_>, names: &[String]) -> Result<Val, ()> {
+fn lookup<'a>(sym: Sym, r: &'a RecordRef<'_>, names: &'a [String]) -> Result<Val<'a>, ()> {
     let cigar = r.cigar();
     Ok(match sym {
         Sym::Cigar => {
@@ -466,8 +474,8 @@ fn lookup(sym: Sym, r: &RecordRef<'_>, names: &[String]) -> Result<Val, ()> {
                 s.push(b'*');
             }
             for (op, len) in cigar.iter() {
-                s.extend_from_slice(len.to_string().as_bytes());
-                s.push(op.letter());
+                // Writing to a Vec cannot fail.
+                let _ = write!(s, "{len}{}", op.letter() as char);
             }
             Val::string(s)
         }
@@ -480,27 +488,27 @@ fn lookup(sym: Sym, r: &RecordRef<'_>, names: &[String]) -> Result<Val, ()> {
         Sym::NCigar => Val::num(f64::from(r.n_cigar_op())),
         Sym::Pos => Val::num(f64::from(r.pos()) + 1.0),
         Sym::QueryLen => Val::num(cigar.query_len() as f64),
-        Sym::QueryName => Val::string(r.name().to_vec()),
-        Sym::Qual => Val::string(r.qual().to_vec()),
+        Sym::QueryName => Val::string(r.name()),
+        Sym::Qual => Val::string(r.qual()),
         Sym::RefLen => Val::num(cigar.reference_len() as f64),
         Sym::RefName => Val::string(name_of(r.ref_id(), names)),
         Sym::RefId => Val::num(f64::from(r.ref_id())),
-        Sym::Seq => Val::string((0..r.seq_len()).map(|i| r.base(i)).collect()),
+        Sym::Seq => Val::string((0..r.seq_len()).map(|i| r.base(i)).collect::<Vec<u8>>()),
         Sym::SoftClipLen => {
-            let ops: Vec<(CigarOp, u32)> = cigar.iter().collect();
-            let n = ops.len();
+            let n = cigar.len();
+            let op = |i: usize| cigar.get(i).unwrap_or((CigarOp::Match, 0));
             let mut len = 0;
             let mut left = 0;
-            if n > 0 && ops[0].0 == CigarOp::SoftClip {
-                len += ops[0].1;
-            } else if n > 1 && ops[0].0 == CigarOp::HardClip && ops[1].0 == CigarOp::SoftClip {
+            if n > 0 && op(0).0 == CigarOp::SoftClip {
+                len += op(0).1;
+            } else if n > 1 && op(0).0 == CigarOp::HardClip && op(1).0 == CigarOp::SoftClip {
                 left = 1;
-                len += ops[1].1;
+                len += op(1).1;
             }
-            if n >= 1 && n - 1 > left && ops[n - 1].0 == CigarOp::SoftClip {
-                len += ops[n - 1].1;
-            } else if n >= 2 && n - 2 > left && ops[n - 1].0 == CigarOp::HardClip && ops[n - 2].0 == CigarOp::SoftClip {
-                len += ops[n - 2].1;
+            if n >= 1 && n - 1 > left && op(n - 1).0 == CigarOp::SoftClip {
+                len += op(n - 1).1;
+            } else if n >= 2 && n - 2 > left && op(n - 1).0 == CigarOp::HardClip && op(n - 2).0 == CigarOp::SoftClip {
+                len += op(n - 2).1;
             }
             Val::num(f64::from(len))
         }
@@ -513,8 +521,8 @@ fn lookup(sym: Sym, r: &RecordRef<'_>, names: &[String]) -> Result<Val, ()> {
             let (kind, value) = (aux[at + 2], &aux[at + 3..]);
             let le = |n: usize| value.get(..n).ok_or(());
             let mut v = match kind {
-                b'Z' | b'H' => Val::string(value[..value.iter().position(|&c| c == 0).unwrap_or(value.len())].to_vec()),
-                b'A' => Val::string(vec![*value.first().ok_or(())?]),
+                b'Z' | b'H' => Val::string(&value[..value.iter().position(|&c| c == 0).unwrap_or(value.len())]),
+                b'A' => Val::string(value.get(..1).ok_or(())?),
                 b'c' => Val::num(f64::from(*value.first().ok_or(())? as i8)),
                 b'C' => Val::num(f64::from(*value.first().ok_or(())?)),
                 b's' => Val::num(f64::from(i16::from_le_bytes(le(2)?.try_into().map_err(|_| ())?))),
@@ -531,15 +539,18 @@ fn lookup(sym: Sym, r: &RecordRef<'_>, names: &[String]) -> Result<Val, ()> {
     })
 }
 
+/// C's `strcmp`: up to the first NUL.
 fn strcmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let cut = |s: &[u8]| -> Vec<u8> { s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())].to_vec() };
-    cut(a).cmp(&cut(b))
+    fn cut(s: &[u8]) -> &[u8] {
+        &s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())]
+    }
+    cut(a).cmp(cut(b))
 }
 
-fn eval(node: &Node, r: &RecordRef<'_>, names: &[String]) -> Result<Val, ()> {
+fn eval<'a>(node: &'a Node, r: &'a RecordRef<'_>, names: &'a [String]) -> Result<Val<'a>, ()> {
     Ok(match node {
         Node::Num(d) => Val::num(*d),
-        Node::Str(s) => Val::string(s.clone()),
+        Node::Str(s) => Val::string(s.as_slice()),
         Node::Sym(sym) => lookup(*sym, r, names)?,
         Node::Neg(inner, negate) => {
             let mut v = eval(inner, r, names)?;
