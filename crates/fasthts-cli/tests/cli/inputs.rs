@@ -360,3 +360,59 @@ fn stale_indexes_are_used_and_bad_ones_caught_in_every_command() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("not a regular file"), "{}", text(&out.stderr));
 }
+
+/// SAM records htslib changes as it reads them (unknown reference, POS 0,
+/// no CIGAR, unknown mate reference, PNEXT 0, empty name) are warned
+/// about, as samtools warns, one line per record naming the input and the
+/// line, by every command that reads SAM; the output is samtools' own.
+#[test]
+fn sam_record_warnings_are_reported_as_samtools_reports_them() {
+    let Some(dir) = with_samtools("sam-warnings") else { return };
+    let sam = dir.path("odd.sam");
+    std::fs::write(
+        &sam,
+        "@SQ\tSN:chr1\tLN:1000\n\
+         r1\t0\tchr1\t1\t60\t4M\t*\t0\t0\tACGT\tIIII\n\
+         r2\t0\tchrZ\t1\t60\t4M\tchrQ\t5\t0\tACGT\tIIII\n\
+         \t0\tchr1\t0\t60\t4M\t*\t0\t0\tACGT\tIIII\n\
+         r4\t0\tchr1\t5\t60\t*\t*\t0\t0\tACGT\tIIII\n\
+         r5\t0\tchr1\t5\t60\t4M\tchr1\t0\t0\tACGT\tIIII\n",
+    )
+    .unwrap();
+    let p = sam.to_str().unwrap();
+    let expected = [
+        format!("{p}: SAM line 3 (read \"r2\"): unrecognized reference name; treated as unmapped; unrecognized mate reference name; treated as unmapped"),
+        format!("{p}: SAM line 4 (read \"\"): empty query name; mapped query cannot have zero coordinate; treated as unmapped"),
+        format!("{p}: SAM line 5 (read \"r4\"): mapped query must have a CIGAR; treated as unmapped"),
+        format!("{p}: SAM line 6 (read \"r5\"): mapped mate cannot have zero coordinate; treated as unmapped"),
+    ];
+    let sorted = dir.path("sorted.sam");
+    let s = sorted.to_str().unwrap();
+    for args in [&["view", "--no-PG", p][..], &["flagstat", p], &["depth", "-a", p], &["depth", p, p], &["sort", "--no-PG", "-O", "sam", "-o", s, p]] {
+        let mut c = Command::new("samtools");
+        c.args(args);
+        let theirs = run(c);
+        let got = run({
+            let mut c = fasthts();
+            c.args(args);
+            c
+        });
+        assert!(got.status.success() && theirs.status.success(), "{args:?}: {}", text(&got.stderr));
+        assert_eq!(text(&got.stdout), text(&theirs.stdout), "{args:?}");
+        let warned: Vec<String> =
+            text(&got.stderr).lines().map(|l| l.split_once(": warning: ").expect("a warning line").1.to_string()).collect();
+        let times = args.iter().filter(|&&a| a == p).count();
+        let want: Vec<String> = (0..times).flat_map(|_| expected.clone()).collect();
+        assert_eq!(warned, want, "{args:?}");
+        // samtools says the same of the same records.
+        for what in ["unrecognized reference name", "empty query name", "must have a CIGAR", "mapped mate cannot have zero coordinate"] {
+            assert!(text(&theirs.stderr).contains(what), "{args:?}: samtools said {}", text(&theirs.stderr));
+        }
+    }
+    // A pipe names "-".
+    let mut c = fasthts();
+    c.args(["view", "-c", "-"]).stdin(std::fs::File::open(&sam).unwrap());
+    let got = run(c);
+    assert_eq!(text(&got.stdout), "5\n");
+    assert!(text(&got.stderr).lines().all(|l| l.contains(": warning: -: SAM line ")) && text(&got.stderr).lines().count() == 4, "{}", text(&got.stderr));
+}

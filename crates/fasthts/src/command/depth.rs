@@ -189,7 +189,7 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
                 for input in opened {
                     sources.push(input);
                 }
-                one_pass_inputs(&setup, sources, inputs, out)
+                one_pass_inputs(&setup, sources, inputs, out, report)
             }
         }
     })
@@ -614,7 +614,7 @@ fn finish(mut counter: Counter<'_>, fed: Result<(), Error>) -> Result<(), Error>
 /// One pass over inputs without usable indexes (or SAM, or pipes), in
 /// order: a single BAM or SAM is read as a stream with its blocks or text
 /// decoded on the pool; several are merged by position.
-fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
+fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out: &mut (dyn Write + Send), report: &dyn Report) -> Result<(), Error> {
     let mut counter = Counter::new(setup, i64::MIN, i64::MAX, false);
     counter.spill_to(out);
     let wrote = |counter: &mut Counter<'_>| match counter.sink_error.take() {
@@ -678,6 +678,11 @@ fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out
         }
         merge(setup, &mut counter, &mut sources, paths)
     };
+    if fed.is_ok() {
+        for (input, path) in inputs.iter_mut().zip(paths) {
+            super::warn_after_reading(input, path, report);
+        }
+    }
     finish(counter, fed)
 }
 

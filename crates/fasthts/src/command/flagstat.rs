@@ -94,6 +94,7 @@ fn flagstat_opened(input: Input, path: &Path, options: &FlagstatOptions, report:
                 Ok::<(), Error>(())
             })
             .map_err(|e| e.with_path(path))?;
+            super::report_sam_warnings(&mut sam, path, report);
             Ok(stats)
         }
         Input::Cram(mut cram) => {

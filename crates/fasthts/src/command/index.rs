@@ -234,6 +234,7 @@ fn idxstats_of(input: Input, path: &Path, bgzf_sam_file: bool, report: &dyn Repo
             sam.set_positions(crate::sam::Positions::Unread);
             let mut counts = IdxstatsCounts::new(sam.header());
             sam.for_each_record(|r| counts.add(&r)).map_err(|e| e.with_path(path))?;
+            super::report_sam_warnings(&mut sam, path, report);
             Ok(counts.text(sam.header()))
         }
         // A .crai has no counts: samtools counts every record, saying nothing.

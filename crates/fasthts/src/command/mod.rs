@@ -42,6 +42,7 @@ use crate::bam::BamFile;
 use crate::bgzf::{Block, VirtualOffset};
 use crate::index::Index;
 use crate::region::Indexed;
+use crate::input::Input;
 use crate::Error;
 use fasthts_io::pool::{thread_count, with_threads};
 use std::fmt;
@@ -100,6 +101,21 @@ pub enum Warning {
     },
     /// Sort was asked to index an output whose order is not by position.
     IndexNeedsPositionOrder,
+    /// A SAM record htslib warns about as it reads it (and changes as
+    /// the warning says: made unmapped, mate reference dropped).
+    SamRecord {
+        /// The SAM input.
+        path: PathBuf,
+        /// The record's line, name and warnings.
+        warning: crate::sam::RecordWarning,
+    },
+    /// SAM records with warnings past those reported one by one.
+    MoreSamRecords {
+        /// The SAM input.
+        path: PathBuf,
+        /// How many.
+        count: u64,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -114,6 +130,10 @@ impl fmt::Display for Warning {
                 write!(f, "no usable index for \"{}\"; counting every record instead", path.display())
             }
             Warning::IndexNeedsPositionOrder => f.write_str("ignoring --write-index as it only works for position sorted files"),
+            Warning::SamRecord { path, warning } => {
+                write!(f, "{}: SAM line {} (read {:?}): {}", path.display(), warning.line, warning.name, warning.warnings)
+            }
+            Warning::MoreSamRecords { path, count } => write!(f, "{}: {count} more SAM records with warnings", path.display()),
         }
     }
 }
@@ -137,6 +157,30 @@ fn warn_if_cram_truncated(cram: &crate::cram::CramReader, report: &dyn Report) {
 fn warn_if_stream_truncated(stream: &crate::bam::BamStream, report: &dyn Report) {
     if stream.missing_eof_marker() {
         report.warning(Warning::MissingEofMarker { path: stream.path().to_path_buf() });
+    }
+}
+
+/// Reports the record warnings a SAM input met (htslib prints one for each
+/// record as it reads it): those kept one by one
+/// ([`crate::sam::MAX_KEPT_WARNINGS`]), then how many more.
+fn report_sam_warnings<R: std::io::Read>(sam: &mut crate::sam::SamReader<R>, path: &Path, report: &dyn Report) {
+    let kept = sam.take_warnings();
+    let more = sam.warning_count().saturating_sub(kept.len() as u64);
+    for warning in kept {
+        report.warning(Warning::SamRecord { path: path.to_path_buf(), warning });
+    }
+    if more > 0 {
+        report.warning(Warning::MoreSamRecords { path: path.to_path_buf(), count: more });
+    }
+}
+
+/// The warnings due once an input has been read through: a BAM stream's
+/// missing EOF marker, a SAM input's record warnings.
+fn warn_after_reading(input: &mut Input, path: &Path, report: &dyn Report) {
+    match input {
+        Input::Stream(stream) => warn_if_stream_truncated(stream, report),
+        Input::Sam(sam) => report_sam_warnings(sam, path, report),
+        Input::Bam(_) | Input::Cram(_) => {}
     }
 }
 

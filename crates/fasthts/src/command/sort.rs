@@ -1,7 +1,7 @@
 //! `sort`: samtools sort from a file (or standard input) to a file (or
 //! standard output), with its index if asked.
 
-use super::{thread_count, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
+use super::{thread_count, warn_after_reading, warn_if_truncated, with_threads, Report, Warning};
 use crate::cram::CramOptions;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
@@ -221,11 +221,6 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
             Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
             _ => {}
         }
-        let stream_warning = |input: &Input| {
-            if let Input::Stream(stream) = input {
-                warn_if_stream_truncated(stream, report);
-            }
-        };
         if to_stdout {
             let stdout = BufWriter::with_capacity(1 << 20, Named::new(io::stdout().lock(), crate::output::stdout_name()));
             match sort::sort_input(&mut input, input_path, &sort_options, stdout) {
@@ -235,14 +230,14 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
                     r?;
                 }
             }
-            stream_warning(&input);
+            warn_after_reading(&mut input, input_path, report);
             io::stdout().flush().ok();
             return Ok(());
         }
         let (temp, file) = TempOutput::create(&data)?;
         let writer = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
         let (stats, out) = sort::sort_input(&mut input, input_path, &sort_options, writer)?;
-        stream_warning(&input);
+        warn_after_reading(&mut input, input_path, report);
         let file = out.into_inner().map_err(|e| e.into_error())?.into_inner().into_inner();
         crate::output::sync_if_file(&file).map_err(|e| Error::from(e).with_path(temp.shown()))?;
         temp.commit()?;

@@ -4,7 +4,7 @@
 //! regions are read through the index in windows on all threads and
 //! written in order.
 
-use super::{find_index, load_index, verify_index, warn_if_stream_truncated, warn_if_truncated, with_threads, Report};
+use super::{find_index, load_index, verify_index, warn_after_reading, warn_if_truncated, with_threads, Report};
 use crate::bam::{BamFile, Header, RecordRef};
 use crate::depth::BedFilter;
 use crate::index::Index;
@@ -327,9 +327,7 @@ pub fn view_file(
                 outputs.count += counted;
             } else {
                 whole_file(&mut opened, input, options, &selection, &names, &mut outputs)?;
-                if let Input::Stream(stream) = &opened {
-                    warn_if_stream_truncated(stream, report);
-                }
+                warn_after_reading(&mut opened, input, report);
             }
         }
         let count = outputs.count;
