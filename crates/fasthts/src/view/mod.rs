@@ -127,11 +127,12 @@ impl Selection {
             }
         }
         if let Some(tag) = self.tag {
-            match tag_text(r, tag) {
+            let mut digits = [0u8; 24];
+            match tag_text(r, tag, &mut digits) {
                 None => return false,
                 Some(value) => {
                     if let Some(values) = &self.tag_values {
-                        if !values.contains(value.as_slice()) {
+                        if !values.contains(value) {
                             return false;
                         }
                     }
@@ -291,24 +292,29 @@ fn overlaps(intervals: &[(i64, i64)], beg: i64, end: i64) -> bool {
 }
 
 /// The value of `tag` as samtools view's `-d`/`-D` compare it: integers
-/// in decimal, a character as itself, anything else its bytes up to a NUL.
-/// `None` when the record lacks the tag.
-fn tag_text(r: &RecordRef<'_>, tag: [u8; 2]) -> Option<Vec<u8>> {
+/// in decimal (written into `digits`: no allocation per record), a
+/// character as itself, anything else its bytes up to a NUL. `None` when
+/// the record lacks the tag.
+fn tag_text<'a>(r: &RecordRef<'a>, tag: [u8; 2], digits: &'a mut [u8; 24]) -> Option<&'a [u8]> {
     let aux = r.aux_bytes();
     let at = find_tag(aux, tag)?;
     let (kind, value) = (aux[at + 2], &aux[at + 3..]);
-    let int = |n: i64| n.to_string().into_bytes();
     let le = |n: usize| value.get(..n);
-    Some(match kind {
-        b'c' => int(i64::from(*value.first()? as i8)),
-        b'C' => int(i64::from(*value.first()?)),
-        b's' => int(i64::from(i16::from_le_bytes(le(2)?.try_into().ok()?))),
-        b'S' => int(i64::from(u16::from_le_bytes(le(2)?.try_into().ok()?))),
-        b'i' => int(i64::from(i32::from_le_bytes(le(4)?.try_into().ok()?))),
-        b'I' => int(i64::from(u32::from_le_bytes(le(4)?.try_into().ok()?))),
-        b'A' => vec![*value.first()?],
-        _ => value[..value.iter().position(|&c| c == 0).unwrap_or(value.len())].to_vec(),
-    })
+    let n = match kind {
+        b'c' => i64::from(*value.first()? as i8),
+        b'C' => i64::from(*value.first()?),
+        b's' => i64::from(i16::from_le_bytes(le(2)?.try_into().ok()?)),
+        b'S' => i64::from(u16::from_le_bytes(le(2)?.try_into().ok()?)),
+        b'i' => i64::from(i32::from_le_bytes(le(4)?.try_into().ok()?)),
+        b'I' => i64::from(u32::from_le_bytes(le(4)?.try_into().ok()?)),
+        b'A' => return value.get(..1),
+        _ => return Some(&value[..value.iter().position(|&c| c == 0).unwrap_or(value.len())]),
+    };
+    let mut w = std::io::Cursor::new(&mut digits[..]);
+    // 24 bytes hold any i64 in decimal.
+    std::io::Write::write_fmt(&mut w, format_args!("{n}")).ok()?;
+    let len = w.position() as usize;
+    Some(&digits[..len])
 }
 
 /// The offset of `tag`'s field in `aux` (htslib's `bam_aux_get`: the
