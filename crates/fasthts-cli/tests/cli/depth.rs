@@ -163,6 +163,9 @@ fn regions_and_bed_files_match_samtools() {
         &["-a", "-r", "{chr2}:5-"],
         &["-r", "chr2:1000-2000x"],
         &["-r", "chr2:-1-5"],
+        // The whole file, as sam_itr_querys takes `.`: no rows, as `*`.
+        &["-a", "-r", "."],
+        &["-H", "-r", "*"],
     ];
     for args in sets {
         compare(args, &[&g.first]);

@@ -70,11 +70,12 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         let names: Vec<String> = refs.iter().map(|r| r.name.clone()).collect();
         let lengths: Vec<i64> = refs.iter().map(|r| i64::from(r.len)).collect();
         let region = match &options.region {
-            // samtools depth reads -r with sam_itr_querys (`.`, the whole
-            // file, gives it no output: not taken here).
+            // samtools depth reads -r with sam_itr_querys; `.` (the whole
+            // file) gives it no rows, as `*` does.
             Some(text) => match Region::parse_samtools(text, &names, RegionSyntax::Query).as_deref() {
                 Some(&[region]) => Some(region),
-                _ => return Err(Error::InvalidArgument(format!("cannot parse region {text:?}"))),
+                Some(_) => Some(Region::unplaced()),
+                None => return Err(Error::InvalidArgument(format!("cannot parse region {text:?}"))),
             },
             None => None,
         };
