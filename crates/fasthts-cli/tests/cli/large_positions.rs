@@ -327,3 +327,73 @@ fn sorts_to_sam_as_samtools(file: &Path, runs: &Path) {
         }
     }
 }
+
+/// `view` of SAM with positions past 2^31 to SAM (plain, bgzipped, `-U`)
+/// keeps them as samtools 1.16 does, with the filters that read positions
+/// (`-L`, `-e` on pos/endpos/mpos/tlen, `-B`, `--unmap`'s TLEN) reading
+/// the 64-bit values; BAM output is refused as samtools refuses it.
+#[test]
+fn view_to_sam_keeps_positions_past_2_31_as_samtools_does() {
+    let Some(dir) = with_samtools("large-pos-view") else { return };
+    let mut rng = Rng::new(77);
+    let long = dir.path("long.sam");
+    std::fs::write(&long, large_sam(&mut rng)).unwrap();
+    let short = dir.path("short.sam");
+    std::fs::write(&short, under_short_references(&shuffled_large_sam(&mut rng, 2000))).unwrap();
+    let bed = dir.path("far.bed");
+    std::fs::write(&bed, "big\t2500000000\t4000000000\nmid\t100\t2147483700\n").unwrap();
+    let bed = bed.to_str().unwrap();
+    let option_sets: &[&[&str]] = &[
+        &[],
+        &["-h"],
+        &["-q", "30", "-F", "4"],
+        &["-c", "-f", "1"],
+        &["-x", "XT"],
+        &["-e", "pos > 2500000000"],
+        &["-e", "endpos > 3000000000 || mpos > 4e9"],
+        &["-e", "tlen > 1000000 || tlen < -2147483647"],
+        &["-c", "-e", "pnext == 2147483648"],
+        &["-L", bed],
+        &["-B", "-L", bed],
+        &["-q", "40", "--unmap"],
+        &["--add-flags", "1024", "-q", "20"],
+        &["-@", "2", "-s", "0.5"],
+    ];
+    let mut lines = 0;
+    for file in [&long, &short] {
+        for options in option_sets {
+            let args: Vec<&str> = ["view", "--no-PG"].iter().chain(options.iter()).copied().collect();
+            let got = tool(fasthts(), &args, file);
+            let want = tool(Command::new("samtools"), &args, file);
+            assert!(got.status.success() && want.status.success(), "{args:?} {}: {}", file.display(), text(&got.stderr));
+            assert!(got.stdout == want.stdout, "{args:?} {}:\n{}\nvs\n{}", file.display(), text(&got.stdout), text(&want.stdout));
+            lines += want.stdout.iter().filter(|&&c| c == b'\n').count();
+        }
+        // Outputs to files: bgzipped SAM, and the unselected records.
+        let outputs = |program: Command, tag: &str| {
+            let (gz, rest) = (dir.path(&format!("{tag}.sam.gz")), dir.path(&format!("{tag}-rest.sam")));
+            let mut c = program;
+            c.args(["view", "--no-PG", "-q", "30", "-O", "sam.gz", "-o"]).arg(&gz).arg("-U").arg(&rest).arg(file);
+            assert!(run(c).status.success(), "{tag}");
+            // -O applies to -U's file too: both bgzipped, compared as text.
+            let unzip = |p: &Path| {
+                let (mut text, _) = fasthts_io::compression::decompress(std::fs::File::open(p).unwrap(), 1).unwrap();
+                let mut plain = Vec::new();
+                std::io::Read::read_to_end(&mut text, &mut plain).unwrap();
+                plain
+            };
+            (unzip(&gz), unzip(&rest))
+        };
+        let (ours, theirs) = (outputs(fasthts(), "ours"), outputs(Command::new("samtools"), "theirs"));
+        for (what, a, b) in [("-o sam.gz", &ours.0, &theirs.0), ("-U", &ours.1, &theirs.1)] {
+            let first = text(a).lines().zip(text(b).lines()).find(|(x, y)| x != y).map(|(x, y)| format!("{x}\nvs\n{y}"));
+            assert!(a == b, "{what} {}: {first:?}", file.display());
+        }
+        // BAM cannot hold them: both refuse.
+        let got = tool(fasthts(), &["view", "-b", "-o", "/dev/null"], file);
+        let want = tool(Command::new("samtools"), &["view", "-b", "-o", "/dev/null"], file);
+        assert_eq!((got.status.code(), want.status.code()), (Some(1), Some(1)), "{}", text(&got.stderr));
+        assert!(text(&got.stderr).lines().count() == 1 && text(&got.stderr).contains("too large for BAM"), "{}", text(&got.stderr));
+    }
+    assert!(lines > 10_000, "too little compared: {lines} lines");
+}

@@ -13,7 +13,7 @@ use crate::output::{Named, TempOutput};
 use crate::region::sam::SamGzFile;
 use crate::region::{self, Region, RegionReader, RegionSyntax};
 use crate::sort::{add_missing_sq_lines, add_pg_line, CramOutput, OutputFormat, RecordOutput};
-use crate::view::{merge_intervals, Selection, TagEdit};
+use crate::view::{merge_intervals, Selection, TagEdit, WidePositions};
 use crate::Error;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -397,36 +397,50 @@ struct Router<'a> {
     scratch: Vec<u8>,
     /// The record with its `B` operations collapsed (`-B`).
     collapsed: Vec<u8>,
+    /// The records may end with 64-bit positions (a SAM input read with
+    /// [`crate::sam::Positions::Wide`], for SAM outputs only).
+    wide_input: bool,
 }
 
 impl<'a> Router<'a> {
     fn new(options: &'a ViewOptions, selection: &'a Selection, names: &'a [String]) -> Self {
-        Router { options, selection, names, scratch: Vec::new(), collapsed: Vec::new() }
+        Router { options, selection, names, scratch: Vec::new(), collapsed: Vec::new(), wide_input: false }
     }
 
     /// Whether samtools' `process_aln` selects `r` (`-B` applied first).
     fn selects(&mut self, r: &RecordRef<'_>) -> bool {
         let Router { options, selection, names, collapsed, .. } = self;
-        if !selection.passes_expr(r, names) {
+        if !selection.passes_expr(r, names, None) {
             return false;
         }
         let edited =
             (options.remove_b && crate::view::remove_backward(r.as_bytes(), collapsed)).then(|| RecordRef::new_prevalidated(collapsed));
-        selection.keeps_after_expr(edited.as_ref().unwrap_or(r), names)
+        selection.keeps_after_expr(edited.as_ref().unwrap_or(r), names, None)
     }
 
     /// What becomes of `r`; its bytes (`block_size` and data; tags and
     /// flags edited when selected) are put in `scratch` when its output is
     /// written (`selected_out`, `unselected_out`).
     fn route(&mut self, r: &RecordRef<'_>, selected_out: bool, unselected_out: bool) -> Result<Route, Error> {
-        let Router { options, selection, names, scratch, collapsed } = self;
+        let Router { options, selection, names, scratch, collapsed, wide_input } = self;
+        // A record past 2^31: filtered on its 32-bit part, written with
+        // its 64-bit positions put back.
+        let bytes = r.as_bytes();
+        let wide_len = if *wide_input { crate::sam::wide_positions_len(bytes) } else { 0 };
+        let core = (wide_len > 0).then(|| RecordRef::new_prevalidated(&bytes[..bytes.len() - wide_len]));
+        let wide_field = &bytes[bytes.len() - wide_len..];
+        let wide = core.is_some().then(|| {
+            let (pos, mate_pos, template_len) = crate::sam::wide_positions(bytes);
+            WidePositions { pos, mate_pos, template_len }
+        });
+        let r = core.as_ref().unwrap_or(r);
         // samtools runs -e on the record as read, then -B edits it for the
         // other filters and the outputs.
-        let passes_expr = selection.passes_expr(r, names);
+        let passes_expr = selection.passes_expr(r, names, wide);
         let edited = (options.remove_b && passes_expr && crate::view::remove_backward(r.as_bytes(), collapsed))
             .then(|| RecordRef::new_prevalidated(collapsed));
         let r = edited.as_ref().unwrap_or(r);
-        let route = if passes_expr && selection.keeps_after_expr(r, names) {
+        let route = if passes_expr && selection.keeps_after_expr(r, names, wide) {
             Route::Selected
         } else if options.unmap && !options.count {
             Route::Unmapped
@@ -448,6 +462,19 @@ impl<'a> Router<'a> {
             Route::Unmapped if selected_out => crate::view::unmap_record(r, scratch),
             Route::Unselected if unselected_out => TagEdit::None.append(r, scratch)?,
             _ => {}
+        }
+        if !wide_field.is_empty() && !scratch.is_empty() {
+            scratch.extend_from_slice(wide_field);
+            let end = scratch.len();
+            if route == Route::Unmapped {
+                // Made unmapped: TLEN 0, as in the 32-bit field.
+                scratch[end - 8..].fill(0);
+                if crate::sam::wide_positions_len(&scratch[4..]) == 0 {
+                    scratch.truncate(end - wide_field.len());
+                }
+            }
+            let len = (scratch.len() - 4) as u32;
+            scratch[..4].copy_from_slice(&len.to_le_bytes());
         }
         Ok(route)
     }
@@ -501,6 +528,18 @@ fn whole_file(
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
     let mut router = Router::new(options, selection, names);
+    // samtools keeps a SAM input's positions past 2^31 in SAM outputs
+    // (a BAM or CRAM output refuses them).
+    let text_only = [&outputs.main, &outputs.unselected]
+        .iter()
+        .all(|o| o.as_ref().map_or(true, |(_, format)| matches!(format, OutputFormat::Sam | OutputFormat::SamGz)));
+    if let (Input::Sam(sam), true) = (&mut *input, text_only) {
+        sam.set_positions(crate::sam::Positions::Wide);
+        router.wide_input = true;
+        for (sink, _) in [&mut outputs.main, &mut outputs.unselected].into_iter().flatten() {
+            sink.keep_wide_positions();
+        }
+    }
     let mut handle = |r: &RecordRef<'_>| -> Result<(), Error> {
         let route = router.route(r, outputs.main.is_some(), outputs.unselected.is_some())?;
         if route == Route::Selected {

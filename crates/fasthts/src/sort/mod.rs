@@ -600,8 +600,8 @@ fn write_output<W: Write>(
         RecordOutput::open(&header, opts.format, opts.level, index, true, out)?
     };
     output.sink.restore_minimiser = matches!(order, SortOrder::Minimiser { .. });
-    if let Some(text) = &mut output.sink.text {
-        text.wide = wide;
+    if wide {
+        output.keep_wide_positions();
     }
     output.sink.progress = progress;
     produce(&mut |r| output.write_record(r))?;
@@ -671,6 +671,14 @@ impl<'p, W: Write> RecordOutput<'p, W> {
         let writer = crate::cram::CramWriter::create(&cram.name, header, &cram.options, threads, cram.index.as_deref(), out)?;
         let sink = Sink { index: None, text: None, restore_minimiser: false, scratch: Vec::new(), progress: None, written: 0 };
         Ok(RecordOutput { out: Out::Cram(writer), sink })
+    }
+
+    /// Records may end with 64-bit positions ([`crate::sam::Positions::Wide`]):
+    /// a SAM output prints them (a BAM or CRAM output has no room for them).
+    pub(crate) fn keep_wide_positions(&mut self) {
+        if let Some(text) = &mut self.sink.text {
+            text.wide = true;
+        }
     }
 
     /// Writes one record (`block_size` and data).

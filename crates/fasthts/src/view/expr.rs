@@ -18,6 +18,7 @@
 //! `+`/`-`), bitwise operators (`&`, `|`, `^`, `~`), functions (`length`,
 //! `min`, `exists`, ...), `library`, and `B`-array tags.
 
+use super::WidePositions;
 use crate::bam::{CigarOp, RecordRef};
 use crate::Error;
 use std::borrow::Cow;
@@ -130,6 +131,14 @@ impl Drop for Regex {
         // SAFETY: compiled by regcomp, freed once.
         unsafe { libc::regfree(&mut *self.0) };
     }
+}
+
+/// What an evaluation reads besides the record.
+struct Scope<'a> {
+    /// The header's reference names.
+    names: &'a [String],
+    /// The record's positions, when past its 32-bit fields.
+    wide: Option<WidePositions>,
 }
 
 /// htslib's `hts_expr_val_t`.
@@ -451,8 +460,11 @@ impl Expr {
     /// Whether `r` passes, as htslib's `sam_passes_filter` returns 1;
     /// `ref_names` are the header's reference names. A record the
     /// expression cannot be evaluated on (a `B`-array tag) does not pass.
-    pub fn passes(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
-        let Ok(v) = eval(&self.root, r, ref_names) else { return false };
+    /// `wide`: the record's positions when they do not fit its 32-bit
+    /// fields (a SAM record past 2^31).
+    pub fn passes(&self, r: &RecordRef<'_>, ref_names: &[String], wide: Option<WidePositions>) -> bool {
+        let scope = Scope { names: ref_names, wide };
+        let Ok(v) = eval(&self.root, r, &scope) else { return false };
         if v.is_str {
             v.is_true || v.s.is_some()
         } else {
@@ -465,8 +477,14 @@ fn name_of(tid: i32, names: &[String]) -> &[u8] {
     usize::try_from(tid).ok().and_then(|t| names.get(t)).map_or(b"*", |n| n.as_bytes())
 }
 
-fn lookup<'a>(sym: Sym, r: &'a RecordRef<'_>, names: &'a [String]) -> Result<Val<'a>, ()> {
+fn lookup<'a>(sym: Sym, r: &'a RecordRef<'_>, scope: &'a Scope<'a>) -> Result<Val<'a>, ()> {
+    let names = scope.names;
     let cigar = r.cigar();
+    // A record past 2^31 has its positions beside its 32-bit fields.
+    let (pos, mate_pos, template_len) = match scope.wide {
+        Some(w) => (w.pos, w.mate_pos, w.template_len),
+        None => (i64::from(r.pos()), i64::from(r.mate_pos()), i64::from(r.template_len())),
+    };
     Ok(match sym {
         Sym::Cigar => {
             let mut s = Vec::new();
@@ -479,14 +497,14 @@ fn lookup<'a>(sym: Sym, r: &'a RecordRef<'_>, names: &'a [String]) -> Result<Val
             }
             Val::string(s)
         }
-        Sym::EndPos => Val::num(r.end_pos() as f64),
+        Sym::EndPos => Val::num((r.end_pos() - i64::from(r.pos()) + pos) as f64),
         Sym::Flag(mask) => Val::num(f64::from(r.flag() & mask)),
         Sym::Mapq => Val::num(f64::from(r.mapq())),
-        Sym::MatePos => Val::num(f64::from(r.mate_pos()) + 1.0),
+        Sym::MatePos => Val::num(mate_pos as f64 + 1.0),
         Sym::MateName => Val::string(name_of(r.mate_ref_id(), names)),
         Sym::MateRefId => Val::num(f64::from(r.mate_ref_id())),
         Sym::NCigar => Val::num(f64::from(r.n_cigar_op())),
-        Sym::Pos => Val::num(f64::from(r.pos()) + 1.0),
+        Sym::Pos => Val::num(pos as f64 + 1.0),
         Sym::QueryLen => Val::num(cigar.query_len() as f64),
         Sym::QueryName => Val::string(r.name()),
         Sym::Qual => Val::string(r.qual()),
@@ -512,7 +530,7 @@ fn lookup<'a>(sym: Sym, r: &'a RecordRef<'_>, names: &'a [String]) -> Result<Val
             }
             Val::num(f64::from(len))
         }
-        Sym::TemplateLen => Val::num(f64::from(r.template_len())),
+        Sym::TemplateLen => Val::num(template_len as f64),
         Sym::Tag(tag) => {
             let aux = r.aux_bytes();
             let Some(at) = super::find_tag(aux, tag) else {
@@ -547,13 +565,13 @@ fn strcmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     cut(a).cmp(cut(b))
 }
 
-fn eval<'a>(node: &'a Node, r: &'a RecordRef<'_>, names: &'a [String]) -> Result<Val<'a>, ()> {
+fn eval<'a>(node: &'a Node, r: &'a RecordRef<'_>, scope: &'a Scope<'a>) -> Result<Val<'a>, ()> {
     Ok(match node {
         Node::Num(d) => Val::num(*d),
         Node::Str(s) => Val::string(s.as_slice()),
-        Node::Sym(sym) => lookup(*sym, r, names)?,
+        Node::Sym(sym) => lookup(*sym, r, scope)?,
         Node::Neg(inner, negate) => {
-            let mut v = eval(inner, r, names)?;
+            let mut v = eval(inner, r, scope)?;
             if !v.exists() {
                 v.undef();
             } else {
@@ -568,7 +586,7 @@ fn eval<'a>(node: &'a Node, r: &'a RecordRef<'_>, names: &'a [String]) -> Result
             v
         }
         Node::Not(inner) => {
-            let mut v = eval(inner, r, names)?;
+            let mut v = eval(inner, r, scope)?;
             if v.is_true {
                 v.d = 0.0;
                 v.is_true = false;
@@ -586,8 +604,8 @@ fn eval<'a>(node: &'a Node, r: &'a RecordRef<'_>, names: &'a [String]) -> Result
             v
         }
         Node::Cmp(op, left, right) => {
-            let mut res = eval(left, r, names)?;
-            let val = eval(right, r, names)?;
+            let mut res = eval(left, r, scope)?;
+            let val = eval(right, r, scope)?;
             if !res.exists() || !val.exists() {
                 res.undef();
             } else {
@@ -619,8 +637,8 @@ fn eval<'a>(node: &'a Node, r: &'a RecordRef<'_>, names: &'a [String]) -> Result
             res
         }
         Node::Eq(not, left, right) => {
-            let mut res = eval(left, r, names)?;
-            let val = eval(right, r, names)?;
+            let mut res = eval(left, r, scope)?;
+            let val = eval(right, r, scope)?;
             if !res.exists() || !val.exists() {
                 res.undef();
             } else {
@@ -644,7 +662,7 @@ fn eval<'a>(node: &'a Node, r: &'a RecordRef<'_>, names: &'a [String]) -> Result
             res
         }
         Node::Match(not, left, re) => {
-            let mut res = eval(left, r, names)?;
+            let mut res = eval(left, r, scope)?;
             if !res.is_str {
                 return Err(());
             }
@@ -663,8 +681,8 @@ fn eval<'a>(node: &'a Node, r: &'a RecordRef<'_>, names: &'a [String]) -> Result
             res
         }
         Node::And(left, right) => {
-            let mut res = eval(left, r, names)?;
-            let val = eval(right, r, names)?;
+            let mut res = eval(left, r, scope)?;
+            let val = eval(right, r, scope)?;
             if !res.exists_t() || !val.exists_t() {
                 res.undef();
                 res.d = 0.0;
@@ -676,8 +694,8 @@ fn eval<'a>(node: &'a Node, r: &'a RecordRef<'_>, names: &'a [String]) -> Result
             res
         }
         Node::Or(left, right) => {
-            let mut res = eval(left, r, names)?;
-            let val = eval(right, r, names)?;
+            let mut res = eval(left, r, scope)?;
+            let val = eval(right, r, scope)?;
             if (!res.exists_t() && !val.exists_t()) || (!res.exists_t() && !val.truthy()) || (!val.exists_t() && !res.truthy()) {
                 res.undef();
                 res.d = 0.0;

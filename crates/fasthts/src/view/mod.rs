@@ -34,6 +34,19 @@ use std::collections::HashSet;
 use std::io::Read;
 use std::path::Path;
 
+/// A record's POS, PNEXT (0-based) and TLEN when they do not fit its
+/// 32-bit fields: a SAM record past 2^31 read with
+/// [`crate::sam::Positions::Wide`] ([`crate::sam::wide_positions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WidePositions {
+    /// POS, 0-based.
+    pub pos: i64,
+    /// PNEXT, 0-based.
+    pub mate_pos: i64,
+    /// TLEN.
+    pub template_len: i64,
+}
+
 /// samtools view's record filters (its `process_aln`).
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
@@ -85,18 +98,19 @@ impl Selection {
     }
 
     /// Whether samtools view selects `r`; `ref_names` are the header's
-    /// reference names (for the BED filter).
-    pub fn keeps(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
-        self.passes_expr(r, ref_names) && self.keeps_after_expr(r, ref_names)
+    /// reference names (for the BED filter); `wide`: its positions when
+    /// they do not fit its 32-bit fields (a SAM record past 2^31).
+    pub fn keeps(&self, r: &RecordRef<'_>, ref_names: &[String], wide: Option<WidePositions>) -> bool {
+        self.passes_expr(r, ref_names, wide) && self.keeps_after_expr(r, ref_names, wide)
     }
 
     /// The `-e` filter, which samtools applies before `-B` edits the record.
-    pub fn passes_expr(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
-        self.expr.as_ref().map_or(true, |expr| expr.passes(r, ref_names))
+    pub fn passes_expr(&self, r: &RecordRef<'_>, ref_names: &[String], wide: Option<WidePositions>) -> bool {
+        self.expr.as_ref().map_or(true, |expr| expr.passes(r, ref_names, wide))
     }
 
     /// The filters after `-e`, in samtools' order.
-    pub fn keeps_after_expr(&self, r: &RecordRef<'_>, ref_names: &[String]) -> bool {
+    pub fn keeps_after_expr(&self, r: &RecordRef<'_>, ref_names: &[String], wide: Option<WidePositions>) -> bool {
         let flag = r.flag();
         if self.min_qlen > 0 && query_len(r) < i64::from(self.min_qlen) {
             return false;
@@ -112,7 +126,11 @@ impl Selection {
         }
         if let Some(bed) = &self.bed {
             let tid = r.ref_id();
-            if tid < 0 || !overlaps(bed.intervals(&ref_names[tid as usize]), i64::from(r.pos()), r.end_pos()) {
+            let (pos, end) = match wide {
+                Some(w) => (w.pos, r.end_pos() - i64::from(r.pos()) + w.pos),
+                None => (i64::from(r.pos()), r.end_pos()),
+            };
+            if tid < 0 || !overlaps(bed.intervals(&ref_names[tid as usize]), pos, end) {
                 return false;
             }
         }
