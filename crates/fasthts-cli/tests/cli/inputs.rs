@@ -388,7 +388,13 @@ fn sam_record_warnings_are_reported_as_samtools_reports_them() {
     ];
     let sorted = dir.path("sorted.sam");
     let s = sorted.to_str().unwrap();
-    for args in [&["view", "--no-PG", p][..], &["flagstat", p], &["depth", "-a", p], &["depth", p, p], &["sort", "--no-PG", "-O", "sam", "-o", s, p]] {
+    for args in [
+        &["view", "--no-PG", p][..],
+        &["flagstat", p],
+        &["depth", "-a", p],
+        &["depth", p, p],
+        &["sort", "--no-PG", "-O", "sam", "-o", s, p],
+    ] {
         let mut c = Command::new("samtools");
         c.args(args);
         let theirs = run(c);
@@ -414,5 +420,9 @@ fn sam_record_warnings_are_reported_as_samtools_reports_them() {
     c.args(["view", "-c", "-"]).stdin(std::fs::File::open(&sam).unwrap());
     let got = run(c);
     assert_eq!(text(&got.stdout), "5\n");
-    assert!(text(&got.stderr).lines().all(|l| l.contains(": warning: -: SAM line ")) && text(&got.stderr).lines().count() == 4, "{}", text(&got.stderr));
+    assert!(
+        text(&got.stderr).lines().all(|l| l.contains(": warning: -: SAM line ")) && text(&got.stderr).lines().count() == 4,
+        "{}",
+        text(&got.stderr)
+    );
 }

@@ -214,8 +214,12 @@ impl<'a> Windowed<'a> {
     /// Its records overlapping `[beg, end)` of `tid`.
     fn overlap(&self, tid: i32, beg: i64, end: i64) -> Result<Source<'a>, Error> {
         Ok(match *self {
-            Windowed::Bam(bam, index) => Source::Overlap { reader: RegionReader::query(bam, index, overlapping(tid, end), beg)?, from: beg, path: bam.path() },
-            Windowed::SamGz(sam, index) => Source::SamOverlap { reader: SamRegionReader::query(sam, index, overlapping(tid, end), beg)?, from: beg },
+            Windowed::Bam(bam, index) => {
+                Source::Overlap { reader: RegionReader::query(bam, index, overlapping(tid, end), beg)?, from: beg, path: bam.path() }
+            }
+            Windowed::SamGz(sam, index) => {
+                Source::SamOverlap { reader: SamRegionReader::query(sam, index, overlapping(tid, end), beg)?, from: beg }
+            }
         })
     }
 }
@@ -615,7 +619,13 @@ fn finish(mut counter: Counter<'_>, fed: Result<(), Error>) -> Result<(), Error>
 /// One pass over inputs without usable indexes (or SAM, or pipes), in
 /// order: a single BAM or SAM is read as a stream with its blocks or text
 /// decoded on the pool; several are merged by position.
-fn one_pass_inputs(setup: &Setup, mut inputs: Vec<Input>, paths: &[PathBuf], out: &mut (dyn Write + Send), report: &dyn Report) -> Result<(), Error> {
+fn one_pass_inputs(
+    setup: &Setup,
+    mut inputs: Vec<Input>,
+    paths: &[PathBuf],
+    out: &mut (dyn Write + Send),
+    report: &dyn Report,
+) -> Result<(), Error> {
     let mut counter = Counter::new(setup, i64::MIN, i64::MAX, false);
     counter.spill_to(out);
     let wrote = |counter: &mut Counter<'_>| match counter.sink_error.take() {

@@ -41,8 +41,8 @@ pub use view::{view_file, HeaderMode, SkippedRegion, ViewOptions, VIEW_WINDOW_BA
 use crate::bam::BamFile;
 use crate::bgzf::{Block, VirtualOffset};
 use crate::index::Index;
-use crate::region::Indexed;
 use crate::input::Input;
+use crate::region::Indexed;
 use crate::Error;
 use fasthts_io::pool::{thread_count, with_threads};
 use std::fmt;

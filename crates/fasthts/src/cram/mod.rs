@@ -109,7 +109,7 @@ pub struct CramOptions {
 
 /// htslib's own messages go to stderr and are not one line naming the
 /// user's file: each failure is said here instead.
-fn quiet_htslib() {
+pub(crate) fn quiet_htslib() {
     static ONCE: Once = Once::new();
     // SAFETY: sets a global integer; no other htslib call is in flight
     // while `call_once` runs it.

@@ -53,9 +53,10 @@ impl Region {
             RegionSyntax::Query => query(text.as_bytes(), lookup)?,
             RegionSyntax::MultiRegion => multi_region(text.as_bytes(), lookup)?,
         };
-        let region = match (beg, end) {
-            (None, end) => Region { ref_id: tid, start: i64::MIN, end },
-            (Some(beg), end) => Region { ref_id: tid, start: beg.max(0), end },
+        let end = if end == POS_MAX { i64::MAX } else { end };
+        let region = match beg {
+            None => Region { ref_id: tid, start: i64::MIN, end },
+            Some(beg) => Region { ref_id: tid, start: beg.max(0), end },
         };
         Some(vec![region])
     }
@@ -65,8 +66,9 @@ impl Region {
 /// first position) and an end, as htslib has them.
 type Parsed = (i32, Option<i64>, i64);
 
-/// htslib's `HTS_POS_MAX`: a region running to the reference's end.
-const POS_MAX: i64 = i64::MAX;
+/// htslib's `HTS_POS_MAX` (2^63 − 2^31 − 1, not `i64::MAX`): a region
+/// running to the reference's end; a start past it is no region.
+const POS_MAX: i64 = (i32::MAX as i64) << 32 | i32::MAX as i64;
 
 /// `hts_parse_region(text, ..., HTS_PARSE_THOUSANDS_SEP)`.
 fn query(s: &[u8], lookup: impl Fn(&[u8]) -> Option<i32>) -> Option<Parsed> {
@@ -217,7 +219,7 @@ fn decimal(s: &[u8], thousands: bool) -> (i64, Option<usize>) {
         Some(b'g') => (e, i) = (e + 9, i + 1),
         _ => {}
     }
-    let e = e.wrapping_sub(decimals);
+    let e = i64::from(e.wrapping_sub(decimals));
     // Past 64 multiplications by ten a wrapping value is 0 (10^64 is a
     // multiple of 2^64); past 19 divisions any value is.
     for _ in 0..e.clamp(0, 64) {
@@ -262,19 +264,21 @@ mod tests {
         assert_eq!(decimal(b"-", true), (0, None));
         assert_eq!(decimal(b"", true), (0, None));
         assert_eq!(decimal(b"1e99", true).1, Some(4));
+        // An exponent past i32 wraps as htslib's int does.
+        assert_eq!(decimal(b"51e-2147483648", true).0, 0);
     }
 
     #[test]
     fn queries_as_hts_parse_region() {
         assert_eq!(query("chr2"), Some(vec![Region::whole(2)]));
-        assert_eq!(query("chr2:"), one(2, 0, POS_MAX));
-        assert_eq!(query("chr2:100"), one(2, 99, POS_MAX));
-        assert_eq!(query("chr2:100-"), one(2, 99, POS_MAX));
-        assert_eq!(query("chr2:100-0"), one(2, 99, POS_MAX));
+        assert_eq!(query("chr2:"), one(2, 0, i64::MAX));
+        assert_eq!(query("chr2:100"), one(2, 99, i64::MAX));
+        assert_eq!(query("chr2:100-"), one(2, 99, i64::MAX));
+        assert_eq!(query("chr2:100-0"), one(2, 99, i64::MAX));
         assert_eq!(query("chr2:-100"), one(2, 0, 100));
-        assert_eq!(query("chr2:-"), one(2, 0, POS_MAX));
+        assert_eq!(query("chr2:-"), one(2, 0, i64::MAX));
         assert_eq!(query("chr2:0-100"), one(2, 0, 100));
-        assert_eq!(query("chr2:0"), one(2, 0, POS_MAX));
+        assert_eq!(query("chr2:0"), one(2, 0, i64::MAX));
         assert_eq!(query("chr2: 1,000-2k"), one(2, 999, 2000));
         assert_eq!(query("chr2:1-1"), one(2, 0, 1));
         for bad in ["chr2:5-4", "chr2:100-200x", "chr2:x", "chr2:-5-10", "chr3", "chr3:1-5", "{chr2", "chr2:1-5-"] {
@@ -285,10 +289,128 @@ mod tests {
         assert_eq!(query("HLA:1-2:5-6"), one(1, 4, 6));
         assert_eq!(query("chr2:5"), None); // both "chr2:5" and "chr2" are names
         assert_eq!(query("{chr2:5}"), Some(vec![Region::whole(3)]));
-        assert_eq!(query("{chr2}:5"), one(2, 4, POS_MAX));
+        assert_eq!(query("{chr2}:5"), one(2, 4, i64::MAX));
         assert_eq!(query("{chr2}x"), None);
         assert_eq!(query("*"), Some(vec![Region::unplaced()]));
         assert_eq!(query(".").map(|r| r.len()), Some(5));
+    }
+
+    /// htslib's own parsers, linked (libhts, as for CRAM).
+    mod htslib {
+        use std::ffi::{c_char, c_int, c_void, CStr};
+
+        #[link(name = "hts")]
+        extern "C" {
+            pub fn hts_parse_region(
+                s: *const c_char,
+                tid: *mut c_int,
+                beg: *mut i64,
+                end: *mut i64,
+                getid: unsafe extern "C" fn(*mut c_void, *const c_char) -> c_int,
+                hdr: *mut c_void,
+                flags: c_int,
+            ) -> *const c_char;
+            pub fn hts_parse_reg(s: *const c_char, beg: *mut c_int, end: *mut c_int) -> *const c_char;
+        }
+
+        /// `getid` over a `&[&str]` of names.
+        pub unsafe extern "C" fn getid(hdr: *mut c_void, name: *const c_char) -> c_int {
+            // SAFETY: `hdr` is the `&[&str]` the caller passed; `name` is a C string.
+            let names = unsafe { &*(hdr as *const &[&str]) };
+            let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+            names.iter().position(|n| n.as_bytes() == name).map_or(-1, |i| i as c_int)
+        }
+    }
+
+    /// htslib's answer for `text` as (tid, start clamped at 0, end), for
+    /// either syntax (what view and depth then query).
+    fn htslib(text: &str, syntax: RegionSyntax) -> Option<(i32, i64, i64)> {
+        let c = std::ffi::CString::new(text).unwrap();
+        let mut names: &[&str] = &NAMES;
+        match syntax {
+            Query => {
+                let (mut tid, mut beg, mut end) = (0, 0i64, 0i64);
+                let hdr = (&mut names as *mut &[&str]).cast();
+                // SAFETY: valid pointers for the call; HTS_PARSE_THOUSANDS_SEP = 1.
+                let q = unsafe { htslib::hts_parse_region(c.as_ptr(), &mut tid, &mut beg, &mut end, htslib::getid, hdr, 1) };
+                (!q.is_null()).then_some((tid, beg.max(0), if end == POS_MAX { i64::MAX } else { end }))
+            }
+            MultiRegion => {
+                let (mut beg, mut end) = (0, 0);
+                // SAFETY: valid pointers for the call.
+                let q = unsafe { htslib::hts_parse_reg(c.as_ptr(), &mut beg, &mut end) };
+                let (name, beg, end) = if q.is_null() {
+                    (text, 0, i64::from(i32::MAX))
+                } else {
+                    (&text[..q as usize - c.as_ptr() as usize], i64::from(beg), i64::from(end))
+                };
+                let tid = names.iter().position(|n| *n == name)? as i32;
+                Some((tid, beg, end))
+            }
+        }
+    }
+
+    /// Random region texts read by htslib 1.16 (the libhts linked for
+    /// CRAM) and by [`Region::parse_samtools`] give the same regions.
+    #[test]
+    fn random_texts_are_read_as_htslib_reads_them() {
+        crate::cram::quiet_htslib();
+        let heads = ["chr1", "chr2", "HLA:1-2", "chr2:5", "chrZ", "{chr2}", "{chr2:5}", "{HLA:1-2}", "{chr1", "", "chr"];
+        let pieces = [
+            "",
+            ":",
+            "-",
+            "1",
+            "0",
+            "100",
+            "1,000",
+            "2k",
+            "1.5k",
+            "3e4",
+            "1e-1",
+            "+5",
+            "-7",
+            " 12",
+            "x",
+            ",",
+            "3000000000",
+            "2147483647",
+            "2147483648",
+            "99999999999999999999",
+            "1e",
+            "5-",
+            "k",
+            ".",
+            "}",
+            "0-0",
+            "10-5",
+            "-0",
+        ];
+        let mut rng = fasthts_testgen::rng::Rng::new(0x5eed);
+        let mut pick = |n: usize| rng.below(n as u64) as usize;
+        for _ in 0..200_000 {
+            let mut text = heads[pick(heads.len())].to_string();
+            if pick(4) > 0 {
+                text.push(':');
+            }
+            for _ in 0..pick(5) {
+                text.push_str(pieces[pick(pieces.len())]);
+            }
+            // htslib scales by its exponent one step at a time: 2^31 steps
+            // take it seconds (the value is the same past 20 steps).
+            let long_exponent =
+                text.split(['e', 'E']).skip(1).any(|t| t.trim_start_matches(['+', '-']).bytes().take_while(u8::is_ascii_digit).count() > 3);
+            if text == "." || text == "*" || long_exponent {
+                continue;
+            }
+            for syntax in [Query, MultiRegion] {
+                let ours = Region::parse_samtools(&text, &NAMES, syntax).map(|r| {
+                    assert_eq!(r.len(), 1, "{text:?}");
+                    (r[0].ref_id, r[0].start.max(0), r[0].end)
+                });
+                assert_eq!(ours, htslib(&text, syntax), "{text:?} {syntax:?}");
+            }
+        }
     }
 
     #[test]

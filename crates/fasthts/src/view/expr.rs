@@ -22,8 +22,8 @@ use super::WidePositions;
 use crate::bam::{CigarOp, RecordRef};
 use crate::Error;
 use std::borrow::Cow;
-use std::io::Write;
 use std::ffi::CString;
+use std::io::Write;
 
 /// A parsed expression.
 pub struct Expr {
