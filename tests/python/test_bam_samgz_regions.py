@@ -282,3 +282,35 @@ def test_samgz_with_its_index_pickles_with_the_index_path(data, tmp_path):
     # A SAM.gz with its index beside it pickles without one (found again).
     beside = pickle.loads(pickle.dumps(fasthts.BamFile(str(data["bai"]))))
     assert beside.has_index and len(beside.columns("chr2")["pos"]) > 0
+
+
+def test_stale_index_is_used_with_the_clis_warning_and_a_cut_file_is_one_line(data, tmp_path):
+    import os
+
+    gz = tmp_path / "stale.sam.gz"
+    shutil.copy(data["csi"], gz)
+    index = tmp_path / "stale.sam.gz.csi"
+    shutil.copy(str(data["csi"]) + ".csi", index)
+    # The data written again after it was indexed: its index is older.
+    os.utime(index, (1_000_000_000, 1_000_000_000))
+    want = fasthts.BamFile(str(data["bam"])).columns("chr2")
+    sam = fasthts.BamFile(str(gz))
+    assert sam.has_index
+    with pytest.warns(UserWarning, match=f"the index file {index} is older than the data file {gz}"):
+        got = sam.columns("chr2", threads=2)
+    same_columns(want, got, "stale index")
+    with pytest.warns(UserWarning, match="is older than the data file"):
+        a = fasthts.AlignmentFile(str(gz))
+    assert a.count("chr2") == fasthts.AlignmentFile(str(data["bam"])).count("chr2")
+
+    # Cut short: its index points past its end, and is refused as
+    # not describing it (as a BAM's would be), whatever the region.
+    cut = tmp_path / "cut.sam.gz"
+    cut.write_bytes(data["csi"].read_bytes()[: data["csi"].stat().st_size // 2])
+    shutil.copy(str(data["csi"]) + ".csi", str(cut) + ".csi")
+    with pytest.warns(UserWarning, match="EOF marker is absent"):
+        sam = fasthts.BamFile(str(cut))
+    for call in (lambda: sam.columns("chr1"), lambda: sam.fetch("chr1:1-10")):
+        with pytest.warns(UserWarning, match="EOF marker is absent"):
+            msg = one_line(f"{cut}.csi", call)
+        assert msg.startswith(f"{cut}.csi: the index does not match the data file (") and "lies past the end of the file" in msg, msg

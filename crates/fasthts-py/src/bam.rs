@@ -441,8 +441,8 @@ impl BamFile {
     /// from the CIGAR) instead.
     #[pyo3(signature = (region=None, overlap=false))]
     fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>, overlap: bool) -> PyResult<RecordIter> {
-        let sam_regions = if region.is_some() { self.sam_regions(py)? } else { None };
         self.eof_check(py)?;
+        let sam_regions = if region.is_some() { self.sam_regions(py)? } else { None };
         let names = self.names().clone();
         let sh = match &self.opened {
             Opened::Bam(sh) => sh.clone(),
@@ -524,8 +524,8 @@ impl BamFile {
         piece_bytes: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let threads = threads_arg(threads)?;
-        let sam_regions = if region.is_some() { self.sam_regions(py)? } else { None };
         self.eof_check(py)?;
+        let sam_regions = if region.is_some() { self.sam_regions(py)? } else { None };
         let region = region.map(|r| region_arg(self.names(), r)).transpose()?;
         let piece_bytes = piece_bytes.unwrap_or(PIECE_BYTES).max(1);
         let cols = match (&self.opened, region) {
@@ -556,8 +556,8 @@ impl BamFile {
     #[pyo3(signature = (regions, threads=None))]
     fn _columns_many<'py>(&self, py: Python<'py>, regions: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let threads = threads_arg(threads)?;
-        let sam_regions = self.sam_regions(py)?;
         self.eof_check(py)?;
+        let sam_regions = self.sam_regions(py)?;
         let mut rs = Vec::new();
         for r in regions.try_iter()? {
             rs.push(region_arg(self.names(), &r?)?);
