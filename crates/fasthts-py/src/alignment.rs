@@ -456,14 +456,7 @@ impl SamGzCursor {
                 // `tid` starting before `end`, read from the index's offset
                 // for `beg` (before every read overlapping it); those ending
                 // at or before `beg` are dropped here.
-                let scope = LibRegion { ref_id: tid, start: i64::MIN, end };
-                let reader = match region::start_offset(sam, index, tid, beg) {
-                    Some(start) => {
-                        let following = region::following_start(sam, index, LibRegion { ref_id: tid, start: beg, end });
-                        SamRegionReader::new(sam, scope, start, following)?
-                    }
-                    None => SamRegionReader::empty(sam, scope)?,
-                };
+                let reader = SamRegionReader::query(sam, index, LibRegion { ref_id: tid, start: i64::MIN, end }, beg)?;
                 (reader, Some(beg))
             }
         };
