@@ -34,8 +34,7 @@ const BATCH: usize = 4096;
 /// A BAM opened once and shared by iterators and worker threads.
 pub(crate) struct Shared {
     pub(crate) bam: LibBam,
-    index_path: Option<PathBuf>,
-    index: Mutex<Option<Arc<Index>>>,
+    index: IndexSlot,
     names: Arc<Vec<String>>,
 }
 
@@ -51,29 +50,61 @@ impl Shared {
 
     fn with_index_path(bam: LibBam, index_path: Option<PathBuf>) -> Shared {
         let names = Arc::new(bam.header().references.iter().map(|r| r.name.clone()).collect());
-        Shared { bam, index_path, index: Mutex::new(None), names }
+        Shared { bam, index: IndexSlot::new(index_path), names }
     }
 
     /// The index: the file given, else the usable one beside the BAM (as
-    /// the CLI finds it: a stale one is reported and not used), else one
-    /// built in memory. An index made for another file is an error.
+    /// the CLI finds it: a stale one is used with a warning, its chunks
+    /// checked), else one built in memory. An index made for another file
+    /// is an error.
     pub(crate) fn index(&self, report: &dyn Report) -> Result<Arc<Index>, fasthts::Error> {
-        let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.index.get(&self.bam, report, || command::build_index(&self.bam))
+    }
+
+    /// Whether an index file (given, or beside the BAM) exists.
+    pub(crate) fn has_index_file(&self) -> bool {
+        self.index.has_file(self.bam.path())
+    }
+}
+
+/// The index of a file read through a BAI or CSI (a BAM or a bgzipped
+/// SAM): the file given, else the one beside it (`index_of`), loaded on
+/// first use and kept.
+pub(crate) struct IndexSlot {
+    /// The index file given (`index=`; kept when pickled).
+    pub(crate) given: Option<PathBuf>,
+    loaded: Mutex<Option<Arc<Index>>>,
+}
+
+impl IndexSlot {
+    pub(crate) fn new(given: Option<PathBuf>) -> IndexSlot {
+        IndexSlot { given, loaded: Mutex::new(None) }
+    }
+
+    /// The index of `file` (`index_of`), else what `otherwise` makes or
+    /// says (a BAM's built in memory; a SAM's refusal).
+    pub(crate) fn get<F: Indexed + ?Sized>(
+        &self,
+        file: &F,
+        report: &dyn Report,
+        otherwise: impl FnOnce() -> Result<Index, fasthts::Error>,
+    ) -> Result<Arc<Index>, fasthts::Error> {
+        let mut slot = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(ix) = slot.as_ref() {
             return Ok(ix.clone());
         }
-        let ix = match index_of(&self.bam, self.index_path.as_deref(), report)? {
+        let ix = match index_of(file, self.given.as_deref(), report)? {
             Some(ix) => ix,
-            None => command::build_index(&self.bam)?,
+            None => otherwise()?,
         };
         let ix = Arc::new(ix);
         *slot = Some(ix.clone());
         Ok(ix)
     }
 
-    /// Whether an index file (given, or beside the BAM) exists.
-    pub(crate) fn has_index_file(&self) -> bool {
-        self.index_path.is_some() || matches!(command::locate_index(self.bam.path()), IndexLocation::Found(_) | IndexLocation::Stale(_))
+    /// Whether an index file (given, or beside `data`) exists.
+    pub(crate) fn has_file(&self, data: &Path) -> bool {
+        self.given.is_some() || matches!(command::locate_index(data), IndexLocation::Found(_) | IndexLocation::Stale(_))
     }
 }
 
@@ -585,9 +616,9 @@ impl BamFile {
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         // Pickled by path: a worker opens (maps) the file itself.
         let args = match &slf.get().opened {
-            Opened::Bam(sh) => (sh.bam.path().to_path_buf(), sh.index_path.clone(), None),
+            Opened::Bam(sh) => (sh.bam.path().to_path_buf(), sh.index.given.clone(), None),
             Opened::Cram(c) => (c.path().to_path_buf(), c.index_path().map(Path::to_path_buf), c.reference().map(Path::to_path_buf)),
-            Opened::Sam(s) => (s.path().to_path_buf(), s.regions.as_ref().and_then(|r| r.index_path.clone()), None),
+            Opened::Sam(s) => (s.path().to_path_buf(), s.regions.as_ref().and_then(|r| r.index.given.clone()), None),
         };
         PyTuple::new(slf.py(), [slf.get_type().into_any(), args.into_pyobject(slf.py())?.into_any()])
     }

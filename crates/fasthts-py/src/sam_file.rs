@@ -8,18 +8,19 @@
 //! BAM's) with the library's reader (`fasthts::region::sam`), as `fasthts
 //! view` reads them; other SAM is refused region queries in one line.
 
-use crate::bam::Columns;
+use crate::bam::{Columns, IndexSlot};
 use fasthts::bam::Header;
-use fasthts::command::{self, IndexLocation, Report, Warning};
+use fasthts::command::{self, Report, Warning};
 use fasthts::index::Index;
 use fasthts::input::{Format, Input, Peeked};
 use fasthts::region::sam::SamGzFile;
+use fasthts::region::Indexed;
 use fasthts::sam::SamReader;
 use fasthts::Error;
 use fasthts_io::compression::Compression;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// A SAM file opened by `BamFile`.
 pub(crate) struct SamFile {
@@ -35,39 +36,25 @@ pub(crate) struct SamFile {
 /// A bgzipped SAM file read by region through its index.
 pub(crate) struct SamGzRegions {
     pub(crate) file: SamGzFile,
-    /// The index file given (`index=`); None: the one beside the file.
-    pub(crate) index_path: Option<PathBuf>,
-    index: Mutex<Option<Arc<Index>>>,
+    pub(crate) index: IndexSlot,
 }
 
 impl SamGzRegions {
     /// Maps the bgzipped SAM at `path` (a regular file); its index is
     /// `index`, else looked for beside it when a region is first read.
     pub(crate) fn open(path: &Path, index: Option<PathBuf>) -> Result<SamGzRegions, Error> {
-        Ok(SamGzRegions { file: SamGzFile::open(path)?, index_path: index, index: Mutex::new(None) })
+        Ok(SamGzRegions { file: SamGzFile::open(path)?, index: IndexSlot::new(index) })
     }
 
-    /// The index: the file given, else the usable one beside the SAM
-    /// (`crate::bam::index_of`: as a BAM's); without either, the CLI's error.
+    /// The index: the file given, else the usable one beside the SAM, found
+    /// and checked as a BAM's; without either, the CLI's error.
     pub(crate) fn index(&self, report: &dyn Report) -> Result<Arc<Index>, Error> {
-        let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(ix) = slot.as_ref() {
-            return Ok(ix.clone());
-        }
-        let ix = crate::bam::index_of(&self.file, self.index_path.as_deref(), report)?
-            .ok_or_else(|| command::no_index_for_regions(fasthts::region::Indexed::path(&self.file)))?;
-        let ix = Arc::new(ix);
-        *slot = Some(ix.clone());
-        Ok(ix)
+        self.index.get(&self.file, report, || Err(command::no_index_for_regions(Indexed::path(&self.file))))
     }
 
     /// Whether an index file (given, or beside the file) exists.
     pub(crate) fn has_index_file(&self) -> bool {
-        self.index_path.is_some()
-            || matches!(
-                command::locate_index(fasthts::region::Indexed::path(&self.file)),
-                IndexLocation::Found(_) | IndexLocation::Stale(_)
-            )
+        self.index.has_file(Indexed::path(&self.file))
     }
 }
 
@@ -93,7 +80,7 @@ impl SamFile {
         let names = Arc::new(header.references.iter().map(|r| r.name.clone()).collect());
         let regions = if bgzf {
             let regions = SamGzRegions::open(path, index)?;
-            if regions.index_path.is_some() {
+            if regions.index.given.is_some() {
                 regions.index(report)?;
             }
             Some(Arc::new(regions))
