@@ -4,8 +4,9 @@ on the BAM samtools makes of the same text (`samtools view -b`), and
 against `samtools view` of the SAM.gz: `fasthts.BamFile` (fetch with and
 without overlap, columns, columns_many, plan, scatter) and
 `fasthts.AlignmentFile` (fetch, count, index statistics), at 1 and 2
-threads; the unplaced records; refusals of SAM that cannot be read by
-region, in one line naming the file; foreign and tabix indexes; pickling."""
+threads; the unplaced records; positions past 2^29 (CSI); refusals of
+SAM that cannot be read by region, in one line naming the file; foreign,
+stale and tabix indexes; pickling."""
 
 import pickle
 import shutil
@@ -323,3 +324,27 @@ def test_stale_index_is_used_with_the_clis_warning_and_a_cut_file_is_one_line(da
         with pytest.warns(UserWarning, match="EOF marker is absent"):
             msg = one_line(f"{cut}.csi", call)
         assert msg.startswith(f"{cut}.csi: the index does not match the data file (") and "lies past the end of the file" in msg, msg
+
+
+def test_positions_past_2_29_are_read_through_a_csi(tmp_path):
+    """chrLong's reads lie past 2^29, where only a CSI's bins reach."""
+    samtools = require_tool("samtools", "samtools")
+    bgzip = require_tool("bgzip", "tabix")
+    tg = target_dir() / "release" / "fasthts-testgen"
+    require(tg.is_file(), f"{tg} (cargo build --release -p fasthts-testgen)")
+    sam = tmp_path / "long.sam"
+    args = ["-q", "--seed", "3", "--reads", "3000", "--refs", "2", "--ref-len", "100000", "--long-ref"]
+    sam.write_bytes(subprocess.run([str(tg), *args], check=True, capture_output=True).stdout)
+    gz, bam_path = tmp_path / "long.sam.gz", tmp_path / "long.bam"
+    gz.write_bytes(subprocess.run([bgzip, "-c", str(sam)], check=True, capture_output=True).stdout)
+    subprocess.run([samtools, "view", "--no-PG", "-b", "-o", str(bam_path), str(sam)], check=True)
+    for path in (gz, bam_path):
+        subprocess.run([samtools, "index", "-c", str(path)], check=True)
+    bam, samgz = fasthts.BamFile(str(bam_path)), fasthts.BamFile(str(gz))
+    far = "chrLong:536,870,000-600,000,000"
+    assert len(list(bam.fetch(far))) > 100
+    for region in ("chrLong", far, "chrLong:1-1000000", "*"):
+        assert [r.raw for r in samgz.fetch(region, overlap=True)] == [r.raw for r in bam.fetch(region, overlap=True)], region
+        same_columns(bam.columns(region, threads=1), samgz.columns(region, threads=2), region)
+    a, b = fasthts.AlignmentFile(str(gz), threads=2), fasthts.AlignmentFile(str(bam_path))
+    assert a.count("chrLong", 536870000, 600000000) == b.count("chrLong", 536870000, 600000000) > 100
