@@ -249,6 +249,10 @@ def test_tabix_and_foreign_indexes_are_refused_as_for_a_bam(data, tmp_path):
     msg = f"{tbi}: TBI (tabix) indexes are not supported; only BAI and CSI"
     assert one_line(tbi, lambda: fasthts.BamFile(str(gz), index=tbi)) == msg
     assert one_line(tbi, lambda: fasthts.AlignmentFile(str(gz), index_filename=tbi)) == msg
+    # A missing index: the OSError of any missing file, naming it.
+    for call in (lambda: fasthts.BamFile(str(gz), index=f"{gz}.nope"), lambda: fasthts.AlignmentFile(str(gz), index_filename=f"{gz}.nope")):
+        with pytest.raises(FileNotFoundError, match=f"{gz}.nope"):
+            call()
     # A .tbi beside it is not an index of fasthts' (nor of samtools view's).
     assert one_line(gz, lambda: fasthts.BamFile(str(gz)).fetch("chr1")) == f"{gz}: {NO_INDEX}"
     # The BAM's index: other offsets (each chunk is checked), as for a BAM
