@@ -352,3 +352,31 @@ def test_positions_past_2_29_are_read_through_a_csi(tmp_path):
         same_columns(bam.columns(region, threads=1), samgz.columns(region, threads=2), region)
     a, b = fasthts.AlignmentFile(str(gz), threads=2), fasthts.AlignmentFile(str(bam_path))
     assert a.count("chrLong", 536870000, 600000000) == b.count("chrLong", 536870000, 600000000) > 100
+
+
+def test_refusals_are_the_clis(data, cli, tmp_path):
+    """Python's errors for a region of SAM are `fasthts view`'s, one decision."""
+    tabix = require_tool("tabix", "tabix")
+    gz = tmp_path / "t.sam.gz"
+    shutil.copy(data["noindex"], gz)
+    subprocess.run([tabix, "-p", "sam", str(gz)], check=True, capture_output=True)
+    cases = [
+        ([data["plain"], "chr1"], lambda: fasthts.BamFile(str(data["plain"])).fetch("chr1")),
+        ([data["noindex"], "chr1"], lambda: fasthts.BamFile(str(data["noindex"])).columns("chr1")),
+        (["-X", gz, f"{gz}.tbi", "chr1"], lambda: fasthts.BamFile(str(gz), index=f"{gz}.tbi")),
+    ]
+    for args, call in cases:
+        r = subprocess.run([cli, "view", "-c", *map(str, args)], capture_output=True, text=True)
+        assert r.returncode == 1 and r.stdout == "", args
+        with pytest.raises(fasthts.Error) as e:
+            call()
+        assert r.stderr == f"fasthts view: {e.value}\n", args
+    # Another file's index: refused by both, for what each check finds
+    # first (Python, as for a BAM given by name, checks every chunk's block;
+    # view -X only that the offsets lie within the file).
+    bai = f"{data['bam']}.bai"
+    r = subprocess.run([cli, "view", "-c", "-X", str(data["csi"]), bai, "chr1"], capture_output=True, text=True)
+    with pytest.raises(fasthts.Error) as e:
+        fasthts.BamFile(str(data["csi"]), index=bai)
+    prefix = f"{bai}: the index does not match the data file ("
+    assert r.returncode == 1 and r.stderr.startswith(f"fasthts view: {prefix}") and str(e.value).startswith(prefix), (r.stderr, e.value)
