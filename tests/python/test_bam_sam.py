@@ -1,8 +1,9 @@
 """fasthts.BamFile on SAM text (bgzipped, plain, gzip-compressed) against
 BamFile on the BAM samtools makes of the same text: generated reads on
 several references, with unmapped reads, mates elsewhere and tags of every
-type, sorted and unsorted; at 1, 2 and 3 threads; pickling; region queries
-refused in one line; damaged and wrong inputs named in one line."""
+type, sorted and unsorted; at 1, 2 and 3 threads; pickling; damaged and
+wrong inputs named in one line. Region queries (of a bgzipped SAM through
+its index; refused for other SAM): test_bam_samgz_regions.py."""
 
 import gzip
 import pickle
@@ -85,37 +86,6 @@ def test_bamfile_on_sam_pickles(texts):
         assert len(pickle.dumps(sam)) < 1000  # the path, not the data
         assert copy.is_sam and copy.path == sam.path and copy.references == sam.references
         same_columns(want, copy.columns(threads=2), str(sam_path))
-
-
-def test_region_queries_on_sam_are_refused_in_one_line(texts):
-    samtools = require_tool("samtools", "samtools")
-    bam_path, sams = texts["sorted"]
-    # A .csi beside the bgzipped SAM (samtools index -c) is not read (yet).
-    subprocess.run([samtools, "index", "-c", str(sams["bgzf"])], check=True)
-    reasons = {
-        "bgzf": "region queries on bgzipped SAM are not supported here (BamFile reads it whole; a .csi beside it is not used)",
-        "plain": "region queries on SAM that is not bgzipped are not possible (it cannot be indexed; BamFile reads it whole)",
-        "gzip": "region queries on SAM that is not bgzipped are not possible (it cannot be indexed; BamFile reads it whole)",
-    }
-    for kind, path in sams.items():
-        sam = fasthts.BamFile(str(path))
-        calls = [
-            lambda: sam.fetch("chr1"),
-            lambda: sam.fetch(("chr1", 0, 1000), overlap=True),
-            lambda: sam.columns("chr1:1-1000"),
-            lambda: sam.columns_many(["chr1", "*"]),
-            lambda: sam.plan(),
-            lambda: fasthts.scatter(sam, None, lambda r, c: 0),
-        ]
-        for call in calls:
-            with pytest.raises(fasthts.Error) as e:
-                call()
-            msg = str(e.value)
-            assert msg.startswith(f"{path}: {reasons[kind]}: an indexed BAM or CRAM is needed (fasthts sort --write-index -o OUT.bam"), msg
-            assert "\n" not in msg
-        # An index given is not used: refused at open.
-        with pytest.raises(ValueError, match="an index is not used with SAM input"):
-            fasthts.BamFile(str(path), index=str(bam_path) + ".bai")
 
 
 def one_line_error(path, call, exception=fasthts.Error):

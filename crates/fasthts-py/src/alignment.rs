@@ -1,7 +1,8 @@
 //! The compiled half of `fasthts.AlignmentFile`: pysam's reading API.
 //!
-//! `_AlignmentReader` opens a BAM (memory-mapped, with its index) or a SAM
-//! and hands out `SegmentIter`s; `AlignedSegment` is one record with
+//! `_AlignmentReader` opens a BAM (memory-mapped, with its index), a CRAM
+//! or a SAM (a bgzipped one with its index read by region too) and hands
+//! out `SegmentIter`s; `AlignedSegment` is one record with
 //! pysam's attribute names and conventions. Region queries here use
 //! htslib's overlap rule (`fasthts::pileup::RegionRecords`: a record
 //! belongs to every region its alignment overlaps), unlike `BamFile`'s
@@ -10,12 +11,14 @@
 
 use crate::bam::Shared;
 use crate::read_ahead::ReadAhead;
+use crate::sam_file::SamGzRegions;
 use crate::{run_detached, to_py};
 use fasthts::bam::{flags, AuxValue, BamStream, CigarOp, Header, RecordRef};
 use fasthts::bgzf::VirtualOffset;
 use fasthts::index::Index;
 use fasthts::input::{self, Format, Input};
 use fasthts::pileup::{RecordSource, RegionRecords};
+use fasthts::region::sam::SamRegionReader;
 use fasthts::region::{self, Region as LibRegion, RegionReader};
 use fasthts::sam::SamReader;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOverflowError, PyValueError};
@@ -74,6 +77,10 @@ pub struct AlignmentReader {
     threads: usize,
     /// A CRAM file with its index: how to open a handle for region queries.
     cram: Option<CramRegions>,
+    /// A bgzipped SAM file with its index, for region queries.
+    sam_gz: Option<(Arc<SamGzRegions>, Arc<Index>)>,
+    /// Why regions cannot be fetched (for a file read only from its start).
+    no_regions: Option<String>,
     /// Whether the file is CRAM, and how it is read again (its reference).
     is_cram: bool,
     cram_options: fasthts::cram::CramOptions,
@@ -122,6 +129,8 @@ fn open(
             header: Arc::new(header),
             indexed: cram.is_some(),
             eof_marker,
+            sam_gz: None,
+            no_regions: None,
             cram,
             is_cram: true,
             cram_options: fasthts::cram::CramOptions { reference: cram_reference, ..Default::default() },
@@ -147,14 +156,39 @@ fn open(
             indexed,
             eof_marker,
             cram: None,
+            sam_gz: None,
+            no_regions: None,
             is_cram: false,
             cram_options,
             threads: 1,
         });
     }
-    if let Some(ix) = &index {
-        return Err(fasthts::Error::InvalidArgument(format!("{}: an index is used only with a BGZF-compressed BAM file", ix.display())));
-    }
+    // A bgzipped SAM file is read by region through its index (given or
+    // beside it), loaded now as a BAM's is.
+    let bgzf_sam = peeked.format() == Format::CompressedSam(fasthts_io::compression::Compression::Bgzf) && peeked.is_regular_file();
+    let sam_gz = if bgzf_sam {
+        let regions = SamGzRegions::open(path, index.clone())?;
+        if regions.has_index_file() {
+            let ix = regions.index(report)?;
+            Some((Arc::new(regions), ix))
+        } else {
+            None
+        }
+    } else {
+        if let Some(ix) = &index {
+            return Err(fasthts::Error::InvalidArgument(format!(
+                "{}: an index is used only with a BGZF-compressed BAM or SAM file (or a CRAM file)",
+                ix.display()
+            )));
+        }
+        None
+    };
+    let no_regions = match (&sam_gz, peeked.format()) {
+        (Some(_), _) => None,
+        (None, _) if bgzf_sam => Some(fasthts::command::no_index_for_regions(path).to_string()),
+        (None, Format::Sam | Format::CompressedSam(_)) => Some(fasthts::command::sam_not_indexable(path).to_string()),
+        (None, _) => Some(format!("{}: a stream is read from its start only", path.display())),
+    };
     // (A CRAM stream: read from its start only.)
     let input = peeked.open_with(&cram_options)?;
     let is_cram = matches!(input, Input::Cram(_));
@@ -167,8 +201,10 @@ fn open(
     Ok(AlignmentReader {
         opened: Opened::Sequential { path: path.to_path_buf(), first: Mutex::new(Some(input)) },
         header: Arc::new(header),
-        indexed: false,
+        indexed: sam_gz.is_some(),
         eof_marker,
+        sam_gz,
+        no_regions,
         cram: None,
         is_cram,
         cram_options,
@@ -217,10 +253,17 @@ impl AlignmentReader {
         self.is_cram
     }
 
-    /// Whether regions can be fetched (an indexed BAM or CRAM).
+    /// Whether regions can be fetched (an indexed BAM, CRAM or bgzipped SAM).
     #[getter]
     fn random_access(&self) -> bool {
-        matches!(self.opened, Opened::Bam(_)) || self.cram.is_some()
+        matches!(self.opened, Opened::Bam(_)) || self.cram.is_some() || self.sam_gz.is_some()
+    }
+
+    /// Why regions cannot be fetched, in one line naming the file (None
+    /// when they can).
+    #[getter]
+    fn no_regions(&self) -> Option<String> {
+        self.no_regions.clone()
     }
 
     /// Whether the file is a BGZF BAM read through its mapping (random access).
@@ -288,6 +331,10 @@ impl AlignmentReader {
             let q = if tid < 0 { (-1, 0, 0) } else { (tid, start, stop) };
             return Ok(self.iter(Source::CramRegions { query: Box::new(query), queries: VecDeque::from([q]), started: false }));
         }
+        if let Some((sam, index)) = &self.sam_gz {
+            let region = if tid < 0 { LibRegion::unplaced() } else { LibRegion { ref_id: tid, start, end: stop } };
+            return Ok(self.iter(sam_gz_source(sam.clone(), index.clone(), region, true)));
+        }
         let sh = self.shared()?.clone();
         if tid < 0 {
             let index = run_detached(py, |w| sh.index(w))?;
@@ -319,8 +366,13 @@ impl AlignmentReader {
             // A .crai records no counts: htslib (and so pysam) gives zeros.
             return Ok((vec![(0, 0); self.header.references.len()], 0));
         }
-        let sh = self.shared()?.clone();
-        let ix = run_detached(py, |w| sh.index(w))?;
+        let ix = match &self.sam_gz {
+            Some((_, ix)) => ix.clone(),
+            None => {
+                let sh = self.shared()?.clone();
+                run_detached(py, |w| sh.index(w))?
+            }
+        };
         let per = (0..self.header.references.len()).map(|t| ix.mapped_unmapped(t).unwrap_or((0, 0))).collect();
         Ok((per, ix.n_no_coor().unwrap_or(0)))
     }
@@ -380,6 +432,47 @@ impl OverlapCursor {
     }
 }
 
+/// A region query on a bgzipped SAM in progress: `records` borrows the
+/// file inside `_file`, which this struct keeps alive (as `OverlapCursor`).
+pub(crate) struct SamGzCursor {
+    // Declared first: dropped before the file it borrows.
+    records: SamRegionReader<'static>,
+    /// Of the records, only those ending past this position are kept
+    /// (an overlap query); None: every record of the scope.
+    ending_past: Option<i64>,
+    _file: Arc<SamGzRegions>,
+}
+
+impl SamGzCursor {
+    fn new(file: Arc<SamGzRegions>, index: &Index, query: SamGzQuery) -> Result<SamGzCursor, fasthts::Error> {
+        // SAFETY: the SamGzFile lives inside the Arc's allocation, which
+        // never moves and outlives `records` (kept alive by `_file`,
+        // dropped after it); `records` is never handed out.
+        let sam: &'static fasthts::region::sam::SamGzFile = unsafe { &*std::ptr::from_ref(&file.file) };
+        let (records, ending_past) = match query {
+            SamGzQuery::StartingIn(region) => (sam.region_records(index, region)?, None),
+            SamGzQuery::Overlapping { tid, beg, end } => {
+                // As `fasthts depth` queries a bgzipped SAM: every record of
+                // `tid` starting before `end`, read from the index's offset
+                // for `beg` (before every read overlapping it); those ending
+                // at or before `beg` are dropped here.
+                let reader = SamRegionReader::query(sam, index, LibRegion { ref_id: tid, start: i64::MIN, end }, beg)?;
+                (reader, Some(beg))
+            }
+        };
+        Ok(SamGzCursor { records, ending_past, _file: file })
+    }
+}
+
+/// A region query on a bgzipped SAM.
+#[derive(Clone, Copy)]
+pub(crate) enum SamGzQuery {
+    /// The records starting in the region (`BamFile`'s rule).
+    StartingIn(LibRegion),
+    /// The records overlapping `[beg, end)` of `tid` (htslib's rule).
+    Overlapping { tid: i32, beg: i64, end: i64 },
+}
+
 pub(crate) enum Source {
     /// A mapped BAM from `next` to its end.
     Whole {
@@ -407,6 +500,13 @@ pub(crate) enum Source {
         query: Box<fasthts::cram::CramQuery>,
         queries: VecDeque<(i32, i64, i64)>,
         started: bool,
+    },
+    /// Region queries on a bgzipped SAM, one after another.
+    SamGz {
+        file: Arc<SamGzRegions>,
+        index: Arc<Index>,
+        queries: VecDeque<SamGzQuery>,
+        cursor: Option<SamGzCursor>,
     },
     /// SAM text from its first record; errors name `path`.
     Sam {
@@ -462,6 +562,19 @@ pub(crate) fn overlap_source(shared: Arc<Shared>, index: Arc<Index>, region: Lib
     }
     let query = (region.ref_id as usize, region.start.max(0), region.end.min(i64::from(i32::MAX)));
     Source::Overlap { shared, index, queries: VecDeque::from([query]), cursor: None }
+}
+
+/// A region query on a bgzipped SAM: with `overlap`, htslib's rule (the
+/// records overlapping `region`, their ends from the CIGAR, as a BAM's
+/// `overlap_source`), else the records starting in it; the unplaced records
+/// when its reference is -1.
+pub(crate) fn sam_gz_source(file: Arc<SamGzRegions>, index: Arc<Index>, region: LibRegion, overlap: bool) -> Source {
+    let query = if overlap && region.ref_id >= 0 {
+        SamGzQuery::Overlapping { tid: region.ref_id, beg: region.start.max(0), end: region.end.min(i64::from(i32::MAX)) }
+    } else {
+        SamGzQuery::StartingIn(region)
+    };
+    Source::SamGz { file, index, queries: VecDeque::from([query]), cursor: None }
 }
 
 /// The text of a warning about a record of the SAM at `path` (a Python
@@ -560,6 +673,21 @@ fn fill(source: &mut Source, batch: &mut Batch, warnings: &mut Vec<String>) -> R
                     batch.push(&query.current());
                 } else {
                     *started = false;
+                }
+            }
+        }
+        Source::SamGz { file, index, queries, cursor } => {
+            while batch.len() < BATCH {
+                if cursor.is_none() {
+                    let Some(q) = queries.pop_front() else { return Ok(()) };
+                    *cursor = Some(SamGzCursor::new(file.clone(), index, q)?);
+                }
+                let c = cursor.as_mut().expect("set above");
+                let ending_past = c.ending_past;
+                match c.records.next_record()? {
+                    Some(r) if !matches!(ending_past, Some(beg) if r.end_pos() <= beg) => batch.push(&r),
+                    Some(_) => {}
+                    None => *cursor = None,
                 }
             }
         }

@@ -3,16 +3,18 @@
 
 use crate::alignment::Source;
 use crate::cram_file::{starts_in, CramFile};
-use crate::sam_file::{is_sam_text, SamFile};
+use crate::sam_file::{is_sam_text, SamFile, SamGzRegions};
 use crate::{err, run_detached, threads_arg, to_py, with_threads, FsPath};
 use fasthts::bam::{AuxValue, BamFile as LibBam, RecordRef};
 use fasthts::bgzf::VirtualOffset;
 use fasthts::command::{self, IndexLocation, Report, REGION_BYTES};
 use fasthts::index::Index;
-use fasthts::region::{self, Plan, Region as LibRegion, RegionReader};
+use fasthts::region::sam::{SamGzFile, SamRegionReader};
+use fasthts::region::{self, Indexed, Plan, Region as LibRegion, RegionReader};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use rayon::prelude::*;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -32,8 +34,7 @@ const BATCH: usize = 4096;
 /// A BAM opened once and shared by iterators and worker threads.
 pub(crate) struct Shared {
     pub(crate) bam: LibBam,
-    index_path: Option<PathBuf>,
-    index: Mutex<Option<Arc<Index>>>,
+    index: IndexSlot,
     names: Arc<Vec<String>>,
 }
 
@@ -49,39 +50,78 @@ impl Shared {
 
     fn with_index_path(bam: LibBam, index_path: Option<PathBuf>) -> Shared {
         let names = Arc::new(bam.header().references.iter().map(|r| r.name.clone()).collect());
-        Shared { bam, index_path, index: Mutex::new(None), names }
+        Shared { bam, index: IndexSlot::new(index_path), names }
     }
 
     /// The index: the file given, else the usable one beside the BAM (as
-    /// the CLI finds it: a stale one is reported and not used), else one
-    /// built in memory. An index made for another file is an error.
+    /// the CLI finds it: a stale one is used with a warning, its chunks
+    /// checked), else one built in memory. An index made for another file
+    /// is an error.
     pub(crate) fn index(&self, report: &dyn Report) -> Result<Arc<Index>, fasthts::Error> {
-        let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        self.index.get(&self.bam, report, || command::build_index(&self.bam))
+    }
+
+    /// Whether an index file (given, or beside the BAM) exists.
+    pub(crate) fn has_index_file(&self) -> bool {
+        self.index.has_file(self.bam.path())
+    }
+}
+
+/// The index of a file read through a BAI or CSI (a BAM or a bgzipped
+/// SAM): the file given, else the one beside it (`index_of`), loaded on
+/// first use and kept.
+pub(crate) struct IndexSlot {
+    /// The index file given (`index=`; kept when pickled).
+    pub(crate) given: Option<PathBuf>,
+    loaded: Mutex<Option<Arc<Index>>>,
+}
+
+impl IndexSlot {
+    pub(crate) fn new(given: Option<PathBuf>) -> IndexSlot {
+        IndexSlot { given, loaded: Mutex::new(None) }
+    }
+
+    /// The index of `file` (`index_of`), else what `otherwise` makes or
+    /// says (a BAM's built in memory; a SAM's refusal).
+    pub(crate) fn get<F: Indexed + ?Sized>(
+        &self,
+        file: &F,
+        report: &dyn Report,
+        otherwise: impl FnOnce() -> Result<Index, fasthts::Error>,
+    ) -> Result<Arc<Index>, fasthts::Error> {
+        let mut slot = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(ix) = slot.as_ref() {
             return Ok(ix.clone());
         }
-        let ix = match &self.index_path {
-            Some(p) => {
-                // An index given by name may be any file's: each chunk is
-                // checked to start at a block of this one (as a stale index
-                // beside the BAM is), so a foreign index is named as such.
-                let ix = command::load_index(&self.bam, p)?;
-                command::verify_index(&self.bam, &ix, true).map_err(|e| e.with_path(p))?;
-                ix
-            }
-            None => match command::find_index(&self.bam, report)? {
-                Some(ix) => ix,
-                None => command::build_index(&self.bam)?,
-            },
+        let ix = match index_of(file, self.given.as_deref(), report)? {
+            Some(ix) => ix,
+            None => otherwise()?,
         };
         let ix = Arc::new(ix);
         *slot = Some(ix.clone());
         Ok(ix)
     }
 
-    /// Whether an index file (given, or beside the BAM) exists.
-    pub(crate) fn has_index_file(&self) -> bool {
-        self.index_path.is_some() || matches!(command::locate_index(self.bam.path()), IndexLocation::Found(_) | IndexLocation::Stale(_))
+    /// Whether an index file (given, or beside `data`) exists.
+    pub(crate) fn has_file(&self, data: &Path) -> bool {
+        self.given.is_some() || matches!(command::locate_index(data), IndexLocation::Found(_) | IndexLocation::Stale(_))
+    }
+}
+
+/// The index of `file` (a BAM or a bgzipped SAM): the file `given`, else the
+/// usable one beside it (`command::find_index`: a stale one is reported,
+/// one of another file refused); None when there is neither.
+pub(crate) fn index_of<F: Indexed + ?Sized>(file: &F, given: Option<&Path>, report: &dyn Report) -> Result<Option<Index>, fasthts::Error> {
+    match given {
+        Some(p) => {
+            // An index given by name may be any file's: each chunk is
+            // checked to start at a block of this one (as a stale index
+            // beside the file is), so a foreign index is named as such.
+            let ix = command::load_index(file, p)?;
+            command::verify_index(file, &ix, true).map_err(|e| e.with_path(p))?;
+            Ok(Some(ix))
+        }
+        None => command::find_index(file, report),
     }
 }
 
@@ -237,6 +277,7 @@ fn region_triple(obj: &Bound<'_, PyAny>) -> PyResult<Option<(Option<String>, Opt
 
 /// A BAM file, memory-mapped, with its index; or a CRAM file, decoded by
 /// htslib (`crate::cram_file`), with the same API; or SAM text, read whole
+/// from its start, a bgzipped one by region through its index
 /// (`crate::sam_file`).
 #[pyclass(frozen, subclass, module = "fasthts._fasthts")]
 pub struct BamFile {
@@ -286,12 +327,12 @@ impl BamFile {
         w.issue(py)
     }
 
-    /// The SAM file, if that is what is open, refusing a region query
-    /// (see `SamFile::no_regions`).
-    fn refuse_regions_of_sam(&self) -> PyResult<()> {
+    /// For SAM, the bgzipped file and its index a region query reads
+    /// (other SAM, or one without an index, refused: `SamFile::regions`).
+    fn sam_regions(&self, py: Python<'_>) -> PyResult<Option<(Arc<SamGzRegions>, Arc<Index>)>> {
         match &self.opened {
-            Opened::Sam(s) => Err(to_py(s.no_regions())),
-            _ => Ok(()),
+            Opened::Sam(s) => run_detached(py, |w| s.regions(w)).map(Some),
+            _ => Ok(None),
         }
     }
 }
@@ -332,14 +373,7 @@ impl BamFile {
                     return Ok(Opened::Cram(Arc::new(c)));
                 }
                 if is_sam_text(peeked.format()) {
-                    if let Some(ix) = &index {
-                        return Err(fasthts::Error::InvalidArgument(format!(
-                            "{}: an index is not used with SAM input: {} is read whole, not by region",
-                            ix.display(),
-                            path.display()
-                        )));
-                    }
-                    let s = SamFile::open(peeked, &path)?;
+                    let s = SamFile::open(peeked, &path, index.clone(), w)?;
                     s.warn_if_truncated(w);
                     return Ok(Opened::Sam(Arc::new(s)));
                 }
@@ -367,8 +401,9 @@ impl BamFile {
         matches!(self.opened, Opened::Cram(_))
     }
 
-    /// Whether the file is SAM text (plain, bgzipped or gzip-compressed),
-    /// read whole: region queries are refused.
+    /// Whether the file is SAM text (plain, bgzipped or gzip-compressed):
+    /// read whole from its start; regions only of a bgzipped one with an
+    /// index (CSI or BAI).
     #[getter]
     fn is_sam(&self) -> bool {
         matches!(self.opened, Opened::Sam(_))
@@ -390,14 +425,14 @@ impl BamFile {
     }
 
     /// Whether an index file is beside the file (or was given); without
-    /// one, region queries build the index in memory first. False for SAM,
-    /// which is not read through an index.
+    /// one, region queries build the index in memory first (a BAM or
+    /// CRAM) or are refused (SAM).
     #[getter]
     fn has_index(&self) -> bool {
         match &self.opened {
             Opened::Bam(sh) => sh.has_index_file(),
             Opened::Cram(c) => c.has_index_file(),
-            Opened::Sam(_) => false,
+            Opened::Sam(s) => s.regions.as_ref().is_some_and(|r| r.has_index_file()),
         }
     }
 
@@ -418,7 +453,10 @@ impl BamFile {
         let regions = match &self.opened {
             Opened::Bam(sh) => run_detached(py, |w| Ok(region::plan(&sh.bam, &*sh.index(w)?, plan)))?,
             Opened::Cram(c) => run_detached(py, |_| c.plan(plan))?,
-            Opened::Sam(s) => return Err(to_py(s.no_regions())),
+            Opened::Sam(s) => run_detached(py, |w| {
+                let (sam, ix) = s.regions(w)?;
+                Ok(region::plan(&sam.file, &ix, plan))
+            })?,
         };
         Ok(regions.into_iter().map(|r| Region::from_lib(r, self.names())).collect())
     }
@@ -434,13 +472,17 @@ impl BamFile {
     /// from the CIGAR) instead.
     #[pyo3(signature = (region=None, overlap=false))]
     fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>, overlap: bool) -> PyResult<RecordIter> {
-        if region.is_some() {
-            self.refuse_regions_of_sam()?;
-        }
         self.eof_check(py)?;
+        let sam_regions = if region.is_some() { self.sam_regions(py)? } else { None };
         let names = self.names().clone();
         let sh = match &self.opened {
             Opened::Bam(sh) => sh.clone(),
+            Opened::Sam(_) if region.is_some() => {
+                let (sam, ix) = sam_regions.expect("a SAM's regions, or refused above");
+                let r = region_arg(&names, region.expect("checked"))?;
+                let source = crate::alignment::sam_gz_source(sam, ix, r, overlap);
+                return Ok(RecordIter::from_source(names, source, None));
+            }
             Opened::Sam(s) => {
                 let reader = run_detached(py, |_| s.records())?;
                 let source = Source::Sam { reader, path: s.path().to_path_buf() };
@@ -513,16 +555,17 @@ impl BamFile {
         piece_bytes: Option<u64>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let threads = threads_arg(threads)?;
-        if region.is_some() {
-            self.refuse_regions_of_sam()?;
-        }
         self.eof_check(py)?;
+        let sam_regions = if region.is_some() { self.sam_regions(py)? } else { None };
         let region = region.map(|r| region_arg(self.names(), r)).transpose()?;
+        let piece_bytes = piece_bytes.unwrap_or(PIECE_BYTES).max(1);
         let cols = match (&self.opened, region) {
-            (Opened::Bam(sh), Some(r)) => {
-                let piece_bytes = piece_bytes.unwrap_or(PIECE_BYTES).max(1);
-                run_detached(py, |w| with_threads(threads, || region_columns(sh, r, piece_bytes, w)))?
-            }
+            (Opened::Bam(sh), Some(r)) => run_detached(py, |w| {
+                with_threads(threads, || {
+                    let ix = sh.index(w)?;
+                    region_columns(&sh.bam, &ix, r, piece_bytes)
+                })
+            })?,
             (Opened::Bam(sh), None) => run_detached(py, |w| with_threads(threads, || whole_file_columns(sh, w)))?,
             (Opened::Cram(c), Some(r)) => run_detached(py, |_| with_threads(threads, || c.region_columns(r)))?,
             (Opened::Cram(c), None) => run_detached(py, |_| with_threads(threads, || c.whole_file_columns()))?,
@@ -532,7 +575,10 @@ impl BamFile {
                 crate::warn_texts(py, &warnings)?;
                 read?
             }
-            (Opened::Sam(_), Some(_)) => unreachable!("refused above"),
+            (Opened::Sam(_), Some(r)) => {
+                let (sam, ix) = sam_regions.expect("a SAM's regions, or refused above");
+                run_detached(py, |_| with_threads(threads, || region_columns(&sam.file, &ix, r, piece_bytes)))?
+            }
         };
         cols.into_py(py)
     }
@@ -541,16 +587,24 @@ impl BamFile {
     #[pyo3(signature = (regions, threads=None))]
     fn _columns_many<'py>(&self, py: Python<'py>, regions: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let threads = threads_arg(threads)?;
-        self.refuse_regions_of_sam()?;
         self.eof_check(py)?;
+        let sam_regions = self.sam_regions(py)?;
         let mut rs = Vec::new();
         for r in regions.try_iter()? {
             rs.push(region_arg(self.names(), &r?)?);
         }
         let all = match &self.opened {
-            Opened::Bam(sh) => run_detached(py, |w| with_threads(threads, || read_columns(sh, &rs, w)))?,
+            Opened::Bam(sh) => run_detached(py, |w| {
+                with_threads(threads, || {
+                    let ix = sh.index(w)?;
+                    read_columns(&sh.bam, &ix, &rs)
+                })
+            })?,
             Opened::Cram(c) => run_detached(py, |_| with_threads(threads, || c.regions_columns(&rs)))?,
-            Opened::Sam(_) => unreachable!("refused above"),
+            Opened::Sam(_) => {
+                let (sam, ix) = sam_regions.expect("a SAM's regions, or refused above");
+                run_detached(py, |_| with_threads(threads, || read_columns(&sam.file, &ix, &rs)))?
+            }
         };
         all.into_iter().map(|c| c.into_py(py)).collect()
     }
@@ -562,9 +616,9 @@ impl BamFile {
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         // Pickled by path: a worker opens (maps) the file itself.
         let args = match &slf.get().opened {
-            Opened::Bam(sh) => (sh.bam.path().to_path_buf(), sh.index_path.clone(), None),
+            Opened::Bam(sh) => (sh.bam.path().to_path_buf(), sh.index.given.clone(), None),
             Opened::Cram(c) => (c.path().to_path_buf(), c.index_path().map(Path::to_path_buf), c.reference().map(Path::to_path_buf)),
-            Opened::Sam(s) => (s.path().to_path_buf(), None, None),
+            Opened::Sam(s) => (s.path().to_path_buf(), s.regions.as_ref().and_then(|r| r.index.given.clone()), None),
         };
         PyTuple::new(slf.py(), [slf.get_type().into_any(), args.into_pyobject(slf.py())?.into_any()])
     }
@@ -830,7 +884,7 @@ impl<T> Drop for ColVec<T> {
 /// count (or the unplaced count), scaled by the share of the reference's
 /// compressed bytes the region spans, with a margin. Only sizes buffers
 /// (they grow when it is short), so it need not be exact.
-fn estimate_records(bam: &LibBam, ix: &Index, r: LibRegion) -> usize {
+fn estimate_records<F: Indexed + ?Sized>(bam: &F, ix: &Index, r: LibRegion) -> usize {
     if r.ref_id < 0 {
         return ix.n_no_coor().unwrap_or(0) as usize;
     }
@@ -850,15 +904,67 @@ fn estimate_records(bam: &LibBam, ix: &Index, r: LibRegion) -> usize {
     ((n as f64 * share * 1.1) as u64).min(n) as usize
 }
 
-fn read_columns(sh: &Shared, regions: &[LibRegion], report: &dyn Report) -> Result<Vec<Columns>, fasthts::Error> {
-    let ix = sh.index(report)?;
-    region::scatter(&sh.bam, &ix, regions, |r, rd| {
-        let mut c = Columns::with_capacity(estimate_records(&sh.bam, &ix, *r));
-        while let Some(r) = rd.next_record()? {
-            c.push(&r);
+/// A file whose regions are read through a BAI or CSI: a mapped BAM or a
+/// bgzipped SAM (`fasthts::region::sam`). Columns are read from either
+/// the same way.
+pub(crate) trait RegionRead: Indexed + Sync {
+    /// Calls `f` on each record of `region` (by start position) in file
+    /// order, read from `start` (None: the index has no records there);
+    /// `following`: where what follows the region begins
+    /// (`region::following_start`). Errors name the file.
+    fn for_each_in<P: FnMut(&RecordRef<'_>)>(
+        &self,
+        region: LibRegion,
+        start: Option<VirtualOffset>,
+        following: Option<VirtualOffset>,
+        f: P,
+    ) -> Result<(), fasthts::Error>;
+}
+
+impl RegionRead for LibBam {
+    fn for_each_in<P: FnMut(&RecordRef<'_>)>(
+        &self,
+        region: LibRegion,
+        start: Option<VirtualOffset>,
+        following: Option<VirtualOffset>,
+        mut f: P,
+    ) -> Result<(), fasthts::Error> {
+        let Some(start) = start else { return Ok(()) };
+        let mut rd = RegionReader::new(self, region, start, following)?;
+        let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(self.path());
+        while let Some(r) = rd.next_record().map_err(wrap)? {
+            f(&r);
         }
-        Ok(c)
-    })
+        Ok(())
+    }
+}
+
+impl RegionRead for SamGzFile {
+    fn for_each_in<P: FnMut(&RecordRef<'_>)>(
+        &self,
+        region: LibRegion,
+        start: Option<VirtualOffset>,
+        following: Option<VirtualOffset>,
+        f: P,
+    ) -> Result<(), fasthts::Error> {
+        let Some(start) = start else { return Ok(()) };
+        SamRegionReader::new(self, region, start, following)?.for_each_record(f)
+    }
+}
+
+/// The columns of each of `regions`, read in parallel on the current pool,
+/// in the order given; the error of the first failing region (in that
+/// order), as `region::scatter`.
+fn read_columns<F: RegionRead>(file: &F, ix: &Index, regions: &[LibRegion]) -> Result<Vec<Columns>, fasthts::Error> {
+    let read: Vec<Result<Columns, fasthts::Error>> = regions
+        .par_iter()
+        .map(|r| {
+            let mut c = Columns::with_capacity(estimate_records(file, ix, *r));
+            file.for_each_in(*r, region::region_start(file, ix, *r), region::following_start(file, ix, *r), |rec| c.push(rec))?;
+            Ok(c)
+        })
+        .collect();
+    read.into_iter().collect()
 }
 
 /// Compressed bytes per piece when one region is read on several threads.
@@ -873,14 +979,13 @@ const PIECE_BYTES: u64 = 4 << 20;
 /// the boundaries of the plan of pieces of about `piece_bytes` (regions are
 /// start-based, so the pieces partition its records), the pieces read in
 /// parallel and their columns appended in order.
-fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64, report: &dyn Report) -> Result<Columns, fasthts::Error> {
-    let ix = sh.index(report)?;
+fn region_columns<F: RegionRead>(file: &F, ix: &Index, r: LibRegion, piece_bytes: u64) -> Result<Columns, fasthts::Error> {
     if r.ref_id < 0 || rayon::current_num_threads() == 1 {
-        return Ok(Columns::concat(read_columns(sh, &[r], report)?));
+        return Ok(Columns::concat(read_columns(file, ix, &[r])?));
     }
     let mut pieces = Vec::new();
     let mut start = r.start;
-    for cut in region::plan(&sh.bam, &ix, Plan::BalancedBytes(piece_bytes)).iter().filter(|p| p.ref_id == r.ref_id).map(|p| p.end) {
+    for cut in region::plan(file, ix, Plan::BalancedBytes(piece_bytes)).iter().filter(|p| p.ref_id == r.ref_id).map(|p| p.end) {
         if cut > start && cut < r.end {
             pieces.push(LibRegion { ref_id: r.ref_id, start, end: cut });
             start = cut;
@@ -892,28 +997,20 @@ fn region_columns(sh: &Shared, r: LibRegion, piece_bytes: u64, report: &dyn Repo
     // the piece's first 16 kb window: with spliced reads spanning kilobases,
     // that re-read a third of a window per piece, 8 % more inflating on
     // chr1 of the bench BAM).
-    let starts: Vec<Option<VirtualOffset>> = pieces.iter().map(|p| region::region_start(&sh.bam, &ix, *p)).collect();
-    let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(sh.bam.path());
+    let starts: Vec<Option<VirtualOffset>> = pieces.iter().map(|p| region::region_start(file, ix, *p)).collect();
     // What follows the region bounds its last piece's data.
-    let after = region::following_start(&sh.bam, &ix, r);
+    let after = region::following_start(file, ix, r);
     // A buffer that held an earlier piece is emptied first.
     let read_piece = |i: usize, c: &mut Columns| -> Result<(), fasthts::Error> {
         c.clear();
         // The next piece's start bounds this one's data.
         let following = starts.get(i + 1).copied().unwrap_or(after);
-        let mut rd = match starts[i] {
-            Some(s) => RegionReader::new(&sh.bam, pieces[i], s, following)?,
-            None => RegionReader::empty(&sh.bam, pieces[i])?,
-        };
-        while let Some(r) = rd.next_record().map_err(wrap)? {
-            c.push(&r);
-        }
-        Ok(())
+        file.for_each_in(pieces[i], starts[i], following, |rec| c.push(rec))
     };
     // Pieces are read in parallel into buffers that are appended in order
     // and reused: the output is the only large memory written.
-    let mut out = Columns::with_capacity(estimate_records(&sh.bam, &ix, r));
-    let new_buffer = |i: usize| Columns::with_capacity(estimate_records(&sh.bam, &ix, pieces[i]));
+    let mut out = Columns::with_capacity(estimate_records(file, ix, r));
+    let new_buffer = |i: usize| Columns::with_capacity(estimate_records(file, ix, pieces[i]));
     fasthts::gather::fill_in_order(pieces.len(), new_buffer, read_piece, |c| out.append(c))?;
     Ok(out)
 }

@@ -3,13 +3,18 @@
 //! whole-file call reads the file from its start as one stream, inflated
 //! ahead and parsed in chunks on the call's threads, records handed on in
 //! file order (`SamReader::for_each_record`, flagstat's path for SAM): the
-//! same records at any thread count. Regions are not read: that needs an
-//! index of the text, which no library reader queries yet.
+//! same records at any thread count. Regions of a bgzipped SAM are read
+//! through its CSI or BAI (given, or beside it, found as the CLI finds a
+//! BAM's) with the library's reader (`fasthts::region::sam`), as `fasthts
+//! view` reads them; other SAM is refused region queries in one line.
 
-use crate::bam::Columns;
+use crate::bam::{Columns, IndexSlot};
 use fasthts::bam::Header;
-use fasthts::command::{Report, Warning};
+use fasthts::command::{self, Report, Warning};
+use fasthts::index::Index;
 use fasthts::input::{Format, Input, Peeked};
+use fasthts::region::sam::SamGzFile;
+use fasthts::region::Indexed;
 use fasthts::sam::SamReader;
 use fasthts::Error;
 use fasthts_io::compression::Compression;
@@ -22,9 +27,35 @@ pub(crate) struct SamFile {
     path: PathBuf,
     header: Header,
     pub(crate) names: Arc<Vec<String>>,
-    bgzf: bool,
+    /// A bgzipped SAM, mapped for region queries (None: not bgzipped).
+    pub(crate) regions: Option<Arc<SamGzRegions>>,
     /// A bgzipped SAM without BGZF's end-of-file block.
     missing_eof: bool,
+}
+
+/// A bgzipped SAM file read by region through its index.
+pub(crate) struct SamGzRegions {
+    pub(crate) file: SamGzFile,
+    pub(crate) index: IndexSlot,
+}
+
+impl SamGzRegions {
+    /// Maps the bgzipped SAM at `path` (a regular file); its index is
+    /// `index`, else looked for beside it when a region is first read.
+    pub(crate) fn open(path: &Path, index: Option<PathBuf>) -> Result<SamGzRegions, Error> {
+        Ok(SamGzRegions { file: SamGzFile::open(path)?, index: IndexSlot::new(index) })
+    }
+
+    /// The index: the file given, else the usable one beside the SAM, found
+    /// and checked as a BAM's; without either, the CLI's error.
+    pub(crate) fn index(&self, report: &dyn Report) -> Result<Arc<Index>, Error> {
+        self.index.get(&self.file, report, || Err(command::no_index_for_regions(Indexed::path(&self.file))))
+    }
+
+    /// Whether an index file (given, or beside the file) exists.
+    pub(crate) fn has_index_file(&self) -> bool {
+        self.index.has_file(Indexed::path(&self.file))
+    }
 }
 
 /// Whether `format` is SAM text that `SamFile` reads.
@@ -34,14 +65,29 @@ pub(crate) fn is_sam_text(format: Format) -> bool {
 
 impl SamFile {
     /// Reads the header of the SAM text `peeked` (a regular file at `path`,
-    /// recognised as SAM text: see `is_sam_text`).
-    pub(crate) fn open(peeked: Peeked, path: &Path) -> Result<SamFile, Error> {
+    /// recognised as SAM text: see `is_sam_text`). A bgzipped one is mapped
+    /// for region queries; `index`, the index file to read them through, is
+    /// loaded now (a foreign or unreadable one fails here, as for a BAM);
+    /// other SAM cannot have one.
+    pub(crate) fn open(peeked: Peeked, path: &Path, index: Option<PathBuf>, report: &dyn Report) -> Result<SamFile, Error> {
         let bgzf = peeked.format() == Format::CompressedSam(Compression::Bgzf);
         let missing_eof = bgzf && peeked.ends_with_eof_marker() == Some(false);
+        if !bgzf && index.is_some() {
+            return Err(command::sam_not_indexable(path));
+        }
         let reader = sam_reader(peeked.open()?, path)?;
         let header = reader.header().clone();
         let names = Arc::new(header.references.iter().map(|r| r.name.clone()).collect());
-        Ok(SamFile { path: path.to_path_buf(), header, names, bgzf, missing_eof })
+        let regions = if bgzf {
+            let regions = SamGzRegions::open(path, index)?;
+            if regions.index.given.is_some() {
+                regions.index(report)?;
+            }
+            Some(Arc::new(regions))
+        } else {
+            None
+        };
+        Ok(SamFile { path: path.to_path_buf(), header, names, regions, missing_eof })
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -86,16 +132,12 @@ impl SamFile {
         Ok(c)
     }
 
-    /// The error of every region query (`fetch`/`columns` with a region,
-    /// `columns_many`, `plan`).
-    pub(crate) fn no_regions(&self) -> Error {
-        let why = if self.bgzf {
-            "region queries on bgzipped SAM are not supported here (BamFile reads it whole; a .csi beside it is not used)"
-        } else {
-            "region queries on SAM that is not bgzipped are not possible (it cannot be indexed; BamFile reads it whole)"
-        };
-        Error::Message(format!("{why}: an indexed BAM or CRAM is needed (fasthts sort --write-index -o OUT.bam converts)"))
-            .with_path(&self.path)
+    /// The bgzipped SAM and its index, for a region query (`fetch`/`columns`
+    /// with a region, `columns_many`, `plan`); SAM that is not bgzipped, or
+    /// has no index, is refused with the CLI's error.
+    pub(crate) fn regions(&self, report: &dyn Report) -> Result<(Arc<SamGzRegions>, Arc<Index>), Error> {
+        let Some(regions) = &self.regions else { return Err(command::sam_not_indexable(&self.path)) };
+        Ok((regions.clone(), regions.index(report)?))
     }
 }
 

@@ -296,7 +296,7 @@ pub enum Plan {
 
 /// Regions tiling every reference that has records in the index, plus the
 /// unplaced records: a whole-file job over them sees each record once.
-pub fn plan(bam: &BamFile, index: &Index, plan: Plan) -> Vec<Region> {
+pub fn plan<F: Indexed + ?Sized>(bam: &F, index: &Index, plan: Plan) -> Vec<Region> {
     let mut regions = Vec::new();
     for tid in 0..index.references().len() {
         if !has_records(index, tid) {

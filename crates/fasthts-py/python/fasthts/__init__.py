@@ -100,12 +100,16 @@ class BamFile(_fasthts.BamFile):
     begin, so a region or the whole file is read on several threads;
     ``columns`` decodes no names, qualities or tags.
 
-    SAM text (``is_sam``: bgzipped, plain or gzip-compressed) is read
-    whole: ``columns()`` and ``fetch()`` give what they give on the BAM
-    ``samtools view -b`` makes of it, each call reading the file from its
-    start (inflated ahead, parsed on ``threads`` threads, in file order).
-    Region queries (``fetch``/``columns`` with a region, ``columns_many``,
-    ``plan``) raise ``fasthts.Error``: SAM is not read through an index.
+    SAM text (``is_sam``: bgzipped, plain or gzip-compressed) gives what
+    the BAM ``samtools view -b`` makes of it gives. ``columns()`` and
+    ``fetch()`` read the file from its start (inflated ahead, parsed on
+    ``threads`` threads, in file order). A bgzipped SAM is read by region
+    through its index (``samtools index`` or ``fasthts index``: a CSI or
+    BAI, ``index`` or beside the file, found and checked as a BAM's), as
+    ``samtools view`` reads it: ``fetch``/``columns`` with a region,
+    ``columns_many``, ``plan`` and ``scatter``. Without an index, or on SAM
+    that is not bgzipped (which no index can describe), they raise
+    ``fasthts.Error`` in one line naming the file and what is needed.
 
     A ``BamFile`` pickles as its path (and index and reference): a worker
     process opens the file itself (a shared filesystem is assumed).

@@ -166,6 +166,14 @@ class AlignmentFile:
     ``fetch`` returns the records **overlapping** a region (pysam's,
     samtools' and htslib's rule); ``fasthts.BamFile`` assigns each record
     to the region where it starts instead (what scatter/gather needs).
+
+    A bgzipped SAM with an index (``index_filename``, else the
+    ``.csi``/``.bai`` beside it, loaded at open) is read by region too, as
+    ``samtools view`` reads it (pysam refuses regions of any SAM):
+    ``fetch``/``count`` with a region, ``has_index()``, ``mapped``,
+    ``get_index_statistics()``; ``fetch()`` without a region still reads it
+    from its first record to the end, as pysam does. Other SAM raises
+    pysam's ``ValueError`` for a region, with the reason.
     """
 
     def __init__(
@@ -276,7 +284,8 @@ class AlignmentFile:
         return str(self.header)
 
     def has_index(self) -> bool:
-        """Whether an index was loaded at open (given, or beside the BAM)."""
+        """Whether an index was loaded at open (given, or beside the BAM,
+        CRAM or bgzipped SAM)."""
         return self._open_reader().indexed
 
     def check_index(self) -> bool:
@@ -408,7 +417,12 @@ class AlignmentFile:
         has_coord, rtid, rstart, rstop = self.parse_region(contig, start, stop, region, tid, reference=reference, end=end)
         if not reader.random_access and not reader.is_cram:
             if has_coord:
-                raise ValueError("fetching by region is not available for SAM files")
+                # pysam's words, then why, naming the file.
+                raise ValueError(f"fetching by region is not available for SAM files: {reader.no_regions}")
+            return reader.fetch_all()
+        if self.is_sam and not has_coord:
+            # As pysam reads any SAM: from the first record to the end,
+            # unplaced records included (an index is used for regions only).
             return reader.fetch_all()
         if not until_eof and not self.has_index():
             raise ValueError("fetch called on bamfile without index")

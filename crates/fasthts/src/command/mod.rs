@@ -361,6 +361,23 @@ pub fn not_coordinate_sorted(bam: &BamFile, found: Option<&Error>) -> Option<Err
     Some(Error::Message(format!("not coordinate-sorted ({why}); sort it by coordinate first (fasthts sort)")).with_path(bam.path()))
 }
 
+/// The error of a region query on SAM text that no index can describe
+/// (plain or gzip-compressed SAM, a pipe, standard input): only a bgzipped
+/// SAM file is read by region, through its CSI or BAI. `view`'s wording,
+/// for the Python package's readers too.
+pub fn sam_not_indexable(path: &Path) -> Error {
+    Error::Message(
+        "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (a bgzipped SAM file is read through its index; plain or gzip SAM, pipes and standard input cannot be: bgzip it to a file, then fasthts index it)".into(),
+    )
+    .with_path(path)
+}
+
+/// The error of a region query on a file (a bgzipped SAM) that has no
+/// index beside it and was given none; `view`'s wording.
+pub fn no_index_for_regions(path: &Path) -> Error {
+    Error::Message("cannot load index (regions are read through the index: fasthts index it first)".into()).with_path(path)
+}
+
 /// An index of `bam` made in memory, for a reader given no index file
 /// (Python's `BamFile`); a BAM not sorted by coordinate is said to be so
 /// ([`not_coordinate_sorted`]).
