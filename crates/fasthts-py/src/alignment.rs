@@ -580,7 +580,7 @@ pub(crate) fn sam_gz_source(file: Arc<SamGzRegions>, index: Arc<Index>, region: 
 /// The text of a warning about a record of the SAM at `path` (a Python
 /// `UserWarning`), worded as the errors about its lines.
 pub(crate) fn sam_warning_text(path: &Path, w: &fasthts::sam::RecordWarning) -> String {
-    format!("{}: SAM line {} (read {:?}): {}", path.display(), w.line, w.name, w.warnings)
+    fasthts::command::Warning::SamRecord { path: path.to_path_buf(), warning: w.clone() }.to_string()
 }
 
 /// The next records of `source` (none at its end), each its own buffer;

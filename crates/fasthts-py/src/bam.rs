@@ -525,7 +525,8 @@ impl BamFile {
         }
         let (start, following) = run_detached(py, |w| {
             let ix = sh.index(w)?;
-            Ok((region::start_offset(&sh.bam, &ix, r.ref_id, r.start), region::following_start(&sh.bam, &ix, r)))
+            let span = region::query_span(&sh.bam, &ix, r, r.start);
+            Ok((span.map(|(start, _)| start), span.and_then(|(_, following)| following)))
         })?;
         Ok(RecordIter {
             shared: Some(sh),

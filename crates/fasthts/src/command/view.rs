@@ -281,12 +281,7 @@ pub fn view_file(
                         None
                     }
                     Input::Sam(_) => {
-                        let Some(sam) = SamGzFile::open_for_regions(input)? else {
-                            return Err(Error::Message(
-                                "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (a bgzipped SAM file is read through its index; plain or gzip SAM, pipes and standard input cannot be: bgzip it to a file, then fasthts index it)".into(),
-                            )
-                            .with_path(input));
-                        };
+                        let Some(sam) = SamGzFile::open_for_regions(input)? else { return Err(super::sam_not_indexable(input)) };
                         let index = match &options.index {
                             Some(path) => {
                                 let index = load_index(&sam, path)?;
@@ -295,7 +290,7 @@ pub fn view_file(
                             }
                             None => find_index(&sam, report)?,
                         };
-                        let Some(index) = index else { return Err(missing_index(input)) };
+                        let Some(index) = index else { return Err(super::no_index_for_regions(input)) };
                         let (pieces, merged) = plan_pieces(&header.references, Some(&index), options, &names, skipped)?;
                         let source = PieceSource::SamGz(&sam, &index);
                         read_regions(&source, &header.references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
@@ -318,7 +313,7 @@ pub fn view_file(
                     (Some(bam), None) => find_index(bam, report)?,
                 };
                 if let Some(bam) = bam {
-                    let Some(index) = index else { return Err(missing_index(input)) };
+                    let Some(index) = index else { return Err(super::no_index_for_regions(input)) };
                     let (pieces, merged) = plan_pieces(&bam.header().references, Some(&index), options, &names, skipped)?;
                     let source = PieceSource::Bam(bam, &index);
                     read_regions(&source, &bam.header().references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
@@ -362,11 +357,6 @@ pub fn view_file(
         }
         Ok(count)
     })
-}
-
-/// A BAM or bgzipped SAM without an index to read its regions through.
-fn missing_index(input: &Path) -> Error {
-    Error::Message("cannot load index (regions are read through the index: fasthts index it first)".into()).with_path(input)
 }
 
 /// The outputs of one run and the count of selected records.
