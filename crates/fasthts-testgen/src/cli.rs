@@ -418,6 +418,39 @@ mod tests {
         (q, r, ops)
     }
 
+    /// Reads longer than what is left of a short reference (chrM, 16,569
+    /// bp) near its end: mates placed at its last base and chimeras skipped
+    /// there, overhangs soft-clipped; seed 1 used to panic (a window past
+    /// chrM's end, then a QUAL slice past a clipped primary's end).
+    #[test]
+    fn long_reads_near_the_end_of_a_short_reference_stay_inside_it() {
+        for seed in ["1", "2", "3"] {
+            let args = ["--seed", seed, "--reads", "5000", "--refs", "4", "--ref-len", "60k", "--read-len", "100-3000"];
+            let text = String::from_utf8(super::sam(&args).unwrap()).unwrap();
+            let mut lengths = HashMap::new();
+            for line in text.lines() {
+                if let Some(h) = line.strip_prefix("@SQ\tSN:") {
+                    let (name, rest) = h.split_once('\t').unwrap();
+                    lengths.insert(name.to_string(), rest.strip_prefix("LN:").unwrap().parse::<u64>().unwrap());
+                    continue;
+                }
+                if line.starts_with('@') {
+                    continue;
+                }
+                let f: Vec<&str> = line.split('\t').collect();
+                if f[5] == "*" {
+                    continue;
+                }
+                let (q, r, _) = cigar_lens(f[5]);
+                if f[9] != "*" {
+                    assert_eq!(q, f[9].len() as u64, "seed {seed}: {line}");
+                }
+                let pos: u64 = f[3].parse().unwrap();
+                assert!(pos + r - 1 <= lengths[f[2]], "seed {seed}: past the reference's end: {line}");
+            }
+        }
+    }
+
     #[test]
     fn same_seed_same_bytes() {
         assert_eq!(sam(11, false, 3_000), sam(11, false, 3_000));

@@ -511,6 +511,12 @@ impl<'g> Gen<'g> {
         };
         let srev = self.rng.chance(0.5);
         let clip_right = self.rng.chance(0.5); // primary: kM cS, else cS kM
+        // A primary part longer than what is left of the reference would be
+        // clipped by map_read, which cannot add to a given clip: no chimera
+        // (long reads near the end of a short reference).
+        if clip_right && k > self.g.refs[tid as usize].len - pos {
+            return false;
+        }
         let flip = srev != rev;
         // The supplementary's hard clip sits on the side where the primary
         // part is, in the supplementary's own orientation.
@@ -770,7 +776,10 @@ impl<'g> Gen<'g> {
             .max(len_a.max(len_b) as i64 + 10) as u32)
             .min(room.saturating_sub(1))
             .max(len_a.max(len_b));
-        let right_pos = p + frag - len_b.min(frag);
+        // Reads longer than what is left of a short reference (chrM) would
+        // place the mate past its end: at its last base, its overhang
+        // soft-clipped by map_read, as an aligner clips at a contig end.
+        let right_pos = (p + frag - len_b.min(frag)).min(p + room.saturating_sub(1));
 
         // Decide the kind of pair.
         let x = self.rng.next_u64();
