@@ -20,7 +20,8 @@ default settings, -m 64M, -l 1, and SAM on standard input. The view jobs
 (--jobs view, not in the default set) are issue 23's bars: `view -c` of the
 whole file and of 1,000 random 10 kb regions (seeded; on references with
 reads), and `view -b -o` of a 10 % subsample, each against `samtools view`
-at the same -@. --jobs depth: `depth -a` of the whole file and of 1,000
+at the same -@. --jobs view-filters: `view -c` with an `-e` expression
+(strings and a regex) and with `-d RG:rg1`, against samtools at the same -@. --jobs depth: `depth -a` of the whole file and of 1,000
 random 10 kb regions (a BED) against `samtools depth`, which has no
 threads.
 
@@ -172,7 +173,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; with --cram: flagstat,index,sort]")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-filters, depth; with --cram: flagstat,index,sort]")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
@@ -340,6 +341,22 @@ def main():
                     runs[k].append(timed(cmd))
             if theirs_args is not None:
                 assert view_digest(sub_f) == view_digest(sub_s), f"fasthts {job} output differs from samtools"
+            base = report(job, "fasthts", runs["fasthts"])
+            report(job, "samtools", runs["samtools"], base)
+
+    if "view-filters" in jobs:
+        # Record filters evaluated on every record: an -e expression on
+        # strings and a regex, and -d on a tag (counts compared).
+        for job, args in [
+            ("view -c -e", ["-c", "-e", 'rname == "chr2" || [RG] == "x" || qname =~ "1$"', bam]),
+            ("view -c -d", ["-c", "-d", "RG:rg1", bam]),
+        ]:
+            tools = {"fasthts": [fasthts, "view", "-@", t, *args], "samtools": ["samtools", "view", "-@", t, *args]}
+            assert output(tools["fasthts"]) == output(tools["samtools"]), f"fasthts {job} differs from samtools"
+            runs = {k: [] for k in tools}
+            for _ in range(a.runs):
+                for k, cmd in tools.items():
+                    runs[k].append(timed(cmd))
             base = report(job, "fasthts", runs["fasthts"])
             report(job, "samtools", runs["samtools"], base)
 
