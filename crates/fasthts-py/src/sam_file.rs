@@ -75,18 +75,18 @@ impl SamFile {
         if !bgzf && index.is_some() {
             return Err(command::sam_not_indexable(path));
         }
-        let reader = sam_reader(peeked.open()?, path)?;
-        let header = reader.header().clone();
-        let names = Arc::new(header.references.iter().map(|r| r.name.clone()).collect());
-        let regions = if bgzf {
+        // A bgzipped SAM is mapped, its header read there once; other SAM
+        // text is read as a stream for its header.
+        let (header, regions) = if bgzf {
             let regions = SamGzRegions::open(path, index)?;
             if regions.index.given.is_some() {
                 regions.index(report)?;
             }
-            Some(Arc::new(regions))
+            (Indexed::header(&regions.file).clone(), Some(Arc::new(regions)))
         } else {
-            None
+            (sam_reader(peeked.open()?, path)?.header().clone(), None)
         };
+        let names = Arc::new(header.references.iter().map(|r| r.name.clone()).collect());
         Ok(SamFile { path: path.to_path_buf(), header, names, regions, missing_eof })
     }
 
