@@ -928,15 +928,12 @@ impl RegionRead for LibBam {
         region: LibRegion,
         start: Option<VirtualOffset>,
         following: Option<VirtualOffset>,
-        mut f: P,
+        f: P,
     ) -> Result<(), fasthts::Error> {
         let Some(start) = start else { return Ok(()) };
-        let mut rd = RegionReader::new(self, region, start, following)?;
-        let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(self.path());
-        while let Some(r) = rd.next_record().map_err(wrap)? {
-            f(&r);
-        }
-        Ok(())
+        RegionReader::new(self, region, start, following)?
+            .for_each_record(f)
+            .map_err(|e| fasthts::Error::from(e).with_path(self.path()))
     }
 }
 
