@@ -907,9 +907,7 @@ impl AlignedSegment {
     /// Whether the CIGAR was taken from the `CG` tag (htslib then drops the
     /// tag: pysam does not see it).
     fn cigar_from_cg(&self) -> bool {
-        let r = self.r();
-        let (real, stored) = (r.cigar(), r.raw_cigar());
-        real.len() != stored.len() || real.get(0) != stored.get(0)
+        self.r().cigar_tag_field().is_some()
     }
 
     /// The value of `tag` as pysam sees it.

@@ -21,6 +21,7 @@ mod kmer_protocol;
 mod kmer_reads;
 mod kmer_vs_khmer;
 mod large_positions;
+mod long_cigars;
 mod robustness;
 mod robustness_faults;
 mod samtools_diff;

@@ -281,27 +281,57 @@ impl<'a> RecordRef<'a> {
     #[inline]
     pub fn cigar(&self) -> Cigar<'a> {
         let stored = self.raw_cigar();
-        if stored.is_empty() || self.ref_id() < 0 || self.pos() < 0 {
+        if !self.cigar_may_be_placeholder(stored) {
             return stored;
         }
-        let (op, len) = stored.get(0).expect("non-empty CIGAR");
-        if op != CigarOp::SoftClip || len as usize != self.seq_len() {
-            return stored;
-        }
-        self.cigar_from_tag(stored)
+        self.cigar_in_tag(stored).map_or(stored, |(cigar, _)| cigar)
     }
 
-    /// The CIGAR in the `CG` tag if there is a valid one, else `stored`.
-    #[cold]
-    fn cigar_from_tag(&self, stored: Cigar<'a>) -> Cigar<'a> {
-        match self.aux().find(*b"CG") {
-            Some(AuxValue::Array { subtype: b'I' | b'i', count, bytes })
-                if count >= stored.len() && count < (1 << 29) =>
-            {
-                Cigar { raw: bytes }
-            }
-            _ => stored,
+    /// htslib's first test in `bam_tag2cigar`: a placed record whose stored
+    /// CIGAR opens with a soft clip of the whole sequence.
+    #[inline]
+    fn cigar_may_be_placeholder(&self, stored: Cigar<'a>) -> bool {
+        if stored.is_empty() || self.ref_id() < 0 || self.pos() < 0 {
+            return false;
         }
+        let (op, len) = stored.get(0).expect("non-empty CIGAR");
+        op == CigarOp::SoftClip && len as usize == self.seq_len()
+    }
+
+    /// The real CIGAR held in the `CG` tag, when there is a valid one, and
+    /// that field's byte range within [`RecordRef::aux_bytes`].
+    #[cold]
+    fn cigar_in_tag(&self, stored: Cigar<'a>) -> Option<(Cigar<'a>, std::ops::Range<usize>)> {
+        let aux = self.aux_bytes();
+        let mut at = 0;
+        // bam_aux_get: the first CG field; none past malformed data.
+        while at < aux.len() {
+            let (tag, value, used) = parse_aux(&aux[at..])?;
+            if tag == *b"CG" {
+                return match value {
+                    AuxValue::Array { subtype: b'I' | b'i', count, bytes } if count >= stored.len() && count < (1 << 29) => {
+                        Some((Cigar { raw: bytes }, at..at + used))
+                    }
+                    _ => None,
+                };
+            }
+            at += used;
+        }
+        None
+    }
+
+    /// When this record's CIGAR is held in its `CG` tag (see
+    /// [`RecordRef::cigar`]), that field's byte range within
+    /// [`RecordRef::aux_bytes`]: htslib moves it into the CIGAR as it
+    /// reads the record, so it is part of the alignment, not a tag that
+    /// `view -x` or `--keep-tag` selects.
+    #[inline]
+    pub fn cigar_tag_field(&self) -> Option<std::ops::Range<usize>> {
+        let stored = self.raw_cigar();
+        if !self.cigar_may_be_placeholder(stored) {
+            return None;
+        }
+        self.cigar_in_tag(stored).map(|(_, field)| field)
     }
 
     /// The 4-bit encoded sequence (two bases per byte, `=ACMGRSVTWYHKDBN`).
@@ -346,6 +376,86 @@ impl<'a> RecordRef<'a> {
         let rlen = if self.flag() & flags::UNMAPPED != 0 { 0 } else { self.cigar().reference_len() };
         i64::from(self.pos()) + if rlen == 0 { 1 } else { rlen }
     }
+}
+
+/// Appends `r` (its `block_size`, then its data) to `out` as htslib
+/// writes a record it has read to BAM, when the two differ: a CIGAR held in
+/// the `CG` tag is moved into the record as `bam_read1` moves it (the bin
+/// recomputed from it, the `CG` field removed), and `bam_write1` writes a
+/// CIGAR of more than 65,535 operations back as `<l_seq>S<ref_len>N` with
+/// a `CG:B,I` tag at the end of the record. So a `CG` field in the middle
+/// of the tags moves to the end, and one of no more than 65,535 operations
+/// becomes the CIGAR, as in samtools' output. Returns `Ok(false)`, leaving
+/// `out` as it is, for a record htslib writes as it is stored.
+pub fn append_as_htslib_writes(r: &RecordRef<'_>, out: &mut Vec<u8>) -> Result<bool, LongCigarTooLong> {
+    let Some(field) = r.cigar_tag_field() else { return Ok(false) };
+    let cigar = r.cigar();
+    let n_cigar = cigar.len() as u32;
+    let data = r.as_bytes();
+    let aux_start = r.aux_start();
+    let rlen = if r.flag() & flags::UNMAPPED != 0 { 0 } else { cigar.reference_len() };
+    let bin = crate::index::binning::reg2bin(i64::from(r.pos()), i64::from(r.pos()) + rlen.max(1), 14, 5) as u16;
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    let fixed = out.len();
+    out.extend_from_slice(&data[..r.cigar_start()]);
+    out[fixed + field::BIN.start..fixed + field::BIN.end].copy_from_slice(&bin.to_le_bytes());
+    let cigar_st = out.len();
+    out.extend_from_slice(cigar.raw);
+    out.extend_from_slice(&data[r.seq_start()..aux_start + field.start]);
+    out.extend_from_slice(&data[aux_start + field.end..]);
+    let n_field = if n_cigar > 0xffff {
+        move_cigar_to_tag(out, cigar_st, n_cigar, r.seq_len())
+            .map_err(|ref_len| LongCigarTooLong { name: String::from_utf8_lossy(r.name()).into_owned(), n_cigar, ref_len })?;
+        2
+    } else {
+        n_cigar
+    };
+    out[fixed + field::N_CIGAR_OP.start..fixed + field::N_CIGAR_OP.end].copy_from_slice(&(n_field as u16).to_le_bytes());
+    let block_size = (out.len() - fixed) as u32;
+    out[start..fixed].copy_from_slice(&block_size.to_le_bytes());
+    Ok(true)
+}
+
+/// A record whose CIGAR has more than 65,535 operations and covers 2^28
+/// or more reference bases: BAM has no room for it (htslib's
+/// `bam_write1` refuses it too; SAM and CRAM can hold it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("record {name} with {n_cigar} CIGAR operations and reference length {ref_len} cannot be written in BAM (write SAM or CRAM instead)")]
+pub struct LongCigarTooLong {
+    /// The read's name.
+    pub name: String,
+    /// Number of CIGAR operations.
+    pub n_cigar: u32,
+    /// Reference length covered.
+    pub ref_len: i64,
+}
+
+/// `bam_write1` for more than 65,535 operations: the `n_cigar` operations
+/// at `cigar_st` in `out` (a record being built, ending with its tags)
+/// become `<l_seq>S<ref_len>N` and move to a `CG:B,I` tag at the end;
+/// `Err(ref_len)` when they cover 2^28 or more reference bases.
+pub(crate) fn move_cigar_to_tag(out: &mut Vec<u8>, cigar_st: usize, n_cigar: u32, l_seq: usize) -> Result<(), i64> {
+    let cigar_en = cigar_st + 4 * n_cigar as usize;
+    let rlen = Cigar { raw: &out[cigar_st..cigar_en] }.reference_len();
+    if rlen >= 1 << 28 {
+        return Err(rlen);
+    }
+    let tail = out.len();
+    out.reserve(16 + 4 * n_cigar as usize);
+    out.extend_from_slice(b"CGBI");
+    out.extend_from_slice(&n_cigar.to_le_bytes());
+    out.extend_from_within(cigar_st..cigar_en);
+    // [cigar][seq qual aux][CG] → [placeholder 8][seq qual aux][CG]
+    out.copy_within(cigar_en..tail, cigar_st + 8);
+    let after = cigar_st + 8 + (tail - cigar_en);
+    let cg_len = out.len() - tail;
+    out.copy_within(tail..tail + cg_len, after);
+    out.truncate(after + cg_len);
+    let placeholder = [(l_seq as u32) << 4 | u32::from(CigarOp::SoftClip.code()), (rlen as u32) << 4 | u32::from(CigarOp::Skip.code())];
+    out[cigar_st..cigar_st + 4].copy_from_slice(&placeholder[0].to_le_bytes());
+    out[cigar_st + 4..cigar_st + 8].copy_from_slice(&placeholder[1].to_le_bytes());
+    Ok(())
 }
 
 impl fmt::Debug for RecordRef<'_> {

@@ -273,7 +273,6 @@ fn reg2bin(beg: i64, end: i64) -> u16 {
 const HTS_POS_MAX: i64 = ((i32::MAX as i64) << 32) | i32::MAX as i64;
 const FLAG_UNMAP: u16 = 0x4;
 const BAM_CSOFT_CLIP: u32 = 4;
-const BAM_CREF_SKIP: u32 = 3;
 
 /// Finds the end of a tab-terminated token starting at `p` (htslib's
 /// `_read_token`: `strchr(p, '\t')` on a NUL-terminated line).
@@ -674,7 +673,8 @@ fn encode_inner(s: &[u8], refs: &RefNames, out: &mut Vec<u8>, base: usize, posit
     }
     let mut n_cigar_field = n_cigar;
     if n_cigar > 0xffff {
-        move_cigar_to_cg(out, cigar_st, n_cigar, l_seq)?;
+        crate::bam::record::move_cigar_to_tag(out, cigar_st, n_cigar, l_seq)
+            .map_err(|ref_len| RecordError::LongCigarTooLong { n_cigar, ref_len })?;
         n_cigar_field = 2;
     }
     // Last, after a CG tag too.
@@ -700,31 +700,6 @@ fn encode_inner(s: &[u8], refs: &RefNames, out: &mut Vec<u8>, base: usize, posit
     h[28..32].copy_from_slice(&(mpos as i32).to_le_bytes());
     h[32..36].copy_from_slice(&(isize as i32).to_le_bytes());
     Ok(warn)
-}
-
-/// `bam_write1` for more than 65,535 operations: the CIGAR at
-/// `cigar_st` becomes `<l_seq>S<rlen>N` and moves to a `CG:B,I` tag at the
-/// end of the record.
-fn move_cigar_to_cg(out: &mut Vec<u8>, cigar_st: usize, n_cigar: u32, l_seq: usize) -> Result<(), RecordError> {
-    let cigar_en = cigar_st + 4 * n_cigar as usize;
-    let (rlen, _) = cigar_lens(&out[cigar_st..cigar_en]);
-    if rlen >= 1 << 28 {
-        return Err(RecordError::LongCigarTooLong { n_cigar, ref_len: rlen });
-    }
-    let tail = out.len();
-    out.reserve(16 + 4 * n_cigar as usize);
-    out.extend_from_slice(b"CGBI");
-    out.extend_from_slice(&n_cigar.to_le_bytes());
-    out.extend_from_within(cigar_st..cigar_en);
-    // [cigar][seq qual aux][CG] → [fake 8][seq qual aux][CG]
-    out.copy_within(cigar_en..tail, cigar_st + 8);
-    let after = cigar_st + 8 + (tail - cigar_en);
-    let cg_len = out.len() - tail;
-    out.copy_within(tail..tail + cg_len, after);
-    out.truncate(after + cg_len);
-    out[cigar_st..cigar_st + 4].copy_from_slice(&((l_seq as u32) << 4 | BAM_CSOFT_CLIP).to_le_bytes());
-    out[cigar_st + 4..cigar_st + 8].copy_from_slice(&((rlen as u32) << 4 | BAM_CREF_SKIP).to_le_bytes());
-    Ok(())
 }
 
 /// Offset (from the start of `aux`) of the first tag `tag` in well-formed

@@ -652,6 +652,7 @@ impl<'p, W: Write> RecordOutput<'p, W> {
             text: (format != OutputFormat::Bam).then(|| SamText::new(header)),
             restore_minimiser: false,
             scratch: Vec::new(),
+            long_cigar: Vec::new(),
             progress: None,
             written: 0,
         };
@@ -669,7 +670,15 @@ impl<'p, W: Write> RecordOutput<'p, W> {
     pub(crate) fn open_cram(header: &Header, cram: &CramOutput, out: W) -> Result<RecordOutput<'p, W>, Error> {
         let threads = rayon::current_num_threads();
         let writer = crate::cram::CramWriter::create(&cram.name, header, &cram.options, threads, cram.index.as_deref(), out)?;
-        let sink = Sink { index: None, text: None, restore_minimiser: false, scratch: Vec::new(), progress: None, written: 0 };
+        let sink = Sink {
+            index: None,
+            text: None,
+            restore_minimiser: false,
+            scratch: Vec::new(),
+            long_cigar: Vec::new(),
+            progress: None,
+            written: 0,
+        };
         Ok(RecordOutput { out: Out::Cram(writer), sink })
     }
 
@@ -952,6 +961,8 @@ struct Sink<'p> {
     /// their hash.
     restore_minimiser: bool,
     scratch: Vec<u8>,
+    /// A record whose CIGAR is held in its CG tag, as htslib writes it.
+    long_cigar: Vec<u8>,
 }
 
 impl Sink<'_> {
@@ -967,7 +978,16 @@ impl Sink<'_> {
         match (&mut self.text, &mut *out) {
             (_, Out::Cram(w)) => w.write_record(&record[4..])?,
             (Some(text), _) => text.push(record, out)?,
-            (None, _) => out.write_all(record)?,
+            (None, _) => {
+                // A CIGAR held in the CG tag goes out as htslib writes it.
+                self.long_cigar.clear();
+                let r = RecordRef::new_prevalidated(&record[4..]);
+                match crate::bam::record::append_as_htslib_writes(&r, &mut self.long_cigar) {
+                    Ok(true) => out.write_all(&self.long_cigar)?,
+                    Ok(false) => out.write_all(record)?,
+                    Err(e) => return Err(Error::Message(e.to_string())),
+                }
+            }
         }
         self.written += 1;
         if self.written % PROGRESS_EVERY == 0 {

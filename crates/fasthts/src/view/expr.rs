@@ -503,7 +503,7 @@ fn lookup<'a>(sym: Sym, r: &'a RecordRef<'_>, scope: &'a Scope<'a>) -> Result<Va
         Sym::MatePos => Val::num(mate_pos as f64 + 1.0),
         Sym::MateName => Val::string(name_of(r.mate_ref_id(), names)),
         Sym::MateRefId => Val::num(f64::from(r.mate_ref_id())),
-        Sym::NCigar => Val::num(f64::from(r.n_cigar_op())),
+        Sym::NCigar => Val::num(r.cigar().len() as f64),
         Sym::Pos => Val::num(pos as f64 + 1.0),
         Sym::QueryLen => Val::num(cigar.query_len() as f64),
         Sym::QueryName => Val::string(r.name()),

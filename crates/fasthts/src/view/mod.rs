@@ -274,12 +274,10 @@ pub fn unmap_record(r: &RecordRef<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(&data[..name_end]);
     out.extend_from_slice(&data[cigar_end..aux_start]);
-    let in_tag = !r.cigar().iter().eq(r.raw_cigar().iter());
-    let cg = if in_tag { find_tag(aux, *b"CG").and_then(|at| Some((at, skip_field(aux, at)?))) } else { None };
-    match cg {
-        Some((from, to)) => {
-            out.extend_from_slice(&aux[..from]);
-            out.extend_from_slice(&aux[to..]);
+    match r.cigar_tag_field() {
+        Some(field) => {
+            out.extend_from_slice(&aux[..field.start]);
+            out.extend_from_slice(&aux[field.end..]);
         }
         None => out.extend_from_slice(aux),
     }
@@ -433,13 +431,16 @@ impl TagEdit {
             TagEdit::Remove(set) => (set, false),
             TagEdit::Keep(set) => (set, true),
         };
+        // A CIGAR held in the CG tag is the alignment's, not a tag to select
+        // (htslib has moved it into the record before samtools edits tags).
+        let cigar_field = r.cigar_tag_field().map(|f| f.start);
         let mut at = 0;
         while at < aux.len() {
             let Some(next) = (at + 2 <= aux.len()).then(|| skip_field(aux, at)).flatten() else {
                 out.truncate(start);
                 return Err(Error::Message(format!("malformed aux data for record \"{}\"", String::from_utf8_lossy(r.name()))));
             };
-            if set.contains(&[aux[at], aux[at + 1]]) == keep {
+            if Some(at) == cigar_field || set.contains(&[aux[at], aux[at + 1]]) == keep {
                 out.extend_from_slice(&aux[at..next]);
             }
             at = next;
