@@ -225,11 +225,23 @@ pub fn atoi(text: &str) -> i64 {
 /// The intervals of a BED file (samtools' `bed_read`), by reference name:
 /// 0-based half-open `start end` after the name, or a single 1-based
 /// position (VCF-like); blank, `#`, `browser` and `track` lines skipped.
-/// Used by depth as a filter on printed positions.
+/// Used by depth as a filter on printed positions and by view (`-L`) as
+/// one on reads.
 #[derive(Clone, Debug, Default)]
 pub struct BedFilter {
-    /// Sorted, merged intervals per reference name.
-    intervals: HashMap<String, Vec<(i64, i64)>>,
+    /// The intervals of each reference name.
+    references: HashMap<String, BedIntervals>,
+}
+
+/// The intervals of one reference in a BED file.
+#[derive(Clone, Debug, Default)]
+struct BedIntervals {
+    /// Sorted and merged, zero-length ones left out.
+    merged: Vec<(i64, i64)>,
+    /// The zero-length ones (`chr1 1000 1000`: an insertion site, between
+    /// two bases), sorted: they hold no position, but samtools'
+    /// `bed_overlap` selects a read that straddles one.
+    points: Vec<i64>,
 }
 
 impl BedFilter {
@@ -280,23 +292,48 @@ impl BedFilter {
             let clamp = |v: u64| v.min(i64::MAX as u64) as i64;
             intervals.entry(name).or_default().push((clamp(beg), clamp(end)));
         }
-        for list in intervals.values_mut() {
-            list.sort_unstable();
-            let mut merged: Vec<(i64, i64)> = Vec::with_capacity(list.len());
-            for &(b, e) in list.iter().filter(|(b, e)| b < e) {
-                match merged.last_mut() {
-                    Some(last) if b <= last.1 => last.1 = last.1.max(e),
-                    _ => merged.push((b, e)),
+        let references = intervals
+            .into_iter()
+            .map(|(name, mut list)| {
+                list.sort_unstable();
+                let mut merged: Vec<(i64, i64)> = Vec::with_capacity(list.len());
+                for &(b, e) in list.iter().filter(|(b, e)| b < e) {
+                    match merged.last_mut() {
+                        Some(last) if b <= last.1 => last.1 = last.1.max(e),
+                        _ => merged.push((b, e)),
+                    }
                 }
-            }
-            *list = merged;
-        }
-        Ok(BedFilter { intervals })
+                let mut points: Vec<i64> = list.iter().filter(|(b, e)| b == e).map(|&(b, _)| b).collect();
+                points.dedup();
+                (name, BedIntervals { merged, points })
+            })
+            .collect();
+        Ok(BedFilter { references })
     }
 
-    /// The sorted, disjoint intervals on reference `name` (empty if none).
+    /// The sorted, disjoint intervals on reference `name` (empty if none),
+    /// without the zero-length ones ([`BedFilter::points`]).
     pub fn intervals(&self, name: &str) -> &[(i64, i64)] {
-        self.intervals.get(name).map_or(&[], |v| v)
+        self.references.get(name).map_or(&[], |r| &r.merged)
+    }
+
+    /// The zero-length intervals on reference `name`: sorted positions
+    /// between two bases (`p` for `name p p`).
+    pub fn points(&self, name: &str) -> &[i64] {
+        self.references.get(name).map_or(&[], |r| &r.points)
+    }
+
+    /// Whether a read over `[beg, end)` of reference `name` overlaps the
+    /// file's intervals as samtools' `bed_overlap` decides it: an interval
+    /// sharing a base with it, or a zero-length one strictly inside it.
+    pub fn overlaps(&self, name: &str, beg: i64, end: i64) -> bool {
+        let Some(r) = self.references.get(name) else { return false };
+        let k = r.merged.partition_point(|&(_, e)| e <= beg);
+        if r.merged.get(k).is_some_and(|&(b, _)| b < end) {
+            return true;
+        }
+        let k = r.points.partition_point(|&p| p <= beg);
+        r.points.get(k).is_some_and(|&p| p < end)
     }
 }
 

@@ -661,9 +661,13 @@ fn plan_pieces(
                 for (tid, regions) in merge_intervals(parsed.iter().map(|r| (r.ref_id, r.start, r.end)).collect()) {
                     let Ok(t) = usize::try_from(tid) else { continue };
                     let targets = bed.intervals(&names[t]);
+                    let points = bed.points(&names[t]);
                     for (beg, end) in regions {
                         let from = targets.partition_point(|&(_, e)| e <= beg);
                         list.extend(targets[from..].iter().take_while(|&&(b, _)| b < end).map(|&(b, e)| (tid, b.max(beg), e.min(end))));
+                        // bed_filter keeps a zero-length interval strictly inside.
+                        let from = points.partition_point(|&p| p <= beg);
+                        list.extend(points[from..].iter().take_while(|&&p| p < end).map(|&p| (tid, p, p)));
                     }
                 }
                 if list.is_empty() {
@@ -673,6 +677,7 @@ fn plan_pieces(
             Some(bed) => {
                 for (tid, name) in names.iter().enumerate() {
                     list.extend(bed.intervals(name).iter().map(|&(b, e)| (tid as i32, b, e)));
+                    list.extend(bed.points(name).iter().map(|&p| (tid as i32, p, p)));
                 }
             }
             None => list.extend(parsed.iter().map(|r| (r.ref_id, r.start, r.end))),
@@ -681,6 +686,9 @@ fn plan_pieces(
             return Err(Error::InvalidArgument("no regions or BED file have been provided (-M reads regions)".into()));
         }
         let merged = merge_intervals(list);
+        if let Some(index) = index {
+            refuse_empty_intervals(index, &merged, names)?;
+        }
         pieces = multi_region_pieces(references, index, &merged, options.window_bases);
         return Ok((pieces, merged));
     }
@@ -688,6 +696,26 @@ fn plan_pieces(
         region_pieces(index, r.ref_id, ref_len(r.ref_id), i64::MIN, r.start, r.end, options.window_bases, &mut pieces);
     }
     Ok((pieces, Vec::new()))
+}
+
+/// htslib's multi-region iterator over a BAI or CSI (not a CRAI) cannot
+/// take a zero-length interval (a BED line `chr1 1000 1000` that touches
+/// no other) on a reference with records: samtools view -M (and -P,
+/// --region-file) fails; without -M, -L selects the reads that straddle it.
+fn refuse_empty_intervals(index: &Index, merged: &[(i32, Vec<(i64, i64)>)], names: &[String]) -> Result<(), Error> {
+    for (tid, intervals) in merged {
+        let Some(reference) = usize::try_from(*tid).ok().and_then(|t| index.references().get(t)) else { continue };
+        if reference.bins().is_empty() && reference.metadata().is_none() {
+            continue;
+        }
+        if let Some(&(p, _)) = intervals.iter().find(|(b, e)| b == e) {
+            return Err(Error::Message(format!(
+                "the multi-region iterator cannot read the zero-length interval {}:{p}-{p} (samtools 1.16 fails on it too: \"Iterator could not be created\"); without -M, -L selects the reads that straddle it",
+                names[*tid as usize]
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The pieces of samtools' multi-region iterator over `merged` intervals

@@ -130,7 +130,7 @@ impl Selection {
                 Some(w) => (w.pos, r.end_pos() - i64::from(r.pos()) + w.pos),
                 None => (i64::from(r.pos()), r.end_pos()),
             };
-            if tid < 0 || !overlaps(bed.intervals(&ref_names[tid as usize]), pos, end) {
+            if tid < 0 || !bed.overlaps(&ref_names[tid as usize], pos, end) {
                 return false;
             }
         }
@@ -299,12 +299,6 @@ fn query_len(r: &RecordRef<'_>) -> i64 {
         .filter(|(op, _)| matches!(op, Match | Insertion | SoftClip | SequenceMatch | SequenceMismatch | HardClip))
         .map(|(_, l)| i64::from(l))
         .sum()
-}
-
-/// Whether `[beg, end)` overlaps one of the sorted, disjoint `intervals`.
-fn overlaps(intervals: &[(i64, i64)], beg: i64, end: i64) -> bool {
-    let k = intervals.partition_point(|&(_, e)| e <= beg);
-    intervals.get(k).is_some_and(|&(b, _)| b < end)
 }
 
 /// The value of `tag` as samtools view's `-d`/`-D` compare it: integers
