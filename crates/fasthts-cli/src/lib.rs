@@ -5,7 +5,7 @@
 //!
 //! A library so that the binary (`src/main.rs`) and the Python package's
 //! `fasthts` command run the same [`main`].
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use fasthts::command::Warning;
 use std::error::Error as _;
 use std::io::{self, Write};
@@ -187,7 +187,16 @@ pub fn write_stdout(bytes: &[u8]) -> CmdResult {
 /// The command line's definition (for its help, man pages and tests).
 #[doc(hidden)]
 pub fn command() -> clap::Command {
-    Cli::command()
+    last_given_wins(Cli::command())
+}
+
+/// An option or flag given twice takes the last value, as samtools', FACETS'
+/// (getopt, argp) and khmer's (argparse) command lines do: pipeline wrappers
+/// append the user's options after their own defaults. Options that
+/// collect every value (`-d`, `-x`) still collect.
+fn last_given_wins(command: clap::Command) -> clap::Command {
+    let names: Vec<String> = command.get_subcommands().map(|c| c.get_name().to_owned()).collect();
+    names.iter().fold(command.args_override_self(true), |command, name| command.mut_subcommand(name, last_given_wins))
 }
 
 /// The exit status of a usage error in `command` (the first argument), as
@@ -318,7 +327,7 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
         Ok(args) => args,
         Err(failure) => return failure.report(),
     };
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match command().try_get_matches_from(&args).and_then(|mut m| Cli::from_arg_matches_mut(&mut m)) {
         Ok(cli) => cli,
         Err(e) => match e.source().and_then(|s| s.downcast_ref::<Failure>()) {
             Some(failure) => return failure.report(),

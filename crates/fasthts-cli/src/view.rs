@@ -49,13 +49,13 @@ pub struct ViewArgs {
     #[arg(short = 'u', long = "uncompressed")]
     pub uncompressed: bool,
     /// Include the header in SAM output
-    #[arg(short = 'h', long = "with-header")]
+    #[arg(short = 'h', long = "with-header", overrides_with = "no_header")]
     pub with_header: bool,
     /// Print the header only (no alignments)
-    #[arg(short = 'H', long = "header-only")]
+    #[arg(short = 'H', long = "header-only", overrides_with = "no_header")]
     pub header_only: bool,
     /// Print alignment records only, as without -h or -H
-    #[arg(long = "no-header")]
+    #[arg(long = "no-header", overrides_with_all = ["with_header", "header_only"])]
     pub no_header: bool,
     /// Print only the count of matching records
     #[arg(short = 'c', long = "count")]
@@ -345,7 +345,9 @@ pub fn run(args: ViewArgs) -> CmdResult {
     } else {
         HeaderMode::Records
     };
-    // --no-header after -h or -H resets them, as samtools reads its options in order.
+    // samtools reads its options in order: --no-header resets -h and -H
+    // given before it, and is undone by either given after it (clap's
+    // overrides_with above keeps only the last of each pair).
     let header = if args.no_header { HeaderMode::Records } else { header };
     let options = ViewOptions {
         selection,

@@ -267,3 +267,67 @@ fn what_samtools_accepts_is_accepted() {
         assert!(text(&out.stdout).contains("Usage: fasthts"), "{command}");
     }
 }
+
+/// An option given twice takes its last value, as samtools' getopt,
+/// FACETS' argp and khmer's argparse take it (pipeline wrappers append the
+/// user's options after their defaults): each command line here gives the
+/// output of the same line with only the last value (flag filters, which
+/// samtools ORs, with their union).
+#[test]
+fn options_given_twice_take_the_last_value() {
+    let work = TempDir::new("usage-twice");
+    let fq = work.path("r.fq");
+    write_reads(&fq);
+    let vcf = work.path("s.vcf");
+    std::fs::write(&vcf, "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\nref1\t1000\t.\tA\tC\t.\t.\t.\n").unwrap();
+    let pairs: &[(&[&str], &[&str])] = &[
+        (&["view", "-@2", "-@1", "-q", "10", "-q", "40", "IN"], &["view", "-@1", "-q", "40", "IN"]),
+        // Flag filters collect, as samtools ORs them.
+        (&["view", "--no-PG", "--no-PG", "-h", "-F", "4", "-F", "0x10", "IN"], &["view", "--no-PG", "-h", "-F", "0x14", "IN"]),
+        (&["view", "-c", "-c", "-m", "5", "-m", "50", "IN"], &["view", "-c", "-m", "50", "IN"]),
+        (&["depth", "-Q", "5", "-Q", "30", "-H", "-H", "-a", "IN"], &["depth", "-Q", "30", "-H", "-a", "IN"]),
+        (&["flagstat", "-O", "json", "-O", "tsv", "IN"], &["flagstat", "-O", "tsv", "IN"]),
+        (&["idxstats", "-@", "2", "-@", "1", "IN"], &["idxstats", "-@", "1", "IN"]),
+        (&["sort", "-n", "-n", "--no-PG", "-l", "1", "-l", "0", "-o", "-", "IN"], &["sort", "-n", "--no-PG", "-l", "0", "-o", "-", "IN"]),
+        (&["snp-pileup", "-q", "5", "-q", "20", "-Q", "0", "-Q", "10", "VCF", "OUT", "IN"], &["snp-pileup", "-q", "20", "-Q", "10", "VCF", "OUT", "IN"]),
+        (&["kmer", "abundance-dist-single", "-k", "11", "-k", "13", "-q", "FQ", "-"], &["kmer", "abundance-dist-single", "-k", "13", "-q", "FQ", "-"]),
+    ];
+    let run_line = |args: &[&str]| {
+        let mut c = fasthts();
+        c.current_dir(&work.0);
+        for a in args {
+            match *a {
+                "IN" => c.arg(data("small.bam")),
+                "FQ" => c.arg(&fq),
+                "VCF" => c.arg(&vcf),
+                "OUT" => c.arg(work.path("out.csv")),
+                a => c.arg(a),
+            };
+        }
+        let mut out = run(c);
+        // A command that writes a file (snp-pileup): its contents.
+        if let Ok(written) = std::fs::read(work.path("out.csv")) {
+            out.stdout = written;
+            std::fs::remove_file(work.path("out.csv")).unwrap();
+        }
+        out
+    };
+    for (twice, once) in pairs {
+        let (a, b) = (run_line(twice), run_line(once));
+        assert!(a.status.success() && b.status.success(), "{twice:?}: {} / {}", text(&a.stderr), text(&b.stderr));
+        assert!(!a.stdout.is_empty(), "{once:?}: no output");
+        assert!(a.stdout == b.stdout, "{twice:?} and {once:?} differ");
+    }
+    // -h, -H and --no-header read in order, as samtools view does.
+    let Some(_) = with_samtools("usage-header-order") else { return };
+    let small = data("small.bam");
+    for flags in [&["--no-header", "-H"][..], &["--no-header", "-h"], &["-H", "--no-header"], &["-h", "-H"], &["-H", "-h", "--no-header", "-h"]] {
+        let mut s = std::process::Command::new("samtools");
+        s.args(["view", "--no-PG"]).args(flags).arg(&small);
+        let mut f = fasthts();
+        f.args(["view", "--no-PG"]).args(flags).arg(&small);
+        let (expected, got) = (run(s), run(f));
+        assert!(expected.status.success() && got.status.success(), "{flags:?}: {}", text(&got.stderr));
+        assert!(got.stdout == expected.stdout, "view {flags:?}: output differs from samtools'");
+    }
+}
