@@ -137,12 +137,9 @@ pub fn run(args: DepthArgs) -> CmdResult {
         Some(path) if path.as_os_str() != "-" => Ok(command::depth_file(&inputs, path, &options, &report)?),
         _ => {
             let mut out = io::BufWriter::with_capacity(1 << 20, io::stdout());
-            let result = command::depth_to(&inputs, &options, &mut out, &report).and_then(|()| Ok(out.flush()?));
-            match result {
-                Err(fasthts::Error::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-                Err(e) => Err(e.into()),
-                Ok(()) => Ok(()),
-            }
+            // A closed pipe (`| head`) is an error whose end is samtools'
+            // (killed by SIGPIPE: main sees it and dies so).
+            Ok(command::depth_to(&inputs, &options, &mut out, &report).and_then(|()| Ok(out.flush()?))?)
         }
     }
 }

@@ -1009,7 +1009,10 @@ fn region_columns<F: RegionRead>(file: &F, ix: &Index, r: LibRegion, piece_bytes
     // and reused: the output is the only large memory written.
     let mut out = Columns::with_capacity(estimate_records(file, ix, r));
     let new_buffer = |i: usize| Columns::with_capacity(estimate_records(file, ix, pieces[i]));
-    fasthts::gather::fill_in_order(pieces.len(), new_buffer, read_piece, |c| out.append(c))?;
+    fasthts::gather::fill_in_order(pieces.len(), new_buffer, read_piece, |c| {
+        out.append(c);
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -12,7 +12,10 @@
 //!         buffer.push(i as u64 * i as u64);
 //!         Ok::<(), String>(())
 //!     },
-//!     |buffer| out.extend_from_slice(buffer),
+//!     |buffer| {
+//!         out.extend_from_slice(buffer);
+//!         Ok(())
+//!     },
 //! )?;
 //! assert_eq!(out, (0..100u64).map(|i| i * i).collect::<Vec<_>>());
 //! # Ok::<(), String>(())
@@ -37,12 +40,14 @@ use std::sync::Mutex;
 /// If pieces fail, the error of the first failing piece in piece order is
 /// returned, whatever the thread count (pieces are taken in order, so when
 /// one fails every earlier one has been taken and its error is seen); no
-/// piece is taken after a failure.
+/// piece is taken after a failure. A failing `append` (an output whose
+/// reader has gone, `| head`) is such a failure of its piece: the work
+/// stops as soon as the pieces being filled are done, not at the end.
 pub fn fill_in_order<B, E>(
     n: usize,
     new_buffer: impl Fn(usize) -> B + Sync,
     fill: impl Fn(usize, &mut B) -> Result<(), E> + Sync,
-    append: impl FnMut(&B) + Send,
+    append: impl FnMut(&B) -> Result<(), E> + Send,
 ) -> Result<(), E>
 where
     B: Send,
@@ -85,9 +90,20 @@ where
                     }
                     g.waiting.insert(i, b);
                     while let Some(b) = g.waiting.remove(&g.next) {
-                        (g.append)(&b);
-                        g.next += 1;
+                        let appended = (g.append)(&b);
                         g.spare.push(b);
+                        if let Err(e) = appended {
+                            // Every earlier piece was appended: this is the
+                            // first failure in piece order.
+                            failed.store(true, Ordering::Relaxed);
+                            g.error = Some((g.next, e));
+                            g.waiting.clear();
+                            break;
+                        }
+                        g.next += 1;
+                    }
+                    if g.error.is_some() {
+                        break;
                     }
                     buffer = g.spare.pop();
                 }
@@ -132,7 +148,10 @@ mod tests {
                             b.extend([i, i]);
                             Ok::<(), ()>(())
                         },
-                        |b| out.extend_from_slice(b),
+                        |b| {
+                            out.extend_from_slice(b);
+                            Ok(())
+                        },
                     )
                 })
                 .unwrap();
@@ -146,8 +165,34 @@ mod tests {
     fn reports_the_first_failing_piece_at_any_thread_count() {
         for threads in [1, 2, 4, 8] {
             let result = pool(threads)
-                .install(|| fill_in_order(100, |_| (), |i, _| if i == 37 || i == 60 || i == 99 { Err(i) } else { Ok(()) }, |_| {}));
+                .install(|| fill_in_order(100, |_| (), |i, _| if i == 37 || i == 60 || i == 99 { Err(i) } else { Ok(()) }, |_| Ok(())));
             assert_eq!(result, Err(37), "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn a_failing_append_stops_the_work_at_any_thread_count() {
+        for threads in [1, 2, 4] {
+            let filled = AtomicUsize::new(0);
+            let mut appended = 0;
+            let result = pool(threads).install(|| {
+                fill_in_order(
+                    10_000,
+                    |_| (),
+                    |_, _| {
+                        filled.fetch_add(1, Ordering::Relaxed);
+                        Ok(())
+                    },
+                    |_| {
+                        appended += 1;
+                        if appended == 5 { Err("closed") } else { Ok(()) }
+                    },
+                )
+            });
+            assert_eq!(result, Err("closed"), "{threads} threads");
+            assert_eq!(appended, 5, "{threads} threads: appends after the failure");
+            // Only the pieces already taken are filled after it.
+            assert!(filled.load(Ordering::Relaxed) <= 5 + 2 * threads, "{threads} threads: {} filled", filled.load(Ordering::Relaxed));
         }
     }
 

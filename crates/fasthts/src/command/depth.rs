@@ -291,7 +291,6 @@ fn by_windows(setup: &Setup, inputs: &[Windowed<'_>], paths: &[PathBuf], out: &m
     // reference has reads elsewhere: known when gathering.
     let deferred = options.all_positions == 1 && setup.region.is_none();
     let mut gather = Gather { tid: -1, has_reads: false, pending: Vec::new(), rows: RowText::default(), zeros: Vec::new() };
-    let mut write_error: Option<std::io::Error> = None;
     let mut appended = 0;
     crate::gather::fill_in_order(
         windows.len(),
@@ -334,20 +333,11 @@ fn by_windows(setup: &Setup, inputs: &[Windowed<'_>], paths: &[PathBuf], out: &m
             Ok::<(), Error>(())
         },
         |piece| {
-            if write_error.is_some() {
-                return;
-            }
             let (tid, beg, end) = windows[appended];
             appended += 1;
-            if let Err(e) = gather.append(setup, deferred, tid, beg, end, piece, out) {
-                write_error = Some(e);
-            }
+            Ok(gather.append(setup, deferred, tid, beg, end, piece, out)?)
         },
-    )?;
-    match write_error {
-        Some(e) => Err(e.into()),
-        None => Ok(()),
-    }
+    )
 }
 
 /// The gathering side of [`by_windows`]: writes pieces in order, and with

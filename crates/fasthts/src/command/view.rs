@@ -817,7 +817,6 @@ fn by_pieces(
 ) -> Result<(), Error> {
     let main_format = outputs.main.as_ref().map(|(_, f)| *f);
     let unselected_format = outputs.unselected.as_ref().map(|(_, f)| *f);
-    let mut write_error: Option<Error> = None;
     crate::gather::fill_in_order(
         pieces.len(),
         |_| Filled::default(),
@@ -849,21 +848,10 @@ fn by_pieces(
             }
         },
         |filled| {
-            if write_error.is_some() {
-                return;
-            }
             outputs.count += filled.count;
-            let result =
-                write_piece(&mut outputs.main, &filled.selected).and_then(|()| write_piece(&mut outputs.unselected, &filled.unselected));
-            if let Err(e) = result {
-                write_error = Some(e);
-            }
+            write_piece(&mut outputs.main, &filled.selected).and_then(|()| write_piece(&mut outputs.unselected, &filled.unselected))
         },
-    )?;
-    match write_error {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    )
 }
 
 /// Whether `[beg, end)` overlaps one of the `merged` intervals of `tid`
@@ -956,6 +944,7 @@ fn fetch_pairs(
             mate_names.extend(mates.names.iter().cloned());
             list.extend(mates.positions.iter().map(|&(t, p)| (t, p, p + 1)));
             unplaced |= mates.unplaced;
+            Ok(())
         },
     )?;
     if unplaced {
