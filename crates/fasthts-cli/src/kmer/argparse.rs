@@ -35,9 +35,10 @@ use clap::{Arg, ArgAction, Command};
 use super::help;
 use std::ffi::{OsStr, OsString};
 
-/// The khmer release whose behaviour the scripts reproduce.
-pub(super) const KHMER_VERSION: &str = "3.0.0a3";
-const SCREED_VERSION: &str = "1.0.5";
+/// The khmer series whose scripts fasthts reproduces (3.0.0a3, Debian's
+/// khmer 3.0), named in the banner as what fasthts does, not as a version
+/// it is: the banner's version line is fasthts' own.
+pub(super) const KHMER_SERIES: &str = "3.0";
 
 /// khmer's `ALGORITHMS`: the works its scripts ask to be cited.
 fn citation(key: &str) -> &'static str {
@@ -72,11 +73,12 @@ pub(super) fn prog(script: &str) -> String {
 }
 
 /// khmer's `info()`: the banner printed on stderr by `--info`, `--version`
-/// and (unless `-q`) at the start of every run of khmer's scripts. The
-/// version line also names fasthts's own version.
+/// and (unless `-q`) at the start of every run of khmer's scripts, in its
+/// shape, with fasthts' name and version (no khmer or screed version:
+/// fasthts is neither).
 pub(super) fn banner(script: &str) -> String {
     let mut s = format!(
-        "\n|| This is the script {} in khmer.\n|| You are running khmer version {KHMER_VERSION} (fasthts {})\n|| You are also using screed version {SCREED_VERSION}\n||\n|| If you use this script in a publication, please cite EACH of the following:\n||\n",
+        "\n|| This is the script {} in fasthts, which does khmer {KHMER_SERIES}'s work.\n|| You are running fasthts version {}\n||\n|| If you use this script in a publication, please cite EACH of the following:\n||\n",
         prog(script),
         env!("CARGO_PKG_VERSION")
     );
@@ -531,7 +533,7 @@ impl Parser {
         }
         match self.opts[i].kind {
             // printed and exit 0: a "failure" with status 0 ends the run
-            Kind::Version => return Err(Failure::new(0, format!("{}khmer {KHMER_VERSION} (fasthts {})", banner(&self.script), env!("CARGO_PKG_VERSION"))).into()),
+            Kind::Version => return Err(Failure::new(0, format!("{}fasthts {}", banner(&self.script), env!("CARGO_PKG_VERSION"))).into()),
             Kind::Info => return Err(Failure::new(0, banner(&self.script).trim_end_matches('\n').to_string() + "\n").into()),
             Kind::Help => return Err(Stop::Help),
             _ => {}

@@ -14,8 +14,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 
-const KHMER_VERSION: &str = "3.0.0a3";
-
 /// load-into-counting.py
 #[derive(Args, Debug)]
 // khmer's description and epilog (its `--help`, see `argparse`); after_long_help: fasthts's notes (`fasthts help kmer ...`)
@@ -107,7 +105,8 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
         eprintln!("Saving k-mer countgraph to {base}");
         eprintln!("Loading kmers from sequences in {}", py_list(&a.input_sequence_filename));
     }
-    write_in_place(info, &format!("khmer version: {KHMER_VERSION}\n"))?;
+    // khmer writes its own version here; fasthts names itself.
+    write_in_place(info, &format!("fasthts version: {}\n", env!("CARGO_PKG_VERSION")))?;
     if !q {
         eprintln!("making countgraph");
     }

@@ -172,3 +172,14 @@ pub fn without_khmer_banner(stderr: &str) -> String {
     }
     stderr.to_string()
 }
+
+/// A file fasthts wrote, with a k-mer table's `.info` (named `name`) in
+/// khmer 3.0's words: its first line names the program that wrote it,
+/// fasthts and its version where khmer names khmer's.
+pub fn in_khmer_words(name: &str, bytes: Vec<u8>) -> Vec<u8> {
+    let ours = format!("fasthts version: {}\n", env!("CARGO_PKG_VERSION"));
+    match bytes.strip_prefix(ours.as_bytes()) {
+        Some(rest) if name.ends_with(".info") => [&b"khmer version: 3.0.0a3\n"[..], rest].concat(),
+        _ => bytes,
+    }
+}

@@ -2,8 +2,10 @@
 //! case runs `fasthts kmer SCRIPT ARGS` and khmer's script with the same
 //! arguments under the same name (argparse's `prog` is `sys.argv[0]`, set
 //! to `fasthts kmer SCRIPT`), in the same directory, and compares the exit
-//! status, stdout and stderr byte for byte (fasthts's banner adds its own
-//! version to khmer's version line: ` (fasthts X.Y.Z)` is removed first).
+//! status, stdout and stderr byte for byte (fasthts's banner names fasthts
+//! and its version where khmer's names khmer, khmer's and screed's
+//! versions: those lines are put in khmer's words first, after checking
+//! that no borrowed version is printed).
 //! khmer is required under CI=true.
 
 use crate::common::*;
@@ -38,9 +40,18 @@ fn fasthts_as(sub: &str, args: &[&str], dir: &Path, columns: &str) -> Output {
     run(c)
 }
 
-/// fasthts's stderr with its own version taken out of khmer's lines.
+/// fasthts's stderr with its banner's name and version lines in khmer
+/// 3.0's words (the rest of the banner, the citations, stays as printed).
 fn without_fasthts_version(stderr: &[u8]) -> String {
-    text(stderr).replace(&format!(" (fasthts {})", env!("CARGO_PKG_VERSION")), "")
+    let stderr = text(stderr);
+    assert!(!stderr.contains("3.0.0a3") && !stderr.contains("screed"), "a borrowed version in fasthts' banner: {stderr}");
+    let version = env!("CARGO_PKG_VERSION");
+    let ours = format!("|| You are running fasthts version {version}\n");
+    let khmers = "|| You are running khmer version 3.0.0a3\n|| You are also using screed version 1.0.5\n";
+    stderr
+        .replace(" in fasthts, which does khmer 3.0's work.\n", " in khmer.\n")
+        .replace(&ours, khmers)
+        .replace(&format!("details.\n\nfasthts {version}"), "details.\n\nkhmer 3.0.0a3")
 }
 
 /// The differences between the two runs of `sub args`, if any.
@@ -252,7 +263,7 @@ fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
         .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
         .collect();
     files.sort();
-    files
+    files.into_iter().map(|(name, bytes)| (name.clone(), in_khmer_words(&name, bytes))).collect()
 }
 
 /// Runs `sub args` with fasthts and with khmer, each in a fresh copy of

@@ -149,7 +149,7 @@ impl Dirs {
             assert!(fnames.iter().all(|n| kn.contains(n)), "{what}: extra files {fnames:?} vs {kn:?}");
         }
         for n in &fnames {
-            let (a, b) = (read_maybe_gz(&self.k.join(n)), read_maybe_gz(&self.f.join(n)));
+            let (a, b) = (read_maybe_gz(&self.k.join(n)), in_khmer_words(n, read_maybe_gz(&self.f.join(n))));
             assert!(a == b, "{what}: {n} differs ({} vs {} bytes)", a.len(), b.len());
         }
     }

@@ -161,7 +161,7 @@ impl Dirs {
         }
         for n in &fnames {
             let a = read_maybe_gz(&self.k.join(n));
-            let b = read_maybe_gz(&self.f.join(n));
+            let b = in_khmer_words(n, read_maybe_gz(&self.f.join(n)));
             assert!(a == b, "{what}: {n} differs ({} vs {} bytes)", a.len(), b.len());
         }
     }
