@@ -610,3 +610,35 @@ fn tag_sort_with_nan_values_matches_samtools() {
         }
     }
 }
+
+/// `sort -o x.bam x.bam` sorts in place, as samtools does (the output
+/// replaces the input once complete); an index written over the input is
+/// still refused.
+#[test]
+fn sorts_in_place_as_samtools() {
+    let Some(dir) = with_samtools("sort-in-place") else { return };
+    for order in [&[][..], &["-n"]] {
+        let (ours, theirs) = (dir.path("ours.bam"), dir.path("theirs.bam"));
+        std::fs::copy(data("unsorted.bam"), &ours).unwrap();
+        std::fs::copy(data("unsorted.bam"), &theirs).unwrap();
+        let mut c = fasthts();
+        c.args(["sort", "--no-PG"]).args(order).arg("-o").arg(&ours).arg(&ours);
+        let got = run(c);
+        assert!(got.status.success(), "{order:?}: {}", text(&got.stderr));
+        let mut s = Command::new("samtools");
+        s.args(["sort", "--no-PG"]).args(order).arg("-o").arg(&theirs).arg(&theirs);
+        assert!(run(s).status.success());
+        let read = |p: &std::path::Path| fasthts::bgzf::decompress_all(&std::fs::read(p).unwrap()).unwrap();
+        assert!(read(&ours) == read(&theirs), "{order:?}: sorted in place, the records differ from samtools'");
+        let left: Vec<_> = std::fs::read_dir(&dir.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 2, "{order:?}: files left {left:?}");
+    }
+    let input = dir.path("ours.bam");
+    let before = std::fs::read(&input).unwrap();
+    let mut c = fasthts();
+    c.args(["sort", "--write-index", "-o"]).arg(format!("{}##idx##{}", dir.path("out.bam").display(), input.display())).arg(&input);
+    let got = run(c);
+    assert_eq!(got.status.code(), Some(1));
+    assert!(text(&got.stderr).contains("output is the same file as input"), "{}", text(&got.stderr));
+    assert!(std::fs::read(&input).unwrap() == before, "input changed");
+}

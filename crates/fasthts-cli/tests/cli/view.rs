@@ -522,15 +522,25 @@ fn explicit_index_and_written_index() {
     let got = fasthts_view(&["--no-PG", "-X", bare.to_str().unwrap(), &bai, "chr1:100-20000", "chr2"], &[]);
     assert!(expected.status.success() && got.status.success(), "{}", text(&got.stderr));
     assert!(got.stdout == expected.stdout);
-    // --write-index: the index samtools makes of the output.
+    // --write-index: the index samtools makes of the output (BAM, and
+    // bgzipped SAM, which samtools 1.16 indexes too).
     let spec = format!("{}##idx##{}", g.dir.path("r.bam").display(), g.dir.path("r.bai").display());
-    for (name, index, regions) in [("w.bam", "w.bam.csi", &[][..]), (spec.as_str(), "r.bai", &["chr1", "chr2:1-30000"])] {
+    let sam_spec = format!("{}##idx##{}", g.dir.path("s.sam.gz").display(), g.dir.path("s.bai").display());
+    let cases: [(&str, &str, &[&str], &[&str]); 4] = [
+        ("w.bam", "w.bam.csi", &[], &["-b"]),
+        (spec.as_str(), "r.bai", &["chr1", "chr2:1-30000"], &["-b"]),
+        ("w.sam.gz", "w.sam.gz.csi", &[], &[]),
+        (sam_spec.as_str(), "s.bai", &["chr1", "chr2:1-30000"], &["-O", "sam.gz"]),
+    ];
+    for (name, index, regions, format) in cases {
         let out = g.dir.path(name);
-        let mut args = vec!["--no-PG", "-b", "-F", "0x10", "--write-index", "-o", out.to_str().unwrap(), g.bam.to_str().unwrap()];
+        let mut args = vec!["--no-PG", "-F", "0x10", "--write-index", "-o", out.to_str().unwrap(), g.bam.to_str().unwrap()];
+        args.splice(0..0, format.iter().copied());
         args.extend_from_slice(regions);
         let got = fasthts_view(&args, &["-@", "2"]);
         assert!(got.status.success(), "{}", text(&got.stderr));
         let data = PathBuf::from(out.to_str().unwrap().split("##").next().unwrap());
+
         let theirs = g.dir.path("theirs.idx");
         let mut idx = Command::new("samtools");
         idx.arg("index").args(if index.ends_with(".csi") { &["-c"][..] } else { &[] }).arg(&data).arg(&theirs);
@@ -538,6 +548,13 @@ fn explicit_index_and_written_index() {
         // The same index; its BGZF blocks may be compressed differently.
         let read = |p: &Path| comparable(&std::fs::read(p).unwrap());
         assert!(read(&g.dir.path(index)) == read(&theirs), "{name}: index differs");
+        // The records samtools writes (with the header --write-index forces).
+        let elsewhere = g.dir.path(if data.to_str().unwrap().ends_with(".sam.gz") { "theirs.sam.gz" } else { "theirs.bam" });
+        let theirs_args: Vec<&str> =
+            args.iter().map(|&a| if a == out.to_str().unwrap() { elsewhere.to_str().unwrap() } else { a }).collect();
+        let theirs_run = samtools_view(&theirs_args);
+        assert!(theirs_run.status.success(), "{theirs_args:?}: {}", text(&theirs_run.stderr));
+        assert!(read(&data) == read(&elsewhere), "{name}: records differ from samtools'");
     }
 }
 

@@ -162,8 +162,13 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
             return Err(Error::Message("cannot read the reference FASTA (or its .fai)".into()).with_path(reference));
         }
     }
-    let written: &[&Path] = if index.is_some() { &[&data, &index_path] } else { &[&data] };
-    crate::output::refuse_input_as_output(written, &[input])?;
+    // `sort -o x.bam x.bam` sorts in place, as samtools does: every record
+    // is read before the output is written, and the output is renamed
+    // over the input only once complete (the mapped input stays readable
+    // until then). An index written over the input is refused.
+    if index.is_some() {
+        crate::output::refuse_input_as_output(&[&index_path], &[input])?;
+    }
     let threads = thread_count(options.threads);
     let temp_prefix = match &options.temp_prefix {
         Some(prefix) => prefix.clone(),

@@ -138,6 +138,8 @@ pub struct SkippedRegion(pub String);
 struct Destination {
     temp: Option<TempOutput>,
     index_path: Option<PathBuf>,
+    /// A bgzipped SAM output's index: built from the file once written.
+    sam_index: Option<crate::index::IndexFormat>,
     /// The `.crai` htslib writes beside a CRAM output, under a temporary name.
     cram_index: Option<TempOutput>,
 }
@@ -147,11 +149,11 @@ type Sink = RecordOutput<'static, Box<dyn Write + Send>>;
 fn open_destination(path: &Path) -> Result<(Destination, Box<dyn Write + Send>), Error> {
     if path.as_os_str() == "-" {
         let w = BufWriter::with_capacity(1 << 20, Named::new(io::stdout(), crate::output::stdout_name()));
-        return Ok((Destination { temp: None, index_path: None, cram_index: None }, Box::new(w)));
+        return Ok((Destination { temp: None, index_path: None, sam_index: None, cram_index: None }, Box::new(w)));
     }
     let (temp, file) = TempOutput::create(path)?;
     let w = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
-    Ok((Destination { temp: Some(temp), index_path: None, cram_index: None }, Box::new(w)))
+    Ok((Destination { temp: Some(temp), index_path: None, sam_index: None, cram_index: None }, Box::new(w)))
 }
 
 /// Opens the records' writer of one output: htslib's for CRAM (named
@@ -203,11 +205,19 @@ pub fn view_file(
     let to_stdout = output.as_os_str() == "-";
     let (data, index_path, index_format) = crate::indexer::split_index_name(output);
     if options.write_index && !options.count {
-        if !matches!(options.format, OutputFormat::Bam | OutputFormat::Cram) {
-            return Err(Error::InvalidArgument("--write-index is only supported with BAM or CRAM output".into()));
+        if !options.format.can_be_indexed() {
+            return Err(Error::InvalidArgument("--write-index is only supported with BAM, CRAM or bgzipped SAM output".into()));
         }
         if to_stdout {
             return Err(Error::InvalidArgument("--write-index needs an output file (-o)".into()));
+        }
+    }
+    // A bgzipped SAM is indexed from the file once written: it must be one
+    // that can be read back.
+    let sam_outputs = [(&data, options.format)].into_iter().chain(options.unselected.iter().map(|(p, f, _)| (p, *f)));
+    for (path, format) in sam_outputs {
+        if options.write_index && !options.count && format == OutputFormat::SamGz && std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(Error::Message("--write-index of a bgzipped SAM needs a regular output file".into()).with_path(path));
         }
     }
     let mut written: Vec<&Path> = vec![&data];
@@ -247,16 +257,17 @@ pub fn view_file(
         if !options.count {
             let (mut dest, w) = open_destination(&data)?;
             dest.index_path = index_format.map(|_| index_path.clone());
+            dest.sam_index = index_format.filter(|_| options.format == OutputFormat::SamGz);
             let forced = sam_header(options.force_header);
             let sink = open_sink(&out_header, options.format, level, index_format, forced, output, options, &mut dest, w)?;
             outputs.main = Some((sink, options.format));
             outputs.destinations.push(dest);
             if let Some((path, format, forced)) = &options.unselected {
                 let (u_data, u_index, u_format) = crate::indexer::split_index_name(path);
-                let u_index_format =
-                    (options.write_index && matches!(*format, OutputFormat::Bam | OutputFormat::Cram)).then_some(u_format);
+                let u_index_format = (options.write_index && format.can_be_indexed()).then_some(u_format);
                 let (mut dest, w) = open_destination(&u_data)?;
                 dest.index_path = u_index_format.map(|_| u_index);
+                dest.sam_index = u_index_format.filter(|_| *format == OutputFormat::SamGz);
                 let sink = open_sink(&out_header, *format, level, u_index_format, sam_header(*forced), path, options, &mut dest, w)?;
                 outputs.unselected = Some((sink, *format));
                 outputs.destinations.push(dest);
@@ -345,6 +356,19 @@ pub fn view_file(
             return Ok(count);
         }
         for (dest, index) in destinations.into_iter().zip(finished) {
+            // A bgzipped SAM is indexed from the file written (its records'
+            // virtual offsets are known once its blocks are), before it is
+            // renamed into place.
+            let index = match (dest.sam_index, &dest.temp) {
+                (Some(format), Some(temp)) => {
+                    let file = std::fs::File::open(temp.path()).map_err(|e| Error::from(e).with_path(temp.shown()))?;
+                    // SAFETY: the temporary file is this process' own, fully
+                    // written and closed above; nothing changes it while mapped.
+                    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_path(temp.shown()))?;
+                    Some(crate::indexer::build_sam(&map, temp.shown(), format)?)
+                }
+                _ => index,
+            };
             if let Some(temp) = dest.temp {
                 temp.commit()?;
             }

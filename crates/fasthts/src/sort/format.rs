@@ -50,6 +50,12 @@ impl OutputFormat {
         }
     }
 
+    /// Whether samtools' `--write-index` can index it: BAM, CRAM and
+    /// bgzipped SAM, not plain SAM.
+    pub fn can_be_indexed(self) -> bool {
+        self != OutputFormat::Sam
+    }
+
     /// The format samtools' `-O` names: `bam`, `sam`, `sam.gz` or `cram`, in any case.
     pub fn from_name(name: &str) -> Result<OutputFormat, Error> {
         match name.to_ascii_lowercase().as_str() {
