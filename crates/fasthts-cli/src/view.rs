@@ -22,7 +22,7 @@ use std::path::PathBuf;
     every record overlapping it, region by region, so a record overlapping two regions is printed twice \
     unless -M (with -M, -L and regions: their intersection; -P adds the mates of the selected pairs). \
     Regions are read through the index in parallel windows and written in order.\n\n\
-    -e takes the part of htslib's expression language fasthts evaluates exactly (see -e below). \
+    -e takes htslib 1.16's expression language (see -e below). \
     CRAM output (-C, -O cram, an -o name ending .cram) is written by htslib as samtools writes it, \
     with the reference of -T (also a CRAM input's reference).\n\n\
     Examples:\n  fasthts view -h in.bam | less\n  fasthts view -c -F 0x904 -q 30 in.bam chr1:1,000,000-2,000,000\n  \
@@ -87,10 +87,11 @@ pub struct ViewArgs {
     /// Only records with tag STR whose value is listed in FILE
     #[arg(short = 'D', long = "tag-file", value_name = "STR:FILE")]
     pub tag_file: Vec<String>,
-    /// Only records the filter expression passes (htslib's syntax; the subset
-    /// fasthts evaluates exactly: fields, [XX] tags, numbers, "strings",
-    /// ! - == != < <= > >= =~ !~ && || and parentheses; arithmetic, bitwise
-    /// operators and functions are refused)
+    /// Only records the filter expression passes (htslib 1.16's language:
+    /// fields, [XX] tags, numbers, "strings", library; + - * / % & | ^ ~ !
+    /// == != < <= > >= =~ !~ && ||, parentheses; length min max avg exists
+    /// default exp log sqrt pow; records it fails on are left out, as by
+    /// samtools, with one warning)
     #[arg(short = 'e', long = "expr", visible_alias = "expression", value_name = "STR", allow_hyphen_values = true)]
     pub expr: Option<String>,
     /// Only records with mapping quality >= INT [0]

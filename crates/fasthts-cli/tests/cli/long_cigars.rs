@@ -134,6 +134,11 @@ fn view_keeps_cigars_held_in_cg_tags_as_samtools_does() {
         &["-u", "-p", "-q", "100"],
         &["-e", "ncigar > 3"],
         &["-c", "-e", "ncigar == 1"],
+        // htslib took the CG tag out as it moved the CIGAR; the one left
+        // (shorter than the placeholder) is a B array, which -e fails on.
+        &["-e", "!exists([CG])"],
+        &["-c", "-e", "[CG] || 1"],
+        &["-e", "length(cigar) > 50 || cigar =~ \"^10M2I\" || rlen > 1000"],
     ];
     let mut lines = 0;
     for options in sets {

@@ -326,7 +326,13 @@ fn zero_length_bed_intervals_match_samtools() {
     assert!(text(&straddling.stdout).trim().parse::<u32>().unwrap() > 50);
 }
 
-/// Filter expressions of the supported subset, each against samtools.
+/// Filter expressions, each against samtools: htslib's whole language
+/// (every operator and function, every symbol), its precedence, its
+/// literals, and its answers where they hang on details (undefined values
+/// from absent tags, strings against numbers, values left over from an
+/// earlier operand, C's integer casts). Those samtools fails on for some
+/// records (arithmetic on a string, a `B`-array tag, `length` of a number)
+/// leave those records out in both.
 const EXPRESSIONS: &[&str] = &[
     "mapq >= 30 && !flag.dup",
     "[NM] == 0 || rname == \"chr2\"",
@@ -351,6 +357,96 @@ const EXPRESSIONS: &[&str] = &[
     "flag == 99 || flag.supplementary",
     "ncigar > 1 && [MQ] >= 1.5e1",
     "qname < \"r2\" && qname >= \"r1\"",
+    // Bitwise operators, each its own level below + and -, above <.
+    "flag & 2",
+    "flag & 0x900 == 0",
+    "~flag & 4",
+    "flag | 0x400 == flag",
+    "(flag ^ 0x40) & 0x41 == 1",
+    "flag & 0x10 ^ 0x1 | 0x100",
+    "(1 | 2 ^ 3 & 4) == 1",
+    "(3 & 1.9) == 1 && ~1.5 == -2 && ~0 == -1",
+    // Arithmetic: precedence, left to right, signs, C's % and /.
+    "mapq * 2 / 3 % 4 == 1",
+    "[NM] + 1 > 2",
+    "endpos - pos + 1 == rlen",
+    "1 + 2 * 3 == 7 && (1 + 2) * 3 == 9 && 2 - 1 - 1 == 0 && 8 / 2 / 2 == 2",
+    "-3 % 2 == -1 && 7 % -3 == 1 && 5.9 % 2 == 1",
+    "mapq--5 > 60",
+    "mapq - -5 > 60 && +mapq > 0",
+    "-mapq < -50",
+    "tlen / 0 > 0",
+    "0/0",
+    "[XX] % 3",
+    "[MQ] - mapq",
+    "[XF] * 2 > 1",
+    // Arithmetic on a string fails for the records where it happens.
+    "mapq + qname",
+    "[XZ] * 2 || mapq > 50",
+    "1 & [XX] & qname",
+    // What htslib's values keep from an earlier operand.
+    "(0/0) & \"abc\" & [XX]",
+    "0 + [NM] + !mapq - [NM]",
+    "qname == length(qname)",
+    // Functions.
+    "length(seq) > 100",
+    "max(cigar) == 83",
+    "min([XZ]) > 60",
+    "exists([XF]) || exists(mapq > 60)",
+    "default([XC], -1) > 3",
+    "default([XX], qname) =~ \"1\"",
+    "sqrt(mapq) > 7",
+    "log(pos) > 10",
+    "exp([NM]) > 2",
+    "pow(mapq, 2) > 3000 && pow(2, -1) == 0.5",
+    "log(-1) || !log(-1) && sqrt(-1) || log(0) < 0",
+    "avg([XX]) == 0 && length([XX]) == 0 && exp([XX]) == 1",
+    "min([XX])",
+    "length(mapq) || pow(qname, 2)",
+    // Symbols.
+    "library == \"lib1\"",
+    "[RG] =~ \"rg[12]\" && library =~ \"lib1\"",
+    "library",
+    "mpos == pnext && mrname == rnext",
+    "mrefid != refid && mrefid >= 0",
+    "cigar =~ \"^[0-9]+M$\"",
+    "[MC] == cigar",
+    "[XT] >= \"M\"",
+    "[XH] =~ \"^[0-9A-F]+$\"",
+    "[ZC] > 1",
+    "[XI] > 0 && [Xi] < 0",
+    "seq > \"T\"",
+    "flag.paired && flag.proper_pair && !flag.unmap && !flag.munmap && (flag.reverse || flag.mreverse) \
+     && (flag.read1 || flag.read2) && !flag.secondary && !flag.qcfail && !flag.supplementary",
+    // Literals: hex, exponents, no octal, strtod's words, escapes.
+    "mapq >= 0x1E || mapq < 3e0",
+    ".5 < 1 && 5. == 5 && 010 == 10",
+    "infinity > 0 && -inf < 0 && 0x1p-2 == 0.25 && 1e400 > 0",
+    "NAN",
+    "!nan && nan(1) || mapq > 59",
+    "\"a\\tb\" != \"a\tb\"",
+    "\"a\\\"b\" =~ \"a\\\"b\" && \"a\\qb\" == \"a\\\\qb\"",
+    " mapq>=30&&!flag.dup ",
+    "mapq\t>=\t30",
+    // Undefined values, truth, strings against numbers.
+    "[XX] || 1",
+    "[XX] || 0",
+    "!([XX] || 0) && !!![XX]",
+    "[NM] && [XX] || !([NM] && [XX])",
+    "exists([XX] || 0)",
+    "!([XX] =~ \"a\")",
+    "[XX] !~ \"a\"",
+    "mapq > 1 > 0",
+    "mapq == 60 == 1",
+    "1 < 2 < 3",
+    "1 || 0 && 0",
+    "\"b\" > \"a\" && qname != 5 && !(qname > 5)",
+    "rname >= \"chr2\" && rname < \"chr3\"",
+    "!qname || !\"\" || !-1",
+    "!(0.5)",
+    // Matches on tags that may be absent, with one pattern after them.
+    "qname =~ \"1\" || [XZ] =~ \"^A\"",
+    "[XZ] =~ \"^A\" || [XT] =~ \"^A\"",
 ];
 
 /// The records of `g` that have a sequence, as an indexed BAM.
@@ -372,10 +468,13 @@ fn with_sequences(g: &Generated) -> PathBuf {
 #[test]
 fn filter_expressions_match_samtools() {
     let Some(g) = generate("view-expr") else { return };
+    let mut selecting = 0;
     for e in EXPRESSIONS {
-        compare_on(&["-e", e], &g.bam, &[]);
+        selecting += usize::from(compare_on(&["-e", e], &g.bam, &[]) > 0);
         compare_on(&["-c", "-e", e], &g.bam, &["chr1", "chr2:1000-40000"]);
     }
+    // Not a comparison of empty outputs.
+    assert!(selecting * 3 > EXPRESSIONS.len() * 2, "{selecting} of {} expressions select records", EXPRESSIONS.len());
     // samtools 1.16 hands `qual` to regexec without its terminating NUL
     // (sam.c's symbol lookup), so on a record with no sequence (the
     // secondary alignments here) the match reads uninitialised memory
@@ -384,15 +483,53 @@ fn filter_expressions_match_samtools() {
     // a sequence, with patterns anchored at the first quality, whose answer
     // does not depend on what lies past the last (300 runs alike).
     let with_seq = with_sequences(&g);
-    for e in ["seq =~ \"^AC\" || qual =~ \"^#\"", "qual =~ \"^[#-+]\" && !flag.reverse"] {
+    // (`length`, `min`, `max` and `avg` read the qualities by their length.)
+    for e in [
+        "seq =~ \"^AC\" || qual =~ \"^#\"",
+        "qual =~ \"^[#-+]\" && !flag.reverse",
+        "min(qual) > 20",
+        "avg(qual) > 30 && length(qual) == length(seq)",
+        "max(qual) == 255 || max(qual) < 40",
+    ] {
         compare_on(&["-e", e], &with_seq, &[]);
         compare_on(&["-c", "-e", e], &with_seq, &["chr1", "chr2:1000-40000"]);
     }
-    // Outside the subset: one line saying what, nothing written.
-    for (e, what) in [("endpos - pos > 100", "arithmetic"), ("flag & 4", "bitwise"), ("length(seq) > 100", "functions")] {
-        let got = fasthts_view(&["-e", e, g.bam.to_str().unwrap()], &[]);
+    // What fails on every record (samtools prints an error per record and
+    // selects nothing) or is not mirrored: refused, one line saying what,
+    // nothing written.
+    let input = g.bam.to_str().unwrap();
+    for (e, what) in [
+        ("mapq > ", "end of the expression"),
+        ("(mapq > 5", "missing ')'"),
+        ("flag.nope", "unrecognised flag"),
+        ("foo > 1", "unknown name"),
+        ("mapq ** 2", "unexpected text"),
+        ("\"abc", "unterminated"),
+        ("default([XX] ,1)", "','"),
+        ("qname =~ [XZ]", "string literal"),
+        ("qname =~ \"(\"", "failed regex"),
+    ] {
+        let got = fasthts_view(&["-e", e, input], &[]);
         let err = text(&got.stderr);
         assert!(!got.status.success() && got.stdout.is_empty() && err.lines().count() == 1 && err.contains(what), "{e}: {err}");
+    }
+    // Found while reading: samtools dies of SIGFPE (%), or answers by the
+    // records' order (htslib's regex slots, a match on [XZ] skipped where
+    // it is absent); fasthts fails with one line saying so.
+    for (e, what) in [("mapq % 0.5", "SIGFPE"), ("[XX] % -1", "SIGFPE"), ("[XZ] =~ \"A\" || qname =~ \"B\"", "order")] {
+        for options in [&["-c"][..], &["-o", "/dev/null"]] {
+            let got = fasthts_view(&[options, &["-e", e, input]].concat(), &[]);
+            let err = text(&got.stderr);
+            assert!(!got.status.success() && got.stdout.is_empty() && err.lines().count() == 1 && err.contains(what), "{e}: {err}");
+        }
+    }
+    let samtools_died = samtools_view(&["-c", "-e", "mapq % 0.5", input]);
+    assert!(!samtools_died.status.success());
+    // Records the expression fails on: left out, one warning.
+    for e in ["mapq + qname", "[ZC] > 1", "length(mapq)"] {
+        let got = fasthts_view(&["-c", "-e", e, input], &[]);
+        let err = text(&got.stderr);
+        assert!(got.status.success() && err.lines().count() == 1 && err.contains("expression failed"), "{e}: {err}");
     }
 }
 

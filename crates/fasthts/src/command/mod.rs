@@ -116,6 +116,15 @@ pub enum Warning {
         /// How many.
         count: u64,
     },
+    /// view's `-e` expression failed on records (samtools prints
+    /// "Couldn't process filter expression" for each), which are not
+    /// selected, as by samtools.
+    ExpressionFailed {
+        /// How many evaluations failed.
+        count: u64,
+        /// Why the first did.
+        reason: &'static str,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -134,6 +143,9 @@ impl fmt::Display for Warning {
                 write!(f, "{}: SAM line {} (read {:?}): {}", path.display(), warning.line, warning.name, warning.warnings)
             }
             Warning::MoreSamRecords { path, count } => write!(f, "{}: {count} more SAM records with warnings", path.display()),
+            Warning::ExpressionFailed { count, reason } => {
+                write!(f, "the -e expression failed {count} times ({reason}, the first time); those records are not selected, as by samtools")
+            }
         }
     }
 }

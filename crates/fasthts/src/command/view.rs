@@ -336,6 +336,15 @@ pub fn view_file(
                 warn_after_reading(&mut opened, input, report);
             }
         }
+        if let Some(expr) = &selection.expr {
+            // Before the outputs are finished: a file is then not written.
+            if let Some(why) = expr.fatal() {
+                return Err(Error::InvalidArgument(format!("-e {:?}: {why}", expr.text())));
+            }
+            if let Some((count, reason)) = expr.failures() {
+                report.warning(super::Warning::ExpressionFailed { count, reason });
+            }
+        }
         let count = outputs.count;
         let Outputs { main, unselected, destinations, .. } = outputs;
         let mut finished = Vec::new();

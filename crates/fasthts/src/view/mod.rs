@@ -94,6 +94,9 @@ impl Selection {
         if let Some(library) = &self.library {
             s.library_groups = read_groups_of_library(header, library);
         }
+        if let Some(expr) = &self.expr {
+            s.expr = Some(expr.with_header(header));
+        }
         s
     }
 
@@ -198,6 +201,24 @@ fn read_groups_of_library(header: &[u8], library: &[u8]) -> HashSet<Vec<u8>> {
         }
     }
     groups
+}
+
+/// Each `@RG` ID's `LB` (at most 1,023 bytes, as htslib's
+/// `bam_get_library` copies it; the first line of an ID counts), for `-e`'s
+/// `library`.
+fn libraries_by_group(header: &[u8]) -> std::collections::HashMap<Vec<u8>, Vec<u8>> {
+    let mut libraries = std::collections::HashMap::new();
+    let mut seen = HashSet::new();
+    for line in header.split_inclusive(|&c| c == b'\n').filter(|l| l.starts_with(b"@RG\t")) {
+        let Some(id) = header_field(line, b"ID") else { continue };
+        if !seen.insert(id.to_vec()) {
+            continue;
+        }
+        if let Some(lb) = header_field(line, b"LB") {
+            libraries.insert(id.to_vec(), lb[..lb.len().min(1023)].to_vec());
+        }
+    }
+    libraries
 }
 
 /// Opens `path` as [`crate::input::open`] does, but a SAM input (plain or
