@@ -59,6 +59,12 @@ pub trait Indexed {
     fn bytes(&self) -> &[u8];
     /// Virtual offset of the first record.
     fn first_record_offset(&self) -> VirtualOffset;
+    /// The first record at or after `from` (a record start) that has a
+    /// reference: its virtual offset and reference id; `None` when only
+    /// records without one (unmapped, unplaced) follow, to the end of the
+    /// file. Read from the file, not the index (see
+    /// [`check_placed_coverage`]).
+    fn first_placed_from(&self, from: VirtualOffset) -> Result<Option<(VirtualOffset, i32)>, Error>;
 }
 
 impl<T: Indexed + ?Sized> Indexed for &T {
@@ -74,6 +80,9 @@ impl<T: Indexed + ?Sized> Indexed for &T {
     fn first_record_offset(&self) -> VirtualOffset {
         (**self).first_record_offset()
     }
+    fn first_placed_from(&self, from: VirtualOffset) -> Result<Option<(VirtualOffset, i32)>, Error> {
+        (**self).first_placed_from(from)
+    }
 }
 
 impl Indexed for BamFile {
@@ -88,6 +97,16 @@ impl Indexed for BamFile {
     }
     fn first_record_offset(&self) -> VirtualOffset {
         BamFile::first_record_offset(self)
+    }
+    fn first_placed_from(&self, from: VirtualOffset) -> Result<Option<(VirtualOffset, i32)>, Error> {
+        let mut records = self.records_from(from)?;
+        let flow = records
+            .walk(|r| if r.ref_id() >= 0 { ControlFlow::Break(r.ref_id()) } else { ControlFlow::Continue(()) })
+            .map_err(|e| Error::from(e).with_path(self.path()))?;
+        Ok(match flow {
+            ControlFlow::Break(ref_id) => Some((records.record_start(), ref_id)),
+            ControlFlow::Continue(()) => None,
+        })
     }
 }
 
@@ -609,6 +628,44 @@ pub fn check_coverage<'r>(bam: &BamFile, spans: impl IntoIterator<Item = (&'r Re
         return Err(Error::IndexMismatch(format!("records after {expected} belong to no region")));
     }
     Ok(())
+}
+
+/// Where the records `index` places end in the file: the latest end of any
+/// of its chunks or reference spans; `None` when it places no record.
+fn placed_end(index: &Index) -> Option<VirtualOffset> {
+    let chunk_ends = index.references().iter().flat_map(|r| r.bins().iter().flat_map(|b| b.chunks.iter().map(|c| c.end)));
+    let span_ends = index.references().iter().filter_map(|r| r.metadata().map(|m| m.ref_end));
+    chunk_ends.chain(span_ends).max()
+}
+
+/// Checks that `index` places every record of `file` that has a
+/// reference: from where the last record it places ends, only records
+/// without a reference (or nothing) follow to the end of the file. A job
+/// that reads a whole file's placed records by position through an index
+/// (depth without a region, snp-pileup, a plan) can then lose none. An
+/// index made for a prefix of the file (the same leading BGZF blocks: the
+/// file cut after some records and re-terminated, then indexed) holds
+/// offsets that are all valid and checks out block by block
+/// ([`crate::command::verify_index`]), yet stops short: it fails here with
+/// [`Error::IndexMismatch`]. The check reads the file from the end of the
+/// placed records (the unplaced records, in a sorted file); an index that
+/// places nothing has the whole file read.
+///
+/// This does not prove that the index places each record where it lies
+/// (a region job's spans are checked for that: [`check_coverage`]), only
+/// that none lies beyond what it describes.
+pub fn check_placed_coverage<F: Indexed + ?Sized>(file: &F, index: &Index) -> Result<(), Error> {
+    let floor = file.first_record_offset();
+    let from = placed_end(index).map_or(floor, |end| end.max(floor));
+    match file.first_placed_from(from)? {
+        None => Ok(()),
+        Some((at, ref_id)) => {
+            let name = usize::try_from(ref_id).ok().and_then(|t| file.header().references.get(t)).map_or("?", |r| r.name.as_str());
+            Err(Error::IndexMismatch(format!(
+                "the records it places end at {from}, but a record on {name} follows at {at}: it describes only the start of the file"
+            )))
+        }
+    }
 }
 
 /// The part of the file a region's reader covered: from its first record

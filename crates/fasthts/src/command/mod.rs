@@ -42,7 +42,7 @@ use crate::bam::BamFile;
 use crate::bgzf::{Block, VirtualOffset};
 use crate::index::Index;
 use crate::input::Input;
-use crate::region::Indexed;
+use crate::region::{self, Indexed};
 use crate::Error;
 use fasthts_io::pool::{thread_count, with_threads};
 use std::fmt;
@@ -404,6 +404,38 @@ pub(crate) fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> 
     }
 }
 
+/// Whether `index` describes all of `file` for a whole-file job that reads
+/// the placed records by position through it (depth without a region,
+/// snp-pileup, the Python package's plans and pysam-style `fetch()`), which
+/// has no coverage check of its own ([`region::check_coverage`] is for jobs
+/// that read every record region by region, as flagstat): every record
+/// with a reference lies where the index places records
+/// ([`region::check_placed_coverage`]). One that does not (made for a
+/// prefix of the file) is reported ([`Warning::ReadingSequentially`]) and
+/// the job reads the file as it would without an index: sequentially, or
+/// through an index built from it in memory. An error reading the file is
+/// returned.
+pub fn index_covers<F: Indexed + ?Sized>(file: &F, index: &Index, report: &dyn Report) -> Result<bool, Error> {
+    match region::check_placed_coverage(file, index) {
+        Ok(()) => Ok(true),
+        Err(e @ Error::IndexMismatch(_)) => {
+            report.warning(Warning::ReadingSequentially { path: file.path().to_path_buf(), reason: e.to_string() });
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The index a whole-file job that reads placed records by position
+/// (depth without a region) reads `bam` through: the [`usable_index`], if
+/// it describes the whole file ([`index_covers`]); else `None`, and the
+/// file is read sequentially (which reports the file's own errors, should
+/// the check fail to read it).
+pub(crate) fn covering_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
+    let index = usable_index(bam, report)?;
+    index_covers(bam, &index, report).unwrap_or(false).then_some(index)
+}
+
 /// Runs a whole-file job as flagstat does: through `index` when there is
 /// one (`by_regions`), else sequentially (`sequential`), and sequentially
 /// too when reading through the index fails: the index is only a way to
@@ -542,6 +574,62 @@ pub(crate) mod tests {
         let n_refs = bam.header().references.len();
         assert!(err.to_string().ends_with(&format!("references in the index, {n_refs} in the header of {})", bam_path.display())), "{err}");
         assert!(matches!(err, Error::WithPath { ref source, .. } if matches!(**source, Error::IndexMismatch(_))));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// small.bam's records written again in two runs of BGZF blocks, the
+    /// first holding its header and first `n` records: `(whole, prefix)`,
+    /// the whole file and the first run alone, re-terminated (an index of
+    /// the prefix has only offsets valid in the whole file).
+    fn split_small_bam(n: usize) -> (Vec<u8>, Vec<u8>) {
+        let raw = crate::bgzf::decompress_all(&std::fs::read(data("small.bam")).unwrap()).unwrap();
+        let u32_at = |p: usize| u32::from_le_bytes(raw[p..p + 4].try_into().unwrap()) as usize;
+        let mut p = 8 + u32_at(4);
+        let n_ref = u32_at(p);
+        p += 4;
+        for _ in 0..n_ref {
+            p += 4 + u32_at(p) + 4;
+        }
+        for _ in 0..n {
+            p += 4 + u32_at(p);
+        }
+        let mut head = crate::bgzf::compress_all(&raw[..p], 1);
+        head.truncate(head.len() - crate::bgzf::EOF_MARKER.len());
+        let whole = [&head[..], &crate::bgzf::compress_all(&raw[p..], 1)[..]].concat();
+        (whole, [&head[..], &crate::bgzf::EOF_MARKER[..]].concat())
+    }
+
+    /// Issue 39: a whole-file job by position reads through an index only
+    /// if it places every placed record of the file: not one made for a
+    /// prefix that ends among the placed records (reported, naming the
+    /// file), but one whose prefix holds them all (ending among the
+    /// unplaced records, which such a job does not read), as one of the
+    /// whole file.
+    #[test]
+    fn a_whole_file_job_by_position_reads_through_an_index_that_places_every_record() {
+        let dir = scratch("covering");
+        let bam_path = dir.join("x.bam");
+        let placed = 869 + 8 + 743 + 5 + 463 + 4 + 1163 + 12;
+        for (n, covers) in [(1000, false), (0, false), (placed, true), (placed + 10, true), (placed + 28, true)] {
+            let (whole, prefix) = split_small_bam(n);
+            std::fs::write(&bam_path, &prefix).unwrap();
+            let index = crate::indexer::build(&BamFile::open(&bam_path).unwrap(), crate::index::IndexFormat::Bai).unwrap();
+            crate::indexer::write_index(&index, dir.join("x.bam.bai")).unwrap();
+            std::fs::write(&bam_path, &whole).unwrap();
+            age(&bam_path, 60);
+            let bam = BamFile::open(&bam_path).unwrap();
+            let kept = Kept::default();
+            assert_eq!(covering_index(&bam, &kept).is_some(), covers, "prefix of {n} records");
+            assert_eq!(index_covers(&bam, &find_index(&bam, &kept).unwrap().unwrap(), &kept).unwrap(), covers);
+            let warnings = kept.warnings();
+            if covers {
+                assert!(warnings.is_empty(), "{warnings:?}");
+            } else {
+                let start = format!("{}: the index does not match the data file (the records it places end at ", bam_path.display());
+                assert_eq!(warnings.len(), 2, "{warnings:?}");
+                assert!(warnings.iter().all(|w| w.starts_with(&start) && w.ends_with("; reading the file sequentially")), "{warnings:?}");
+            }
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
