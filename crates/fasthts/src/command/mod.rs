@@ -413,15 +413,46 @@ pub(crate) fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> 
 /// ([`region::check_placed_coverage`]). One that does not (made for a
 /// prefix of the file) is reported ([`Warning::ReadingSequentially`]) and
 /// the job reads the file as it would without an index: sequentially, or
-/// through an index built from it in memory. An error reading the file is
-/// returned.
+/// through an index built from it in memory ([`replace_if_not_covering`]).
+/// An error reading the file is returned.
 pub fn index_covers<F: Indexed + ?Sized>(file: &F, index: &Index, report: &dyn Report) -> Result<bool, Error> {
-    match region::check_placed_coverage(file, index) {
-        Ok(()) => Ok(true),
-        Err(e @ Error::IndexMismatch(_)) => {
-            report.warning(Warning::ReadingSequentially { path: file.path().to_path_buf(), reason: e.to_string() });
+    match not_covering(file, index)? {
+        None => Ok(true),
+        Some(warning) => {
+            report.warning(warning);
             Ok(false)
         }
+    }
+}
+
+/// As [`index_covers`], for a job that reads through an index in any case
+/// (snp-pileup, Python's plans): `None` when `index` describes the whole
+/// file; else the index `build` makes from the file (given the format of
+/// the one replaced: for a BAM, [`build_index`]), and the failed check is
+/// reported once it is made, so that an error of `build` (a file not
+/// sorted by coordinate) is the job's only word.
+pub fn replace_if_not_covering<F: Indexed + ?Sized>(
+    file: &F,
+    index: &Index,
+    report: &dyn Report,
+    build: impl FnOnce(crate::index::IndexFormat) -> Result<Index, Error>,
+) -> Result<Option<Index>, Error> {
+    match not_covering(file, index)? {
+        None => Ok(None),
+        Some(warning) => {
+            let built = build(index.format())?;
+            report.warning(warning);
+            Ok(Some(built))
+        }
+    }
+}
+
+/// The warning of an `index` that does not describe all of `file`
+/// ([`region::check_placed_coverage`]), or `None` when it does.
+fn not_covering<F: Indexed + ?Sized>(file: &F, index: &Index) -> Result<Option<Warning>, Error> {
+    match region::check_placed_coverage(file, index) {
+        Ok(()) => Ok(None),
+        Err(e @ Error::IndexMismatch(_)) => Ok(Some(Warning::ReadingSequentially { path: file.path().to_path_buf(), reason: e.to_string() })),
         Err(e) => Err(e),
     }
 }
@@ -631,5 +662,42 @@ pub(crate) mod tests {
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The spans of the references the index has records on must follow
+    /// one another from the first record: one that has no records on a
+    /// reference whose records lie between others' (as of a copy made
+    /// before they were written) is found without reading a record. Its
+    /// records may end inside the EOF marker (an index made for another
+    /// encoding of the same records, as one of samtools' test files has),
+    /// not at an offset that is no place in the file's blocks.
+    #[test]
+    fn an_index_that_leaves_a_reference_out_or_ends_off_the_blocks_does_not_cover() {
+        use crate::index::{IndexFormat, Metadata, ReferenceIndex};
+        let bam = BamFile::open(data("small.bam")).unwrap();
+        let index = crate::indexer::build(&bam, IndexFormat::Bai).unwrap();
+        let check = |index: &Index| region::check_placed_coverage(&bam, index).map_err(|e| e.to_string());
+        assert_eq!(check(&index), Ok(()));
+        let with = |tid: usize, r: ReferenceIndex| {
+            let mut references = index.references().to_vec();
+            references[tid] = r;
+            Index::new(IndexFormat::Bai, references, index.n_no_coor())
+        };
+        let err = check(&with(1, ReferenceIndex::new(Vec::new(), Vec::new(), None))).unwrap_err();
+        assert!(err.contains("(the records it places on chr4 begin at ") && err.ends_with(": it leaves records out)"), "{err}");
+        let last = &index.references()[4];
+        let m = *last.metadata().unwrap();
+        let ending_at = |end: VirtualOffset| {
+            let mut bins = last.bins().to_vec();
+            for chunk in bins.iter_mut().flat_map(|b| b.chunks.iter_mut()).filter(|c| c.end == m.ref_end) {
+                chunk.end = end;
+            }
+            with(4, ReferenceIndex::new(bins, last.linear_index().to_vec(), Some(Metadata { ref_end: end, ..m })))
+        };
+        let len = bam.bytes().len() as u64;
+        assert_eq!(check(&ending_at(VirtualOffset::new(len - 10, 0).unwrap())), Ok(()));
+        let off_the_blocks = VirtualOffset::new(m.ref_end.compressed() + 3, 0).unwrap();
+        let err = check(&ending_at(off_the_blocks)).unwrap_err();
+        assert!(err.ends_with(&format!("end at {off_the_blocks}, which is not a place in the file's blocks)")), "{err}");
     }
 }

@@ -93,8 +93,8 @@ fn open_inputs(
         // one whose index does not describe the whole file (made for a
         // prefix of it), with a warning: FACETS reads every record.
         let index = match find_index(&bam, report)? {
-            Some(index) if super::index_covers(&bam, &index, report)? => index,
-            _ => super::build_index(&bam)?,
+            Some(index) => super::replace_if_not_covering(&bam, &index, report, |_| super::build_index(&bam))?.unwrap_or(index),
+            None => super::build_index(&bam)?,
         };
         opened.push(IndexedInput::Bam { bam, index });
     }
