@@ -354,7 +354,8 @@ impl AlignmentReader {
             return Ok(self.iter(Source::CramRegions { query: Box::new(query), queries, started: false }));
         }
         let sh = self.shared()?.clone();
-        let index = run_detached(py, |w| sh.index(w))?;
+        // Every reference's records: only through an index of the whole file.
+        let index = run_detached(py, |w| sh.whole_file_index(w))?;
         let queries = (0..self.header.references.len()).map(|t| (t, 0, i64::from(i32::MAX))).collect();
         Ok(self.iter(Source::Overlap { shared: sh, index, queries, cursor: None }))
     }

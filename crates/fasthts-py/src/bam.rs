@@ -61,6 +61,15 @@ impl Shared {
         self.index.get(&self.bam, report, || command::build_index(&self.bam))
     }
 
+    /// The index for a job that reads every placed record by position
+    /// through it (a plan, pysam's `fetch()`): as `index`, once checked to
+    /// describe the whole file; else (made for a prefix of the file)
+    /// reported, and one built in memory instead, as without an index.
+    pub(crate) fn whole_file_index(&self, report: &dyn Report) -> Result<Arc<Index>, fasthts::Error> {
+        let build = || command::build_index(&self.bam);
+        self.index.get_whole_file(&self.bam, report, build, |_| build())
+    }
+
     /// Whether an index file (given, or beside the BAM) exists.
     pub(crate) fn has_index_file(&self) -> bool {
         self.index.has_file(self.bam.path())
@@ -73,7 +82,15 @@ impl Shared {
 pub(crate) struct IndexSlot {
     /// The index file given (`index=`; kept when pickled).
     pub(crate) given: Option<PathBuf>,
-    loaded: Mutex<Option<Arc<Index>>>,
+    loaded: Mutex<Option<Loaded>>,
+}
+
+/// An index in an `IndexSlot`.
+struct Loaded {
+    index: Arc<Index>,
+    /// Known to describe the whole file: built from it, or checked
+    /// (`IndexSlot::get_whole_file`).
+    whole: bool,
 }
 
 impl IndexSlot {
@@ -90,16 +107,49 @@ impl IndexSlot {
         otherwise: impl FnOnce() -> Result<Index, fasthts::Error>,
     ) -> Result<Arc<Index>, fasthts::Error> {
         let mut slot = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(ix) = slot.as_ref() {
-            return Ok(ix.clone());
+        Ok(self.load(&mut slot, file, report, otherwise)?.index.clone())
+    }
+
+    /// As `get`, for a job that reads every placed record of `file` by
+    /// position through the index (a plan, pysam's `fetch()`), which no
+    /// coverage check follows: the index is checked, once, to describe the
+    /// whole file (`command::replace_if_not_covering`, the CLI's
+    /// snp-pileup rule); one that does not (made for a prefix of the file)
+    /// is reported and replaced, for every later use too, by the index
+    /// `build` makes from the file (given the format of the one replaced).
+    pub(crate) fn get_whole_file<F: Indexed + ?Sized>(
+        &self,
+        file: &F,
+        report: &dyn Report,
+        otherwise: impl FnOnce() -> Result<Index, fasthts::Error>,
+        build: impl FnOnce(fasthts::index::IndexFormat) -> Result<Index, fasthts::Error>,
+    ) -> Result<Arc<Index>, fasthts::Error> {
+        let mut slot = self.loaded.lock().unwrap_or_else(|p| p.into_inner());
+        let loaded = self.load(&mut slot, file, report, otherwise)?;
+        if !loaded.whole {
+            if let Some(built) = command::replace_if_not_covering(file, &loaded.index, report, build)? {
+                loaded.index = Arc::new(built);
+            }
+            loaded.whole = true;
         }
-        let ix = match index_of(file, self.given.as_deref(), report)? {
-            Some(ix) => ix,
-            None => otherwise()?,
-        };
-        let ix = Arc::new(ix);
-        *slot = Some(ix.clone());
-        Ok(ix)
+        Ok(loaded.index.clone())
+    }
+
+    /// The index in `slot`, loaded first if need be (see `get`).
+    fn load<'s, F: Indexed + ?Sized>(
+        &self,
+        slot: &'s mut Option<Loaded>,
+        file: &F,
+        report: &dyn Report,
+        otherwise: impl FnOnce() -> Result<Index, fasthts::Error>,
+    ) -> Result<&'s mut Loaded, fasthts::Error> {
+        if slot.is_none() {
+            *slot = Some(match index_of(file, self.given.as_deref(), report)? {
+                Some(ix) => Loaded { index: Arc::new(ix), whole: false },
+                None => Loaded { index: Arc::new(otherwise()?), whole: true },
+            });
+        }
+        Ok(slot.as_mut().expect("loaded above"))
     }
 
     /// Whether an index file (given, or beside `data`) exists.
@@ -451,11 +501,13 @@ impl BamFile {
             None => Plan::BalancedBytes(region_bytes),
         };
         let regions = match &self.opened {
-            Opened::Bam(sh) => run_detached(py, |w| Ok(region::plan(&sh.bam, &*sh.index(w)?, plan)))?,
+            // A plan tiles every reference the index has records on: only
+            // an index of the whole file gives every record a region.
+            Opened::Bam(sh) => run_detached(py, |w| Ok(region::plan(&sh.bam, &*sh.whole_file_index(w)?, plan)))?,
             Opened::Cram(c) => run_detached(py, |_| c.plan(plan))?,
             Opened::Sam(s) => run_detached(py, |w| {
-                let (sam, ix) = s.regions(w)?;
-                Ok(region::plan(&sam.file, &ix, plan))
+                let (sam, _) = s.regions(w)?;
+                Ok(region::plan(&sam.file, &*sam.whole_file_index(w)?, plan))
             })?,
         };
         Ok(regions.into_iter().map(|r| Region::from_lib(r, self.names())).collect())

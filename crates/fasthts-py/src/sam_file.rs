@@ -52,6 +52,15 @@ impl SamGzRegions {
         self.index.get(&self.file, report, || Err(command::no_index_for_regions(Indexed::path(&self.file))))
     }
 
+    /// The index for a plan of the whole file: as `index`, once checked to
+    /// describe the whole file; else (made for a prefix of the file)
+    /// reported, and one built in memory instead, in its format.
+    pub(crate) fn whole_file_index(&self, report: &dyn Report) -> Result<Arc<Index>, Error> {
+        let path = Indexed::path(&self.file);
+        let refuse = || Err(command::no_index_for_regions(path));
+        self.index.get_whole_file(&self.file, report, refuse, |format| fasthts::indexer::build_sam(Indexed::bytes(&self.file), path, format))
+    }
+
     /// Whether an index file (given, or beside the file) exists.
     pub(crate) fn has_index_file(&self) -> bool {
         self.index.has_file(Indexed::path(&self.file))

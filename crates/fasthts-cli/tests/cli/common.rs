@@ -182,4 +182,33 @@ pub fn in_khmer_words(name: &str, bytes: Vec<u8>) -> Vec<u8> {
         Some(rest) if name.ends_with(".info") => [&b"khmer version: 3.0.0a3\n"[..], rest].concat(),
         _ => bytes,
     }
+/// Puts beside the BAM `bam` (as `<bam>.bai`, newer than it, so not stale)
+/// the index of a prefix of it: its first BGZF blocks, byte for byte, from
+/// about half-way (the first cut where a record starts), ended by the EOF
+/// marker, and indexed. Every offset of that index is valid in `bam` and
+/// starts a record, but its chunks end where the prefix does: the index of
+/// the file cut after some records, re-terminated and indexed. Returns the
+/// index's path.
+pub fn write_prefix_index(bam: &Path) -> PathBuf {
+    let bytes = std::fs::read(bam).unwrap();
+    let mut starts = Vec::new();
+    let mut at = 0u64;
+    while (at as usize) < bytes.len() {
+        starts.push(at);
+        at = fasthts::bgzf::Block::parse(&bytes, at).unwrap().next_offset();
+    }
+    let prefix = bam.with_extension("prefix.bam");
+    let index = (starts.len() / 2..starts.len() - 1)
+        .find_map(|k| {
+            let cut = starts[k] as usize;
+            std::fs::write(&prefix, [&bytes[..cut], &fasthts::bgzf::EOF_MARKER[..]].concat()).unwrap();
+            let opened = fasthts::bam::BamFile::open(&prefix).ok()?;
+            fasthts::indexer::build(&opened, fasthts::index::IndexFormat::Bai).ok()
+        })
+        .expect("a block boundary where a record starts");
+    std::fs::remove_file(&prefix).unwrap();
+    let bai = PathBuf::from(format!("{}.bai", bam.display()));
+    fasthts::indexer::write_index(&index, &bai).unwrap();
+    crate::harness::age(bam, 60);
+    bai
 }

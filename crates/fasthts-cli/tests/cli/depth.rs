@@ -276,3 +276,44 @@ fn bad_input_is_one_line_naming_the_file() {
         assert!(!out.exists(), "{args:?} left an output");
     }
 }
+
+/// Issue 39: a whole-file depth of a BAM whose index was made for a prefix
+/// of it (newer than the BAM: not stale) used to count through it and lose
+/// every row past the prefix, exit 0. The index is found not to describe
+/// the file, said once per input naming it, and the file read sequentially:
+/// the rows are those without an index (samtools', which reads the file
+/// whole), alone and merged with another input, with -a.
+#[test]
+fn an_index_of_a_prefix_of_the_bam_is_not_read_through() {
+    let golden = golden_snp_pileup();
+    let dir = TempDir::new("depth-prefix-index");
+    let bare = dir.path("bare.bam");
+    let bam = dir.path("normal.bam");
+    std::fs::copy(golden.join("normal.bam"), &bare).unwrap();
+    std::fs::copy(golden.join("normal.bam"), &bam).unwrap();
+    write_prefix_index(&bam);
+    let other = golden.join("tumour.bam");
+    for (args, inputs, bare_inputs) in [
+        (&[][..], vec![bam.as_path()], vec![bare.as_path()]),
+        (&["-a"][..], vec![bam.as_path()], vec![bare.as_path()]),
+        (&[][..], vec![other.as_path(), bam.as_path()], vec![other.as_path(), bare.as_path()]),
+    ] {
+        let want = fasthts_depth(args, &[], &bare_inputs);
+        assert!(want.status.success() && want.stderr.is_empty(), "{}", text(&want.stderr));
+        if have_samtools() {
+            assert!(samtools_depth(args, &bare_inputs).stdout == want.stdout, "{args:?}: without an index, rows differ from samtools'");
+        }
+        for threads in ["1", "2"] {
+            let got = fasthts_depth(args, &["-@", threads], &inputs);
+            let stderr = text(&got.stderr);
+            assert_eq!(got.status.code(), Some(0), "{stderr}");
+            assert!(got.stdout == want.stdout, "{args:?} {inputs:?} -@ {threads}: rows differ from those without an index");
+            let lines: Vec<&str> = stderr.lines().collect();
+            let expected_start = format!("fasthts depth: warning: {}: the index does not match the data file (", bam.display());
+            assert!(
+                lines.len() == 1 && lines[0].starts_with(&expected_start) && lines[0].ends_with("; reading the file sequentially"),
+                "{args:?} -@ {threads}: {stderr:?}"
+            );
+        }
+    }
+}

@@ -649,3 +649,50 @@ fn exact_sites_matches_contigs_per_name_in_vcf_order() {
     let want: String = plain.lines().take(1).chain(rows).map(|l| format!("{l}\n")).collect();
     assert_eq!(got, want, "records out of position order");
 }
+
+/// Issue 39: a BAM whose index was made for a prefix of it (the same
+/// leading blocks; newer than the BAM, so not stale) used to lose every
+/// row past the prefix, exit 0. FACETS reads the whole file: the index is
+/// found not to describe it, which is said once, naming the file, and the
+/// BAM is indexed in memory as one without an index is; the output is
+/// FACETS', at any thread count. An index of the whole file is used
+/// without a word.
+#[test]
+fn an_index_of_a_prefix_of_the_bam_is_not_read_through() {
+    let dir = golden_snp_pileup();
+    let tmp = TempDir::new("snp-prefix-index");
+    let want = std::fs::read(dir.join("out/default.csv")).unwrap();
+    let bams: Vec<PathBuf> = ["normal", "tumour"]
+        .iter()
+        .map(|n| {
+            let bam = tmp.path(&format!("{n}.bam"));
+            std::fs::copy(dir.join(format!("{n}.bam")), &bam).unwrap();
+            bam
+        })
+        .collect();
+    std::fs::copy(dir.join("tumour.bam.bai"), tmp.path("tumour.bam.bai")).unwrap();
+    let run_with = |name: &str, threads: &str| {
+        let out = tmp.path(name);
+        let mut cmd = fasthts();
+        cmd.args(["snp-pileup", "-@", threads]).arg(dir.join("sites.vcf.gz")).arg(&out).args(&bams);
+        let o = run(cmd);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", text(&o.stderr));
+        (std::fs::read(&out).unwrap(), text(&o.stderr))
+    };
+    std::fs::copy(dir.join("normal.bam.bai"), tmp.path("normal.bam.bai")).unwrap();
+    let (whole, stderr) = run_with("whole.csv", "2");
+    assert!(whole == want, "with the whole file's index: output differs from FACETS'");
+    assert_eq!(stderr, "", "an index of the whole file: no warning");
+    write_prefix_index(&bams[0]);
+    for threads in ["1", "2"] {
+        let (ours, stderr) = run_with(&format!("prefix{threads}.csv"), threads);
+        assert!(ours == want, "-@ {threads}: with an index of a prefix of normal.bam, output differs from FACETS'");
+        let lines: Vec<&str> = stderr.lines().collect();
+        let expected_start = format!("fasthts snp-pileup: warning: {}: the index does not match the data file (", bams[0].display());
+        assert!(
+            lines.len() == 1 && lines[0].starts_with(&expected_start) && lines[0].ends_with("; reading the file sequentially"),
+            "-@ {threads}: {stderr:?}"
+        );
+        assert!(lines[0].contains("it describes only the start of the file"), "{stderr:?}");
+    }
+}

@@ -105,7 +105,9 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
                 }
                 Input::Bam(_) if options.indexes.is_some() => None,
                 Input::Bam(bam) if region.is_some() => find_index(bam, report)?,
-                Input::Bam(bam) => find_index(bam, report).unwrap_or(None),
+                // A whole-file count: through an index only if it
+                // describes the whole file, else sequentially.
+                Input::Bam(bam) => super::covering_index(bam, report),
                 _ => None,
             };
             // A bgzipped SAM's region is read through its CSI or BAI.

@@ -42,7 +42,7 @@ use crate::bam::BamFile;
 use crate::bgzf::{Block, VirtualOffset};
 use crate::index::Index;
 use crate::input::Input;
-use crate::region::Indexed;
+use crate::region::{self, Indexed};
 use crate::Error;
 use fasthts_io::pool::{thread_count, with_threads};
 use std::fmt;
@@ -416,6 +416,69 @@ pub(crate) fn usable_index(bam: &BamFile, report: &dyn Report) -> Option<Index> 
     }
 }
 
+/// Whether `index` describes all of `file` for a whole-file job that reads
+/// the placed records by position through it (depth without a region,
+/// snp-pileup, the Python package's plans and pysam-style `fetch()`), which
+/// has no coverage check of its own ([`region::check_coverage`] is for jobs
+/// that read every record region by region, as flagstat): every record
+/// with a reference lies where the index places records
+/// ([`region::check_placed_coverage`]). One that does not (made for a
+/// prefix of the file) is reported ([`Warning::ReadingSequentially`]) and
+/// the job reads the file as it would without an index: sequentially, or
+/// through an index built from it in memory ([`replace_if_not_covering`]).
+/// An error reading the file is returned.
+pub fn index_covers<F: Indexed + ?Sized>(file: &F, index: &Index, report: &dyn Report) -> Result<bool, Error> {
+    match not_covering(file, index)? {
+        None => Ok(true),
+        Some(warning) => {
+            report.warning(warning);
+            Ok(false)
+        }
+    }
+}
+
+/// As [`index_covers`], for a job that reads through an index in any case
+/// (snp-pileup, Python's plans): `None` when `index` describes the whole
+/// file; else the index `build` makes from the file (given the format of
+/// the one replaced: for a BAM, [`build_index`]), and the failed check is
+/// reported once it is made, so that an error of `build` (a file not
+/// sorted by coordinate) is the job's only word.
+pub fn replace_if_not_covering<F: Indexed + ?Sized>(
+    file: &F,
+    index: &Index,
+    report: &dyn Report,
+    build: impl FnOnce(crate::index::IndexFormat) -> Result<Index, Error>,
+) -> Result<Option<Index>, Error> {
+    match not_covering(file, index)? {
+        None => Ok(None),
+        Some(warning) => {
+            let built = build(index.format())?;
+            report.warning(warning);
+            Ok(Some(built))
+        }
+    }
+}
+
+/// The warning of an `index` that does not describe all of `file`
+/// ([`region::check_placed_coverage`]), or `None` when it does.
+fn not_covering<F: Indexed + ?Sized>(file: &F, index: &Index) -> Result<Option<Warning>, Error> {
+    match region::check_placed_coverage(file, index) {
+        Ok(()) => Ok(None),
+        Err(e @ Error::IndexMismatch(_)) => Ok(Some(Warning::ReadingSequentially { path: file.path().to_path_buf(), reason: e.to_string() })),
+        Err(e) => Err(e),
+    }
+}
+
+/// The index a whole-file job that reads placed records by position
+/// (depth without a region) reads `bam` through: the [`usable_index`], if
+/// it describes the whole file ([`index_covers`]); else `None`, and the
+/// file is read sequentially (which reports the file's own errors, should
+/// the check fail to read it).
+pub(crate) fn covering_index(bam: &BamFile, report: &dyn Report) -> Option<Index> {
+    let index = usable_index(bam, report)?;
+    index_covers(bam, &index, report).unwrap_or(false).then_some(index)
+}
+
 /// Runs a whole-file job as flagstat does: through `index` when there is
 /// one (`by_regions`), else sequentially (`sequential`), and sequentially
 /// too when reading through the index fails: the index is only a way to
@@ -555,5 +618,98 @@ pub(crate) mod tests {
         assert!(err.to_string().ends_with(&format!("references in the index, {n_refs} in the header of {})", bam_path.display())), "{err}");
         assert!(matches!(err, Error::WithPath { ref source, .. } if matches!(**source, Error::IndexMismatch(_))));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// small.bam's records written again in two runs of BGZF blocks, the
+    /// first holding its header and first `n` records: `(whole, prefix)`,
+    /// the whole file and the first run alone, re-terminated (an index of
+    /// the prefix has only offsets valid in the whole file).
+    fn split_small_bam(n: usize) -> (Vec<u8>, Vec<u8>) {
+        let raw = crate::bgzf::decompress_all(&std::fs::read(data("small.bam")).unwrap()).unwrap();
+        let u32_at = |p: usize| u32::from_le_bytes(raw[p..p + 4].try_into().unwrap()) as usize;
+        let mut p = 8 + u32_at(4);
+        let n_ref = u32_at(p);
+        p += 4;
+        for _ in 0..n_ref {
+            p += 4 + u32_at(p) + 4;
+        }
+        for _ in 0..n {
+            p += 4 + u32_at(p);
+        }
+        let mut head = crate::bgzf::compress_all(&raw[..p], 1);
+        head.truncate(head.len() - crate::bgzf::EOF_MARKER.len());
+        let whole = [&head[..], &crate::bgzf::compress_all(&raw[p..], 1)[..]].concat();
+        (whole, [&head[..], &crate::bgzf::EOF_MARKER[..]].concat())
+    }
+
+    /// Issue 39: a whole-file job by position reads through an index only
+    /// if it places every placed record of the file: not one made for a
+    /// prefix that ends among the placed records (reported, naming the
+    /// file), but one whose prefix holds them all (ending among the
+    /// unplaced records, which such a job does not read), as one of the
+    /// whole file.
+    #[test]
+    fn a_whole_file_job_by_position_reads_through_an_index_that_places_every_record() {
+        let dir = scratch("covering");
+        let bam_path = dir.join("x.bam");
+        let placed = 869 + 8 + 743 + 5 + 463 + 4 + 1163 + 12;
+        for (n, covers) in [(1000, false), (0, false), (placed, true), (placed + 10, true), (placed + 28, true)] {
+            let (whole, prefix) = split_small_bam(n);
+            std::fs::write(&bam_path, &prefix).unwrap();
+            let index = crate::indexer::build(&BamFile::open(&bam_path).unwrap(), crate::index::IndexFormat::Bai).unwrap();
+            crate::indexer::write_index(&index, dir.join("x.bam.bai")).unwrap();
+            std::fs::write(&bam_path, &whole).unwrap();
+            age(&bam_path, 60);
+            let bam = BamFile::open(&bam_path).unwrap();
+            let kept = Kept::default();
+            assert_eq!(covering_index(&bam, &kept).is_some(), covers, "prefix of {n} records");
+            assert_eq!(index_covers(&bam, &find_index(&bam, &kept).unwrap().unwrap(), &kept).unwrap(), covers);
+            let warnings = kept.warnings();
+            if covers {
+                assert!(warnings.is_empty(), "{warnings:?}");
+            } else {
+                let start = format!("{}: the index does not match the data file (the records it places end at ", bam_path.display());
+                assert_eq!(warnings.len(), 2, "{warnings:?}");
+                assert!(warnings.iter().all(|w| w.starts_with(&start) && w.ends_with("; reading the file sequentially")), "{warnings:?}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The spans of the references the index has records on must follow
+    /// one another from the first record: one that has no records on a
+    /// reference whose records lie between others' (as of a copy made
+    /// before they were written) is found without reading a record. Its
+    /// records may end inside the EOF marker (an index made for another
+    /// encoding of the same records, as one of samtools' test files has),
+    /// not at an offset that is no place in the file's blocks.
+    #[test]
+    fn an_index_that_leaves_a_reference_out_or_ends_off_the_blocks_does_not_cover() {
+        use crate::index::{IndexFormat, Metadata, ReferenceIndex};
+        let bam = BamFile::open(data("small.bam")).unwrap();
+        let index = crate::indexer::build(&bam, IndexFormat::Bai).unwrap();
+        let check = |index: &Index| region::check_placed_coverage(&bam, index).map_err(|e| e.to_string());
+        assert_eq!(check(&index), Ok(()));
+        let with = |tid: usize, r: ReferenceIndex| {
+            let mut references = index.references().to_vec();
+            references[tid] = r;
+            Index::new(IndexFormat::Bai, references, index.n_no_coor())
+        };
+        let err = check(&with(1, ReferenceIndex::new(Vec::new(), Vec::new(), None))).unwrap_err();
+        assert!(err.contains("(the records it places on chr4 begin at ") && err.ends_with(": it leaves records out)"), "{err}");
+        let last = &index.references()[4];
+        let m = *last.metadata().unwrap();
+        let ending_at = |end: VirtualOffset| {
+            let mut bins = last.bins().to_vec();
+            for chunk in bins.iter_mut().flat_map(|b| b.chunks.iter_mut()).filter(|c| c.end == m.ref_end) {
+                chunk.end = end;
+            }
+            with(4, ReferenceIndex::new(bins, last.linear_index().to_vec(), Some(Metadata { ref_end: end, ..m })))
+        };
+        let len = bam.bytes().len() as u64;
+        assert_eq!(check(&ending_at(VirtualOffset::new(len - 10, 0).unwrap())), Ok(()));
+        let off_the_blocks = VirtualOffset::new(m.ref_end.compressed() + 3, 0).unwrap();
+        let err = check(&ending_at(off_the_blocks)).unwrap_err();
+        assert!(err.ends_with(&format!("end at {off_the_blocks}, which is not a place in the file's blocks)")), "{err}");
     }
 }

@@ -89,9 +89,11 @@ fn open_inputs(
         }
         warn_if_truncated(&bam, report);
         // As a CRAM, a BAM without an index is indexed in memory (one
-        // sequential pass); one not sorted by coordinate is refused.
+        // sequential pass); one not sorted by coordinate is refused. So is
+        // one whose index does not describe the whole file (made for a
+        // prefix of it), with a warning: FACETS reads every record.
         let index = match find_index(&bam, report)? {
-            Some(index) => index,
+            Some(index) => super::replace_if_not_covering(&bam, &index, report, |_| super::build_index(&bam))?.unwrap_or(index),
             None => super::build_index(&bam)?,
         };
         opened.push(IndexedInput::Bam { bam, index });

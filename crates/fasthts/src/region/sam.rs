@@ -99,6 +99,20 @@ impl Indexed for SamGzFile {
     fn first_record_offset(&self) -> VirtualOffset {
         self.first_record
     }
+    fn first_placed_from(&self, from: VirtualOffset) -> Result<Option<(VirtualOffset, i32)>, Error> {
+        let with_path = |e: Error| e.with_path(&self.path);
+        let mut reader = BlockReader::new(&self.map, from).map_err(|e| with_path(crate::sam::bgzf_error(e).into()))?;
+        while let Some((len, next)) = crate::sam::next_bgzf_line(&mut reader).map_err(|e| with_path(e.into()))? {
+            // RNAME, the third field: `*`, or a name the header does not
+            // hold (htslib reads such a record as unplaced), has no reference.
+            let rname = reader.available()[..len].split(|&c| c == b'\t').nth(2).unwrap_or(b"*");
+            if let Ok(Some(ref_id)) = self.names.get(rname) {
+                return Ok(Some((reader.virtual_offset(), ref_id)));
+            }
+            reader.consume(next);
+        }
+        Ok(None)
+    }
 }
 
 /// The records of one region of a [`SamGzFile`], SAM lines encoded as
@@ -279,6 +293,43 @@ mod tests {
             })
             .unwrap();
         assert_eq!(overlapping, ["a100", "a667"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 39: an index made for a prefix of the file (its leading BGZF
+    /// blocks, re-terminated, then indexed) holds only valid offsets, yet
+    /// places records only as far as the prefix: found when records with a
+    /// reference follow. A prefix that holds every placed record (it ends
+    /// among the unplaced ones) places all that a job by position reads.
+    #[test]
+    fn an_index_of_a_prefix_places_only_the_prefix() {
+        let dir = std::env::temp_dir().join(format!("fasthts-region-sam-prefix-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (path, _, _) = sorted_sam_gz(&dir);
+        let text = crate::bgzf::decompress_all(&std::fs::read(&path).unwrap()).unwrap();
+        let format = IndexFormat::Csi { min_shift: 14, depth: 5 };
+        for (last_line, covers) in [("b1500\t", false), ("a2999\t", false), ("b2999\t", true), ("u2\t", true)] {
+            let start = text.windows(last_line.len()).position(|w| w == last_line.as_bytes()).unwrap();
+            let cut = start + text[start..].iter().position(|&c| c == b'\n').unwrap() + 1;
+            let mut head = crate::bgzf::compress_all(&text[..cut], 1);
+            head.truncate(head.len() - crate::bgzf::EOF_MARKER.len());
+            let whole = [&head[..], &crate::bgzf::compress_all(&text[cut..], 1)[..]].concat();
+            let prefix = [&head[..], &crate::bgzf::EOF_MARKER[..]].concat();
+            let whole_path = dir.join("whole.sam.gz");
+            std::fs::write(&whole_path, &whole).unwrap();
+            let sam = SamGzFile::open(&whole_path).unwrap();
+            let whole_index = crate::indexer::build_sam(&whole, &whole_path, format).unwrap();
+            crate::region::check_placed_coverage(&sam, &whole_index).unwrap();
+            let prefix_index = crate::indexer::build_sam(&prefix, &whole_path, format).unwrap();
+            let checked = crate::region::check_placed_coverage(&sam, &prefix_index);
+            match (covers, checked) {
+                (true, Ok(())) => {}
+                (false, Err(Error::IndexMismatch(why))) => {
+                    assert!(why.contains("but a record on b follows at") && why.ends_with("it describes only the start of the file"), "{last_line}: {why}");
+                }
+                (_, checked) => panic!("cut after {last_line:?}: {checked:?}"),
+            }
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
