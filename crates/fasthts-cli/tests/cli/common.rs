@@ -182,6 +182,8 @@ pub fn in_khmer_words(name: &str, bytes: Vec<u8>) -> Vec<u8> {
         Some(rest) if name.ends_with(".info") => [&b"khmer version: 3.0.0a3\n"[..], rest].concat(),
         _ => bytes,
     }
+}
+
 /// Puts beside the BAM `bam` (as `<bam>.bai`, newer than it, so not stale)
 /// the index of a prefix of it: its first BGZF blocks, byte for byte, from
 /// about half-way (the first cut where a record starts), ended by the EOF
