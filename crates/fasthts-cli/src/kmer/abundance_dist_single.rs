@@ -66,6 +66,7 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
     let input = a.input_sequence_filename.as_str();
     let out = a.output_histogram_filename.as_str();
     check_inputs(&[input], a.force)?;
+    super::refuse_fifo_read_twice(input, "abundance-dist-single")?;
     refuse_input_as_output(&[Some(out), a.savegraph.as_deref()], None, "", &[input])?;
     if !a.squash && !is_stdout(out) && Path::new(out).exists() {
         return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());

@@ -61,6 +61,7 @@ pub fn run(a: FilterSingleArgs) -> crate::CmdResult {
     };
     let input = a.datafile.as_str();
     check_inputs(&[input], a.force)?;
+    super::refuse_fifo_read_twice(input, "filter-abund-single")?;
     a.graph.check(a.force, q)?;
     a.graph.report(q, None)?;
     let savegraph = (!a.savegraph.is_empty()).then_some(a.savegraph.as_str());

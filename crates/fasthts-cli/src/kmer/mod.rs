@@ -409,6 +409,21 @@ fn khmer_error(message: impl Into<String>) -> Failure {
     Failure::new(1, message)
 }
 
+/// The scripts that read their input twice (count, then filter or
+/// histogram: the `-single` ones) refuse a named FIFO, which can be read
+/// once: khmer opens it again for the second pass and waits for ever for
+/// a writer. (A pipe on standard input gives an empty second pass, as
+/// khmer's does.)
+fn refuse_fifo_read_twice(path: &str, script: &str) -> Result<(), Failure> {
+    use std::os::unix::fs::FileTypeExt;
+    if path != "-" && std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo()) {
+        return Err(khmer_error(format!(
+            "ERROR: {path} is a FIFO, and {script} reads its input twice (to count, then to use the counts): give it a file"
+        )));
+    }
+    Ok(())
+}
+
 /// Refuses, before anything is written, an output that is one of the
 /// inputs (see `fasthts_io::output::refuse_input_as_output`). `single` is
 /// the `-o` of a command that otherwise writes `<input's name>.<suffix>`

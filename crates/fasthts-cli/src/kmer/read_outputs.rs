@@ -186,9 +186,21 @@ pub(super) fn check_readable(path: &str) -> Result<(), io::Error> {
     if path == "-" {
         return Ok(());
     }
-    std::fs::File::open(path)?;
-    if std::fs::metadata(path)?.is_dir() {
+    let meta = std::fs::metadata(path)?;
+    if meta.is_dir() {
         return Err(io::Error::from_raw_os_error(libc::EISDIR));
+    }
+    if meta.is_file() {
+        std::fs::File::open(path)?;
+        return Ok(());
+    }
+    // A FIFO (or another special file) is opened once, by its reader: an
+    // open here and a close would end the writer's stream (or lose what it
+    // had written) and leave the real open waiting for ever.
+    let c_path = std::ffi::CString::new(path).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: access reads the NUL-terminated path and nothing else.
+    if unsafe { libc::access(c_path.as_ptr(), libc::R_OK) } != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
