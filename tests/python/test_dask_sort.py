@@ -244,6 +244,24 @@ def test_header_only_input(client, tmp_path):
     assert (tmp_path / "o.bai").read_bytes() == (tmp_path / "ref.bai").read_bytes()
 
 
+def test_files_with_fewer_records_than_splits(client3, unsorted, tmp_path):
+    """A 2-record BAM (and a 1-record one) on 3 workers, cut into more
+    splits than it has records, both orders: the splits after the one that
+    read to the end hold nothing (a TypeError in _chain before)."""
+    for n in [1, 2, 5]:
+        small = tmp_path / f"small{n}.bam"
+        header = subprocess.run([samtools(), "view", "-H", "--no-PG", unsorted], check=True, capture_output=True).stdout
+        lines = subprocess.run([samtools(), "view", unsorted], check=True, capture_output=True).stdout.split(b"\n")[:n]
+        sam = header + b"".join(line + b"\n" for line in lines)
+        subprocess.run([samtools(), "view", "--no-PG", "-b", "-o", str(small), "-"], input=sam, check=True, capture_output=True)
+        for options, flags in [({}, []), ({"by_name": True}, ["-n"])]:
+            want = samtools_sort([str(small)], tmp_path, *flags)
+            out = tmp_path / "out.bam"
+            for splits in [None, 3, 8]:
+                assert fdask.sort(client3, small, out, parts=3, splits=splits, no_pg=True, **options) == n
+                assert view(out) == want, f"{n} records {options} splits={splits}"
+
+
 @pytest.fixture(scope="module")
 def coordinate_sorted(by_name, tmp_path_factory) -> list:
     """Coordinate-sorted BAMs: by fasthts (blocks end inside records), by

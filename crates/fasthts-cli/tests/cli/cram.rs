@@ -215,6 +215,25 @@ fn truncated_cram_fails_quickcheck_and_reading_as_samtools_does() {
                 assert!(err.contains(cut.to_str().unwrap()), "{err}");
             }
         }
+        // The EOF container cut short: samtools (one thread) fails unless
+        // fewer than 4 bytes of it are left; htslib on threads ended such a
+        // file as if complete, and fasthts reads on threads (issue 39 item 14).
+        for left in [1, 3, 4, 10, eof_len - 12, eof_len - 1] {
+            let cut = dir.path(&format!("{version}-eof-{left}.cram"));
+            std::fs::write(&cut, &bytes[..bytes.len() - eof_len + left]).unwrap();
+            let sorted = dir.path("sorted.bam");
+            let mut s = Command::new("samtools");
+            s.args(["sort", "-o"]).arg(&sorted).arg(&cut);
+            let want = run(s).status.code();
+            for threads in ["1", "2"] {
+                for args in [&[&"sort" as &dyn AsRef<std::ffi::OsStr>, &"-o", &sorted][..], &[&"flagstat"], &[&"view", &"-c"]] {
+                    let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = args.to_vec();
+                    all.extend([&"-@" as &dyn AsRef<std::ffi::OsStr>, &threads, &cut]);
+                    let got = fasthts_run(&all);
+                    assert_eq!(got.status.code(), want, "{version}, {left} bytes of the EOF container, -@{threads}: {}", text(&got.stderr));
+                }
+            }
+        }
     }
 }
 

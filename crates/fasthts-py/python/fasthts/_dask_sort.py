@@ -47,15 +47,24 @@ def _chain(plan: Sequence[Tuple[int, int, int]], paths: Sequence[str], reports: 
     returns the splits that hold records. `exit_of(report)` is None when
     the split read to the end of its file."""
     used: List[int] = []
+    # Whether a split of the current input has read to its end: the later
+    # ones (a small file cut into more splits than it has blocks with
+    # records) hold nothing, whatever their own reports say.
+    ended = False
     for j, (i, _, _) in enumerate(plan):
         if j > 0 and plan[j - 1][0] == i:
+            if ended:
+                continue
             before = reports[j - 1]
             if exit_of(before) is None:
-                continue  # the split before read to the end: nothing starts here
+                ended = True  # the split before read to the end: nothing starts here
+                continue
             if reports[j] is None or entry_of(reports[j]) != exit_of(before):
                 reports[j] = rerun(j, exit_of(before))
-        elif reports[j] is None:
-            raise _fasthts.Error(f"{paths[i]}: cannot find the first record")
+        else:
+            ended = False
+            if reports[j] is None:
+                raise _fasthts.Error(f"{paths[i]}: cannot find the first record")
         used.append(j)
         last_of_input = j + 1 == len(plan) or plan[j + 1][0] != i
         if last_of_input and exit_of(reports[j]) is not None:

@@ -178,6 +178,10 @@ pub struct CramReader {
     regular: bool,
     /// A regular file without the EOF container (htslib's check).
     missing_eof: bool,
+    /// Decoded on htslib's own threads, which end a file whose last
+    /// container is cut off as if it were complete (htslib 1.16; one
+    /// thread says it is truncated): its end is then checked here.
+    decoded_on_threads: bool,
 }
 
 // SAFETY: the htslib objects are owned by this reader alone and used by
@@ -257,6 +261,7 @@ impl CramReader {
             feeder,
             regular,
             missing_eof: false,
+            decoded_on_threads: false,
         };
         let mut header_read = false;
         let result = (|| {
@@ -283,6 +288,7 @@ impl CramReader {
                 // HTS_OPT_NTHREADS: htslib decodes slices on a pool of its own.
                 // SAFETY: `fp` is open; the option takes one int.
                 unsafe { ffi::hts_set_opt(fp, 101, options.threads as c_int) };
+                reader.decoded_on_threads = true;
             }
             // SAFETY: `fp` is open.
             let hdr = NonNull::new(unsafe { ffi::sam_hdr_read(fp) }).ok_or_else(|| reader.damaged(UNREADABLE))?;
@@ -330,6 +336,7 @@ impl CramReader {
         // SAFETY: all three are open and owned by this reader.
         let ret = unsafe { ffi::sam_read1(self.fp.as_ptr(), self.hdr.as_ptr(), self.record.as_ptr()) };
         if ret == -1 {
+            self.check_end()?;
             return Ok(None);
         }
         if ret < -1 {
@@ -358,6 +365,7 @@ impl CramReader {
         // SAFETY: all three are open and owned by this reader.
         let ret = unsafe { ffi::sam_read1(self.fp.as_ptr(), self.hdr.as_ptr(), self.record.as_ptr()) };
         if ret == -1 {
+            self.check_end()?;
             return Ok(None);
         }
         if ret < -1 {
@@ -428,6 +436,21 @@ impl CramReader {
             return Err(Error::Message(format!("cannot seek to the CRAM container at byte {offset}")).with_path(&self.path));
         }
         Ok(())
+    }
+
+    /// At the end htslib reported: on its threads, a file whose last
+    /// container is cut off ends as if complete, so the containers are
+    /// listed from their headers (a cut one is an error, as samtools
+    /// says "truncated file" at one thread). Once per reader.
+    fn check_end(&mut self) -> Result<(), Error> {
+        if !(self.decoded_on_threads && self.regular) {
+            return Ok(());
+        }
+        self.decoded_on_threads = false;
+        match File::open(&self.path).and_then(|f| containers(&f)) {
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(self.damaged(&e.to_string())),
+            _ => Ok(()),
+        }
     }
 
     /// An error reading the data, naming the user's path: a stream's own
@@ -718,7 +741,10 @@ pub fn containers(file: &File) -> io::Result<Vec<Container>> {
     let mut offset = crai::first_container_offset(file, len, major)?;
     let mut list = Vec::new();
     let mut first = false;
-    while offset < len {
+    // Fewer than 4 bytes after the last container are no container to
+    // htslib, which reads a container's length word first: the file just
+    // lacks its EOF container.
+    while offset + 4 <= len {
         r.seek(SeekFrom::Start(offset))?;
         let cut = |e: io::Error| match e.kind() {
             io::ErrorKind::UnexpectedEof => io::Error::new(e.kind(), format!("truncated CRAM data: the container at byte {offset} is cut off")),
