@@ -13,6 +13,7 @@ mod bgzf_sam;
 mod cram;
 mod cram_regions;
 mod cram_output;
+mod cram_valgrind;
 mod depth;
 mod inputs;
 mod kmer_args;
