@@ -34,6 +34,9 @@ command -v g++ >/dev/null || need+=(g++)
 command -v art_illumina >/dev/null || need+=(art-nextgen-simulation-tools)
 # CRAM input (crates/fasthts/src/cram) links the system's htslib.
 [[ -f /usr/include/htslib/sam.h ]] || need+=(libhts-dev)
+# The CRAM paths (htslib through FFI, with threads) run under valgrind's
+# memcheck (crates/fasthts-cli/tests/cli/cram_valgrind.rs).
+command -v valgrind >/dev/null || need+=(valgrind)
 # The sort engine behind the cargo feature "rocksdb" links the system's librocksdb.
 [[ -f /usr/include/rocksdb/c.h ]] || need+=(librocksdb-dev)
 # CSI indexes are compressed by the system's libdeflate, as samtools' are, for

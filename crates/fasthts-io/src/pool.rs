@@ -82,11 +82,75 @@ pub fn blocks_in_file(path: &std::path::Path) -> usize {
 
 /// Runs `f` on a rayon pool of [`thread_count`]`(requested)` threads (on the
 /// calling thread if no pool can be made). The pool's threads work under
-/// the caller's cancellation token ([`crate::cancel`]).
+/// the caller's cancellation token ([`crate::cancel`]), and have ended
+/// when this returns (or unwinds): see [`JoinedPool`].
 pub fn with_threads<T: Send>(requested: Option<usize>, f: impl FnOnce() -> T + Send) -> T {
-    match pool_builder(thread_count(requested)).build() {
-        Ok(pool) => pool.install(f),
-        Err(_) => f(),
+    let pool = JoinedPool::new(thread_count(requested));
+    match &pool.pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
+/// A rayon pool whose threads are joined when it is dropped, so that none
+/// of them is still ending after the job that made it has returned.
+///
+/// rayon's own `ThreadPool` only tells its threads to stop when dropped:
+/// they end a little later, running the thread-exit destructors of every
+/// C library they used. A thread that read CRAM through htslib has used
+/// libcurl and OpenSSL (htslib fetches a reference named by its `@SQ` `M5`
+/// from `REF_PATH`, by default EBI's server over https, before its `UR`),
+/// and OpenSSL's destructor for a thread's state racing with its
+/// `OPENSSL_cleanup` (run by `exit` as the command returns) corrupted the
+/// heap: `malloc_consolidate(): unaligned fastbin chunk detected`, double
+/// frees and crashes in libcrypto, once in a few hundred runs of `view` on
+/// a CRAM region. Joined, the threads have run those destructors before
+/// anything else happens.
+pub struct JoinedPool {
+    /// `None` when no pool could be made.
+    pool: Option<rayon::ThreadPool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl JoinedPool {
+    /// A pool of `threads` threads made by [`pool_builder`].
+    pub fn new(threads: usize) -> JoinedPool {
+        let mut handles = Vec::with_capacity(threads);
+        let pool = pool_builder(threads)
+            .spawn_handler(|thread| {
+                // As rayon's default spawn handler makes its threads.
+                let mut builder = std::thread::Builder::new();
+                if let Some(name) = thread.name() {
+                    builder = builder.name(name.to_owned());
+                }
+                if let Some(size) = thread.stack_size() {
+                    builder = builder.stack_size(size);
+                }
+                handles.push(builder.spawn(move || thread.run())?);
+                Ok(())
+            })
+            .build()
+            .ok();
+        // A pool that failed to build has told the threads it made to end.
+        JoinedPool { pool, threads: handles }
+    }
+
+    /// The pool (`None` if none could be made).
+    pub fn pool(&self) -> Option<&rayon::ThreadPool> {
+        self.pool.as_ref()
+    }
+}
+
+impl Drop for JoinedPool {
+    fn drop(&mut self) {
+        // Dropping the pool tells its threads to end once their queued
+        // jobs are done; joining waits until each has ended entirely.
+        drop(self.pool.take());
+        for thread in self.threads.drain(..) {
+            // A worker's panic was reported where it happened (rayon
+            // catches a job's panic and hands it to the caller).
+            let _ = thread.join();
+        }
     }
 }
 
@@ -95,4 +159,38 @@ pub fn with_threads<T: Send>(requested: Option<usize>, f: impl FnOnce() -> T + S
 pub fn pool_builder(threads: usize) -> rayon::ThreadPoolBuilder {
     let token = crate::cancel::current();
     rayon::ThreadPoolBuilder::new().num_threads(threads).start_handler(move |_| crate::cancel::set_current(token.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Threads whose thread-exit destructors have run.
+    static ENDED: AtomicUsize = AtomicUsize::new(0);
+
+    struct CountsItsEnd;
+
+    impl Drop for CountsItsEnd {
+        fn drop(&mut self) {
+            // Slow, so that a pool not joined would be seen still ending.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            ENDED.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    thread_local! {
+        static MARK: CountsItsEnd = const { CountsItsEnd };
+    }
+
+    #[test]
+    fn with_threads_returns_after_its_threads_have_ended() {
+        let threads = with_threads(Some(3), || {
+            // Every thread of the pool touches its thread-local value.
+            rayon::broadcast(|_| MARK.with(|_| ()));
+            rayon::current_num_threads()
+        });
+        assert!(threads >= 1);
+        assert_eq!(ENDED.load(Ordering::SeqCst), threads, "every pool thread ended before with_threads returned");
+    }
 }

@@ -262,6 +262,44 @@ fn a_cram_htslib_cannot_open_is_named_alike_by_every_command() {
     assert_eq!(text(&out.stderr), "fasthts flagstat: -: not a readable CRAM file (damaged or truncated header)\n");
 }
 
+/// A damaged CRAM arriving on a pipe, much larger than a socket's buffer:
+/// htslib cannot read its header, and each command says so and ends. It
+/// used to wait forever for the thread copying the stream into htslib's
+/// socket, which stayed open: `hts_hopen` leaves the `hFILE` it was given
+/// open when it fails.
+#[test]
+fn a_large_damaged_cram_stream_is_refused_without_waiting_forever() {
+    let mut bytes = b"CRAM\x03\x00".to_vec();
+    bytes.extend((0u32..4 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
+    for (args, said) in [
+        (&["view", "-"][..], "fasthts view: -: not a readable CRAM file (damaged or truncated header)\n"),
+        (&["flagstat", "-"][..], "fasthts flagstat: -: not a readable CRAM file (damaged or truncated header)\n"),
+        (&["quickcheck", "-"][..], ""),
+    ] {
+        let mut c = fasthts();
+        c.args(args).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let input = bytes.clone();
+        // The command stops reading early: the rest of the write fails.
+        let writer = std::thread::spawn(move || drop(std::io::Write::write_all(&mut stdin, &input)));
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("{args:?}: still running after 60 s on a damaged CRAM stream");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        if !said.is_empty() {
+            assert_eq!(text(&out.stderr), said, "{args:?}");
+        }
+    }
+}
+
 #[test]
 fn records_of_more_than_65535_cigar_operations_sort_as_samtools_sorts_them() {
     let Some(dir) = with_samtools("cram-long-cigar") else { return };

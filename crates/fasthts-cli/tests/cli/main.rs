@@ -14,6 +14,7 @@ mod closed_pipes;
 mod cram;
 mod cram_regions;
 mod cram_output;
+mod cram_valgrind;
 mod depth;
 mod inputs;
 mod kmer_args;

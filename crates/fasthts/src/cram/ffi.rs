@@ -93,6 +93,9 @@ extern "C" {
     pub fn hts_open(fn_: *const c_char, mode: *const c_char) -> *mut htsFile;
     pub fn hts_hopen(fp: *mut hFILE, fn_: *const c_char, mode: *const c_char) -> *mut htsFile;
     pub fn hdopen(fd: c_int, mode: *const c_char) -> *mut hFILE;
+    /// Closes an `hFILE` without flushing: the caller's to call when
+    /// `hts_hopen` fails, which leaves the `hFILE` it was given open.
+    pub fn hclose_abruptly(fp: *mut hFILE);
     pub fn hts_close(fp: *mut htsFile) -> c_int;
     pub fn hts_set_opt(fp: *mut htsFile, opt: c_int, ...) -> c_int;
     pub fn hts_check_EOF(fp: *mut htsFile) -> c_int;

@@ -228,9 +228,15 @@ impl CramReader {
             let _ = feeder.join();
             return Err(Error::from(io::Error::last_os_error()).with_path(path));
         }
-        // SAFETY: `hfile` is valid; hts_hopen takes it over (closes it on failure too).
+        // SAFETY: `hfile` is valid; hts_hopen takes it over when it succeeds.
         let fp = unsafe { ffi::hts_hopen(hfile, name.as_ptr(), c"r".as_ptr()) };
         let Some(fp) = NonNull::new(fp) else {
+            // SAFETY: hts_hopen failed, so it left `hfile` open and ours to
+            // close (as hts_open does then); nothing else holds it. Closing
+            // it closes the socket, so the feeder's next write fails and it
+            // ends: joined with the socket open, it waited forever on a
+            // stream larger than the socket's buffer.
+            unsafe { ffi::hclose_abruptly(hfile) };
             let feeder_error = feeder.join().ok().and_then(Result::err);
             return Err(match feeder_error {
                 Some(e) => Error::from(e).with_path(path),
@@ -969,6 +975,7 @@ pub fn check(path: &Path, stream: Option<Box<dyn Read + Send>>) -> Option<CramCh
             }
             // SAFETY: socketpair made them; nobody else owns them.
             let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            let name = c_path(path).ok()?;
             feeder = Some(std::thread::spawn(move || feed(stream, theirs)));
             let fd = ours.into_raw_fd();
             // SAFETY: `fd` is open; the hFILE owns it from here.
@@ -978,9 +985,14 @@ pub fn check(path: &Path, stream: Option<Box<dyn Read + Send>>) -> Option<CramCh
                 unsafe { libc::close(fd) };
                 std::ptr::null_mut()
             } else {
-                let name = c_path(path).ok()?;
-                // SAFETY: `hfile` is valid and taken over.
-                unsafe { ffi::hts_hopen(hfile, name.as_ptr(), c"r".as_ptr()) }
+                // SAFETY: `hfile` is valid; hts_hopen takes it over when it succeeds.
+                let fp = unsafe { ffi::hts_hopen(hfile, name.as_ptr(), c"r".as_ptr()) };
+                if fp.is_null() {
+                    // SAFETY: hts_hopen failed and left `hfile` open, ours
+                    // to close; closing it ends the feeder (joined below).
+                    unsafe { ffi::hclose_abruptly(hfile) };
+                }
+                fp
             }
         }
     };

@@ -145,9 +145,13 @@ impl<W: Write> CramWriter<W> {
             unsafe { libc::close(fd) };
             return Err(Error::from(e).with_path(name));
         }
-        // SAFETY: `hfile` is valid; hts_hopen takes it over (closes it on failure too).
+        // SAFETY: `hfile` is valid; hts_hopen takes it over when it succeeds.
         let fp = unsafe { ffi::hts_hopen(hfile, c_name.as_ptr(), mode.as_ptr()) };
         let Some(fp) = NonNull::new(fp) else {
+            // SAFETY: hts_hopen failed, so it left `hfile` open and ours to
+            // close; nothing else holds it. Closing it ends the drain.
+            unsafe { ffi::hclose_abruptly(hfile) };
+            let _ = drain.join();
             return Err(Error::Message("htslib cannot start a CRAM output".into()).with_path(name));
         };
         let mut writer = CramWriter {
