@@ -244,6 +244,22 @@ def test_header_only_input(client, tmp_path):
     assert (tmp_path / "o.bai").read_bytes() == (tmp_path / "ref.bai").read_bytes()
 
 
+def test_splits_after_one_that_read_to_the_end_hold_nothing():
+    """_chain, the check that splits tile each input: once a split has read
+    to the end of its input, the later splits of that input are skipped,
+    whatever their reports (None: no first record could be guessed in
+    them). Before, the second such split looked at the first's report,
+    None: TypeError: 'NoneType' object is not subscriptable."""
+    from fasthts._dask_sort import _chain
+
+    plan = [(0, 0, 0), (0, 1, 0), (0, 2, 0), (1, 0, 0), (1, 1, 0)]
+    # reports: (entry, exit); exit None: read to the end of the input.
+    reports = [(0, None), None, None, (0, 5), (5, None)]
+    reran = []
+    used = _chain(plan, ["a.bam", "b.bam"], reports, lambda r: r[0], lambda r: r[1], lambda j, at: reran.append(j))
+    assert used == [0, 3, 4] and reran == []
+
+
 def test_files_with_fewer_records_than_splits(client3, unsorted, tmp_path):
     """A 2-record BAM (and a 1-record one) on 3 workers, cut into more
     splits than it has records, both orders: the splits after the one that
