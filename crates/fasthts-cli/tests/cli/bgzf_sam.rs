@@ -173,12 +173,15 @@ fn gzip_sam_is_read_but_not_indexed_and_plain_sam_idxstats() {
     let plain = dir.path("s.sam");
     std::fs::write(&plain, &sam).unwrap();
     same(&["idxstats"], &plain);
+    // samtools' own test expects nothing on stderr for SAM (issue 39 item 15).
+    assert_eq!(text(&ours(&["idxstats"], &plain).stderr), "", "idxstats of a SAM says nothing");
     let gz = dir.path("g.sam.gz");
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut e, &sam).unwrap();
     std::fs::write(&gz, e.finish().unwrap()).unwrap();
     same(&["flagstat"], &gz);
     same(&["idxstats"], &gz);
+    assert_eq!(text(&ours(&["idxstats"], &gz).stderr), "", "idxstats of a gzip SAM says nothing");
     same(&["sort", "--no-PG", "-O", "sam"], &gz);
     assert_eq!(ours(&["quickcheck"], &gz).status.code(), Some(0));
     // samtools: "SAM file ... not BGZF compressed".
