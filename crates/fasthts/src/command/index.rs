@@ -83,11 +83,7 @@ pub fn index_target(path: &Path, options: &IndexOptions) -> Result<PathBuf, Erro
 /// temporary name, then renamed into place; samtools' warning when it
 /// lacks the EOF container.
 fn index_cram(path: &Path, peeked: input::Peeked, options: &IndexOptions, report: &dyn Report) -> Result<PathBuf, Error> {
-    let target = options.output.clone().unwrap_or_else(|| {
-        let mut name = path.as_os_str().to_owned();
-        name.push(".crai");
-        PathBuf::from(name)
-    });
+    let target = options.output.clone().unwrap_or_else(|| cram::crai_path_for(path));
     crate::output::refuse_input_as_output(&[&target], &[path])?;
     let (output, file) = crate::output::TempOutput::create(&target)?;
     drop(file);

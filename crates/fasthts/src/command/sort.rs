@@ -143,7 +143,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
     let (data, mut index_path, index_format) = crate::indexer::split_index_name(output);
     if format == OutputFormat::Cram && !output.to_string_lossy().contains("##idx##") {
         // samtools' automatic index name for CRAM.
-        index_path = PathBuf::from(format!("{}.crai", data.display()));
+        index_path = crate::cram::crai_path_for(&data);
     }
     let mut index = None;
     if options.write_index {

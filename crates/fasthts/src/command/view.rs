@@ -178,7 +178,7 @@ fn open_sink(
     let (data, index_path, _) = crate::indexer::split_index_name(spec);
     if index.is_some() {
         let index_path =
-            if spec.to_string_lossy().contains("##idx##") { index_path } else { PathBuf::from(format!("{}.crai", data.display())) };
+            if spec.to_string_lossy().contains("##idx##") { index_path } else { crate::cram::crai_path_for(&data) };
         dest.cram_index = Some(TempOutput::create(&index_path)?.0);
         dest.index_path = None;
     }

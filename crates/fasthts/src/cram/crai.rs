@@ -35,6 +35,15 @@ pub struct CraiOutcome {
     pub missing_eof: bool,
 }
 
+/// The name samtools gives the `.crai` of the CRAM at `data`: `DATA.crai`
+/// (`index`, `--write-index` of sort and view; the first name htslib looks
+/// for). The one place a CRAM index is named.
+pub fn crai_path_for(data: &Path) -> PathBuf {
+    let mut name = data.as_os_str().to_owned();
+    name.push(".crai");
+    PathBuf::from(name)
+}
+
 /// Writes the `.crai` of the CRAM `source` (named `name` in errors) to
 /// `out`, as `samtools index` writes it. Multi-reference slices are
 /// decoded on the current rayon pool. A damaged or truncated input, or

@@ -18,7 +18,7 @@ pub mod region;
 
 pub use region::{CramQuery, QueryPool};
 
-pub use crai::{write_crai, CraiOutcome, CramSource};
+pub use crai::{crai_path_for, write_crai, CraiOutcome, CramSource};
 
 mod write;
 

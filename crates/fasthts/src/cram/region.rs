@@ -33,7 +33,7 @@ unsafe impl Send for CramQuery {}
 /// The index files htslib looks for beside `path` (`cram_index_load`):
 /// `PATH.crai`, then `PATH` with `.cram` replaced by `.crai`.
 fn index_candidates(path: &Path) -> Vec<PathBuf> {
-    let mut list = vec![PathBuf::from(format!("{}.crai", path.display()))];
+    let mut list = vec![super::crai_path_for(path)];
     if path.extension().is_some_and(|e| e == "cram") {
         list.push(path.with_extension("crai"));
     }
