@@ -19,7 +19,7 @@
 //! `min`, `exists`, ...), `library`, and `B`-array tags.
 
 use super::WidePositions;
-use crate::bam::{CigarOp, RecordRef};
+use crate::bam::{CigarOp, RecordRef, Reference};
 use crate::Error;
 use std::borrow::Cow;
 use std::ffi::CString;
@@ -135,8 +135,8 @@ impl Drop for Regex {
 
 /// What an evaluation reads besides the record.
 struct Scope<'a> {
-    /// The header's reference names.
-    names: &'a [String],
+    /// The header's references, for their names.
+    names: &'a [Reference],
     /// The record's positions, when past its 32-bit fields.
     wide: Option<WidePositions>,
 }
@@ -462,7 +462,7 @@ impl Expr {
     /// expression cannot be evaluated on (a `B`-array tag) does not pass.
     /// `wide`: the record's positions when they do not fit its 32-bit
     /// fields (a SAM record past 2^31).
-    pub fn passes(&self, r: &RecordRef<'_>, ref_names: &[String], wide: Option<WidePositions>) -> bool {
+    pub fn passes(&self, r: &RecordRef<'_>, ref_names: &[Reference], wide: Option<WidePositions>) -> bool {
         let scope = Scope { names: ref_names, wide };
         let Ok(v) = eval(&self.root, r, &scope) else { return false };
         if v.is_str {
@@ -473,8 +473,8 @@ impl Expr {
     }
 }
 
-fn name_of(tid: i32, names: &[String]) -> &[u8] {
-    usize::try_from(tid).ok().and_then(|t| names.get(t)).map_or(b"*", |n| n.as_bytes())
+fn name_of(tid: i32, names: &[Reference]) -> &[u8] {
+    usize::try_from(tid).ok().and_then(|t| names.get(t)).map_or(b"*", |n| n.name.as_bytes())
 }
 
 fn lookup<'a>(sym: Sym, r: &'a RecordRef<'_>, scope: &'a Scope<'a>) -> Result<Val<'a>, ()> {
