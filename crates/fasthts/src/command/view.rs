@@ -537,10 +537,26 @@ fn whole_file(
     copied: Option<&[Reference]>,
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
+    // SAM text is formatted behind the reading (see `RecordOutput`): a
+    // reading error is reported after the formatting errors of the records
+    // read before it.
+    // (An output's own error, a formatting one among them, comes first.)
+    let mut output_failed = false;
+    let formatted_first = |outputs: &mut Outputs, e: Error, output_failed: bool| {
+        if !output_failed {
+            for (sink, _) in [&mut outputs.main, &mut outputs.unselected].into_iter().flatten() {
+                sink.write_formatted()?;
+            }
+        }
+        Err(e)
+    };
     if let Input::Bam(bam) = &*input {
         // A BAM's references are read in place (see `view_file`).
         let mut router = Router::new(options, selection, &bam.header().references);
-        return crate::bam::scan(bam, |r, _| route_one(&mut router, outputs, r)).map(|_| ());
+        return match crate::bam::scan(bam, |r, _| route_one(&mut router, outputs, r, &mut output_failed)) {
+            Ok(_) => Ok(()),
+            Err(e) => formatted_first(outputs, e, output_failed),
+        };
     }
     let names = copied.expect("the references of an input other than a BAM are copied");
     let mut router = Router::new(options, selection, names);
@@ -556,8 +572,8 @@ fn whole_file(
             sink.keep_wide_positions();
         }
     }
-    let mut handle = |r: &RecordRef<'_>| route_one(&mut router, outputs, r);
-    match input {
+    let mut handle = |r: &RecordRef<'_>| route_one(&mut router, outputs, r, &mut output_failed);
+    let read = match input {
         Input::Bam(_) => unreachable!("a BAM is read above"),
         Input::Stream(stream) => stream.for_each_record(handle),
         Input::Cram(cram) => cram.for_each_record(handle),
@@ -565,11 +581,13 @@ fn whole_file(
             Error::Sam(e) => Error::Sam(e).with_path(path),
             e => e,
         }),
-    }
+    };
+    read.or_else(|e| formatted_first(outputs, e, output_failed))
 }
 
-/// Routes one record of a whole file, and writes it where it goes.
-fn route_one(router: &mut Router<'_>, outputs: &mut Outputs, r: &RecordRef<'_>) -> Result<(), Error> {
+/// Routes one record of a whole file, and writes it where it goes;
+/// `output_failed` is set when the error is the output's.
+fn route_one(router: &mut Router<'_>, outputs: &mut Outputs, r: &RecordRef<'_>, output_failed: &mut bool) -> Result<(), Error> {
     let route = router.route(r, outputs.main.is_some(), outputs.unselected.is_some())?;
     if route == Route::Selected {
         outputs.count += 1;
@@ -577,7 +595,7 @@ fn route_one(router: &mut Router<'_>, outputs: &mut Outputs, r: &RecordRef<'_>) 
     let sink = if route == Route::Unselected { &mut outputs.unselected } else { &mut outputs.main };
     if let Some((sink, _)) = sink {
         if !router.scratch.is_empty() {
-            sink.write_record(&router.scratch)?;
+            sink.write_record(&router.scratch).inspect_err(|_| *output_failed = true)?;
         }
     }
     Ok(())
