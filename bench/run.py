@@ -20,7 +20,9 @@ default settings, -m 64M, -l 1, and SAM on standard input. The view jobs
 (--jobs view, not in the default set) are issue 23's bars: `view -c` of the
 whole file and of 1,000 random 10 kb regions (seeded; on references with
 reads), and `view -b -o` of a 10 % subsample, each against `samtools view`
-at the same -@. --jobs view-filters: `view -c` with an `-e` expression
+at the same -@. --jobs view-out: the whole file, no regions, as SAM text
+(to /dev/null; fasthts at -@1 too), as BAM (`-b -o`) and counted (`-c`),
+against samtools at the same -@ (issue 39 item 18). --jobs view-filters: `view -c` with an `-e` expression
 (strings and a regex) and with `-d RG:rg1`, against samtools at the same -@. --jobs depth: `depth -a` of the whole file and of 1,000
 random 10 kb regions (a BED) against `samtools depth`, which has no
 threads.
@@ -94,6 +96,17 @@ def view_digest(bam):
         for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
             h.update(chunk)
     assert p.returncode == 0
+    return h.hexdigest()
+
+
+def stdout_digest(cmd):
+    """SHA-256 of a command's standard output, streamed (SAM text can be GBs)."""
+    import hashlib
+    h = hashlib.sha256()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE) as p:
+        for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
+            h.update(chunk)
+    assert p.returncode == 0, cmd
     return h.hexdigest()
 
 
@@ -173,7 +186,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-filters, depth; with --cram: flagstat,index,sort]")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth; with --cram: flagstat,index,sort]")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
@@ -343,6 +356,35 @@ def main():
                 assert view_digest(sub_f) == view_digest(sub_s), f"fasthts {job} output differs from samtools"
             base = report(job, "fasthts", runs["fasthts"])
             report(job, "samtools", runs["samtools"], base)
+
+    if "view-out" in jobs:
+        # Issue 39 item 18: a whole BAM, no regions, out as SAM text (to
+        # /dev/null), as BAM, and counted; fasthts also at -@1, to show
+        # what the second thread brings. Outputs compared first.
+        out_f, out_s = os.path.join(tmp, "out.f.bam"), os.path.join(tmp, "out.s.bam")
+        variants = [
+            ("view SAM", ["--no-PG", bam], None),
+            ("view -b", ["--no-PG", "-b", "-o", out_f, bam], ["--no-PG", "-b", "-o", out_s, bam]),
+            ("view -c", ["-c", bam], None),
+        ]
+        for job, ours_args, theirs_args in variants:
+            tools = {"fasthts": [fasthts, "view", "-@", t, *ours_args], "samtools": ["samtools", "view", "-@", t, *(theirs_args or ours_args)]}
+            if job == "view SAM":
+                tools["fasthts-@1"] = [fasthts, "view", "-@", "1", *ours_args]
+                assert stdout_digest(tools["fasthts"]) == stdout_digest(tools["samtools"]), f"fasthts {job} differs from samtools"
+                assert stdout_digest(tools["fasthts-@1"]) == stdout_digest(tools["samtools"]), f"fasthts -@1 {job} differs"
+            elif theirs_args is None:
+                assert output(tools["fasthts"]) == output(tools["samtools"]), f"fasthts {job} differs from samtools"
+            runs = {k: [] for k in tools}
+            for _ in range(a.runs):
+                for k, cmd in tools.items():
+                    runs[k].append(timed(cmd))
+            if theirs_args is not None:
+                assert view_digest(out_f) == view_digest(out_s), f"fasthts {job} output differs from samtools"
+            base = report(job, "fasthts", runs["fasthts"])
+            for k in tools:
+                if k != "fasthts":
+                    report(job, k, runs[k], base)
 
     if "view-filters" in jobs:
         # Record filters evaluated on every record: an -e expression on

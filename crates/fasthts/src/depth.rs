@@ -376,10 +376,13 @@ fn scan_two_u64(s: &[u8]) -> (u64, u64, usize) {
 }
 
 /// What every counter shares: the options resolved against the inputs.
-pub(crate) struct Setup {
+pub(crate) struct Setup<'r> {
     pub(crate) options: DepthOptions,
-    /// Reference names and lengths (of the first input).
-    pub(crate) names: Vec<String>,
+    /// References (for their names) and lengths (of the first input); the
+    /// references borrowed from its header unless reading takes the
+    /// inputs (a draft assembly's 600,000 names are not copied for
+    /// nothing).
+    pub(crate) names: std::borrow::Cow<'r, [crate::bam::Reference]>,
     pub(crate) lengths: Vec<i64>,
     pub(crate) bed: Option<BedFilter>,
     /// The region (`-r`): reference, start and end (end exclusive).
@@ -387,7 +390,7 @@ pub(crate) struct Setup {
     pub(crate) n_files: usize,
 }
 
-impl Setup {
+impl Setup<'_> {
     /// Whether a read counts at all (before its bases are looked at).
     #[inline]
     pub(crate) fn keeps(&self, r: &RecordRef<'_>) -> bool {
@@ -400,7 +403,7 @@ impl Setup {
 
     /// The BED intervals of reference `tid`, if printing is filtered.
     fn bed_of(&self, tid: i32) -> Option<&[(i64, i64)]> {
-        self.bed.as_ref().map(|b| b.intervals(&self.names[tid as usize]))
+        self.bed.as_ref().map(|b| b.intervals(&self.names[tid as usize].name))
     }
 }
 
@@ -539,7 +542,7 @@ pub(crate) struct Piece {
 /// as samtools depth does for a whole file or a region. See the module
 /// documentation for the rules.
 pub(crate) struct Counter<'s> {
-    setup: &'s Setup,
+    setup: &'s Setup<'s>,
     stride: usize,
     /// Where the rows go; `spill` empties it when it grows large.
     pub(crate) out: Vec<u8>,
@@ -581,7 +584,7 @@ const SPILL_BYTES: usize = 1 << 20;
 impl<'s> Counter<'s> {
     /// A counter printing positions `[beg, end)` of every reference;
     /// `bounded` as for a region.
-    pub(crate) fn new(setup: &'s Setup, beg: i64, end: i64, bounded: bool) -> Self {
+    pub(crate) fn new(setup: &'s Setup<'s>, beg: i64, end: i64, bounded: bool) -> Self {
         let n = setup.n_files;
         let mates = if setup.options.remove_overlaps { (0..n).map(|_| MateEnds::default()).collect() } else { Vec::new() };
         Counter {
@@ -816,7 +819,7 @@ impl<'s> Counter<'s> {
     /// they go), applying the BED filter.
     fn print_counted(&mut self, from: i64, to: i64) {
         let tid = self.tid;
-        self.rows.start_reference(&self.setup.names[tid as usize]);
+        self.rows.start_reference(&self.setup.names[tid as usize].name);
         let mut p = from;
         while p < to {
             let (inside, until) = match self.bed {
@@ -917,7 +920,7 @@ fn bed_segment(bed: &[(i64, i64)], p: i64, to: i64) -> (bool, i64) {
 
 /// Zero rows of reference `tid` over `[from, to)`, BED-filtered.
 pub(crate) fn write_zero_rows(setup: &Setup, tid: i32, from: i64, to: i64, rows: &mut RowText, out: &mut Vec<u8>) {
-    rows.start_reference(&setup.names[tid as usize]);
+    rows.start_reference(&setup.names[tid as usize].name);
     let zeros = vec![0i32; setup.n_files];
     let bed = setup.bed_of(tid);
     let mut p = from;

@@ -53,6 +53,25 @@ where
     B: Send,
     E: Send,
 {
+    fill_in_order_with(n, || (), new_buffer, |i, (), b| fill(i, b), append)
+}
+
+/// As [`fill_in_order`], each thread keeping a state of its own, made by
+/// `new_state()` when it starts, for the pieces it fills: the reader of the
+/// last region it read, say, which the next region it takes (often in the
+/// same BGZF block, when the pieces are a draft assembly's small contigs)
+/// reads on from instead of inflating the block again.
+pub fn fill_in_order_with<S, B, E>(
+    n: usize,
+    new_state: impl Fn() -> S + Sync,
+    new_buffer: impl Fn(usize) -> B + Sync,
+    fill: impl Fn(usize, &mut S, &mut B) -> Result<(), E> + Sync,
+    append: impl FnMut(&B) -> Result<(), E> + Send,
+) -> Result<(), E>
+where
+    B: Send,
+    E: Send,
+{
     struct Gather<B, E, A> {
         append: A,
         /// The next piece to append.
@@ -71,6 +90,7 @@ where
     rayon::scope(|s| {
         for _ in 0..rayon::current_num_threads().min(n) {
             s.spawn(|_| {
+                let mut state = new_state();
                 let mut buffer: Option<B> = None;
                 loop {
                     let i = taken.fetch_add(1, Ordering::Relaxed);
@@ -78,7 +98,7 @@ where
                         break;
                     }
                     let mut b = buffer.take().unwrap_or_else(|| new_buffer(i));
-                    let result = fill(i, &mut b);
+                    let result = fill(i, &mut state, &mut b);
                     let mut guard = lock();
                     let g = &mut *guard;
                     if let Err(e) = result {

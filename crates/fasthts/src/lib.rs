@@ -71,6 +71,7 @@ pub mod index;
 pub mod indexer;
 pub mod input;
 mod khash_hash;
+mod names;
 pub mod pileup;
 pub mod region;
 pub mod sam;

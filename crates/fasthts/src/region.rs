@@ -468,6 +468,34 @@ impl<'a> RegionReader<'a> {
         Ok(RegionReader { records, region, done: false, first: None, stop: None })
     }
 
+    /// A reader of `region` from `start`, as [`RegionReader::new`] makes
+    /// one, made of the reader in `slot` when there is one: it moves within
+    /// the data it has loaded when `start` lies there. A worker that reads
+    /// many small regions in file order (the references of a draft
+    /// assembly, a few records each, many to a block) then inflates each
+    /// block once, not once per region.
+    pub fn reuse<'s>(
+        slot: &'s mut Option<RegionReader<'a>>,
+        bam: &'a BamFile,
+        region: Region,
+        start: VirtualOffset,
+        following: Option<VirtualOffset>,
+    ) -> Result<&'s mut RegionReader<'a>, Error> {
+        let moved = slot.as_mut().is_some_and(|r| r.records.seek_loaded(start));
+        if let (true, Some(reader)) = (moved, slot.as_mut()) {
+            // As `new` bounds its data.
+            let bound = following.map(|v| v.compressed() + 1).filter(|&e| e > start.compressed());
+            reader.records.set_soft_limit(bound.unwrap_or(u64::MAX));
+            reader.region = region;
+            reader.done = false;
+            reader.first = None;
+            reader.stop = None;
+        } else {
+            *slot = Some(RegionReader::new(bam, region, start, following)?);
+        }
+        Ok(slot.as_mut().expect("a reader is in the slot"))
+    }
+
     /// Reads `scope` of `bam` with a query from position `from` (see
     /// [`query_span`]): empty when the index has no records there.
     pub fn query(bam: &'a BamFile, index: &Index, scope: Region, from: i64) -> Result<Self, Error> {
@@ -736,18 +764,30 @@ where
     T: Send,
     F: Fn(&Region, &mut RegionReader<'_>) -> Result<T, BamError> + Sync,
 {
+    // Each rayon split of the list is a run of consecutive regions read on
+    // one thread, through one reader (see `RegionReader::reuse`).
     let results: Vec<Result<(T, Span), Error>> = regions
         .par_iter()
-        .map(|region| {
-            let mut reader = match region_start(bam, index, *region) {
-                Some(start) => RegionReader::new(bam, *region, start, following_start(bam, index, *region))?,
-                None => RegionReader::empty(bam, *region)?,
-            };
-            let wrap = |e: BamError| Error::from(e).with_path(bam.path());
-            let value = work(region, &mut reader).map_err(wrap)?;
-            let span = reader.finish().map_err(wrap)?;
-            Ok((value, span))
-        })
+        .map_init(
+            || None,
+            |slot, region| {
+                let mut empty;
+                let reader = match region_start(bam, index, *region) {
+                    Some(start) => RegionReader::reuse(slot, bam, *region, start, following_start(bam, index, *region))?,
+                    None => {
+                        empty = RegionReader::empty(bam, *region)?;
+                        &mut empty
+                    }
+                };
+                let wrap = |e: BamError| Error::from(e).with_path(bam.path());
+                let read = work(region, reader).and_then(|value| Ok((value, reader.finish()?)));
+                if read.is_err() {
+                    // A reader that failed is not read on.
+                    *slot = None;
+                }
+                read.map_err(wrap)
+            },
+        )
         .collect();
     results.into_iter().collect()
 }

@@ -24,6 +24,7 @@ mod kmer_reads;
 mod kmer_vs_khmer;
 mod large_positions;
 mod long_cigars;
+mod many_references;
 mod robustness;
 mod robustness_faults;
 mod samtools_diff;

@@ -62,6 +62,15 @@ impl BlockMap {
         VirtualOffset::from((compressed << 16) | within)
     }
 
+    /// The buffer position of virtual offset `v`, if its block is in the
+    /// map and that position is in the buffer (not before its start).
+    pub fn position_of(&self, v: VirtualOffset) -> Option<usize> {
+        let (compressed, within) = (v.compressed(), v.uncompressed() as usize);
+        let i = self.spans.partition_point(|s| s.offset < compressed);
+        let s = self.spans.get(i).filter(|s| s.offset == compressed && within <= s.len)?;
+        usize::try_from(s.start + within as isize).ok()
+    }
+
     /// Drops blocks that end at or before buffer position `from` and moves
     /// the rest by `delta` (after the buffer's bytes were moved likewise).
     pub fn keep_from(&mut self, from: usize, delta: isize) {

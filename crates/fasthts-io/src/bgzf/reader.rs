@@ -181,6 +181,22 @@ impl<'a> BlockReader<'a> {
         self.soft_limit = offset;
     }
 
+    /// Moves the cursor to `v` (forwards or back) when the block holding it
+    /// is loaded and still buffered; false, and the reader unchanged,
+    /// otherwise. The bytes read from there are those a reader made at `v`
+    /// would read: a reader of many small regions in a row (the references
+    /// of a draft assembly, a few records each, many in one block) then
+    /// inflates each block once, not once per region.
+    pub fn seek_loaded(&mut self, v: VirtualOffset) -> bool {
+        match self.map.position_of(v) {
+            Some(p) if p <= self.filled => {
+                self.pos = p;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The unread bytes currently loaded.
     #[inline]
     pub fn available(&self) -> &[u8] {
@@ -289,7 +305,9 @@ impl<'a> BlockReader<'a> {
 
 impl Drop for BlockReader<'_> {
     fn drop(&mut self) {
-        if self.released.is_some() {
+        // A reader that loaded nothing (one made for a region found empty)
+        // touched no page: no system call for it.
+        if self.released.is_some() && self.next_block > self.origin {
             // Everything this reader mapped, with what faults at its two ends
             // mapped of the bytes around it: readers of many regions would
             // otherwise each leave up to 128 KiB mapped.

@@ -61,51 +61,68 @@ impl Header {
     /// Reads the header from the start of a BAM stream, leaving `reader` at
     /// the first record.
     pub fn read(reader: &mut BlockReader<'_>) -> Result<Header, BamError> {
-        Header::read_with(|n, what| take(reader, n, what))
+        Header::read_with(|out, n, what| take(reader, out, n, what))
     }
 
     /// Reads the header from the start of decompressed BAM data (a stream
     /// inflated ahead, or uncompressed BAM), leaving `src` at the first
     /// record.
     pub fn read_from(src: &mut dyn Read) -> Result<Header, crate::Error> {
-        Header::read_with(|n, what| {
+        Header::read_with(|out, n, what| {
             // Grows only with data actually present (see `take`).
-            let mut v = Vec::new();
-            let got = (&mut *src).take(n as u64).read_to_end(&mut v)?;
+            let got = (&mut *src).take(n as u64).read_to_end(out)?;
             if got < n {
                 return Err(BamError::TruncatedHeader(what).into());
             }
-            Ok(v)
+            Ok(())
         })
     }
 
-    /// The header's fields, each read by `take(length, what)`.
-    fn read_with<E: From<BamError>>(mut take: impl FnMut(usize, &'static str) -> Result<Vec<u8>, E>) -> Result<Header, E> {
-        let magic = take(4, "magic")?;
-        if magic != *b"BAM\x01" {
+    /// The header's fields, each appended to a buffer by
+    /// `take(buffer, length, what)`. Two buffers serve every small field:
+    /// a header of 600,000 references would otherwise make 1.8 million
+    /// little vectors.
+    fn read_with<E: From<BamError>>(mut take: impl FnMut(&mut Vec<u8>, usize, &'static str) -> Result<(), E>) -> Result<Header, E> {
+        let mut field = Vec::with_capacity(4);
+        fn u32_field<E>(
+            take: &mut impl FnMut(&mut Vec<u8>, usize, &'static str) -> Result<(), E>,
+            field: &mut Vec<u8>,
+            what: &'static str,
+        ) -> Result<u32, E> {
+            field.clear();
+            take(field, 4, what)?;
+            Ok(u32_le(field))
+        }
+        field.clear();
+        take(&mut field, 4, "magic")?;
+        if field != *b"BAM\x01" {
             return Err(BamError::NotBam.into());
         }
-        let l_text = u32_le(&take(4, "header text length")?) as usize;
-        let text = take(l_text, "header text")?;
-        let n_ref = i32_le(&take(4, "reference count")?);
+        let l_text = u32_field(&mut take, &mut field, "header text length")? as usize;
+        let mut text = Vec::new();
+        take(&mut text, l_text, "header text")?;
+        let n_ref = u32_field(&mut take, &mut field, "reference count")? as i32;
         if n_ref < 0 {
             return Err(BamError::InvalidHeader("negative reference count").into());
         }
         let mut references = Vec::new();
+        let mut name_buf = Vec::with_capacity(256);
         for _ in 0..n_ref {
-            let l_name = i32_le(&take(4, "reference name length")?);
+            let l_name = u32_field(&mut take, &mut field, "reference name length")? as i32;
             if l_name < 1 || l_name as usize > MAX_NAME_LEN {
                 return Err(BamError::InvalidHeader("invalid reference name length").into());
             }
-            let mut name = take(l_name as usize, "reference name")?;
-            if name.pop() != Some(0) {
+            name_buf.clear();
+            take(&mut name_buf, l_name as usize, "reference name")?;
+            if name_buf.pop() != Some(0) {
                 return Err(BamError::InvalidHeader("reference name not NUL-terminated").into());
             }
-            let len = i32_le(&take(4, "reference length")?);
+            let len = u32_field(&mut take, &mut field, "reference length")? as i32;
             if len < 0 {
                 return Err(BamError::InvalidHeader("negative reference length").into());
             }
-            let name = String::from_utf8(name).map_err(|_| E::from(BamError::InvalidHeader("reference name is not UTF-8")))?;
+            let name =
+                std::str::from_utf8(&name_buf).map_err(|_| E::from(BamError::InvalidHeader("reference name is not UTF-8")))?.to_owned();
             references.push(Reference { name, len: len as u32 });
         }
         Ok(Header { text, references })
@@ -128,21 +145,26 @@ impl Header {
     }
 }
 
-fn take(reader: &mut BlockReader<'_>, n: usize, what: &'static str) -> Result<Vec<u8>, BamError> {
-    // Grows only with data actually present, so a corrupt length cannot
-    // make us allocate more than the file holds.
-    if reader.fill(n)? < n {
-        return Err(BamError::TruncatedHeader(what));
+fn take(reader: &mut BlockReader<'_>, out: &mut Vec<u8>, n: usize, what: &'static str) -> Result<(), BamError> {
+    // In pieces, so that a header text of tens of megabytes (600,000
+    // @SQ lines) is not first gathered whole in the reader's buffer; and
+    // growing only with data actually present, so that a corrupt length
+    // cannot make us allocate more than the file holds.
+    // (A header's reader loads one block at a time; asking for up to
+    // 4 MiB has a long text's blocks inflated in parallel.)
+    let mut left = n;
+    while left > 0 {
+        if reader.available().is_empty() && reader.fill(left.min(4 << 20))? == 0 {
+            return Err(BamError::TruncatedHeader(what));
+        }
+        let k = left.min(reader.available().len());
+        out.extend_from_slice(&reader.available()[..k]);
+        reader.consume(k);
+        left -= k;
     }
-    let v = reader.available()[..n].to_vec();
-    reader.consume(n);
-    Ok(v)
+    Ok(())
 }
 
 fn u32_le(b: &[u8]) -> u32 {
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
-}
-
-fn i32_le(b: &[u8]) -> i32 {
-    u32_le(b) as i32
 }

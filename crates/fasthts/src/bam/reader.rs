@@ -135,6 +135,17 @@ impl<'a> RecordReader<'a> {
         self.blocks.virtual_offset_at(self.pending)
     }
 
+    /// Moves to the record starting at `v` when its block is loaded (see
+    /// [`BlockReader::seek_loaded`]); false, and the reader unchanged,
+    /// otherwise.
+    pub fn seek_loaded(&mut self, v: VirtualOffset) -> bool {
+        if !self.blocks.seek_loaded(v) {
+            return false;
+        }
+        self.pending = 0;
+        true
+    }
+
     /// Stops loading blocks that start at or after `offset`.
     pub fn set_limit(&mut self, offset: u64) {
         self.blocks.set_limit(offset);

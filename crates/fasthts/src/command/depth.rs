@@ -55,11 +55,10 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             }
             opened.push(input);
         }
-        let references = |input: &Input| input.header().references.clone();
-        let refs = references(&opened[0]);
+        let refs = &opened[0].header().references;
         for (input, path) in opened.iter().zip(inputs).skip(1) {
-            let other = references(input);
-            if other.len() != refs.len() || other.iter().zip(&refs).any(|(a, b)| a.name != b.name) {
+            let other = &input.header().references;
+            if other.len() != refs.len() || other.iter().zip(refs).any(|(a, b)| a.name != b.name) {
                 return Err(Error::InvalidArgument(format!(
                     "its references differ from those of {} (depth needs inputs of one reference)",
                     inputs[0].display()
@@ -67,12 +66,18 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
                 .with_path(path));
             }
         }
-        let names: Vec<String> = refs.iter().map(|r| r.name.clone()).collect();
         let lengths: Vec<i64> = refs.iter().map(|r| i64::from(r.len)).collect();
         let region = match &options.region {
             // samtools depth reads -r with sam_itr_querys; `.` (the whole
             // file) gives it no rows, as `*` does.
-            Some(text) => match Region::parse_samtools(text, &names, RegionSyntax::Query).as_deref() {
+            Some(text) => match Region::parse_samtools_with(
+                text,
+                refs.len(),
+                |name| refs.iter().position(|r| r.name.as_bytes() == name).map(|i| i as i32),
+                RegionSyntax::Query,
+            )
+            .as_deref()
+            {
                 Some(&[region]) => Some(region),
                 Some(_) => Some(Region::unplaced()),
                 None => return Err(Error::InvalidArgument(format!("cannot parse region {text:?}"))),
@@ -144,7 +149,7 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
         }
         let setup = Setup {
             options: options.clone(),
-            names,
+            names: std::borrow::Cow::Borrowed(refs),
             lengths,
             bed,
             region: region.filter(|r| r.ref_id >= 0).map(|r| (r.ref_id, r.start.max(0), r.end)),
@@ -188,6 +193,10 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
                 one_pass(&setup, bams, inputs, out)
             }
             None => {
+                // Reading takes the inputs: the references are copied off
+                // the first.
+                let Setup { options, names, lengths, bed, region, n_files } = setup;
+                let setup = Setup { options, names: std::borrow::Cow::Owned(names.into_owned()), lengths, bed, region, n_files };
                 let mut sources = Vec::with_capacity(opened.len());
                 for input in opened {
                     sources.push(input);
@@ -287,36 +296,52 @@ fn overlapping(tid: i32, end: i64) -> Region {
 
 /// Counts the windows in parallel and writes their rows in order.
 fn by_windows(setup: &Setup, inputs: &[Windowed<'_>], paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
-    let windows = plan_windows(setup, inputs[0].index());
+    let mut windows = plan_windows(setup, inputs[0].index());
     let options = &setup.options;
+    if options.all_positions == 0 {
+        // A reference without records in any index prints nothing without
+        // -a: of a draft assembly's 600,000 contigs, most.
+        windows.retain(|&(tid, _, _)| inputs.iter().any(|input| input.index().start_offset(tid as usize, 0).is_some()));
+    }
     // With -a (whole file) an empty window is printed only if its
     // reference has reads elsewhere: known when gathering.
     let deferred = options.all_positions == 1 && setup.region.is_none();
     let mut gather = Gather { tid: -1, has_reads: false, pending: Vec::new(), rows: RowText::default(), zeros: Vec::new() };
     let mut appended = 0;
-    crate::gather::fill_in_order(
+    // Each thread reads its windows of a single BAM through one reader
+    // (see `RegionReader::reuse`): a draft assembly's contigs, a window
+    // each, share blocks.
+    crate::gather::fill_in_order_with(
         windows.len(),
+        || None,
         |_| Piece::default(),
-        |i, piece: &mut Piece| {
+        |i, slot: &mut Option<RegionReader<'_>>, piece: &mut Piece| {
             let (tid, beg, end) = windows[i];
             let mut counter = Counter::new(setup, beg, end, true);
             counter.out = std::mem::take(&mut piece.text);
             counter.out.clear();
             let overlap_from = beg.max(0);
             if let [Windowed::Bam(bam, index)] = inputs {
-                let mut reader = RegionReader::query(bam, index, overlapping(tid, end), beg)?;
-                let mut failed = None;
-                reader
-                    .for_each_record(|r| {
+                let scope = overlapping(tid, end);
+                // No span: the index has no records there.
+                if let Some((start, following)) = crate::region::query_span(*bam, index, scope, beg) {
+                    let reader = RegionReader::reuse(slot, bam, scope, start, following)?;
+                    let mut failed = None;
+                    let read = reader.for_each_record(|r| {
                         if failed.is_none() && r.end_pos() > overlap_from && setup.keeps(r) {
                             if let Err(e) = counter.add(0, r) {
                                 failed = Some(e);
                             }
                         }
-                    })
-                    .map_err(|e| Error::from(e).with_path(bam.path()))?;
-                if let Some(e) = failed {
-                    return Err(count_error(e, &paths[0]));
+                    });
+                    if read.is_err() {
+                        // A reader that failed is not read on.
+                        *slot = None;
+                    }
+                    read.map_err(|e| Error::from(e).with_path(bam.path()))?;
+                    if let Some(e) = failed {
+                        return Err(count_error(e, &paths[0]));
+                    }
                 }
             } else {
                 let mut sources = Vec::with_capacity(inputs.len());

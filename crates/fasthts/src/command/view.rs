@@ -5,7 +5,7 @@
 //! written in order.
 
 use super::{find_index, load_index, verify_index, warn_after_reading, warn_if_truncated, with_threads, Report};
-use crate::bam::{BamFile, Header, RecordRef};
+use crate::bam::{BamFile, Header, RecordRef, Reference};
 use crate::depth::BedFilter;
 use crate::index::Index;
 use crate::input::{self, Input};
@@ -20,6 +20,9 @@ use std::path::{Path, PathBuf};
 
 /// Compressed bytes per window when reading regions through the index.
 const WINDOW_BYTES: u64 = 4 << 20;
+/// A BAM smaller than this is counted (`-c`) sequentially, not through
+/// its index (see `count_by_index`).
+const SMALL_FOR_INDEX: u64 = 64 << 20;
 /// Positions per window (at most), by default.
 pub const VIEW_WINDOW_BASES: u64 = 1 << 22;
 
@@ -237,24 +240,32 @@ pub fn view_file(
         if let Input::Bam(bam) = &opened {
             warn_if_truncated(bam, report);
         }
-        let mut header = opened.header().clone();
-        let names: Vec<String> = header.references.iter().map(|r| r.name.clone()).collect();
+        let mut text = opened.header().text.clone();
         if let Some(groups) = &options.selection.read_groups {
-            header.text = crate::view::keep_read_group_lines(&header.text, groups);
+            text = crate::view::keep_read_group_lines(&text, groups);
         }
-        let selection = options.selection.for_header(&header.text);
-        let out_header = match &options.program {
-            Some((version, cl)) => {
-                let text = add_missing_sq_lines(&add_pg_line(&header.text, "fasthts", version, cl), &header.references);
-                Header { text, references: header.references.clone() }
-            }
-            None => header.clone(),
+        let selection = options.selection.for_header(&text);
+        // The references of a SAM, CRAM or streamed input are copied, as
+        // reading it takes the input mutably; a BAM's are read in place
+        // (copying a draft assembly's 600,000 names took as long as
+        // counting its records).
+        let copied: Option<Vec<Reference>> = (!matches!(opened, Input::Bam(_))).then(|| opened.header().references.clone());
+        // The header written (none with -c: its @PG editing and copy of
+        // every reference would be wasted).
+        let out_header = || {
+            let references = copied.as_deref().unwrap_or(&opened.header().references);
+            let text = match &options.program {
+                Some((version, cl)) => add_missing_sq_lines(&add_pg_line(&text, "fasthts", version, cl), references),
+                None => text.clone(),
+            };
+            Header { text, references: references.to_vec() }
         };
         let level = options.level.unwrap_or(crate::bgzf::DEFAULT_LEVEL);
         let index_format = options.write_index.then_some(index_format);
         let mut outputs = Outputs { main: None, unselected: None, count: 0, destinations: Vec::new() };
         let sam_header = |forced: bool| options.header != HeaderMode::Records || options.write_index || forced;
         if !options.count {
+            let out_header = out_header();
             let (mut dest, w) = open_destination(&data)?;
             dest.index_path = index_format.map(|_| index_path.clone());
             dest.sam_index = index_format.filter(|_| options.format == OutputFormat::SamGz);
@@ -273,6 +284,7 @@ pub fn view_file(
                 outputs.destinations.push(dest);
             }
         }
+        let references = copied.as_deref().unwrap_or(&opened.header().references);
         if options.header != HeaderMode::HeaderOnly {
             let indexed = !options.regions.is_empty() || options.multi_region || options.fetch_pairs || options.index.is_some();
             if indexed {
@@ -286,9 +298,9 @@ pub fn view_file(
                             .with_path(input));
                         };
                         let pool = crate::cram::QueryPool::new(query.named(input), input, &cram_options, options.index.as_deref());
-                        let (pieces, merged) = plan_pieces(&header.references, None, options, &names, skipped)?;
+                        let (pieces, merged) = plan_pieces(references, None, options, references, skipped)?;
                         let source = PieceSource::Cram(&pool);
-                        read_regions(&source, &header.references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
+                        read_regions(&source, references, &pieces, &merged, options, &selection, references, &mut outputs)?;
                         None
                     }
                     Input::Sam(_) => {
@@ -302,9 +314,9 @@ pub fn view_file(
                             None => find_index(&sam, report)?,
                         };
                         let Some(index) = index else { return Err(super::no_index_for_regions(input)) };
-                        let (pieces, merged) = plan_pieces(&header.references, Some(&index), options, &names, skipped)?;
+                        let (pieces, merged) = plan_pieces(references, Some(&index), options, references, skipped)?;
                         let source = PieceSource::SamGz(&sam, &index);
-                        read_regions(&source, &header.references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
+                        read_regions(&source, references, &pieces, &merged, options, &selection, references, &mut outputs)?;
                         None
                     }
                     _ => {
@@ -325,14 +337,14 @@ pub fn view_file(
                 };
                 if let Some(bam) = bam {
                     let Some(index) = index else { return Err(super::no_index_for_regions(input)) };
-                    let (pieces, merged) = plan_pieces(&bam.header().references, Some(&index), options, &names, skipped)?;
+                    let (pieces, merged) = plan_pieces(&bam.header().references, Some(&index), options, references, skipped)?;
                     let source = PieceSource::Bam(bam, &index);
-                    read_regions(&source, &bam.header().references, &pieces, &merged, options, &selection, &names, &mut outputs)?;
+                    read_regions(&source, &bam.header().references, &pieces, &merged, options, &selection, references, &mut outputs)?;
                 }
-            } else if let Some(counted) = count_by_index(&opened, options, &selection, &names, &outputs)? {
+            } else if let Some(counted) = count_by_index(&opened, options, &selection, references, &outputs)? {
                 outputs.count += counted;
             } else {
-                whole_file(&mut opened, input, options, &selection, &names, &mut outputs)?;
+                whole_file(&mut opened, input, options, &selection, copied.as_deref(), &mut outputs)?;
                 warn_after_reading(&mut opened, input, report);
             }
         }
@@ -416,7 +428,7 @@ enum Route {
 struct Router<'a> {
     options: &'a ViewOptions,
     selection: &'a Selection,
-    names: &'a [String],
+    names: &'a [Reference],
     scratch: Vec<u8>,
     /// The record with its `B` operations collapsed (`-B`).
     collapsed: Vec<u8>,
@@ -426,7 +438,7 @@ struct Router<'a> {
 }
 
 impl<'a> Router<'a> {
-    fn new(options: &'a ViewOptions, selection: &'a Selection, names: &'a [String]) -> Self {
+    fn new(options: &'a ViewOptions, selection: &'a Selection, names: &'a [Reference]) -> Self {
         Router { options, selection, names, scratch: Vec::new(), collapsed: Vec::new(), wide_input: false }
     }
 
@@ -503,8 +515,9 @@ impl<'a> Router<'a> {
     }
 }
 
-/// `-c` of a whole BAM with a usable index (and nothing written, not
-/// even `-U`): its records counted in byte ranges cut by the index and read
+/// `-c` of a whole BAM (of [`SMALL_FOR_INDEX`] bytes or more) with a
+/// usable index (and nothing written, not even `-U`): its records counted
+/// in byte ranges cut by the index and read
 /// on all threads, as flagstat reads (the sequential scan runs one walker
 /// behind the inflating threads, and measured slower and less steady).
 /// `None` when the file is to be read sequentially: no usable index, or
@@ -515,11 +528,18 @@ fn count_by_index(
     opened: &Input,
     options: &ViewOptions,
     selection: &Selection,
-    names: &[String],
+    names: &[Reference],
     outputs: &Outputs,
 ) -> Result<Option<u64>, Error> {
     let Input::Bam(bam) = opened else { return Ok(None) };
     if !options.count || outputs.main.is_some() || outputs.unselected.is_some() {
+        return Ok(None);
+    }
+    // A small file is counted as fast sequentially (measured alike at
+    // 34 MB), and its index need not be loaded: a draft assembly's index
+    // of 300,000 references took longer to load and free than its records
+    // to count.
+    if (bam.bytes().len() as u64) < SMALL_FOR_INDEX {
         return Ok(None);
     }
     let Some(index) = super::usable_index(bam, &|_: super::Warning| {}) else { return Ok(None) };
@@ -547,9 +567,31 @@ fn whole_file(
     path: &Path,
     options: &ViewOptions,
     selection: &Selection,
-    names: &[String],
+    copied: Option<&[Reference]>,
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
+    // SAM text is formatted behind the reading (see `RecordOutput`): a
+    // reading error is reported after the formatting errors of the records
+    // read before it.
+    // (An output's own error, a formatting one among them, comes first.)
+    let mut output_failed = false;
+    let formatted_first = |outputs: &mut Outputs, e: Error, output_failed: bool| {
+        if !output_failed {
+            for (sink, _) in [&mut outputs.main, &mut outputs.unselected].into_iter().flatten() {
+                sink.write_formatted()?;
+            }
+        }
+        Err(e)
+    };
+    if let Input::Bam(bam) = &*input {
+        // A BAM's references are read in place (see `view_file`).
+        let mut router = Router::new(options, selection, &bam.header().references);
+        return match crate::bam::scan(bam, |r, _| route_one(&mut router, outputs, r, &mut output_failed)) {
+            Ok(_) => Ok(()),
+            Err(e) => formatted_first(outputs, e, output_failed),
+        };
+    }
+    let names = copied.expect("the references of an input other than a BAM are copied");
     let mut router = Router::new(options, selection, names);
     // samtools keeps a SAM input's positions past 2^31 in SAM outputs
     // (a BAM or CRAM output refuses them).
@@ -563,28 +605,33 @@ fn whole_file(
             sink.keep_wide_positions();
         }
     }
-    let mut handle = |r: &RecordRef<'_>| -> Result<(), Error> {
-        let route = router.route(r, outputs.main.is_some(), outputs.unselected.is_some())?;
-        if route == Route::Selected {
-            outputs.count += 1;
-        }
-        let sink = if route == Route::Unselected { &mut outputs.unselected } else { &mut outputs.main };
-        if let Some((sink, _)) = sink {
-            if !router.scratch.is_empty() {
-                sink.write_record(&router.scratch)?;
-            }
-        }
-        Ok(())
-    };
-    match input {
-        Input::Bam(bam) => crate::bam::scan(bam, |r, _| handle(r)).map(|_| ()),
+    let mut handle = |r: &RecordRef<'_>| route_one(&mut router, outputs, r, &mut output_failed);
+    let read = match input {
+        Input::Bam(_) => unreachable!("a BAM is read above"),
         Input::Stream(stream) => stream.for_each_record(handle),
         Input::Cram(cram) => cram.for_each_record(handle),
         Input::Sam(sam) => sam.for_each_record(|r| handle(&r)).map_err(|e| match e {
             Error::Sam(e) => Error::Sam(e).with_path(path),
             e => e,
         }),
+    };
+    read.or_else(|e| formatted_first(outputs, e, output_failed))
+}
+
+/// Routes one record of a whole file, and writes it where it goes;
+/// `output_failed` is set when the error is the output's.
+fn route_one(router: &mut Router<'_>, outputs: &mut Outputs, r: &RecordRef<'_>, output_failed: &mut bool) -> Result<(), Error> {
+    let route = router.route(r, outputs.main.is_some(), outputs.unselected.is_some())?;
+    if route == Route::Selected {
+        outputs.count += 1;
     }
+    let sink = if route == Route::Unselected { &mut outputs.unselected } else { &mut outputs.main };
+    if let Some((sink, _)) = sink {
+        if !router.scratch.is_empty() {
+            sink.write_record(&router.scratch).inspect_err(|_| *output_failed = true)?;
+        }
+    }
+    Ok(())
 }
 
 /// A part of the work read on one thread: the records of `scope` (by
@@ -669,7 +716,7 @@ fn plan_pieces(
     references: &[crate::bam::Reference],
     index: Option<&Index>,
     options: &ViewOptions,
-    names: &[String],
+    names: &[Reference],
     skipped: &(dyn Fn(SkippedRegion) + Sync),
 ) -> Result<(Vec<Piece>, Intervals), Error> {
     let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| references.get(t)).map_or(0, |r| i64::from(r.len));
@@ -679,8 +726,15 @@ fn plan_pieces(
     // BED file does not name.
     let intersect = options.multi_region && options.bed_regions.is_some() && !options.regions.is_empty();
     let syntax = if options.multi_region { RegionSyntax::MultiRegion } else { RegionSyntax::Query };
+    // Names looked up in a map when there are many regions: a scan of
+    // 600,000 names per region would make a long region list quadratic.
+    let table = (options.regions.len() > 1).then(|| crate::names::NameTable::of(names.iter().map(|r| r.name.as_bytes())));
+    let lookup = |name: &[u8]| match &table {
+        Some(table) => table.get(name),
+        None => names.iter().position(|r| r.name.as_bytes() == name).map(|i| i as i32),
+    };
     for text in &options.regions {
-        match Region::parse_samtools(text, names, syntax) {
+        match Region::parse_samtools_with(text, names.len(), lookup, syntax) {
             Some(regions) => parsed.extend(regions),
             None if intersect => {}
             None => skipped(SkippedRegion(text.clone())),
@@ -693,8 +747,8 @@ fn plan_pieces(
             Some(bed) if intersect => {
                 for (tid, regions) in merge_intervals(parsed.iter().map(|r| (r.ref_id, r.start, r.end)).collect()) {
                     let Ok(t) = usize::try_from(tid) else { continue };
-                    let targets = bed.intervals(&names[t]);
-                    let points = bed.points(&names[t]);
+                    let targets = bed.intervals(&names[t].name);
+                    let points = bed.points(&names[t].name);
                     for (beg, end) in regions {
                         let from = targets.partition_point(|&(_, e)| e <= beg);
                         list.extend(targets[from..].iter().take_while(|&&(b, _)| b < end).map(|&(b, e)| (tid, b.max(beg), e.min(end))));
@@ -708,7 +762,8 @@ fn plan_pieces(
                 }
             }
             Some(bed) => {
-                for (tid, name) in names.iter().enumerate() {
+                for (tid, reference) in names.iter().enumerate() {
+                    let name = &reference.name;
                     list.extend(bed.intervals(name).iter().map(|&(b, e)| (tid as i32, b, e)));
                     list.extend(bed.points(name).iter().map(|&p| (tid as i32, p, p)));
                 }
@@ -735,7 +790,7 @@ fn plan_pieces(
 /// take a zero-length interval (a BED line `chr1 1000 1000` that touches
 /// no other) on a reference with records: samtools view -M (and -P,
 /// --region-file) fails; without -M, -L selects the reads that straddle it.
-fn refuse_empty_intervals(index: &Index, merged: &[(i32, Vec<(i64, i64)>)], names: &[String]) -> Result<(), Error> {
+fn refuse_empty_intervals(index: &Index, merged: &[(i32, Vec<(i64, i64)>)], names: &[Reference]) -> Result<(), Error> {
     for (tid, intervals) in merged {
         let Some(reference) = usize::try_from(*tid).ok().and_then(|t| index.references().get(t)) else { continue };
         if reference.bins().is_empty() && reference.metadata().is_none() {
@@ -744,7 +799,7 @@ fn refuse_empty_intervals(index: &Index, merged: &[(i32, Vec<(i64, i64)>)], name
         if let Some(&(p, _)) = intervals.iter().find(|(b, e)| b == e) {
             return Err(Error::Message(format!(
                 "the multi-region iterator cannot read the zero-length interval {}:{p}-{p} (samtools 1.16 fails on it too: \"Iterator could not be created\"); without -M, -L selects the reads that straddle it",
-                names[*tid as usize]
+                names[*tid as usize].name
             )));
         }
     }
@@ -844,7 +899,7 @@ fn by_pieces(
     pieces: &[Piece],
     options: &ViewOptions,
     selection: &Selection,
-    names: &[String],
+    names: &[Reference],
     gate: Option<&(dyn Fn(&RecordRef<'_>) -> bool + Sync)>,
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
@@ -894,7 +949,10 @@ fn overlaps_merged(merged: &[(i32, Vec<(i64, i64)>)], tid: i32, beg: i64, end: i
     if tid < 0 {
         return false;
     }
-    let Some((_, intervals)) = merged.iter().find(|(t, _)| *t == tid) else { return false };
+    // `merged` is in reference order (the unplaced last): found by
+    // bisection, as this runs for every record.
+    let at = merged.partition_point(|&(t, _)| t >= 0 && t < tid);
+    let Some((_, intervals)) = merged.get(at).filter(|(t, _)| *t == tid) else { return false };
     let k = intervals.partition_point(|&(_, e)| e <= beg);
     intervals.get(k).is_some_and(|&(b, _)| b < end)
 }
@@ -909,7 +967,7 @@ fn read_regions(
     merged: &[(i32, Vec<(i64, i64)>)],
     options: &ViewOptions,
     selection: &Selection,
-    names: &[String],
+    names: &[Reference],
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
     if options.fetch_pairs {
@@ -933,7 +991,7 @@ fn fetch_pairs(
     merged: &[(i32, Vec<(i64, i64)>)],
     options: &ViewOptions,
     selection: &Selection,
-    names: &[String],
+    names: &[Reference],
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
     #[derive(Default)]

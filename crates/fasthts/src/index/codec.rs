@@ -207,7 +207,7 @@ impl Index {
         for r in &self.references {
             out.extend_from_slice(&(r.n_bins_on_disk() as u32).to_le_bytes());
             for (i, bin) in r.bins.iter().enumerate() {
-                if i == r.metadata_slot {
+                if i == r.metadata_slot() {
                     write_metadata(&mut out, r, meta_bin, csi);
                 }
                 out.extend_from_slice(&bin.id.to_le_bytes());
@@ -220,12 +220,12 @@ impl Index {
                     out.extend_from_slice(&u64::from(chunk.end).to_le_bytes());
                 }
             }
-            if r.metadata_slot >= r.bins.len() {
+            if r.metadata_slot() >= r.bins.len() {
                 write_metadata(&mut out, r, meta_bin, csi);
             }
             if !csi {
-                out.extend_from_slice(&(r.linear.len() as u32).to_le_bytes());
-                for v in &r.linear {
+                out.extend_from_slice(&(r.linear().len() as u32).to_le_bytes());
+                for v in r.linear() {
                     out.extend_from_slice(&u64::from(*v).to_le_bytes());
                 }
             }
@@ -253,7 +253,7 @@ impl Index {
 }
 
 fn write_metadata(out: &mut Vec<u8>, r: &ReferenceIndex, meta_bin: u32, csi: bool) {
-    if let Some(m) = &r.metadata {
+    if let Some(m) = r.metadata() {
         out.extend_from_slice(&meta_bin.to_le_bytes());
         if csi {
             out.extend_from_slice(&0u64.to_le_bytes());

@@ -59,7 +59,7 @@ impl Index {
         // `beg`'s window, or of the nearest bin to its left or above.
         let found = bin_at_or_before(r, (u64::from(bin_first(depth)) + rel_off) as u32);
         let mut min_off = found.map_or(0, |b| u64::from(b.loffset));
-        let lin = &r.effective_linear;
+        let lin = r.effective_linear();
         if let Some(&l) = usize::try_from(rel_off).ok().and_then(|i| lin.get(i)) {
             if min_off < l {
                 min_off = l;
@@ -170,11 +170,11 @@ impl Index {
         let v = match self.format {
             IndexFormat::Bai => {
                 let w = usize::try_from(pos >> min_shift).unwrap_or(usize::MAX);
-                match r.effective_linear.get(w) {
+                match r.effective_linear().get(w) {
                     Some(&v) => v,
                     None => match r.metadata() {
                         Some(m) => u64::from(m.ref_end),
-                        None => r.effective_linear.last().copied().unwrap_or(0),
+                        None => r.effective_linear().last().copied().unwrap_or(0),
                     },
                 }
             }
@@ -260,7 +260,7 @@ impl Index {
             super::binning::clamp(self.format.min_shift(), self.format.depth());
         let mut points: Vec<(i64, u64)> = match self.format {
             IndexFormat::Bai => r
-                .effective_linear
+                .effective_linear()
                 .iter()
                 .enumerate()
                 .filter(|&(_, &v)| v != 0 && v != u64::MAX)
@@ -326,9 +326,10 @@ fn overlapping_bins<'a>(
         }
     }
     ranges.into_iter().flat_map(move |(b, e)| {
-        let lo = r.lookup.partition_point(|&(id, _)| u64::from(id) < b);
-        let hi = r.lookup.partition_point(|&(id, _)| u64::from(id) <= e);
-        r.lookup[lo..hi]
+        let lookup = r.lookup();
+        let lo = lookup.partition_point(|&(id, _)| u64::from(id) < b);
+        let hi = lookup.partition_point(|&(id, _)| u64::from(id) <= e);
+        lookup[lo..hi]
             .iter()
             .filter_map(move |&(_, i)| r.bins.get(i as usize))
     })

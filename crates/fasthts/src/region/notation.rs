@@ -44,14 +44,27 @@ impl Region {
     /// ```
     pub fn parse_samtools<N: AsRef<str>>(text: &str, names: &[N], syntax: RegionSyntax) -> Option<Vec<Region>> {
         let lookup = |name: &[u8]| names.iter().position(|n| n.as_ref().as_bytes() == name).map(|i| i as i32);
+        Region::parse_samtools_with(text, names.len(), lookup, syntax)
+    }
+
+    /// As [`Region::parse_samtools`] against `n_refs` references whose
+    /// names `lookup` finds (the first of a repeated name): a caller
+    /// reading many regions against a header of many references looks
+    /// them up in a map built once, not by a scan of the names each.
+    pub fn parse_samtools_with(
+        text: &str,
+        n_refs: usize,
+        lookup: impl Fn(&[u8]) -> Option<i32>,
+        syntax: RegionSyntax,
+    ) -> Option<Vec<Region>> {
         match text {
-            "." => return Some((0..names.len() as i32).map(Region::whole).chain([Region::unplaced()]).collect()),
+            "." => return Some((0..n_refs as i32).map(Region::whole).chain([Region::unplaced()]).collect()),
             "*" => return Some(vec![Region::unplaced()]),
             _ => {}
         }
         let (tid, beg, end) = match syntax {
-            RegionSyntax::Query => query(text.as_bytes(), lookup)?,
-            RegionSyntax::MultiRegion => multi_region(text.as_bytes(), lookup)?,
+            RegionSyntax::Query => query(text.as_bytes(), &lookup)?,
+            RegionSyntax::MultiRegion => multi_region(text.as_bytes(), &lookup)?,
         };
         let end = if end == POS_MAX { i64::MAX } else { end };
         let region = match beg {

@@ -1,12 +1,11 @@
 //! The SAM header: `@` lines → the BAM [`Header`] `samtools view -b` writes
 //! for them, with the warnings htslib prints (htslib's `sam_hdr_create`).
 
-use std::collections::HashMap;
-
 use super::bytes::at;
 use super::parse_number::strtoll;
 use super::{RefNames, SamError};
 use crate::bam::{Header, Reference};
+use crate::names::NameTable;
 
 /// Why a SAM header cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -103,7 +102,8 @@ impl SamHeader {
 pub(super) struct HeaderBuilder {
     text: Vec<u8>,
     references: Vec<Reference>,
-    seen: HashMap<Vec<u8>, usize>,
+    /// The references' names → ids, handed on to [`RefNames`].
+    seen: NameTable,
     warnings: Vec<HeaderWarning>,
     line_no: u64,
 }
@@ -144,7 +144,7 @@ impl HeaderBuilder {
             }
             match sn {
                 Some(name) if ln >= 0 => {
-                    if self.seen.contains_key(name) {
+                    if self.seen.get(name).is_some() {
                         self.warnings.push(HeaderWarning::DuplicateReference { line: line_no, name: String::from_utf8_lossy(name).into() });
                     } else {
                         let s =
@@ -152,7 +152,7 @@ impl HeaderBuilder {
                         if self.references.len() >= i32::MAX as usize {
                             return Err(SamError::Header { line: line_no, source: HeaderError::TooManyReferences });
                         }
-                        self.seen.insert(name.to_vec(), self.references.len());
+                        self.seen.insert(name, self.references.len() as i32);
                         let len = if ln >= u32::MAX as i64 { u32::MAX } else { ln as u32 };
                         self.references.push(Reference { name: s.to_owned(), len });
                     }
@@ -170,7 +170,7 @@ impl HeaderBuilder {
 
     pub(super) fn finish(self) -> Result<SamHeader, SamError> {
         let header = Header { text: self.text, references: self.references };
-        let names = RefNames::new(&header);
+        let names = RefNames::with_table(&header, self.seen);
         Ok(SamHeader { header, names, warnings: self.warnings })
     }
 }

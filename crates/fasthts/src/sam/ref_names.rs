@@ -1,11 +1,10 @@
 //! Reference name → id, as htslib's record parser resolves RNAME and RNEXT
 //! (`bam_name2id` over htslib's full header parser).
 
-use std::collections::HashMap;
-
 use super::parse_number::strtoll;
 use super::RecordError;
 use crate::bam::Header;
+use crate::names::NameTable;
 
 /// Reference name → id, built once from a header, as htslib's record parser
 /// resolves RNAME/RNEXT: `@SQ SN:` names, plus `AN:` alternative names, and
@@ -13,7 +12,7 @@ use crate::bam::Header;
 /// header text.
 #[derive(Debug, Clone, Default)]
 pub struct RefNames {
-    map: HashMap<Box<[u8]>, i32, NameHash>,
+    map: NameTable,
     n_ref: usize,
     broken: Option<String>,
 }
@@ -21,10 +20,12 @@ pub struct RefNames {
 impl RefNames {
     /// Builds the lookup for `header`.
     pub fn new(header: &Header) -> RefNames {
-        let mut map: HashMap<Box<[u8]>, i32, NameHash> = HashMap::with_capacity_and_hasher(header.references.len(), NameHash);
-        for (i, r) in header.references.iter().enumerate() {
-            map.entry(r.name.as_bytes().into()).or_insert(i as i32);
-        }
+        RefNames::with_table(header, NameTable::of(header.references.iter().map(|r| r.name.as_bytes())))
+    }
+
+    /// As [`RefNames::new`], given `header`'s reference names already
+    /// mapped to their ids (a repeated name to its first).
+    pub(crate) fn with_table(header: &Header, map: NameTable) -> RefNames {
         let mut names = RefNames { map, n_ref: header.references.len(), broken: None };
         if let Err(e) = names.apply_header_lines(header) {
             names.broken = Some(e);
@@ -55,7 +56,7 @@ impl RefNames {
         if let Some(e) = &self.broken {
             return Err(RecordError::HeaderUnparsable(e.clone()));
         }
-        Ok(self.map.get(name).copied())
+        Ok(self.map.get(name))
     }
 
     /// Replays htslib's `sam_hrecs_parse_lines` + `sam_hrecs_update_hashes`
@@ -72,6 +73,8 @@ impl RefNames {
         }
         let mut attached = vec![false; self.n_ref];
         let mut extra: Vec<&[u8]> = Vec::new();
+        // One list for every line's tags (they borrow the text).
+        let mut tags: Vec<&[u8]> = Vec::new();
         let mut nref = self.n_ref as i32;
         let mut i = 0usize;
         let mut lno = 1u64;
@@ -89,7 +92,7 @@ impl RefNames {
                 lno += 1;
                 continue;
             }
-            let mut tags: Vec<&[u8]> = Vec::new();
+            tags.clear();
             if ty == *b"CO" {
                 if text[i] != b'\t' {
                     return Err(format!("missing tab at header line {lno}"));
@@ -146,7 +149,7 @@ impl RefNames {
                     }
                 };
                 let mut id = None;
-                if let Some(&k) = self.map.get(name) {
+                if let Some(k) = self.map.get(name) {
                     if (k as usize) < attached.len() && !attached[k as usize] {
                         attached[k as usize] = true;
                         id = Some(k);
@@ -163,13 +166,13 @@ impl RefNames {
                         let k = nref;
                         nref += 1;
                         extra.push(name);
-                        self.map.insert(name.into(), k);
+                        self.map.set(name, k);
                         k
                     }
                 };
                 if let Some(list) = alt {
                     for a in list.split(|&c| c == b',').filter(|a| !a.is_empty()) {
-                        self.map.entry(a.into()).or_insert(id);
+                        self.map.insert(a, id);
                     }
                 }
             } else if ty == *b"RG" && !tags.iter().any(|t| t.starts_with(b"ID")) {
@@ -179,53 +182,5 @@ impl RefNames {
             lno += 1;
         }
         Ok(())
-    }
-}
-
-/// A fast non-keyed hash for reference names (FxHash-style, eight bytes at a
-/// time); names come from the file's own header, so flooding is not a
-/// concern.
-#[derive(Debug, Clone, Copy, Default)]
-struct NameHash;
-
-impl std::hash::BuildHasher for NameHash {
-    type Hasher = NameHasher;
-    fn build_hasher(&self) -> NameHasher {
-        NameHasher(0)
-    }
-}
-
-struct NameHasher(u64);
-
-impl NameHasher {
-    #[inline]
-    fn add(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl std::hash::Hasher for NameHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
-        }
-        let mut last = [0u8; 8];
-        let r = chunks.remainder();
-        last[..r.len()].copy_from_slice(r);
-        self.add(u64::from_le_bytes(last) ^ (r.len() as u64) << 56);
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
     }
 }

@@ -43,7 +43,7 @@
 //! kills samtools with SIGFPE; it fails the run too.
 
 use super::WidePositions;
-use crate::bam::{CigarOp, RecordRef};
+use crate::bam::{CigarOp, RecordRef, Reference};
 use crate::Error;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -790,7 +790,7 @@ impl Expr {
     /// expression fails on does not pass (counted: [`Expr::failures`]).
     /// `wide`: the record's positions when they do not fit its 32-bit
     /// fields (a SAM record past 2^31).
-    pub fn passes(&self, r: &RecordRef<'_>, ref_names: &[String], wide: Option<WidePositions>) -> bool {
+    pub fn passes(&self, r: &RecordRef<'_>, ref_names: &[Reference], wide: Option<WidePositions>) -> bool {
         let outcome = SCRATCH.with(|cell| {
             let mut scratch = cell.borrow_mut();
             scratch.fill(r, self.needs_cigar, self.needs_seq);
@@ -884,7 +884,7 @@ impl Scratch {
 struct Ctx<'a> {
     expr: &'a Expr,
     r: &'a RecordRef<'a>,
-    names: &'a [String],
+    names: &'a [Reference],
     wide: Option<WidePositions>,
     cigar: &'a [u8],
     seq: &'a [u8],
@@ -892,8 +892,8 @@ struct Ctx<'a> {
     matches: Cell<usize>,
 }
 
-fn name_of(tid: i32, names: &[String]) -> &[u8] {
-    usize::try_from(tid).ok().and_then(|t| names.get(t)).map_or(b"*", |n| n.as_bytes())
+fn name_of(tid: i32, names: &[Reference]) -> &[u8] {
+    usize::try_from(tid).ok().and_then(|t| names.get(t)).map_or(b"*", |n| n.name.as_bytes())
 }
 
 impl<'a> Ctx<'a> {

@@ -26,7 +26,7 @@ pub use backward::remove_backward;
 
 pub use expr::Expr;
 
-use crate::bam::RecordRef;
+use crate::bam::{RecordRef, Reference};
 use crate::depth::BedFilter;
 use crate::sort::OutputFormat;
 use crate::Error;
@@ -101,19 +101,19 @@ impl Selection {
     }
 
     /// Whether samtools view selects `r`; `ref_names` are the header's
-    /// reference names (for the BED filter); `wide`: its positions when
+    /// references, for their names (for the BED filter); `wide`: its positions when
     /// they do not fit its 32-bit fields (a SAM record past 2^31).
-    pub fn keeps(&self, r: &RecordRef<'_>, ref_names: &[String], wide: Option<WidePositions>) -> bool {
+    pub fn keeps(&self, r: &RecordRef<'_>, ref_names: &[Reference], wide: Option<WidePositions>) -> bool {
         self.passes_expr(r, ref_names, wide) && self.keeps_after_expr(r, ref_names, wide)
     }
 
     /// The `-e` filter, which samtools applies before `-B` edits the record.
-    pub fn passes_expr(&self, r: &RecordRef<'_>, ref_names: &[String], wide: Option<WidePositions>) -> bool {
+    pub fn passes_expr(&self, r: &RecordRef<'_>, ref_names: &[Reference], wide: Option<WidePositions>) -> bool {
         self.expr.as_ref().map_or(true, |expr| expr.passes(r, ref_names, wide))
     }
 
     /// The filters after `-e`, in samtools' order.
-    pub fn keeps_after_expr(&self, r: &RecordRef<'_>, ref_names: &[String], wide: Option<WidePositions>) -> bool {
+    pub fn keeps_after_expr(&self, r: &RecordRef<'_>, ref_names: &[Reference], wide: Option<WidePositions>) -> bool {
         let flag = r.flag();
         if self.min_qlen > 0 && query_len(r) < i64::from(self.min_qlen) {
             return false;
@@ -133,7 +133,7 @@ impl Selection {
                 Some(w) => (w.pos, r.end_pos() - i64::from(r.pos()) + w.pos),
                 None => (i64::from(r.pos()), r.end_pos()),
             };
-            if tid < 0 || !bed.overlaps(&ref_names[tid as usize], pos, end) {
+            if tid < 0 || !bed.overlaps(&ref_names[tid as usize].name, pos, end) {
                 return false;
             }
         }
