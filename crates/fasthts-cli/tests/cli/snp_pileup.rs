@@ -245,6 +245,19 @@ fn golden_error_cases() {
     assert!(text(&o.stderr).contains("g.csv already exists!"), "{}", text(&o.stderr));
 }
 
+/// Copies of the golden normal and tumour BAMs in `tmp`, without the
+/// indexes beside the originals.
+fn golden_bam_copies(dir: &Path, tmp: &TempDir) -> Vec<PathBuf> {
+    ["normal", "tumour"]
+        .iter()
+        .map(|n| {
+            let bam = tmp.path(&format!("{n}.bam"));
+            std::fs::copy(dir.join(format!("{n}.bam")), &bam).unwrap();
+            bam
+        })
+        .collect()
+}
+
 /// FACETS reads every BAM from its start, indexed or not: fasthts indexes
 /// one without an index in memory and gives FACETS' output, leaving no
 /// index file behind.
@@ -252,14 +265,7 @@ fn golden_error_cases() {
 fn unindexed_bams_give_facets_output() {
     let dir = golden_snp_pileup();
     let tmp = TempDir::new("snp-noindex");
-    let bams: Vec<_> = ["normal", "tumour"]
-        .iter()
-        .map(|n| {
-            let bam = tmp.path(&format!("{n}.bam"));
-            std::fs::copy(dir.join(format!("{n}.bam")), &bam).unwrap();
-            bam
-        })
-        .collect();
+    let bams = golden_bam_copies(&dir, &tmp);
     for threads in ["1", "2"] {
         let out = tmp.path(&format!("o{threads}.csv"));
         let mut cmd = fasthts();
@@ -662,14 +668,7 @@ fn an_index_of_a_prefix_of_the_bam_is_not_read_through() {
     let dir = golden_snp_pileup();
     let tmp = TempDir::new("snp-prefix-index");
     let want = std::fs::read(dir.join("out/default.csv")).unwrap();
-    let bams: Vec<PathBuf> = ["normal", "tumour"]
-        .iter()
-        .map(|n| {
-            let bam = tmp.path(&format!("{n}.bam"));
-            std::fs::copy(dir.join(format!("{n}.bam")), &bam).unwrap();
-            bam
-        })
-        .collect();
+    let bams = golden_bam_copies(&dir, &tmp);
     std::fs::copy(dir.join("tumour.bam.bai"), tmp.path("tumour.bam.bai")).unwrap();
     let run_with = |name: &str, threads: &str| {
         let out = tmp.path(name);
