@@ -17,7 +17,7 @@ use fasthts::bam::{flags, AuxValue, BamStream, CigarOp, Header, RecordRef};
 use fasthts::bgzf::VirtualOffset;
 use fasthts::index::Index;
 use fasthts::input::{self, Format, Input};
-use fasthts::pileup::{RecordSource, RegionRecords};
+use fasthts::pileup::RegionRecords;
 use fasthts::region::sam::SamRegionReader;
 use fasthts::region::{self, Region as LibRegion, RegionReader};
 use fasthts::sam::SamReader;
@@ -421,15 +421,18 @@ pub(crate) struct OverlapCursor {
     // Declared first: dropped before the file it borrows.
     records: RegionRecords<'static>,
     _shared: Arc<Shared>,
+    _index: Arc<Index>,
 }
 
 impl OverlapCursor {
-    fn new(shared: Arc<Shared>, index: &Index, (tid, beg, end): (usize, i64, i64)) -> OverlapCursor {
-        // SAFETY: the BamFile lives inside the Arc's allocation, which
-        // never moves and outlives `records` (kept alive by `_shared`,
-        // dropped after it); `records` is never handed out.
+    fn new(shared: Arc<Shared>, index: Arc<Index>, (tid, beg, end): (usize, i64, i64)) -> OverlapCursor {
+        // SAFETY: the BamFile and the Index live inside the Arcs'
+        // allocations, which never move and outlive `records` (kept alive
+        // by `_shared` and `_index`, dropped after it); `records` is never
+        // handed out.
         let bam: &'static fasthts::bam::BamFile = unsafe { &*std::ptr::from_ref(&shared.bam) };
-        OverlapCursor { records: RegionRecords::new(bam, index, tid, beg, end), _shared: shared }
+        let ix: &'static Index = unsafe { &*Arc::as_ptr(&index) };
+        OverlapCursor { records: RegionRecords::new(bam, ix, tid, beg, end), _shared: shared, _index: index }
     }
 }
 
@@ -633,13 +636,10 @@ fn fill(source: &mut Source, batch: &mut Batch, warnings: &mut Vec<String>) -> R
             while batch.len() < BATCH {
                 if cursor.is_none() {
                     let Some(q) = queries.pop_front() else { return Ok(()) };
-                    *cursor = Some(OverlapCursor::new(shared.clone(), index, q));
+                    *cursor = Some(OverlapCursor::new(shared.clone(), index.clone(), q));
                 }
                 let c = cursor.as_mut().expect("set above");
-                let more = c.records.advance().map_err(|e| match e {
-                    fasthts::pileup::PileupError::Read(e) => e,
-                    other => fasthts::Error::Message(other.to_string()),
-                })?;
+                let more = c.records.advance()?;
                 if more {
                     batch.push(&c.records.current());
                 } else {

@@ -42,6 +42,7 @@ use std::fmt;
 use std::ops::ControlFlow;
 use std::path::Path;
 
+pub mod indexed;
 pub mod notation;
 pub mod sam;
 
@@ -441,6 +442,7 @@ pub fn query_span<F: Indexed + ?Sized>(file: &F, index: &Index, scope: Region, f
 /// The records of one region, read in file order.
 pub struct RegionReader<'a> {
     records: RecordReader<'a>,
+    path: &'a Path,
     region: Region,
     done: bool,
     /// Virtual offset of the first record in the region, once seen.
@@ -465,7 +467,7 @@ impl<'a> RegionReader<'a> {
         if let Some(end) = following.map(|v| v.compressed() + 1).filter(|&e| e > start.compressed()) {
             records.set_soft_limit(end);
         }
-        Ok(RegionReader { records, region, done: false, first: None, stop: None })
+        Ok(RegionReader { records, path: bam.path(), region, done: false, first: None, stop: None })
     }
 
     /// A reader of `region` from `start`, as [`RegionReader::new`] makes
@@ -505,6 +507,24 @@ impl<'a> RegionReader<'a> {
         }
     }
 
+    /// A reader that goes on reading `region` from `at`, the
+    /// [`Self::record_end`] of an earlier reader of it (`entered`: whether
+    /// that reader had seen records of the region, its
+    /// [`Self::has_entered`]): a reader resumed after each batch of records
+    /// (the Python package's iterators) reads as one reader would.
+    pub fn resume(bam: &'a BamFile, region: Region, at: VirtualOffset, following: Option<VirtualOffset>, entered: bool) -> Result<Self, Error> {
+        let mut reader = Self::new(bam, region, at, following)?;
+        if entered {
+            reader.first = Some(at);
+        }
+        Ok(reader)
+    }
+
+    /// Whether records of the region have been seen.
+    pub fn has_entered(&self) -> bool {
+        self.first.is_some()
+    }
+
     /// A reader of a region known to hold no records.
     pub fn empty(bam: &'a BamFile, region: Region) -> Result<Self, Error> {
         let mut r = Self::new(bam, region, bam.first_record_offset(), None)?;
@@ -515,6 +535,24 @@ impl<'a> RegionReader<'a> {
     /// The region being read.
     pub fn region(&self) -> Region {
         self.region
+    }
+
+    /// The name errors give the file.
+    pub fn path(&self) -> &'a Path {
+        self.path
+    }
+
+    /// Moves to the next record that starts in the region (as
+    /// [`Self::next_record`]); false at the end. The record is then
+    /// [`Self::current`].
+    pub fn advance(&mut self) -> Result<bool, BamError> {
+        Ok(self.next_record()?.is_some())
+    }
+
+    /// The record last returned by [`Self::next_record`] or moved to by
+    /// [`Self::advance`].
+    pub fn current(&self) -> RecordRef<'_> {
+        self.records.current()
     }
 
     /// The next record that starts in the region. A record that sorts

@@ -3,13 +3,13 @@
 //! bgzipped SAM, and `-s` is not asked for; else in one pass over the
 //! inputs in order.
 
-use super::{find_index, warn_if_truncated, with_threads, Report};
-use crate::bam::{BamFile, RecordReader, RecordRef};
+use super::{warn_if_truncated, with_threads, Report};
+use crate::bam::{RecordReader, RecordRef};
 use crate::depth::{header_line, write_zero_rows, BedFilter, CountError, Counter, DepthOptions, Piece, RowText, Setup};
 use crate::index::Index;
 use crate::input::{self, Input};
+use crate::region::indexed::{IndexedFile, IndexedOptions, Records, Rule};
 use crate::output::TempOutput;
-use crate::region::sam::{SamGzFile, SamRegionReader};
 use crate::region::{Region, RegionReader, RegionSyntax};
 use crate::sam::SamReader;
 use crate::Error;
@@ -44,20 +44,35 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
     }
     let bed = options.bed.as_deref().map(BedFilter::read).transpose()?;
     with_threads(options.threads, || {
+        let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
+        // A region is read through the one region engine (each input with
+        // its index: with -X, the named one, which samtools loads only
+        // for -r); a whole file as it comes.
         let mut opened = Vec::with_capacity(inputs.len());
-        for path in inputs {
-            let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
-            let input = input::open_with(path, &cram)?;
-            match &input {
-                Input::Bam(bam) => warn_if_truncated(bam, report),
-                Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
-                _ => {}
+        let mut files = Vec::with_capacity(inputs.len());
+        for (i, path) in inputs.iter().enumerate() {
+            if options.region.is_some() {
+                let index = options.indexes.as_ref().map(|named| named[i].clone());
+                let file = IndexedFile::open(path, &IndexedOptions { index, cram: cram.clone(), ..Default::default() }, report)?;
+                // samtools warns of a BAM's or CRAM's missing marker as it opens them.
+                if (file.bam().is_some() || file.is_cram()) && file.missing_eof_marker()? {
+                    report.warning(super::Warning::MissingEofMarker { path: file.path().to_path_buf() });
+                }
+                files.push(file);
+            } else {
+                let input = input::open_with(path, &cram)?;
+                match &input {
+                    Input::Bam(bam) => warn_if_truncated(bam, report),
+                    Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
+                    _ => {}
+                }
+                opened.push(input);
             }
-            opened.push(input);
         }
-        let refs = &opened[0].header().references;
-        for (input, path) in opened.iter().zip(inputs).skip(1) {
-            let other = &input.header().references;
+        let header = |i: usize| files.get(i).map_or_else(|| opened[i].header(), IndexedFile::header);
+        let refs = &header(0).references;
+        for (i, path) in inputs.iter().enumerate().skip(1) {
+            let other = &header(i).references;
             if other.len() != refs.len() || other.iter().zip(refs).any(|(a, b)| a.name != b.name) {
                 return Err(Error::InvalidArgument(format!(
                     "its references differ from those of {} (depth needs inputs of one reference)",
@@ -84,66 +99,6 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             },
             None => None,
         };
-        // A region is read through the indexes; without one, they speed up
-        // a whole-file count.
-        let mut indexes: Vec<Option<Index>> = Vec::with_capacity(opened.len());
-        // A CRAM's region is read by htslib's iterator on its .crai (with
-        // -X, the named one).
-        let mut cram_queries: Vec<Option<crate::cram::CramQuery>> = Vec::with_capacity(opened.len());
-        let mut sam_files: Vec<Option<SamGzFile>> = Vec::with_capacity(opened.len());
-        for (i, (input, path)) in opened.iter().zip(inputs).enumerate() {
-            let cram_query = match input {
-                Input::Cram(_) if region.is_some() => {
-                    let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
-                    let named = options.indexes.as_ref().map(|named| named[i].as_path());
-                    crate::cram::CramQuery::open(path, &cram, named)?
-                }
-                _ => None,
-            };
-            let index = match input {
-                // -X: samtools loads the named index only for -r.
-                Input::Bam(bam) if region.is_some() && options.indexes.is_some() => {
-                    let named = &options.indexes.as_ref().expect("checked")[i];
-                    let index = super::load_index(bam, named)?;
-                    super::verify_index(bam, &index, false).map_err(|e| e.with_path(named))?;
-                    Some(index)
-                }
-                Input::Bam(_) if options.indexes.is_some() => None,
-                Input::Bam(bam) if region.is_some() => find_index(bam, report)?,
-                // A whole-file count: through an index only if it
-                // describes the whole file, else sequentially.
-                Input::Bam(bam) => super::covering_index(bam, report),
-                _ => None,
-            };
-            // A bgzipped SAM's region is read through its CSI or BAI.
-            let (index, sam_file) = match input {
-                Input::Sam(_) if region.is_some() => match SamGzFile::open_for_regions(path)? {
-                    Some(sam) => {
-                        let index = match &options.indexes {
-                            Some(named) => {
-                                let index = super::load_index(&sam, &named[i])?;
-                                super::verify_index(&sam, &index, false).map_err(|e| e.with_path(&named[i]))?;
-                                Some(index)
-                            }
-                            None => find_index(&sam, report)?,
-                        };
-                        (index, Some(sam))
-                    }
-                    None => (None, None),
-                },
-                _ => (index, None),
-            };
-            sam_files.push(sam_file);
-            let queried = cram_query.is_some();
-            cram_queries.push(cram_query);
-            if region.is_some() && index.is_none() && !queried {
-                return Err(Error::Message(
-                    "cannot load index (depth -r reads a BAM, CRAM or bgzipped SAM through its index: fasthts index it first)".into(),
-                )
-                .with_path(path));
-            }
-            indexes.push(index);
-        }
         if options.header {
             out.write_all(&header_line(options.indexes.as_deref().unwrap_or(inputs)))?;
         }
@@ -159,80 +114,44 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             // Unplaced reads have no depth.
             return Ok(());
         }
-        // Indexed BAMs and bgzipped SAMs (the latter for a region) are
-        // counted in parallel windows.
-        let windowed: Vec<Option<Windowed<'_>>> = opened
-            .iter()
-            .zip(&indexes)
-            .zip(&sam_files)
-            .map(|((input, index), sam)| match (input, index, sam) {
-                (Input::Bam(bam), Some(index), _) => Some(Windowed::Bam(bam, index)),
-                (_, Some(index), Some(sam)) => Some(Windowed::SamGz(sam, index)),
-                _ => None,
-            })
-            .collect();
-        if cram_queries.iter().any(Option::is_some) || (sam_files.iter().any(Option::is_some) && options.remove_overlaps) {
-            let sources = windowed.iter().zip(cram_queries).map(|(windowed, query)| match (windowed, query) {
-                (Some(windowed), _) => RegionInput::Indexed(*windowed),
-                (None, Some(query)) => RegionInput::Cram(query),
-                (None, None) => unreachable!("every input of a region has an index"),
-            });
-            return region_pass(&setup, sources.collect(), inputs, out);
-        }
-        let windowed: Option<Vec<Windowed<'_>>> = windowed.into_iter().collect();
-        match windowed {
-            Some(windowed) if !options.remove_overlaps => by_windows(&setup, &windowed, inputs, out),
-            Some(windowed) => {
-                let bams = windowed
-                    .into_iter()
-                    .map(|w| match w {
-                        Windowed::Bam(bam, index) => (bam, Some(index)),
-                        Windowed::SamGz(..) => unreachable!("-s over a bgzipped SAM is a region pass"),
-                    })
-                    .collect();
-                one_pass(&setup, bams, inputs, out)
+        if region.is_some() {
+            // A CRAM's region is read by htslib's iterator, in one pass;
+            // so are the regions counted with -s (one pass merging the
+            // inputs). Else in parallel windows.
+            if options.remove_overlaps || files.iter().any(IndexedFile::is_cram) {
+                return region_pass(&setup, &files, inputs, out);
             }
-            None => {
-                // Reading takes the inputs: the references are copied off
-                // the first.
-                let Setup { options, names, lengths, bed, region, n_files } = setup;
-                let setup = Setup { options, names: std::borrow::Cow::Owned(names.into_owned()), lengths, bed, region, n_files };
-                let mut sources = Vec::with_capacity(opened.len());
-                for input in opened {
-                    sources.push(input);
-                }
-                one_pass_inputs(&setup, sources, inputs, out, report)
+            return by_windows(&setup, &files, inputs, out);
+        }
+        // A whole-file count: through the indexes in parallel windows when
+        // every input is a BAM whose index describes the whole file, else
+        // in one pass. Either takes the inputs: the references are copied
+        // off the first.
+        let setup = Setup { names: std::borrow::Cow::Owned(setup.names.into_owned()), ..setup };
+        let covering = |input: &Input| match input {
+            Input::Bam(bam) if !options.remove_overlaps => super::covering_index(bam, report),
+            _ => None,
+        };
+        let mut indexes = Vec::with_capacity(opened.len());
+        for input in &opened {
+            match covering(input) {
+                Some(index) => indexes.push(index),
+                None => break,
             }
         }
+        if indexes.len() == opened.len() {
+            let files: Vec<IndexedFile> = opened
+                .into_iter()
+                .zip(indexes)
+                .map(|(input, index)| match input {
+                    Input::Bam(bam) => IndexedFile::with_index(bam, index),
+                    _ => unreachable!("only BAMs have covering indexes"),
+                })
+                .collect();
+            return by_windows(&setup, &files, inputs, out);
+        }
+        one_pass_inputs(&setup, opened, inputs, out, report)
     })
-}
-
-/// An indexed BAM or bgzipped SAM: counted in parallel windows, or read
-/// over the region in one pass ([`RegionInput`]).
-#[derive(Clone, Copy)]
-enum Windowed<'a> {
-    Bam(&'a BamFile, &'a Index),
-    SamGz(&'a SamGzFile, &'a Index),
-}
-
-impl<'a> Windowed<'a> {
-    fn index(&self) -> &'a Index {
-        match self {
-            Windowed::Bam(_, index) | Windowed::SamGz(_, index) => index,
-        }
-    }
-
-    /// Its records overlapping `[beg, end)` of `tid`.
-    fn overlap(&self, tid: i32, beg: i64, end: i64) -> Result<Source<'a>, Error> {
-        Ok(match *self {
-            Windowed::Bam(bam, index) => {
-                Source::Overlap { reader: RegionReader::query(bam, index, overlapping(tid, end), beg)?, from: beg, path: bam.path() }
-            }
-            Windowed::SamGz(sam, index) => {
-                Source::SamOverlap { reader: SamRegionReader::query(sam, index, overlapping(tid, end), beg)?, from: beg }
-            }
-        })
-    }
 }
 
 /// A counting error, about the input `path`.
@@ -295,13 +214,16 @@ fn overlapping(tid: i32, end: i64) -> Region {
 }
 
 /// Counts the windows in parallel and writes their rows in order.
-fn by_windows(setup: &Setup, inputs: &[Windowed<'_>], paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
-    let mut windows = plan_windows(setup, inputs[0].index());
+fn by_windows(setup: &Setup, inputs: &[IndexedFile], paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
+    fn index_of(input: &IndexedFile) -> &Index {
+        input.index().expect("windows are read through a BAI or CSI")
+    }
+    let mut windows = plan_windows(setup, index_of(&inputs[0]));
     let options = &setup.options;
     if options.all_positions == 0 {
         // A reference without records in any index prints nothing without
         // -a: of a draft assembly's 600,000 contigs, most.
-        windows.retain(|&(tid, _, _)| inputs.iter().any(|input| input.index().start_offset(tid as usize, 0).is_some()));
+        windows.retain(|&(tid, _, _)| inputs.iter().any(|input| index_of(input).start_offset(tid as usize, 0).is_some()));
     }
     // With -a (whole file) an empty window is printed only if its
     // reference has reads elsewhere: known when gathering.
@@ -321,10 +243,10 @@ fn by_windows(setup: &Setup, inputs: &[Windowed<'_>], paths: &[PathBuf], out: &m
             counter.out = std::mem::take(&mut piece.text);
             counter.out.clear();
             let overlap_from = beg.max(0);
-            if let [Windowed::Bam(bam, index)] = inputs {
+            if let Some((bam, index)) = inputs.first().filter(|_| inputs.len() == 1).and_then(IndexedFile::bam) {
                 let scope = overlapping(tid, end);
                 // No span: the index has no records there.
-                if let Some((start, following)) = crate::region::query_span(*bam, index, scope, beg) {
+                if let Some((start, following)) = crate::region::query_span(bam, index, scope, beg) {
                     let reader = RegionReader::reuse(slot, bam, scope, start, following)?;
                     let mut failed = None;
                     let read = reader.for_each_record(|r| {
@@ -346,7 +268,7 @@ fn by_windows(setup: &Setup, inputs: &[Windowed<'_>], paths: &[PathBuf], out: &m
             } else {
                 let mut sources = Vec::with_capacity(inputs.len());
                 for input in inputs {
-                    sources.push(input.overlap(tid, beg, end)?);
+                    sources.push(Source::Query { records: input.piece(overlapping(tid, end), beg)?, from: beg });
                 }
                 merge(setup, &mut counter, &mut sources, paths)?;
             }
@@ -430,28 +352,16 @@ impl Gather {
     }
 }
 
-/// An input of a region read in one pass: an indexed BAM or bgzipped
-/// SAM, or a CRAM queried through its .crai.
-enum RegionInput<'a> {
-    Indexed(Windowed<'a>),
-    Cram(crate::cram::CramQuery),
-}
-
-/// The region of `setup` over inputs some of which are CRAM: one pass,
-/// the inputs merged by position.
-fn region_pass(setup: &Setup, inputs: Vec<RegionInput<'_>>, paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
+/// The region of `setup` read in one pass over every input (htslib's
+/// iterator for a CRAM), the inputs merged by position.
+fn region_pass(setup: &Setup, inputs: &[IndexedFile], paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
     let Some((tid, beg, end)) = setup.region else { return Err(Error::InvalidArgument("no region to read".into())) };
     let mut counter = Counter::new(setup, beg, end, true);
     counter.spill_to(out);
     let mut sources = Vec::with_capacity(inputs.len());
     for input in inputs {
-        sources.push(match input {
-            RegionInput::Indexed(windowed) => windowed.overlap(tid, beg, end)?,
-            RegionInput::Cram(mut query) => {
-                query.query(tid, beg, end)?;
-                Source::CramRegion { query }
-            }
-        });
+        let records = input.query(Region { ref_id: tid, start: beg, end }, Rule::Overlap)?;
+        sources.push(Source::Query { records, from: i64::MIN });
     }
     let fed = merge(setup, &mut counter, &mut sources, paths);
     finish(counter, fed)
@@ -459,13 +369,8 @@ fn region_pass(setup: &Setup, inputs: Vec<RegionInput<'_>>, paths: &[PathBuf], o
 
 /// A stream of the records that count, for merging several inputs.
 enum Source<'a> {
-    /// A CRAM region, read by htslib's iterator.
-    CramRegion { query: crate::cram::CramQuery },
-    /// Records of a window overlapping `[from, ..)`.
-    Overlap { reader: RegionReader<'a>, from: i64, path: &'a Path },
-    /// Records of a bgzipped SAM's region overlapping `[from, ..)` (its
-    /// errors name it).
-    SamOverlap { reader: SamRegionReader<'a>, from: i64 },
+    /// The records of a query of an indexed file that end past `from`.
+    Query { records: Records<'a>, from: i64 },
     /// A whole BAM in file order.
     Bam { reader: RecordReader<'a>, path: &'a Path },
     /// A BAM read as it streams (a pipe, standard input; its errors name it).
@@ -489,18 +394,8 @@ impl Source<'_> {
             }
         };
         match self {
-            Source::Overlap { reader, from, path } => loop {
-                match reader.next_record().map_err(|e| Error::from(e).with_path(&*path))? {
-                    None => return Ok(false),
-                    Some(r) => {
-                        if keep(&r, *from) {
-                            return Ok(true);
-                        }
-                    }
-                }
-            },
-            Source::SamOverlap { reader, from } => loop {
-                match reader.next_record()? {
+            Source::Query { records, from } => loop {
+                match records.next_record()? {
                     None => return Ok(false),
                     Some(r) => {
                         if keep(&r, *from) {
@@ -521,16 +416,6 @@ impl Source<'_> {
             },
             Source::Stream { stream } => loop {
                 match stream.next_record()? {
-                    None => return Ok(false),
-                    Some(r) => {
-                        if keep(&r, i64::MIN) {
-                            return Ok(true);
-                        }
-                    }
-                }
-            },
-            Source::CramRegion { query } => loop {
-                match query.next_record()? {
                     None => return Ok(false),
                     Some(r) => {
                         if keep(&r, i64::MIN) {
@@ -596,25 +481,6 @@ fn merge(setup: &Setup, counter: &mut Counter<'_>, sources: &mut [Source<'_>], p
         }
         live[i] = sources[i].pull(setup, &mut heads[i])?;
     }
-}
-
-/// One pass over indexed BAMs in order (`-s`), through the region's
-/// records when there is one.
-fn one_pass(setup: &Setup, bams: Vec<(&BamFile, Option<&Index>)>, paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
-    let (beg, end) = setup.region.map_or((i64::MIN, i64::MAX), |(_, b, e)| (b, e));
-    let mut counter = Counter::new(setup, beg, end, setup.region.is_some());
-    counter.spill_to(out);
-    let mut sources = Vec::with_capacity(bams.len());
-    for (bam, index) in &bams {
-        sources.push(match (setup.region, index) {
-            (Some((tid, b, e)), Some(index)) => {
-                Source::Overlap { reader: RegionReader::query(bam, index, overlapping(tid, e), b)?, from: b, path: bam.path() }
-            }
-            _ => Source::Bam { reader: bam.records()?, path: bam.path() },
-        });
-    }
-    let fed = merge(setup, &mut counter, &mut sources, paths);
-    finish(counter, fed)
 }
 
 /// Ends a one-pass count: the rows after the last read, and the first

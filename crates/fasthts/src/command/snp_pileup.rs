@@ -2,13 +2,13 @@
 //! file; on one machine, or planned in blocks of VCF records, run apart and
 //! written together (the Python package's dask layer).
 
-use super::{find_index, warn_if_truncated, with_threads, Report};
-use crate::bam::BamFile;
+use super::{with_threads, Report};
 use crate::bgzf::{BgzfWriter, DEFAULT_LEVEL};
 use crate::output::TempOutput;
 use crate::pileup::snp::{self, SnpInputs, SnpPileupOptions, SnpPileupStats, WalkState};
 use crate::pileup::vcf::{self, VcfSource};
-use crate::pileup::{IndexedInput, PileupError};
+use crate::pileup::PileupError;
+use crate::region::indexed::{IndexedFile, IndexedOptions, WithoutIndex};
 use crate::Error;
 use std::io::{BufWriter, Write};
 use std::ops::Range;
@@ -68,49 +68,31 @@ fn open_inputs(
             let message = format!("Failed to read sequence file {} ({reason})", path.display());
             Error::Described { message, source: Box::new(e) }
         };
-        if let Some((major, minor)) = cram_version(path) {
-            if options.verbose {
-                report.message(&format!("Detected format for file {}: CRAM version {major}.{minor} compressed sequence data\n", i + 1));
-            }
-            let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
-            // FACETS reads every file from its start; an index only lets
-            // the regions be read apart. A CRAM without one is indexed in
-            // memory first (container headers: a small part of a full read).
-            let (pool, _) = crate::cram::QueryPool::open_or_index(path, path, &cram).map_err(failed)?;
-            if pool.with(|q| Ok(q.missing_eof_container())).map_err(failed)? {
-                report.warning(super::Warning::MissingEofMarker { path: path.clone() });
-            }
-            opened.push(IndexedInput::Cram(pool));
-            continue;
-        }
-        let bam = BamFile::open(path).map_err(failed)?;
-        if options.verbose {
-            report.message(&format!("Detected format for file {}: BAM version 1 compressed sequence data\n", i + 1));
-        }
-        warn_if_truncated(&bam, report);
-        // As a CRAM, a BAM without an index is indexed in memory (one
-        // sequential pass); one not sorted by coordinate is refused. So is
-        // one whose index does not describe the whole file (made for a
+        // FACETS reads every file from its start; an index only lets the
+        // regions be read apart. A file without one is indexed in memory
+        // first (a BAM or SAM in one sequential pass, a CRAM from its
+        // container headers); one not sorted by coordinate is refused. So
+        // is an index that does not describe the whole file (made for a
         // prefix of it), with a warning: FACETS reads every record.
-        let index = match find_index(&bam, report)? {
-            Some(index) => super::replace_if_not_covering(&bam, &index, report, |_| super::build_index(&bam))?.unwrap_or(index),
-            None => super::build_index(&bam)?,
+        let indexed = IndexedOptions {
+            cram: crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() },
+            without_index: WithoutIndex::Build,
+            whole_file: true,
+            ..Default::default()
         };
-        opened.push(IndexedInput::Bam { bam, index });
+        let file = IndexedFile::open(path, &indexed, report).map_err(failed)?;
+        if options.verbose {
+            report.message(&format!("Detected format for file {}: {}\n", i + 1, file.format_description()));
+        }
+        if file.missing_eof_marker().map_err(failed)? {
+            report.warning(super::Warning::MissingEofMarker { path: path.clone() });
+        }
+        opened.push(file);
     }
     if options.verbose {
         report.message(&format!("Max per-file depth set to {}.\n", options.pileup.max_depth));
     }
     Ok(SnpInputs { vcf, summary, inputs: opened })
-}
-
-/// The CRAM version `(major, minor)` of the file at `path`, if it is CRAM
-/// (htslib's format detection, which FACETS' `-v` message shows).
-fn cram_version(path: &Path) -> Option<(u8, u8)> {
-    use std::io::Read;
-    let mut head = [0u8; 6];
-    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
-    (&head[..4] == b"CRAM").then_some((head[4], head[5]))
 }
 
 /// The file the CSV goes to: `output`, with `.gz` added when compressing
@@ -311,8 +293,13 @@ mod tests {
         assert!(!dir.join("bare.bam.bai").exists() && !dir.join("bare.bam.csi").exists());
         let unsorted = dir.join("unsorted.bam");
         std::fs::copy(data("unsorted.bam"), &unsorted).unwrap();
-        assert!(err(&vcf, &[unsorted])
-            .ends_with("not coordinate-sorted (header says SO:unsorted); sort it by coordinate first (fasthts sort)"));
+        assert_eq!(
+            err(&vcf, &[unsorted.clone()]),
+            format!(
+                "Failed to read sequence file {} (not coordinate-sorted (header says SO:unsorted); sort it by coordinate first (fasthts sort))",
+                unsorted.display()
+            )
+        );
         // An index made for another file is refused, not read through.
         std::fs::copy(data("long_ref.bam.csi"), dir.join("bare.bam.csi")).unwrap();
         assert!(err(&vcf, &[bare]).contains("the index does not match the data file"));

@@ -4,14 +4,14 @@
 //! regions are read through the index in windows on all threads and
 //! written in order.
 
-use super::{find_index, load_index, verify_index, warn_after_reading, warn_if_truncated, with_threads, Report};
-use crate::bam::{BamFile, Header, RecordRef, Reference};
+use super::{warn_after_reading, warn_if_truncated, with_threads, Report};
+use crate::bam::{Header, RecordRef, Reference};
 use crate::depth::BedFilter;
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
-use crate::region::sam::SamGzFile;
-use crate::region::{self, Region, RegionReader, RegionSyntax};
+use crate::region::indexed::{IndexedFile, IndexedOptions};
+use crate::region::{self, Region, RegionSyntax};
 use crate::sort::{add_missing_sq_lines, add_pg_line, CramOutput, OutputFormat, RecordOutput};
 use crate::view::{merge_intervals, Selection, TagEdit, WidePositions};
 use crate::Error;
@@ -233,14 +233,28 @@ pub fn view_file(
     crate::output::refuse_input_as_output(&written, &[input])?;
     with_threads(options.threads, || {
         let cram_options = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
+        // Regions are read through the one region engine, which opens the
+        // file with its index (refusing an input that has none); a whole
+        // file is read as it comes.
+        let indexed = options.header != HeaderMode::HeaderOnly
+            && (!options.regions.is_empty() || options.multi_region || options.fetch_pairs || options.index.is_some());
+        let mut regions_of = None;
         let mut opened = match &options.references {
-            Some(list) => crate::view::open_with_references(input, list)?,
-            None => input::open_with(input, &cram_options)?,
+            Some(list) => Some(crate::view::open_with_references(input, list)?),
+            None if indexed => None,
+            None => Some(input::open_with(input, &cram_options)?),
         };
-        if let Input::Bam(bam) = &opened {
+        if indexed {
+            let open = IndexedOptions { index: options.index.clone(), cram: cram_options.clone(), ..Default::default() };
+            let file = IndexedFile::open(input, &open, report)?;
+            if let Some((bam, _)) = file.bam() {
+                warn_if_truncated(bam, report);
+            }
+            regions_of = Some(file);
+        } else if let Some(Input::Bam(bam)) = &opened {
             warn_if_truncated(bam, report);
         }
-        let mut text = opened.header().text.clone();
+        let mut text = header_of(&opened, &regions_of).text.clone();
         if let Some(groups) = &options.selection.read_groups {
             text = crate::view::keep_read_group_lines(&text, groups);
         }
@@ -249,11 +263,12 @@ pub fn view_file(
         // reading it takes the input mutably; a BAM's are read in place
         // (copying a draft assembly's 600,000 names took as long as
         // counting its records).
-        let copied: Option<Vec<Reference>> = (!matches!(opened, Input::Bam(_))).then(|| opened.header().references.clone());
+        let copied: Option<Vec<Reference>> =
+            matches!(opened, Some(ref input) if !matches!(input, Input::Bam(_))).then(|| header_of(&opened, &regions_of).references.clone());
         // The header written (none with -c: its @PG editing and copy of
         // every reference would be wasted).
         let out_header = || {
-            let references = copied.as_deref().unwrap_or(&opened.header().references);
+            let references = copied.as_deref().unwrap_or(&header_of(&opened, &regions_of).references);
             let text = match &options.program {
                 Some((version, cl)) => add_missing_sq_lines(&add_pg_line(&text, "fasthts", version, cl), references),
                 None => text.clone(),
@@ -284,64 +299,15 @@ pub fn view_file(
                 outputs.destinations.push(dest);
             }
         }
-        let references = copied.as_deref().unwrap_or(&opened.header().references);
-        if options.header != HeaderMode::HeaderOnly {
-            let indexed = !options.regions.is_empty() || options.multi_region || options.fetch_pairs || options.index.is_some();
-            if indexed {
-                let bam = match &opened {
-                    Input::Bam(bam) => Some(bam),
-                    Input::Cram(_) => {
-                        let Some(query) = crate::cram::CramQuery::open(input, &cram_options, options.index.as_deref())? else {
-                            return Err(Error::Message(
-                                "cannot load index (regions are read through the .crai index: fasthts index it first)".into(),
-                            )
-                            .with_path(input));
-                        };
-                        let pool = crate::cram::QueryPool::new(query.named(input), input, &cram_options, options.index.as_deref());
-                        let (pieces, merged) = plan_pieces(references, None, options, references, skipped)?;
-                        let source = PieceSource::Cram(&pool);
-                        read_regions(&source, references, &pieces, &merged, options, &selection, references, &mut outputs)?;
-                        None
-                    }
-                    Input::Sam(_) => {
-                        let Some(sam) = SamGzFile::open_for_regions(input)? else { return Err(super::sam_not_indexable(input)) };
-                        let index = match &options.index {
-                            Some(path) => {
-                                let index = load_index(&sam, path)?;
-                                verify_index(&sam, &index, false).map_err(|e| e.with_path(path))?;
-                                Some(index)
-                            }
-                            None => find_index(&sam, report)?,
-                        };
-                        let Some(index) = index else { return Err(super::no_index_for_regions(input)) };
-                        let (pieces, merged) = plan_pieces(references, Some(&index), options, references, skipped)?;
-                        let source = PieceSource::SamGz(&sam, &index);
-                        read_regions(&source, references, &pieces, &merged, options, &selection, references, &mut outputs)?;
-                        None
-                    }
-                    _ => {
-                        return Err(Error::Message(
-                            "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (regions are read from a file through its index)".into(),
-                        )
-                        .with_path(input))
-                    }
-                };
-                let index = match (bam, &options.index) {
-                    (None, _) => None,
-                    (Some(bam), Some(path)) => {
-                        let index = load_index(bam, path)?;
-                        verify_index(bam, &index, false).map_err(|e| e.with_path(path))?;
-                        Some(index)
-                    }
-                    (Some(bam), None) => find_index(bam, report)?,
-                };
-                if let Some(bam) = bam {
-                    let Some(index) = index else { return Err(super::no_index_for_regions(input)) };
-                    let (pieces, merged) = plan_pieces(&bam.header().references, Some(&index), options, references, skipped)?;
-                    let source = PieceSource::Bam(bam, &index);
-                    read_regions(&source, &bam.header().references, &pieces, &merged, options, &selection, references, &mut outputs)?;
-                }
-            } else if let Some(counted) = count_by_index(&opened, options, &selection, references, &outputs)? {
+        if let Some(file) = &regions_of {
+            let references = copied.as_deref().unwrap_or(&header_of(&opened, &regions_of).references);
+            let file_references = &file.header().references;
+            let (pieces, merged) = plan_pieces(file_references, file.index(), options, references, skipped)?;
+            read_regions(file, file_references, &pieces, &merged, options, &selection, references, &mut outputs)?;
+        } else if options.header != HeaderMode::HeaderOnly {
+            let mut opened = opened.take().expect("a whole file is opened as an input");
+            let references = copied.as_deref().unwrap_or(&opened.header().references);
+            if let Some(counted) = count_by_index(&opened, options, &selection, references, &outputs)? {
                 outputs.count += counted;
             } else {
                 whole_file(&mut opened, input, options, &selection, copied.as_deref(), &mut outputs)?;
@@ -851,50 +817,27 @@ fn encode(record: &[u8], format: Option<OutputFormat>, refs: &[crate::bam::Refer
     }
 }
 
-/// Where pieces are read from: a BAM or a bgzipped SAM through its index,
-/// or a CRAM through htslib's iterator on its `.crai`.
-enum PieceSource<'a> {
-    Bam(&'a BamFile, &'a Index),
-    SamGz(&'a SamGzFile, &'a Index),
-    Cram(&'a crate::cram::QueryPool),
+/// The header of the input opened (the file read by region, unless the
+/// header comes from elsewhere: `-t`).
+fn header_of<'a>(opened: &'a Option<Input>, regions_of: &'a Option<IndexedFile>) -> &'a Header {
+    match (opened, regions_of) {
+        (Some(input), _) => input.header(),
+        (None, Some(file)) => file.header(),
+        (None, None) => unreachable!("an input is opened"),
+    }
 }
 
-impl PieceSource<'_> {
-    /// Calls `f` on the records of `piece.scope` (by start position) that a
-    /// query from `piece.offset_pos` finds, in file order.
-    fn read(&self, piece: &Piece, f: &mut dyn FnMut(&RecordRef<'_>)) -> Result<(), Error> {
-        let tid = piece.scope.ref_id;
-        match self {
-            PieceSource::Bam(bam, index) => {
-                let Some((start, following)) = region::query_span(*bam, index, piece.scope, piece.offset_pos) else { return Ok(()) };
-                let mut reader = RegionReader::new(bam, piece.scope, start, following)?;
-                reader.for_each_record(|r| f(r)).map_err(|e| Error::from(e).with_path(bam.path()))
-            }
-            PieceSource::SamGz(sam, index) => {
-                let Some((start, following)) = region::query_span(*sam, index, piece.scope, piece.offset_pos) else { return Ok(()) };
-                region::sam::SamRegionReader::new(sam, piece.scope, start, following)?.for_each_record(|r| f(r))
-            }
-            PieceSource::Cram(pool) => {
-                let mut query = pool.take()?;
-                query.query(tid, piece.offset_pos, piece.scope.end)?;
-                let Region { start, end, .. } = piece.scope;
-                while let Some(r) = query.next_record()? {
-                    let pos = i64::from(r.pos());
-                    if tid < 0 || (pos >= start && pos < end) {
-                        f(&r);
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
+/// Calls `f` on the records of `piece.scope` (by start position) that a
+/// query from `piece.offset_pos` finds, in file order.
+fn read_piece(file: &IndexedFile, piece: &Piece, f: &mut dyn FnMut(&RecordRef<'_>)) -> Result<(), Error> {
+    file.piece(piece.scope, piece.offset_pos)?.for_each_record(|r| f(r))
 }
 
 /// Reads the pieces on all threads and writes them in order; records
 /// `gate` refuses are left out (not even written to `-U`).
 #[allow(clippy::too_many_arguments)]
 fn by_pieces(
-    source: &PieceSource<'_>,
+    file: &IndexedFile,
     refs: &[crate::bam::Reference],
     pieces: &[Piece],
     options: &ViewOptions,
@@ -915,7 +858,7 @@ fn by_pieces(
             let piece = pieces[i];
             let mut router = Router::new(options, selection, names);
             let mut failed = None;
-            source.read(&piece, &mut |r| {
+            read_piece(file, &piece, &mut |r| {
                 if failed.is_some() || r.end_pos() <= piece.overlap_from || gate.is_some_and(|keep| !keep(r)) {
                     return;
                 }
@@ -961,7 +904,7 @@ fn overlaps_merged(merged: &[(i32, Vec<(i64, i64)>)], tid: i32, beg: i64, end: i
 /// pairs' mates too ([`fetch_pairs`]).
 #[allow(clippy::too_many_arguments)]
 fn read_regions(
-    source: &PieceSource<'_>,
+    file: &IndexedFile,
     refs: &[crate::bam::Reference],
     pieces: &[Piece],
     merged: &[(i32, Vec<(i64, i64)>)],
@@ -971,9 +914,9 @@ fn read_regions(
     outputs: &mut Outputs,
 ) -> Result<(), Error> {
     if options.fetch_pairs {
-        fetch_pairs(source, refs, pieces, merged, options, selection, names, outputs)
+        fetch_pairs(file, refs, pieces, merged, options, selection, names, outputs)
     } else {
-        by_pieces(source, refs, pieces, options, selection, names, None, outputs)
+        by_pieces(file, refs, pieces, options, selection, names, None, outputs)
     }
 }
 
@@ -985,7 +928,7 @@ fn read_regions(
 /// has a collected name.
 #[allow(clippy::too_many_arguments)]
 fn fetch_pairs(
-    source: &PieceSource<'_>,
+    file: &IndexedFile,
     refs: &[crate::bam::Reference],
     pieces: &[Piece],
     merged: &[(i32, Vec<(i64, i64)>)],
@@ -1011,7 +954,7 @@ fn fetch_pairs(
             *mates = Mates::default();
             let piece = pieces[i];
             let mut router = Router::new(options, selection, names);
-            source.read(&piece, &mut |r| {
+            read_piece(file, &piece, &mut |r| {
                 if r.end_pos() <= piece.overlap_from || r.flag() & crate::bam::flags::PAIRED == 0 {
                     return;
                 }
@@ -1042,17 +985,13 @@ fn fetch_pairs(
         list.push((-1, 0, i64::MAX));
     }
     let with_mates = merge_intervals(list);
-    let index = match source {
-        PieceSource::Bam(_, index) | PieceSource::SamGz(_, index) => Some(*index),
-        PieceSource::Cram(_) => None,
-    };
-    let pieces = multi_region_pieces(refs, index, &with_mates, options.window_bases);
+    let pieces = multi_region_pieces(refs, file.index(), &with_mates, options.window_bases);
     let gate = |r: &RecordRef<'_>| overlaps_merged(merged, r.ref_id(), i64::from(r.pos()), r.end_pos()) || mate_names.contains(r.name());
     // samtools writes these records without --add-flags/--remove-flags,
     // -p or -U.
     let second = ViewOptions { add_flags: 0, remove_flags: 0, unmap: false, ..options.clone() };
     let unselected = outputs.unselected.take();
-    let result = by_pieces(source, refs, &pieces, &second, selection, names, Some(&gate), outputs);
+    let result = by_pieces(file, refs, &pieces, &second, selection, names, Some(&gate), outputs);
     outputs.unselected = unselected;
     result
 }

@@ -719,12 +719,17 @@ pub struct Container {
     pub records: u64,
 }
 
-/// The major version of the CRAM file at `path` (byte 4 of its file
-/// definition), if it can be read.
-fn cram_major(path: &Path) -> Option<u8> {
-    let mut definition = [0u8; 5];
+/// The version `(major, minor)` of the CRAM file at `path` (bytes 4 and 5
+/// of its file definition), if it is one and can be read.
+pub fn version(path: &Path) -> Option<(u8, u8)> {
+    let mut definition = [0u8; 6];
     File::open(path).and_then(|mut f| f.read_exact(&mut definition)).ok()?;
-    Some(definition[4])
+    (&definition[..4] == b"CRAM").then_some((definition[4], definition[5]))
+}
+
+/// The major version of the CRAM file at `path`, if it can be read.
+fn cram_major(path: &Path) -> Option<u8> {
+    version(path).map(|(major, _)| major)
 }
 
 /// The containers of the CRAM file `file` that hold records, in file

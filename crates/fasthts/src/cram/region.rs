@@ -290,6 +290,12 @@ impl QueryPool {
         &self.header
     }
 
+    /// The file's CRAM version `(major, minor)` (`(0, 0)` if it can no
+    /// longer be read).
+    pub fn version(&self) -> (u8, u8) {
+        super::version(&self.path).unwrap_or((0, 0))
+    }
+
     /// The name errors give the file.
     pub fn path(&self) -> &Path {
         &self.shown
@@ -297,17 +303,28 @@ impl QueryPool {
 
     /// A handle for one part of the job, back in the pool when dropped.
     pub fn take(&self) -> Result<Pooled<'_>, Error> {
+        Ok(Pooled { pool: self, query: Some(self.take_owned()?) })
+    }
+
+    /// A handle of the pool's, or a new one: the caller gives it back
+    /// ([`QueryPool::give_back`]) when done.
+    pub fn take_owned(&self) -> Result<CramQuery, Error> {
         let free = self.free.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let query = match free {
-            Some(q) => q,
+        match free {
+            Some(q) => Ok(q),
             None => {
                 let opened = CramQuery::open(&self.path, &self.options, self.index.as_deref())?;
                 let mut q = opened.ok_or_else(|| Error::Message("the CRAM index has gone".into()).with_path(&self.path))?;
                 q.reader.path.clone_from(&self.shown);
-                q
+                Ok(q)
             }
-        };
-        Ok(Pooled { pool: self, query: Some(query) })
+        }
+    }
+
+    /// Gives a handle back to the pool, for the next part.
+    pub fn give_back(&self, mut query: CramQuery) {
+        query.drop_iter();
+        self.free.lock().unwrap_or_else(|p| p.into_inner()).push(query);
     }
 
     /// Runs `f` with a handle of the pool.
@@ -338,9 +355,8 @@ impl std::ops::DerefMut for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        if let Some(mut q) = self.query.take() {
-            q.drop_iter();
-            self.pool.free.lock().unwrap_or_else(|p| p.into_inner()).push(q);
+        if let Some(q) = self.query.take() {
+            self.pool.give_back(q);
         }
     }
 }

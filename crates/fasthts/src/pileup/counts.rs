@@ -82,7 +82,7 @@ pub fn counts_at(
                 .zip(indexes)
                 .map(|(b, ix)| {
                     let mut r = RegionRecords::new(b, ix, tid, 0, i64::MAX);
-                    r.expect_end(ix, last + 1);
+                    r.expect_end(last + 1);
                     r
                 })
                 .collect();

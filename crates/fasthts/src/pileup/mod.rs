@@ -38,7 +38,6 @@ pub mod snp;
 pub mod vcf;
 
 use crate::bam::{flags, BamFile, RecordReader, RecordRef};
-use crate::index::{Chunk, Index};
 use engine::{Entry, Node, PlpFile};
 
 /// What can go wrong in a pileup.
@@ -168,178 +167,26 @@ impl RecordSource for FileRecords<'_> {
     }
 }
 
-/// The records overlapping `[beg, end)` of one reference, read through the
-/// index as htslib's `sam_itr_queryi` + `sam_itr_next` read them.
-pub struct RegionRecords<'a> {
-    bam: &'a BamFile,
-    chunks: Vec<Chunk>,
-    /// Index of the chunk being read (`usize::MAX` before the first).
-    chunk: usize,
-    reader: Option<RecordReader<'a>>,
-    tid: i32,
-    beg: i64,
-    end: i64,
-    done: bool,
-    /// Compressed offset past which blocks are inflated one at a time.
-    soft_end: u64,
-}
-
-impl<'a> RegionRecords<'a> {
-    /// Reads overlapping zero-based `[beg, end)` of reference `tid`.
-    pub fn new(bam: &'a BamFile, index: &Index, tid: usize, beg: i64, end: i64) -> Self {
-        let chunks = index.query(tid, beg, end);
-        RegionRecords {
-            bam,
-            done: chunks.is_empty(),
-            chunks,
-            chunk: usize::MAX,
-            reader: None,
-            tid: tid as i32,
-            beg,
-            end,
-            soft_end: u64::MAX,
-        }
-    }
-
-    /// Hints that reading will probably stop soon after position
-    /// `likely_end` (say, a region's end while the query runs to the end of
-    /// the reference): blocks past the data of `[beg, likely_end)` are then
-    /// inflated one at a time, not in batches.
-    pub fn expect_end(&mut self, index: &Index, likely_end: i64) {
-        let tid = self.tid as usize;
-        if let Some(c) = index.query(tid, self.beg, likely_end.max(self.beg + 1)).last() {
-            self.soft_end = c.end.compressed();
-        }
-    }
-}
+/// Every pileup source can be a query of an indexed file.
+pub use crate::region::indexed::RegionRecords;
 
 impl RecordSource for RegionRecords<'_> {
     fn advance(&mut self) -> Result<bool, PileupError> {
-        loop {
-            if self.done {
-                return Ok(false);
-            }
-            // htslib moves on when the offset after the last record read
-            // (`bgzf_tell`) reaches the chunk's end.
-            let need_next = match (&self.reader, self.chunks.get(self.chunk)) {
-                (Some(r), Some(c)) => r.record_end() >= c.end,
-                _ => true,
-            };
-            if need_next {
-                let next = self.chunk.wrapping_add(1);
-                if next >= self.chunks.len() {
-                    self.done = true;
-                    return Ok(false);
-                }
-                let contiguous = self.chunk != usize::MAX && self.chunks[self.chunk].end == self.chunks[next].start;
-                if !contiguous || self.reader.is_none() {
-                    let mut r = self.bam.records_from(self.chunks[next].start).map_err(|e| e.with_path(self.bam.path()))?;
-                    r.set_parallel(false);
-                    self.reader = Some(r);
-                }
-                self.chunk = next;
-                if let (Some(r), Some(c)) = (self.reader.as_mut(), self.chunks.get(next)) {
-                    r.set_soft_limit(c.end.compressed().min(self.soft_end));
-                }
-            }
-            let Some(reader) = self.reader.as_mut() else { return Ok(false) };
-            let more = reader.advance().map_err(|e| crate::Error::from(e).with_path(self.bam.path()))?;
-            if !more {
-                self.done = true;
-                return Ok(false);
-            }
-            let r = reader.current();
-            if r.ref_id() != self.tid || i64::from(r.pos()) >= self.end {
-                self.done = true;
-                return Ok(false);
-            }
-            // (The end is only worked out for reads starting before `beg`.)
-            if i64::from(r.pos()) >= self.beg || r.end_pos() > self.beg {
-                return Ok(true);
-            }
-        }
+        Ok(RegionRecords::advance(self)?)
     }
-
     fn current(&self) -> RecordRef<'_> {
-        match &self.reader {
-            Some(r) => r.current(),
-            None => panic!("RegionRecords::current called before a successful advance"),
-        }
+        RegionRecords::current(self)
     }
 }
 
-/// An input a pileup reads region by region: an indexed BAM, or a CRAM
-/// read through its `.crai` by htslib's iterator.
-pub enum IndexedInput {
-    /// A BAM and its index.
-    Bam {
-        /// The BAM.
-        bam: BamFile,
-        /// Its index.
-        index: Index,
-    },
-    /// A CRAM file's handles (each with the index loaded).
-    Cram(crate::cram::QueryPool),
-}
-
-impl IndexedInput {
-    /// The header.
-    pub fn header(&self) -> &crate::bam::Header {
-        match self {
-            IndexedInput::Bam { bam, .. } => bam.header(),
-            IndexedInput::Cram(pool) => pool.header(),
-        }
-    }
-
-    /// The name errors give the input.
-    pub fn path(&self) -> &std::path::Path {
-        match self {
-            IndexedInput::Bam { bam, .. } => bam.path(),
-            IndexedInput::Cram(pool) => pool.path(),
-        }
-    }
-
-    /// The records overlapping `[beg, end)` of reference `tid`, with the
-    /// hint that reading will probably stop soon after `likely_end`
-    /// ([`RegionRecords::expect_end`]).
-    pub fn region(&self, tid: usize, beg: i64, end: i64, likely_end: i64) -> Result<InputRegion<'_>, PileupError> {
-        Ok(match self {
-            IndexedInput::Bam { bam, index } => {
-                let mut r = RegionRecords::new(bam, index, tid, beg, end);
-                if likely_end < end {
-                    r.expect_end(index, likely_end);
-                }
-                InputRegion::Bam(r)
-            }
-            IndexedInput::Cram(pool) => {
-                let mut q = pool.take()?;
-                q.query(tid as i32, beg, end)?;
-                InputRegion::Cram(q)
-            }
-        })
-    }
-}
-
-/// The records of a region of an [`IndexedInput`].
-pub enum InputRegion<'a> {
-    /// Of a BAM.
-    Bam(RegionRecords<'a>),
-    /// Of a CRAM.
-    Cram(crate::cram::region::Pooled<'a>),
-}
-
-impl RecordSource for InputRegion<'_> {
+/// The records of a query of an indexed BAM, bgzipped SAM or CRAM file
+/// ([`crate::region::indexed::IndexedFile::query`]).
+impl RecordSource for crate::region::indexed::Records<'_> {
     fn advance(&mut self) -> Result<bool, PileupError> {
-        match self {
-            InputRegion::Bam(r) => r.advance(),
-            InputRegion::Cram(q) => Ok(q.advance()?),
-        }
+        Ok(crate::region::indexed::Records::advance(self)?)
     }
     fn current(&self) -> RecordRef<'_> {
-        match self {
-            InputRegion::Bam(r) => r.current(),
-            InputRegion::Cram(q) => q.current(),
-        }
+        crate::region::indexed::Records::current(self)
     }
 }
 

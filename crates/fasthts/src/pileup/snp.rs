@@ -46,7 +46,9 @@ mod exact;
 pub use exact::map_contig_exact;
 
 use super::vcf::{VcfReader, VcfSource, VcfSummary};
-use super::{IndexedInput, Pileup, PileupError, PileupOptions, ReadFilter, RecordSource};
+use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource};
+use crate::region::indexed::{IndexedFile, Rule};
+use crate::region::Region;
 use crate::bam::RecordRef;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
@@ -238,7 +240,7 @@ impl<S: RecordSource> RecordSource for Watch<S> {
 }
 
 struct Ctx<'a> {
-    inputs: &'a [IndexedInput],
+    inputs: &'a [IndexedFile],
     opts: &'a SnpPileupOptions,
     popts: PileupOptions,
 }
@@ -251,7 +253,9 @@ impl Ctx<'_> {
         let warm_start = (job.start - warmup).max(0);
         let mut sources = Vec::with_capacity(n);
         for input in self.inputs {
-            let inner = input.region(job.tid, warm_start, i64::MAX, job.end)?;
+            let region = Region { ref_id: job.tid as i32, start: warm_start, end: i64::MAX };
+            let mut inner = input.query(region, Rule::Overlap)?;
+            inner.expect_end(job.end);
             sources.push(Watch { inner, warm_start, region_start: job.start, filter: self.popts.filter.clone(), violated: None });
         }
         let mut pileup = Pileup::new(sources, &self.popts);
@@ -700,7 +704,7 @@ pub struct SnpInputs {
     /// options' `region_size`.
     pub summary: VcfSummary,
     /// The BAMs and CRAMs, one column group each in the CSV.
-    pub inputs: Vec<IndexedInput>,
+    pub inputs: Vec<IndexedFile>,
 }
 
 impl SnpInputs {

@@ -154,6 +154,30 @@ impl<'a> SamRegionReader<'a> {
         }
     }
 
+    /// A reader that goes on reading `region` from `at`, the
+    /// [`Self::resume_offset`] of an earlier reader of it (`entered`: its
+    /// [`Self::has_entered`]), as [`super::RegionReader::resume`].
+    pub fn resume(file: &'a SamGzFile, region: Region, at: VirtualOffset, following: Option<VirtualOffset>, entered: bool) -> Result<Self, Error> {
+        Ok(SamRegionReader { inside: entered, ..Self::new(file, region, at, following)? })
+    }
+
+    /// Where a reader resumed after the record last returned starts: the
+    /// next line.
+    pub fn resume_offset(&self) -> VirtualOffset {
+        self.reader.virtual_offset()
+    }
+
+    /// Whether records of the region have been seen.
+    pub fn has_entered(&self) -> bool {
+        self.inside
+    }
+
+    /// Whether the next line is already inflated whole (a reader resumed
+    /// at [`Self::resume_offset`] would inflate its block again).
+    pub fn next_is_loaded(&self) -> bool {
+        !self.done && self.reader.available().contains(&b'\n')
+    }
+
     /// A reader of a region the index says holds no records.
     pub fn empty(file: &'a SamGzFile, region: Region) -> Result<Self, Error> {
         Ok(SamRegionReader { done: true, ..Self::new(file, region, file.first_record, None)? })
@@ -194,6 +218,18 @@ impl<'a> SamRegionReader<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// Moves to the next record that starts in the region (as
+    /// [`Self::next_record`]); false at the end. The record is then
+    /// [`Self::current`].
+    pub fn advance(&mut self) -> Result<bool, Error> {
+        Ok(self.next_record()?.is_some())
+    }
+
+    /// The record last returned by [`Self::next_record`].
+    pub fn current(&self) -> RecordRef<'_> {
+        RecordRef::new_prevalidated(&self.record[4..])
     }
 
     /// Whether the SAM `line` (its RNAME and 64-bit POS) lies after the region.

@@ -1,0 +1,437 @@
+//! One type for an alignment file read through an index, under every
+//! command and the Python package: a BAM (BAI or CSI), a bgzipped SAM
+//! (CSI or BAI) or a CRAM file (`.crai`, read by htslib's iterator).
+//!
+//! [`IndexedFile::open`] finds the index once, under one policy: the one
+//! given (samtools' `-X`, pysam's `index_filename`), else the one beside
+//! the file as htslib finds it; an index is checked against the file
+//! before it is used (every offset inside it; an index older than its file,
+//! or one given by name, also chunk by chunk). Without an index the file is
+//! refused, or indexed in memory ([`IndexedOptions::without_index`]). A job
+//! that reads every placed record of the file through the index
+//! ([`IndexedOptions::whole_file`]) gets one that describes the whole file.
+//!
+//! Queries name their rule ([`Rule`]): the records overlapping a region,
+//! as samtools and pysam read them, or those starting in it, so that
+//! regions tiling a reference see each record once (scatter/gather). A
+//! piece of a larger query ([`IndexedFile::piece`]) reads the records
+//! starting in its scope from where a query from an earlier position
+//! begins, so that pieces read in parallel give together what one query
+//! gives. Whatever the format, records come back as [`RecordRef`]s in file
+//! order from a [`Records`] cursor.
+//!
+//! ```
+//! use fasthts::region::indexed::{IndexedFile, IndexedOptions, Rule, WithoutIndex};
+//! use fasthts::region::Region;
+//! # let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/small.bam"));
+//! let options = IndexedOptions { without_index: WithoutIndex::Build, ..Default::default() };
+//! let file = IndexedFile::open(path, &options, &|_| {})?;
+//! let mut records = file.query(Region { ref_id: 0, start: 1000, end: 2000 }, Rule::Overlap)?;
+//! let mut n = 0;
+//! while let Some(r) = records.next_record()? {
+//!     assert!(r.end_pos() > 1000 && i64::from(r.pos()) < 2000);
+//!     n += 1;
+//! }
+//! # let _ = n;
+//! # Ok::<(), fasthts::Error>(())
+//! ```
+
+use super::sam::{SamGzFile, SamRegionReader};
+use super::{Indexed, Region, RegionReader};
+use crate::bam::{BamFile, Header, RecordRef};
+use crate::command::{build_index, find_index, load_index, replace_if_not_covering, verify_index, Report};
+use crate::cram::{CramOptions, CramQuery, QueryPool};
+use crate::index::{Index, IndexFormat};
+use crate::input::{self, Format};
+use crate::Error;
+use fasthts_io::compression::Compression;
+use std::path::{Path, PathBuf};
+
+mod cursor;
+mod overlap;
+
+pub use cursor::Cursor;
+pub use overlap::RegionRecords;
+
+/// What to do with a file that has no index (none given, none beside it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WithoutIndex {
+    /// Refuse it: "cannot load index" (samtools `view` and `depth -r`).
+    #[default]
+    Refuse,
+    /// Index it in memory, leaving nothing on disk (FACETS snp-pileup,
+    /// pysam's `AlignmentFile` without an index); a BAM or SAM not sorted
+    /// by coordinate is refused, saying so.
+    Build,
+}
+
+/// How [`IndexedFile::open`] finds and checks the index.
+#[derive(Clone, Debug, Default)]
+pub struct IndexedOptions {
+    /// The index file to use (samtools' `-X`, pysam's `index_filename`);
+    /// else the one beside the file, as htslib finds it.
+    pub index: Option<PathBuf>,
+    /// How a CRAM file is decoded (its reference).
+    pub cram: CramOptions,
+    /// Without an index file.
+    pub without_index: WithoutIndex,
+    /// The job reads every placed record of the file through the index
+    /// (snp-pileup, a plan of the whole file): an index that does not
+    /// describe the whole file (made for a prefix of it) is reported and
+    /// replaced by one made in memory.
+    pub whole_file: bool,
+}
+
+/// The rule by which a query picks records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// Every record overlapping the region (htslib's iterator, samtools
+    /// and pysam): starting before its end, ending after its start.
+    Overlap,
+    /// The records starting in the region: regions tiling a reference see
+    /// each record once.
+    StartsIn,
+}
+
+/// An alignment file opened with its index. Shared by the threads of a
+/// job; each query is a cursor of its own.
+pub struct IndexedFile {
+    data: Data,
+}
+
+enum Data {
+    Bam { bam: BamFile, index: Index },
+    SamGz { sam: SamGzFile, index: Index },
+    Cram(QueryPool),
+}
+
+/// The error of a region query on a file that no index describes, for any
+/// format but BGZF BAM, bgzipped SAM and CRAM files.
+pub fn not_indexable(format: Format, path: &Path) -> Error {
+    match format {
+        Format::Sam | Format::CompressedSam(_) => crate::command::sam_not_indexable(path),
+        _ => Error::Message(
+            "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (regions are read from a file through its index)".into(),
+        )
+        .with_path(path),
+    }
+}
+
+/// The error of a region query on a file without an index.
+pub fn no_index(path: &Path) -> Error {
+    crate::command::no_index_for_regions(path)
+}
+
+impl IndexedFile {
+    /// Opens the alignment file at `path` (a regular file: a pipe cannot
+    /// be read by region) with its index, as `options` say. Errors name
+    /// `path` (or the index). `report` hears of a stale index, or one that
+    /// does not describe the whole file.
+    pub fn open(path: &Path, options: &IndexedOptions, report: &dyn Report) -> Result<IndexedFile, Error> {
+        let peeked = input::peek(path)?;
+        let format = peeked.format();
+        if !peeked.is_regular_file() || path.as_os_str() == "-" {
+            return Err(Error::Message(
+                "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files: this is not a regular file (a pipe or standard input cannot be read through an index)".into(),
+            )
+            .with_path(path));
+        }
+        drop(peeked);
+        if let Some(index) = &options.index {
+            std::fs::metadata(index).map_err(|e| Error::from(e).with_path(index))?;
+        }
+        match format {
+            Format::Cram => Self::open_cram(path, options),
+            Format::Bam(Compression::Bgzf) => Self::from_bam(BamFile::open(path)?, options, report),
+            Format::CompressedSam(Compression::Bgzf) => Self::from_sam_gz(SamGzFile::open(path)?, options, report),
+            other => {
+                input::check_supported(other, path)?;
+                Err(not_indexable(other, path))
+            }
+        }
+    }
+
+    /// A mapped BAM with its index, found as [`IndexedFile::open`] finds it.
+    pub fn from_bam(bam: BamFile, options: &IndexedOptions, report: &dyn Report) -> Result<IndexedFile, Error> {
+        let index = index_for(&bam, options, report, |_| build_index(&bam))?;
+        Ok(IndexedFile { data: Data::Bam { bam, index } })
+    }
+
+    /// A mapped BAM with an index its caller has found and checked
+    /// (a whole-file job's [`crate::command::covering_index`]).
+    pub fn with_index(bam: BamFile, index: Index) -> IndexedFile {
+        IndexedFile { data: Data::Bam { bam, index } }
+    }
+
+    /// A mapped bgzipped SAM with its index, found as [`IndexedFile::open`]
+    /// finds it (one made in memory is a CSI, as `samtools index` makes for
+    /// SAM).
+    pub fn from_sam_gz(sam: SamGzFile, options: &IndexedOptions, report: &dyn Report) -> Result<IndexedFile, Error> {
+        let build = |format: Option<IndexFormat>| {
+            let format = format.unwrap_or(IndexFormat::Csi { min_shift: 14, depth: 5 });
+            crate::indexer::build_sam(Indexed::bytes(&sam), Indexed::path(&sam), format)
+        };
+        let index = index_for(&sam, options, report, build)?;
+        Ok(IndexedFile { data: Data::SamGz { sam, index } })
+    }
+
+    fn open_cram(path: &Path, options: &IndexedOptions) -> Result<IndexedFile, Error> {
+        let named = options.index.as_deref();
+        let pool = match CramQuery::open(path, &options.cram, named)? {
+            Some(query) => QueryPool::new(query.named(path), path, &options.cram, named),
+            None if options.without_index == WithoutIndex::Build => QueryPool::open_or_index(path, path, &options.cram)?.0,
+            None => return Err(no_index(path)),
+        };
+        Ok(IndexedFile { data: Data::Cram(pool) })
+    }
+
+    /// The name errors give the file.
+    pub fn path(&self) -> &Path {
+        match &self.data {
+            Data::Bam { bam, .. } => bam.path(),
+            Data::SamGz { sam, .. } => Indexed::path(sam),
+            Data::Cram(pool) => pool.path(),
+        }
+    }
+
+    /// The header (a SAM's and a CRAM's as a BAM's).
+    pub fn header(&self) -> &Header {
+        match &self.data {
+            Data::Bam { bam, .. } => bam.header(),
+            Data::SamGz { sam, .. } => Indexed::header(sam),
+            Data::Cram(pool) => pool.header(),
+        }
+    }
+
+    /// The BAI or CSI index (`None` for CRAM, read by htslib through its
+    /// `.crai`): where a job plans its pieces by compressed bytes.
+    pub fn index(&self) -> Option<&Index> {
+        match &self.data {
+            Data::Bam { index, .. } | Data::SamGz { index, .. } => Some(index),
+            Data::Cram(_) => None,
+        }
+    }
+
+    /// The mapped BAM and its index, for jobs with a faster path over BAM
+    /// records in place ([`RegionReader::for_each_record`]).
+    pub fn bam(&self) -> Option<(&BamFile, &Index)> {
+        match &self.data {
+            Data::Bam { bam, index } => Some((bam, index)),
+            _ => None,
+        }
+    }
+
+    /// Whether the file is CRAM (decoded by htslib, whose `.crai` holds no
+    /// counts per reference).
+    pub fn is_cram(&self) -> bool {
+        matches!(self.data, Data::Cram(_))
+    }
+
+    /// htslib's words for the file's format (`hts_format_description`),
+    /// which FACETS' `-v` prints: `BAM version 1 compressed sequence data`.
+    pub fn format_description(&self) -> String {
+        match &self.data {
+            Data::Bam { .. } => "BAM version 1 compressed sequence data".into(),
+            Data::SamGz { sam, .. } => {
+                // htslib reads the version from a first line `@HD\tVN:`.
+                let text = &Indexed::header(sam).text;
+                let version = text.strip_prefix(b"@HD\tVN:").map_or("1".into(), |rest| {
+                    let end = rest.iter().position(|c| !(c.is_ascii_digit() || *c == b'.')).unwrap_or(rest.len());
+                    String::from_utf8_lossy(&rest[..end]).into_owned()
+                });
+                format!("SAM version {version} BGZF-compressed sequence data")
+            }
+            Data::Cram(pool) => {
+                let (major, minor) = pool.version();
+                format!("CRAM version {major}.{minor} compressed sequence data")
+            }
+        }
+    }
+
+    /// Whether the file lacks its end-of-file marker (BGZF's empty block,
+    /// CRAM's EOF container): it is probably truncated, as htslib warns.
+    pub fn missing_eof_marker(&self) -> Result<bool, Error> {
+        match &self.data {
+            Data::Bam { bam, .. } => Ok(!bam.has_eof_marker()),
+            Data::SamGz { sam, .. } => Ok(!Indexed::bytes(sam).ends_with(&crate::bgzf::EOF_MARKER)),
+            Data::Cram(pool) => pool.with(|q| Ok(q.missing_eof_container())),
+        }
+    }
+
+    /// The records of `region` by `rule`, in file order (the unplaced
+    /// records when its reference is -1, whatever the rule).
+    pub fn query(&self, region: Region, rule: Rule) -> Result<Records<'_>, Error> {
+        let tid = region.ref_id;
+        let region = if tid < 0 { Region::unplaced() } else { region };
+        if rule == Rule::StartsIn || tid < 0 {
+            let inner = match &self.data {
+                Data::Bam { bam, index } => match super::region_start(bam, index, region) {
+                    Some(start) => Inner::Bam(RegionReader::new(bam, region, start, super::following_start(bam, index, region))?),
+                    None => Inner::Empty,
+                },
+                Data::SamGz { sam, index } => Inner::SamGz(sam.region_records(index, region)?),
+                Data::Cram(pool) => Inner::cram(pool, tid, region.start, region.end)?,
+            };
+            return Ok(Records { inner, ending_past: None, starting_in: self.is_cram().then_some(region) });
+        }
+        let (beg, end) = (region.start.max(0), region.end);
+        let inner = match &self.data {
+            Data::Bam { bam, index } => Inner::Chunks(RegionRecords::new(bam, index, tid as usize, beg, end)),
+            Data::SamGz { sam, index } => Inner::SamGz(SamRegionReader::query(sam, index, overlapping(tid, end), beg)?),
+            Data::Cram(pool) => Inner::cram(pool, tid, beg, end)?,
+        };
+        let ending_past = matches!(self.data, Data::SamGz { .. }).then_some(beg);
+        Ok(Records { inner, ending_past, starting_in: None })
+    }
+
+    /// A piece of a larger query: the records starting in `scope`, read
+    /// from where a query from position `from` (at or before the scope's
+    /// start) begins, so that reads reaching into the scope from before it
+    /// are among them. A caller wanting the records that overlap
+    /// `[from, ..)` keeps those ending past `from`.
+    pub fn piece(&self, scope: Region, from: i64) -> Result<Records<'_>, Error> {
+        let inner = match &self.data {
+            Data::Bam { bam, index } => match super::query_span(bam, index, scope, from) {
+                Some((start, following)) => Inner::Bam(RegionReader::new(bam, scope, start, following)?),
+                None => Inner::Empty,
+            },
+            Data::SamGz { sam, index } => Inner::SamGz(SamRegionReader::query(sam, index, scope, from)?),
+            Data::Cram(pool) => Inner::cram(pool, scope.ref_id, from, scope.end)?,
+        };
+        Ok(Records { inner, ending_past: None, starting_in: self.is_cram().then_some(scope) })
+    }
+}
+
+/// The scope of a query for the records of `tid` that overlap a region
+/// ending at `end`: those that start before `end` (read from the offset of
+/// the region's start, which lies before every read overlapping it).
+fn overlapping(tid: i32, end: i64) -> Region {
+    Region { ref_id: tid, start: i64::MIN, end }
+}
+
+/// The index of `file` under the one policy: the one given (loaded, and
+/// checked chunk by chunk: it was named, not found beside the file), else
+/// the one beside it ([`find_index`]), else per `without_index`; for a
+/// whole-file job, one that describes the whole file. `build` makes one
+/// from the file, in the format of the one it replaces if any.
+fn index_for<F: Indexed>(
+    file: &F,
+    options: &IndexedOptions,
+    report: &dyn Report,
+    build: impl Fn(Option<IndexFormat>) -> Result<Index, Error>,
+) -> Result<Index, Error> {
+    let found = match &options.index {
+        Some(path) => {
+            let index = load_index(file, path)?;
+            verify_index(file, &index, true).map_err(|e| e.with_path(path))?;
+            Some(index)
+        }
+        None => find_index(file, report)?,
+    };
+    match (found, options.without_index) {
+        (Some(index), _) if options.whole_file => {
+            Ok(replace_if_not_covering(file, &index, report, |format| build(Some(format)))?.unwrap_or(index))
+        }
+        (Some(index), _) => Ok(index),
+        (None, WithoutIndex::Build) => build(None),
+        (None, WithoutIndex::Refuse) => Err(no_index(file.path())),
+    }
+}
+
+/// The records of a query, in file order, as [`IndexedFile::query`] and
+/// [`IndexedFile::piece`] pick them.
+pub struct Records<'a> {
+    inner: Inner<'a>,
+    /// Only records ending past this position are kept (an overlap query
+    /// read from a start offset).
+    ending_past: Option<i64>,
+    /// Only records starting in this region are kept (htslib's iterator
+    /// gives those overlapping it).
+    starting_in: Option<Region>,
+}
+
+enum Inner<'a> {
+    Bam(RegionReader<'a>),
+    Chunks(RegionRecords<'a>),
+    SamGz(SamRegionReader<'a>),
+    Cram(crate::cram::region::Pooled<'a>),
+    Empty,
+}
+
+impl<'a> Inner<'a> {
+    fn cram(pool: &'a QueryPool, tid: i32, beg: i64, end: i64) -> Result<Inner<'a>, Error> {
+        let mut query = pool.take()?;
+        query.query(tid, beg, end)?;
+        Ok(Inner::Cram(query))
+    }
+}
+
+impl Records<'_> {
+    /// Moves to the next record; false at the end. The record is then
+    /// [`Records::current`].
+    pub fn advance(&mut self) -> Result<bool, Error> {
+        loop {
+            let moved = match &mut self.inner {
+                Inner::Bam(reader) => reader.advance().map_err(|e| Error::from(e).with_path(reader.path()))?,
+                Inner::Chunks(reader) => reader.advance()?,
+                Inner::SamGz(reader) => reader.advance()?,
+                Inner::Cram(query) => query.advance()?,
+                Inner::Empty => false,
+            };
+            if !moved {
+                return Ok(false);
+            }
+            if self.keeps(&self.current()) {
+                return Ok(true);
+            }
+        }
+    }
+
+    fn keeps(&self, r: &RecordRef<'_>) -> bool {
+        let ends_after = self.ending_past.is_none_or(|from| r.end_pos() > from);
+        let starts_in = self.starting_in.is_none_or(|region| {
+            let pos = i64::from(r.pos());
+            region.ref_id < 0 || (pos >= region.start && pos < region.end)
+        });
+        ends_after && starts_in
+    }
+
+    /// The record [`Records::advance`] moved to.
+    pub fn current(&self) -> RecordRef<'_> {
+        match &self.inner {
+            Inner::Bam(reader) => reader.current(),
+            Inner::Chunks(reader) => reader.current(),
+            Inner::SamGz(reader) => reader.current(),
+            Inner::Cram(query) => query.current(),
+            Inner::Empty => panic!("Records::current called on an empty query"),
+        }
+    }
+
+    /// The next record, or `None` after the last one.
+    pub fn next_record(&mut self) -> Result<Option<RecordRef<'_>>, Error> {
+        Ok(if self.advance()? { Some(self.current()) } else { None })
+    }
+
+    /// Calls `f` on each remaining record, as [`Records::next_record`] in a
+    /// loop would; a BAM's records are walked in place
+    /// ([`RegionReader::for_each_record`]).
+    pub fn for_each_record(&mut self, mut f: impl FnMut(&RecordRef<'_>)) -> Result<(), Error> {
+        if let (Inner::Bam(reader), None, None) = (&mut self.inner, self.ending_past, self.starting_in) {
+            let path = reader.path().to_path_buf();
+            return reader.for_each_record(f).map_err(|e| Error::from(e).with_path(&path));
+        }
+        while self.advance()? {
+            f(&self.current());
+        }
+        Ok(())
+    }
+
+    /// Hints that reading will probably stop soon after position
+    /// `likely_end` (see [`RegionRecords::expect_end`]); only an overlap
+    /// query of a BAM reads less for it.
+    pub fn expect_end(&mut self, likely_end: i64) {
+        if let Inner::Chunks(reader) = &mut self.inner {
+            reader.expect_end(likely_end);
+        }
+    }
+}
