@@ -435,3 +435,161 @@ impl Records<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::tests::{data, scratch};
+    use std::sync::Arc;
+
+    /// small.bam as BAM, bgzipped SAM and CRAM (bases stored, no
+    /// reference needed), each indexed.
+    fn three_formats(dir: &Path) -> Vec<PathBuf> {
+        let bam_path = dir.join("x.bam");
+        std::fs::copy(data("small.bam"), &bam_path).unwrap();
+        std::fs::copy(data("small.bam.bai"), dir.join("x.bam.bai")).unwrap();
+        let bam = BamFile::open(&bam_path).unwrap();
+        let mut text = bam.header().text.clone();
+        while text.last() == Some(&0) {
+            text.pop();
+        }
+        let mut records = bam.records().unwrap();
+        let refs = &bam.header().references;
+        let sam_gz = dir.join("x.sam.gz");
+        let cram = dir.join("x.cram");
+        let options = crate::cram::CramWriteOptions { options: vec!["no_ref=1".into(), "seqs_per_slice=300".into()], ..Default::default() };
+        let crai = crate::cram::crai_path_for(&cram);
+        let out = std::fs::File::create(&cram).unwrap();
+        let mut writer = crate::cram::CramWriter::create(&cram, bam.header(), &options, 1, Some(&crai), out).unwrap();
+        while let Some(r) = records.next_record().unwrap() {
+            crate::sam::format_record(&r, refs, &mut text).unwrap();
+            writer.write_record(r.as_bytes()).unwrap();
+        }
+        writer.finish().unwrap();
+        // Small blocks: regions start inside the file.
+        let mut bgzf = Vec::new();
+        for chunk in text.chunks(20_000) {
+            let mut block = crate::bgzf::compress_all(chunk, 1);
+            block.truncate(block.len() - crate::bgzf::EOF_MARKER.len());
+            bgzf.extend_from_slice(&block);
+        }
+        bgzf.extend_from_slice(&crate::bgzf::EOF_MARKER);
+        std::fs::write(&sam_gz, &bgzf).unwrap();
+        let index = crate::indexer::build_sam(&bgzf, &sam_gz, IndexFormat::Csi { min_shift: 14, depth: 5 }).unwrap();
+        crate::indexer::write_index(&index, &dir.join("x.sam.gz.csi")).unwrap();
+        vec![bam_path, sam_gz, cram]
+    }
+
+    /// (reference, position, name) of every record, in file order.
+    fn every_record(path: &Path) -> Vec<(i32, i64, i64, Vec<u8>)> {
+        let bam = BamFile::open(path).unwrap();
+        let mut records = bam.records().unwrap();
+        let mut all = Vec::new();
+        while let Some(r) = records.next_record().unwrap() {
+            all.push((r.ref_id(), i64::from(r.pos()), r.end_pos(), r.name().to_vec()));
+        }
+        all
+    }
+
+    fn names(records: &mut Records<'_>) -> Vec<Vec<u8>> {
+        let mut got = Vec::new();
+        records.for_each_record(|r| got.push(r.name().to_vec())).unwrap();
+        got
+    }
+
+    /// Every format gives, for every region and rule, the records the
+    /// rule picks from the whole file, in file order; so do pieces tiling
+    /// the region, and the owning cursor at any batch size.
+    #[test]
+    fn every_format_gives_the_records_each_rule_picks() {
+        let dir = scratch("indexed-formats");
+        let paths = three_formats(&dir);
+        let all = every_record(&paths[0]);
+        let regions = [
+            Region::whole(0),
+            Region::whole(1),
+            Region::unplaced(),
+            Region { ref_id: 0, start: 0, end: 1 },
+            Region { ref_id: 0, start: 10_000, end: 30_000 },
+            Region { ref_id: 1, start: 100_000, end: 100_001 },
+            Region { ref_id: 1, start: 250_000, end: i64::MAX },
+        ];
+        let files: Vec<Arc<IndexedFile>> =
+            paths.iter().map(|p| Arc::new(IndexedFile::open(p, &IndexedOptions::default(), &|_| {}).unwrap())).collect();
+        assert_eq!((files[0].bam().is_some(), files[2].is_cram()), (true, true));
+        for region in regions {
+            for rule in [Rule::Overlap, Rule::StartsIn] {
+                let picks = |&(tid, pos, end, _): &(i32, i64, i64, Vec<u8>)| {
+                    tid == region.ref_id
+                        && (tid < 0
+                            || match rule {
+                                Rule::Overlap => pos < region.end && end > region.start.max(0),
+                                Rule::StartsIn => pos >= region.start && pos < region.end,
+                            })
+                };
+                let want: Vec<Vec<u8>> = all.iter().filter(|r| picks(r)).map(|r| r.3.clone()).collect();
+                assert!(region.ref_id < 0 || region.end - region.start < 10 || !want.is_empty(), "{region}: a region without records tests little");
+                for (file, path) in files.iter().zip(&paths) {
+                    let what = format!("{} {region} {rule:?}", path.display());
+                    assert_eq!(names(&mut file.query(region, rule).unwrap()), want, "{what}");
+                    for batch in [1, 7, 100_000] {
+                        let mut cursor = Cursor::new(file.clone(), [(region, rule)]);
+                        let mut got = Vec::new();
+                        while cursor.fill(batch, &mut |r| got.push(r.name().to_vec())).unwrap() > 0 {}
+                        assert_eq!(got, want, "{what}, cursor in batches of {batch}");
+                    }
+                    if rule == Rule::Overlap && region.ref_id >= 0 {
+                        // Pieces cut at 5 kb, each read from its own start
+                        // (the first from the region's), tile the overlap.
+                        let from = region.start.max(0);
+                        let mut cuts: Vec<i64> = (1..).map(|i| from + i * 5000).take_while(|&c| c < region.end.min(400_000)).collect();
+                        cuts.push(region.end);
+                        let (mut got, mut start) = (Vec::new(), i64::MIN);
+                        for (i, &cut) in cuts.iter().enumerate() {
+                            let offset_pos = if i == 0 { from } else { start };
+                            let scope = Region { ref_id: region.ref_id, start, end: cut };
+                            file.piece(scope, offset_pos)
+                                .unwrap()
+                                .for_each_record(|r| {
+                                    if r.end_pos() > from {
+                                        got.push(r.name().to_vec());
+                                    }
+                                })
+                                .unwrap();
+                            start = cut;
+                        }
+                        assert_eq!(got, want, "{what}, in pieces");
+                    }
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// One policy: no index refuses (or builds one in memory when asked);
+    /// a pipe cannot be read by region; a named index is checked.
+    #[test]
+    fn the_index_policy() {
+        let dir = scratch("indexed-policy");
+        let paths = three_formats(&dir);
+        for (path, index) in paths.iter().zip(["x.bam.bai", "x.sam.gz.csi", "x.cram.crai"]) {
+            let moved = dir.join(format!("moved-{index}"));
+            std::fs::rename(dir.join(index), &moved).unwrap();
+            let err = IndexedFile::open(path, &IndexedOptions::default(), &|_| {}).err().expect("refused").to_string();
+            assert_eq!(err, format!("{}: cannot load index (regions are read through the index: fasthts index it first)", path.display()));
+            let built = IndexedOptions { without_index: WithoutIndex::Build, ..Default::default() };
+            let file = IndexedFile::open(path, &built, &|_| {}).unwrap();
+            assert!(file.query(Region::whole(0), Rule::Overlap).unwrap().next_record().unwrap().is_some());
+            let named = IndexedOptions { index: Some(moved.clone()), ..Default::default() };
+            IndexedFile::open(path, &named, &|_| {}).unwrap();
+            std::fs::rename(&moved, dir.join(index)).unwrap();
+        }
+        // An index made for another file, named: refused, naming it.
+        let foreign = IndexedOptions { index: Some(data("long_ref.bam.csi")), ..Default::default() };
+        let err = IndexedFile::open(&paths[0], &foreign, &|_| {}).err().expect("refused").to_string();
+        assert!(err.starts_with(&format!("{}: ", data("long_ref.bam.csi").display())), "{err}");
+        let err = IndexedFile::open(Path::new("-"), &IndexedOptions::default(), &|_| {}).err().expect("refused").to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
