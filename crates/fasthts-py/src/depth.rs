@@ -1,5 +1,5 @@
-//! `fasthts.depth`: samtools depth (`fasthts::command::depth_to`, the
-//! CLI's function) as numpy arrays instead of text.
+//! `fasthts.depth`: samtools depth (`fasthts::command::depth_columns`,
+//! the CLI's rows as columns) as numpy arrays.
 
 use crate::{run_detached, threads_arg, FsPath};
 use fasthts::command;
@@ -7,64 +7,10 @@ use fasthts::depth::{exclude_flags, DepthOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyByteArray;
-use std::collections::HashMap;
-use std::io::{self, Write};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(depth, m)?)?;
     Ok(())
-}
-
-/// Takes the rows `depth_to` writes (`CHROM\tPOS\tDEPTH...\n`) apart into
-/// columns as they come, keeping only an unfinished line.
-struct Rows {
-    tid_of: HashMap<Vec<u8>, i32>,
-    n_files: usize,
-    tid: Vec<i32>,
-    pos: Vec<i64>,
-    depth: Vec<u32>,
-    partial: Vec<u8>,
-}
-
-impl Rows {
-    fn row(&mut self, line: &[u8]) -> io::Result<()> {
-        let bad = || io::Error::new(io::ErrorKind::InvalidData, format!("unexpected depth row {:?}", String::from_utf8_lossy(line)));
-        let mut fields = line.split(|&c| c == b'\t');
-        let chrom = fields.next().ok_or_else(bad)?;
-        let tid = *self.tid_of.get(chrom).ok_or_else(bad)?;
-        let number = |f: Option<&[u8]>| -> io::Result<u64> {
-            std::str::from_utf8(f.ok_or_else(bad)?).ok().and_then(|t| t.parse().ok()).ok_or_else(bad)
-        };
-        let pos = number(fields.next())?;
-        self.tid.push(tid);
-        self.pos.push(pos as i64 - 1);
-        for _ in 0..self.n_files {
-            self.depth.push(u32::try_from(number(fields.next())?).map_err(|_| bad())?);
-        }
-        Ok(())
-    }
-}
-
-impl Write for Rows {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut rest = buf;
-        while let Some(end) = rest.iter().position(|&c| c == b'\n') {
-            if self.partial.is_empty() {
-                self.row(&rest[..end])?;
-            } else {
-                let mut line = std::mem::take(&mut self.partial);
-                line.extend_from_slice(&rest[..end]);
-                self.row(&line)?;
-            }
-            rest = &rest[end + 1..];
-        }
-        self.partial.extend_from_slice(rest);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 fn bytes_of<T: Copy>(v: &[T]) -> &[u8] {
@@ -111,19 +57,9 @@ fn depth<'py>(
         threads: threads_arg(threads)?,
         ..DepthOptions::default()
     };
-    let rows = run_detached(py, |w| {
-        let names: Vec<String> = match inputs.first() {
-            Some(first) => fasthts::input::open(first)?.header().references.iter().map(|r| r.name.clone()).collect(),
-            None => Vec::new(),
-        };
-        let tid_of = names.iter().enumerate().map(|(i, n)| (n.as_bytes().to_vec(), i as i32)).collect();
-        let mut rows = Rows { tid_of, n_files: inputs.len(), tid: Vec::new(), pos: Vec::new(), depth: Vec::new(), partial: Vec::new() };
-        command::depth_to(&inputs, &options, &mut rows, w)?;
-        Ok((names, rows))
-    })?;
-    let (names, rows) = rows;
+    let rows = run_detached(py, |w| command::depth_columns(&inputs, &options, w))?;
     Ok((
-        names,
+        rows.references,
         PyByteArray::new(py, bytes_of(&rows.tid)),
         PyByteArray::new(py, bytes_of(&rows.pos)),
         PyByteArray::new(py, bytes_of(&rows.depth)),

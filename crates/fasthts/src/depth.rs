@@ -388,6 +388,20 @@ pub(crate) struct Setup<'r> {
     /// The region (`-r`): reference, start and end (end exclusive).
     pub(crate) region: Option<(i32, i64, i64)>,
     pub(crate) n_files: usize,
+    /// How rows are written.
+    pub(crate) encoding: RowEncoding,
+}
+
+/// How rows are written into the pieces gathered: samtools' text, or
+/// fixed-size binary rows that [`DepthColumns`] takes apart into columns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum RowEncoding {
+    /// `name<TAB>pos<TAB>depth...<NEWLINE>`.
+    #[default]
+    Text,
+    /// The reference id (`i32`), the 0-based position (`i64`) and a depth
+    /// (`u32`) per input, native-endian.
+    Binary,
 }
 
 impl Setup<'_> {
@@ -601,7 +615,7 @@ impl<'s> Counter<'s> {
             diffs: Vec::new(),
             running: vec![0; n],
             max_end: i64::MIN,
-            rows: RowText::default(),
+            rows: RowText::new(setup.encoding),
             bed: None,
             mates,
             had_reads: false,
@@ -819,7 +833,7 @@ impl<'s> Counter<'s> {
     /// they go), applying the BED filter.
     fn print_counted(&mut self, from: i64, to: i64) {
         let tid = self.tid;
-        self.rows.start_reference(&self.setup.names[tid as usize].name);
+        self.rows.start_reference(tid, &self.setup.names[tid as usize].name);
         let mut p = from;
         while p < to {
             let (inside, until) = match self.bed {
@@ -920,7 +934,7 @@ fn bed_segment(bed: &[(i64, i64)], p: i64, to: i64) -> (bool, i64) {
 
 /// Zero rows of reference `tid` over `[from, to)`, BED-filtered.
 pub(crate) fn write_zero_rows(setup: &Setup, tid: i32, from: i64, to: i64, rows: &mut RowText, out: &mut Vec<u8>) {
-    rows.start_reference(&setup.names[tid as usize].name);
+    rows.start_reference(tid, &setup.names[tid as usize].name);
     let zeros = vec![0i32; setup.n_files];
     let bed = setup.bed_of(tid);
     let mut p = from;
@@ -946,28 +960,44 @@ pub(crate) fn write_zero_rows(setup: &Setup, tid: i32, from: i64, to: i64, rows:
 }
 
 /// The text of rows: `name<TAB>pos<TAB>depth...<NEWLINE>`, with the
-/// position kept as decimal digits and counted up in place.
+/// position kept as decimal digits and counted up in place (or the rows
+/// in [`RowEncoding::Binary`]).
 pub(crate) struct RowText {
+    encoding: RowEncoding,
     /// `name<TAB>`.
     prefix: Vec<u8>,
+    tid: i32,
     /// The 1-based position of the next row, right-aligned in `digits`.
     digits: [u8; 20],
     first_digit: usize,
+    /// The 0-based position of the next row.
     next: i64,
 }
 
 impl Default for RowText {
     fn default() -> Self {
-        // No position yet: the first `seek` writes the digits.
-        RowText { prefix: Vec::new(), digits: [b'0'; 20], first_digit: 20, next: -1 }
+        RowText::new(RowEncoding::Text)
     }
 }
 
 impl RowText {
-    fn start_reference(&mut self, name: &str) {
+    pub(crate) fn new(encoding: RowEncoding) -> Self {
+        // No position yet: the first `seek` writes the digits.
+        RowText { encoding, prefix: Vec::new(), tid: -1, digits: [b'0'; 20], first_digit: 20, next: -1 }
+    }
+
+    fn start_reference(&mut self, tid: i32, name: &str) {
+        self.tid = tid;
         self.prefix.clear();
         self.prefix.extend_from_slice(name.as_bytes());
         self.prefix.push(b'\t');
+    }
+
+    /// A binary row's reference and position.
+    #[inline]
+    fn binary_start(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.tid.to_ne_bytes());
+        out.extend_from_slice(&self.next.to_ne_bytes());
     }
 
     /// The next row is for 0-based position `p`.
@@ -1013,6 +1043,12 @@ impl RowText {
 
     #[inline]
     fn row1(&mut self, depth: i32, out: &mut Vec<u8>) {
+        if self.encoding == RowEncoding::Binary {
+            self.binary_start(out);
+            out.extend_from_slice(&(depth as u32).to_ne_bytes());
+            self.next += 1;
+            return;
+        }
         out.extend_from_slice(&self.prefix);
         out.extend_from_slice(&self.digits[self.first_digit..]);
         out.push(b'\t');
@@ -1023,6 +1059,14 @@ impl RowText {
 
     #[inline]
     fn row(&mut self, depths: &[i32], out: &mut Vec<u8>) {
+        if self.encoding == RowEncoding::Binary {
+            self.binary_start(out);
+            for &d in depths {
+                out.extend_from_slice(&(d as u32).to_ne_bytes());
+            }
+            self.next += 1;
+            return;
+        }
         out.extend_from_slice(&self.prefix);
         out.extend_from_slice(&self.digits[self.first_digit..]);
         for &d in depths {
@@ -1054,6 +1098,64 @@ fn push_depth(out: &mut Vec<u8>, d: i32) {
             v /= 10;
         }
         out.extend_from_slice(&buf[i..]);
+    }
+}
+
+/// Depth rows as columns (the Python package's `fasthts.depth`): what
+/// [`crate::command::depth_columns`] gives, the rows that `depth_to`
+/// prints as text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DepthColumns {
+    /// The reference names (of the first input), which `tid` numbers.
+    pub references: Vec<String>,
+    /// Each row's reference id.
+    pub tid: Vec<i32>,
+    /// Each row's 0-based position.
+    pub pos: Vec<i64>,
+    /// Each row's depths, one per input.
+    pub depth: Vec<u32>,
+    n_files: usize,
+    /// The bytes of a row cut between two writes.
+    partial: Vec<u8>,
+}
+
+impl DepthColumns {
+    pub(crate) fn new(n_files: usize) -> DepthColumns {
+        DepthColumns { n_files, ..DepthColumns::default() }
+    }
+
+    fn take_row(&mut self, row: &[u8]) {
+        let int = |at: usize| i32::from_ne_bytes(row[at..at + 4].try_into().expect("4 bytes"));
+        self.tid.push(int(0));
+        self.pos.push(i64::from_ne_bytes(row[4..12].try_into().expect("8 bytes")));
+        self.depth.extend((0..self.n_files).map(|i| int(12 + 4 * i) as u32));
+    }
+}
+
+/// Takes [`RowEncoding::Binary`] rows apart as they are written.
+impl std::io::Write for DepthColumns {
+    fn write(&mut self, mut buf: &[u8]) -> std::io::Result<usize> {
+        let size = 12 + 4 * self.n_files;
+        let written = buf.len();
+        if !self.partial.is_empty() {
+            let need = (size - self.partial.len()).min(buf.len());
+            self.partial.extend_from_slice(&buf[..need]);
+            buf = &buf[need..];
+            if self.partial.len() == size {
+                let row = std::mem::take(&mut self.partial);
+                self.take_row(&row);
+            }
+        }
+        let whole = buf.len() / size * size;
+        for row in buf[..whole].chunks_exact(size) {
+            self.take_row(row);
+        }
+        self.partial.extend_from_slice(&buf[whole..]);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -1107,7 +1209,7 @@ mod tests {
     fn row_positions_count_up_in_place() {
         let mut rows = RowText::default();
         let mut out = Vec::new();
-        rows.start_reference("c");
+        rows.start_reference(0, "c");
         rows.seek(7, &mut out);
         for _ in 0..5 {
             rows.row1(3, &mut out);

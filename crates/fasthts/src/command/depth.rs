@@ -5,7 +5,7 @@
 
 use super::{warn_if_truncated, with_threads, Report};
 use crate::bam::{RecordReader, RecordRef};
-use crate::depth::{header_line, write_zero_rows, BedFilter, CountError, Counter, DepthOptions, Piece, RowText, Setup};
+use crate::depth::{header_line, write_zero_rows, BedFilter, CountError, Counter, DepthColumns, DepthOptions, Piece, RowEncoding, RowText, Setup};
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::region::indexed::{IndexedFile, IndexedOptions, Records, Rule};
@@ -39,6 +39,32 @@ pub fn depth_file(inputs: &[PathBuf], output: &Path, options: &DepthOptions, rep
 /// samtools depth of `inputs` written to `out`, byte for byte as samtools
 /// depth 1.16 prints it (see [`crate::depth`] for what counts).
 pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write + Send), report: &dyn Report) -> Result<(), Error> {
+    depth_encoded(inputs, options, RowEncoding::Text, out, report, &mut |_| {})
+}
+
+/// samtools depth of `inputs` as columns: the rows [`depth_to`] prints
+/// (without `-H`'s header line), with the reference names they number.
+pub fn depth_columns(inputs: &[PathBuf], options: &DepthOptions, report: &dyn Report) -> Result<DepthColumns, Error> {
+    let mut columns = DepthColumns::new(inputs.len());
+    let mut references = Vec::new();
+    let options = DepthOptions { header: false, ..options.clone() };
+    depth_encoded(inputs, &options, RowEncoding::Binary, &mut columns, report, &mut |refs| {
+        references = refs.iter().map(|r| r.name.clone()).collect();
+    })?;
+    columns.references = references;
+    Ok(columns)
+}
+
+/// [`depth_to`] with its rows encoded as `encoding` says; `references`
+/// hears of the first input's references before any row is written.
+fn depth_encoded(
+    inputs: &[PathBuf],
+    options: &DepthOptions,
+    encoding: RowEncoding,
+    out: &mut (dyn Write + Send),
+    report: &dyn Report,
+    references: &mut (dyn FnMut(&[crate::bam::Reference]) + Send),
+) -> Result<(), Error> {
     if inputs.is_empty() {
         return Err(Error::InvalidArgument("depth needs at least one input".into()));
     }
@@ -81,6 +107,7 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
                 .with_path(path));
             }
         }
+        references(refs);
         let lengths: Vec<i64> = refs.iter().map(|r| i64::from(r.len)).collect();
         let region = match &options.region {
             // samtools depth reads -r with sam_itr_querys; `.` (the whole
@@ -109,6 +136,7 @@ pub fn depth_to(inputs: &[PathBuf], options: &DepthOptions, out: &mut (dyn Write
             bed,
             region: region.filter(|r| r.ref_id >= 0).map(|r| (r.ref_id, r.start.max(0), r.end)),
             n_files: inputs.len(),
+            encoding,
         };
         if region.is_some_and(|r| r.ref_id < 0) {
             // Unplaced reads have no depth.
@@ -228,7 +256,7 @@ fn by_windows(setup: &Setup, inputs: &[IndexedFile], paths: &[PathBuf], out: &mu
     // With -a (whole file) an empty window is printed only if its
     // reference has reads elsewhere: known when gathering.
     let deferred = options.all_positions == 1 && setup.region.is_none();
-    let mut gather = Gather { tid: -1, has_reads: false, pending: Vec::new(), rows: RowText::default(), zeros: Vec::new() };
+    let mut gather = Gather { tid: -1, has_reads: false, pending: Vec::new(), rows: RowText::new(setup.encoding), zeros: Vec::new() };
     let mut appended = 0;
     // Each thread reads its windows of a single BAM through one reader
     // (see `RegionReader::reuse`): a draft assembly's contigs, a window
@@ -277,7 +305,7 @@ fn by_windows(setup: &Setup, inputs: &[IndexedFile], paths: &[PathBuf], out: &mu
             piece.text = std::mem::take(&mut counter.out);
             if !piece.had_reads && options.all_positions > 0 && !deferred {
                 let len = setup.lengths[tid as usize];
-                write_zero_rows(setup, tid, beg.max(0), end.min(len), &mut RowText::default(), &mut piece.text);
+                write_zero_rows(setup, tid, beg.max(0), end.min(len), &mut RowText::new(setup.encoding), &mut piece.text);
             }
             Ok::<(), Error>(())
         },
@@ -609,6 +637,30 @@ mod tests {
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The columns are the text's rows, whatever the options.
+    #[test]
+    fn columns_are_the_rows_of_the_text() {
+        let small = data("small.bam");
+        let cases = [
+            (vec![small.clone()], DepthOptions::default()),
+            (vec![small.clone()], DepthOptions { all_positions: 2, window_bases: 777, threads: Some(2), ..Default::default() }),
+            (vec![small.clone(), small.clone()], DepthOptions { all_positions: 1, ..Default::default() }),
+            (vec![small.clone()], DepthOptions { region: Some("chr1:1,000-60,000".into()), remove_overlaps: true, ..Default::default() }),
+        ];
+        for (inputs, options) in cases {
+            let text = String::from_utf8(depth(&inputs, &options)).unwrap();
+            let columns = depth_columns(&inputs, &options, &Kept::default()).unwrap();
+            let n = inputs.len();
+            let mut rows = Vec::new();
+            for (i, (&tid, &pos)) in columns.tid.iter().zip(&columns.pos).enumerate() {
+                let depths: Vec<String> = columns.depth[i * n..(i + 1) * n].iter().map(u32::to_string).collect();
+                rows.push(format!("{}\t{}\t{}\n", columns.references[tid as usize], pos + 1, depths.join("\t")));
+            }
+            assert!(text.len() > 10_000, "{options:?}: too few rows to compare");
+            assert!(rows.concat() == text, "{options:?}");
+        }
     }
 
     #[test]

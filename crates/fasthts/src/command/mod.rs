@@ -30,7 +30,7 @@ mod snp_pileup;
 mod sort;
 mod view;
 
-pub use depth::{depth_file, depth_to};
+pub use depth::{depth_columns, depth_file, depth_to};
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
 pub use index::{idxstats, index_file, index_format, index_target, IdxstatsOptions, IndexOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
