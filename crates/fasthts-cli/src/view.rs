@@ -3,11 +3,7 @@
 
 use crate::{CmdResult, Terminal};
 use clap::Args;
-use fasthts::command::{self, HeaderMode, SkippedRegion, ViewOptions};
-use fasthts::depth::{atoi, parse_flags, BedFilter};
-use fasthts::sort::{cram_output_options, parse_output_options, OutputFormat};
-use fasthts::view::{self as select, output_format_mode, TagEdit};
-use std::collections::HashSet;
+use fasthts::command::{self, SkippedRegion, ViewArguments, ViewRun};
 use std::path::PathBuf;
 
 /// Prints, filters and converts alignments, whole or by region (samtools view).
@@ -188,195 +184,57 @@ pub struct ViewArgs {
 }
 
 /// `-d`/`-D`: the one tag all of them name (samtools refuses two).
-fn set_tag(tag: &mut Option<[u8; 2]>, text: &str) -> Result<(), String> {
-    let b = text.as_bytes();
-    let new = [b[0], b[1]];
-    match tag {
-        Some(t) if *t != new => Err(format!("different tag \"{}\" was specified before: \"{text}\"", String::from_utf8_lossy(t))),
-        _ => {
-            *tag = Some(new);
-            Ok(())
-        }
-    }
-}
-
 pub fn run(args: ViewArgs) -> CmdResult {
-    let mut selection = select::Selection::default();
-    for f in &args.require_flags {
-        selection.flag_on |= parse_flags(f)?;
-    }
-    for f in &args.exclude_flags {
-        selection.flag_off |= parse_flags(f)?;
-    }
-    for f in &args.any_flags {
-        selection.flag_any_on |= parse_flags(f)?;
-    }
-    for f in &args.all_flags_off {
-        selection.flag_all_off |= parse_flags(f)?;
-    }
-    if args.count && args.fetch_pairs {
-        return Err("the options -P and -c cannot be combined".into());
-    }
-    if args.unmap && args.unselected.is_some() {
-        return Err("options --unoutput and --unmap are mutually exclusive".into());
-    }
-    for rg in &args.read_group {
-        selection.read_groups.get_or_insert_with(HashSet::new).insert(rg.as_bytes().to_vec());
-    }
-    for path in &args.read_group_file {
-        let words = select::read_word_list(path)?;
-        selection.read_groups.get_or_insert_with(HashSet::new).extend(words);
-    }
-    selection.library = args.library.as_ref().map(|l| l.as_bytes().to_vec());
-    selection.expr = args.expr.as_deref().map(select::Expr::parse).transpose()?;
-    selection.min_mapq = args.min_mapq.as_deref().map_or(0, atoi) as i32;
-    selection.min_qlen = args.min_qlen.as_deref().map_or(0, atoi) as i32;
-    let mut fraction = None;
-    let mut seed = 0u32;
-    if let Some(text) = &args.subsample {
-        fraction = Some(select::parse_fraction(text)?);
-    }
-    if let Some(text) = &args.subsample_seed {
-        seed = atoi(text) as u32;
-    }
-    if let Some(text) = &args.seed_fraction {
-        let (s, f) = select::parse_seed_fraction(text)?;
-        seed = s;
-        fraction = Some(f);
-    }
-    if let Some(f) = fraction {
-        selection.subsample = Some((f, select::subsample_seed(seed)));
-    }
-    for d in &args.tag {
-        if d.len() < 2 || (d.len() > 2 && d.as_bytes()[2] != b':') {
-            return Err(format!("invalid \"tag:value\" option: \"{d}\"").into());
-        }
-        set_tag(&mut selection.tag, d)?;
-        if d.len() > 3 {
-            selection.tag_values.get_or_insert_with(HashSet::new).insert(d.as_bytes()[3..].to_vec());
-        }
-    }
-    for d in &args.tag_file {
-        if d.len() < 4 || !matches!(d.as_bytes()[2], b':' | b';') {
-            return Err(format!("invalid \"tag:file\" option: \"{d}\"").into());
-        }
-        set_tag(&mut selection.tag, d)?;
-        let words = select::read_word_list(std::path::Path::new(&d[3..]))?;
-        selection.tag_values.get_or_insert_with(HashSet::new).extend(words);
-    }
-    if let Some(path) = &args.names {
-        selection.names = Some(select::read_word_list(path)?);
-    }
-    let mut tags = TagEdit::None;
-    for x in &args.remove_tag {
-        let (list, keep) = match x.strip_prefix('^') {
-            Some(rest) => (rest, true),
-            None => (x.as_str(), false),
-        };
-        add_tags(&mut tags, list, keep)?;
-    }
-    for x in &args.keep_tag {
-        add_tags(&mut tags, x, true)?;
-    }
-    let (mut add_flags, mut remove_flags) = (0, 0);
-    for f in &args.add_flags {
-        add_flags |= parse_flags(f)?;
-    }
-    for f in &args.remove_flags {
-        remove_flags |= parse_flags(f)?;
-    }
-    let multi_region = args.multi_region || args.region_file.is_some() || args.fetch_pairs;
-    let bed_path = args.region_file.as_ref().or(args.bed.as_ref());
-    let bed = bed_path.map(|p| BedFilter::read(p)).transpose()?;
-    let mut positional = args.args.into_iter();
-    let input = PathBuf::from(positional.next().unwrap_or_else(|| "-".into()));
-    let index = if args.explicit_index {
-        match positional.next() {
-            Some(index) => Some(PathBuf::from(index)),
-            None => return Err("incorrect number of arguments for -X (in.bam in.bam.bai [region ...])".into()),
-        }
-    } else {
-        None
-    };
-    let regions: Vec<String> = positional.collect();
-    let (mut bed_regions, mut selection_bed) = (None, None);
-    if multi_region {
-        bed_regions = bed;
-    } else {
-        selection_bed = bed;
-    }
-    selection.bed = selection_bed;
-
-    let format_option = match &args.format {
-        Some(spec) => Some(OutputFormat::parse_spec(spec)?),
-        None => None,
-    };
-    let level_flag = args.uncompressed || args.fast;
-    let mode = if args.cram {
-        Some(OutputFormat::Cram)
-    } else {
-        args.bam.then_some(OutputFormat::Bam)
-    };
-    let (format, force_header) = output_format_mode(args.output.as_deref(), mode, level_flag, format_option.map(|f| f.0))?;
-    let unselected = match &args.unselected {
-        Some(path) => {
-            let (f, forced) = output_format_mode(Some(path), mode, level_flag, format_option.map(|f| f.0))?;
-            Some((path.clone(), f, forced))
-        }
-        None => None,
-    };
-    let flag_level = if args.uncompressed {
-        Some(0)
-    } else if args.fast {
-        Some(1)
-    } else {
-        None
-    };
-    let level = parse_output_options(args.output_options.iter().map(String::as_str))?.or(format_option.and_then(|f| f.1)).or(flag_level);
-    let spec_options = args.format.as_deref().map(|spec| spec.split(',').skip(1)).into_iter().flatten();
-    let cram_output = fasthts::cram::CramWriteOptions {
-        reference: args.reference.clone(),
-        options: cram_output_options(spec_options.chain(args.output_options.iter().map(String::as_str))),
-        level,
-    };
-    let header = if args.header_only {
-        HeaderMode::HeaderOnly
-    } else if args.with_header {
-        HeaderMode::WithHeader
-    } else {
-        HeaderMode::Records
-    };
-    // samtools reads its options in order: --no-header resets -h and -H
-    // given before it, and is undone by either given after it (clap's
-    // overrides_with above keeps only the last of each pair).
-    let header = if args.no_header { HeaderMode::Records } else { header };
-    let options = ViewOptions {
-        selection,
-        tags,
-        add_flags,
-        remove_flags,
-        regions,
-        multi_region,
-        bed_regions,
-        index,
-        count: args.count,
-        unmap: args.unmap,
-        remove_b: args.remove_b,
-        fetch_pairs: args.fetch_pairs,
-        references: args.fai_reference.clone(),
-        header,
-        format,
-        level,
-        force_header,
-        unselected,
-        write_index: args.write_index,
-        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" "))),
-        threads: args.threads,
-        window_bases: args.window_bases.unwrap_or(command::VIEW_WINDOW_BASES),
+    let program = (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" ")));
+    let arguments = ViewArguments {
+        bam: args.bam,
+        cram: args.cram,
         reference: args.reference,
-        cram_output,
+        fast: args.fast,
+        uncompressed: args.uncompressed,
+        with_header: args.with_header,
+        header_only: args.header_only,
+        no_header: args.no_header,
+        count: args.count,
+        output: args.output,
+        unselected: args.unselected,
+        multi_region: args.multi_region,
+        region_file: args.region_file,
+        explicit_index: args.explicit_index,
+        bed: args.bed,
+        names: args.names,
+        tag: args.tag,
+        tag_file: args.tag_file,
+        expr: args.expr,
+        min_mapq: args.min_mapq,
+        min_qlen: args.min_qlen,
+        require_flags: args.require_flags,
+        exclude_flags: args.exclude_flags,
+        any_flags: args.any_flags,
+        all_flags_off: args.all_flags_off,
+        subsample: args.subsample,
+        subsample_seed: args.subsample_seed,
+        seed_fraction: args.seed_fraction,
+        remove_tag: args.remove_tag,
+        add_flags: args.add_flags,
+        remove_flags: args.remove_flags,
+        keep_tag: args.keep_tag,
+        format: args.format,
+        output_options: args.output_options,
+        write_index: args.write_index,
+        threads: args.threads,
+        window_bases: args.window_bases,
+        unmap: args.unmap,
+        read_group: args.read_group,
+        read_group_file: args.read_group_file,
+        library: args.library,
+        fetch_pairs: args.fetch_pairs,
+        fai_reference: args.fai_reference,
+        remove_b: args.remove_b,
+        args: args.args,
+        program,
     };
-    let output = args.output.unwrap_or_else(|| PathBuf::from("-"));
+    let ViewRun { input, output, options } = arguments.resolve()?;
     let skipped = |SkippedRegion(region): SkippedRegion| {
         eprintln!("fasthts view: warning: region \"{region}\" specifies an invalid region or unknown reference; continuing");
     };
@@ -384,21 +242,4 @@ pub fn run(args: ViewArgs) -> CmdResult {
         Ok(_) => Ok(()),
         Err(e) => Err(e.into()),
     }
-}
-
-/// Adds a `-x`/`--keep-tag` list to `tags` (removal and keeping cannot mix:
-/// a keep list wins, as in samtools).
-fn add_tags(tags: &mut TagEdit, list: &str, keep: bool) -> Result<(), fasthts::Error> {
-    let mut set = match std::mem::take(tags) {
-        TagEdit::Keep(s) if keep => s,
-        TagEdit::Remove(s) if !keep => s,
-        TagEdit::Keep(s) => {
-            *tags = TagEdit::Keep(s);
-            return TagEdit::parse_list(list, &mut HashSet::new());
-        }
-        _ => HashSet::new(),
-    };
-    TagEdit::parse_list(list, &mut set)?;
-    *tags = if keep { TagEdit::Keep(set) } else { TagEdit::Remove(set) };
-    Ok(())
 }

@@ -29,6 +29,7 @@ mod quickcheck;
 mod snp_pileup;
 mod sort;
 mod view;
+mod view_arguments;
 
 pub use depth::{depth_columns, depth_file, depth_to};
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
@@ -37,6 +38,7 @@ pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
 pub use sort::{check_memory_per_thread, parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
 pub use view::{view_file, HeaderMode, SkippedRegion, ViewOptions, VIEW_WINDOW_BASES};
+pub use view_arguments::{ViewArguments, ViewRun};
 
 use crate::bam::BamFile;
 use crate::bgzf::{Block, VirtualOffset};
