@@ -158,6 +158,33 @@ fn depth_of_cram_regions_is_samtools_depth() {
     }
 }
 
+/// samtools depth decodes no bases (and so needs no reference) unless
+/// `-l` asks for read lengths: neither does fasthts (issue 39). Without
+/// the FASTA, every other option gives samtools' rows; `-l` fails in both.
+#[test]
+fn depth_of_cram_without_its_reference_is_samtools_depth() {
+    let Some(dir) = with_samtools("cram-depth-no-reference") else { return };
+    let (fasta, list) = crams(&dir);
+    std::fs::rename(&fasta, dir.path("elsewhere.fa")).unwrap();
+    let cases: [&[&str]; 6] = [&[], &["-a"], &["-s", "-Q", "20"], &["-q", "10", "-@", "2"], &["-r", "chr2:100-20000"], &["-s", "-r", "chr1"]];
+    for options in cases {
+        for inputs in [vec![&list[0]], vec![&list[1], &list[0]]] {
+            let mut args: Vec<&dyn AsRef<OsStr>> = vec![&"depth"];
+            args.extend(options.iter().map(|o| o as &dyn AsRef<OsStr>));
+            args.extend(inputs.iter().map(|p| p as &dyn AsRef<OsStr>));
+            let want = samtools(&args);
+            assert!(want.stdout.len() > 10_000, "depth {options:?}: too few rows to compare");
+            let got = tool(fasthts(), &args);
+            assert!(got.status.success(), "depth {options:?} {inputs:?}: {}", text(&got.stderr));
+            assert!(got.stdout == want.stdout, "depth {options:?} {inputs:?}: output differs from samtools'");
+        }
+    }
+    let lengths: [&dyn AsRef<OsStr>; 4] = [&"depth", &"-l", &"30", &list[0]];
+    assert!(!tool(Command::new("samtools"), &lengths).status.success());
+    let got = tool(fasthts(), &lengths);
+    assert!(!got.status.success() && text(&got.stderr).contains("reference sequence of contig chr1 not found"), "{}", text(&got.stderr));
+}
+
 #[test]
 fn a_cram_without_crai_is_refused_for_regions_as_by_samtools() {
     let Some(dir) = with_samtools("cram-regions-noindex") else { return };

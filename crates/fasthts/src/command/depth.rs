@@ -70,7 +70,15 @@ fn depth_encoded(
     }
     let bed = options.bed.as_deref().map(BedFilter::read).transpose()?;
     with_threads(options.threads, || {
-        let cram = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
+        // A CRAM's records are decoded as far as samtools depth decodes
+        // them: without bases (no -l) no reference is needed.
+        let fields = crate::cram::Fields::Depth {
+            mates: options.remove_overlaps,
+            mapq: options.min_mapping_quality != 0,
+            bases: options.min_read_length != 0,
+            qualities: options.min_base_quality != 0,
+        };
+        let cram = crate::cram::CramOptions { reference: options.reference.clone(), fields, ..Default::default() };
         // A region is read through the one region engine (each input with
         // its index: with -X, the named one, which samtools loads only
         // for -r); a whole file as it comes.

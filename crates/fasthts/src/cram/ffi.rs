@@ -75,6 +75,7 @@ pub const CRAM_OPT_REFERENCE: c_int = 9;
 pub const CRAM_OPT_REQUIRED_FIELDS: c_int = 18;
 
 /// `SAM_*` field bits for `CRAM_OPT_REQUIRED_FIELDS`.
+pub const SAM_QNAME: c_int = 0x1;
 pub const SAM_FLAG: c_int = 0x2;
 pub const SAM_RNAME: c_int = 0x4;
 pub const SAM_POS: c_int = 0x8;
@@ -84,6 +85,7 @@ pub const SAM_RNEXT: c_int = 0x40;
 pub const SAM_PNEXT: c_int = 0x80;
 pub const SAM_TLEN: c_int = 0x100;
 pub const SAM_SEQ: c_int = 0x200;
+pub const SAM_QUAL: c_int = 0x400;
 
 /// `HTS_LOG_OFF`.
 pub const HTS_LOG_OFF: c_int = 0;

@@ -68,19 +68,34 @@ pub enum Fields {
     /// is needed); no name (`?`), qualities or tags. Records are handed out
     /// whole, as with `All`.
     Columns,
+    /// What samtools depth decodes (bam2depth.c): flags, reference ids,
+    /// positions and CIGARs, and only as its options need them the names
+    /// and mates (`-s`), MAPQ (`-Q`), bases (`-l`) and qualities (`-q`).
+    /// Without bases no reference is needed. Records are handed out whole,
+    /// with what was decoded.
+    Depth {
+        /// Names and mate fields (`-s`).
+        mates: bool,
+        /// Mapping qualities (`-Q`).
+        mapq: bool,
+        /// Bases (`-l`).
+        bases: bool,
+        /// Base qualities (`-q`).
+        qualities: bool,
+    },
 }
 
 impl Fields {
     /// Whether records are handed out with their variable fields (as
     /// decoded), not only the fixed ones.
     fn whole_records(self) -> bool {
-        matches!(self, Fields::All | Fields::Columns)
+        matches!(self, Fields::All | Fields::Columns | Fields::Depth { .. })
     }
 
     /// htslib's `CRAM_OPT_REQUIRED_FIELDS` for these fields (`None`:
     /// everything, htslib's default).
     fn required(self) -> Option<c_int> {
-        use ffi::{SAM_CIGAR, SAM_FLAG, SAM_MAPQ, SAM_PNEXT, SAM_POS, SAM_RNAME, SAM_RNEXT, SAM_SEQ, SAM_TLEN};
+        use ffi::{SAM_CIGAR, SAM_FLAG, SAM_MAPQ, SAM_PNEXT, SAM_POS, SAM_QNAME, SAM_QUAL, SAM_RNAME, SAM_RNEXT, SAM_SEQ, SAM_TLEN};
         match self {
             Fields::All => None,
             Fields::Required => Some(SAM_FLAG | SAM_RNAME | SAM_POS | SAM_MAPQ | SAM_RNEXT | SAM_PNEXT),
@@ -89,6 +104,19 @@ impl Fields {
             Fields::Extent => Some(SAM_RNAME | SAM_POS | SAM_CIGAR),
             Fields::Columns => {
                 Some(SAM_FLAG | SAM_RNAME | SAM_POS | SAM_MAPQ | SAM_CIGAR | SAM_RNEXT | SAM_PNEXT | SAM_TLEN | SAM_SEQ)
+            }
+            Fields::Depth { mates, mapq, bases, qualities } => {
+                let when = |on: bool, bits: c_int| if on { bits } else { 0 };
+                Some(
+                    SAM_FLAG
+                        | SAM_RNAME
+                        | SAM_POS
+                        | SAM_CIGAR
+                        | when(mates, SAM_QNAME | SAM_RNEXT | SAM_PNEXT)
+                        | when(mapq, SAM_MAPQ)
+                        | when(bases, SAM_SEQ)
+                        | when(qualities, SAM_QUAL),
+                )
             }
         }
     }
@@ -609,7 +637,7 @@ fn header_of(hdr: NonNull<ffi::sam_hdr_t>) -> Result<Header, String> {
 /// hands them out.
 fn fill_record(fields: Fields, b: &ffi::bam1_t, out: &mut Vec<u8>) -> Result<(), String> {
     match fields {
-        Fields::All | Fields::Columns => full_record(b, out),
+        Fields::All | Fields::Columns | Fields::Depth { .. } => full_record(b, out),
         Fields::Required | Fields::Extent => core_record(b, out),
         Fields::Flagstat | Fields::Idxstats => unplaced_core_record(b, out),
     }
