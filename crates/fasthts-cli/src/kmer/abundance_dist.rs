@@ -1,9 +1,10 @@
 //! `fasthts kmer abundance-dist`: abundance-dist.py.
 
-use super::{check_inputs, is_stdout, khmer_error, load_graph, refuse_input_as_output, OutputCompression, ReadOutput};
+use super::{check_inputs, khmer_error, load_graph, refuse_input_as_output};
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::plot::PlotFormat;
+use fasthts_kmer::command::{self, Compression, ReadOutput};
 use fasthts_kmer::scripts;
 use std::path::Path;
 
@@ -64,7 +65,7 @@ pub fn run(a: AbundArgs) -> crate::CmdResult {
         eprintln!("K: {}", g.ksize());
         eprintln!("outputting to {out}");
     }
-    if !is_stdout(out) && Path::new(out).exists() {
+    if !command::is_stdout(out) && Path::new(out).exists() {
         if !a.squash {
             return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
         }
@@ -94,7 +95,7 @@ pub(super) fn write_histogram(hist: &[u64], no_zero: bool, out: &str) -> crate::
         )
         .into());
     }
-    let mut of = ReadOutput::open(Some(out), OutputCompression::default())?;
+    let mut of = ReadOutput::open(Some(out), Compression::Plain)?;
     scripts::write_abundance_csv(hist, no_zero, &mut of)?;
     of.commit()?;
     Ok(())

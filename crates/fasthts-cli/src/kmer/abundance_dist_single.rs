@@ -1,11 +1,11 @@
 //! `fasthts kmer abundance-dist-single`: abundance-dist-single.py, counting
 //! (as `count`) and the histogram (as `abundance-dist`) in one run.
 
-use super::{check_inputs, is_stdout, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs};
+use super::{check_inputs, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs};
 use crate::progress::{Bar, Source};
 use clap::Args;
 use fasthts_io::pool::thread_count;
-use fasthts_kmer::scripts;
+use fasthts_kmer::{command, scripts};
 use std::path::Path;
 
 /// abundance-dist-single.py
@@ -66,13 +66,13 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
     let input = a.input_sequence_filename.as_str();
     let out = a.output_histogram_filename.as_str();
     check_inputs(&[input], a.force)?;
-    super::refuse_fifo_read_twice(input, "abundance-dist-single")?;
+    command::refuse_fifo_read_twice(input, "abundance-dist-single")?;
     refuse_input_as_output(&[Some(out), a.savegraph.as_deref()], None, "", &[input])?;
-    if !a.squash && !is_stdout(out) && Path::new(out).exists() {
+    if !a.squash && !command::is_stdout(out) && Path::new(out).exists() {
         return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
     }
     log("making countgraph");
-    let mut g = a.graph.create_scaled(COUNTGRAPH_SHARE, a.force, q)?;
+    let mut g = a.graph.options().create_scaled(COUNTGRAPH_SHARE, a.force, &mut super::print_note(q))?;
     g.set_use_bigcount(!a.no_bigcount);
     log("building k-mer tracking graph");
     log(&format!("kmer_size: {}", g.ksize()));
@@ -97,17 +97,4 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
     }
     log(&format!("wrote to: {out}"));
     Ok(())
-}
-
-impl GraphArgs {
-    /// [`GraphArgs::create`] with khmer's `multiplier`: with -M, each table
-    /// gets `multiplier` × -M / N entries (-x is taken as it is); -M as
-    /// `-U` sets it, too (khmer sizes first, then scales).
-    fn create_scaled(&self, multiplier: f64, force: bool, quiet: bool) -> Result<fasthts_kmer::Countgraph, crate::Failure> {
-        let sized = self.sized_for_unique_kmers(0.1, force, quiet)?;
-        match sized.max_memory_usage {
-            Some(m) if m != 0.0 => sized.create_sized(multiplier * sized.graph_tablesize()),
-            _ => sized.create_sized(sized.graph_tablesize()),
-        }
-    }
 }
