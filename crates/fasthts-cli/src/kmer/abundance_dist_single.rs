@@ -6,7 +6,6 @@ use crate::progress::{Bar, Source};
 use clap::Args;
 use fasthts_io::pool::thread_count;
 use fasthts_kmer::{command, scripts};
-use std::path::Path;
 
 /// abundance-dist-single.py
 #[derive(Args, Debug)]
@@ -68,9 +67,7 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
     check_inputs(&[input], a.force)?;
     command::refuse_fifo_read_twice(input, "abundance-dist-single")?;
     refuse_input_as_output(&[Some(out), a.savegraph.as_deref()], None, "", &[input])?;
-    if !a.squash && !command::is_stdout(out) && Path::new(out).exists() {
-        return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
-    }
+    command::check_histogram_output(out, a.squash)?;
     log("making countgraph");
     let mut g = a.graph.options().create_scaled(COUNTGRAPH_SHARE, a.force, &mut super::print_note(q))?;
     g.set_use_bigcount(!a.no_bigcount);
@@ -90,7 +87,7 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
     let bar = Bar::start("kmer abundance-dist-single", q, Source::FilePositions(vec![input.into()], None));
     let hist = scripts::abundance_histogram(&g, input, threads)?;
     drop(bar);
-    super::abundance_dist::write_histogram(&hist, a.no_zero, out)?;
+    command::write_histogram(&hist, a.no_zero, out)?;
     if let Some(path) = &a.savegraph {
         log(&format!("Saving k-mer countgraph to {path}"));
         save_graph_and_free(g, path).map_err(khmer_error)?;

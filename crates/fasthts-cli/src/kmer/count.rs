@@ -5,7 +5,7 @@ use crate::progress::{Bar, Source};
 use crate::Failure;
 use clap::Args;
 use fasthts_io::pool::thread_count;
-use fasthts_kmer::command::{append_line, fp_rate_too_high, write_in_place, CountSummary, SummaryFormat};
+use fasthts_kmer::command::{append_line, count_info_path, fp_rate_too_high, write_in_place, CountSummary, SummaryFormat};
 use fasthts_kmer::scripts;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -59,7 +59,7 @@ pub struct CountArgs {
 }
 
 pub fn run(a: CountArgs) -> crate::CmdResult {
-    let info = format!("{}.info", a.output_countgraph_filename);
+    let info = count_info_path(&a.output_countgraph_filename);
     // The .info file is written as counting goes (as khmer does): it is
     // part of the output, so it goes when the count fails or is interrupted
     // (it stays registered with the signal handler until `main` is done).

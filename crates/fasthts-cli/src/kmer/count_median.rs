@@ -1,8 +1,8 @@
 //! `fasthts kmer count-median`: count-median.py.
 
 use super::{cannot_open, check_inputs, load_graph};
-use fasthts_kmer::command::{Compression, ReadOutput};
 use clap::Args;
+use fasthts_kmer::command::{Compression, ReadOutput};
 use fasthts_kmer::scripts;
 
 /// count-median.py

@@ -2,9 +2,9 @@
 
 use super::khmer_error;
 use super::read_outputs::{refuse_input_as_output, script_failure, OutputCompression};
+use clap::Args;
 use fasthts_kmer::command::{check_readable, output_name, ReadOutput};
 use fasthts_kmer::pyfmt::py_exception;
-use clap::Args;
 use fasthts_kmer::scripts;
 
 /// extract-long-sequences.py

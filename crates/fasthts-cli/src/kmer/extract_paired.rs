@@ -2,8 +2,8 @@
 
 use super::read_outputs::{refuse_input_as_output, script_failure, OutputCompression};
 use super::{check_inputs, khmer_error};
-use fasthts_kmer::command::{extract_paired_outputs, ReadOutput};
 use clap::Args;
+use fasthts_kmer::command::{extract_paired_outputs, ReadOutput};
 use fasthts_kmer::scripts;
 
 /// extract-paired-reads.py

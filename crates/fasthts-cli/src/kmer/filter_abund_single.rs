@@ -2,8 +2,7 @@
 //! `count`) and trimming (as `filter-abund`) in one run.
 
 use super::{
-    check_inputs, cutoff_range, khmer_error, read_outputs, refuse_input_as_output, save_graph_and_free, GraphArgs,
-    OutputCompression,
+    check_inputs, cutoff_range, khmer_error, read_outputs, refuse_input_as_output, save_graph_and_free, GraphArgs, OutputCompression,
 };
 use crate::progress::{Bar, Source};
 use clap::Args;

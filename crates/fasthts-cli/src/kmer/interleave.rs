@@ -2,8 +2,8 @@
 
 use super::check_inputs;
 use super::read_outputs::{refuse_input_as_output, script_failure, OutputCompression};
-use fasthts_kmer::command::{describe_output, ReadOutput};
 use clap::Args;
+use fasthts_kmer::command::{describe_output, ReadOutput};
 use fasthts_kmer::scripts;
 
 /// interleave-reads.py

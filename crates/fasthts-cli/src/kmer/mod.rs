@@ -55,9 +55,9 @@ mod split_paired;
 
 use crate::Failure;
 use clap::{Args, Subcommand};
-use read_outputs::OutputCompression;
 use fasthts_kmer::command::{self, ReadOutputs, TableNote, TableOptions, MAX_TABLE_BYTES};
 use fasthts_kmer::Countgraph;
+use read_outputs::OutputCompression;
 use std::io;
 use std::path::Path;
 

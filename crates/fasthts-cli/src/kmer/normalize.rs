@@ -1,8 +1,8 @@
 //! `fasthts kmer normalize`: normalize-by-median.py.
 
 use super::{
-    cannot_open, cutoff_range, khmer_error, load_graph, read_outputs, refuse_input_as_output, save_graph_and_free,
-    GraphArgs, OutputCompression,
+    cannot_open, cutoff_range, khmer_error, load_graph, read_outputs, refuse_input_as_output, save_graph_and_free, GraphArgs,
+    OutputCompression,
 };
 use clap::Args;
 use fasthts_io::pool::thread_count;

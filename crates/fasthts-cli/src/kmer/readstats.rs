@@ -1,9 +1,9 @@
 //! `fasthts kmer readstats`: readstats.py.
 
 use super::read_outputs::refuse_input_as_output;
+use clap::Args;
 use fasthts_kmer::command::{check_readable, Compression, ReadOutput};
 use fasthts_kmer::pyfmt::py_os_error;
-use clap::Args;
 use fasthts_kmer::scripts::{self, average_length, FileStats};
 use std::io::Write;
 

@@ -1,8 +1,8 @@
 //! `fasthts kmer trim-low-abund`: trim-low-abund.py.
 
 use super::{
-    check_inputs, khmer_error, load_graph, refuse_input_as_output, save_graph_and_free,
-    read_outputs, BoxError, GraphArgs, OutputCompression,
+    check_inputs, khmer_error, load_graph, read_outputs, refuse_input_as_output, save_graph_and_free, BoxError, GraphArgs,
+    OutputCompression,
 };
 use clap::Args;
 use fasthts_kmer::command::{self, output_name, trim_summary_path, trim_summary_text, write_in_place, ReadOutput, SummaryFormat};

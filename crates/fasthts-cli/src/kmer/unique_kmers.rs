@@ -2,10 +2,10 @@
 //! of the number of distinct k-mers (`fasthts_kmer::hll`).
 
 use super::cannot_open;
-use fasthts_kmer::command::{create_in_place, file_error, refuse_unopenable_sequences};
 use crate::Failure;
 use clap::Args;
 use fasthts_io::pool::thread_count;
+use fasthts_kmer::command::{create_in_place, file_error, refuse_unopenable_sequences};
 use fasthts_kmer::hll::HllCounter;
 use fasthts_kmer::seqio::SeqReader;
 use fasthts_kmer::sizing::graphsize_args_report;

@@ -205,17 +205,23 @@ mod tests {
         assert_eq!(input_problem("-"), None);
         assert_eq!(input_problem("/dev/null"), None, "a character device passes");
         let refused = check_input_files(&[full, missing], false).unwrap_err().to_string();
-        assert_eq!(refused, format!("ERROR: Input file {missing} does not exist\nNOTE: This can be overridden using the --force argument\nExiting"));
+        assert_eq!(
+            refused,
+            format!("ERROR: Input file {missing} does not exist\nNOTE: This can be overridden using the --force argument\nExiting")
+        );
         let refused = check_input_files(&[empty], false).unwrap_err().to_string();
-        assert_eq!(refused, format!("ERROR: Input file {empty} is empty; exiting.\nNOTE: This can be overridden using the --force argument"));
+        assert_eq!(
+            refused,
+            format!("ERROR: Input file {empty} is empty; exiting.\nNOTE: This can be overridden using the --force argument")
+        );
         let forced = check_input_files(&[missing, full, empty], true).unwrap();
         assert_eq!(forced, [InputProblem::Missing(missing.into()), InputProblem::Empty(empty.into())]);
         // normalize-by-median stops looking at the first good input
         let warned = missing_or_empty(&[empty, missing, full, empty]);
-        assert_eq!(warned.iter().map(InputProblem::warning).collect::<Vec<_>>(), [
-            format!("WARNING: Input file {empty} is empty"),
-            format!("WARNING: Input file {missing} not found")
-        ]);
+        assert_eq!(
+            warned.iter().map(InputProblem::warning).collect::<Vec<_>>(),
+            [format!("WARNING: Input file {empty} is empty"), format!("WARNING: Input file {missing} not found")]
+        );
         assert_eq!(missing_or_empty(&["/dev/null"]), [InputProblem::Empty("/dev/null".into())]);
     }
 

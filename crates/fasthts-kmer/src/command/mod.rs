@@ -32,11 +32,11 @@ pub use inputs::{
     check_input_files, check_readable, input_problem, is_stdin, missing_or_empty, refuse_fifo_read_twice, refuse_input_as_output,
     refuse_repeated_inputs, refuse_unopenable_sequences, require_output_for_stdin, InputProblem,
 };
-pub use sample_reads::{sample_generator, sample_outputs, SampleOutputs};
-pub use summary::{trim_summary_path, trim_summary_text, CountSummary, SummaryFormat};
-pub use table::{fp_rate_too_high, parse_memory_setting, TableNote, TableOptions, MAX_TABLE_BYTES};
 pub use outputs::{
-    append_line, basename, create_in_place, describe_output, extract_paired_outputs, file_error, is_stdout, output_name,
-    reads_output_path, reads_output_paths, refuse_duplicate_basenames, split_paired_outputs, trim_pass2_path, trim_tempdir, write_in_place, Compression, PairedOutputs, ReadOutput,
-    ReadOutputs,
+    append_line, basename, check_histogram_output, create_in_place, describe_output, extract_paired_outputs, file_error, is_stdout,
+    output_name, reads_output_path, reads_output_paths, refuse_duplicate_basenames, split_paired_outputs, trim_pass2_path, trim_tempdir,
+    write_histogram, write_in_place, Compression, PairedOutputs, ReadOutput, ReadOutputs,
 };
+pub use sample_reads::{sample_generator, sample_outputs, SampleOutputs};
+pub use summary::{count_info_path, trim_summary_path, trim_summary_text, CountSummary, SummaryFormat};
+pub use table::{fp_rate_too_high, parse_memory_setting, TableNote, TableOptions, MAX_TABLE_BYTES};

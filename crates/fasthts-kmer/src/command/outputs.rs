@@ -280,6 +280,34 @@ pub fn trim_pass2_path(tempdir: &Path, input: &str) -> PathBuf {
     tempdir.join(format!("{}.pass2", input.replace('/', "-")))
 }
 
+/// abundance-dist's refusal to overwrite an existing histogram file
+/// without `-s`/`--squash`: `Ok(true)` when an existing file is to be
+/// overwritten (standard output never is).
+pub fn check_histogram_output(out: &str, squash: bool) -> Result<bool, Error> {
+    let exists = !is_stdout(out) && Path::new(out).exists();
+    if exists && !squash {
+        return Err(Error::refused(format!("ERROR: {out} exists; not squashing.")));
+    }
+    Ok(exists)
+}
+
+/// Writes abundance-dist's histogram to `out` (`-` for standard output)
+/// as khmer's CSV, complete or absent; refuses, as khmer does, one that
+/// is zero everywhere (nothing was counted). An output that cannot be
+/// created or written is an `io::Error` (written: naming the file).
+pub fn write_histogram(hist: &[u64], no_zero: bool, out: &str) -> Result<(), crate::scripts::BoxError> {
+    if hist[..65535].iter().all(|&n| n == 0) {
+        return Err(Error::refused(
+            "ERROR: abundance distribution is uniformly zero; nothing to report.\n\tPlease verify that the input files are valid.",
+        )
+        .into());
+    }
+    let mut of = ReadOutput::open(Some(out), Compression::Plain)?;
+    crate::scripts::write_abundance_csv(hist, no_zero, &mut of)?;
+    of.commit()?;
+    Ok(())
+}
+
 /// khmer's `describe_file_handle` of an output: "block device" for
 /// standard output and for block and character devices, else the path.
 pub fn describe_output(path: Option<&str>) -> String {
@@ -382,6 +410,23 @@ mod tests {
         assert_eq!(split_paired_outputs("x.fq", out, None, None).unwrap().paths, [format!("{out}x.fq.1"), format!("{out}x.fq.2")]);
         assert_eq!(extract_paired_outputs("x.fq", out, None, None).unwrap().paths, [format!("{out}/x.fq.pe"), format!("{out}/x.fq.se")]);
         assert!(std::path::Path::new(out).is_dir());
+    }
+
+    #[test]
+    fn histograms() {
+        let dir = fasthts_testgen::support::TempDir::new("kmer-hist");
+        let out = dir.path("h.csv");
+        let out = out.to_str().unwrap();
+        let mut hist = vec![0u64; 65536];
+        assert_eq!(check_histogram_output(out, false).unwrap(), false);
+        assert!(write_histogram(&hist, false, out).unwrap_err().to_string().starts_with("ERROR: abundance distribution is uniformly zero"));
+        assert!(!Path::new(out).exists());
+        hist[1] = 2;
+        write_histogram(&hist, true, out).unwrap();
+        assert_eq!(std::fs::read_to_string(out).unwrap(), "abundance,count,cumulative,cumulative_fraction\r\n1,2,2,1.0\r\n");
+        assert_eq!(check_histogram_output(out, false).unwrap_err().to_string(), format!("ERROR: {out} exists; not squashing."));
+        assert_eq!(check_histogram_output(out, true).unwrap(), true);
+        assert_eq!(check_histogram_output("-", false).unwrap(), false);
     }
 
     #[test]

@@ -33,6 +33,12 @@ impl SummaryFormat {
     }
 }
 
+/// load-into-counting's `.info` file beside the countgraph it writes
+/// (`<countgraph>.info`), written as counting goes.
+pub fn count_info_path(countgraph: &str) -> String {
+    format!("{countgraph}.info")
+}
+
 /// What load-into-counting's summary says.
 #[derive(Clone, Debug)]
 pub struct CountSummary<'a> {
@@ -51,7 +57,7 @@ pub struct CountSummary<'a> {
 impl CountSummary<'_> {
     /// The summary file: `<countgraph>.info.<format>`.
     pub fn path(&self, format: SummaryFormat) -> String {
-        format!("{}.info.{}", self.countgraph, format.name())
+        format!("{}.{}", count_info_path(self.countgraph), format.name())
     }
 
     /// Its text, as khmer writes it.

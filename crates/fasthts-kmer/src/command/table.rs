@@ -266,7 +266,8 @@ impl TableOptions {
                 }
             }
             None => {
-                let estimate = optimal_with_fp_rate(unique as u64, max_fp).map_err(|e| Error::refused(format!("ZeroDivisionError: {e}")))?;
+                let estimate =
+                    optimal_with_fp_rate(unique as u64, max_fp).map_err(|e| Error::refused(format!("ZeroDivisionError: {e}")))?;
                 if self.max_tablesize != 0.0 && self.max_tablesize < estimate.table_size as f64 {
                     let fp_rate = optimal_with_memory(unique as u64, self.max_tablesize).map_or(1.0, |e| e.fp_rate);
                     note(TableNote::TableTooSmall { recommended: estimate.table_size as f64, current: self.max_tablesize, fp_rate });
