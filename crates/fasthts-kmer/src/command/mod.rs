@@ -1,24 +1,30 @@
 //! The command layer of the k-mer scripts: what each script decides before,
 //! around and after its algorithm (`crate::scripts`), in one place, so
 //! that the `fasthts kmer` command line and the Python package cannot
-//! disagree.
+//! disagree. Front ends turn their arguments into these options and print
+//! what comes back.
 //!
-//! * inputs: khmer's checks of the inputs (missing or
-//!   empty files and `--force`, readable as Python opens them, a FIFO where
-//!   a script reads its input twice, standard input without a named
-//!   output, an output that is an input), with khmer's words;
+//! * inputs: khmer's checks of the inputs (missing or empty files and
+//!   `--force`, readable as Python opens them, a FIFO where a script reads
+//!   its input twice, standard input without a named output, an output
+//!   that is an input), with khmer's words ([`check_input_files`],
+//!   [`check_readable`]);
 //! * outputs: where the reads go and what the outputs are called (each
-//!   input's own, the paired scripts', sample-reads-randomly's), as
-//!   files complete or absent or on standard output, plain, gzip or
-//!   bzip2 ([`ReadOutput`], [`ReadOutputs`]);
+//!   input's own, the paired scripts', sample-reads-randomly's, the
+//!   histogram), as files complete or absent or on standard output,
+//!   plain, gzip or bzip2 ([`ReadOutput`], [`ReadOutputs`]);
 //! * tables: the table options (`-k`, `-N`, `-x`, `-M`, `-U`) checked and
-//!   turned into a countgraph as khmer sizes it ([`TableOptions`]), and
-//!   when a table is too full to trust ([`fp_rate_too_high`]);
-//! * summaries: the `--summary-info` files of load-into-counting and
-//!   trim-low-abund ([`CountSummary`], [`trim_summary_text`]).
+//!   turned into a countgraph as khmer sizes it ([`TableOptions`], what
+//!   khmer says on the way as [`TableNote`]s), and when a table is too
+//!   full to trust ([`fp_rate_too_high`]);
+//! * summaries: load-into-counting's `.info` and the `--summary-info`
+//!   files of load-into-counting and trim-low-abund ([`CountSummary`],
+//!   [`trim_summary_text`]);
+//! * sample-reads-randomly's generator seed and sample files
+//!   ([`sample_generator`], [`sample_outputs`]).
 //!
-//! Errors are an [`Error`] whose text is khmer's (khmer exits 1 for each);
-//! front ends print them and what the scripts report on the way.
+//! Refusals are an [`Error`] whose text is khmer's (khmer exits 1 for
+//! each).
 
 mod error;
 mod inputs;
