@@ -25,7 +25,9 @@
 //!   count a part each;
 //! * [`scripts`]: the algorithms of load-into-counting, abundance-dist,
 //!   normalize-by-median, filter-abund and trim-low-abund;
-//! * [`plot`]: the abundance histogram as SVG or PNG (an addition).
+//! * [`plot`]: the abundance histogram as SVG or PNG (an addition);
+//! * [`command`]: what the scripts decide around their algorithms: the
+//!   checks of their inputs and where their outputs go, with khmer's words.
 //!
 //! # Speed
 //!
@@ -65,6 +67,7 @@
 //! 64-bit table hash by [`hash::mix128`]. The CLI asks for `--long-k`; such
 //! tables are written in the `.ct` layout but khmer cannot use them.
 
+pub mod command;
 pub mod ctfile;
 pub mod fastmod;
 pub mod hash;

@@ -72,6 +72,12 @@ pub fn py_general(x: f64, sig: usize) -> String {
     }
 }
 
+/// Python's `format(x, 'g')`: 6 significant digits, no trailing zeros.
+pub fn py_g(x: f64) -> String {
+    let s = py_general(x, 6);
+    s.strip_suffix(".0").map(str::to_string).unwrap_or(s)
+}
+
 /// A JSON string literal as Python's `json.dump` writes it (`ensure_ascii`).
 pub fn json_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
@@ -98,9 +104,52 @@ pub fn json_str(s: &str) -> String {
     o
 }
 
+/// Python's text of an OS error on `path`, as its `OSError` shows it:
+/// `[Errno 2] No such file or directory: 'path'`.
+pub fn py_os_error(path: &str, e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match e.raw_os_error() {
+        Some(errno) => {
+            let strerror = text.strip_suffix(&format!(" (os error {errno})")).unwrap_or(&text);
+            format!("[Errno {errno}] {strerror}: '{path}'")
+        }
+        None => text,
+    }
+}
+
+/// Python's exception (class and text) for an OS error on `path`, as a
+/// traceback's last line shows it: `FileNotFoundError: [Errno 2] ...`.
+pub fn py_exception(path: &str, e: &std::io::Error) -> String {
+    let class = match e.raw_os_error() {
+        Some(libc::ENOENT) => "FileNotFoundError",
+        Some(libc::EACCES | libc::EPERM) => "PermissionError",
+        Some(libc::EISDIR) => "IsADirectoryError",
+        Some(libc::ENOTDIR) => "NotADirectoryError",
+        _ => "OSError",
+    };
+    format!("{class}: {}", py_os_error(path, e))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn general_format_as_python() {
+        assert_eq!(py_g(1e6), "1e+06");
+        assert_eq!(py_g(123456.0), "123456");
+        assert_eq!(py_g(2.5), "2.5");
+    }
+
+    #[test]
+    fn os_errors_as_python_shows_them() {
+        let e = std::io::Error::from_raw_os_error(libc::ENOENT);
+        assert_eq!(py_os_error("x.fq", &e), "[Errno 2] No such file or directory: 'x.fq'");
+        assert_eq!(py_exception("x.fq", &e), "FileNotFoundError: [Errno 2] No such file or directory: 'x.fq'");
+        let e = std::io::Error::from_raw_os_error(libc::EISDIR);
+        assert_eq!(py_exception("d", &e), "IsADirectoryError: [Errno 21] Is a directory: 'd'");
+        assert_eq!(py_os_error("x", &std::io::Error::other("odd")), "odd");
+    }
 
     #[test]
     fn repr_like_python() {

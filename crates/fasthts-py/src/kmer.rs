@@ -3,7 +3,7 @@
 use crate::{err, threads_arg, FsPath};
 use fasthts_kmer::hash::{hash_kmer_with, hashes_into};
 use fasthts_kmer::seqio::SeqError;
-use fasthts_kmer::{scripts, split, Cleaning, Countgraph as LibGraph};
+use fasthts_kmer::{command, scripts, split, Cleaning, Countgraph as LibGraph};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
@@ -17,18 +17,18 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// An `OSError` naming `path` (`FileNotFoundError`, `IsADirectoryError`,
-/// `PermissionError`) when it cannot be opened for reading: the k-mer
-/// readers' errors are messages only.
+/// `PermissionError`) when it cannot be opened for reading, as the
+/// scripts check it (`command::check_readable`): the k-mer readers'
+/// errors are messages only.
 fn check_readable(path: &Path) -> PyResult<()> {
-    if path.as_os_str() == "-" {
-        return Ok(());
-    }
-    let named = |e: fasthts::Error| crate::to_py(e.with_path(path));
-    let meta = std::fs::metadata(path).map_err(|e| named(e.into()))?;
-    if meta.is_dir() {
-        return Err(named(fasthts::Error::IsADirectory));
-    }
-    std::fs::File::open(path).map(drop).map_err(|e| named(e.into()))
+    command::check_readable(path).map_err(|e| {
+        let e = match e.raw_os_error() {
+            // EISDIR
+            Some(21) => fasthts::Error::IsADirectory,
+            _ => e.into(),
+        };
+        crate::to_py(e.with_path(path))
+    })
 }
 
 impl Countgraph {

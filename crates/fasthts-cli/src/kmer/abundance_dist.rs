@@ -1,11 +1,11 @@
 //! `fasthts kmer abundance-dist`: abundance-dist.py.
 
-use super::{check_inputs, is_stdout, khmer_error, load_graph, refuse_input_as_output, OutputCompression, ReadOutput};
+use super::{check_inputs, load_graph, refuse_input_as_output};
 use clap::Args;
 use fasthts_io::pool::thread_count;
+use fasthts_kmer::command;
 use fasthts_kmer::plot::PlotFormat;
 use fasthts_kmer::scripts;
-use std::path::Path;
 
 /// abundance-dist.py
 #[derive(Args, Debug)]
@@ -64,13 +64,8 @@ pub fn run(a: AbundArgs) -> crate::CmdResult {
         eprintln!("K: {}", g.ksize());
         eprintln!("outputting to {out}");
     }
-    if !is_stdout(out) && Path::new(out).exists() {
-        if !a.squash {
-            return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
-        }
-        if !q {
-            eprintln!("** squashing existing file {out}");
-        }
+    if command::check_histogram_output(out, a.squash)? && !q {
+        eprintln!("** squashing existing file {out}");
     }
     if !q {
         eprintln!("preparing hist...");
@@ -78,24 +73,9 @@ pub fn run(a: AbundArgs) -> crate::CmdResult {
     let bar = crate::progress::Bar::start("kmer abundance-dist", q, crate::progress::Source::FilePositions(vec![(&a.input_sequence_filename).into()], None));
     let hist = scripts::abundance_histogram(&g, &a.input_sequence_filename, thread_count(a.threads))?;
     drop(bar);
-    write_histogram(&hist, a.no_zero, out)?;
+    command::write_histogram(&hist, a.no_zero, out)?;
     if let Some(p) = &a.plot {
         fasthts_kmer::plot::write_plot(&hist, p)?;
     }
-    Ok(())
-}
-
-/// Writes an abundance histogram to `out` as khmer's CSV; refuses, as
-/// khmer does, one that is zero everywhere (nothing was counted).
-pub(super) fn write_histogram(hist: &[u64], no_zero: bool, out: &str) -> crate::CmdResult {
-    if hist[..65535].iter().all(|&n| n == 0) {
-        return Err(khmer_error(
-            "ERROR: abundance distribution is uniformly zero; nothing to report.\n\tPlease verify that the input files are valid.",
-        )
-        .into());
-    }
-    let mut of = ReadOutput::open(Some(out), OutputCompression::default())?;
-    scripts::write_abundance_csv(hist, no_zero, &mut of)?;
-    of.commit()?;
     Ok(())
 }

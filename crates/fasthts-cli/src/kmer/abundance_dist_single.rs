@@ -1,12 +1,11 @@
 //! `fasthts kmer abundance-dist-single`: abundance-dist-single.py, counting
 //! (as `count`) and the histogram (as `abundance-dist`) in one run.
 
-use super::{check_inputs, is_stdout, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs};
+use super::{check_inputs, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs};
 use crate::progress::{Bar, Source};
 use clap::Args;
 use fasthts_io::pool::thread_count;
-use fasthts_kmer::scripts;
-use std::path::Path;
+use fasthts_kmer::{command, scripts};
 
 /// abundance-dist-single.py
 #[derive(Args, Debug)]
@@ -66,13 +65,11 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
     let input = a.input_sequence_filename.as_str();
     let out = a.output_histogram_filename.as_str();
     check_inputs(&[input], a.force)?;
-    super::refuse_fifo_read_twice(input, "abundance-dist-single")?;
+    command::refuse_fifo_read_twice(input, "abundance-dist-single")?;
     refuse_input_as_output(&[Some(out), a.savegraph.as_deref()], None, "", &[input])?;
-    if !a.squash && !is_stdout(out) && Path::new(out).exists() {
-        return Err(khmer_error(format!("ERROR: {out} exists; not squashing.")).into());
-    }
+    command::check_histogram_output(out, a.squash)?;
     log("making countgraph");
-    let mut g = a.graph.create_scaled(COUNTGRAPH_SHARE, a.force, q)?;
+    let mut g = a.graph.options().create_scaled(COUNTGRAPH_SHARE, a.force, &mut super::print_note(q))?;
     g.set_use_bigcount(!a.no_bigcount);
     log("building k-mer tracking graph");
     log(&format!("kmer_size: {}", g.ksize()));
@@ -90,24 +87,11 @@ pub fn run(a: AbundSingleArgs) -> crate::CmdResult {
     let bar = Bar::start("kmer abundance-dist-single", q, Source::FilePositions(vec![input.into()], None));
     let hist = scripts::abundance_histogram(&g, input, threads)?;
     drop(bar);
-    super::abundance_dist::write_histogram(&hist, a.no_zero, out)?;
+    command::write_histogram(&hist, a.no_zero, out)?;
     if let Some(path) = &a.savegraph {
         log(&format!("Saving k-mer countgraph to {path}"));
         save_graph_and_free(g, path).map_err(khmer_error)?;
     }
     log(&format!("wrote to: {out}"));
     Ok(())
-}
-
-impl GraphArgs {
-    /// [`GraphArgs::create`] with khmer's `multiplier`: with -M, each table
-    /// gets `multiplier` × -M / N entries (-x is taken as it is); -M as
-    /// `-U` sets it, too (khmer sizes first, then scales).
-    fn create_scaled(&self, multiplier: f64, force: bool, quiet: bool) -> Result<fasthts_kmer::Countgraph, crate::Failure> {
-        let sized = self.sized_for_unique_kmers(0.1, force, quiet)?;
-        match sized.max_memory_usage {
-            Some(m) if m != 0.0 => sized.create_sized(multiplier * sized.graph_tablesize()),
-            _ => sized.create_sized(sized.graph_tablesize()),
-        }
-    }
 }

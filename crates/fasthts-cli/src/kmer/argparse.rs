@@ -694,7 +694,7 @@ fn python_type_error(reason: &str, value: &str) -> Option<String> {
     let (type_name, accepted) = if reason.starts_with("expected a whole number") {
         ("int", python_int())
     } else if reason.starts_with("expected a number of bytes") {
-        ("memory_setting", python_float() || super::parse_memory_setting(value).is_some())
+        ("memory_setting", python_float() || fasthts_kmer::command::parse_memory_setting(value).is_some())
     } else if reason.starts_with("expected a number") {
         ("float", python_float())
     } else {

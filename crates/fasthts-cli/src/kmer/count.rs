@@ -1,14 +1,11 @@
 //! `fasthts kmer count`: load-into-counting.py.
 
-use super::{
-    append_line, basename, check_inputs, fp_error_block, khmer_error, refuse_input_as_output, save_graph, save_graph_and_free,
-    write_in_place, GraphArgs,
-};
+use super::{check_inputs, khmer_error, refuse_input_as_output, save_graph, save_graph_and_free, GraphArgs};
 use crate::progress::{Bar, Source};
 use crate::Failure;
 use clap::Args;
 use fasthts_io::pool::thread_count;
-use fasthts_kmer::pyfmt::{json_str, py_repr};
+use fasthts_kmer::command::{append_line, count_info_path, fp_rate_too_high, write_in_place, CountSummary, SummaryFormat};
 use fasthts_kmer::scripts;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -62,7 +59,7 @@ pub struct CountArgs {
 }
 
 pub fn run(a: CountArgs) -> crate::CmdResult {
-    let info = format!("{}.info", a.output_countgraph_filename);
+    let info = count_info_path(&a.output_countgraph_filename);
     // The .info file is written as counting goes (as khmer does): it is
     // part of the output, so it goes when the count fails or is interrupted
     // (it stays registered with the signal handler until `main` is done).
@@ -73,10 +70,9 @@ pub fn run(a: CountArgs) -> crate::CmdResult {
         e
     };
     let counted = count_and_save(&a, &info).map_err(removing_info)?;
-    if counted.fp > 0.2 {
-        let block = fp_error_block(counted.fp, 0.2);
+    if let Some(block) = fp_rate_too_high(counted.fp, 0.2) {
         if !a.force {
-            return Err(khmer_error(block).into());
+            return Err(block.into());
         }
         eprintln!("{block}");
     }
@@ -174,32 +170,13 @@ fn count_and_save(a: &CountArgs, info: &str) -> Result<Counted, Failure> {
 fn count_summary(a: &CountArgs, info: &str, c: &Counted) -> Result<(), Failure> {
     let (q, base, fp) = (a.quiet, &a.output_countgraph_filename, c.fp);
     append_line(info, &format!("fp rate estimated to be {fp:1.3}\n\n"))?;
-    if let Some(fmt) = &a.summary_info {
-        let mr_file = format!("{base}.info.{fmt}");
+    if let Some(format) = a.summary_info.as_deref().and_then(SummaryFormat::from_name) {
+        let summary = CountSummary { countgraph: base, fp_rate: fp, n_kmers: c.n_kmers, n_reads: c.reads, files: &a.input_sequence_filename };
+        let mr_file = summary.path(format);
         if !q {
             eprintln!("Writing summmary info to {mr_file}");
         }
-        let text = if fmt == "json" {
-            let files: Vec<String> = a.input_sequence_filename.iter().map(|f| json_str(f)).collect();
-            format!(
-                "{{\"ht_name\": {}, \"fpr\": {}, \"num_kmers\": {}, \"files\": [{}], \"mrinfo_version\": \"0.2.0\", \"num_reads\": {}}}\n",
-                json_str(&basename(base)),
-                py_repr(fp),
-                c.n_kmers,
-                files.join(", "),
-                c.reads
-            )
-        } else {
-            format!(
-                "ht_name\tfpr\tnum_kmers\tnum_reads\tfiles\n{}\t{:1.3}\t{}\t{}\t{}\n",
-                basename(base),
-                fp,
-                c.n_kmers,
-                c.reads,
-                a.input_sequence_filename.join(";")
-            )
-        };
-        write_in_place(&mr_file, &text)?;
+        write_in_place(&mr_file, &summary.text(format))?;
     }
     if !q {
         eprintln!("fp rate estimated to be {fp:1.3}");

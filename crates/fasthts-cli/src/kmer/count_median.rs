@@ -1,7 +1,8 @@
 //! `fasthts kmer count-median`: count-median.py.
 
-use super::{cannot_open, check_input_file, load_graph, OutputCompression, ReadOutput};
+use super::{cannot_open, check_inputs, load_graph};
 use clap::Args;
+use fasthts_kmer::command::{Compression, ReadOutput};
 use fasthts_kmer::scripts;
 
 /// count-median.py
@@ -41,9 +42,8 @@ pub struct CountMedianArgs {
 
 pub fn run(a: CountMedianArgs) -> crate::CmdResult {
     // argparse opens the output (FileType('w')) while parsing
-    let mut out = ReadOutput::open(Some(&a.output), OutputCompression::default()).map_err(|e| cannot_open("output_summary_filename", &a.output, &e))?;
-    check_input_file(&a.countgraph, a.force)?;
-    check_input_file(&a.input, a.force)?;
+    let mut out = ReadOutput::open(Some(&a.output), Compression::Plain).map_err(|e| cannot_open("output_summary_filename", &a.output, &e))?;
+    check_inputs(&[&a.countgraph, &a.input], a.force)?;
     super::refuse_input_as_output(&[Some(a.output.as_str())], None, "", &[a.countgraph.as_str(), a.input.as_str()])?;
     if !a.quiet {
         eprintln!("loading k-mer countgraph from {}", a.countgraph);

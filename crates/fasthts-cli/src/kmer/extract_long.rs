@@ -1,10 +1,10 @@
 //! `fasthts kmer extract-long-sequences`: extract-long-sequences.py.
 
 use super::khmer_error;
-use super::read_outputs::{
-    check_readable, output_name, python_exception, refuse_input_as_output, script_failure, OutputCompression, ReadOutput,
-};
+use super::read_outputs::{refuse_input_as_output, script_failure, OutputCompression};
 use clap::Args;
+use fasthts_kmer::command::{check_readable, output_name, ReadOutput};
+use fasthts_kmer::pyfmt::py_exception;
 use fasthts_kmer::scripts;
 
 /// extract-long-sequences.py
@@ -29,9 +29,9 @@ pub struct ExtractLongArgs {
 
 pub fn run(a: ExtractLongArgs) -> crate::CmdResult {
     refuse_input_as_output(&a.input_filenames, a.output.as_slice())?;
-    let mut out = ReadOutput::create(a.output.as_deref(), a.compression)?;
+    let mut out = ReadOutput::create(a.output.as_deref(), a.compression.into())?;
     for f in &a.input_filenames {
-        check_readable(f).map_err(|e| khmer_error(python_exception(f, &e)))?;
+        check_readable(f).map_err(|e| khmer_error(py_exception(f, &e)))?;
         scripts::extract_long_sequences(f, a.length, &mut out).map_err(script_failure)?;
     }
     out.commit()?;

@@ -1,9 +1,9 @@
 //! `fasthts kmer extract-paired-reads`: extract-paired-reads.py.
 
-use super::read_outputs::script_failure;
-use super::read_outputs::{output_name, refuse_input_as_output, OutputCompression, ReadOutput};
-use super::{basename, check_input_file, khmer_error};
+use super::read_outputs::{refuse_input_as_output, script_failure, OutputCompression};
+use super::{check_inputs, khmer_error};
 use clap::Args;
+use fasthts_kmer::command::{extract_paired_outputs, ReadOutput};
 use fasthts_kmer::scripts;
 
 /// extract-paired-reads.py
@@ -49,30 +49,14 @@ pub struct ExtractPairedArgs {
 }
 
 pub fn run(a: ExtractPairedArgs) -> crate::CmdResult {
-    check_input_file(&a.infile, a.force)?;
-    let base = basename(&a.infile);
-    let mut infile = a.infile.as_str();
-    let (mut out1, mut out2) = (format!("{base}.se"), format!("{base}.pe"));
-    if infile == "/dev/stdin" || infile == "-" {
-        infile = "-";
-        if a.output_paired.is_none() || a.output_single.is_none() {
-            return Err(khmer_error("Accepting input from stdin; output filenames must be provided.").into());
-        }
-    } else if !a.output_dir.is_empty() {
-        std::fs::create_dir_all(&a.output_dir).map_err(|e| khmer_error(format!("{}: {e}", a.output_dir)))?;
-        out1 = format!("{}/{out1}", a.output_dir);
-        out2 = format!("{}/{out2}", a.output_dir);
-    }
-    let outputs = [a.output_paired.as_deref().unwrap_or(&out2), a.output_single.as_deref().unwrap_or(&out1)];
-    refuse_input_as_output(&[infile], &outputs)?;
-    let mut paired = ReadOutput::create(Some(a.output_paired.as_deref().unwrap_or(&out2)), a.compression)?;
-    if let Some(p) = &a.output_paired {
-        out2 = output_name(Some(p));
-    }
-    let mut single = ReadOutput::create(Some(a.output_single.as_deref().unwrap_or(&out1)), a.compression)?;
-    if let Some(p) = &a.output_single {
-        out1 = output_name(Some(p));
-    }
+    check_inputs(&[&a.infile], a.force)?;
+    let outputs = extract_paired_outputs(&a.infile, &a.output_dir, a.output_paired.as_deref(), a.output_single.as_deref())?;
+    let infile = outputs.input.as_str();
+    refuse_input_as_output(&[infile], &outputs.paths)?;
+    let compression = a.compression.into();
+    let mut paired = ReadOutput::create(Some(&outputs.paths[0]), compression)?;
+    let mut single = ReadOutput::create(Some(&outputs.paths[1]), compression)?;
+    let [out2, out1] = &outputs.names;
     eprintln!("reading file \"{infile}\"");
     eprintln!("outputting interleaved pairs to \"{out2}\"");
     eprintln!("outputting orphans to \"{out1}\"");

@@ -1,10 +1,10 @@
 //! `fasthts kmer fastq-to-fasta`: fastq-to-fasta.py.
 
 use super::khmer_error;
-use super::read_outputs::{
-    check_readable, describe_output, python_exception, refuse_input_as_output, script_failure, OutputCompression, ReadOutput,
-};
+use super::read_outputs::{refuse_input_as_output, script_failure, OutputCompression};
 use clap::Args;
+use fasthts_kmer::command::{check_readable, describe_output, ReadOutput};
+use fasthts_kmer::pyfmt::py_exception;
 use fasthts_kmer::scripts;
 
 /// fastq-to-fasta.py
@@ -28,8 +28,8 @@ pub fn run(a: FastqToFastaArgs) -> crate::CmdResult {
     let input = &a.input_sequence;
     eprintln!("fastq from  {input}");
     refuse_input_as_output(&[input], a.output.as_slice())?;
-    let mut out = ReadOutput::create(a.output.as_deref(), a.compression)?;
-    check_readable(input).map_err(|e| khmer_error(python_exception(input, &e)))?;
+    let mut out = ReadOutput::create(a.output.as_deref(), a.compression.into())?;
+    check_readable(input).map_err(|e| khmer_error(py_exception(input, &e)))?;
     let dropped = scripts::fastq_to_fasta(input, a.n_keep, &mut out, |n| eprintln!("... {n}")).map_err(script_failure)?;
     out.commit()?;
     eprintln!("\nlines from {input}");

@@ -1,9 +1,9 @@
 //! `fasthts kmer filter-abund`: filter-abund.py.
 
-use super::{check_inputs, check_stdin_output, cutoff_range, load_graph, refuse_input_as_output, OutputCompression, ReadOutputs};
+use super::{check_inputs, cutoff_range, load_graph, read_outputs, refuse_input_as_output, OutputCompression};
 use clap::Args;
 use fasthts_io::pool::thread_count;
-use fasthts_kmer::scripts;
+use fasthts_kmer::{command, scripts};
 
 /// filter-abund.py
 #[derive(Args, Debug)]
@@ -45,7 +45,7 @@ pub struct FilterArgs {
 
 pub fn run(a: FilterArgs) -> crate::CmdResult {
     let q = a.quiet;
-    check_stdin_output(&a.input_filename, a.output.as_deref(), "-o")?;
+    command::require_output_for_stdin(&a.input_filename, a.output.as_deref(), "-o")?;
     check_inputs(&a.input_filename, a.force)?;
     let inputs: Vec<&str> = a.input_filename.iter().chain([&a.input_graph]).map(String::as_str).collect();
     refuse_input_as_output(&[], a.output.as_deref(), "abundfilt", &inputs)?;
@@ -56,7 +56,7 @@ pub fn run(a: FilterArgs) -> crate::CmdResult {
     if !q {
         eprintln!("K: {}", g.ksize());
     }
-    let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundfilt", a.compression)?;
+    let mut outputs = read_outputs(a.output.as_deref(), "abundfilt", a.compression)?;
     for f in &a.input_filename {
         if !q {
             eprintln!("filtering {f}");

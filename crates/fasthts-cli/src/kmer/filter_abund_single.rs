@@ -2,13 +2,12 @@
 //! `count`) and trimming (as `filter-abund`) in one run.
 
 use super::{
-    check_inputs, cutoff_range, fp_error_block, khmer_error, refuse_input_as_output, save_graph_and_free, GraphArgs, OutputCompression,
-    ReadOutputs,
+    check_inputs, cutoff_range, khmer_error, read_outputs, refuse_input_as_output, save_graph_and_free, GraphArgs, OutputCompression,
 };
 use crate::progress::{Bar, Source};
 use clap::Args;
 use fasthts_io::pool::thread_count;
-use fasthts_kmer::scripts;
+use fasthts_kmer::{command, scripts};
 
 /// filter-abund-single.py
 #[derive(Args, Debug)]
@@ -61,7 +60,7 @@ pub fn run(a: FilterSingleArgs) -> crate::CmdResult {
     };
     let input = a.datafile.as_str();
     check_inputs(&[input], a.force)?;
-    super::refuse_fifo_read_twice(input, "filter-abund-single")?;
+    command::refuse_fifo_read_twice(input, "filter-abund-single")?;
     a.graph.check(a.force, q)?;
     a.graph.report(q, None)?;
     let savegraph = (!a.savegraph.is_empty()).then_some(a.savegraph.as_str());
@@ -80,16 +79,15 @@ pub fn run(a: FilterSingleArgs) -> crate::CmdResult {
     counted.map_err(|e| khmer_error(format!("fasthts kmer filter-abund-single: {e}")))?;
     log(&format!("Total number of unique k-mers: {}", g.n_unique_kmers()));
     let fp = g.fp_rate();
-    if fp > 0.2 {
-        let block = fp_error_block(fp, 0.2);
+    if let Some(block) = command::fp_rate_too_high(fp, 0.2) {
         if !a.force {
-            return Err(khmer_error(block).into());
+            return Err(block.into());
         }
         eprintln!("{block}");
     }
     log(&format!("fp rate estimated to be {fp:1.3}"));
     log(&format!("filtering {input}"));
-    let mut outputs = ReadOutputs::new(a.outfile.as_deref(), "abundfilt", a.compression)?;
+    let mut outputs = read_outputs(a.outfile.as_deref(), "abundfilt", a.compression)?;
     let mut own = outputs.own(input)?;
     let w = outputs.writer(&mut own);
     let bar = Bar::start("kmer filter-abund-single", q, Source::FilePositions(vec![input.into()], None));

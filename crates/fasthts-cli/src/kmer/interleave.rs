@@ -1,8 +1,9 @@
 //! `fasthts kmer interleave-reads`: interleave-reads.py.
 
-use super::check_input_file;
-use super::read_outputs::{describe_output, refuse_input_as_output, script_failure, OutputCompression, ReadOutput};
+use super::check_inputs;
+use super::read_outputs::{refuse_input_as_output, script_failure, OutputCompression};
 use clap::Args;
+use fasthts_kmer::command::{describe_output, ReadOutput};
 use fasthts_kmer::scripts;
 
 /// interleave-reads.py
@@ -39,11 +40,10 @@ pub struct InterleaveArgs {
 }
 
 pub fn run(a: InterleaveArgs) -> crate::CmdResult {
-    check_input_file(&a.left, a.force)?;
-    check_input_file(&a.right, a.force)?;
+    check_inputs(&[&a.left, &a.right], a.force)?;
     refuse_input_as_output(&[&a.left, &a.right], a.output.as_slice())?;
     eprintln!("Interleaving:\n\t{}\n\t{}", a.left, a.right);
-    let mut out = ReadOutput::create(a.output.as_deref(), a.compression)?;
+    let mut out = ReadOutput::create(a.output.as_deref(), a.compression.into())?;
     let pairs =
         scripts::interleave_reads(&a.left, &a.right, !a.no_reformat, &mut out, |n| eprintln!("... {n} pairs")).map_err(script_failure)?;
     out.commit()?;

@@ -1,11 +1,13 @@
 //! `fasthts kmer normalize`: normalize-by-median.py.
 
 use super::{
-    basename, cannot_open, check_stdin_output, create_in_place, cutoff_range, fp_error_block, khmer_error, load_graph,
-    refuse_input_as_output, save_graph_and_free, GraphArgs, OutputCompression, ReadOutputs,
+    cannot_open, cutoff_range, khmer_error, load_graph, read_outputs, refuse_input_as_output, save_graph_and_free, GraphArgs,
+    OutputCompression,
 };
 use clap::Args;
 use fasthts_io::pool::thread_count;
+use fasthts_kmer::command::{self, create_in_place, describe_output};
+use fasthts_kmer::pyfmt::py_os_error;
 use fasthts_kmer::scripts::{self, Diagnostics};
 use std::io::{BufWriter, Write};
 
@@ -108,17 +110,12 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         return Err(khmer_error("ERROR: force_single and require_paired cannot both be set!").into());
     }
     a.graph.report(q, a.loadgraph.as_deref())?;
-    let mut basenames = Vec::new();
     if a.output.is_none() {
-        for f in &a.input_filenames {
-            let b = basename(f);
-            if basenames.contains(&b) {
-                return Err(khmer_error("ERROR: Duplicate filename--Cannot handle this!\n** Exiting!").into());
-            }
-            basenames.push(b);
-        }
+        command::refuse_duplicate_basenames(&a.input_filenames)?;
     }
-    warn_missing_or_empty(&a.input_filenames);
+    for problem in command::missing_or_empty(&a.input_filenames) {
+        eprintln!("{}", problem.warning());
+    }
     let inputs: Vec<&str> = a.input_filenames.iter().chain(&a.unpaired_reads).chain(&a.loadgraph).map(String::as_str).collect();
     refuse_input_as_output(&[a.savegraph.as_deref(), a.report.as_deref()], a.output.as_deref(), "keep", &inputs)?;
     let mut g = match &a.loadgraph {
@@ -145,12 +142,12 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
     if let Some(u) = &a.unpaired_reads {
         files.push((u.clone(), false));
     }
-    if let Err(e) = check_stdin_output(&a.input_filenames, a.output.as_deref(), "'-o'") {
+    if let Err(e) = command::require_output_for_stdin(&a.input_filenames, a.output.as_deref(), "'-o'") {
         // The report's header is still buffered: it is not written.
         std::mem::forget(diag);
         return Err(e.into());
     }
-    let mut outputs = ReadOutputs::new(a.output.as_deref(), "keep", a.compression)?;
+    let mut outputs = read_outputs(a.output.as_deref(), "keep", a.compression)?;
     let mut corrupt = Vec::new();
     for (f, require_paired) in &files {
         let mut own = outputs.own(f)?;
@@ -164,9 +161,9 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         };
         let bar = crate::progress::Bar::start("kmer normalize", q, crate::progress::Source::FilePositions(vec![f.into()], None));
         // a missing input fails here, in Python's words, as khmer's does
-        let res = match super::read_outputs::check_readable(f) {
+        let res = match command::check_readable(f) {
             Ok(()) => scripts::normalize_file(&mut g, f, &options, w, &mut diag),
-            Err(e) => Err(super::read_outputs::python_os_error(f, &e).into()),
+            Err(e) => Err(py_os_error(f, &e).into()),
         };
         drop(bar);
         match res {
@@ -188,7 +185,7 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
                 }
                 if !q {
                     // after every input, also into -o's one output
-                    eprintln!("output in {}", super::read_outputs::describe_output(Some(&outputs.path(f))));
+                    eprintln!("output in {}", describe_output(Some(&outputs.path(f))));
                 }
             }
             Err(e) => {
@@ -217,8 +214,8 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         }
         save_graph_and_free(g, s)?;
     }
-    if fp > 0.8 {
-        return Err(khmer_error(fp_error_block(fp, 0.8)).into());
+    if let Some(block) = command::fp_rate_too_high(fp, 0.8) {
+        return Err(block.into());
     }
     if !q {
         eprintln!("fp rate estimated to be {fp:1.3}");
@@ -227,19 +224,4 @@ pub fn run(a: NormArgs) -> crate::CmdResult {
         eprintln!("** WARNING: Finished with errors!\n** I/O Errors occurred in the following files:\n\t{}", corrupt.join(" "));
     }
     Ok(())
-}
-
-/// khmer's `check_valid_file_exists`: a warning for each input that is
-/// missing or empty, up to the first that is neither (where khmer stops
-/// looking); the run goes on (an empty input is skipped, a missing one
-/// fails when its turn comes).
-fn warn_missing_or_empty(inputs: &[String]) {
-    use std::os::unix::fs::FileTypeExt;
-    for f in inputs.iter().filter(|f| f.as_str() != "-") {
-        match std::fs::metadata(f) {
-            Ok(m) if m.len() > 0 || m.file_type().is_block_device() || m.file_type().is_fifo() => return,
-            Ok(_) => eprintln!("WARNING: Input file {f} is empty"),
-            Err(_) => eprintln!("WARNING: Input file {f} not found"),
-        }
-    }
 }

@@ -1,7 +1,9 @@
 //! `fasthts kmer readstats`: readstats.py.
 
-use super::read_outputs::{check_readable, python_os_error, refuse_input_as_output, OutputCompression, ReadOutput};
+use super::read_outputs::refuse_input_as_output;
 use clap::Args;
+use fasthts_kmer::command::{check_readable, Compression, ReadOutput};
+use fasthts_kmer::pyfmt::py_os_error;
 use fasthts_kmer::scripts::{self, average_length, FileStats};
 use std::io::Write;
 
@@ -32,7 +34,7 @@ pub fn run(a: ReadstatsArgs) -> crate::CmdResult {
     for f in &a.filenames {
         // khmer reports a file it cannot read and goes on with the next
         let counted = check_readable(f)
-            .map_err(|e| python_os_error(f, &e))
+            .map_err(|e| py_os_error(f, &e))
             .and_then(|()| scripts::read_stats(f, |n| eprintln!("... {f} {n}")).map_err(|e| e.to_string()));
         let (bases, seqs) = match counted {
             Ok(c) => c,
@@ -54,8 +56,7 @@ pub fn run(a: ReadstatsArgs) -> crate::CmdResult {
         scripts::format_read_stats(&stats, a.csv)
     };
     refuse_input_as_output(&a.filenames, a.output.as_slice())?;
-    let plain = OutputCompression::default();
-    let mut out = ReadOutput::create(a.output.as_deref(), plain)?;
+    let mut out = ReadOutput::create(a.output.as_deref(), Compression::Plain)?;
     out.write_all(text.as_bytes())?;
     out.commit()?;
     Ok(())

@@ -1,8 +1,9 @@
 //! `fasthts kmer sample-reads-randomly`: sample-reads-randomly.py.
 
-use super::read_outputs::{output_name, refuse_input_as_output, script_failure, OutputCompression, ReadOutput};
-use super::{basename, check_input_file, khmer_error};
+use super::check_inputs;
+use super::read_outputs::{refuse_input_as_output, script_failure, OutputCompression};
 use clap::Args;
+use fasthts_kmer::command::{sample_generator, sample_outputs, Compression, ReadOutput};
 use fasthts_kmer::pyrandom::PyRandom;
 use fasthts_kmer::scripts::{Reservoirs, SampleOptions, SampleProgress, SampledUnit};
 
@@ -50,24 +51,7 @@ fn python_int(s: &str) -> Result<String, String> {
     }
 }
 
-/// The generator: seeded with `-R` (unless 0, which khmer ignores), else
-/// from the system's entropy as Python seeds itself.
-fn generator(seed: Option<&str>) -> PyRandom {
-    match seed {
-        Some(s) if s.trim().trim_start_matches(['-', '+']).chars().any(|c| c.is_ascii_digit() && c != '0') => {
-            PyRandom::from_decimal(s).expect("checked by the parser")
-        }
-        _ => {
-            use std::hash::{BuildHasher, Hasher};
-            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-            h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
-            let x = h.finish();
-            PyRandom::from_key(&[x as u32, (x >> 32) as u32])
-        }
-    }
-}
-
-fn write_sample(path: &str, sample: &[SampledUnit], inputs: &[String], compression: OutputCompression) -> crate::CmdResult {
+fn write_sample(path: &str, sample: &[SampledUnit], inputs: &[String], compression: Compression) -> crate::CmdResult {
     refuse_input_as_output(inputs, &[path])?;
     let mut out = ReadOutput::create(Some(path), compression)?;
     for unit in sample {
@@ -78,33 +62,15 @@ fn write_sample(path: &str, sample: &[SampledUnit], inputs: &[String], compressi
 }
 
 pub fn run(a: SampleReadsArgs) -> crate::CmdResult {
-    for f in &a.filenames {
-        check_input_file(f, a.force)?;
-    }
-    let rng = generator(a.random_seed.as_deref());
+    check_inputs(&a.filenames, a.force)?;
+    let rng = sample_generator(a.random_seed.as_deref()).expect("checked by the parser");
     let num_samples = a.num_samples.max(1) as usize;
-    let output_filename = match &a.output {
-        Some(p) => {
-            if num_samples > 1 {
-                // khmer's message has no line end
-                if !a.force {
-                    return Err(khmer_error(
-                        "Error: cannot specify -o with more than one sample.NOTE: This can be overridden using the --force argument",
-                    )
-                    .into());
-                }
-                crate::print_stderr(format_args!("Error: cannot specify -o with more than one sample."));
-            }
-            output_name(Some(p))
-        }
-        None => {
-            let first = &a.filenames[0];
-            if first == "/dev/stdin" || first == "-" {
-                return Err(khmer_error("Accepting input from stdin; output filename must be provided with '-o'.").into());
-            }
-            format!("{}.subset", basename(first))
-        }
-    };
+    let outputs = sample_outputs(a.output.as_deref(), &a.filenames, num_samples, a.force)?;
+    if outputs.unused.is_some() {
+        // khmer's message has no line end
+        crate::print_stderr(format_args!("Error: cannot specify -o with more than one sample."));
+    }
+    let output_filename = &outputs.name;
     if num_samples == 1 {
         eprintln!("Subsampling {} reads using reservoir sampling.", a.num_reads);
         eprintln!("Subsampled reads will be placed in {output_filename}");
@@ -125,21 +91,12 @@ pub fn run(a: SampleReadsArgs) -> crate::CmdResult {
             })
             .map_err(script_failure)?;
     }
-    if num_samples == 1 {
-        let sample = &reservoirs.samples[0];
-        eprintln!("Writing {} sequences to {output_filename}", sample.len());
-        let path = a.output.clone().unwrap_or(output_filename);
-        write_sample(&path, sample, &a.filenames, a.compression)?;
-    } else {
-        if let Some(p) = &a.output {
-            // khmer opened (so created, empty) the -o file it then does not use
-            write_sample(p, &[], &a.filenames, OutputCompression::default())?;
-        }
-        for (n, sample) in reservoirs.samples.iter().enumerate() {
-            let path = format!("{output_filename}.{n}");
-            eprintln!("Writing {} sequences to {path}", sample.len());
-            write_sample(&path, sample, &a.filenames, a.compression)?;
-        }
+    if let Some(p) = &outputs.unused {
+        write_sample(p, &[], &a.filenames, Compression::Plain)?;
+    }
+    for (sample, path) in reservoirs.samples.iter().zip(&outputs.paths) {
+        eprintln!("Writing {} sequences to {}", sample.len(), if num_samples == 1 { output_filename } else { path });
+        write_sample(path, sample, &a.filenames, a.compression.into())?;
     }
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! `fasthts kmer split-paired-reads`: split-paired-reads.py.
 
-use super::read_outputs::{describe_output, output_name, refuse_input_as_output, script_failure, OutputCompression, ReadOutput};
-use super::{basename, check_input_file, khmer_error};
+use super::read_outputs::{refuse_input_as_output, script_failure, OutputCompression};
+use super::{check_inputs, khmer_error};
 use clap::Args;
+use fasthts_kmer::command::{describe_output, split_paired_outputs, ReadOutput};
 use fasthts_kmer::scripts::{self, UnpairedReads};
 
 /// split-paired-reads.py
@@ -54,45 +55,18 @@ pub struct SplitPairedArgs {
     compression: OutputCompression,
 }
 
-/// `os.path.join(dir, name)` for a bare file name.
-fn join(dir: &str, name: &str) -> String {
-    if dir.ends_with('/') {
-        format!("{dir}{name}")
-    } else {
-        format!("{dir}/{name}")
-    }
-}
-
 pub fn run(a: SplitPairedArgs) -> crate::CmdResult {
-    check_input_file(&a.infile, a.force)?;
-    let base = basename(&a.infile);
-    let mut infile = a.infile.as_str();
-    let (mut out1, mut out2) = (format!("{base}.1"), format!("{base}.2"));
-    if infile == "/dev/stdin" || infile == "-" {
-        infile = "-";
-        if a.output_first.is_none() || a.output_second.is_none() {
-            return Err(khmer_error("Accepting input from stdin; output filenames must be provided.").into());
-        }
-    } else if !a.output_directory.is_empty() {
-        std::fs::create_dir_all(&a.output_directory).map_err(|e| khmer_error(format!("{}: {e}", a.output_directory)))?;
-        out1 = join(&a.output_directory, &out1);
-        out2 = join(&a.output_directory, &out2);
-    }
-    let first = a.output_first.as_deref().unwrap_or(&out1);
-    let second = a.output_second.as_deref().unwrap_or(&out2);
+    check_inputs(&[&a.infile], a.force)?;
+    let outputs = split_paired_outputs(&a.infile, &a.output_directory, a.output_first.as_deref(), a.output_second.as_deref())?;
+    let [first, second] = &outputs.paths;
     let orphaned = a.output_orphaned.as_deref().unwrap_or("-");
-    refuse_input_as_output(&[infile], &[first, second, orphaned])?;
-    let mut fp1 = ReadOutput::create(Some(a.output_first.as_deref().unwrap_or(&out1)), a.compression)?;
-    if let Some(p) = &a.output_first {
-        out1 = output_name(Some(p));
-    }
-    let mut fp2 = ReadOutput::create(Some(a.output_second.as_deref().unwrap_or(&out2)), a.compression)?;
-    if let Some(p) = &a.output_second {
-        out2 = output_name(Some(p));
-    }
-    let mut fp0 = a.output_orphaned.as_deref().map(|p| ReadOutput::create(Some(p), a.compression)).transpose()?;
+    refuse_input_as_output(&[&outputs.input], &[first, second, orphaned])?;
+    let compression = a.compression.into();
+    let mut fp1 = ReadOutput::create(Some(first), compression)?;
+    let mut fp2 = ReadOutput::create(Some(second), compression)?;
+    let mut fp0 = a.output_orphaned.as_deref().map(|p| ReadOutput::create(Some(p), compression)).transpose()?;
     let orphans = fp0.as_mut().map(|w| w as &mut dyn std::io::Write);
-    let counts = scripts::split_paired_reads(infile, &mut fp1, &mut fp2, orphans, |n| eprintln!("... {n}")).map_err(|e| match e
+    let counts = scripts::split_paired_reads(&outputs.input, &mut fp1, &mut fp2, orphans, |n| eprintln!("... {n}")).map_err(|e| match e
         .downcast_ref::<UnpairedReads>(
     ) {
         Some(u) => khmer_error(format!("Unpaired reads found starting at {}; exiting", u.first)),
@@ -110,6 +84,7 @@ pub fn run(a: SplitPairedArgs) -> crate::CmdResult {
         counts.right,
         counts.orphans
     );
+    let [out1, out2] = &outputs.names;
     eprintln!("/1 reads in {out1}");
     eprintln!("/2 reads in {out2}");
     if let Some(p) = &a.output_orphaned {

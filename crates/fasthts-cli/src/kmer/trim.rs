@@ -1,16 +1,16 @@
 //! `fasthts kmer trim-low-abund`: trim-low-abund.py.
 
 use super::{
-    check_inputs, check_stdin_output, fp_error_block, is_stdout, khmer_error, load_graph, refuse_input_as_output, save_graph_and_free,
-    write_in_place, BoxError, GraphArgs, OutputCompression, ReadOutput, ReadOutputs,
+    check_inputs, khmer_error, load_graph, read_outputs, refuse_input_as_output, save_graph_and_free, BoxError, GraphArgs,
+    OutputCompression,
 };
 use clap::Args;
-use fasthts_kmer::pyfmt::{json_str, py_repr};
+use fasthts_kmer::command::{self, output_name, trim_summary_path, trim_summary_text, write_in_place, ReadOutput, SummaryFormat};
 use fasthts_kmer::scripts::{self, TrimOptions, TrimStats};
 use fasthts_kmer::seqio::Record;
 use fasthts_kmer::Countgraph;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// trim-low-abund.py
@@ -83,12 +83,7 @@ pub struct TrimArgs {
 
 pub fn run(a: TrimArgs) -> crate::CmdResult {
     let q = a.quiet;
-    let mut uniq = a.input_filenames.clone();
-    uniq.sort();
-    uniq.dedup();
-    if uniq.len() != a.input_filenames.len() {
-        return Err(khmer_error("Error: Cannot input the same filename multiple times.").into());
-    }
+    command::refuse_repeated_inputs(&a.input_filenames)?;
     if a.trim_at_coverage != 20 && !a.variable_coverage {
         return Err(khmer_error("Error: --trim-at-coverage/-Z given, but --variable-coverage/-V not specified.").into());
     }
@@ -105,7 +100,7 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
     check_inputs(&a.input_filenames, a.force)?;
     let inputs: Vec<&str> = a.input_filenames.iter().chain(&a.loadgraph).map(String::as_str).collect();
     refuse_input_as_output(&[a.savegraph.as_deref()], a.output.as_deref(), "abundtrim", &inputs)?;
-    check_stdin_output(&a.input_filenames, a.output.as_deref(), "-o")?;
+    command::require_output_for_stdin(&a.input_filenames, a.output.as_deref(), "-o")?;
     let mut g = match &a.loadgraph {
         Some(l) => {
             if !q {
@@ -125,7 +120,7 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
             a.graph.create(a.force, q)?
         }
     };
-    let tempdir = make_tempdir(&a.tempdir)?;
+    let tempdir = command::trim_tempdir(&a.tempdir)?;
     if !q {
         eprintln!("created temporary directory {};\nuse -T to change location", tempdir.display());
     }
@@ -134,7 +129,7 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
         eprintln!("removing temp directory & contents ({})", tempdir.display());
     }
     let _ = std::fs::remove_dir_all(&tempdir);
-    fasthts::output::unregister_temporary(&tempdir);
+    fasthts_io::output::unregister_temporary(&tempdir);
     let (stats, saved_for_pass2) = result?;
     let fp = g.fp_rate();
     if let Some(s) = &a.savegraph {
@@ -163,10 +158,9 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
             eprintln!("skipped {} reads/{} bases because of low coverage", stats.n_skipped, stats.bp_skipped);
         }
     }
-    if fp > 0.8 {
-        let block = fp_error_block(fp, 0.8);
+    if let Some(block) = command::fp_rate_too_high(fp, 0.8) {
         if !a.force {
-            return Err(khmer_error(block).into());
+            return Err(block.into());
         }
         eprintln!("{block}");
     }
@@ -174,75 +168,13 @@ pub fn run(a: TrimArgs) -> crate::CmdResult {
         eprintln!("fp rate estimated to be {fp:1.3}");
         match a.output.as_deref() {
             None => eprintln!("output in *.abundtrim"),
-            Some(o) => eprintln!("output in {}", super::read_outputs::output_name(Some(o))),
+            Some(o) => eprintln!("output in {}", output_name(Some(o))),
         }
     }
-    if let Some(fmt) = &a.summary_info {
-        let base = match a.output.as_deref() {
-            Some(o) if !is_stdout(o) => o.to_string(),
-            _ => format!("trim-low-abund-{}", utc_timestamp()),
-        };
-        let path = format!("{base}.info.{fmt}");
-        write_in_place(&path, &summary_text(fmt, fp, &stats))?;
+    if let Some(format) = a.summary_info.as_deref().and_then(SummaryFormat::from_name) {
+        write_in_place(&trim_summary_path(a.output.as_deref(), format), &trim_summary_text(format, fp, &stats))?;
     }
     Ok(())
-}
-
-/// The `--summary-info` file: the false-positive rate and the read and base
-/// counts, as JSON or as a header and a row of tab-separated values
-/// (`\r\n` line ends: Python's csv module).
-fn summary_text(fmt: &str, fp: f64, s: &TrimStats) -> String {
-    let counts = [
-        ("reads", s.n_reads),
-        ("basepairs", s.n_bp),
-        ("reads_written", s.written_reads),
-        ("basepairs_written", s.written_bp),
-        ("reads_skipped", s.n_skipped),
-        ("basepairs_skipped", s.bp_skipped),
-        ("reads_removed", s.n_reads - s.written_reads),
-        ("reads_trimmed", s.trimmed_reads),
-        ("basepairs_removed_or_trimmed", s.n_bp - s.written_bp),
-    ];
-    let fields: Vec<(&str, String)> = std::iter::once(("fpr", py_repr(fp))).chain(counts.map(|(k, n)| (k, n.to_string()))).collect();
-    if fmt == "json" {
-        let items: Vec<String> = fields.iter().map(|(k, v)| format!("{}: {v}", json_str(k))).collect();
-        format!("{{{}}}\n", items.join(", "))
-    } else {
-        let (keys, values): (Vec<&str>, Vec<&str>) = fields.iter().map(|(k, v)| (*k, v.as_str())).unzip();
-        format!("{}\r\n{}\r\n", keys.join("\t"), values.join("\t"))
-    }
-}
-
-/// `time.strftime("%Y-%m-%dT%H:%M:%S")` (UTC; our machines run in UTC).
-fn utc_timestamp() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    // civil from days (H. Hinnant)
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
-/// A new directory in `parent` (named as khmer names it), registered as a
-/// temporary for the signal handler.
-fn make_tempdir(parent: &str) -> io::Result<PathBuf> {
-    for i in 0..1000u32 {
-        let p = Path::new(parent).join(format!("tmp{}{}khmer", std::process::id(), i));
-        match fasthts::output::create_temporary_dir(&p) {
-            Ok(()) => return Ok(p),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(io::Error::other("cannot create temporary directory"))
 }
 
 /// khmer's REPORT_EVERY_N_READS: reads between two progress lines.
@@ -260,12 +192,12 @@ fn trim_with_tempdir(a: &TrimArgs, g: &mut Countgraph, tempdir: &Path) -> Result
         single_pass: a.single_pass,
     };
     let mut stats = TrimStats::default();
-    let mut outputs = ReadOutputs::new(a.output.as_deref(), "abundtrim", a.compression)?;
+    let mut outputs = read_outputs(a.output.as_deref(), "abundtrim", a.compression)?;
     // per input: (pass2 file, own output)
     let mut pass2: Vec<(String, Option<ReadOutput>)> = Vec::new();
     let mut last_start = 0;
     for f in &a.input_filenames {
-        let p2 = tempdir.join(format!("{}.pass2", f.replace('/', "-")));
+        let p2 = command::trim_pass2_path(tempdir, f);
         let p2s = p2.to_string_lossy().into_owned();
         let mut saver = BufWriter::new(File::create(&p2)?);
         let mut own = outputs.own(f)?;

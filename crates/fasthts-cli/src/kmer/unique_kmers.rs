@@ -1,10 +1,11 @@
 //! `fasthts kmer unique-kmers`: unique-kmers.py, the HyperLogLog estimate
 //! of the number of distinct k-mers (`fasthts_kmer::hll`).
 
-use super::{cannot_open, create_in_place, file_error};
+use super::cannot_open;
 use crate::Failure;
 use clap::Args;
 use fasthts_io::pool::thread_count;
+use fasthts_kmer::command::{create_in_place, file_error, refuse_unopenable_sequences};
 use fasthts_kmer::hll::HllCounter;
 use fasthts_kmer::seqio::SeqReader;
 use fasthts_kmer::sizing::graphsize_args_report;
@@ -138,12 +139,10 @@ fn estimate(a: &UniqueKmersArgs, mut report: Option<(&str, File)>) -> crate::Cmd
 
 /// The reads of `path`; khmer's parser's words when it cannot be opened.
 fn open_reads(path: &str) -> Result<SeqReader, Failure> {
-    if !fasthts_kmer::seqio::input_exists(path) || std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-        return Err(Failure::new(1, format!("OSError: File {path} contains badly formatted sequence or does not exist.")));
-    }
+    refuse_unopenable_sequences(path)?;
     SeqReader::open(path).map_err(|e| Failure::new(1, format!("fasthts kmer unique-kmers: {e}")))
 }
 
 fn write_report(path: &str, file: &mut File, text: &str) -> Result<(), Failure> {
-    file.write_all(text.as_bytes()).map_err(|e| file_error(path, &e))
+    file.write_all(text.as_bytes()).map_err(|e| file_error(path, e).into())
 }
