@@ -511,10 +511,8 @@ fn write_through_temporary(path: &Path, sync: bool, write: impl FnOnce(&mut BufW
 /// as it goes (`sync_file_range`, every `WRITEBACK_STEP` bytes) and made
 /// durable as it goes (`fdatasync` on a thread of its own, every
 /// `SYNC_STEP` bytes), so that the `fsync` before the rename only waits for
-/// the last stretch. The disk works while the program computes: a sort's
-/// 300 MB output left a 0.35 s `fsync` with both cores idle, 0.06-0.17 s
-/// with the writeback requests alone (ext4 in ordered mode: the final
-/// commit still waited for the data written since the last one).
+/// the last stretch. The disk works while the program computes
+/// (measured: BENCHMARKS.md, "Tuning constants").
 pub struct WritebackFile {
     file: File,
     written: u64,

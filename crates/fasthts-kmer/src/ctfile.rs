@@ -312,8 +312,7 @@ impl Countgraph {
     /// written, so the page cache receiving the file reuses that memory
     /// instead of claiming gigabytes of fresh pages (on a VM whose host
     /// reclaims free memory, fresh pages cost more than the copy itself:
-    /// writing 4 GB took 3.3–3.4 s instead of 9.8–10.4 s here; see the
-    /// k-mer section of BENCHMARKS.md).
+    /// BENCHMARKS.md, "Tuning constants").
     pub fn save_and_free(mut self, path: &Path) -> io::Result<()> {
         self.save_releasing(path, true)
     }

@@ -67,8 +67,7 @@ fn filter_batch(
 /// Input per filter-abund batch. The batch's k-mers are looked up in
 /// table order, so larger batches touch the tables more densely; past
 /// ~4 MB of FASTQ (~1.7 M k-mers of 150 bp reads) the per-batch arrays
-/// leave the cache. 500 Mbp, 4 x 1e9 tables, -T 2, quiet machine: 1 MB
-/// 32.4 s, 2 MB 33.6 s, 4 MB 27.2–30.5 s, 8 MB 37.9 s, 16 MB 37.9 s wall.
+/// leave the cache (measured: BENCHMARKS.md, "Tuning constants").
 /// Smaller tables are touched as densely by proportionally smaller
 /// batches, and the batches in flight (reader queue plus each thread's
 /// lookup arrays) then stay within khmer's peak RSS plus 10 %: see

@@ -14,21 +14,15 @@ const IDX_BITS: u32 = 24;
 /// [`Countgraph::update_partition_sorted`] (and the sorted lookups): 2 MiB
 /// of counters, one transparent huge page, so a region's updates share one
 /// TLB entry, and a table of 1e9 bins has 477 regions, whose write
-/// positions stay in L1 while the sort scatters. Measured on warm 1e9-bin
-/// tables, 60 batches of 1 Mi random hashes, CPU s of one thread updating
-/// 2 tables (AMD EPYC, 1 MiB L2, a loaded host): 64 KiB regions 3.3–4.0,
-/// 1 MiB 2.7–3.4, 2 MiB 2.5–2.9, 4 MiB 2.6–2.9, 16 MiB 2.8–3.1; two
-/// threads with 2 tables each: 64 KiB 7.5–7.7 s wall, 2 MiB 5.6–6.7.
+/// positions stay in L1 while the sort scatters (measured:
+/// BENCHMARKS.md, "Tuning constants").
 const REGION_BITS: u32 = 21;
 
 /// Below this many bytes of tables in one pass, the plain prefetched pass
 /// is cheaper than sorting first: the tables are on 2 MiB pages (heap and
-/// mapped `.ct` files alike), whose TLB entries then cover most of them.
-/// Measured on this kind of host (2-core AMD EPYC VM, quiet), `kmer count
-/// -N 4` of 100 Mbp, user s sorted / unsorted: -T 2 (two tables per
-/// thread) -x 2e8 5.8 / 4.3, 5e8 5.7 / 4.6, 7.5e8 6.3 / 8.6, 1e9 6.3 / 8.5;
-/// -T 1 (four) -x 2.5e8 6.1 / 5.2, 5e8 6.0 / 8.1: the turn lies between
-/// 1 and 1.5 GB per pass.
+/// mapped `.ct` files alike), whose TLB entries then cover most of them;
+/// the turn lies between 1 and 1.5 GB per pass (measured: BENCHMARKS.md,
+/// "Tuning constants").
 const SORT_MIN_BYTES: u64 = 5 << 28;
 
 /// Reusable buffers of [`Countgraph::update_partition_sorted`].
