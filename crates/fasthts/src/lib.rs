@@ -74,6 +74,7 @@ mod khash_hash;
 mod names;
 pub mod pileup;
 pub mod region;
+pub mod report;
 pub mod sam;
 pub mod sort;
 pub mod view;

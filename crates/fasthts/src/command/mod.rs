@@ -38,6 +38,8 @@ pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pi
 pub use sort::{check_memory_per_thread, parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
 pub use view::{view_file, HeaderMode, SkippedRegion, ViewOptions, VIEW_WINDOW_BASES};
 
+pub use crate::report::{Report, Warning};
+
 use crate::bam::BamFile;
 use crate::bgzf::{Block, VirtualOffset};
 use crate::index::Index;
@@ -45,110 +47,7 @@ use crate::input::Input;
 use crate::region::{self, Indexed};
 use crate::Error;
 use fasthts_io::pool::{thread_count, with_threads};
-use std::fmt;
 use std::path::{Path, PathBuf};
-
-/// Where a job reports what it has to say besides its result, as it
-/// happens: the CLI prints, the Python package issues Python warnings.
-pub trait Report: Sync {
-    /// A warning: something is odd, and the job goes on.
-    fn warning(&self, warning: Warning);
-
-    /// Text a tool writes to its standard output as it goes (FACETS
-    /// snp-pileup's `-v` and `-p` lines, which end in newlines or `\r`).
-    /// Dropped unless the front end shows it.
-    fn message(&self, text: &str) {
-        let _ = text;
-    }
-}
-
-/// A closure reports warnings; messages are dropped.
-impl<F: Fn(Warning) + Sync> Report for F {
-    fn warning(&self, warning: Warning) {
-        self(warning)
-    }
-}
-
-/// A warning from a job. `Display` gives the text the CLI prints after
-/// `warning: `.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Warning {
-    /// A BAM without BGZF's end-of-file marker, as htslib warns.
-    MissingEofMarker {
-        /// The BAM.
-        path: PathBuf,
-    },
-    /// An index older than its data file: used (its spans checked), as
-    /// htslib does, with a warning.
-    StaleIndex {
-        /// The index.
-        index: PathBuf,
-        /// Its data file.
-        data: PathBuf,
-    },
-    /// The index did not describe the file, which is read sequentially.
-    ReadingSequentially {
-        /// The data file.
-        path: PathBuf,
-        /// How the index failed.
-        reason: String,
-    },
-    /// idxstats found no usable index and counts every record instead.
-    CountingEveryRecord {
-        /// The data file.
-        path: PathBuf,
-    },
-    /// Sort was asked to index an output whose order is not by position.
-    IndexNeedsPositionOrder,
-    /// A SAM record htslib warns about as it reads it (and changes as
-    /// the warning says: made unmapped, mate reference dropped).
-    SamRecord {
-        /// The SAM input.
-        path: PathBuf,
-        /// The record's line, name and warnings.
-        warning: crate::sam::RecordWarning,
-    },
-    /// SAM records with warnings past those reported one by one.
-    MoreSamRecords {
-        /// The SAM input.
-        path: PathBuf,
-        /// How many.
-        count: u64,
-    },
-    /// view's `-e` expression failed on records (samtools prints
-    /// "Couldn't process filter expression" for each), which are not
-    /// selected, as by samtools.
-    ExpressionFailed {
-        /// How many evaluations failed.
-        count: u64,
-        /// Why the first did.
-        reason: &'static str,
-    },
-}
-
-impl fmt::Display for Warning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Warning::MissingEofMarker { path } => write!(f, "{}: EOF marker is absent. The input is probably truncated", path.display()),
-            Warning::StaleIndex { index, data } => {
-                write!(f, "the index file {} is older than the data file {}", index.display(), data.display())
-            }
-            Warning::ReadingSequentially { path, reason } => write!(f, "{}: {reason}; reading the file sequentially", path.display()),
-            Warning::CountingEveryRecord { path } => {
-                write!(f, "no usable index for \"{}\"; counting every record instead", path.display())
-            }
-            Warning::IndexNeedsPositionOrder => f.write_str("ignoring --write-index as it only works for position sorted files"),
-            Warning::SamRecord { path, warning } => {
-                write!(f, "{}: SAM line {} (read {:?}): {}", path.display(), warning.line, warning.name, warning.warnings)
-            }
-            Warning::MoreSamRecords { path, count } => write!(f, "{}: {count} more SAM records with warnings", path.display()),
-            Warning::ExpressionFailed { count, reason } => {
-                write!(f, "the -e expression failed {count} times ({reason}, the first time); those records are not selected, as by samtools")
-            }
-        }
-    }
-}
 
 /// Warns, as htslib does, when a BAM lacks its EOF marker.
 fn warn_if_truncated(bam: &BamFile, report: &dyn Report) {

@@ -330,7 +330,7 @@ pub fn plan(
     output: &Path,
     pieces: usize,
     reference: Option<&Path>,
-    report: &dyn crate::command::Report,
+    report: &dyn crate::report::Report,
 ) -> Result<Vec<(usize, Split)>, Error> {
     if inputs.is_empty() {
         return Err(Error::InvalidArgument("no input to sort".into()));
@@ -352,7 +352,7 @@ pub fn plan(
     for (i, path) in inputs.iter().enumerate() {
         let input = SortInput::open(path, reference)?;
         if input.missing_eof_marker() {
-            report.warning(crate::command::Warning::MissingEofMarker { path: path.clone() });
+            report.warning(crate::report::Warning::MissingEofMarker { path: path.clone() });
         }
         match &first {
             None => first = Some(input.header().clone()),
