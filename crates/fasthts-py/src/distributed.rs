@@ -218,7 +218,7 @@ fn dask_sort_finish(py: Python<'_>, output: PathBuf) -> PyResult<()> {
 /// `(data, index, csi)` (`OUTPUT##idx##INDEX`, or `OUTPUT.csi`).
 #[pyfunction]
 fn dask_sort_index_name(output: PathBuf) -> (PathBuf, PathBuf, bool) {
-    let (data, index, format) = fasthts::indexer::split_index_name(&output);
+    let (data, index, format) = fasthts::index::split_index_name(&output);
     (data, index, format != fasthts::index::IndexFormat::Bai)
 }
 
@@ -301,6 +301,6 @@ fn dask_index_join(
             joined.push(segment);
         }
         let index = dist::join_index(&bam, format, joined, offset(end))?;
-        fasthts::indexer::write_index(&index, &output)
+        fasthts::index::write_index(&index, &output)
     })
 }

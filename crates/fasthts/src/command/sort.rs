@@ -122,7 +122,7 @@ fn memory_too_small(bytes: usize) -> Error {
 /// written under a temporary name and renamed into place when complete.
 /// With `write_index`, the index goes to `OUTPUT.csi` (`OUTPUT.crai` for
 /// CRAM), or to the path after `##idx##` in `OUTPUT##idx##INDEX` (a BAI
-/// when it ends in `.bai`; see [`crate::indexer::split_index_name`]).
+/// when it ends in `.bai`; see [`crate::index::split_index_name`]).
 /// CRAM is written by htslib, as samtools writes it (the same bytes).
 pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report: &dyn Report) -> Result<(), Error> {
     if options.level.is_some_and(|l| l > 9) {
@@ -140,7 +140,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
     }
     check_memory_per_thread(options.memory_per_thread)?;
     let to_stdout = output.as_os_str() == "-";
-    let (data, mut index_path, index_format) = crate::indexer::split_index_name(output);
+    let (data, mut index_path, index_format) = crate::index::split_index_name(output);
     if format == OutputFormat::Cram && !output.to_string_lossy().contains("##idx##") {
         // samtools' automatic index name for CRAM.
         index_path = crate::cram::crai_path_for(&data);
@@ -247,7 +247,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         crate::output::sync_if_file(&file).map_err(|e| Error::from(e).with_path(temp.shown()))?;
         temp.commit()?;
         if let Some(index) = stats.index {
-            crate::indexer::write_index(&index, &index_path)?;
+            crate::index::write_index(&index, &index_path)?;
         }
         if let Some(index) = cram_index {
             index.commit()?;
@@ -303,7 +303,7 @@ mod tests {
         let options = SortFileOptions { write_index: true, threads: Some(2), ..Default::default() };
         sort_file(&input, &dir.join("a.bam"), &options, &kept).unwrap();
         let sorted = std::fs::read(dir.join("a.bam")).unwrap();
-        let csi = crate::indexer::build(
+        let csi = crate::index::build(
             &crate::bam::BamFile::open(dir.join("a.bam")).unwrap(),
             crate::index::IndexFormat::Csi { min_shift: 14, depth: 0 },
         );
@@ -312,7 +312,7 @@ mod tests {
         let named = PathBuf::from(format!("{}##idx##{}", dir.join("b.bgzf").display(), dir.join("b.bai").display()));
         sort_file(&input, &named, &options, &kept).unwrap();
         assert_eq!(std::fs::read(dir.join("b.bgzf")).unwrap(), sorted);
-        let bai = crate::indexer::build(&crate::bam::BamFile::open(dir.join("a.bam")).unwrap(), crate::index::IndexFormat::Bai);
+        let bai = crate::index::build(&crate::bam::BamFile::open(dir.join("a.bam")).unwrap(), crate::index::IndexFormat::Bai);
         assert_eq!(std::fs::read(dir.join("b.bai")).unwrap(), bai.unwrap().to_bytes());
         sort_file(&input, &dir.join("c.sam.bgzf"), &SortFileOptions::default(), &kept).unwrap();
         assert_eq!(std::fs::read(dir.join("c.sam.bgzf")).unwrap()[..4], [0x1f, 0x8b, 8, 4], "BGZF");

@@ -590,7 +590,7 @@ pub fn shuffle_split(
 /// [`IndexSegment`]), and where the next split's first record starts
 /// (`None` at the end of the file, with where reading stopped).
 pub fn index_split(bam: &BamFile, split: Split, entry: VirtualOffset, format: IndexFormat) -> Result<(IndexSegment, Exit), Error> {
-    let format = crate::indexer::format_for(bam.header(), format);
+    let format = crate::index::format_for(bam.header(), format);
     let entry = at_block_start(bam, entry);
     let mut segment = IndexSegment::new(format, bam.header().references.len(), entry);
     let mut records = bam.records_from(entry)?;
@@ -623,7 +623,7 @@ pub enum Exit {
 /// The index of `bam` from the segments of its splits, in file order, the
 /// last ending the file at `end`: byte for byte what one pass builds.
 pub fn join_index(bam: &BamFile, format: IndexFormat, segments: Vec<IndexSegment>, end: VirtualOffset) -> Result<Index, Error> {
-    let format = crate::indexer::format_for(bam.header(), format);
+    let format = crate::index::format_for(bam.header(), format);
     let wrap = |e: crate::index::IndexError| Error::from(e).with_path(bam.path());
     let mut builder = IndexBuilder::new(format, bam.header().references.len(), bam.first_record_offset());
     for segment in segments {
@@ -808,7 +808,7 @@ mod tests {
         for name in ["small.bam", "long_ref.bam", "huge_record.bam", "long_cigar.bam", "unmapped_only.bam", "refs_without_reads.bam"] {
             let bam = BamFile::open(data.join(name)).unwrap();
             for format in [IndexFormat::Bai, IndexFormat::Csi { min_shift: 14, depth: 0 }, IndexFormat::Csi { min_shift: 9, depth: 0 }] {
-                let Ok(whole) = crate::indexer::build(&bam, format) else { continue };
+                let Ok(whole) = crate::index::build(&bam, format) else { continue };
                 let want = whole.to_raw_bytes();
                 for pieces in [1, 2, 3, 7, 40] {
                     let mut segments = Vec::new();

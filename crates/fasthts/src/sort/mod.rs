@@ -29,7 +29,6 @@ pub use run::{max_fan_in, RunDir, RunReader, RunWriter};
 use crate::bam::{BamFile, Header, RecordRef};
 use crate::bgzf::BgzfWriter;
 use crate::index::{Index, IndexBuilder, IndexFormat};
-use crate::indexer;
 use crate::Error;
 use rayon::prelude::*;
 use std::collections::VecDeque;
@@ -659,7 +658,7 @@ impl<'p, W: Write> RecordOutput<'p, W> {
         if let (Some(index), OutputFormat::Bam, Out::Bgzf(w)) = (index, format, &mut w) {
             w.track_virtual_offsets();
             let start = w.virtual_offset_of(w.uncompressed_position()).expect("header blocks are written");
-            let builder = IndexBuilder::new(indexer::format_for(header, index), header.references.len(), start);
+            let builder = IndexBuilder::new(crate::index::format_for(header, index), header.references.len(), start);
             sink.index = Some((builder, VecDeque::new()));
         }
         Ok(RecordOutput { out: w, sink })

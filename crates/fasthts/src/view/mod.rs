@@ -568,7 +568,7 @@ pub fn merge_intervals(mut list: Vec<(i32, i64, i64)>) -> Vec<(i32, Vec<(i64, i6
 /// `.bam`, `.sam`, `.sam.gz`, `.cram` (any case), `None` for another
 /// extension.
 fn format_from_extension(path: &Path) -> Result<Option<OutputFormat>, Error> {
-    let (data, _, _) = crate::indexer::split_index_name(path);
+    let (data, _, _) = crate::index::split_index_name(path);
     let name = data.to_string_lossy().rsplit('/').next().unwrap_or_default().to_ascii_lowercase();
     let stem = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bgz"));
     let extension = match stem {
