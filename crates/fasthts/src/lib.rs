@@ -66,6 +66,7 @@ pub mod cram;
 pub mod depth;
 mod error;
 pub mod flagstat;
+pub mod format;
 pub mod gather;
 pub mod index;
 pub mod input;
