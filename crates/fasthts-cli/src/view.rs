@@ -4,7 +4,8 @@
 use crate::{CmdResult, Terminal};
 use clap::Args;
 use fasthts::command::{self, HeaderMode, SkippedRegion, ViewOptions};
-use fasthts::depth::{atoi, parse_flags, BedFilter};
+use fasthts::depth::{atoi, parse_flags};
+use fasthts::region::BedFilter;
 use fasthts::sort::{cram_output_options, parse_output_options, OutputFormat};
 use fasthts::view::{self as select, output_format_mode, TagEdit};
 use std::collections::HashSet;

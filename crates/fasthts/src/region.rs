@@ -42,11 +42,13 @@ use rayon::prelude::*;
 use std::fmt;
 use std::ops::ControlFlow;
 
+pub mod bed;
 pub mod notation;
 pub mod sam;
 
 /// The files read through an index, at their home beside it.
 pub use crate::index::Indexed;
+pub use bed::BedFilter;
 pub use notation::RegionSyntax;
 
 /// A half-open interval `[start, end)` of 0-based positions on reference

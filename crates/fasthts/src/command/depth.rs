@@ -5,12 +5,12 @@
 
 use super::{find_index, warn_if_truncated, with_threads, Report};
 use crate::bam::{BamFile, RecordReader, RecordRef};
-use crate::depth::{header_line, write_zero_rows, BedFilter, CountError, Counter, DepthOptions, Piece, RowText, Setup};
+use crate::depth::{header_line, write_zero_rows, CountError, Counter, DepthOptions, Piece, RowText, Setup};
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::TempOutput;
 use crate::region::sam::{SamGzFile, SamRegionReader};
-use crate::region::{Region, RegionReader, RegionSyntax};
+use crate::region::{BedFilter, Region, RegionReader, RegionSyntax};
 use crate::sam::SamReader;
 use crate::Error;
 use std::io::{BufWriter, Read, Write};

@@ -6,12 +6,11 @@
 
 use super::{find_index, load_index, verify_index, warn_after_reading, warn_if_truncated, with_threads, Report};
 use crate::bam::{BamFile, Header, RecordRef, Reference};
-use crate::depth::BedFilter;
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
 use crate::region::sam::SamGzFile;
-use crate::region::{self, Region, RegionReader, RegionSyntax};
+use crate::region::{self, BedFilter, Region, RegionReader, RegionSyntax};
 use crate::sort::{add_missing_sq_lines, add_pg_line, CramOutput, OutputFormat, RecordOutput};
 use crate::view::{merge_intervals, Selection, TagEdit, WidePositions};
 use crate::Error;

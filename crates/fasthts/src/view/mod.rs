@@ -27,7 +27,7 @@ pub use backward::remove_backward;
 pub use expr::Expr;
 
 use crate::bam::{RecordRef, Reference};
-use crate::depth::BedFilter;
+use crate::region::BedFilter;
 use crate::sort::OutputFormat;
 use crate::Error;
 use std::collections::HashSet;
