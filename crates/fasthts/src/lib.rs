@@ -73,6 +73,7 @@ pub mod input;
 mod khash_hash;
 mod names;
 pub mod pileup;
+pub mod record_output;
 pub mod region;
 pub mod report;
 pub mod sam;

@@ -5,7 +5,7 @@
 //! function these call: which index is usable ([`find_index`]), when a
 //! file is read through its index and when sequentially
 //! ([`by_index_or_sequentially`]), which format an output name asks for
-//! ([`crate::sort::OutputFormat::from_path`]), where an index is written
+//! ([`crate::record_output::OutputFormat::from_path`]), where an index is written
 //! ([`crate::index::split_index_name`]), how a memory size is read
 //! ([`parse_memory_size`]) and a region string
 //! ([`crate::region::Region::parse`]). Front ends turn their arguments into

@@ -5,7 +5,8 @@ use super::{thread_count, warn_after_reading, warn_if_truncated, with_threads, R
 use crate::cram::CramOptions;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
-use crate::sort::{self, OutputFormat, SortEngine, SortOptions, SortOrder, SortProgress};
+use crate::record_output::OutputFormat;
+use crate::sort::{self, SortEngine, SortOptions, SortOrder, SortProgress};
 use crate::Error;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -49,7 +50,7 @@ pub struct SortFileOptions {
     pub reference: Option<PathBuf>,
     /// htslib's format options for a CRAM output, `OPT=VAL` (samtools'
     /// `-O cram,OPT=VAL` and `--output-fmt-option`; see
-    /// [`crate::sort::cram_output_options`]).
+    /// [`crate::record_output::cram_output_options`]).
     pub cram_options: Vec<String>,
 }
 
@@ -197,7 +198,7 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
     };
     if format == OutputFormat::Cram {
         sort_options.index = None;
-        sort_options.cram = Some(crate::sort::CramOutput {
+        sort_options.cram = Some(crate::record_output::CramOutput {
             name: if to_stdout { PathBuf::from("-") } else { data.clone() },
             options: crate::cram::CramWriteOptions {
                 reference: options.reference.clone(),

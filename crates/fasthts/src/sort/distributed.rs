@@ -736,7 +736,7 @@ mod tests {
             index: None,
             max_fan_in: None,
             progress: None,
-            format: crate::sort::OutputFormat::Bam,
+            format: crate::record_output::OutputFormat::Bam,
             engine: SortEngine::Native,
             cram: None,
         };

@@ -28,7 +28,7 @@ pub use expr::Expr;
 
 use crate::bam::{RecordRef, Reference};
 use crate::region::BedFilter;
-use crate::sort::OutputFormat;
+use crate::record_output::OutputFormat;
 use crate::Error;
 use std::collections::HashSet;
 use std::io::Read;
@@ -593,7 +593,7 @@ fn format_from_extension(path: &Path) -> Result<Option<OutputFormat>, Error> {
 ///
 /// ```
 /// use fasthts::view::output_format;
-/// use fasthts::sort::OutputFormat;
+/// use fasthts::record_output::OutputFormat;
 /// use std::path::Path;
 /// assert_eq!(output_format(None, false, false, None)?, (OutputFormat::Sam, false));
 /// assert_eq!(output_format(Some(Path::new("x.bam")), false, false, None)?, (OutputFormat::Bam, true));

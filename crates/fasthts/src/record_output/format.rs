@@ -1,4 +1,4 @@
-//! What sort writes, and how samtools' names for it are read: `-O
+//! What sort and view write, and how samtools' names for it are read: `-O
 //! FORMAT[,OPT[=VAL]]...` and the output file's extension.
 
 use crate::Error;
@@ -26,7 +26,7 @@ impl OutputFormat {
     /// included). Only the part before `##idx##` counts (see [`crate::index::split_index_name`]).
     ///
     /// ```
-    /// use fasthts::sort::OutputFormat;
+    /// use fasthts::record_output::OutputFormat;
     /// use std::path::Path;
     /// assert_eq!(OutputFormat::from_path(Path::new("out.SAM.bgzf"))?, OutputFormat::SamGz);
     /// assert_eq!(OutputFormat::from_path(Path::new("out.bgzf"))?, OutputFormat::Bam);
