@@ -10,7 +10,7 @@
 //! pair's reads (same name) are kept or dropped together, and a seed picks
 //! the same reads as samtools with that seed.
 //!
-//! Which records a region gives (see [`crate::command::view_to`]): as a
+//! Which records a region gives (see [`crate::command::view_file`]): as a
 //! samtools region query, every record whose alignment overlaps the region
 //! (`pos < end` and its end from the CIGAR, `bam_endpos`, `> start`; an
 //! unmapped read placed with its mate spans one base), not the "starts in
