@@ -79,7 +79,7 @@ pub fn recognise(prefix: &[u8]) -> Format {
         other => {
             // A BGZF header cut short is a (truncated) BAM as far as we can
             // tell; gzip without the BC subfield is not BGZF.
-            if prefix.starts_with(&[0x1f, 0x8b, 8, 4]) && Block::parse(prefix, 0).is_err() && prefix.len() < 18 {
+            if compression::is_bgzf(prefix) && Block::parse(prefix, 0).is_err() && prefix.len() < 18 {
                 return Format::Bam(Compression::Bgzf);
             }
             let mut content = Vec::with_capacity(CONTENT_BYTES);

@@ -316,7 +316,7 @@ mod tests {
         let bai = crate::index::build(&crate::bam::BamFile::open(dir.join("a.bam")).unwrap(), crate::index::IndexFormat::Bai);
         assert_eq!(std::fs::read(dir.join("b.bai")).unwrap(), bai.unwrap().to_bytes());
         sort_file(&input, &dir.join("c.sam.bgzf"), &SortFileOptions::default(), &kept).unwrap();
-        assert_eq!(std::fs::read(dir.join("c.sam.bgzf")).unwrap()[..4], [0x1f, 0x8b, 8, 4], "BGZF");
+        assert!(fasthts_io::compression::is_bgzf(&std::fs::read(dir.join("c.sam.bgzf")).unwrap()), "BGZF");
         let by_name = SortFileOptions { order: SortOrder::QueryName, ..options };
         sort_file(&input, &dir.join("n.bam"), &by_name, &kept).unwrap();
         assert!(!dir.join("n.bam.csi").exists());

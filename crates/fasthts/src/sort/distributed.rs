@@ -390,7 +390,7 @@ pub fn next_block_start(file: &[u8], from: u64) -> Option<u64> {
         true
     };
     let last = len.min(from.saturating_add(BLOCK_SEARCH + 1));
-    (from..last).find(|&p| file[p as usize..].starts_with(&[0x1f, 0x8b, 8, 4]) && is_chain(p))
+    (from..last).find(|&p| fasthts_io::compression::is_bgzf(&file[p as usize..]) && is_chain(p))
 }
 
 /// Cuts `bam` into about `pieces` splits of similar compressed size, at
