@@ -3,7 +3,8 @@
 use crate::{CmdResult, Terminal};
 use clap::Args;
 use fasthts::command::{self, SortFileOptions};
-use fasthts::sort::{cram_output_options, parse_output_options, OutputFormat, SortEngine, SortProgress};
+use fasthts::record_output::{cram_output_options, parse_output_options, OutputFormat};
+use fasthts::sort::{SortEngine, SortProgress};
 use std::path::{Path, PathBuf};
 use crate::progress::{Bar, Source};
 use std::sync::atomic::Ordering::Relaxed;

@@ -33,6 +33,20 @@ pub fn is_gzip(head: &[u8]) -> bool {
     head.starts_with(&GZIP_MAGIC)
 }
 
+/// The four bytes every BGZF block starts with: gzip's magic, deflate
+/// (8) and the flag (4) that announces the extra field holding the
+/// block's size.
+pub const BGZF_MAGIC: [u8; 4] = [0x1f, 0x8b, 8, 4];
+
+/// True when `head` starts like a BGZF block ([`BGZF_MAGIC`]), as a block
+/// header cut short or one among compressed bytes is looked for; whether
+/// a whole header follows is [`detect`]'s (and `BlockHeader::parse`'s)
+/// to say.
+#[inline]
+pub fn is_bgzf(head: &[u8]) -> bool {
+    head.starts_with(&BGZF_MAGIC)
+}
+
 /// Recognises the compression of a stream from its first bytes (at least
 /// [`DETECT_BYTES`] of them, unless the stream is shorter).
 ///
@@ -131,6 +145,20 @@ mod tests {
         // Shorter than the bytes detection looks at.
         assert_eq!(read_back(b">a".to_vec()), (b">a".to_vec(), Compression::None));
         assert_eq!(read_back(Vec::new()), (Vec::new(), Compression::None));
+    }
+
+    #[test]
+    fn bgzf_starts_with_its_magic_and_gzip_without_the_extra_field_does_not() {
+        assert!(is_bgzf(&crate::bgzf::EOF_MARKER));
+        assert!(is_bgzf(&crate::bgzf::compress_all(b"text", 6)));
+        // Cut short after the magic: still the start of a block.
+        assert!(is_bgzf(&crate::bgzf::EOF_MARKER[..4]));
+        assert!(!is_bgzf(&crate::bgzf::EOF_MARKER[..3]));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(b"text").unwrap();
+        assert!(!is_bgzf(&gz.finish().unwrap()));
+        assert!(!is_bgzf(b"BAM\x01"));
+        assert!(!is_bgzf(b""));
     }
 
     #[test]

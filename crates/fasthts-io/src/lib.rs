@@ -2,9 +2,10 @@
 //! piece of I/O.
 //!
 //! * [`bgzf`]: BGZF blocks (parse, checked inflate, deflate), virtual
-//!   offsets, the memory-mapped parallel reader, a streaming reader over any
-//!   [`std::io::Read`] that inflates ahead on threads of its own, and the
-//!   parallel ordered writer;
+//!   offsets, the memory-mapped parallel readers (batches inflated on all
+//!   threads, or ahead on the pool while the caller reads), a streaming
+//!   reader over any [`std::io::Read`] that inflates ahead on threads of its
+//!   own, and the parallel ordered writer;
 //! * [`compression`]: what a stream's first bytes say it is (plain, gzip,
 //!   BGZF, bzip2) and opening a path or stream decompressed by content;
 //! * [`output`]: outputs that appear complete or not at all (a temporary

@@ -7,8 +7,9 @@ use crate::ops::{memory_arg, sort_order_arg};
 use crate::run_detached;
 use fasthts::bam::BamFile;
 use fasthts::bgzf::VirtualOffset;
+use fasthts::record_output::OutputFormat;
 use fasthts::sort::distributed::{self as dist, SortInput, Split};
-use fasthts::sort::{Comparator, OutputFormat, SortEngine, SortOptions};
+use fasthts::sort::{Comparator, SortEngine, SortOptions};
 use fasthts::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -218,7 +219,7 @@ fn dask_sort_finish(py: Python<'_>, output: PathBuf) -> PyResult<()> {
 /// `(data, index, csi)` (`OUTPUT##idx##INDEX`, or `OUTPUT.csi`).
 #[pyfunction]
 fn dask_sort_index_name(output: PathBuf) -> (PathBuf, PathBuf, bool) {
-    let (data, index, format) = fasthts::indexer::split_index_name(&output);
+    let (data, index, format) = fasthts::index::split_index_name(&output);
     (data, index, format != fasthts::index::IndexFormat::Bai)
 }
 
@@ -301,6 +302,6 @@ fn dask_index_join(
             joined.push(segment);
         }
         let index = dist::join_index(&bam, format, joined, offset(end))?;
-        fasthts::indexer::write_index(&index, &output)
+        fasthts::index::write_index(&index, &output)
     })
 }

@@ -58,7 +58,7 @@ impl SamGzRegions {
     pub(crate) fn whole_file_index(&self, report: &dyn Report) -> Result<Arc<Index>, Error> {
         let path = Indexed::path(&self.file);
         let refuse = || Err(command::no_index_for_regions(path));
-        self.index.get_whole_file(&self.file, report, refuse, |format| fasthts::indexer::build_sam(Indexed::bytes(&self.file), path, format))
+        self.index.get_whole_file(&self.file, report, refuse, |format| fasthts::index::build_sam(Indexed::bytes(&self.file), path, format))
     }
 
     /// Whether an index file (given, or beside the file) exists.

@@ -5,7 +5,7 @@
 //! records are zero-copy views into the inflated bytes
 //! ([`bam::RecordRef`]); the BAI/CSI index ([`index`]) cuts the genome into
 //! regions that the rayon pool reads in parallel ([`region`]), with results
-//! gathered in genome order. [`flagstat`] and [`indexer`] reproduce
+//! gathered in genome order. [`flagstat`] and [`index`] reproduce
 //! `samtools flagstat`, `index` and `idxstats` byte for byte on top.
 //! [`sam`] reads SAM text into BAM records and writes records back as SAM
 //! text, byte for byte as htslib does. [`command`] is what the `fasthts`
@@ -23,7 +23,7 @@
 //! # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/small.bam");
 //! let bam = BamFile::open(path)?;
 //! // Any index works: read one with `Index::from_path`, or build it.
-//! let index = fasthts::indexer::build(&bam, IndexFormat::Bai)?;
+//! let index = fasthts::index::build(&bam, IndexFormat::Bai)?;
 //! // Regions of ~64 kB of compressed data, tiling every reference, plus
 //! // the unplaced reads at the end of the file.
 //! let regions = region::plan(&bam, &index, Plan::BalancedBytes(64 << 10));
@@ -66,16 +66,20 @@ pub mod cram;
 pub mod depth;
 mod error;
 pub mod flagstat;
+pub mod format;
 pub mod gather;
 pub mod index;
-pub mod indexer;
 pub mod input;
 mod khash_hash;
 mod names;
 pub mod pileup;
+pub mod record_output;
 pub mod region;
+pub mod report;
 pub mod sam;
 pub mod sort;
+#[cfg(test)]
+mod test_support;
 pub mod view;
 
 pub use error::Error;

@@ -33,83 +33,25 @@
 //! # Ok::<(), fasthts::Error>(())
 //! ```
 
+use crate::bam::binning;
 use crate::bam::{BamError, BamFile, RecordReader, RecordRef};
 use crate::bgzf::VirtualOffset;
-use crate::index::{binning, Index};
+use crate::index::Index;
 use crate::Error;
 use rayon::prelude::*;
 use std::fmt;
 use std::ops::ControlFlow;
 use std::path::Path;
 
+pub mod bed;
 pub mod indexed;
 pub mod notation;
 pub mod sam;
 
+/// The files read through an index, at their home beside it.
+pub use crate::index::Indexed;
+pub use bed::BedFilter;
 pub use notation::RegionSyntax;
-
-/// A file read through a BAI or CSI index: a BAM, or a bgzipped SAM
-/// ([`sam::SamGzFile`]). Where a region starts and what follows it are
-/// decided from the index the same way for both.
-pub trait Indexed {
-    /// The path the file was opened from (errors name it).
-    fn path(&self) -> &Path;
-    /// The header (references in the order the index numbers them).
-    fn header(&self) -> &crate::bam::Header;
-    /// The whole compressed file.
-    fn bytes(&self) -> &[u8];
-    /// Virtual offset of the first record.
-    fn first_record_offset(&self) -> VirtualOffset;
-    /// The first record at or after `from` (a record start) that has a
-    /// reference: its virtual offset and reference id; `None` when only
-    /// records without one (unmapped, unplaced) follow, to the end of the
-    /// file. Read from the file, not the index (see
-    /// [`check_placed_coverage`]).
-    fn first_placed_from(&self, from: VirtualOffset) -> Result<Option<(VirtualOffset, i32)>, Error>;
-}
-
-impl<T: Indexed + ?Sized> Indexed for &T {
-    fn path(&self) -> &Path {
-        (**self).path()
-    }
-    fn header(&self) -> &crate::bam::Header {
-        (**self).header()
-    }
-    fn bytes(&self) -> &[u8] {
-        (**self).bytes()
-    }
-    fn first_record_offset(&self) -> VirtualOffset {
-        (**self).first_record_offset()
-    }
-    fn first_placed_from(&self, from: VirtualOffset) -> Result<Option<(VirtualOffset, i32)>, Error> {
-        (**self).first_placed_from(from)
-    }
-}
-
-impl Indexed for BamFile {
-    fn path(&self) -> &Path {
-        BamFile::path(self)
-    }
-    fn header(&self) -> &crate::bam::Header {
-        BamFile::header(self)
-    }
-    fn bytes(&self) -> &[u8] {
-        BamFile::bytes(self)
-    }
-    fn first_record_offset(&self) -> VirtualOffset {
-        BamFile::first_record_offset(self)
-    }
-    fn first_placed_from(&self, from: VirtualOffset) -> Result<Option<(VirtualOffset, i32)>, Error> {
-        let mut records = self.records_from(from)?;
-        let flow = records
-            .walk(|r| if r.ref_id() >= 0 { ControlFlow::Break(r.ref_id()) } else { ControlFlow::Continue(()) })
-            .map_err(|e| Error::from(e).with_path(self.path()))?;
-        Ok(match flow {
-            ControlFlow::Break(ref_id) => Some((records.record_start(), ref_id)),
-            ControlFlow::Continue(()) => None,
-        })
-    }
-}
 
 /// A half-open interval `[start, end)` of 0-based positions on reference
 /// `ref_id`, or the unplaced records (`ref_id == -1`).
@@ -694,99 +636,6 @@ pub fn check_coverage<'r>(bam: &BamFile, spans: impl IntoIterator<Item = (&'r Re
         return Err(Error::IndexMismatch(format!("records after {expected} belong to no region")));
     }
     Ok(())
-}
-
-/// Where the records `index` places end in the file: the latest end of any
-/// of its chunks or reference spans; `None` when it places no record.
-fn placed_end(index: &Index) -> Option<VirtualOffset> {
-    let chunk_ends = index.references().iter().flat_map(|r| r.bins().iter().flat_map(|b| b.chunks.iter().map(|c| c.end)));
-    let span_ends = index.references().iter().filter_map(|r| r.metadata().map(|m| m.ref_end));
-    chunk_ends.chain(span_ends).max()
-}
-
-/// Checks that `index` places every record of `file` that has a
-/// reference, so that a job reading a whole file's placed records by
-/// position through it (depth without a region, snp-pileup, a plan) loses
-/// none. Two checks, cheap next to such a job:
-///
-/// * the references' spans (from the metadata of each reference with
-///   records, in reference order) follow one another with no gap from the
-///   first record on: a reference the index has no records on, whose
-///   records lie between others, is found without reading any record;
-/// * from where the last record it places ends, only records without a
-///   reference (or nothing) follow to the end of the file: an index made
-///   for a prefix of the file (the same leading BGZF blocks: the file cut
-///   after some records, re-terminated, then indexed), whose offsets are
-///   all valid and check out block by block
-///   ([`crate::command::verify_index`]), is found. This reads the file from
-///   there (its unplaced records, in a sorted file; the whole file for an
-///   index that places nothing). An end past the file's last block of data
-///   leaves nothing to read.
-///
-/// Fails with [`Error::IndexMismatch`]. A job that reads every record
-/// region by region checks more, after reading ([`check_coverage`]).
-pub fn check_placed_coverage<F: Indexed + ?Sized>(file: &F, index: &Index) -> Result<(), Error> {
-    let bytes = file.bytes();
-    let floor = file.first_record_offset();
-    let name = |tid: usize| file.header().references.get(tid).map_or("?", |r| r.name.as_str());
-    let spans: Vec<(usize, &crate::index::Metadata)> = index
-        .references()
-        .iter()
-        .enumerate()
-        .filter_map(|(tid, r)| r.metadata().filter(|m| m.n_mapped + m.n_unmapped > 0).map(|m| (tid, m)))
-        .collect();
-    // An index without metadata (older writers) has no spans to chain.
-    let chained = index.references().iter().all(|r| r.bins().is_empty() || r.metadata().is_some());
-    if chained {
-        let mut expected = same_place(bytes, floor);
-        for &(tid, m) in &spans {
-            let begins = same_place(bytes, m.ref_beg);
-            if begins != expected {
-                return Err(Error::IndexMismatch(format!(
-                    "the records it places on {} begin at {begins}, not at {expected} where those before them end: it leaves records out",
-                    name(tid)
-                )));
-            }
-            expected = same_place(bytes, m.ref_end);
-        }
-    }
-    let from = placed_end(index).map_or(floor, |end| end.max(floor));
-    let marker = crate::bgzf::EOF_MARKER.len();
-    let data_end = if bytes.ends_with(&crate::bgzf::EOF_MARKER) { bytes.len() - marker } else { bytes.len() } as u64;
-    if from.compressed() >= data_end {
-        // Past the last block with data (an index made for another
-        // encoding of the same records may end inside the EOF marker): no
-        // record can follow.
-        return Ok(());
-    }
-    let fits = crate::bgzf::Block::parse(bytes, from.compressed()).is_ok_and(|b| u32::from(from.uncompressed()) <= b.uncompressed_size);
-    if !fits {
-        return Err(Error::IndexMismatch(format!("the records it places end at {from}, which is not a place in the file's blocks")));
-    }
-    match file.first_placed_from(from)? {
-        None => Ok(()),
-        Some((at, ref_id)) => Err(Error::IndexMismatch(format!(
-            "the records it places end at {from}, but a record on {} follows at {at}: it describes only the start of the file",
-            usize::try_from(ref_id).map_or("?", name)
-        ))),
-    }
-}
-
-/// `at` written as the start of a block when it is the end of one (htslib
-/// writes the offset past a record either way), past empty blocks: two
-/// offsets of one place in `bytes` are then equal.
-fn same_place(bytes: &[u8], mut at: VirtualOffset) -> VirtualOffset {
-    while let Ok(block) = crate::bgzf::Block::parse(bytes, at.compressed()) {
-        let next = block.next_offset();
-        if u32::from(at.uncompressed()) != block.uncompressed_size || next as usize >= bytes.len() {
-            break;
-        }
-        match VirtualOffset::new(next, 0) {
-            Some(v) => at = v,
-            None => break,
-        }
-    }
-    at
 }
 
 /// The part of the file a region's reader covered: from its first record

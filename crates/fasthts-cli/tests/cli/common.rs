@@ -205,12 +205,12 @@ pub fn write_prefix_index(bam: &Path) -> PathBuf {
             let cut = starts[k] as usize;
             std::fs::write(&prefix, [&bytes[..cut], &fasthts::bgzf::EOF_MARKER[..]].concat()).unwrap();
             let opened = fasthts::bam::BamFile::open(&prefix).ok()?;
-            fasthts::indexer::build(&opened, fasthts::index::IndexFormat::Bai).ok()
+            fasthts::index::build(&opened, fasthts::index::IndexFormat::Bai).ok()
         })
         .expect("a block boundary where a record starts");
     std::fs::remove_file(&prefix).unwrap();
     let bai = PathBuf::from(format!("{}.bai", bam.display()));
-    fasthts::indexer::write_index(&index, &bai).unwrap();
+    fasthts::index::write_index(&index, &bai).unwrap();
     crate::harness::age(bam, 60);
     bai
 }

@@ -303,7 +303,7 @@ fn the_vcf_of_snp_pileup_is_read_once_from_a_stream() {
 fn index_past_the_end(bam: &Path, bai: &Path) {
     use fasthts::bgzf::VirtualOffset;
     use fasthts::index::{Index, IndexFormat, ReferenceIndex};
-    let index = fasthts::indexer::build(&fasthts::bam::BamFile::open(bam).unwrap(), IndexFormat::Bai).unwrap();
+    let index = fasthts::index::build(&fasthts::bam::BamFile::open(bam).unwrap(), IndexFormat::Bai).unwrap();
     let mut references = index.references().to_vec();
     let tid = references.iter().position(|r| !r.bins().is_empty()).unwrap();
     let r = &references[tid];
@@ -315,7 +315,7 @@ fn index_past_the_end(bam: &Path, bai: &Path) {
         }
     }
     references[tid] = ReferenceIndex::new(bins, r.linear_index().to_vec(), r.metadata().copied());
-    fasthts::indexer::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), bai).unwrap();
+    fasthts::index::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), bai).unwrap();
 }
 
 #[test]

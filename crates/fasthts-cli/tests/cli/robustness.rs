@@ -380,7 +380,7 @@ impl Corpus {
         let relaid = self.dir.path("relaid.bam.tmp");
         let level1 = fasthts::command::SortFileOptions { level: Some(1), threads: Some(1), ..Default::default() };
         fasthts::command::sort_file(&self.good_bam, &relaid, &level1, &|_| {}).unwrap();
-        let other_layout = fasthts::indexer::build(&fasthts::bam::BamFile::open(&relaid).unwrap(), fasthts::index::IndexFormat::Bai).unwrap();
+        let other_layout = fasthts::index::build(&fasthts::bam::BamFile::open(&relaid).unwrap(), fasthts::index::IndexFormat::Bai).unwrap();
         std::fs::remove_file(&relaid).unwrap();
         add_index(self, "idx-stale-other-layout".into(), "bai", Some(&other_layout.to_bytes()), true);
         add_index(self, "idx-empty".into(), "bai", Some(b""), false);

@@ -702,7 +702,7 @@ fn test_bams_match_samtools() {
     }
     let mut compared = 0;
     for file in corpus() {
-        let indexed = fasthts::indexer::locate(&file).is_some();
+        let indexed = fasthts::index::locate(&file).is_some();
         for options in [&["-h"][..], &["-c", "-F", "0x904"], &["-b", "-q", "10"]] {
             compare_on(options, &file, &[]);
             compared += 1;

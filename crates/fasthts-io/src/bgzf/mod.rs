@@ -3,11 +3,13 @@
 //! A BGZF file is a series of gzip members ("blocks") of at most 64 KiB, each
 //! announcing its own size, so a memory-mapped file can be cut into blocks by
 //! reading headers alone and the blocks inflated independently on all cores
-//! ([`BlockReader`]); a stream is cut block by block as it arrives
-//! ([`StreamReader`]). Every block is parsed by [`Block::parse`] (or
+//! ([`BlockReader`]), or inflated ahead on the pool while a caller reads
+//! it through ([`inflate_ahead`]); a stream is cut block by block as it
+//! arrives ([`StreamReader`]). Every block is parsed by [`Block::parse`] (or
 //! [`BlockHeader::parse`] before its data has arrived) and inflated by
 //! [`Block::inflate_into`].
 
+mod ahead;
 mod block;
 mod block_map;
 mod reader;
@@ -16,6 +18,7 @@ mod system_deflate;
 mod virtual_offset;
 mod writer;
 
+pub use ahead::{inflate_ahead, AheadBatch, AheadEnd, AheadError};
 pub use block::{has_eof_marker, Block, BlockHeader, EOF_MARKER, MAX_BLOCK_SIZE};
 pub use block_map::BlockMap;
 pub use reader::inflate_blocks_here;

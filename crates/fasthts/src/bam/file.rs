@@ -33,7 +33,7 @@ enum Bytes {
 impl BamFile {
     /// Opens and maps `path` and reads its header. A file that is not a
     /// BGZF-compressed BAM is refused with the words every command uses
-    /// for it ([`crate::input::check_mappable`]).
+    /// for it ([`crate::format::check_mappable`]).
     pub fn open(path: impl AsRef<Path>) -> Result<BamFile, Error> {
         let path = path.as_ref().to_path_buf();
         let with_path = |e: Error| e.with_path(&path);
@@ -50,7 +50,7 @@ impl BamFile {
         }
         let file = File::open(&path).map_err(|e| with_path(e.into()))?;
         if meta.len() == 0 {
-            return Err(crate::input::check_mappable(crate::input::Format::Empty, &path).unwrap_err());
+            return Err(crate::format::check_mappable(crate::format::Format::Empty, &path).unwrap_err());
         }
         // SAFETY: read-only private map; the module docs state the contract
         // that the file is not truncated while mapped.
@@ -77,8 +77,8 @@ impl BamFile {
             Ok(read) => read,
             Err(e) => {
                 // Not BAM in BGZF at all: say what it is instead.
-                let head = &data[..data.len().min(crate::input::SNIFF_BYTES)];
-                crate::input::check_mappable(crate::input::recognise(head), &path)?;
+                let head = &data[..data.len().min(crate::format::SNIFF_BYTES)];
+                crate::format::check_mappable(crate::format::recognise(head), &path)?;
                 return Err(Error::from(e).with_path(&path));
             }
         };

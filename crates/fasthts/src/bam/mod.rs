@@ -1,5 +1,6 @@
 //! BAM: header, zero-copy records, and memory-mapped files.
 
+pub mod binning;
 mod file;
 mod header;
 mod reader;

@@ -394,7 +394,7 @@ pub fn append_as_htslib_writes(r: &RecordRef<'_>, out: &mut Vec<u8>) -> Result<b
     let data = r.as_bytes();
     let aux_start = r.aux_start();
     let rlen = if r.flag() & flags::UNMAPPED != 0 { 0 } else { cigar.reference_len() };
-    let bin = crate::index::binning::reg2bin(i64::from(r.pos()), i64::from(r.pos()) + rlen.max(1), 14, 5) as u16;
+    let bin = super::binning::reg2bin(i64::from(r.pos()), i64::from(r.pos()) + rlen.max(1), 14, 5) as u16;
     let start = out.len();
     out.extend_from_slice(&[0; 4]);
     let fixed = out.len();

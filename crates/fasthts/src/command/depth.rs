@@ -5,12 +5,12 @@
 
 use super::{warn_if_truncated, with_threads, Report};
 use crate::bam::{RecordReader, RecordRef};
-use crate::depth::{header_line, write_zero_rows, BedFilter, CountError, Counter, DepthColumns, DepthOptions, Piece, RowEncoding, RowText, Setup};
+use crate::depth::{header_line, write_zero_rows, CountError, Counter, DepthColumns, DepthOptions, Piece, RowEncoding, RowText, Setup};
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::region::indexed::{IndexedFile, IndexedOptions, Records, Rule};
 use crate::output::TempOutput;
-use crate::region::{Region, RegionReader, RegionSyntax};
+use crate::region::{BedFilter, Region, RegionReader, RegionSyntax};
 use crate::sam::SamReader;
 use crate::Error;
 use std::io::{BufWriter, Read, Write};

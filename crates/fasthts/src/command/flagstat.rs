@@ -241,10 +241,10 @@ mod tests {
     /// Writes to `target` the BAI of `bam` with reference `tid` emptied.
     fn write_index_without_reference(bam: &Path, tid: usize, target: &Path) {
         use crate::index::{Index, IndexFormat, ReferenceIndex};
-        let index = crate::indexer::build(&BamFile::open(bam).unwrap(), IndexFormat::Bai).unwrap();
+        let index = crate::index::build(&BamFile::open(bam).unwrap(), IndexFormat::Bai).unwrap();
         let mut references = index.references().to_vec();
         references[tid] = ReferenceIndex::new(Vec::new(), Vec::new(), None);
-        crate::indexer::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), target).unwrap();
+        crate::index::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), target).unwrap();
     }
 
     /// Writes to `target` the BAI of `bam` with its last chunk moved 1 MB
@@ -252,7 +252,7 @@ mod tests {
     pub(crate) fn write_index_past_the_end(bam: &Path, target: &Path) {
         use crate::bgzf::VirtualOffset;
         use crate::index::{Bin, Index, IndexFormat, ReferenceIndex};
-        let index = crate::indexer::build(&BamFile::open(bam).unwrap(), IndexFormat::Bai).unwrap();
+        let index = crate::index::build(&BamFile::open(bam).unwrap(), IndexFormat::Bai).unwrap();
         let mut references = index.references().to_vec();
         let tid = references.iter().rposition(|r| !r.bins().is_empty()).unwrap();
         let r = &references[tid];
@@ -262,7 +262,7 @@ mod tests {
         let past = std::fs::metadata(bam).unwrap().len() + (1 << 20);
         last.end = VirtualOffset::new(past, 0).unwrap();
         references[tid] = ReferenceIndex::new(bins, r.linear_index().to_vec(), r.metadata().copied());
-        crate::indexer::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), target).unwrap();
+        crate::index::write_index(&Index::new(IndexFormat::Bai, references, index.n_no_coor()), target).unwrap();
     }
 
     #[test]
@@ -321,8 +321,8 @@ mod tests {
         assert!(warnings[0].contains(" is older than the data file "), "{warnings:?}");
         assert!(warnings[1].ends_with("; reading the file sequentially"), "{warnings:?}");
         // A stale index that describes the file is read through.
-        crate::indexer::write_index(
-            &crate::indexer::build(&BamFile::open(&path).unwrap(), crate::index::IndexFormat::Bai).unwrap(),
+        crate::index::write_index(
+            &crate::index::build(&BamFile::open(&path).unwrap(), crate::index::IndexFormat::Bai).unwrap(),
             dir.join("x.bam.bai"),
         )
         .unwrap();

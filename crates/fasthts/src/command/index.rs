@@ -3,8 +3,7 @@
 use super::{find_index, warn_if_stream_truncated, warn_if_truncated, with_threads, Report, Warning};
 use crate::bam::BamFile;
 use crate::cram::{self, CramOptions, CramSource, Fields};
-use crate::index::{IndexFormat, DEFAULT_MIN_SHIFT};
-use crate::indexer::{self, IdxstatsCounts};
+use crate::index::{self, IdxstatsCounts, IndexFormat, DEFAULT_MIN_SHIFT};
 use crate::input::{self, Format, Input};
 use crate::Error;
 use fasthts_io::compression::Compression;
@@ -17,7 +16,7 @@ pub struct IndexOptions {
     /// BAI or CSI (see [`index_format`]).
     pub format: IndexFormat,
     /// Where to write the index; `None`: beside the BAM
-    /// ([`crate::indexer::index_path_for`]).
+    /// ([`crate::index::index_path_for`]).
     pub output: Option<PathBuf>,
     /// Worker threads (all cores when `None`).
     pub threads: Option<usize>,
@@ -62,11 +61,11 @@ pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> R
         let index = match open_to_index(path, peeked)? {
             ToIndex::Bam(bam) => {
                 warn_if_truncated(&bam, report);
-                indexer::build(&bam, options.format)?
+                index::build(&bam, options.format)?
             }
-            ToIndex::Sam(bytes) => indexer::build_sam(bytes.as_slice(), path, options.format)?,
+            ToIndex::Sam(bytes) => index::build_sam(bytes.as_slice(), path, options.format)?,
         };
-        indexer::write_index(&index, &target)
+        index::write_index(&index, &target)
     })?;
     Ok(target)
 }
@@ -74,7 +73,7 @@ pub fn index_file(path: &Path, options: &IndexOptions, report: &dyn Report) -> R
 /// Where the index of the BAM at `path` goes: `options.output`, or beside
 /// the BAM as samtools names it; refused when that is the BAM itself.
 pub fn index_target(path: &Path, options: &IndexOptions) -> Result<PathBuf, Error> {
-    let target = options.output.clone().unwrap_or_else(|| indexer::index_path_for(path, options.format));
+    let target = options.output.clone().unwrap_or_else(|| index::index_path_for(path, options.format));
     crate::output::refuse_input_as_output(&[&target], &[path])?;
     Ok(target)
 }
@@ -203,10 +202,10 @@ fn idxstats_of(input: Input, path: &Path, bgzf_sam_file: bool, report: &dyn Repo
         Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
             match find_index(&bam, report)? {
-                Some(index) => Ok(indexer::idxstats(&bam, &index)),
+                Some(index) => Ok(index::idxstats_for(&bam, &index)),
                 None => {
                     report.warning(Warning::CountingEveryRecord { path: path.to_path_buf() });
-                    indexer::idxstats_by_scan(&bam)
+                    index::idxstats_by_scan(&bam)
                 }
             }
         }

@@ -6,13 +6,13 @@
 
 use super::{warn_after_reading, warn_if_truncated, with_threads, Report};
 use crate::bam::{Header, RecordRef, Reference};
-use crate::depth::BedFilter;
 use crate::index::Index;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
+use crate::record_output::{CramOutput, OutputFormat, RecordOutput};
 use crate::region::indexed::{IndexedFile, IndexedOptions};
-use crate::region::{self, Region, RegionSyntax};
-use crate::sort::{add_missing_sq_lines, add_pg_line, CramOutput, OutputFormat, RecordOutput};
+use crate::region::{self, BedFilter, Region, RegionSyntax};
+use crate::sort::{add_missing_sq_lines, add_pg_line};
 use crate::view::{merge_intervals, Selection, TagEdit, WidePositions};
 use crate::Error;
 use std::io::{self, BufWriter, Write};
@@ -178,7 +178,7 @@ fn open_sink(
     if format != OutputFormat::Cram {
         return RecordOutput::open(header, format, level, index, sam_header, w);
     }
-    let (data, index_path, _) = crate::indexer::split_index_name(spec);
+    let (data, index_path, _) = crate::index::split_index_name(spec);
     if index.is_some() {
         let index_path =
             if spec.to_string_lossy().contains("##idx##") { index_path } else { crate::cram::crai_path_for(&data) };
@@ -206,7 +206,7 @@ pub fn view_file(
         return Err(Error::InvalidArgument("level must be between 0 and 9".into()));
     }
     let to_stdout = output.as_os_str() == "-";
-    let (data, index_path, index_format) = crate::indexer::split_index_name(output);
+    let (data, index_path, index_format) = crate::index::split_index_name(output);
     if options.write_index && !options.count {
         if !options.format.can_be_indexed() {
             return Err(Error::InvalidArgument("--write-index is only supported with BAM, CRAM or bgzipped SAM output".into()));
@@ -289,7 +289,7 @@ pub fn view_file(
             outputs.main = Some((sink, options.format));
             outputs.destinations.push(dest);
             if let Some((path, format, forced)) = &options.unselected {
-                let (u_data, u_index, u_format) = crate::indexer::split_index_name(path);
+                let (u_data, u_index, u_format) = crate::index::split_index_name(path);
                 let u_index_format = (options.write_index && format.can_be_indexed()).then_some(u_format);
                 let (mut dest, w) = open_destination(&u_data)?;
                 dest.index_path = u_index_format.map(|_| u_index);
@@ -352,7 +352,7 @@ pub fn view_file(
                     // SAFETY: the temporary file is this process' own, fully
                     // written and closed above; nothing changes it while mapped.
                     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_path(temp.shown()))?;
-                    Some(crate::indexer::build_sam(&map, temp.shown(), format)?)
+                    Some(crate::index::build_sam(&map, temp.shown(), format)?)
                 }
                 _ => index,
             };
@@ -363,7 +363,7 @@ pub fn view_file(
                 crai.commit()?;
             }
             if let (Some(index), Some(path)) = (index, dest.index_path) {
-                crate::indexer::write_index(&index, &path)?;
+                crate::index::write_index(&index, &path)?;
             }
         }
         Ok(count)

@@ -8,8 +8,9 @@
 //! `--output-fmt-option level=`, then `-O FORMAT,level=`, then `-u`/`-1`.
 
 use super::{HeaderMode, ViewOptions};
-use crate::depth::{atoi, parse_flags, BedFilter};
-use crate::sort::{cram_output_options, parse_output_options, OutputFormat};
+use crate::depth::{atoi, parse_flags};
+use crate::record_output::{cram_output_options, parse_output_options, OutputFormat};
+use crate::region::BedFilter;
 use crate::view::{self as select, output_format_mode, TagEdit};
 use crate::Error;
 use std::collections::HashSet;

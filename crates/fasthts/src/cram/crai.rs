@@ -13,7 +13,8 @@
 //! byte offset, the slice's offset within the container's data (its
 //! landmark) and the slice's size in bytes.
 
-use super::{c_path, ffi, itf8, ltf8, quiet_htslib, CramOptions, CramReader, Fields, UNREADABLE};
+use super::container::{container_header, itf8, ltf8, ContainerHeader, Tee};
+use super::{c_path, ffi, quiet_htslib, CramOptions, CramReader, Fields, UNREADABLE};
 use crate::Error;
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -223,74 +224,6 @@ impl<'a> Body<'a> {
             }
         }
     }
-}
-
-/// A reader that keeps a copy of the bytes read through it.
-struct Tee<'a> {
-    inner: &'a mut dyn Read,
-    bytes: &'a mut Vec<u8>,
-}
-
-impl Read for Tee<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bytes.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-}
-
-/// A container header.
-struct ContainerHeader {
-    /// Bytes of data after the header.
-    length: usize,
-    ref_id: i32,
-    start: i32,
-    records: i32,
-    blocks: i32,
-    landmarks: Vec<i32>,
-}
-
-impl ContainerHeader {
-    /// CRAM's EOF container (htslib's test).
-    fn is_eof(&self) -> bool {
-        self.records == 0 && self.ref_id == -1 && self.start == 0x454f46
-    }
-}
-
-/// Reads a container header of CRAM `major` (2 or 3), checking its CRC32
-/// (CRAM 3) as htslib does.
-fn container_header(r: &mut Tee<'_>, major: u8) -> io::Result<ContainerHeader> {
-    let mut word = [0u8; 4];
-    r.read_exact(&mut word)?;
-    let length = i32::from_le_bytes(word);
-    let ref_id = itf8(r)?;
-    let start = itf8(r)?;
-    let _span = itf8(r)?;
-    let records = itf8(r)?;
-    if major >= 3 {
-        ltf8(r)?; // record counter
-    } else {
-        itf8(r)?;
-    }
-    ltf8(r)?; // bases
-    let blocks = itf8(r)?;
-    let n_landmarks = itf8(r)?;
-    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
-    if length < 0 || n_landmarks < 0 {
-        return Err(bad("a negative length or landmark count"));
-    }
-    let mut landmarks = Vec::with_capacity(n_landmarks.min(1 << 16) as usize);
-    for _ in 0..n_landmarks {
-        landmarks.push(itf8(r)?);
-    }
-    if major >= 3 {
-        let crc = libdeflater::crc32(&r.bytes[..]);
-        r.read_exact(&mut word)?;
-        if u32::from_le_bytes(word) != crc {
-            return Err(bad("header CRC32 mismatch"));
-        }
-    }
-    Ok(ContainerHeader { length: length as usize, ref_id, start, records, blocks, landmarks })
 }
 
 /// A block within a container's data.

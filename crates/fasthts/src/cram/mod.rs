@@ -12,6 +12,7 @@
 //! file's containers from their headers alone, which is how a job is cut
 //! into parts that run on all cores ([`scatter`]).
 
+mod container;
 mod crai;
 mod ffi;
 pub mod region;
@@ -24,6 +25,7 @@ mod write;
 
 pub use write::{CramWriteOptions, CramWriter};
 
+use container::container_header;
 use crate::bam::record::RecordDefect;
 use crate::bam::{Header, RecordRef, Reference};
 use crate::Error;
@@ -787,97 +789,25 @@ pub fn containers(file: &File) -> io::Result<Vec<Container>> {
         r.seek(SeekFrom::Start(offset))?;
         let cut = |e: io::Error| match e.kind() {
             io::ErrorKind::UnexpectedEof => io::Error::new(e.kind(), format!("truncated CRAM data: the container at byte {offset} is cut off")),
+            io::ErrorKind::InvalidData => {
+                io::Error::new(e.kind(), format!("damaged CRAM data: the container at byte {offset} has a damaged header ({e})"))
+            }
             _ => e,
         };
-        let (size, ref_id, start, span, records) = container_header(&mut r, major).map_err(cut)?;
+        let header = container_header(&mut r, major).map_err(cut)?;
+        let size = (header.header_len + header.length) as u64;
         if offset + size > len {
             return Err(cut(io::ErrorKind::UnexpectedEof.into()));
         }
         // The first container is the SAM header's.
-        if !first && records > 0 {
-            list.push(Container { offset, size, ref_id, start: i64::from(start), span: i64::from(span), records: records as u64 });
+        if !first && header.records > 0 {
+            let (ref_id, start, span, records) = (header.ref_id, i64::from(header.start), i64::from(header.span), header.records as u64);
+            list.push(Container { offset, size, ref_id, start, span, records });
         }
         first = false;
         offset += size;
     }
     Ok(list)
-}
-
-/// One container header at `r`'s position: its size (header included),
-/// reference id, start, span and record count.
-fn container_header(r: &mut impl Read, major: u8) -> io::Result<(u64, i32, i32, i32, i32)> {
-    {
-        let mut counted = Counted { inner: r, n: 0 };
-        let mut word = [0u8; 4];
-        counted.read_exact(&mut word)?;
-        let body = u64::from(u32::from_le_bytes(word));
-        let ref_id = itf8(&mut counted)?;
-        let start = itf8(&mut counted)?;
-        let span = itf8(&mut counted)?;
-        let records = itf8(&mut counted)?;
-        if major >= 3 {
-            ltf8(&mut counted)?;
-        } else {
-            itf8(&mut counted)?;
-        }
-        ltf8(&mut counted)?; // bases
-        itf8(&mut counted)?; // blocks
-        let landmarks = itf8(&mut counted)?;
-        for _ in 0..landmarks.max(0) {
-            itf8(&mut counted)?;
-        }
-        if major >= 3 {
-            counted.read_exact(&mut word)?; // CRC32
-        }
-        Ok((counted.n + body, ref_id, start, span, records))
-    }
-}
-
-/// A reader that counts the bytes read through it.
-struct Counted<'a, R> {
-    inner: &'a mut R,
-    n: u64,
-}
-
-impl<R: Read> Read for Counted<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.n += n as u64;
-        Ok(n)
-    }
-}
-
-fn byte(r: &mut impl Read) -> io::Result<u32> {
-    let mut b = [0u8; 1];
-    r.read_exact(&mut b)?;
-    Ok(u32::from(b[0]))
-}
-
-/// CRAM's ITF8 integer (1 to 5 bytes).
-fn itf8(r: &mut impl Read) -> io::Result<i32> {
-    let b0 = byte(r)?;
-    let v = if b0 < 0x80 {
-        b0
-    } else if b0 < 0xc0 {
-        (b0 & 0x3f) << 8 | byte(r)?
-    } else if b0 < 0xe0 {
-        (b0 & 0x1f) << 16 | byte(r)? << 8 | byte(r)?
-    } else if b0 < 0xf0 {
-        (b0 & 0x0f) << 24 | byte(r)? << 16 | byte(r)? << 8 | byte(r)?
-    } else {
-        (b0 & 0x0f) << 28 | byte(r)? << 20 | byte(r)? << 12 | byte(r)? << 4 | (byte(r)? & 0x0f)
-    };
-    Ok(v as i32)
-}
-
-/// CRAM's LTF8 integer (1 to 9 bytes); only skipped here.
-fn ltf8(r: &mut impl Read) -> io::Result<()> {
-    let b0 = byte(r)?;
-    let extra = (b0 as u8).leading_ones();
-    for _ in 0..extra.min(8) {
-        byte(r)?;
-    }
-    Ok(())
 }
 
 /// Compressed bytes per part of [`scatter`] for a job that decodes what
@@ -1061,27 +991,5 @@ pub fn build_index(path: &Path, out: &Path, threads: usize) -> Result<(), Error>
         -2 => Err(Error::Message(UNREADABLE.into()).with_path(path)),
         -4 => Err(Error::Message("cannot write the index".into()).with_path(out)),
         _ => Err(Error::Message("cannot index: damaged or truncated CRAM data".into()).with_path(path)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn itf8_reads_every_length() {
-        let cases: [(&[u8], i32); 5] = [
-            (&[0x05], 5),
-            (&[0x81, 0x02], 0x102),
-            (&[0xc1, 0x02, 0x03], 0x10203),
-            (&[0xe1, 0x02, 0x03, 0x04], 0x1020304),
-            (&[0xff, 0xff, 0xff, 0xff, 0x0f], -1),
-        ];
-        for (bytes, want) in cases {
-            assert_eq!(itf8(&mut &bytes[..]).unwrap(), want, "{bytes:?}");
-        }
-        let mut nine: &[u8] = &[0xff, 1, 2, 3, 4, 5, 6, 7, 8, 9];
-        ltf8(&mut nine).unwrap();
-        assert_eq!(nine, &[9]);
     }
 }

@@ -10,7 +10,7 @@
 //! htslib's hash table ([`super::khash`]) so that they come out in the order
 //! samtools writes them, making the written index byte-identical.
 
-use super::binning::{bin_bottom, bin_first, bin_parent, reg2bin};
+use crate::bam::binning::{bin_bottom, bin_first, bin_parent, reg2bin};
 use super::khash::KHash;
 use super::{Bin, Chunk, Index, IndexError, IndexFormat, Metadata, ReferenceIndex};
 use crate::bgzf::VirtualOffset;

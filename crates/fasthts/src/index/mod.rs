@@ -7,7 +7,13 @@
 //! (where the reference's records start and end, how many are mapped and
 //! unmapped). [`IndexBuilder`] makes one from a coordinate-sorted record
 //! stream exactly as `samtools index` does; [`Index::query`] turns a region
-//! into the chunks a reader must scan, as htslib's iterator does.
+//! into the chunks a reader must scan, as htslib's iterator does. Which
+//! index a file ([`Indexed`]: a BAM, a bgzipped SAM) is read through is
+//! decided here too: the one beside it ([`locate_index`], [`find_index`]),
+//! its spans checked ([`verify_index`]), whether it places every record
+//! ([`check_placed_coverage`]), and so whether a whole-file job reads
+//! through it or sequentially ([`by_index_or_sequentially`]); [`build`]
+//! makes one from the file.
 //!
 //! Compatibility with samtools 1.16: an index built here serializes byte for
 //! byte as `samtools index` (`-b`, `-c`, `-m N`) writes it for the same BAM.
@@ -64,21 +70,35 @@
 //! # Ok::<(), fasthts::index::IndexError>(())
 //! ```
 
-pub mod binning;
 mod builder;
 mod codec;
+mod covering;
 mod error;
+mod indexed;
 mod khash;
+mod locate;
+mod make;
 mod query;
+mod stats;
 #[cfg(test)]
 mod tests;
 
-use std::fmt::Write as _;
-
 use crate::bgzf::VirtualOffset;
 
+/// The binning scheme, which BAM records' `bin` field uses too.
+pub use crate::bam::binning;
 pub use builder::{csi_depth, IndexBuilder, IndexSegment, DEFAULT_MIN_SHIFT};
+pub use covering::{by_index_or_sequentially, check_placed_coverage, index_covers, replace_if_not_covering};
+pub(crate) use covering::{covering_index, indexed_or_sequential};
 pub use error::IndexError;
+pub use indexed::Indexed;
+pub use locate::{
+    find_index, index_path_for, load_index, locate, locate_index, no_index_for_regions, sam_not_indexable, split_index_name, verify_index,
+    IndexLocation,
+};
+pub(crate) use locate::usable_index;
+pub use make::{build, build_index, build_sam, format_for, not_coordinate_sorted, write_index};
+pub use stats::{idxstats, idxstats_by_scan, idxstats_for, IdxstatsCounts};
 
 /// BAI's smallest window: 2^14 = 16384 bases.
 pub const BAI_MIN_SHIFT: u32 = 14;
@@ -527,29 +547,4 @@ impl Index {
             .and_then(|r| r.metadata())
             .map(|m| (m.n_mapped, m.n_unmapped))
     }
-}
-
-/// `samtools idxstats` output from an index and the header's references
-/// (name, length), byte for byte: one `name\tlength\tmapped\tunmapped` line
-/// per reference, then `*\t0\t0\t<records without coordinate>`.
-///
-/// As samtools 1.16 does, a reference without a metadata pseudo-bin (no
-/// records, or an index made by a tool that omits it) shows `0\t0`, and a
-/// missing trailing count shows 0. References beyond those the index covers
-/// also show `0\t0` (samtools reads past its table there).
-///
-/// ```
-/// use fasthts::index::{idxstats, Index, IndexFormat, ReferenceIndex};
-/// let index = Index::new(IndexFormat::Bai, vec![ReferenceIndex::new(vec![], vec![], None)], None);
-/// assert_eq!(idxstats(&index, &[("chrM", 16569u64)]), "chrM\t16569\t0\t0\n*\t0\t0\t0\n");
-/// ```
-pub fn idxstats<N: AsRef<str>>(index: &Index, references: &[(N, u64)]) -> String {
-    let mut out = String::new();
-    for (tid, (name, len)) in references.iter().enumerate() {
-        let (mapped, unmapped) = index.mapped_unmapped(tid).unwrap_or((0, 0));
-        // Writing to a String cannot fail.
-        let _ = writeln!(out, "{}\t{}\t{}\t{}", name.as_ref(), len, mapped, unmapped);
-    }
-    let _ = writeln!(out, "*\t0\t0\t{}", index.n_no_coor.unwrap_or(0));
-    out
 }

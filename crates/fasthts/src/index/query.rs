@@ -5,7 +5,7 @@
 //! and keeps the records htslib's iterator keeps sees exactly what
 //! `samtools view IN REGION` prints.
 
-use super::binning::{bin_bottom, bin_first, bin_parent};
+use crate::bam::binning::{bin_bottom, bin_first, bin_parent};
 use super::{Bin, Chunk, Index, IndexFormat, ReferenceIndex};
 use crate::bgzf::VirtualOffset;
 
@@ -50,7 +50,7 @@ impl Index {
             return Vec::new();
         }
         let (min_shift, depth) =
-            super::binning::clamp(self.format.min_shift(), self.format.depth());
+            crate::bam::binning::clamp(self.format.min_shift(), self.format.depth());
         // htslib keeps this count in a 32-bit variable.
         let unmapped = r.metadata().map_or(true, |m| m.n_unmapped as u32 != 0);
         let rel_off = (beg >> min_shift) as u64;
@@ -166,7 +166,7 @@ impl Index {
         let pos = pos.max(0);
         let floor = r.metadata().map_or(0, |m| u64::from(m.ref_beg));
         let (min_shift, depth) =
-            super::binning::clamp(self.format.min_shift(), self.format.depth());
+            crate::bam::binning::clamp(self.format.min_shift(), self.format.depth());
         let v = match self.format {
             IndexFormat::Bai => {
                 let w = usize::try_from(pos >> min_shift).unwrap_or(usize::MAX);
@@ -257,7 +257,7 @@ impl Index {
         };
         let floor = r.metadata().map_or(0, |m| u64::from(m.ref_beg));
         let (min_shift, depth) =
-            super::binning::clamp(self.format.min_shift(), self.format.depth());
+            crate::bam::binning::clamp(self.format.min_shift(), self.format.depth());
         let mut points: Vec<(i64, u64)> = match self.format {
             IndexFormat::Bai => r
                 .effective_linear()
@@ -361,7 +361,7 @@ fn bin_at_or_before(r: &ReferenceIndex, start: u32) -> Option<&Bin> {
 /// each first child; `u64::MAX` when there is none. Reproduces htslib's
 /// 32-bit bin arithmetic for huge `end` (a whole-reference query).
 fn max_offset(r: &ReferenceIndex, format: IndexFormat, end: i64) -> u64 {
-    let (min_shift, depth) = super::binning::clamp(format.min_shift(), format.depth());
+    let (min_shift, depth) = crate::bam::binning::clamp(format.min_shift(), format.depth());
     let wide = i64::from(bin_first(depth))
         .wrapping_add((end.wrapping_sub(1) >> min_shift).wrapping_add(1));
     let mut bin = wide as i32;

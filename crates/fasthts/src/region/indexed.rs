@@ -39,10 +39,12 @@
 use super::sam::{SamGzFile, SamRegionReader};
 use super::{Indexed, Region, RegionReader};
 use crate::bam::{BamFile, Header, RecordRef};
-use crate::command::{build_index, find_index, load_index, replace_if_not_covering, verify_index, Report};
+use crate::index::{build_index, find_index, load_index, replace_if_not_covering, verify_index};
+use crate::report::Report;
 use crate::cram::{CramOptions, CramQuery, QueryPool};
 use crate::index::{Index, IndexFormat};
-use crate::input::{self, Format};
+use crate::format::{self, Format};
+use crate::input;
 use crate::Error;
 use fasthts_io::compression::Compression;
 use std::path::{Path, PathBuf};
@@ -109,7 +111,7 @@ enum Data {
 /// format but BGZF BAM, bgzipped SAM and CRAM files.
 pub fn not_indexable(format: Format, path: &Path) -> Error {
     match format {
-        Format::Sam | Format::CompressedSam(_) => crate::command::sam_not_indexable(path),
+        Format::Sam | Format::CompressedSam(_) => crate::index::sam_not_indexable(path),
         _ => Error::Message(
             "random alignment retrieval only works for indexed SAM.gz, BAM or CRAM files (regions are read from a file through its index)".into(),
         )
@@ -119,7 +121,7 @@ pub fn not_indexable(format: Format, path: &Path) -> Error {
 
 /// The error of a region query on a file without an index.
 pub fn no_index(path: &Path) -> Error {
-    crate::command::no_index_for_regions(path)
+    crate::index::no_index_for_regions(path)
 }
 
 impl IndexedFile {
@@ -145,7 +147,7 @@ impl IndexedFile {
             Format::Bam(Compression::Bgzf) => Self::from_bam(BamFile::open(path)?, options, report),
             Format::CompressedSam(Compression::Bgzf) => Self::from_sam_gz(SamGzFile::open(path)?, options, report),
             other => {
-                input::check_supported(other, path)?;
+                format::check_supported(other, path)?;
                 Err(not_indexable(other, path))
             }
         }
@@ -158,7 +160,7 @@ impl IndexedFile {
     }
 
     /// A mapped BAM with an index its caller has found and checked
-    /// (a whole-file job's [`crate::command::covering_index`]).
+    /// (a whole-file job's `covering_index`).
     pub fn with_index(bam: BamFile, index: Index) -> IndexedFile {
         IndexedFile { data: Data::Bam { bam, index } }
     }
@@ -169,7 +171,7 @@ impl IndexedFile {
     pub fn from_sam_gz(sam: SamGzFile, options: &IndexedOptions, report: &dyn Report) -> Result<IndexedFile, Error> {
         let build = |format: Option<IndexFormat>| {
             let format = format.unwrap_or(IndexFormat::Csi { min_shift: 14, depth: 5 });
-            crate::indexer::build_sam(Indexed::bytes(&sam), Indexed::path(&sam), format)
+            crate::index::build_sam(Indexed::bytes(&sam), Indexed::path(&sam), format)
         };
         let index = index_for(&sam, options, report, build)?;
         Ok(IndexedFile { data: Data::SamGz { sam, index } })
@@ -439,7 +441,7 @@ impl Records<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::tests::{data, scratch};
+    use crate::test_support::{data, scratch};
     use std::sync::Arc;
 
     /// small.bam as BAM, bgzipped SAM and CRAM (bases stored, no
@@ -475,8 +477,8 @@ mod tests {
         }
         bgzf.extend_from_slice(&crate::bgzf::EOF_MARKER);
         std::fs::write(&sam_gz, &bgzf).unwrap();
-        let index = crate::indexer::build_sam(&bgzf, &sam_gz, IndexFormat::Csi { min_shift: 14, depth: 5 }).unwrap();
-        crate::indexer::write_index(&index, &dir.join("x.sam.gz.csi")).unwrap();
+        let index = crate::index::build_sam(&bgzf, &sam_gz, IndexFormat::Csi { min_shift: 14, depth: 5 }).unwrap();
+        crate::index::write_index(&index, &dir.join("x.sam.gz.csi")).unwrap();
         vec![bam_path, sam_gz, cram]
     }
 

@@ -280,7 +280,7 @@ mod tests {
         let bytes = crate::bgzf::compress_all(text.as_bytes(), 1);
         let path = dir.join("x.sam.gz");
         std::fs::write(&path, &bytes).unwrap();
-        let index = crate::indexer::build_sam(&bytes, &path, IndexFormat::Csi { min_shift: 14, depth: 5 }).unwrap();
+        let index = crate::index::build_sam(&bytes, &path, IndexFormat::Csi { min_shift: 14, depth: 5 }).unwrap();
         (path, index, expected)
     }
 
@@ -354,10 +354,10 @@ mod tests {
             let whole_path = dir.join("whole.sam.gz");
             std::fs::write(&whole_path, &whole).unwrap();
             let sam = SamGzFile::open(&whole_path).unwrap();
-            let whole_index = crate::indexer::build_sam(&whole, &whole_path, format).unwrap();
-            crate::region::check_placed_coverage(&sam, &whole_index).unwrap();
-            let prefix_index = crate::indexer::build_sam(&prefix, &whole_path, format).unwrap();
-            let checked = crate::region::check_placed_coverage(&sam, &prefix_index);
+            let whole_index = crate::index::build_sam(&whole, &whole_path, format).unwrap();
+            crate::index::check_placed_coverage(&sam, &whole_index).unwrap();
+            let prefix_index = crate::index::build_sam(&prefix, &whole_path, format).unwrap();
+            let checked = crate::index::check_placed_coverage(&sam, &prefix_index);
             match (covers, checked) {
                 (true, Ok(())) => {}
                 (false, Err(Error::IndexMismatch(why))) => {

@@ -266,7 +266,7 @@ fn cigar_lens(cigar: &[u8]) -> (i64, i64) {
 /// htslib's `hts_reg2bin(beg, end, 14, 5)`, truncated to the 16-bit field.
 #[inline]
 fn reg2bin(beg: i64, end: i64) -> u16 {
-    crate::index::binning::reg2bin(beg, end, 14, 5) as u16
+    crate::bam::binning::reg2bin(beg, end, 14, 5) as u16
 }
 
 /// `HTS_POS_MAX`.

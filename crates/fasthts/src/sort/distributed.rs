@@ -330,7 +330,7 @@ pub fn plan(
     output: &Path,
     pieces: usize,
     reference: Option<&Path>,
-    report: &dyn crate::command::Report,
+    report: &dyn crate::report::Report,
 ) -> Result<Vec<(usize, Split)>, Error> {
     if inputs.is_empty() {
         return Err(Error::InvalidArgument("no input to sort".into()));
@@ -352,7 +352,7 @@ pub fn plan(
     for (i, path) in inputs.iter().enumerate() {
         let input = SortInput::open(path, reference)?;
         if input.missing_eof_marker() {
-            report.warning(crate::command::Warning::MissingEofMarker { path: path.clone() });
+            report.warning(crate::report::Warning::MissingEofMarker { path: path.clone() });
         }
         match &first {
             None => first = Some(input.header().clone()),
@@ -390,7 +390,7 @@ pub fn next_block_start(file: &[u8], from: u64) -> Option<u64> {
         true
     };
     let last = len.min(from.saturating_add(BLOCK_SEARCH + 1));
-    (from..last).find(|&p| file[p as usize..].starts_with(&[0x1f, 0x8b, 8, 4]) && is_chain(p))
+    (from..last).find(|&p| fasthts_io::compression::is_bgzf(&file[p as usize..]) && is_chain(p))
 }
 
 /// Cuts `bam` into about `pieces` splits of similar compressed size, at
@@ -590,7 +590,7 @@ pub fn shuffle_split(
 /// [`IndexSegment`]), and where the next split's first record starts
 /// (`None` at the end of the file, with where reading stopped).
 pub fn index_split(bam: &BamFile, split: Split, entry: VirtualOffset, format: IndexFormat) -> Result<(IndexSegment, Exit), Error> {
-    let format = crate::indexer::format_for(bam.header(), format);
+    let format = crate::index::format_for(bam.header(), format);
     let entry = at_block_start(bam, entry);
     let mut segment = IndexSegment::new(format, bam.header().references.len(), entry);
     let mut records = bam.records_from(entry)?;
@@ -623,7 +623,7 @@ pub enum Exit {
 /// The index of `bam` from the segments of its splits, in file order, the
 /// last ending the file at `end`: byte for byte what one pass builds.
 pub fn join_index(bam: &BamFile, format: IndexFormat, segments: Vec<IndexSegment>, end: VirtualOffset) -> Result<Index, Error> {
-    let format = crate::indexer::format_for(bam.header(), format);
+    let format = crate::index::format_for(bam.header(), format);
     let wrap = |e: crate::index::IndexError| Error::from(e).with_path(bam.path());
     let mut builder = IndexBuilder::new(format, bam.header().references.len(), bam.first_record_offset());
     for segment in segments {
@@ -736,7 +736,7 @@ mod tests {
             index: None,
             max_fan_in: None,
             progress: None,
-            format: crate::sort::OutputFormat::Bam,
+            format: crate::record_output::OutputFormat::Bam,
             engine: SortEngine::Native,
             cram: None,
         };
@@ -808,7 +808,7 @@ mod tests {
         for name in ["small.bam", "long_ref.bam", "huge_record.bam", "long_cigar.bam", "unmapped_only.bam", "refs_without_reads.bam"] {
             let bam = BamFile::open(data.join(name)).unwrap();
             for format in [IndexFormat::Bai, IndexFormat::Csi { min_shift: 14, depth: 0 }, IndexFormat::Csi { min_shift: 9, depth: 0 }] {
-                let Ok(whole) = crate::indexer::build(&bam, format) else { continue };
+                let Ok(whole) = crate::index::build(&bam, format) else { continue };
                 let want = whole.to_raw_bytes();
                 for pieces in [1, 2, 3, 7, 40] {
                     let mut segments = Vec::new();

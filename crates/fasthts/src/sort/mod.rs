@@ -12,14 +12,12 @@
 //! still read (rocksort's compaction), so the final merge stays within it.
 
 pub mod distributed;
-mod format;
 mod header;
 mod key;
 #[cfg(feature = "rocksdb")]
 mod rocksdb;
 mod run;
 
-pub use format::{cram_output_options, parse_output_options, OutputFormat};
 pub use header::{add_missing_sq_lines, add_pg_line, check_editable, set_sort_order};
 pub use key::{
     coordinate_key, minimiser, prepare_for_minimiser, record_coordinate_key, restore_minimiser_fields, strnum_cmp, Comparator, SortOrder,
@@ -27,12 +25,10 @@ pub use key::{
 pub use run::{max_fan_in, RunDir, RunReader, RunWriter};
 
 use crate::bam::{BamFile, Header, RecordRef};
-use crate::bgzf::BgzfWriter;
-use crate::index::{Index, IndexBuilder, IndexFormat};
-use crate::indexer;
+use crate::index::{Index, IndexFormat};
+use crate::record_output::{record_at, CramOutput, OutputFormat, RecordOutput, PROGRESS_EVERY};
 use crate::Error;
 use rayon::prelude::*;
-use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -67,25 +63,6 @@ pub struct SortOptions {
     pub cram: Option<CramOutput>,
 }
 
-/// A CRAM output's particulars (with [`OutputFormat::Cram`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CramOutput {
-    /// The name the user gave the output, `-` for standard output: htslib
-    /// writes it into the file definition (so samtools' bytes need it).
-    pub name: PathBuf,
-    /// The reference and htslib's format options.
-    pub options: crate::cram::CramWriteOptions,
-    /// Where htslib saves the `.crai` it builds while writing (`--write-index`).
-    pub index: Option<PathBuf>,
-}
-
-impl Default for CramOutput {
-    /// Standard output, the reference as htslib finds it, no index.
-    fn default() -> Self {
-        CramOutput { name: PathBuf::from("-"), options: Default::default(), index: None }
-    }
-}
-
 /// How records are sorted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SortEngine {
@@ -112,9 +89,6 @@ pub struct SortProgress {
     /// Set when all input has been read.
     pub input_done: AtomicBool,
 }
-
-/// Records between progress counter updates.
-const PROGRESS_EVERY: u64 = 1 << 12;
 
 /// What a sort did.
 #[derive(Debug, Default)]
@@ -251,12 +225,6 @@ fn prefetch(data: &[u8], offset: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (data, offset);
-}
-
-/// The record (with its `block_size` prefix) stored at `offset` of an arena.
-fn record_at(data: &[u8], offset: usize) -> &[u8] {
-    let n = u32::from_le_bytes(data[offset..offset + 4].try_into().expect("4 bytes")) as usize;
-    &data[offset..offset + 4 + n]
 }
 
 /// Sorts `bam` into `out` (a BAM stream) as `samtools sort` does, and
@@ -599,128 +567,15 @@ fn write_output<W: Write>(
     } else {
         RecordOutput::open(&header, opts.format, opts.level, index, true, out)?
     };
-    output.sink.restore_minimiser = matches!(order, SortOrder::Minimiser { .. });
+    if matches!(order, SortOrder::Minimiser { .. }) {
+        output.edit_records(restore_minimiser_fields);
+    }
     if wide {
         output.keep_wide_positions();
     }
-    output.sink.progress = progress;
+    output.count_written(progress.map(|p| &p.records_written));
     produce(&mut |r| output.write_record(r))?;
     output.finish()
-}
-
-/// Records written out as BAM, SAM, BGZF-compressed SAM or CRAM under a header
-/// already edited as the command edits it, with the index built as the
-/// BAM is written when asked (sort's output; `view`'s outputs).
-pub(crate) struct RecordOutput<'p, W: Write> {
-    out: Out<W>,
-    sink: Sink<'p>,
-}
-
-impl<'p, W: Write> RecordOutput<'p, W> {
-    /// Writes the header (for SAM only with `sam_header`; BAM always has
-    /// one) and readies the records' writer; `index`: build an index of a
-    /// BAM output (ignored for SAM). A CRAM output is opened with
-    /// [`RecordOutput::open_cram`].
-    pub(crate) fn open(
-        header: &Header,
-        format: OutputFormat,
-        level: u32,
-        index: Option<IndexFormat>,
-        sam_header: bool,
-        out: W,
-    ) -> Result<RecordOutput<'p, W>, Error> {
-        let mut w = match format {
-            OutputFormat::Bam => {
-                let mut w = BgzfWriter::new(out, level);
-                w.write_all(&header.to_bytes())?;
-                w.end_block()?;
-                Out::Bgzf(w)
-            }
-            OutputFormat::Cram => return Err(Error::Message("internal error: a CRAM output is opened with open_cram".into())),
-            OutputFormat::Sam | OutputFormat::SamGz => {
-                let mut text = Vec::new();
-                if sam_header {
-                    crate::sam::format_header(header, &mut text)?;
-                }
-                let mut w = if format == OutputFormat::Sam { Out::Plain(out) } else { Out::Bgzf(BgzfWriter::new(out, level)) };
-                w.write_all(&text)?;
-                w
-            }
-        };
-        let mut sink = Sink {
-            index: None,
-            text: (format != OutputFormat::Bam).then(|| SamText::new(header)),
-            restore_minimiser: false,
-            scratch: Vec::new(),
-            long_cigar: Vec::new(),
-            progress: None,
-            written: 0,
-        };
-        if let (Some(index), OutputFormat::Bam, Out::Bgzf(w)) = (index, format, &mut w) {
-            w.track_virtual_offsets();
-            let start = w.virtual_offset_of(w.uncompressed_position()).expect("header blocks are written");
-            let builder = IndexBuilder::new(indexer::format_for(header, index), header.references.len(), start);
-            sink.index = Some((builder, VecDeque::new()));
-        }
-        Ok(RecordOutput { out: w, sink })
-    }
-
-    /// Writes the header of a CRAM output and readies the records' writer
-    /// (htslib's, on the pool's thread count; see [`crate::cram::CramWriter`]).
-    pub(crate) fn open_cram(header: &Header, cram: &CramOutput, out: W) -> Result<RecordOutput<'p, W>, Error> {
-        let threads = rayon::current_num_threads();
-        let writer = crate::cram::CramWriter::create(&cram.name, header, &cram.options, threads, cram.index.as_deref(), out)?;
-        let sink = Sink {
-            index: None,
-            text: None,
-            restore_minimiser: false,
-            scratch: Vec::new(),
-            long_cigar: Vec::new(),
-            progress: None,
-            written: 0,
-        };
-        Ok(RecordOutput { out: Out::Cram(writer), sink })
-    }
-
-    /// Records may end with 64-bit positions ([`crate::sam::Positions::Wide`]):
-    /// a SAM output prints them (a BAM or CRAM output has no room for them).
-    pub(crate) fn keep_wide_positions(&mut self) {
-        if let Some(text) = &mut self.sink.text {
-            text.wide = true;
-        }
-    }
-
-    /// Writes one record (`block_size` and data).
-    pub(crate) fn write_record(&mut self, record: &[u8]) -> Result<(), Error> {
-        self.sink.write(&mut self.out, record)
-    }
-
-    /// Writes SAM lines formatted elsewhere, after the records given before.
-    pub(crate) fn write_text(&mut self, text: &[u8]) -> Result<(), Error> {
-        if let Some(batch) = &mut self.sink.text {
-            batch.flush(&mut self.out)?;
-        }
-        Ok(self.out.write_all(text)?)
-    }
-
-    /// Writes the SAM text of the records whose formatting was handed to
-    /// the pool (all but the last few given), or returns the error of the
-    /// first that failed. A caller whose input fails calls this first: the
-    /// formatting of records read before the failure, done in the
-    /// background, would have failed first when done as they were read.
-    pub(crate) fn write_formatted(&mut self) -> Result<(), Error> {
-        match &mut self.sink.text {
-            Some(text) => text.write_submitted(&mut self.out),
-            None => Ok(()),
-        }
-    }
-
-    /// Writes what is batched, ends the output and returns the index, if
-    /// asked for, and the writer, flushed.
-    pub(crate) fn finish(mut self) -> Result<(Option<Index>, W), Error> {
-        let index = self.sink.finish(&mut self.out)?;
-        Ok((index, self.out.finish()?))
-    }
 }
 
 /// Frees `value` on a thread of its own: giving back a sort's arena (a
@@ -806,340 +661,6 @@ fn merge(
         }
     }
     Ok(())
-}
-
-/// A record written whose end offset is not known yet (its block is still
-/// being compressed).
-struct Pending {
-    ref_id: i32,
-    beg: i64,
-    end: i64,
-    mapped: bool,
-    /// Uncompressed position just past the record.
-    end_pos: u64,
-}
-
-/// The output stream: BGZF blocks (BAM, SAM.gz), plain bytes (SAM) or
-/// htslib's CRAM encoder (records, not bytes).
-enum Out<W: Write> {
-    Bgzf(BgzfWriter<W>),
-    Plain(W),
-    Cram(crate::cram::CramWriter<W>),
-}
-
-impl<W: Write> Out<W> {
-    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        match self {
-            Out::Bgzf(w) => w.write_all(bytes),
-            Out::Plain(w) => w.write_all(bytes),
-            Out::Cram(_) => Err(std::io::Error::other("internal error: bytes written to a CRAM output")),
-        }
-    }
-
-    fn finish(self) -> Result<W, Error> {
-        match self {
-            Out::Bgzf(w) => Ok(w.finish()?),
-            Out::Plain(mut w) => Ok(w.flush().map(|()| w)?),
-            Out::Cram(w) => w.finish(),
-        }
-    }
-}
-
-/// SAM output: records are gathered into batches, each formatted by a job
-/// on the pool while the caller reads on, and written in order.
-///
-/// Formatting in the caller's thread (even with a batch shared out over
-/// the threads) left reading, routing and writing records on one core and
-/// the pool idle meanwhile: `view -@2` of a BAM to SAM ran on one core,
-/// as fast as at `-@1`. Now the caller only copies records into a batch
-/// and hands full ones to the pool; jobs format them (the caller helping
-/// when it waits), and the oldest is written as soon as it is done, so
-/// that reading, inflating and formatting overlap. At most a few batches
-/// are in flight; their buffers are reused.
-struct SamText {
-    references: std::sync::Arc<[crate::bam::Reference]>,
-    /// The batch being gathered: records, each with its `block_size`.
-    staged: Vec<u8>,
-    count: usize,
-    /// Batches handed to the pool, oldest first; each answers on its channel.
-    in_flight: VecDeque<std::sync::mpsc::Receiver<TextBatch>>,
-    /// Most batches in flight before the caller waits for the oldest.
-    max_in_flight: usize,
-    /// Written batches, for reuse.
-    spare: Vec<TextBatch>,
-    /// The records may end with 64-bit positions ([`crate::sam::Positions::Wide`]).
-    wide: bool,
-    /// A staged record does (the batch is then written one by one, here).
-    staged_wide: bool,
-    line: Vec<u8>,
-    /// A line of 64-bit positions, put together.
-    edited: Vec<u8>,
-}
-
-/// A batch of records and, once a job has formatted them, their text (or
-/// the first failing record's error: then no text).
-#[derive(Default)]
-struct TextBatch {
-    records: Vec<u8>,
-    text: Vec<u8>,
-    result: Option<Error>,
-}
-
-impl TextBatch {
-    /// The same bytes as [`crate::sam::format_record`] on each record in turn.
-    fn format(&mut self, references: &[crate::bam::Reference]) {
-        self.text.clear();
-        self.result = None;
-        let mut at = 0;
-        while at < self.records.len() {
-            let record = record_at(&self.records, at);
-            at += record.len();
-            if let Err(e) = crate::sam::format_record(&RecordRef::new_prevalidated(&record[4..]), references, &mut self.text) {
-                self.text.clear();
-                self.result = Some(e);
-                return;
-            }
-        }
-    }
-}
-
-impl SamText {
-    /// Records per batch at most.
-    const BATCH: usize = 1 << 14;
-    /// Record bytes per batch at most: small batches keep the threads
-    /// evenly busy and the memory in flight small (a few MiB).
-    const BATCH_BYTES: usize = 1 << 20;
-
-    fn new(header: &Header) -> SamText {
-        SamText {
-            references: header.references.clone().into(),
-            staged: Vec::new(),
-            count: 0,
-            in_flight: VecDeque::new(),
-            // Two per thread: one formatting, one done or queued behind it.
-            max_in_flight: 2 * rayon::current_num_threads() + 2,
-            spare: Vec::new(),
-            wide: false,
-            staged_wide: false,
-            line: Vec::new(),
-            edited: Vec::new(),
-        }
-    }
-
-    fn push<W: Write>(&mut self, record: &[u8], out: &mut Out<W>) -> Result<(), Error> {
-        self.staged.extend_from_slice(record);
-        self.staged_wide |= self.wide && crate::sam::wide_positions_len(&record[4..]) > 0;
-        self.count += 1;
-        if self.count == Self::BATCH || self.staged.len() >= Self::BATCH_BYTES {
-            if self.staged_wide {
-                return self.flush(out);
-            }
-            self.submit();
-            while self.in_flight.len() >= self.max_in_flight {
-                self.write_oldest(out)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Hands the staged records (if any) to the pool as one batch.
-    fn submit(&mut self) {
-        if self.count == 0 {
-            return;
-        }
-        let mut batch = self.spare.pop().unwrap_or_default();
-        std::mem::swap(&mut batch.records, &mut self.staged);
-        self.staged.clear();
-        self.count = 0;
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let references = self.references.clone();
-        rayon::spawn(move || {
-            batch.format(&references);
-            let _ = tx.send(batch);
-        });
-        self.in_flight.push_back(rx);
-    }
-
-    /// Waits for the oldest batch in flight (running pool work meanwhile:
-    /// on a pool thread, its job may be queued behind this very caller)
-    /// and writes its text, or returns its error.
-    fn write_oldest<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
-        let rx = self.in_flight.pop_front().expect("a batch is in flight");
-        let mut batch = fasthts_io::pool::recv_helping(&rx);
-        let result = match batch.result.take() {
-            Some(e) => Err(e),
-            None => out.write_all(&batch.text).map_err(Error::from),
-        };
-        self.spare.push(batch);
-        result
-    }
-
-    /// Writes the batches handed to the pool so far (not the one being
-    /// gathered), or returns the first one's formatting error.
-    fn write_submitted<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
-        while !self.in_flight.is_empty() {
-            self.write_oldest(out)?;
-        }
-        Ok(())
-    }
-
-    /// Writes every record given so far, in order.
-    fn flush<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
-        if !self.staged_wide {
-            self.submit();
-        }
-        while !self.in_flight.is_empty() {
-            self.write_oldest(out)?;
-        }
-        if self.staged_wide {
-            return self.flush_wide(out);
-        }
-        Ok(())
-    }
-}
-
-impl SamText {
-    /// Writes a batch that holds records of 64-bit positions one by one:
-    /// those formatted without their positions field, then POS, PNEXT and
-    /// TLEN (columns 4, 8 and 9) put in from it as samtools prints them.
-    fn flush_wide<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
-        let mut at = 0;
-        while at < self.staged.len() {
-            let record = record_at(&self.staged, at);
-            at += record.len();
-            let data = &record[4..];
-            let wide_len = crate::sam::wide_positions_len(data);
-            let core = RecordRef::new_prevalidated(&data[..data.len() - wide_len]);
-            self.line.clear();
-            crate::sam::format_record(&core, &self.references, &mut self.line)?;
-            if wide_len == 0 {
-                out.write_all(&self.line)?;
-                continue;
-            }
-            let (pos, mpos, tlen) = crate::sam::wide_positions(data);
-            self.edited.clear();
-            let mut column = 0;
-            let mut start = 0;
-            for (i, &b) in self.line.iter().enumerate() {
-                if b != b'\t' && b != b'\n' {
-                    continue;
-                }
-                let value = match column {
-                    3 => Some(pos + 1),
-                    7 => Some(mpos + 1),
-                    8 => Some(tlen),
-                    _ => None,
-                };
-                match value {
-                    Some(v) => write!(self.edited, "{v}")?,
-                    None => self.edited.extend_from_slice(&self.line[start..i]),
-                }
-                self.edited.push(b);
-                column += 1;
-                start = i + 1;
-                if b == b'\n' {
-                    break;
-                }
-            }
-            out.write_all(&self.edited)?;
-        }
-        self.staged.clear();
-        self.count = 0;
-        self.staged_wide = false;
-        Ok(())
-    }
-}
-
-/// Where sorted records go: the output (BAM records, or SAM lines), and
-/// the index builder when `--write-index` asked for one (BAM only).
-struct Sink<'p> {
-    index: Option<(IndexBuilder, VecDeque<Pending>)>,
-    text: Option<SamText>,
-    progress: Option<&'p SortProgress>,
-    written: u64,
-    /// Minimiser order: unplaced records get back the fields that carried
-    /// their hash.
-    restore_minimiser: bool,
-    scratch: Vec<u8>,
-    /// A record whose CIGAR is held in its CG tag, as htslib writes it.
-    long_cigar: Vec<u8>,
-}
-
-impl Sink<'_> {
-    fn write<W: Write>(&mut self, out: &mut Out<W>, record: &[u8]) -> Result<(), Error> {
-        let record = if self.restore_minimiser {
-            self.scratch.clear();
-            self.scratch.extend_from_slice(record);
-            restore_minimiser_fields(&mut self.scratch[4..]);
-            &self.scratch[..]
-        } else {
-            record
-        };
-        match (&mut self.text, &mut *out) {
-            (_, Out::Cram(w)) => w.write_record(&record[4..])?,
-            (Some(text), _) => text.push(record, out)?,
-            (None, _) => {
-                // A CIGAR held in the CG tag goes out as htslib writes it.
-                self.long_cigar.clear();
-                let r = RecordRef::new_prevalidated(&record[4..]);
-                match crate::bam::record::append_as_htslib_writes(&r, &mut self.long_cigar) {
-                    Ok(true) => out.write_all(&self.long_cigar)?,
-                    Ok(false) => out.write_all(record)?,
-                    Err(e) => return Err(Error::Message(e.to_string())),
-                }
-            }
-        }
-        self.written += 1;
-        if self.written % PROGRESS_EVERY == 0 {
-            if let Some(p) = self.progress {
-                p.records_written.store(self.written, Relaxed);
-            }
-        }
-        if let (Some((builder, pending)), Out::Bgzf(w)) = (&mut self.index, out) {
-            let r = RecordRef::new_prevalidated(&record[4..]);
-            pending.push_back(Pending {
-                ref_id: r.ref_id(),
-                beg: i64::from(r.pos()),
-                end: r.end_pos(),
-                mapped: r.flag() & crate::bam::flags::UNMAPPED == 0,
-                end_pos: w.uncompressed_position(),
-            });
-            Self::drain(builder, pending, w)?;
-        }
-        Ok(())
-    }
-
-    /// Indexes the pending records whose blocks have been written.
-    fn drain<W: Write>(builder: &mut IndexBuilder, pending: &mut VecDeque<Pending>, w: &mut BgzfWriter<W>) -> Result<(), Error> {
-        let mut last = None;
-        while let Some(p) = pending.front() {
-            let Some(end) = w.virtual_offset_of(p.end_pos) else { break };
-            builder.push(p.ref_id, p.beg, p.end, end, p.mapped)?;
-            last = Some(p.end_pos);
-            pending.pop_front();
-        }
-        if let Some(pos) = last {
-            w.forget_before(pos);
-        }
-        Ok(())
-    }
-
-    /// Writes what is still batched, flushes the writer's last block and
-    /// completes the index.
-    fn finish<W: Write>(mut self, out: &mut Out<W>) -> Result<Option<Index>, Error> {
-        if let Some(p) = self.progress {
-            p.records_written.store(self.written, Relaxed);
-        }
-        if let Some(text) = &mut self.text {
-            text.flush(out)?;
-        }
-        let (Some((mut builder, mut pending)), Out::Bgzf(w)) = (self.index, out) else { return Ok(None) };
-        w.end_block()?;
-        Self::drain(&mut builder, &mut pending, w)?;
-        debug_assert!(pending.is_empty());
-        let end = w.virtual_offset_of(w.uncompressed_position()).expect("all blocks are written");
-        Ok(Some(builder.finish(end)?))
-    }
 }
 
 /// A binary min-heap of source indices ordered by a caller-given

@@ -10,7 +10,7 @@
 //! pair's reads (same name) are kept or dropped together, and a seed picks
 //! the same reads as samtools with that seed.
 //!
-//! Which records a region gives (see [`crate::command::view_to`]): as a
+//! Which records a region gives (see [`crate::command::view_file`]): as a
 //! samtools region query, every record whose alignment overlaps the region
 //! (`pos < end` and its end from the CIGAR, `bam_endpos`, `> start`; an
 //! unmapped read placed with its mate spans one base), not the "starts in
@@ -27,8 +27,8 @@ pub use backward::remove_backward;
 pub use expr::Expr;
 
 use crate::bam::{RecordRef, Reference};
-use crate::depth::BedFilter;
-use crate::sort::OutputFormat;
+use crate::region::BedFilter;
+use crate::record_output::OutputFormat;
 use crate::Error;
 use std::collections::HashSet;
 use std::io::Read;
@@ -568,7 +568,7 @@ pub fn merge_intervals(mut list: Vec<(i32, i64, i64)>) -> Vec<(i32, Vec<(i64, i6
 /// `.bam`, `.sam`, `.sam.gz`, `.cram` (any case), `None` for another
 /// extension.
 fn format_from_extension(path: &Path) -> Result<Option<OutputFormat>, Error> {
-    let (data, _, _) = crate::indexer::split_index_name(path);
+    let (data, _, _) = crate::index::split_index_name(path);
     let name = data.to_string_lossy().rsplit('/').next().unwrap_or_default().to_ascii_lowercase();
     let stem = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".bgz"));
     let extension = match stem {
@@ -593,7 +593,7 @@ fn format_from_extension(path: &Path) -> Result<Option<OutputFormat>, Error> {
 ///
 /// ```
 /// use fasthts::view::output_format;
-/// use fasthts::sort::OutputFormat;
+/// use fasthts::record_output::OutputFormat;
 /// use std::path::Path;
 /// assert_eq!(output_format(None, false, false, None)?, (OutputFormat::Sam, false));
 /// assert_eq!(output_format(Some(Path::new("x.bam")), false, false, None)?, (OutputFormat::Bam, true));

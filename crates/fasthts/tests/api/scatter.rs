@@ -40,7 +40,7 @@ fn every_record_once_whatever_the_plan_and_threads() {
         }
         let formats = [IndexFormat::Bai, IndexFormat::Csi { min_shift: 14, depth: 0 }, IndexFormat::Csi { min_shift: 12, depth: 0 }];
         for format in formats {
-            let Ok(index) = fasthts::indexer::build(&bam, format) else { continue };
+            let Ok(index) = fasthts::index::build(&bam, format) else { continue };
             for plan in [Plan::Windows(20_000), Plan::Windows(1_000_000), Plan::Windows(u64::MAX), Plan::BalancedBytes(1), Plan::BalancedBytes(20_000)] {
                 for threads in [1, 3] {
                     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -73,7 +73,7 @@ fn every_record_once_whatever_the_plan_and_threads() {
 fn an_index_of_another_file_is_detected_not_trusted() {
     let small = BamFile::open(data("small.bam")).unwrap();
     let other = BamFile::open(data("refs_without_reads.bam")).unwrap();
-    let wrong = fasthts::indexer::build(&other, IndexFormat::Bai).unwrap();
+    let wrong = fasthts::index::build(&other, IndexFormat::Bai).unwrap();
     let truth = flagstat::count_sequential(&small).unwrap();
     match flagstat::count_indexed(&small, &wrong, 10_000) {
         Ok(stats) => assert_eq!(stats, truth, "a wrong index gave a wrong answer"),
@@ -89,7 +89,7 @@ fn a_region_reads_no_further_than_what_follows_it_needs() {
     // report it.
     let path = data("small.bam");
     let good = BamFile::open(&path).unwrap();
-    let index = fasthts::indexer::build(&good, IndexFormat::Bai).unwrap();
+    let index = fasthts::index::build(&good, IndexFormat::Bai).unwrap();
     let chr2 = region::region_start(&good, &index, Region::whole(1)).unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
     let after = fasthts::bgzf::Block::parse(&bytes, chr2.compressed()).unwrap().next_offset();

@@ -1,4 +1,4 @@
-//! What sort writes, and how samtools' names for it are read: `-O
+//! What sort and view write, and how samtools' names for it are read: `-O
 //! FORMAT[,OPT[=VAL]]...` and the output file's extension.
 
 use crate::Error;
@@ -23,10 +23,10 @@ impl OutputFormat {
     /// The format an output file's name asks for, as htslib's
     /// `sam_open_mode` reads it: `.bam`, `.sam`, `.sam.gz` (or `.sam.bgz`,
     /// `.sam.bgzf`), `.cram`, in any case; BAM for any other name (`-`
-    /// included). Only the part before `##idx##` counts (see [`crate::indexer::split_index_name`]).
+    /// included). Only the part before `##idx##` counts (see [`crate::index::split_index_name`]).
     ///
     /// ```
-    /// use fasthts::sort::OutputFormat;
+    /// use fasthts::record_output::OutputFormat;
     /// use std::path::Path;
     /// assert_eq!(OutputFormat::from_path(Path::new("out.SAM.bgzf"))?, OutputFormat::SamGz);
     /// assert_eq!(OutputFormat::from_path(Path::new("out.bgzf"))?, OutputFormat::Bam);
@@ -34,7 +34,7 @@ impl OutputFormat {
     /// # Ok::<(), fasthts::Error>(())
     /// ```
     pub fn from_path(path: &Path) -> Result<OutputFormat, Error> {
-        let (data, _, _) = crate::indexer::split_index_name(path);
+        let (data, _, _) = crate::index::split_index_name(path);
         let data = data.to_string_lossy();
         let name = data.rsplit('/').next().unwrap_or(&data).to_ascii_lowercase();
         let (stem, compressed) = match [".gz", ".bgz", ".bgzf"].iter().find_map(|suffix| name.strip_suffix(suffix)) {
