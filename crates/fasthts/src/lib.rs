@@ -77,6 +77,7 @@ pub mod region;
 pub mod sam;
 pub mod sort;
 pub mod view;
+pub mod whole_file;
 
 pub use error::Error;
 /// BGZF, from the I/O crate the library stands on.

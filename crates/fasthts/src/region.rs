@@ -44,6 +44,7 @@ use std::path::Path;
 
 pub mod indexed;
 pub mod notation;
+pub mod pieces;
 pub mod sam;
 
 pub use notation::RegionSyntax;
