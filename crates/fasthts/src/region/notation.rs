@@ -9,8 +9,9 @@
 //! the last `:`, junk after an end is ignored with a warning, `chr1:100-`
 //! (an end of 0) does not parse and is then looked up, whole, as a
 //! reference name (so skipped, with a warning), and positions are C `int`s
-//! (an open end is 2^31−1). [`Region::parse`] is fasthts' own reading for
-//! callers that are not samtools (Python's `fetch(region=)`).
+//! (an open end is 2^31−1). The Python package reads its region strings as
+//! view does ([`Region::parse_query`]); [`Region::parse`] is a stricter
+//! reading that names what is wrong, for other callers.
 
 use super::Region;
 
