@@ -369,6 +369,14 @@ impl IndexedFile {
     }
 }
 
+/// Whether record `r` ends past position `from`: its end (from the CIGAR)
+/// is worked out only for a record starting before `from` (one starting
+/// at or after it ends after it, as every end lies past its start).
+#[inline]
+fn ends_past(r: &RecordRef<'_>, from: i64) -> bool {
+    i64::from(r.pos()) >= from || r.end_pos() > from
+}
+
 /// The scope of a query for the records of `tid` that overlap a region
 /// ending at `end`: those that start before `end` (read from the offset of
 /// the region's start, which lies before every read overlapping it).
@@ -463,7 +471,7 @@ impl Records<'_> {
     }
 
     fn keeps(&self, r: &RecordRef<'_>) -> bool {
-        let ends_after = self.ending_past.is_none_or(|from| r.end_pos() > from);
+        let ends_after = self.ending_past.is_none_or(|from| ends_past(r, from));
         let starts_in = self.starting_in.is_none_or(|region| {
             let pos = i64::from(r.pos());
             region.ref_id < 0 || (pos >= region.start && pos < region.end)
