@@ -12,7 +12,7 @@
 
 use crate::read_ahead::ReadAhead;
 use crate::regions::Regions;
-use crate::source::{fill, Batch, Source};
+use crate::source::{fill, may_continue, Batch, Source};
 use crate::{run_detached, to_py};
 use fasthts::bam::{flags, AuxValue, CigarOp, Header, RecordRef};
 use fasthts::cram::CramOptions;
@@ -135,7 +135,7 @@ impl AlignmentReader {
     }
 
     fn iter(&self, source: Source) -> SegmentIter {
-        let state = IterState { source, batch: Batch::default(), warnings: Vec::new(), ahead: None };
+        let state = IterState { source: Some(source), batch: Batch::default(), warnings: Vec::new(), ahead: None };
         SegmentIter { state: Mutex::new(state), header: self.header.clone(), threads: self.threads }
     }
 
@@ -263,11 +263,12 @@ impl AlignmentReader {
 }
 
 struct IterState {
-    source: Source,
+    /// What is read (None once it is read ahead, has ended or failed).
+    source: Option<Source>,
     batch: Batch,
     /// SAM record warnings met while reading, issued by the next call.
     warnings: Vec<String>,
-    /// Once a first batch showed that more follow, `source` (then Done)
+    /// Once a first batch showed that more follow, `source` (then None)
     /// is read ahead on the iterator's threads.
     ahead: Option<ReadAhead<Filled>>,
 }
@@ -330,13 +331,17 @@ impl SegmentIter {
             },
             None => {
                 let IterState { source, batch, warnings, .. } = st;
-                let result = py.detach(|| fill(source, batch, warnings));
-                if result.is_ok() && source.may_continue(batch.len()) {
-                    let mut source = std::mem::replace(source, Source::Done);
+                batch.clear();
+                let result = match source.as_mut() {
+                    Some(source) => py.detach(|| fill(source, batch, warnings)),
+                    None => Ok(()),
+                };
+                let source = source.take_if(|_| result.is_ok() && may_continue(batch.len()));
+                if let Some(mut source) = source {
                     st.ahead = Some(ReadAhead::start(self.threads, move |f: &mut Filled| {
                         f.warnings.clear();
                         f.result = fill(&mut source, &mut f.batch, &mut f.warnings);
-                        f.result.is_ok() && source.may_continue(f.batch.len())
+                        f.result.is_ok() && may_continue(f.batch.len())
                     }));
                 }
                 result
@@ -344,13 +349,13 @@ impl SegmentIter {
         };
         crate::warn_texts(py, &std::mem::take(&mut st.warnings))?;
         if let Err(e) = result {
-            st.source = Source::Done;
+            st.source = None;
             st.ahead = None;
             st.batch.clear();
             return Err(to_py(e));
         }
         if st.batch.len() == 0 {
-            st.source = Source::Done;
+            st.source = None;
             st.ahead = None;
             return Ok(false);
         }

@@ -19,15 +19,12 @@ pub(crate) enum Source {
     Indexed(Cursor),
     /// A whole file from its first record.
     Whole(WholeFileCursor),
-    Done,
 }
 
-impl Source {
-    /// Whether records may follow a fill of `batch_len` records (a fill
-    /// reads `BATCH` records unless the source ends).
-    pub(crate) fn may_continue(&self, batch_len: usize) -> bool {
-        !matches!(self, Source::Done) && batch_len >= BATCH
-    }
+/// Whether records may follow a fill of `batch_len` records (a fill reads
+/// `BATCH` records unless its source ends).
+pub(crate) fn may_continue(batch_len: usize) -> bool {
+    batch_len >= BATCH
 }
 
 /// Records copied out of a source, one after another in `arena`.
@@ -92,7 +89,6 @@ fn read(source: &mut Source, f: &mut dyn FnMut(&RecordRef<'_>), warnings: &mut V
             warnings.extend(cursor.take_warnings().iter().map(ToString::to_string));
             read?;
         }
-        Source::Done => {}
     }
     Ok(())
 }
