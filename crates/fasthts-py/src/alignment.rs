@@ -1,32 +1,30 @@
 //! The compiled half of `fasthts.AlignmentFile`: pysam's reading API.
 //!
-//! `_AlignmentReader` opens a BAM (memory-mapped, with its index), a CRAM
-//! or a SAM (a bgzipped one with its index read by region too) and hands
-//! out `SegmentIter`s; `AlignedSegment` is one record with
-//! pysam's attribute names and conventions. Region queries here use
-//! htslib's overlap rule (`fasthts::pileup::RegionRecords`: a record
+//! `_AlignmentReader` opens a BAM, a CRAM or a SAM (a bgzipped one with
+//! its index read by region too) and hands out `SegmentIter`s;
+//! `AlignedSegment` is one record with pysam's attribute names and
+//! conventions. Region queries here use htslib's overlap rule (a record
 //! belongs to every region its alignment overlaps), unlike `BamFile`'s
-//! start-based regions. The Python half (`python/fasthts/_alignment.py`)
+//! start-based regions; they are read through the file's index
+//! (`crate::regions`), the whole file from its first record
+//! (`fasthts::whole_file`). The Python half (`python/fasthts/_alignment.py`)
 //! parses pysam's arguments and builds the header object.
 
-use crate::bam::Shared;
 use crate::read_ahead::ReadAhead;
-use crate::sam_file::SamGzRegions;
+use crate::regions::Regions;
+use crate::source::{fill, may_continue, Batch, Source};
 use crate::{run_detached, to_py};
-use fasthts::bam::{flags, AuxValue, BamStream, CigarOp, Header, RecordRef};
-use fasthts::bgzf::VirtualOffset;
-use fasthts::index::Index;
+use fasthts::bam::{flags, AuxValue, CigarOp, Header, RecordRef};
+use fasthts::cram::CramOptions;
 use fasthts::input::{self, Format, Input};
-use fasthts::pileup::RegionRecords;
-use fasthts::region::sam::SamRegionReader;
-use fasthts::region::{self, Region as LibRegion, RegionReader};
-use fasthts::sam::SamReader;
+use fasthts::region::indexed::{Cursor, IndexedOptions, Rule, WithoutIndex};
+use fasthts::region::Region as LibRegion;
+use fasthts::whole_file::WholeFileCursor;
+use fasthts_io::compression::Compression;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyList, PyTuple};
-use std::collections::VecDeque;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, TryLockError};
 
@@ -34,75 +32,38 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<AlignmentReader>()?;
     m.add_class::<SegmentIter>()?;
     m.add_class::<AlignedSegment>()?;
-    m.add_function(wrap_pyfunction!(parse_region, m)?)?;
     Ok(())
-}
-
-/// A region in samtools notation (`fasthts::region::Region::parse`) as
-/// `(tid, start, stop)`, 0-based half-open, open ends as 0 and the largest
-/// position.
-#[pyfunction]
-#[pyo3(name = "_parse_region")]
-fn parse_region(text: &str, names: Vec<String>) -> PyResult<(i32, i64, i64)> {
-    let r = LibRegion::parse(text, &names).map_err(to_py)?;
-    Ok((r.ref_id, r.start.max(0), r.end))
-}
-
-/// Records read per GIL release.
-const BATCH: usize = 4096;
-/// Encoded SAM bytes read per GIL release.
-const SAM_BATCH_BYTES: usize = 1 << 20;
-
-/// What an `AlignmentFile` reads: a mapped BGZF BAM (random access through
-/// its index), or a stream read from its start (SAM, a pipe).
-enum Opened {
-    Bam(Arc<Shared>),
-    /// The input opened at construction (for its header), taken by the
-    /// first iteration; later iterations open the path again.
-    Sequential {
-        path: PathBuf,
-        first: Mutex<Option<Input>>,
-    },
 }
 
 /// An opened alignment file (the compiled half of `fasthts.AlignmentFile`).
 #[pyclass(frozen, module = "fasthts._fasthts", name = "_AlignmentReader")]
 pub struct AlignmentReader {
-    opened: Opened,
+    path: PathBuf,
     header: Arc<Header>,
+    /// The input opened at construction (for its header), taken by the
+    /// first whole-file iteration; later ones open the path again.
+    first: Mutex<Option<Input>>,
+    /// How a CRAM file is read (its reference).
+    cram_options: CramOptions,
+    /// The file read by region (None: it cannot be; `no_regions` says why).
+    regions: Option<Regions>,
+    /// Why regions cannot be fetched (for a file read only from its start).
+    no_regions: Option<String>,
     /// Whether an index file was loaded at open.
     indexed: bool,
     eof_marker: bool,
+    /// A BGZF BAM in a regular file (read by region, its index built in
+    /// memory if need be).
+    is_bam: bool,
+    is_cram: bool,
     /// Threads inflating ahead of an iterator (`AlignmentFile(threads=)`).
     threads: usize,
-    /// A CRAM file with its index: how to open a handle for region queries.
-    cram: Option<CramRegions>,
-    /// A bgzipped SAM file with its index, for region queries.
-    sam_gz: Option<(Arc<SamGzRegions>, Arc<Index>)>,
-    /// Why regions cannot be fetched (for a file read only from its start).
-    no_regions: Option<String>,
-    /// Whether the file is CRAM, and how it is read again (its reference).
-    is_cram: bool,
-    cram_options: fasthts::cram::CramOptions,
-}
-
-/// What a region query on an indexed CRAM opens (a handle of its own).
-struct CramRegions {
-    path: PathBuf,
-    options: fasthts::cram::CramOptions,
-    index: Option<PathBuf>,
-}
-
-impl CramRegions {
-    fn open(&self) -> Result<fasthts::cram::CramQuery, fasthts::Error> {
-        fasthts::cram::CramQuery::open(&self.path, &self.options, self.index.as_deref())?
-            .ok_or_else(|| fasthts::Error::Message("the CRAM index has gone".into()).with_path(&self.path))
-    }
 }
 
 /// Opens `path` for reading records; with an explicit index, or an index
-/// file beside a BAM, the index is loaded (and checked against the file)
-/// now, so a missing or foreign one fails at open as in pysam.
+/// file beside a BAM, CRAM or bgzipped SAM, the index is loaded (and
+/// checked against the file) now, so a missing or foreign one fails at
+/// open as in pysam.
 fn open(
     path: &Path,
     index: Option<PathBuf>,
@@ -110,88 +71,39 @@ fn open(
     report: &crate::Warnings,
 ) -> Result<AlignmentReader, fasthts::Error> {
     let peeked = input::peek(path)?;
-    let cram_options = fasthts::cram::CramOptions { reference, ..Default::default() };
-    if peeked.format() == Format::Cram && peeked.is_regular_file() {
-        if let Some(ix) = &index {
-            std::fs::metadata(ix).map_err(|e| fasthts::Error::from(e).with_path(ix))?;
-        }
-        let input = peeked.open_with(&cram_options)?;
-        let cram_reference = cram_options.reference.clone();
-        let Input::Cram(c) = &input else { unreachable!("a CRAM file opens as CRAM") };
-        let (header, eof_marker) = (c.header().clone(), !c.missing_eof_container());
-        // The index is loaded (and so checked) at open, as pysam does.
-        let cram = match fasthts::cram::CramQuery::open(path, &cram_options, index.as_deref())? {
-            Some(_) => Some(CramRegions { path: path.to_path_buf(), options: cram_options, index }),
-            None => None,
-        };
-        return Ok(AlignmentReader {
-            opened: Opened::Sequential { path: path.to_path_buf(), first: Mutex::new(Some(input)) },
-            header: Arc::new(header),
-            indexed: cram.is_some(),
-            eof_marker,
-            sam_gz: None,
-            no_regions: None,
-            cram,
-            is_cram: true,
-            cram_options: fasthts::cram::CramOptions { reference: cram_reference, ..Default::default() },
-            threads: 1,
-        });
+    let (format, regular) = (peeked.format(), peeked.is_regular_file());
+    let cram_options = CramOptions { reference, ..Default::default() };
+    let is_bam = regular && format == Format::Bam(Compression::Bgzf);
+    let bgzf_sam = regular && format == Format::CompressedSam(Compression::Bgzf);
+    let is_indexable = is_bam || bgzf_sam || (regular && format == Format::Cram);
+    if let (false, Some(ix)) = (is_indexable, &index) {
+        return Err(fasthts::Error::InvalidArgument(format!(
+            "{}: an index is used only with a BGZF-compressed BAM or SAM file (or a CRAM file)",
+            ix.display()
+        )));
     }
-    if matches!(peeked.format(), Format::Bam(fasthts_io::compression::Compression::Bgzf)) && peeked.is_regular_file() {
-        drop(peeked);
-        if let Some(ix) = &index {
-            // std::fs::metadata names the error (FileNotFoundError, ...).
-            std::fs::metadata(ix).map_err(|e| fasthts::Error::from(e).with_path(ix))?;
-        }
-        let shared = Shared::open(path, index.clone())?;
-        let indexed = shared.has_index_file();
-        if indexed {
-            shared.index(report)?;
-        }
-        let header = Arc::new(shared.bam.header().clone());
-        let eof_marker = shared.bam.has_eof_marker();
-        return Ok(AlignmentReader {
-            opened: Opened::Bam(Arc::new(shared)),
-            header,
-            indexed,
-            eof_marker,
-            cram: None,
-            sam_gz: None,
-            no_regions: None,
-            is_cram: false,
-            cram_options,
-            threads: 1,
-        });
-    }
-    // A bgzipped SAM file is read by region through its index (given or
-    // beside it), loaded now as a BAM's is.
-    let bgzf_sam = peeked.format() == Format::CompressedSam(fasthts_io::compression::Compression::Bgzf) && peeked.is_regular_file();
-    let sam_gz = if bgzf_sam {
-        let regions = SamGzRegions::open(path, index.clone())?;
-        if regions.has_index_file() {
-            let ix = regions.index(report)?;
-            Some((Arc::new(regions), ix))
-        } else {
-            None
-        }
-    } else {
-        if let Some(ix) = &index {
-            return Err(fasthts::Error::InvalidArgument(format!(
-                "{}: an index is used only with a BGZF-compressed BAM or SAM file (or a CRAM file)",
-                ix.display()
-            )));
-        }
-        None
-    };
-    let no_regions = match (&sam_gz, peeked.format()) {
-        (Some(_), _) => None,
-        (None, _) if bgzf_sam => Some(fasthts::command::no_index_for_regions(path).to_string()),
-        (None, Format::Sam | Format::CompressedSam(_)) => Some(fasthts::command::sam_not_indexable(path).to_string()),
-        (None, _) => Some(format!("{}: a stream is read from its start only", path.display())),
-    };
-    // (A CRAM stream: read from its start only.)
+    // A BAM without an index file is indexed in memory for a region query
+    // (pysam refuses it first); a CRAM or bgzipped SAM without one is not.
+    let without_index = if is_bam { WithoutIndex::Build } else { WithoutIndex::Refuse };
+    let regions = is_indexable.then(|| {
+        let options = IndexedOptions { index, cram: cram_options.clone(), without_index, whole_file: false };
+        Regions::new(path, options, format == Format::Cram)
+    });
     let input = peeked.open_with(&cram_options)?;
-    let is_cram = matches!(input, Input::Cram(_));
+    // The index is loaded (and so checked) at open, as pysam does.
+    let indexed = match &regions {
+        Some(r) if r.has_index_file() => {
+            r.file(report)?;
+            true
+        }
+        _ => false,
+    };
+    let no_regions = match format {
+        _ if is_bam || indexed || (regular && format == Format::Cram) => None,
+        _ if bgzf_sam => Some(fasthts::command::no_index_for_regions(path).to_string()),
+        Format::Sam | Format::CompressedSam(_) => Some(fasthts::command::sam_not_indexable(path).to_string()),
+        _ => Some(format!("{}: a stream is read from its start only", path.display())),
+    };
     let (header, eof_marker) = match &input {
         Input::Bam(bam) => (bam.header().clone(), bam.has_eof_marker()),
         Input::Stream(s) => (s.header().clone(), true),
@@ -199,30 +111,40 @@ fn open(
         Input::Sam(s) => (s.header().clone(), true),
     };
     Ok(AlignmentReader {
-        opened: Opened::Sequential { path: path.to_path_buf(), first: Mutex::new(Some(input)) },
+        path: path.to_path_buf(),
         header: Arc::new(header),
-        indexed: sam_gz.is_some(),
-        eof_marker,
-        sam_gz,
-        no_regions,
-        cram: None,
-        is_cram,
+        is_cram: matches!(input, Input::Cram(_)),
+        first: Mutex::new(Some(input)),
         cram_options,
+        regions,
+        no_regions,
+        indexed,
+        eof_marker,
+        is_bam,
         threads: 1,
     })
 }
 
 impl AlignmentReader {
-    fn shared(&self) -> PyResult<&Arc<Shared>> {
-        match &self.opened {
-            Opened::Bam(sh) => Ok(sh),
-            Opened::Sequential { .. } => Err(PyValueError::new_err("fetching by region is not available for SAM files")),
+    /// The file read by region.
+    fn regions(&self) -> PyResult<&Regions> {
+        match &self.regions {
+            Some(r) if self.random_access() => Ok(r),
+            _ => Err(PyValueError::new_err("fetching by region is not available for SAM files")),
         }
     }
 
     fn iter(&self, source: Source) -> SegmentIter {
-        let state = IterState { source, batch: Batch::default(), warnings: Vec::new(), ahead: None };
+        let state = IterState { source: Some(source), batch: Batch::default(), warnings: Vec::new(), ahead: None };
         SegmentIter { state: Mutex::new(state), header: self.header.clone(), threads: self.threads }
+    }
+
+    /// The records of `queries`, read through the index (`whole`: of a job
+    /// reading every placed record, `Regions::whole_file`).
+    fn queries(&self, py: Python<'_>, queries: Vec<(LibRegion, Rule)>, whole: bool) -> PyResult<SegmentIter> {
+        let regions = self.regions()?;
+        let file = run_detached(py, |w| if whole { regions.whole_file(w) } else { regions.file(w) })?;
+        Ok(self.iter(Source::Indexed(Cursor::new(file, queries))))
     }
 }
 
@@ -256,7 +178,7 @@ impl AlignmentReader {
     /// Whether regions can be fetched (an indexed BAM, CRAM or bgzipped SAM).
     #[getter]
     fn random_access(&self) -> bool {
-        matches!(self.opened, Opened::Bam(_)) || self.cram.is_some() || self.sam_gz.is_some()
+        self.is_bam || self.indexed
     }
 
     /// Why regions cannot be fetched, in one line naming the file (None
@@ -269,7 +191,7 @@ impl AlignmentReader {
     /// Whether the file is a BGZF BAM read through its mapping (random access).
     #[getter]
     fn is_bam(&self) -> bool {
-        matches!(self.opened, Opened::Bam(_))
+        self.is_bam
     }
 
     /// Whether an index file was loaded at open.
@@ -301,231 +223,52 @@ impl AlignmentReader {
 
     /// Every record from the first, in file order (pysam's `until_eof`).
     fn fetch_all(&self, py: Python<'_>) -> PyResult<SegmentIter> {
-        let source = match &self.opened {
-            Opened::Bam(sh) => Source::Whole { next: Some(sh.bam.first_record_offset()), shared: sh.clone() },
-            Opened::Sequential { path, first } => {
-                let taken = first.lock().unwrap_or_else(|p| p.into_inner()).take();
-                let input = match taken {
-                    Some(i) => i,
-                    None => py.detach(|| input::open_with(path, &self.cram_options)).map_err(to_py)?,
-                };
-                match input {
-                    Input::Bam(bam) => {
-                        let shared = Arc::new(Shared::from_bam(bam));
-                        Source::Whole { next: Some(shared.bam.first_record_offset()), shared }
-                    }
-                    Input::Stream(s) => Source::Stream(s),
-                    Input::Cram(c) => Source::Cram(c),
-                    Input::Sam(reader) => Source::Sam { reader, path: path.clone() },
-                }
-            }
+        let taken = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let input = match taken {
+            Some(i) => i,
+            None => py.detach(|| input::open_with(&self.path, &self.cram_options)).map_err(to_py)?,
         };
-        Ok(self.iter(source))
+        Ok(self.iter(Source::Whole(WholeFileCursor::new(input, &self.path))))
     }
 
-    /// The records overlapping `[start, stop)` of reference `tid` (htslib's
-    /// rule), or the unplaced records when `tid` is -1.
-    fn fetch_region(&self, py: Python<'_>, tid: i32, start: i64, stop: i64) -> PyResult<SegmentIter> {
-        if let Some(cram) = &self.cram {
-            let query = py.detach(|| cram.open()).map_err(to_py)?;
-            let q = if tid < 0 { (-1, 0, 0) } else { (tid, start, stop) };
-            return Ok(self.iter(Source::CramRegions { query: Box::new(query), queries: VecDeque::from([q]), started: false }));
-        }
-        if let Some((sam, index)) = &self.sam_gz {
+    /// The records overlapping each `(tid, start, stop)` of `regions` in
+    /// turn (htslib's rule; tid -1: the unplaced records).
+    fn fetch_regions(&self, py: Python<'_>, regions: Vec<(i32, i64, i64)>) -> PyResult<SegmentIter> {
+        let queries = regions.into_iter().map(|(tid, start, stop)| {
             let region = if tid < 0 { LibRegion::unplaced() } else { LibRegion { ref_id: tid, start, end: stop } };
-            return Ok(self.iter(sam_gz_source(sam.clone(), index.clone(), region, true)));
-        }
-        let sh = self.shared()?.clone();
-        if tid < 0 {
-            let index = run_detached(py, |w| sh.index(w))?;
-            return Ok(self.iter(overlap_source(sh, index, LibRegion::unplaced())));
-        }
-        let index = run_detached(py, |w| sh.index(w))?;
-        Ok(self.iter(overlap_source(sh, index, LibRegion { ref_id: tid, start, end: stop })))
+            (region, Rule::Overlap)
+        });
+        self.queries(py, queries.collect(), false)
     }
 
     /// The records of every reference in turn, each read as a region
     /// query of the whole reference (pysam's `fetch()` of an indexed file:
     /// the unplaced records are not included).
     fn fetch_references(&self, py: Python<'_>) -> PyResult<SegmentIter> {
-        if let Some(cram) = &self.cram {
-            let query = py.detach(|| cram.open()).map_err(to_py)?;
-            let queries = (0..self.header.references.len() as i32).map(|t| (t, 0, i64::from(i32::MAX))).collect();
-            return Ok(self.iter(Source::CramRegions { query: Box::new(query), queries, started: false }));
-        }
-        let sh = self.shared()?.clone();
+        let whole = |t| (LibRegion { ref_id: t, start: 0, end: i64::from(i32::MAX) }, Rule::Overlap);
         // Every reference's records: only through an index of the whole file.
-        let index = run_detached(py, |w| sh.whole_file_index(w))?;
-        let queries = (0..self.header.references.len()).map(|t| (t, 0, i64::from(i32::MAX))).collect();
-        Ok(self.iter(Source::Overlap { shared: sh, index, queries, cursor: None }))
+        self.queries(py, (0..self.header.references.len() as i32).map(whole).collect(), true)
     }
 
     /// Per reference `(mapped, unmapped)` as the index records them, and
     /// the records without a coordinate.
     fn index_statistics(&self, py: Python<'_>) -> PyResult<(Vec<(u64, u64)>, u64)> {
-        if self.cram.is_some() {
-            // A .crai records no counts: htslib (and so pysam) gives zeros.
-            return Ok((vec![(0, 0); self.header.references.len()], 0));
-        }
-        let ix = match &self.sam_gz {
-            Some((_, ix)) => ix.clone(),
-            None => {
-                let sh = self.shared()?.clone();
-                run_detached(py, |w| sh.index(w))?
-            }
-        };
+        let regions = self.regions()?;
+        let file = run_detached(py, |w| regions.file(w))?;
+        // A .crai records no counts: htslib (and so pysam) gives zeros.
+        let Some(ix) = file.index() else { return Ok((vec![(0, 0); self.header.references.len()], 0)) };
         let per = (0..self.header.references.len()).map(|t| ix.mapped_unmapped(t).unwrap_or((0, 0))).collect();
         Ok((per, ix.n_no_coor().unwrap_or(0)))
     }
 }
 
-/// Records copied out of a reader, one after another in `arena`.
-#[derive(Default)]
-struct Batch {
-    arena: Vec<u8>,
-    /// End of each record in `arena`.
-    ends: Vec<usize>,
-    /// Records already handed out.
-    taken: usize,
-}
-
-impl Batch {
-    fn clear(&mut self) {
-        self.arena.clear();
-        self.ends.clear();
-        self.taken = 0;
-    }
-
-    fn push(&mut self, r: &RecordRef<'_>) {
-        self.arena.extend_from_slice(r.as_bytes());
-        self.ends.push(self.arena.len());
-    }
-
-    fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    /// The next record's bytes.
-    fn take(&mut self) -> Option<&[u8]> {
-        let i = self.taken;
-        let end = *self.ends.get(i)?;
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        self.taken += 1;
-        Some(&self.arena[start..end])
-    }
-}
-
-/// A region query in progress: `records` borrows the `BamFile` inside
-/// `_shared`, which this struct keeps alive.
-pub(crate) struct OverlapCursor {
-    // Declared first: dropped before the file it borrows.
-    records: RegionRecords<'static>,
-    _shared: Arc<Shared>,
-    _index: Arc<Index>,
-}
-
-impl OverlapCursor {
-    fn new(shared: Arc<Shared>, index: Arc<Index>, (tid, beg, end): (usize, i64, i64)) -> OverlapCursor {
-        // SAFETY: the BamFile and the Index live inside the Arcs'
-        // allocations, which never move and outlive `records` (kept alive
-        // by `_shared` and `_index`, dropped after it); `records` is never
-        // handed out.
-        let bam: &'static fasthts::bam::BamFile = unsafe { &*std::ptr::from_ref(&shared.bam) };
-        let ix: &'static Index = unsafe { &*Arc::as_ptr(&index) };
-        OverlapCursor { records: RegionRecords::new(bam, ix, tid, beg, end), _shared: shared, _index: index }
-    }
-}
-
-/// A region query on a bgzipped SAM in progress: `records` borrows the
-/// file inside `_file`, which this struct keeps alive (as `OverlapCursor`).
-pub(crate) struct SamGzCursor {
-    // Declared first: dropped before the file it borrows.
-    records: SamRegionReader<'static>,
-    /// Of the records, only those ending past this position are kept
-    /// (an overlap query); None: every record of the scope.
-    ending_past: Option<i64>,
-    _file: Arc<SamGzRegions>,
-}
-
-impl SamGzCursor {
-    fn new(file: Arc<SamGzRegions>, index: &Index, query: SamGzQuery) -> Result<SamGzCursor, fasthts::Error> {
-        // SAFETY: the SamGzFile lives inside the Arc's allocation, which
-        // never moves and outlives `records` (kept alive by `_file`,
-        // dropped after it); `records` is never handed out.
-        let sam: &'static fasthts::region::sam::SamGzFile = unsafe { &*std::ptr::from_ref(&file.file) };
-        let (records, ending_past) = match query {
-            SamGzQuery::StartingIn(region) => (sam.region_records(index, region)?, None),
-            SamGzQuery::Overlapping { tid, beg, end } => {
-                // As `fasthts depth` queries a bgzipped SAM: every record of
-                // `tid` starting before `end`, read from the index's offset
-                // for `beg` (before every read overlapping it); those ending
-                // at or before `beg` are dropped here.
-                let reader = SamRegionReader::query(sam, index, LibRegion { ref_id: tid, start: i64::MIN, end }, beg)?;
-                (reader, Some(beg))
-            }
-        };
-        Ok(SamGzCursor { records, ending_past, _file: file })
-    }
-}
-
-/// A region query on a bgzipped SAM.
-#[derive(Clone, Copy)]
-pub(crate) enum SamGzQuery {
-    /// The records starting in the region (`BamFile`'s rule).
-    StartingIn(LibRegion),
-    /// The records overlapping `[beg, end)` of `tid` (htslib's rule).
-    Overlapping { tid: i32, beg: i64, end: i64 },
-}
-
-pub(crate) enum Source {
-    /// A mapped BAM from `next` to its end.
-    Whole {
-        shared: Arc<Shared>,
-        next: Option<VirtualOffset>,
-    },
-    /// The unplaced records at the end of a sorted BAM.
-    Unplaced {
-        shared: Arc<Shared>,
-        next: Option<VirtualOffset>,
-        following: Option<VirtualOffset>,
-    },
-    /// Region queries run one after another.
-    Overlap {
-        shared: Arc<Shared>,
-        index: Arc<Index>,
-        queries: VecDeque<(usize, i64, i64)>,
-        cursor: Option<OverlapCursor>,
-    },
-    Stream(Box<BamStream>),
-    Cram(Box<fasthts::cram::CramReader>),
-    /// Region queries on an indexed CRAM run one after another (reference
-    /// -1: the unplaced records).
-    CramRegions {
-        query: Box<fasthts::cram::CramQuery>,
-        queries: VecDeque<(i32, i64, i64)>,
-        started: bool,
-    },
-    /// Region queries on a bgzipped SAM, one after another.
-    SamGz {
-        file: Arc<SamGzRegions>,
-        index: Arc<Index>,
-        queries: VecDeque<SamGzQuery>,
-        cursor: Option<SamGzCursor>,
-    },
-    /// SAM text from its first record; errors name `path`.
-    Sam {
-        reader: Box<SamReader<Box<dyn Read + Send>>>,
-        path: PathBuf,
-    },
-    Done,
-}
-
 struct IterState {
-    source: Source,
+    /// What is read (None once it is read ahead, has ended or failed).
+    source: Option<Source>,
     batch: Batch,
     /// SAM record warnings met while reading, issued by the next call.
     warnings: Vec<String>,
-    /// Once a first batch showed that more follow, `source` (then Done)
+    /// Once a first batch showed that more follow, `source` (then None)
     /// is read ahead on the iterator's threads.
     ahead: Option<ReadAhead<Filled>>,
 }
@@ -541,171 +284,6 @@ impl Default for Filled {
     fn default() -> Filled {
         Filled { batch: Batch::default(), warnings: Vec::new(), result: Ok(()) }
     }
-}
-
-impl Source {
-    /// Whether records may follow a fill of `batch_len` records (every
-    /// source fills `BATCH` records unless it ends; SAM fills by bytes).
-    fn may_continue(&self, batch_len: usize) -> bool {
-        match self {
-            Source::Done => false,
-            Source::Whole { next, .. } | Source::Unplaced { next, .. } => next.is_some(),
-            Source::Sam { .. } => batch_len > 0,
-            _ => batch_len >= BATCH,
-        }
-    }
-}
-
-/// A region query with htslib's overlap rule over `region` (the unplaced
-/// records when its reference is -1).
-pub(crate) fn overlap_source(shared: Arc<Shared>, index: Arc<Index>, region: LibRegion) -> Source {
-    if region.ref_id < 0 {
-        let next = region::start_offset(&shared.bam, &index, region.ref_id, region.start);
-        let following = region::following_start(&shared.bam, &index, region);
-        return Source::Unplaced { shared, next, following };
-    }
-    let query = (region.ref_id as usize, region.start.max(0), region.end.min(i64::from(i32::MAX)));
-    Source::Overlap { shared, index, queries: VecDeque::from([query]), cursor: None }
-}
-
-/// A region query on a bgzipped SAM: with `overlap`, htslib's rule (the
-/// records overlapping `region`, their ends from the CIGAR, as a BAM's
-/// `overlap_source`), else the records starting in it; the unplaced records
-/// when its reference is -1.
-pub(crate) fn sam_gz_source(file: Arc<SamGzRegions>, index: Arc<Index>, region: LibRegion, overlap: bool) -> Source {
-    let query = if overlap && region.ref_id >= 0 {
-        SamGzQuery::Overlapping { tid: region.ref_id, beg: region.start.max(0), end: region.end.min(i64::from(i32::MAX)) }
-    } else {
-        SamGzQuery::StartingIn(region)
-    };
-    Source::SamGz { file, index, queries: VecDeque::from([query]), cursor: None }
-}
-
-/// The text of a warning about a record of the SAM at `path` (a Python
-/// `UserWarning`), worded as the errors about its lines.
-pub(crate) fn sam_warning_text(path: &Path, w: &fasthts::sam::RecordWarning) -> String {
-    fasthts::command::Warning::SamRecord { path: path.to_path_buf(), warning: w.clone() }.to_string()
-}
-
-/// The next records of `source` (none at its end), each its own buffer;
-/// SAM record warnings met are added to `warnings`.
-pub(crate) fn next_records(source: &mut Source, warnings: &mut Vec<String>) -> Result<VecDeque<Vec<u8>>, fasthts::Error> {
-    let mut batch = Batch::default();
-    fill(source, &mut batch, warnings)?;
-    let mut out = VecDeque::with_capacity(batch.len());
-    while let Some(r) = batch.take() {
-        out.push_back(r.to_vec());
-    }
-    Ok(out)
-}
-
-/// Refills `batch` from `source` (empty at the end).
-fn fill(source: &mut Source, batch: &mut Batch, warnings: &mut Vec<String>) -> Result<(), fasthts::Error> {
-    batch.clear();
-    match source {
-        Source::Done => {}
-        Source::Whole { shared, next } => {
-            let Some(start) = *next else { return Ok(()) };
-            let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(shared.bam.path());
-            let mut rd = shared.bam.records_from(start)?;
-            *next = None;
-            // Past BATCH, the records already inflated too: the next
-            // batch's reader would inflate them again.
-            while batch.len() < BATCH || rd.next_is_loaded() {
-                match rd.next_record().map_err(wrap)? {
-                    Some(r) => batch.push(&r),
-                    None => return Ok(()),
-                }
-            }
-            *next = Some(rd.record_end());
-        }
-        Source::Unplaced { shared, next, following } => {
-            let Some(start) = *next else { return Ok(()) };
-            let wrap = |e: fasthts::bam::BamError| fasthts::Error::from(e).with_path(shared.bam.path());
-            let mut rd = RegionReader::new(&shared.bam, LibRegion::unplaced(), start, *following)?;
-            *next = None;
-            while batch.len() < BATCH || rd.next_is_loaded() {
-                match rd.next_record().map_err(wrap)? {
-                    Some(r) => batch.push(&r),
-                    None => return Ok(()),
-                }
-            }
-            *next = Some(rd.record_end());
-        }
-        Source::Overlap { shared, index, queries, cursor } => {
-            while batch.len() < BATCH {
-                if cursor.is_none() {
-                    let Some(q) = queries.pop_front() else { return Ok(()) };
-                    *cursor = Some(OverlapCursor::new(shared.clone(), index.clone(), q));
-                }
-                let c = cursor.as_mut().expect("set above");
-                let more = c.records.advance()?;
-                if more {
-                    batch.push(&c.records.current());
-                } else {
-                    *cursor = None;
-                }
-            }
-        }
-        Source::Stream(s) => {
-            while batch.len() < BATCH {
-                match s.next_record()? {
-                    Some(r) => batch.push(&r),
-                    None => return Ok(()),
-                }
-            }
-        }
-        Source::Cram(c) => {
-            while batch.len() < BATCH {
-                match c.next_record()? {
-                    Some(r) => batch.push(&r),
-                    None => return Ok(()),
-                }
-            }
-        }
-        Source::CramRegions { query, queries, started } => {
-            while batch.len() < BATCH {
-                if !*started {
-                    let Some((tid, beg, end)) = queries.pop_front() else { return Ok(()) };
-                    query.query(tid, beg, end)?;
-                    *started = true;
-                }
-                if query.advance()? {
-                    batch.push(&query.current());
-                } else {
-                    *started = false;
-                }
-            }
-        }
-        Source::SamGz { file, index, queries, cursor } => {
-            while batch.len() < BATCH {
-                if cursor.is_none() {
-                    let Some(q) = queries.pop_front() else { return Ok(()) };
-                    *cursor = Some(SamGzCursor::new(file.clone(), index, q)?);
-                }
-                let c = cursor.as_mut().expect("set above");
-                let ending_past = c.ending_past;
-                match c.records.next_record()? {
-                    Some(r) if !matches!(ending_past, Some(beg) if r.end_pos() <= beg) => batch.push(&r),
-                    Some(_) => {}
-                    None => *cursor = None,
-                }
-            }
-        }
-        Source::Sam { reader, path } => {
-            let mut encoded = Vec::new();
-            let n = reader.next_batch(&mut encoded, SAM_BATCH_BYTES).map_err(|e| fasthts::Error::from(e).with_path(&*path))?;
-            warnings.extend(reader.take_warnings().iter().map(|w| sam_warning_text(path, w)));
-            let mut rest = &encoded[..];
-            for _ in 0..n {
-                let size = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                batch.arena.extend_from_slice(&rest[4..4 + size]);
-                batch.ends.push(batch.arena.len());
-                rest = &rest[4 + size..];
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Iterator over records as `AlignedSegment`s, read `BATCH` at a time with
@@ -753,13 +331,17 @@ impl SegmentIter {
             },
             None => {
                 let IterState { source, batch, warnings, .. } = st;
-                let result = py.detach(|| fill(source, batch, warnings));
-                if result.is_ok() && source.may_continue(batch.len()) {
-                    let mut source = std::mem::replace(source, Source::Done);
+                batch.clear();
+                let result = match source.as_mut() {
+                    Some(source) => py.detach(|| fill(source, batch, warnings)),
+                    None => Ok(()),
+                };
+                let source = source.take_if(|_| result.is_ok() && may_continue(batch.len()));
+                if let Some(mut source) = source {
                     st.ahead = Some(ReadAhead::start(self.threads, move |f: &mut Filled| {
                         f.warnings.clear();
                         f.result = fill(&mut source, &mut f.batch, &mut f.warnings);
-                        f.result.is_ok() && source.may_continue(f.batch.len())
+                        f.result.is_ok() && may_continue(f.batch.len())
                     }));
                 }
                 result
@@ -767,13 +349,13 @@ impl SegmentIter {
         };
         crate::warn_texts(py, &std::mem::take(&mut st.warnings))?;
         if let Err(e) = result {
-            st.source = Source::Done;
+            st.source = None;
             st.ahead = None;
             st.batch.clear();
             return Err(to_py(e));
         }
         if st.batch.len() == 0 {
-            st.source = Source::Done;
+            st.source = None;
             st.ahead = None;
             return Ok(false);
         }

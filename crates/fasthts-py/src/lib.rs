@@ -19,16 +19,19 @@ use std::sync::Mutex;
 
 mod alignment;
 mod bam;
-mod depth;
 mod cli;
+mod columns;
 mod cram_file;
+mod depth;
 mod distributed;
 mod kmer;
 mod md;
 mod ops;
 mod read_ahead;
+mod regions;
 mod sam_file;
 mod sketches;
+mod source;
 
 create_exception!(fasthts, Error, PyException, "Bad input or a failed operation; the message is the one the fasthts CLI prints.");
 
@@ -196,6 +199,7 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", m.py().get_type::<Error>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     bam::register(m)?;
+    regions::register(m)?;
     alignment::register(m)?;
     depth::register(m)?;
     ops::register(m)?;

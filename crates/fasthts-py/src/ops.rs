@@ -2,7 +2,7 @@
 //! snp-pileup), and the per-task pieces the dask layer plans, runs and
 //! gathers: each a call of the same `fasthts::command` function as the CLI.
 
-use crate::bam::{region_arg, Region};
+use crate::regions::{region_arg, Region};
 use crate::{paths, run_detached, threads_arg, to_py, FsPath};
 use fasthts::command::{self, FlagstatOptions, IndexOptions, SnpPileupFileOptions, SortFileOptions};
 use fasthts::flagstat::{Counts, FlagStat as LibFlagStat};

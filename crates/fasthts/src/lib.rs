@@ -81,6 +81,7 @@ pub mod sort;
 #[cfg(test)]
 mod test_support;
 pub mod view;
+pub mod whole_file;
 
 pub use error::Error;
 /// BGZF, from the I/O crate the library stands on.

@@ -46,6 +46,7 @@ use std::path::Path;
 pub mod bed;
 pub mod indexed;
 pub mod notation;
+pub mod pieces;
 pub mod sam;
 
 /// The files read through an index, at their home beside it.

@@ -88,7 +88,9 @@ class BamFile(_fasthts.BamFile):
     it: used with a warning, its chunks checked against the file, if older
     than the BAM), else built in memory on the first region query (a BAM
     not sorted by coordinate is refused as such). An index made for a file
-    with other references, or pointing outside this one, is refused.
+    with other references, or pointing outside this one, is refused. A
+    region string is read as ``fasthts view FILE REGION`` reads one
+    (``"."``: the whole file, ``"*"``: the unplaced records).
 
     A CRAM file (``is_cram``) has the same API and gives the same records,
     regions and columns as the BAM it was made from. It is decoded by

@@ -353,9 +353,20 @@ class AlignmentFile:
 
     def parse_region(self, contig=None, start=None, stop=None, region=None, tid=None, reference=None, end=None):
         """pysam's ``parse_region``: ``(has_coord, tid, start, stop)``,
-        0-based half-open. ``region`` is samtools notation
-        (``chr1:1,000-2,000``, ``{chr1:x}:1-2`` for names with colons,
-        ``1k``/``1e3`` positions, ``*`` for the unplaced records)."""
+        0-based half-open. ``region`` is read as ``fasthts view`` (and
+        samtools) reads a region (``chr1:1,000-2,000``, ``chr1:1000``,
+        ``chr1:-500``, ``{chr:1}:5-9`` for names with colons, ``1k``/``1e3``
+        positions, ``*`` for the unplaced records); ``.``, the whole file,
+        is no one region (``fetch(region=".")`` reads it)."""
+        has_coord, regions = self._parse_regions(contig, start, stop, region, tid, reference, end)
+        if len(regions) != 1:
+            raise ValueError('region "." is the whole file (every reference, then the unplaced records), not one region')
+        return (has_coord, *regions[0])
+
+    def _parse_regions(self, contig=None, start=None, stop=None, region=None, tid=None, reference=None, end=None):
+        """``(has_coord, [(tid, start, stop), ...])``: as ``parse_region``,
+        with every region a region string names (``.``: each reference,
+        then the unplaced records)."""
         if reference is not None:
             if contig is not None:
                 raise ValueError("contig and reference should not both be specified")
@@ -365,37 +376,33 @@ class AlignmentFile:
                 raise ValueError("stop and end should not both be specified")
             stop = end
         if contig is None and tid is None and region is None:
-            return 0, 0, 0, _MAX_POS
+            return 0, [(0, 0, _MAX_POS)]
         for name, v in (("start", start), ("stop", stop)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
                 raise TypeError(f"{name} must be an int, not {type(v).__name__}")
         rstart = 0 if start is None else start
         rstop = _MAX_POS if stop is None else stop
+        if region is None and tid is None and contig in ("*", ".") and start is None and stop is None:
+            region = contig
         if region is not None:
             if not isinstance(region, str):
                 raise TypeError(f"region must be a str, not {type(region).__name__}")
-            if region in ("*", "."):
-                contig = region
-            else:
-                rtid, rstart, rstop = _fasthts._parse_region(region, list(self.references))
-                rstart = max(rstart, 0)
-                rstop = min(rstop, _MAX_POS)
-                return 1, rtid, rstart, rstop
+            # As `fasthts view` reads a region (the library's one reading).
+            regions = _fasthts._parse_region(region, list(self.references))
+            return 1, [(t, max(s, 0), min(e, _MAX_POS)) for t, s, e in regions]
         if tid is not None:
             if not self.is_valid_tid(tid):
                 raise IndexError("invalid tid")
             rtid = tid
         elif contig == "*":
             rtid = -1
-        elif contig == ".":
-            raise NotImplementedError("fetch('.') is not supported by fasthts; use fetch(until_eof=True)")
         else:
             if not isinstance(contig, str):
                 raise TypeError(f"contig must be a str, not {type(contig).__name__}")
             rtid = self.get_tid(contig)
             if rtid < 0 and start is None and stop is None and ":" in contig:
                 # A region string where the contig goes (older pysam read it so).
-                return self.parse_region(region=contig)
+                return self._parse_regions(region=contig)
             if rtid < 0:
                 raise ValueError(f"invalid contig `{contig}`")
         if rstart > rstop:
@@ -404,17 +411,19 @@ class AlignmentFile:
             raise ValueError(f"start out of range ({rstart})")
         if not 0 <= rstop <= _MAX_POS:
             raise ValueError(f"stop out of range ({rstop})")
-        return 1, rtid, rstart, rstop
+        return 1, [(rtid, rstart, rstop)]
 
     def fetch(self, contig=None, start=None, stop=None, region=None, tid=None, until_eof=False, multiple_iterators=False, reference=None, end=None):
         """Records overlapping a region (pysam's ``fetch``): ``fetch("chr1",
         1000, 2000)`` (0-based, half-open), ``fetch(region="chr1:1,001-2,000")``
-        (1-based, inclusive), ``fetch("*")`` (the unplaced records),
+        (1-based, inclusive, read as ``fasthts view`` reads a region),
+        ``fetch("*")`` (the unplaced records), ``fetch(region=".")`` (every
+        reference, then the unplaced records, as ``samtools view FILE .``),
         ``fetch()`` (every reference's records, through the index),
         ``fetch(until_eof=True)`` (every record in file order, unplaced
         included; no index needed). Each call returns its own iterator."""
         reader = self._open_reader()
-        has_coord, rtid, rstart, rstop = self.parse_region(contig, start, stop, region, tid, reference=reference, end=end)
+        has_coord, regions = self._parse_regions(contig, start, stop, region, tid, reference=reference, end=end)
         if not reader.random_access and not reader.is_cram:
             if has_coord:
                 # pysam's words, then why, naming the file.
@@ -427,7 +436,7 @@ class AlignmentFile:
         if not until_eof and not self.has_index():
             raise ValueError("fetch called on bamfile without index")
         if has_coord:
-            return reader.fetch_region(rtid, rstart, rstop)
+            return reader.fetch_regions(regions)
         if until_eof:
             return reader.fetch_all()
         return reader.fetch_references()

@@ -85,7 +85,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ImportError:
         print("python -m fasthts.dask: needs dask.distributed (pip install 'dask[distributed]')", file=sys.stderr)
         return 1
-    from . import dask as fdask
+    # fasthts.dask's sort and index (defined in _dask_sort): this module
+    # is what `python -m fasthts.dask` runs, so it does not import that one.
+    from ._dask_sort import index as dask_index, sort as dask_sort
 
     # A local cluster's start and stop are logged at INFO: not news here.
     logging.getLogger("distributed").setLevel(logging.WARNING)
@@ -98,11 +100,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             client = Client(cluster)
         with client:
             if args.command == "index":
-                fdask.index(
+                dask_index(
                     client, args.input, args.output, csi=args.csi, min_shift=args.min_shift, splits=args.splits, progress=False if args.quiet else None
                 )
                 return 0
-            fdask.sort(
+            dask_sort(
                 client,
                 args.inputs,
                 args.output,

@@ -285,6 +285,20 @@ impl QueryPool {
         Ok((pool, true))
     }
 
+    /// A pool over the same file and index (one made in memory
+    /// included), its handles decoding `fields`.
+    pub fn with_fields(&self, fields: super::Fields) -> QueryPool {
+        QueryPool {
+            path: self.path.clone(),
+            shown: self.shown.clone(),
+            options: CramOptions { fields, ..self.options.clone() },
+            index: self.index.clone(),
+            _memory_index: self._memory_index.clone(),
+            header: self.header.clone(),
+            free: Mutex::new(Vec::new()),
+        }
+    }
+
     /// The file's header.
     pub fn header(&self) -> &Header {
         &self.header

@@ -39,15 +39,16 @@
 use super::sam::{SamGzFile, SamRegionReader};
 use super::{Indexed, Region, RegionReader};
 use crate::bam::{BamFile, Header, RecordRef};
+use crate::cram::{Container, CramOptions, CramQuery, Fields, QueryPool};
 use crate::index::{build_index, find_index, load_index, replace_if_not_covering, verify_index};
 use crate::report::Report;
-use crate::cram::{CramOptions, CramQuery, QueryPool};
 use crate::index::{Index, IndexFormat};
 use crate::format::{self, Format};
 use crate::input;
 use crate::Error;
 use fasthts_io::compression::Compression;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 mod cursor;
 mod overlap;
@@ -99,6 +100,11 @@ pub enum Rule {
 /// job; each query is a cursor of its own.
 pub struct IndexedFile {
     data: Data,
+    /// The index is known to describe the whole file: made from it, or
+    /// checked to ([`IndexedOptions::whole_file`]).
+    whole: bool,
+    /// A CRAM file's containers, listed on first use.
+    containers: OnceLock<Vec<Container>>,
 }
 
 enum Data {
@@ -155,26 +161,27 @@ impl IndexedFile {
 
     /// A mapped BAM with its index, found as [`IndexedFile::open`] finds it.
     pub fn from_bam(bam: BamFile, options: &IndexedOptions, report: &dyn Report) -> Result<IndexedFile, Error> {
-        let index = index_for(&bam, options, report, |_| build_index(&bam))?;
-        Ok(IndexedFile { data: Data::Bam { bam, index } })
+        let (index, whole) = index_for(&bam, options, report, |_| build_index(&bam))?;
+        Ok(IndexedFile::new(Data::Bam { bam, index }, whole))
     }
 
     /// A mapped BAM with an index its caller has found and checked
     /// (a whole-file job's `covering_index`).
     pub fn with_index(bam: BamFile, index: Index) -> IndexedFile {
-        IndexedFile { data: Data::Bam { bam, index } }
+        IndexedFile::new(Data::Bam { bam, index }, true)
+    }
+
+    fn new(data: Data, whole: bool) -> IndexedFile {
+        IndexedFile { data, whole, containers: OnceLock::new() }
     }
 
     /// A mapped bgzipped SAM with its index, found as [`IndexedFile::open`]
     /// finds it (one made in memory is a CSI, as `samtools index` makes for
     /// SAM).
     pub fn from_sam_gz(sam: SamGzFile, options: &IndexedOptions, report: &dyn Report) -> Result<IndexedFile, Error> {
-        let build = |format: Option<IndexFormat>| {
-            let format = format.unwrap_or(IndexFormat::Csi { min_shift: 14, depth: 5 });
-            crate::index::build_sam(Indexed::bytes(&sam), Indexed::path(&sam), format)
-        };
-        let index = index_for(&sam, options, report, build)?;
-        Ok(IndexedFile { data: Data::SamGz { sam, index } })
+        let build = |format: Option<IndexFormat>| build_sam_index(&sam, format);
+        let (index, whole) = index_for(&sam, options, report, build)?;
+        Ok(IndexedFile::new(Data::SamGz { sam, index }, whole))
     }
 
     fn open_cram(path: &Path, options: &IndexedOptions) -> Result<IndexedFile, Error> {
@@ -184,7 +191,57 @@ impl IndexedFile {
             None if options.without_index == WithoutIndex::Build => QueryPool::open_or_index(path, path, &options.cram)?.0,
             None => return Err(no_index(path)),
         };
-        Ok(IndexedFile { data: Data::Cram(pool) })
+        Ok(IndexedFile::new(Data::Cram(pool), false))
+    }
+
+    /// This file read by a job of the whole file (a plan, pysam's
+    /// `fetch()`), as [`IndexedOptions::whole_file`] opens it: `None` when
+    /// its index describes the whole file (made from it, checked to, or a
+    /// CRAM's `.crai`, read by htslib), else the file again with an index
+    /// made in memory (what the index lacked is reported).
+    pub fn for_whole_file(&self, report: &dyn Report) -> Result<Option<IndexedFile>, Error> {
+        if self.whole {
+            return Ok(None);
+        }
+        let data = match &self.data {
+            Data::Bam { bam, index } => match replace_if_not_covering(bam, index, report, |_| build_index(bam))? {
+                Some(index) => Data::Bam { bam: BamFile::open(bam.path())?, index },
+                None => return Ok(None),
+            },
+            Data::SamGz { sam, index } => match replace_if_not_covering(sam, index, report, |f| build_sam_index(sam, Some(f)))? {
+                Some(index) => Data::SamGz { sam: SamGzFile::open(Indexed::path(sam))?, index },
+                None => return Ok(None),
+            },
+            Data::Cram(_) => return Ok(None),
+        };
+        Ok(Some(IndexedFile::new(data, true)))
+    }
+
+    /// This CRAM file with its records decoded as `fields` say (its handles
+    /// share the index, one made in memory included); `None` for other
+    /// formats.
+    pub fn with_cram_fields(&self, fields: Fields) -> Option<IndexedFile> {
+        match &self.data {
+            Data::Cram(pool) => Some(IndexedFile::new(Data::Cram(pool.with_fields(fields)), self.whole)),
+            _ => None,
+        }
+    }
+
+    /// A CRAM file's containers, in file order (listed once, from their
+    /// headers); none for other formats.
+    pub fn cram_containers(&self) -> Result<&[Container], Error> {
+        if let Some(list) = self.containers.get() {
+            return Ok(list);
+        }
+        let list = match &self.data {
+            Data::Cram(pool) => {
+                let path = pool.path();
+                let file = std::fs::File::open(path).map_err(|e| Error::from(e).with_path(path))?;
+                crate::cram::containers(&file).map_err(|e| Error::from(e).with_path(path))?
+            }
+            _ => Vec::new(),
+        };
+        Ok(self.containers.get_or_init(|| list))
     }
 
     /// The name errors give the file.
@@ -210,6 +267,16 @@ impl IndexedFile {
     pub fn index(&self) -> Option<&Index> {
         match &self.data {
             Data::Bam { index, .. } | Data::SamGz { index, .. } => Some(index),
+            Data::Cram(_) => None,
+        }
+    }
+
+    /// The mapped BAM or bgzipped SAM and its index (`None` for CRAM):
+    /// where a job plans by the index ([`super::plan`]).
+    pub fn indexed(&self) -> Option<(&dyn Indexed, &Index)> {
+        match &self.data {
+            Data::Bam { bam, index } => Some((bam, index)),
+            Data::SamGz { sam, index } => Some((sam, index)),
             Data::Cram(_) => None,
         }
     }
@@ -304,6 +371,14 @@ impl IndexedFile {
     }
 }
 
+/// Whether record `r` ends past position `from`: its end (from the CIGAR)
+/// is worked out only for a record starting before `from` (one starting
+/// at or after it ends after it, as every end lies past its start).
+#[inline]
+fn ends_past(r: &RecordRef<'_>, from: i64) -> bool {
+    i64::from(r.pos()) >= from || r.end_pos() > from
+}
+
 /// The scope of a query for the records of `tid` that overlap a region
 /// ending at `end`: those that start before `end` (read from the offset of
 /// the region's start, which lies before every read overlapping it).
@@ -311,17 +386,25 @@ fn overlapping(tid: i32, end: i64) -> Region {
     Region { ref_id: tid, start: i64::MIN, end }
 }
 
+/// An index of a bgzipped SAM made in memory: in `format`, else a CSI,
+/// as `samtools index` makes for SAM.
+fn build_sam_index(sam: &SamGzFile, format: Option<IndexFormat>) -> Result<Index, Error> {
+    let format = format.unwrap_or(IndexFormat::Csi { min_shift: 14, depth: 5 });
+    crate::index::build_sam(Indexed::bytes(sam), Indexed::path(sam), format)
+}
+
 /// The index of `file` under the one policy: the one given (loaded, and
 /// checked chunk by chunk: it was named, not found beside the file), else
 /// the one beside it ([`find_index`]), else per `without_index`; for a
 /// whole-file job, one that describes the whole file. `build` makes one
-/// from the file, in the format of the one it replaces if any.
+/// from the file, in the format of the one it replaces if any. The flag
+/// says whether the index is known to describe the whole file.
 fn index_for<F: Indexed>(
     file: &F,
     options: &IndexedOptions,
     report: &dyn Report,
     build: impl Fn(Option<IndexFormat>) -> Result<Index, Error>,
-) -> Result<Index, Error> {
+) -> Result<(Index, bool), Error> {
     let found = match &options.index {
         Some(path) => {
             let index = load_index(file, path)?;
@@ -332,10 +415,10 @@ fn index_for<F: Indexed>(
     };
     match (found, options.without_index) {
         (Some(index), _) if options.whole_file => {
-            Ok(replace_if_not_covering(file, &index, report, |format| build(Some(format)))?.unwrap_or(index))
+            Ok((replace_if_not_covering(file, &index, report, |format| build(Some(format)))?.unwrap_or(index), true))
         }
-        (Some(index), _) => Ok(index),
-        (None, WithoutIndex::Build) => build(None),
+        (Some(index), _) => Ok((index, false)),
+        (None, WithoutIndex::Build) => Ok((build(None)?, true)),
         (None, WithoutIndex::Refuse) => Err(no_index(file.path())),
     }
 }
@@ -390,7 +473,7 @@ impl Records<'_> {
     }
 
     fn keeps(&self, r: &RecordRef<'_>) -> bool {
-        let ends_after = self.ending_past.is_none_or(|from| r.end_pos() > from);
+        let ends_after = self.ending_past.is_none_or(|from| ends_past(r, from));
         let starts_in = self.starting_in.is_none_or(|region| {
             let pos = i64::from(r.pos());
             region.ref_id < 0 || (pos >= region.start && pos < region.end)

@@ -9,8 +9,9 @@
 //! the last `:`, junk after an end is ignored with a warning, `chr1:100-`
 //! (an end of 0) does not parse and is then looked up, whole, as a
 //! reference name (so skipped, with a warning), and positions are C `int`s
-//! (an open end is 2^31−1). [`Region::parse`] is fasthts' own reading for
-//! callers that are not samtools (Python's `fetch(region=)`).
+//! (an open end is 2^31−1). The Python package reads its region strings as
+//! view does ([`Region::parse_query`]); [`Region::parse`] is a stricter
+//! reading that names what is wrong, for other callers.
 
 use super::Region;
 
@@ -45,6 +46,28 @@ impl Region {
     pub fn parse_samtools<N: AsRef<str>>(text: &str, names: &[N], syntax: RegionSyntax) -> Option<Vec<Region>> {
         let lookup = |name: &[u8]| names.iter().position(|n| n.as_ref().as_bytes() == name).map(|i| i as i32);
         Region::parse_samtools_with(text, names.len(), lookup, syntax)
+    }
+
+    /// One region argument, as `samtools view FILE REGION` and `depth -r`
+    /// read it ([`RegionSyntax::Query`]) against the file's reference
+    /// `names`: one region, or for `.` every reference whole, then the
+    /// unplaced records. Where samtools warns that the text "specifies an
+    /// invalid region or unknown reference", an error in its words (the
+    /// Python package's region strings).
+    ///
+    /// ```
+    /// use fasthts::region::Region;
+    /// let names = ["chr1", "chr:1"];
+    /// assert_eq!(Region::parse_query("chr1:0-5", &names)?, [Region { ref_id: 0, start: 0, end: 5 }]);
+    /// assert_eq!(Region::parse_query("{chr:1}:5-9", &names)?, [Region { ref_id: 1, start: 4, end: 9 }]);
+    /// assert_eq!(Region::parse_query(".", &names)?.len(), 3);
+    /// let e = Region::parse_query("chr1:10-5", &names).unwrap_err();
+    /// assert_eq!(e.to_string(), r#"region "chr1:10-5" specifies an invalid region or unknown reference"#);
+    /// # Ok::<(), fasthts::Error>(())
+    /// ```
+    pub fn parse_query<N: AsRef<str>>(text: &str, names: &[N]) -> Result<Vec<Region>, crate::Error> {
+        Region::parse_samtools(text, names, RegionSyntax::Query)
+            .ok_or_else(|| crate::Error::InvalidArgument(format!("region \"{text}\" specifies an invalid region or unknown reference")))
     }
 
     /// As [`Region::parse_samtools`] against `n_refs` references whose

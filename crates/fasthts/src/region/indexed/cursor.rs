@@ -2,7 +2,7 @@
 //! on whatever thread asks (the Python package's iterators, which read
 //! with the interpreter's lock released and ahead on other threads).
 
-use super::{overlapping, Data, IndexedFile, Rule};
+use super::{ends_past, overlapping, Data, IndexedFile, Rule};
 use crate::bam::RecordRef;
 use crate::bgzf::VirtualOffset;
 use crate::cram::CramQuery;
@@ -118,7 +118,7 @@ impl Cursor {
                         break true;
                     }
                     let Some(r) = reader.next_record().map_err(wrap)? else { break false };
-                    if ending_past.is_none_or(|from| r.end_pos() > from) {
+                    if ending_past.is_none_or(|from| ends_past(&r, from)) {
                         f(&r);
                         got += 1;
                     }
@@ -133,7 +133,7 @@ impl Cursor {
                         break true;
                     }
                     let Some(r) = reader.next_record()? else { break false };
-                    if ending_past.is_none_or(|from| r.end_pos() > from) {
+                    if ending_past.is_none_or(|from| ends_past(&r, from)) {
                         f(&r);
                         got += 1;
                     }
