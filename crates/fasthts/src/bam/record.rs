@@ -50,42 +50,7 @@ pub mod flags {
     pub const SUPPLEMENTARY: u16 = 0x800;
 }
 
-/// Why a record's bytes cannot be a BAM record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecordDefect {
-    /// `block_size` is below the 32 bytes of fixed fields.
-    BlockSizeTooSmall,
-    /// `block_size` is larger than any valid record.
-    BlockSizeTooLarge,
-    /// `l_read_name` is zero.
-    EmptyReadName,
-    /// `l_seq` is negative.
-    NegativeSequenceLength,
-    /// Name, CIGAR, sequence and qualities do not fit in `block_size`.
-    FieldsOverrunRecord,
-    /// Reference id outside `-1..n_ref`.
-    RefIdOutOfRange,
-    /// Mate reference id outside `-1..n_ref`.
-    MateRefIdOutOfRange,
-    /// A mapped record whose CIGAR consumes a different number of bases
-    /// than its sequence has.
-    CigarSequenceMismatch,
-}
-
-impl fmt::Display for RecordDefect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            RecordDefect::BlockSizeTooSmall => "block_size below 32",
-            RecordDefect::BlockSizeTooLarge => "block_size too large",
-            RecordDefect::EmptyReadName => "l_read_name is 0",
-            RecordDefect::NegativeSequenceLength => "negative l_seq",
-            RecordDefect::FieldsOverrunRecord => "name, CIGAR, sequence and qualities overrun block_size",
-            RecordDefect::RefIdOutOfRange => "reference id out of range",
-            RecordDefect::MateRefIdOutOfRange => "mate reference id out of range",
-            RecordDefect::CigarSequenceMismatch => "CIGAR and query sequence lengths differ",
-        })
-    }
-}
+pub use crate::error::bam::RecordDefect;
 
 /// A BAM record borrowed from a decompressed buffer. Fields are decoded on
 /// access; nothing is allocated.

@@ -73,7 +73,6 @@
 mod builder;
 mod codec;
 mod covering;
-mod error;
 mod indexed;
 mod khash;
 mod locate;
@@ -90,7 +89,7 @@ pub use crate::bam::binning;
 pub use builder::{csi_depth, IndexBuilder, IndexSegment, DEFAULT_MIN_SHIFT};
 pub use covering::{by_index_or_sequentially, check_placed_coverage, index_covers, replace_if_not_covering};
 pub(crate) use covering::{covering_index, indexed_or_sequential};
-pub use error::IndexError;
+pub use crate::error::index::IndexError;
 pub use indexed::Indexed;
 pub use locate::{
     find_index, index_path_for, load_index, locate, locate_index, no_index_for_regions, sam_not_indexable, split_index_name, verify_index,

@@ -5,22 +5,8 @@ use super::bytes::at;
 use super::parse_number::strtoll;
 use super::{RefNames, SamError};
 use crate::bam::{Header, Reference};
+pub use crate::error::sam::HeaderError;
 use crate::names::NameTable;
-
-/// Why a SAM header cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HeaderError {
-    /// A header line that is not `@HD`, `@SQ`, `@RG`, `@PG` or `@CO`.
-    #[error("invalid header line: must start with @HD/@SQ/@RG/@PG/@CO")]
-    InvalidLine,
-    /// A reference name that is not UTF-8 (the library keeps names as
-    /// `String`; htslib would accept it).
-    #[error("reference name is not UTF-8")]
-    NonUtf8Name,
-    /// More references than BAM can count.
-    #[error("too many references")]
-    TooManyReferences,
-}
 
 /// A non-fatal problem in the header (htslib logs these as warnings).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -63,10 +63,6 @@
 //! # Ok::<(), fasthts::Error>(())
 //! ```
 
-use std::io;
-
-use crate::bam::record::RecordDefect;
-
 mod bgzf_lines;
 mod bytes;
 mod encode;
@@ -91,43 +87,4 @@ pub use reader::{RecordWarning, SamReader, DEFAULT_CHUNK_BYTES, MAX_KEPT_WARNING
 pub use ref_names::RefNames;
 pub use write::{format_header, format_record, format_records_parallel, ParallelFormatter, SamWriter};
 
-/// Everything that can go wrong reading SAM.
-#[derive(Debug, thiserror::Error)]
-pub enum SamError {
-    /// Reading the input failed.
-    #[error("error reading SAM: {0}")]
-    Io(#[from] io::Error),
-    /// A header line is invalid.
-    #[error("SAM header line {line}: {source}")]
-    Header {
-        /// 1-based line number.
-        line: u64,
-        /// What is wrong.
-        #[source]
-        source: HeaderError,
-    },
-    /// A record line cannot be encoded.
-    #[error("SAM line {line} (read {name:?}): {source}")]
-    Record {
-        /// 1-based line number.
-        line: u64,
-        /// The read name (QNAME, lossily decoded, at most 254 bytes).
-        name: String,
-        /// What is wrong.
-        #[source]
-        source: RecordError,
-    },
-    /// The input is gzip/BGZF-compressed (compressed SAM or BAM), which this
-    /// reader does not decode.
-    #[error("input is gzip/BGZF-compressed; only plain-text SAM is supported")]
-    Compressed,
-    /// An encoded record failed the BAM record checks (only for ids past the
-    /// header's references, which htslib can produce from odd headers).
-    #[error("SAM line {line}: encoded record is invalid: {defect}")]
-    InvalidRecord {
-        /// 1-based line number.
-        line: u64,
-        /// The failed check.
-        defect: RecordDefect,
-    },
-}
+pub use crate::error::sam::SamError;

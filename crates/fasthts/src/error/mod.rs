@@ -1,8 +1,16 @@
-//! The library's error type.
+//! The library's error type, and below it the error types it wraps, of
+//! BAM data, SAM text and indexes; the `bam`, `sam` and `index` modules
+//! re-export them (`fasthts::bam::BamError`, `fasthts::sam::SamError`,
+//! `fasthts::index::IndexError`, ...).
 
-use crate::bam::BamError;
-use crate::bgzf::BgzfError;
-use crate::index::IndexError;
+pub mod bam;
+pub mod index;
+pub mod sam;
+
+use bam::BamError;
+use fasthts_io::bgzf::BgzfError;
+use index::IndexError;
+use sam::SamError;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +32,7 @@ pub enum Error {
     Bam(#[from] BamError),
     /// Unparsable SAM text.
     #[error(transparent)]
-    Sam(#[from] crate::sam::SamError),
+    Sam(#[from] SamError),
     /// A damaged, unusable or unbuildable index.
     #[error(transparent)]
     Index(#[from] IndexError),

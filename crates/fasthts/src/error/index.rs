@@ -1,4 +1,5 @@
-//! Errors of the index layer.
+//! Errors of the index layer, below the `index` module that re-exports
+//! them (`fasthts::index::IndexError`).
 
 use std::path::PathBuf;
 
@@ -30,7 +31,7 @@ pub enum IndexError {
     },
     /// A BGZF-compressed index (CSI) could not be inflated.
     #[error("index is not valid BGZF: {0}")]
-    Bgzf(#[from] crate::bgzf::BgzfError),
+    Bgzf(#[from] fasthts_io::bgzf::BgzfError),
     /// The first four bytes are neither `BAI\1` nor `CSI\1`.
     #[error("not a BAI or CSI index: magic bytes {found:02x?}")]
     BadMagic {
