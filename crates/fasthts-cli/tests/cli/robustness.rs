@@ -609,14 +609,17 @@ fn jobs_for(c: &Corpus, case: &Case, w: &Path) -> Vec<Job> {
                 // samtools reads the same blocks through the index: only
                 // those overlapping the sites. Without an index, or with
                 // one that does not describe the file (said in a warning),
-                // snp-pileup reads the whole file (FACETS does; fasthts
-                // indexes it in memory), as `view -c` does.
+                // snp-pileup reads the whole file (FACETS does, BAM and
+                // bgzipped SAM alike; fasthts indexes it in memory), as
+                // `view -c` does.
                 Job {
                     samtools_sequential: Some(os(&[&"view", &"-c", &f])),
                     ..job(
                         "snp-pileup",
                         os(&[&"snp-pileup", &"-@", &"2", &c.good_vcf, &out_csv, &f]),
-                        Some(if case.name == "idx-missing" {
+                        // Without an index beside it (a BAM's removed;
+                        // a bgzipped SAM's never made) the whole file.
+                        Some(if fasthts::index::locate(f).is_none() {
                             os(&[&"view", &"-c", &f])
                         } else {
                             os(&[&"view", &"-c", &"-M", &"-L", &c.good_bed, &f])
