@@ -27,22 +27,27 @@ import time
 
 
 def timed(cmd):
-    """Wall seconds, CPU seconds and peak RSS (MB) of one run of `cmd`
-    (its own rusage, from wait4), its output discarded."""
-    start = time.perf_counter()
-    with open(os.devnull, "wb") as out:
-        child = subprocess.Popen(cmd, stdout=out)
-        _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        sys.exit(f"{cmd}: exit status {child.returncode}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    """Wall seconds, CPU seconds and peak RSS (MB) of one run of `cmd`, its
+    output discarded. The peak RSS is /usr/bin/time's: a child forked from
+    this process would count this process' own pages (Linux keeps the
+    high-water mark across exec)."""
+    with tempfile.NamedTemporaryFile("r") as report, open(os.devnull, "wb") as out:
+        start = time.perf_counter()
+        subprocess.run(["/usr/bin/time", "-f", "%U %S %M", "-o", report.name, *cmd], stdout=out, check=True)
+        wall = time.perf_counter() - start
+        user, system, rss_kib = report.read().split()[-3:]
+    return wall, float(user) + float(system), int(rss_kib) / 1024
 
 
 def digest(cmd, written):
-    """The bytes a command prints, and those of the file it writes."""
-    h = hashlib.sha256(subprocess.run(cmd, stdout=subprocess.PIPE, check=True).stdout)
+    """The bytes a command prints, and those of the file it writes (read
+    as they come: this process stays small, see `timed`)."""
+    h = hashlib.sha256()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE) as child:
+        for chunk in iter(lambda: child.stdout.read(1 << 20), b""):
+            h.update(chunk)
+    if child.returncode != 0:
+        sys.exit(f"{cmd}: exit status {child.returncode}")
     if written:
         with open(written, "rb") as f:
             h.update(f.read())
@@ -69,7 +74,7 @@ def main():
     ap.add_argument("--bam", default="bench/data/1g.bam")
     ap.add_argument("--view-bam", default="bench/data/view300m.bam")
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--jobs", help="comma-separated names of jobs to run (default: all)")
+    ap.add_argument("--jobs", help="names of jobs to run, separated by semicolons (default: all)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="fasthts-before-after-")
     noidx = os.path.join(tmp, "noidx.bam")
@@ -93,7 +98,7 @@ def main():
         ("depth -a, 1,000 regions", ["depth", "-@2", "-a", "-b", bed, a.bam], None),
     ]
     if a.jobs:
-        wanted = set(a.jobs.split(","))
+        wanted = set(a.jobs.split(";"))
         jobs = [j for j in jobs if j[0] in wanted]
     print(f"before: {a.before}\nafter:  {a.after}\nruns: {a.runs}, alternating\n")
     print(f"{'job':26s} {'before wall (cpu)':>20s} {'after wall (cpu)':>20s} {'after/before':>12s} {'RSS MB before/after':>20s}")

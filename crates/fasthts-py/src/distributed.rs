@@ -7,9 +7,8 @@ use crate::ops::{memory_arg, sort_order_arg};
 use crate::run_detached;
 use fasthts::bam::BamFile;
 use fasthts::bgzf::VirtualOffset;
-use fasthts::record_output::OutputFormat;
 use fasthts::sort::distributed::{self as dist, SortInput, Split};
-use fasthts::sort::{Comparator, SortEngine, SortOptions};
+use fasthts::sort::{Comparator, SortOptions};
 use fasthts::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -177,19 +176,9 @@ fn dask_sort_part(
     let part = run_detached(py, |_| {
         fasthts::command::check_memory_per_thread(memory_per_thread)?;
         fasthts_io::pool::with_threads(threads, || {
-            let opts = SortOptions {
-                order: cmp.order(),
-                memory: memory_per_thread.saturating_mul(fasthts_io::pool::thread_count(threads)),
-                level: level.unwrap_or(fasthts::bgzf::DEFAULT_LEVEL),
-                temp_prefix: output.clone(),
-                program,
-                index: None,
-                max_fan_in: None,
-                progress: None,
-                format: OutputFormat::Bam,
-                engine: SortEngine::Native,
-                cram: None,
-            };
+            let memory = memory_per_thread.saturating_mul(fasthts_io::pool::thread_count(threads));
+            let level = level.unwrap_or(fasthts::bgzf::DEFAULT_LEVEL);
+            let opts = SortOptions { program, ..SortOptions::bam(cmp.order(), memory, level, output.clone()) };
             dist::sort_part(first.header(), &shuffled, &opts, &output)
         })
     })?;

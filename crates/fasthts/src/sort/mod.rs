@@ -63,6 +63,27 @@ pub struct SortOptions {
     pub cram: Option<CramOutput>,
 }
 
+impl SortOptions {
+    /// A sort by `order` into a BGZF BAM, in `memory` bytes, at
+    /// compression `level`, its temporary files named from `temp_prefix`:
+    /// no `@PG` line, no index, no progress, the native engine.
+    pub fn bam(order: SortOrder, memory: usize, level: u32, temp_prefix: PathBuf) -> SortOptions {
+        SortOptions {
+            order,
+            memory,
+            level,
+            temp_prefix,
+            program: None,
+            index: None,
+            max_fan_in: None,
+            progress: None,
+            format: OutputFormat::Bam,
+            engine: SortEngine::Native,
+            cram: None,
+        }
+    }
+}
+
 /// How records are sorted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SortEngine {
@@ -892,19 +913,7 @@ mod tests {
             text: b"@HD\tVN:1.6\n@SQ\tSN:c1\tLN:1000000\n".to_vec(),
             references: vec![Reference { name: "c1".into(), len: 1_000_000 }],
         };
-        let opts = SortOptions {
-            order: SortOrder::Coordinate,
-            memory: 2 << 20,
-            level: 1,
-            temp_prefix: dir.join("t"),
-            program: None,
-            index: None,
-            max_fan_in: None,
-            progress: None,
-            format: OutputFormat::Bam,
-            engine: SortEngine::Native,
-            cram: None,
-        };
+        let opts = SortOptions::bam(SortOrder::Coordinate, 2 << 20, 1, dir.join("t"));
         let (tx, rx) = std::sync::mpsc::channel();
         let runs = dir.clone();
         std::thread::spawn(move || {
