@@ -332,3 +332,40 @@ def test_public_names_are_the_api():
         assert hasattr(fasthts, name), name
     for name in ["AlignmentFile", "AlignedSegment", "AlignmentHeader", "IndexStats"]:
         assert name in fasthts.__all__
+
+
+def test_a_child_forked_after_use_reads_as_its_parent():
+    """Parallel work of the parent used rayon's global pool, whose threads a
+    forked child does not have: the child's calls must not wait for them."""
+    import os
+    import time
+
+    import numpy as np
+
+    bam = str(DATA / "small.bam")
+    f = fasthts.AlignmentFile(bam)
+    b = fasthts.BamFile(bam)
+    want = (f.count(region="chr1:1-50000"), sum(1 for _ in f.fetch(until_eof=True)), len(b.columns("chr1")["pos"]))
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            g = fasthts.AlignmentFile(bam)
+            got = (
+                g.count("chr1", int(np.int64(0)), int(np.int32(50000))),
+                sum(1 for _ in g.fetch(until_eof=True)),
+                len(fasthts.BamFile(bam).columns(("chr1", np.int64(0), None), threads=2)["pos"]),
+            )
+            code = 0 if got == want and f.count(region="chr1:1-50000") == want[0] else 3
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung")

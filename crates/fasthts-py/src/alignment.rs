@@ -333,7 +333,7 @@ impl SegmentIter {
                 let IterState { source, batch, warnings, .. } = st;
                 batch.clear();
                 let result = match source.as_mut() {
-                    Some(source) => py.detach(|| fill(source, batch, warnings)),
+                    Some(source) => py.detach(|| crate::in_this_process(|| fill(source, batch, warnings))),
                     None => Ok(()),
                 };
                 let source = source.take_if(|_| result.is_ok() && may_continue(batch.len()));

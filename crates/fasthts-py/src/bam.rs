@@ -374,7 +374,7 @@ impl RecordIter {
             let Some(source) = slf.source.as_mut() else { return Ok(None) };
             let source = source.get_mut().unwrap_or_else(|p| p.into_inner());
             let mut warnings = Vec::new();
-            let read = py.detach(|| next_records(source, &mut warnings));
+            let read = py.detach(|| crate::in_this_process(|| next_records(source, &mut warnings)));
             crate::warn_texts(py, &warnings)?;
             match read {
                 Ok(buf) if buf.is_empty() => slf.source = None,

@@ -167,7 +167,7 @@ pub(crate) fn run_interruptible<T: Send>(py: Python<'_>, job: impl FnOnce() -> T
         let done_rx = Mutex::new(done_rx);
         let theirs = token.clone();
         let worker = s.spawn(move || {
-            let r = theirs.run(job);
+            let r = in_this_process(|| theirs.run(job));
             let _ = done_tx.send(());
             r
         });
@@ -194,10 +194,26 @@ pub(crate) fn run_interruptible<T: Send>(py: Python<'_>, job: impl FnOnce() -> T
     })
 }
 
+/// The process that imported the module (see [`in_this_process`]).
+static IMPORTED_IN: std::sync::LazyLock<u32> = std::sync::LazyLock::new(std::process::id);
+
+/// Runs `f`, whose parallel work goes to rayon's global pool, in this
+/// process: in a child forked after the import that pool is the parent's,
+/// its threads are not here and a job handed to it would wait for ever, so
+/// there `f` runs on a pool of its own.
+pub(crate) fn in_this_process<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if std::process::id() == *IMPORTED_IN {
+        f()
+    } else {
+        fasthts_io::pool::with_threads(None, f)
+    }
+}
+
 #[pymodule]
 fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", m.py().get_type::<Error>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    std::sync::LazyLock::force(&IMPORTED_IN);
     bam::register(m)?;
     regions::register(m)?;
     alignment::register(m)?;
