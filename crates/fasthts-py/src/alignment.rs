@@ -5,27 +5,22 @@
 //! `AlignedSegment` is one record with pysam's attribute names and
 //! conventions. Region queries here use htslib's overlap rule (a record
 //! belongs to every region its alignment overlaps), unlike `BamFile`'s
-//! start-based regions; they are read through the file's index
-//! (`crate::regions`), the whole file from its first record
-//! (`fasthts::whole_file`). The Python half (`python/fasthts/_alignment.py`)
+//! start-based regions. What the file is, its index and why it cannot be
+//! read by region are the library's decisions (`fasthts::alignment_file`). The Python half (`python/fasthts/_alignment.py`)
 //! parses pysam's arguments and builds the header object.
 
 use crate::read_ahead::ReadAhead;
-use crate::regions::Regions;
 use crate::source::{fill, may_continue, Batch, Source};
 use crate::{run_detached, to_py};
 use fasthts::bam::{flags, AuxValue, CigarOp, Header, RecordRef};
+use fasthts::alignment_file::{AlignmentFile, OpenOptions};
 use fasthts::cram::CramOptions;
-use fasthts::input::{self, Format, Input};
-use fasthts::region::indexed::{Cursor, IndexedOptions, Rule, WithoutIndex};
+use fasthts::region::indexed::{Cursor, IndexedFile, Rule, WithoutIndex};
 use fasthts::region::Region as LibRegion;
-use fasthts::whole_file::WholeFileCursor;
-use fasthts_io::compression::Compression;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyList, PyTuple};
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, TryLockError};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -38,100 +33,19 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// An opened alignment file (the compiled half of `fasthts.AlignmentFile`).
 #[pyclass(frozen, module = "fasthts._fasthts", name = "_AlignmentReader")]
 pub struct AlignmentReader {
-    path: PathBuf,
+    file: AlignmentFile,
     header: Arc<Header>,
-    /// The input opened at construction (for its header), taken by the
-    /// first whole-file iteration; later ones open the path again.
-    first: Mutex<Option<Input>>,
-    /// How a CRAM file is read (its reference).
-    cram_options: CramOptions,
-    /// The file read by region (None: it cannot be; `no_regions` says why).
-    regions: Option<Regions>,
-    /// Why regions cannot be fetched (for a file read only from its start).
-    no_regions: Option<String>,
-    /// Whether an index file was loaded at open.
-    indexed: bool,
-    eof_marker: bool,
-    /// A BGZF BAM in a regular file (read by region, its index built in
-    /// memory if need be).
-    is_bam: bool,
-    is_cram: bool,
     /// Threads inflating ahead of an iterator (`AlignmentFile(threads=)`).
     threads: usize,
 }
 
-/// Opens `path` for reading records; with an explicit index, or an index
-/// file beside a BAM, CRAM or bgzipped SAM, the index is loaded (and
-/// checked against the file) now, so a missing or foreign one fails at
-/// open as in pysam.
-fn open(
-    path: &Path,
-    index: Option<PathBuf>,
-    reference: Option<PathBuf>,
-    report: &crate::Warnings,
-) -> Result<AlignmentReader, fasthts::Error> {
-    let peeked = input::peek(path)?;
-    let (format, regular) = (peeked.format(), peeked.is_regular_file());
-    let cram_options = CramOptions { reference, ..Default::default() };
-    let is_bam = regular && format == Format::Bam(Compression::Bgzf);
-    let bgzf_sam = regular && format == Format::CompressedSam(Compression::Bgzf);
-    let is_indexable = is_bam || bgzf_sam || (regular && format == Format::Cram);
-    if let (false, Some(ix)) = (is_indexable, &index) {
-        return Err(fasthts::Error::InvalidArgument(format!(
-            "{}: an index is used only with a BGZF-compressed BAM or SAM file (or a CRAM file)",
-            ix.display()
-        )));
-    }
-    // A BAM without an index file is indexed in memory for a region query
-    // (pysam refuses it first); a CRAM or bgzipped SAM without one is not.
-    let without_index = if is_bam { WithoutIndex::Build } else { WithoutIndex::Refuse };
-    let regions = is_indexable.then(|| {
-        let options = IndexedOptions { index, cram: cram_options.clone(), without_index, whole_file: false };
-        Regions::new(path, options, format == Format::Cram)
-    });
-    let input = peeked.open_with(&cram_options)?;
-    // The index is loaded (and so checked) at open, as pysam does.
-    let indexed = match &regions {
-        Some(r) if r.has_index_file() => {
-            r.file(report)?;
-            true
-        }
-        _ => false,
-    };
-    let no_regions = match format {
-        _ if is_bam || indexed || (regular && format == Format::Cram) => None,
-        _ if bgzf_sam => Some(fasthts::command::no_index_for_regions(path).to_string()),
-        Format::Sam | Format::CompressedSam(_) => Some(fasthts::command::sam_not_indexable(path).to_string()),
-        _ => Some(format!("{}: a stream is read from its start only", path.display())),
-    };
-    let (header, eof_marker) = match &input {
-        Input::Bam(bam) => (bam.header().clone(), bam.has_eof_marker()),
-        Input::Stream(s) => (s.header().clone(), true),
-        Input::Cram(c) => (c.header().clone(), !c.missing_eof_container()),
-        Input::Sam(s) => (s.header().clone(), true),
-    };
-    Ok(AlignmentReader {
-        path: path.to_path_buf(),
-        header: Arc::new(header),
-        is_cram: matches!(input, Input::Cram(_)),
-        first: Mutex::new(Some(input)),
-        cram_options,
-        regions,
-        no_regions,
-        indexed,
-        eof_marker,
-        is_bam,
-        threads: 1,
-    })
-}
-
 impl AlignmentReader {
     /// The file read by region.
-    fn regions(&self) -> PyResult<&Regions> {
-        match &self.regions {
-            Some(r) if self.random_access() => Ok(r),
-            _ => Err(PyValueError::new_err("fetching by region is not available for SAM files")),
+    fn for_regions(&self, py: Python<'_>, whole: bool) -> PyResult<Arc<IndexedFile>> {
+        if !self.random_access() {
+            return Err(PyValueError::new_err("fetching by region is not available for SAM files"));
         }
+        run_detached(py, |w| if whole { self.file.for_whole_file(w) } else { self.file.for_regions(w) })
     }
 
     fn iter(&self, source: Source) -> SegmentIter {
@@ -140,10 +54,9 @@ impl AlignmentReader {
     }
 
     /// The records of `queries`, read through the index (`whole`: of a job
-    /// reading every placed record, `Regions::whole_file`).
+    /// reading every placed record, `AlignmentFile::for_whole_file`).
     fn queries(&self, py: Python<'_>, queries: Vec<(LibRegion, Rule)>, whole: bool) -> PyResult<SegmentIter> {
-        let regions = self.regions()?;
-        let file = run_detached(py, |w| if whole { regions.whole_file(w) } else { regions.file(w) })?;
+        let file = self.for_regions(py, whole)?;
         Ok(self.iter(Source::Indexed(Cursor::new(file, queries))))
     }
 }
@@ -162,49 +75,63 @@ impl AlignmentReader {
         threads: Option<i64>,
     ) -> PyResult<Self> {
         let threads = fasthts_io::pool::thread_count(crate::threads_arg(threads)?);
-        let index_filename = index_filename.map(|p| p.0);
-        let reference = reference_filename.map(|p| p.0);
-        let mut reader = run_detached(py, |w| open(&path, index_filename, reference, w))?;
-        reader.threads = threads;
-        Ok(reader)
+        let options = OpenOptions {
+            index: index_filename.map(|p| p.0),
+            cram: CramOptions { reference: reference_filename.map(|p| p.0), ..Default::default() },
+            // A BAM without an index file is indexed in memory for a region
+            // query (pysam refuses it first); a CRAM file without one is not.
+            bam_without_index: WithoutIndex::Build,
+            cram_without_index: WithoutIndex::Refuse,
+            // As pysam, an index is loaded at open: a foreign one fails here.
+            load_found_index_at_open: true,
+        };
+        // A missing end-of-file marker is the Python half's to raise or warn about.
+        let file = run_detached(py, |w| AlignmentFile::open(&path, &options, w))?;
+        Ok(AlignmentReader { header: file.header().clone(), file, threads })
     }
 
     /// Whether the file is CRAM.
     #[getter]
     fn is_cram(&self) -> bool {
-        self.is_cram
+        self.file.is_cram()
+    }
+
+    /// Whether the file is SAM text (plain or compressed).
+    #[getter]
+    fn is_sam(&self) -> bool {
+        self.file.is_sam()
     }
 
     /// Whether regions can be fetched (an indexed BAM, CRAM or bgzipped SAM).
     #[getter]
     fn random_access(&self) -> bool {
-        self.is_bam || self.indexed
+        self.file.can_read_by_region()
     }
 
     /// Why regions cannot be fetched, in one line naming the file (None
     /// when they can).
     #[getter]
     fn no_regions(&self) -> Option<String> {
-        self.no_regions.clone()
+        self.file.no_regions().map(|e| e.to_string())
     }
 
     /// Whether the file is a BGZF BAM read through its mapping (random access).
     #[getter]
     fn is_bam(&self) -> bool {
-        self.is_bam
+        self.file.is_mapped_bam()
     }
 
     /// Whether an index file was loaded at open.
     #[getter]
     fn indexed(&self) -> bool {
-        self.indexed
+        self.file.index_loaded()
     }
 
     /// Whether the BGZF end-of-file marker block is present (True for
     /// uncompressed input).
     #[getter]
     fn eof_marker(&self) -> bool {
-        self.eof_marker
+        !self.file.missing_eof_marker()
     }
 
     /// `[(name, length), ...]`.
@@ -223,12 +150,8 @@ impl AlignmentReader {
 
     /// Every record from the first, in file order (pysam's `until_eof`).
     fn fetch_all(&self, py: Python<'_>) -> PyResult<SegmentIter> {
-        let taken = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let input = match taken {
-            Some(i) => i,
-            None => py.detach(|| input::open_with(&self.path, &self.cram_options)).map_err(to_py)?,
-        };
-        Ok(self.iter(Source::Whole(WholeFileCursor::new(input, &self.path))))
+        let records = py.detach(|| self.file.records()).map_err(to_py)?;
+        Ok(self.iter(Source::Whole(records)))
     }
 
     /// The records overlapping each `(tid, start, stop)` of `regions` in
@@ -253,8 +176,7 @@ impl AlignmentReader {
     /// Per reference `(mapped, unmapped)` as the index records them, and
     /// the records without a coordinate.
     fn index_statistics(&self, py: Python<'_>) -> PyResult<(Vec<(u64, u64)>, u64)> {
-        let regions = self.regions()?;
-        let file = run_detached(py, |w| regions.file(w))?;
+        let file = self.for_regions(py, false)?;
         // A .crai records no counts: htslib (and so pysam) gives zeros.
         let Some(ix) = file.index() else { return Ok((vec![(0, 0); self.header.references.len()], 0)) };
         let per = (0..self.header.references.len()).map(|t| ix.mapped_unmapped(t).unwrap_or((0, 0))).collect();

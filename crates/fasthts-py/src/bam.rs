@@ -1,20 +1,16 @@
-//! `BamFile`, `Record`: a BAM, CRAM or SAM file, its regions (read
-//! through its index, `crate::regions`) and its records as objects or as
-//! columns (`crate::columns`).
+//! `BamFile`, `Record`: a BAM, CRAM or SAM file (`fasthts::alignment_file`),
+//! its regions and its records as objects or as columns (`crate::columns`).
 
 use crate::columns::{self, Column, Columns};
-use crate::cram_file::CramFile;
-use crate::regions::{region_arg, region_args, Region, Regions};
-use crate::sam_file::{is_bgzipped, is_sam_text, SamFile};
+use crate::regions::{region_arg, region_args, Region};
 use crate::source::{next_records, Source};
 use crate::{err, run_detached, threads_arg, to_py, with_threads, FsPath};
-use fasthts::bam::{AuxValue, BamFile as LibBam, Header, RecordRef};
-use fasthts::command::{Report, REGION_BYTES};
-use fasthts::cram::CramOptions;
-use fasthts::input::Format;
-use fasthts::region::indexed::{Cursor, IndexedOptions, Rule, WithoutIndex};
-use fasthts::region::{self, pieces, Plan};
-use fasthts::whole_file::WholeFileCursor;
+use fasthts::alignment_file::{AlignmentFile, OpenOptions};
+use fasthts::bam::{AuxValue, Header, RecordRef};
+use fasthts::command::REGION_BYTES;
+use fasthts::cram::{CramOptions, Fields};
+use fasthts::region::indexed::{Cursor, Rule, WithoutIndex};
+use fasthts::region::{pieces, Plan};
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -30,72 +26,36 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The reference names of the BAM at `path`.
+/// The reference names of the alignment file at `path`.
 pub(crate) fn reference_names(py: Python<'_>, path: &Path) -> PyResult<Vec<String>> {
-    run_detached(py, |_| Ok(LibBam::open(path)?.header().references.iter().map(|r| r.name.clone()).collect()))
+    run_detached(py, |w| Ok(AlignmentFile::open(path, &OpenOptions::default(), w)?.header().references.iter().map(|r| r.name.clone()).collect()))
 }
 
-/// A BAM file, memory-mapped, with its index; or a CRAM file, decoded by
-/// htslib (`crate::cram_file`), with the same API; or SAM text, read whole
-/// from its start, a bgzipped one by region through its index
-/// (`crate::sam_file`).
+/// A BAM file, memory-mapped, with its index; a CRAM file, decoded by
+/// htslib; or SAM text, read whole from its start (a bgzipped one by region
+/// through its index). What it is and how it is read are the library's
+/// decisions (`fasthts::alignment_file`).
 #[pyclass(frozen, subclass, module = "fasthts._fasthts")]
 pub struct BamFile {
-    opened: Opened,
+    file: AlignmentFile,
     names: Arc<Vec<String>>,
-    /// The file read by region (None: SAM that is not bgzipped).
-    regions: Option<Regions>,
-    /// How a CRAM file is decoded (its reference).
-    cram: CramOptions,
-}
-
-/// What a `BamFile` reads without its index.
-enum Opened {
-    Bam(LibBam),
-    Cram(CramFile),
-    Sam(SamFile),
 }
 
 impl BamFile {
     fn header(&self) -> &Header {
-        match &self.opened {
-            Opened::Bam(bam) => bam.header(),
-            Opened::Cram(c) => c.header(),
-            Opened::Sam(s) => s.header(),
-        }
+        self.file.header()
     }
 
     fn file_path(&self) -> &Path {
-        match &self.opened {
-            Opened::Bam(bam) => bam.path(),
-            Opened::Cram(c) => c.path(),
-            Opened::Sam(s) => s.path(),
-        }
+        self.file.path()
     }
 
     /// As the CLI, a file without its end-of-file marker is reported (a
     /// Python `UserWarning` with the CLI's text) by every call that reads it.
     fn eof_check(&self, py: Python<'_>) -> PyResult<()> {
         let w = crate::Warnings::default();
-        match &self.opened {
-            Opened::Bam(bam) => warn_if_truncated(bam, &w),
-            Opened::Cram(c) => c.warn_if_truncated(&w),
-            Opened::Sam(s) => s.warn_if_truncated(&w),
-        }
+        self.file.warn_if_truncated(&w);
         w.issue(py)
-    }
-
-    /// The file read by region; SAM that is not bgzipped is refused, with
-    /// the CLI's error.
-    fn regions(&self) -> PyResult<&Regions> {
-        self.regions.as_ref().ok_or_else(|| to_py(fasthts::command::sam_not_indexable(self.file_path())))
-    }
-}
-
-/// As the CLI, a BAM without its BGZF end-of-file block is reported.
-fn warn_if_truncated(bam: &LibBam, report: &dyn Report) {
-    if !bam.has_eof_marker() {
-        report.warning(fasthts::command::Warning::MissingEofMarker { path: bam.path().to_path_buf() });
     }
 }
 
@@ -110,44 +70,6 @@ fn reference_arg(reference: Option<FsPath>, reference_filename: Option<FsPath>) 
     }
 }
 
-/// Opens the file at `path` for `BamFile`: what it reads without an index,
-/// and how it is read by region (a BAM or CRAM file without an index file
-/// is indexed in memory when a region is first read; a bgzipped SAM is
-/// refused). An index given is loaded now: a missing or foreign one fails
-/// here.
-fn open(path: &Path, index: Option<PathBuf>, cram: &CramOptions, report: &dyn Report) -> Result<(Opened, Option<Regions>), fasthts::Error> {
-    let options = |without_index| IndexedOptions { index: index.clone(), cram: cram.clone(), without_index, whole_file: false };
-    // Only a regular file is looked at: a pipe's data would be consumed
-    // (`LibBam::open` refuses it unread).
-    let format = match std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        true => Some(fasthts::input::peek(path)?),
-        false => None,
-    };
-    let (opened, regions) = match format {
-        Some(peeked) if peeked.format() == Format::Cram => {
-            drop(peeked);
-            let c = CramFile::open(path, cram.reference.clone())?;
-            c.warn_if_truncated(report);
-            (Opened::Cram(c), Some(Regions::new(path, options(WithoutIndex::Build), true)))
-        }
-        Some(peeked) if is_sam_text(peeked.format()) => {
-            let bgzf = is_bgzipped(peeked.format());
-            let s = SamFile::open(peeked, path, index.is_some())?;
-            s.warn_if_truncated(report);
-            (Opened::Sam(s), bgzf.then(|| Regions::new(path, options(WithoutIndex::Refuse), false)))
-        }
-        _ => {
-            let bam = LibBam::open(path)?;
-            warn_if_truncated(&bam, report);
-            (Opened::Bam(bam), Some(Regions::new(path, options(WithoutIndex::Build), false)))
-        }
-    };
-    if let (Some(r), Some(_)) = (&regions, &index) {
-        r.file(report)?;
-    }
-    Ok((opened, regions))
-}
-
 #[pymethods]
 impl BamFile {
     #[new]
@@ -159,21 +81,23 @@ impl BamFile {
         reference: Option<FsPath>,
         reference_filename: Option<FsPath>,
     ) -> PyResult<Self> {
-        let index = index.map(|p| p.0);
-        let cram = CramOptions { reference: reference_arg(reference, reference_filename)?, ..Default::default() };
-        let (opened, regions) = run_detached(py, |w| open(&path, index, &cram, w))?;
-        let names = Arc::new(
-            match &opened {
-                Opened::Bam(bam) => bam.header(),
-                Opened::Cram(c) => c.header(),
-                Opened::Sam(s) => s.header(),
-            }
-            .references
-            .iter()
-            .map(|r| r.name.clone())
-            .collect(),
-        );
-        Ok(BamFile { opened, names, regions, cram })
+        // A BAM or CRAM file without an index file is indexed in memory
+        // when a region is first read; a bgzipped SAM is refused.
+        let options = OpenOptions {
+            index: index.map(|p| p.0),
+            cram: CramOptions { reference: reference_arg(reference, reference_filename)?, ..Default::default() },
+            bam_without_index: WithoutIndex::Build,
+            cram_without_index: WithoutIndex::Build,
+            // Loaded when first used: whole-file reads need no index.
+            load_found_index_at_open: false,
+        };
+        let file = run_detached(py, |w| {
+            let file = AlignmentFile::open(&path, &options, w)?;
+            file.warn_if_truncated(w);
+            Ok(file)
+        })?;
+        let names = Arc::new(file.header().references.iter().map(|r| r.name.clone()).collect());
+        Ok(BamFile { file, names })
     }
 
     /// The path the file was opened with.
@@ -185,7 +109,7 @@ impl BamFile {
     /// Whether the file is CRAM (read through htslib) rather than BAM.
     #[getter]
     fn is_cram(&self) -> bool {
-        matches!(self.opened, Opened::Cram(_))
+        self.file.is_cram()
     }
 
     /// Whether the file is SAM text (plain, bgzipped or gzip-compressed):
@@ -193,7 +117,7 @@ impl BamFile {
     /// index (CSI or BAI).
     #[getter]
     fn is_sam(&self) -> bool {
-        matches!(self.opened, Opened::Sam(_))
+        self.file.is_sam()
     }
 
     /// `[(name, length), ...]` in reference-id order.
@@ -216,7 +140,7 @@ impl BamFile {
     /// CRAM) or are refused (SAM).
     #[getter]
     fn has_index(&self) -> bool {
-        self.regions.as_ref().is_some_and(Regions::has_index_file)
+        self.file.has_index_file()
     }
 
     /// Reference id of `name`.
@@ -233,19 +157,7 @@ impl BamFile {
             Some(w) => Plan::Windows(w),
             None => Plan::BalancedBytes(region_bytes),
         };
-        let regions = match &self.opened {
-            Opened::Cram(c) => run_detached(py, |_| c.plan(plan))?,
-            // A plan tiles every reference the index has records on: only
-            // an index of the whole file gives every record a region.
-            _ => {
-                let regions = self.regions()?;
-                run_detached(py, |w| {
-                    let file = regions.whole_file(w)?;
-                    let (indexed, index) = file.indexed().expect("a BAM or bgzipped SAM");
-                    Ok(region::plan(indexed, index, plan))
-                })?
-            }
-        };
+        let regions = run_detached(py, |w| self.file.plan(plan, w))?;
         Ok(regions.into_iter().map(|r| Region::from_lib(r, &self.names)).collect())
     }
 
@@ -262,11 +174,10 @@ impl BamFile {
     fn fetch(&self, py: Python<'_>, region: Option<&Bound<'_, PyAny>>, overlap: bool) -> PyResult<RecordIter> {
         self.eof_check(py)?;
         let source = match region {
-            None => Source::Whole(run_detached(py, |_| WholeFileCursor::open(self.file_path(), &self.cram))?),
+            None => Source::Whole(run_detached(py, |_| self.file.records())?),
             Some(region) => {
-                let regions = self.regions()?;
+                let file = run_detached(py, |w| self.file.for_regions(w))?;
                 let rs = region_args(&self.names, region)?;
-                let file = run_detached(py, |w| regions.file(w))?;
                 let rule = if overlap { Rule::Overlap } else { Rule::StartsIn };
                 Source::Indexed(Cursor::new(file, rs.into_iter().map(|r| (r, rule))))
             }
@@ -292,36 +203,23 @@ impl BamFile {
         let threads = threads_arg(threads)?;
         self.eof_check(py)?;
         let piece_bytes = piece_bytes.unwrap_or(pieces::PIECE_BYTES).max(1);
-        let cols = match (&self.opened, region) {
-            (_, Some(region)) => {
-                let regions = self.regions()?;
+        let cols = match region {
+            Some(region) => {
+                let file = run_detached(py, |w| self.file.for_columns(w))?;
                 let rs = region_args(&self.names, region)?;
-                run_detached(py, |w| {
+                run_detached(py, |_| {
                     with_threads(threads, || {
-                        let file = regions.columns_file(w)?;
                         let parts = rs.iter().map(|r| columns::region_columns(&file, *r, piece_bytes)).collect::<Result<Vec<_>, _>>()?;
                         Ok(Columns::concat(parts))
                     })
                 })?
             }
-            (Opened::Bam(bam), None) => {
-                let regions = self.regions()?;
-                run_detached(py, |w| {
-                    with_threads(threads, || {
-                        // Through the index file when there is one (and it
-                        // can be read), else sequentially.
-                        let file = if regions.has_index_file() { regions.file(w).ok() } else { None };
-                        columns::whole_bam_columns(bam, file.as_deref(), w)
-                    })
-                })?
-            }
-            (Opened::Cram(c), None) => run_detached(py, |_| with_threads(threads, || c.whole_file_columns()))?,
-            (Opened::Sam(s), None) => {
-                let mut warnings = Vec::new();
-                let read = run_detached(py, |_| with_threads(threads, || s.whole_file_columns(&mut warnings)));
-                crate::warn_texts(py, &warnings)?;
-                read?
-            }
+            None => run_detached(py, |w| {
+                with_threads(threads, || {
+                    let parts = self.file.scatter(REGION_BYTES, Fields::Columns, w, Columns::with_capacity, |c, r| c.push(r))?;
+                    Ok(Columns::concat(parts))
+                })
+            })?,
         };
         cols.into_py(py)
     }
@@ -331,12 +229,12 @@ impl BamFile {
     fn _columns_many<'py>(&self, py: Python<'py>, regions: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let threads = threads_arg(threads)?;
         self.eof_check(py)?;
-        let file = self.regions()?;
+        let file = run_detached(py, |w| self.file.for_columns(w))?;
         let mut rs = Vec::new();
         for r in regions.try_iter()? {
             rs.push(region_arg(&self.names, &r?)?);
         }
-        let all = run_detached(py, |w| with_threads(threads, || columns::regions_columns(&*file.columns_file(w)?, &rs)))?;
+        let all = run_detached(py, |_| with_threads(threads, || columns::regions_columns(&file, &rs)))?;
         all.into_iter().map(|c| c.into_py(py)).collect()
     }
 
@@ -347,8 +245,8 @@ impl BamFile {
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         // Pickled by path: a worker opens (maps) the file itself.
         let b = slf.get();
-        let index = b.regions.as_ref().and_then(Regions::given).map(Path::to_path_buf);
-        let args = (b.file_path().to_path_buf(), index, b.cram.reference.clone());
+        let index = b.file.index_given().map(Path::to_path_buf);
+        let args = (b.file_path().to_path_buf(), index, b.file.cram_options().reference.clone());
         PyTuple::new(slf.py(), [slf.get_type().into_any(), args.into_pyobject(slf.py())?.into_any()])
     }
 }

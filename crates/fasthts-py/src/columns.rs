@@ -1,12 +1,11 @@
 //! A region's records as columns handed to numpy without a copy, and how
 //! they are read from a file: a region in pieces on the current pool
-//! (`fasthts::region::pieces`), many regions in parallel, or a whole BAM
-//! as flagstat reads it.
+//! (`fasthts::region::pieces`) or many regions in parallel (a whole file's
+//! in parts: `fasthts::alignment_file::AlignmentFile::scatter`).
 
-use fasthts::bam::{BamFile as LibBam, RecordRef};
-use fasthts::command::{self, Report, REGION_BYTES};
+use fasthts::bam::RecordRef;
 use fasthts::region::indexed::{IndexedFile, Rule};
-use fasthts::region::{self, pieces, Plan, Region as LibRegion};
+use fasthts::region::{self, pieces, Region as LibRegion};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
@@ -49,38 +48,6 @@ fn query_columns(file: &IndexedFile, region: LibRegion) -> Result<Columns, fasth
 pub(crate) fn regions_columns(file: &IndexedFile, regions: &[LibRegion]) -> Result<Vec<Columns>, fasthts::Error> {
     let read: Vec<Result<Columns, fasthts::Error>> = regions.par_iter().map(|r| query_columns(file, *r)).collect();
     read.into_iter().collect()
-}
-
-/// Every record's columns of the BAM `bam`, in file order, read as
-/// flagstat reads a file (`fasthts::command::by_index_or_sequentially`):
-/// through `file`'s index (the BAM's index file) in parallel, or
-/// sequentially when there is none or it turns out not to describe the
-/// file.
-pub(crate) fn whole_bam_columns(bam: &LibBam, file: Option<&IndexedFile>, report: &dyn Report) -> Result<Columns, fasthts::Error> {
-    let by_regions = |file: &IndexedFile, bam: &LibBam, ix: &fasthts::index::Index| {
-        let parts = region::scatter_all(bam, ix, Plan::BalancedBytes(REGION_BYTES), |r, rd| {
-            let mut c = Columns::with_capacity(pieces::estimate_records(file, *r));
-            while let Some(r) = rd.next_record()? {
-                c.push(&r);
-            }
-            Ok(c)
-        })?;
-        Ok(Columns::concat(parts))
-    };
-    let sequentially = || {
-        let mut c = Columns::with_capacity(0);
-        fasthts::bam::scan(bam, |r, _| {
-            c.push(r);
-            Ok(())
-        })?;
-        Ok(c)
-    };
-    match file.and_then(|f| Some((f, f.bam()?))) {
-        Some((file, (indexed, ix))) => {
-            command::by_index_or_sequentially(indexed, Some(ix), |ix| by_regions(file, indexed, ix), sequentially, report)
-        }
-        None => sequentially(),
-    }
 }
 
 /// Per-record columns of a region.

@@ -213,9 +213,8 @@ fn dask_sort_index_name(output: PathBuf) -> (PathBuf, PathBuf, bool) {
 }
 
 /// Checks `path` and `output` for `dask.index` and returns the splits
-/// `[(start, end)]` and where the index goes; `None` for a CRAM, whose
-/// `.crai` is built in one task by `fasthts.index` (its builder reads only
-/// container and slice headers: splitting it would not pay).
+/// `[(start, end)]` and where the index goes; `None` for a CRAM
+/// (`fasthts::command::index_splits`).
 #[pyfunction]
 #[pyo3(signature = (path, pieces, output=None, csi=false, min_shift=None))]
 fn dask_index_plan(
@@ -227,14 +226,8 @@ fn dask_index_plan(
     min_shift: Option<i32>,
 ) -> PyResult<Option<(Vec<(u64, u64)>, PathBuf)>> {
     let options = fasthts::command::IndexOptions { format: fasthts::command::index_format(csi, min_shift), output, threads: None };
-    run_detached(py, |_| {
-        if fasthts::input::peek(&path)?.format() == fasthts::input::Format::Cram {
-            return Ok(None);
-        }
-        let target = fasthts::command::index_target(&path, &options)?;
-        let bam = dist::open_input(&path)?;
-        Ok(Some((dist::plan_splits(&bam, pieces).into_iter().map(|s| (s.start, s.end)).collect(), target)))
-    })
+    let plan = run_detached(py, |_| fasthts::command::index_splits(&path, pieces, &options))?;
+    Ok(plan.map(|(splits, target)| (splits.into_iter().map(|s| (s.start, s.end)).collect(), target)))
 }
 
 /// The index segment of a split's records from `entry` (raw virtual offset;

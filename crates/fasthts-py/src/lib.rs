@@ -21,7 +21,6 @@ mod alignment;
 mod bam;
 mod cli;
 mod columns;
-mod cram_file;
 mod depth;
 mod distributed;
 mod kmer;
@@ -29,7 +28,6 @@ mod md;
 mod ops;
 mod read_ahead;
 mod regions;
-mod sam_file;
 mod sketches;
 mod source;
 

@@ -1,22 +1,15 @@
-//! Regions as Python gives them, and the file they are read from.
+//! Regions as Python gives them.
 //!
 //! A region string is read as `fasthts view` (and samtools) reads a region
 //! argument (`fasthts::region::Region::parse_query`): `.` is the whole
-//! file, `*` the unplaced records. [`Regions`] is the one way the package
-//! reads a file by region: a `fasthts::region::indexed::IndexedFile`
-//! opened under the library's index policy, when first asked (an index
-//! given or lying beside the file is loaded by the caller at open).
+//! file, `*` the unplaced records. The file they are read from is the
+//! library's `fasthts::alignment_file::AlignmentFile`.
 
 use crate::to_py;
-use fasthts::command::{locate_index, IndexLocation, Report};
-use fasthts::cram::Fields;
-use fasthts::region::indexed::{IndexedFile, IndexedOptions};
 use fasthts::region::{self, Region as LibRegion};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Region>()?;
@@ -184,98 +177,4 @@ fn region_triple(obj: &Bound<'_, PyAny>) -> PyResult<Option<(Option<String>, Opt
         Some(contig.extract::<String>().map_err(|_| PyTypeError::new_err("region contig must be a str or None"))?)
     };
     Ok(Some((contig, bound(&start, "start")?, bound(&end, "end")?)))
-}
-
-/// A file read by region: an `IndexedFile` opened under the library's
-/// index policy (`IndexedOptions`: the index given, else the one beside
-/// the file, else built in memory or refused) when first asked, and kept.
-pub(crate) struct Regions {
-    path: PathBuf,
-    options: IndexedOptions,
-    cram: bool,
-    opened: Mutex<Opened>,
-}
-
-#[derive(Default)]
-struct Opened {
-    file: Option<Arc<IndexedFile>>,
-    /// `file`'s index is known to describe the whole file.
-    whole: bool,
-    /// A CRAM file decoding only what columns need.
-    columns: Option<Arc<IndexedFile>>,
-}
-
-impl Regions {
-    /// The file at `path` (a CRAM file if `cram`), to be opened as
-    /// `options` say.
-    pub(crate) fn new(path: &Path, options: IndexedOptions, cram: bool) -> Regions {
-        Regions { path: path.to_path_buf(), options, cram, opened: Mutex::default() }
-    }
-
-    /// The index file given (`index=`; kept when pickled).
-    pub(crate) fn given(&self) -> Option<&Path> {
-        self.options.index.as_deref()
-    }
-
-    /// Whether an index file was given or lies beside the file (one older
-    /// than the file included: used with a warning).
-    pub(crate) fn has_index_file(&self) -> bool {
-        match self.given() {
-            Some(_) => true,
-            None if self.cram => fasthts::cram::region::has_index(&self.path, None),
-            None => matches!(locate_index(&self.path), IndexLocation::Found(_) | IndexLocation::Stale(_)),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Opened> {
-        self.opened.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn open(&self, opened: &mut Opened, report: &dyn Report) -> Result<Arc<IndexedFile>, fasthts::Error> {
-        if let Some(file) = &opened.file {
-            return Ok(file.clone());
-        }
-        let file = Arc::new(IndexedFile::open(&self.path, &self.options, report)?);
-        opened.file = Some(file.clone());
-        Ok(file)
-    }
-
-    /// The file with its index, opened now if not yet (its index loaded
-    /// and checked, or made in memory): for region queries.
-    pub(crate) fn file(&self, report: &dyn Report) -> Result<Arc<IndexedFile>, fasthts::Error> {
-        self.open(&mut self.lock(), report)
-    }
-
-    /// The file for a job that reads every placed record through the
-    /// index (a plan, pysam's `fetch()`): its index checked, once, to
-    /// describe the whole file; one that does not (made for a prefix of
-    /// the file) is reported and replaced, for every later use too, by one
-    /// made in memory.
-    pub(crate) fn whole_file(&self, report: &dyn Report) -> Result<Arc<IndexedFile>, fasthts::Error> {
-        let mut opened = self.lock();
-        let file = self.open(&mut opened, report)?;
-        if opened.whole {
-            return Ok(file);
-        }
-        let file = match file.for_whole_file(report)? {
-            Some(whole) => Arc::new(whole),
-            None => file,
-        };
-        (opened.file, opened.whole) = (Some(file.clone()), true);
-        Ok(file)
-    }
-
-    /// The file for columns: a CRAM file's records decoded only as far as
-    /// columns need; other files as `file`.
-    pub(crate) fn columns_file(&self, report: &dyn Report) -> Result<Arc<IndexedFile>, fasthts::Error> {
-        let mut opened = self.lock();
-        let file = self.open(&mut opened, report)?;
-        if let Some(columns) = &opened.columns {
-            return Ok(columns.clone());
-        }
-        let Some(columns) = file.with_cram_fields(Fields::Columns) else { return Ok(file) };
-        let columns = Arc::new(columns);
-        opened.columns = Some(columns.clone());
-        Ok(columns)
-    }
 }

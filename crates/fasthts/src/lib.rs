@@ -60,6 +60,7 @@
 //! # Ok::<(), fasthts::Error>(())
 //! ```
 
+pub mod alignment_file;
 pub mod bam;
 pub mod command;
 pub mod cram;

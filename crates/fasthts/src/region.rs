@@ -34,7 +34,8 @@
 //! ```
 
 use crate::bam::binning;
-use crate::bam::{BamError, BamFile, RecordReader, RecordRef};
+use crate::bam::{BamError, BamFile, Header, RecordReader, RecordRef};
+use crate::cram::Container;
 use crate::bgzf::VirtualOffset;
 use crate::index::Index;
 use crate::Error;
@@ -289,6 +290,49 @@ pub fn plan<F: Indexed + ?Sized>(bam: &F, index: &Index, plan: Plan) -> Vec<Regi
             start = c;
         }
         regions.push(Region { ref_id: tid, start, end: i64::MAX });
+    }
+    regions.push(Region::unplaced());
+    regions
+}
+
+/// As [`plan`], the regions of a CRAM file, cut where a container of
+/// about `Plan::BalancedBytes` bytes begins, or every `Plan::Windows`
+/// bases. Container headers do not say which references a
+/// multi-reference container holds: a file with one plans every
+/// reference, those without containers of their own as one region each.
+pub fn plan_containers(header: &Header, containers: &[Container], plan: Plan) -> Vec<Region> {
+    let multi = containers.iter().any(|c| c.ref_id == -2);
+    let mut regions = Vec::new();
+    for (tid, reference) in header.references.iter().enumerate() {
+        let own: Vec<&Container> = containers.iter().filter(|c| c.ref_id == tid as i32).collect();
+        if own.is_empty() && !multi {
+            continue;
+        }
+        let mut cuts: Vec<i64> = Vec::new();
+        match plan {
+            Plan::Windows(width) => {
+                let width = width.clamp(1, i64::MAX as u64) as i64;
+                cuts.extend((1..).map(|i| i * width).take_while(|&p| p < i64::from(reference.len)));
+            }
+            Plan::BalancedBytes(target) => {
+                let mut bytes = 0;
+                for c in &own {
+                    // A container's start (1-based) is its first record's position.
+                    let at = c.start - 1;
+                    if bytes >= target && at > cuts.last().copied().unwrap_or(0) {
+                        cuts.push(at);
+                        bytes = 0;
+                    }
+                    bytes += c.size;
+                }
+            }
+        }
+        let mut start = i64::MIN;
+        for c in cuts {
+            regions.push(Region { ref_id: tid as i32, start, end: c });
+            start = c;
+        }
+        regions.push(Region { ref_id: tid as i32, start, end: i64::MAX });
     }
     regions.push(Region::unplaced());
     regions

@@ -5,7 +5,7 @@
 //! index's lookup, the distributed sort) report alike.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where a job reports what it has to say besides its result, as it
 /// happens: the CLI prints, the Python package issues Python warnings.
@@ -106,5 +106,19 @@ impl fmt::Display for Warning {
                 write!(f, "the -e expression failed {count} times ({reason}, the first time); those records are not selected, as by samtools")
             }
         }
+    }
+}
+
+/// Reports the record warnings a SAM input met (htslib prints one for each
+/// record as it reads it): those kept one by one
+/// ([`crate::sam::MAX_KEPT_WARNINGS`]), then how many more.
+pub fn report_sam_warnings<R: std::io::Read>(sam: &mut crate::sam::SamReader<R>, path: &Path, report: &dyn Report) {
+    let kept = sam.take_warnings();
+    let more = sam.warning_count().saturating_sub(kept.len() as u64);
+    for warning in kept {
+        report.warning(Warning::SamRecord { path: path.to_path_buf(), warning });
+    }
+    if more > 0 {
+        report.warning(Warning::MoreSamRecords { path: path.to_path_buf(), count: more });
     }
 }

@@ -261,7 +261,7 @@ class AlignmentFile:
 
     @property
     def is_sam(self) -> bool:
-        return not self._open_reader().is_bam and not self._open_reader().is_cram
+        return self._open_reader().is_sam
 
     @property
     def is_cram(self) -> bool:

@@ -5,6 +5,7 @@ use crate::bam::BamFile;
 use crate::cram::{self, CramOptions, CramSource, Fields};
 use crate::index::{self, IdxstatsCounts, IndexFormat, DEFAULT_MIN_SHIFT};
 use crate::input::{self, Format, Input};
+use crate::sort::distributed::Split;
 use crate::Error;
 use fasthts_io::compression::Compression;
 use std::io::Read;
@@ -76,6 +77,19 @@ pub fn index_target(path: &Path, options: &IndexOptions) -> Result<PathBuf, Erro
     let target = options.output.clone().unwrap_or_else(|| index::index_path_for(path, options.format));
     crate::output::refuse_input_as_output(&[&target], &[path])?;
     Ok(target)
+}
+
+/// The plan of an index built in `pieces` parts (the Python package's
+/// `dask.index`): the splits of the BAM at `path` and where its index goes;
+/// `None` for a CRAM file, whose `.crai` is built in one task (its builder
+/// reads only container and slice headers: splitting it would not pay).
+pub fn index_splits(path: &Path, pieces: usize, options: &IndexOptions) -> Result<Option<(Vec<Split>, PathBuf)>, Error> {
+    if input::peek(path)?.format() == Format::Cram {
+        return Ok(None);
+    }
+    let target = index_target(path, options)?;
+    let bam = crate::sort::distributed::open_input(path)?;
+    Ok(Some((crate::sort::distributed::plan_splits(&bam, pieces), target)))
 }
 
 /// The `.crai` of the CRAM file or stream at `path`, written under a

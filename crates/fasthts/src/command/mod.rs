@@ -33,7 +33,7 @@ mod view_arguments;
 
 pub use depth::{depth_columns, depth_file, depth_to};
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
-pub use index::{idxstats, index_file, index_format, index_target, IdxstatsOptions, IndexOptions};
+pub use index::{idxstats, index_file, index_format, index_splits, index_target, IdxstatsOptions, IndexOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
 pub use sort::{check_memory_per_thread, parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
@@ -49,6 +49,7 @@ pub use crate::report::{Report, Warning};
 use crate::bam::BamFile;
 use crate::index::{covering_index, indexed_or_sequential, usable_index};
 use crate::input::Input;
+use crate::report::report_sam_warnings;
 use crate::Error;
 use fasthts_io::pool::{thread_count, with_threads};
 use std::path::Path;
@@ -72,20 +73,6 @@ fn warn_if_cram_truncated(cram: &crate::cram::CramReader, report: &dyn Report) {
 fn warn_if_stream_truncated(stream: &crate::bam::BamStream, report: &dyn Report) {
     if stream.missing_eof_marker() {
         report.warning(Warning::MissingEofMarker { path: stream.path().to_path_buf() });
-    }
-}
-
-/// Reports the record warnings a SAM input met (htslib prints one for each
-/// record as it reads it): those kept one by one
-/// ([`crate::sam::MAX_KEPT_WARNINGS`]), then how many more.
-fn report_sam_warnings<R: std::io::Read>(sam: &mut crate::sam::SamReader<R>, path: &Path, report: &dyn Report) {
-    let kept = sam.take_warnings();
-    let more = sam.warning_count().saturating_sub(kept.len() as u64);
-    for warning in kept {
-        report.warning(Warning::SamRecord { path: path.to_path_buf(), warning });
-    }
-    if more > 0 {
-        report.warning(Warning::MoreSamRecords { path: path.to_path_buf(), count: more });
     }
 }
 
