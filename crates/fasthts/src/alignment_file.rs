@@ -133,7 +133,7 @@ impl AlignmentFile {
                 Format::Cram => options.cram_without_index,
                 _ => WithoutIndex::Refuse,
             };
-            let options = IndexedOptions { index: options.index.clone(), cram: options.cram.clone(), without_index, whole_file: false };
+            let options = IndexedOptions { index: options.index.clone(), cram: options.cram.clone(), without_index, ..Default::default() };
             ByRegion { options, opened: Mutex::default() }
         });
         if let (None, Some(index)) = (&by_region, &options.index) {

@@ -162,7 +162,7 @@ impl Region {
     /// Where a record with this reference and position falls relative to the
     /// region, in a coordinate-sorted file.
     #[inline]
-    fn place(&self, ref_id: i32, pos: i32) -> Place {
+    fn place(&self, ref_id: i32, pos: i64) -> Place {
         if self.ref_id < 0 {
             return if ref_id < 0 { Place::Inside } else { Place::Before };
         }
@@ -172,7 +172,6 @@ impl Region {
         if ref_id < self.ref_id {
             return Place::Before;
         }
-        let pos = i64::from(pos);
         if pos < self.start {
             Place::Before
         } else if pos >= self.end {
@@ -557,7 +556,7 @@ impl<'a> RegionReader<'a> {
                 return Ok(None);
             }
             let r = self.records.current();
-            match self.region.place(r.ref_id(), r.pos()) {
+            match self.region.place(r.ref_id(), i64::from(r.pos())) {
                 Place::Before if self.first.is_some() => return Err(BamError::OutOfOrder { offset: self.records.record_start() }),
                 Place::Before => continue,
                 Place::Inside => {
@@ -592,7 +591,7 @@ impl<'a> RegionReader<'a> {
             return Ok(());
         }
         let region = self.region;
-        let flow = self.records.walk(|r| match region.place(r.ref_id(), r.pos()) {
+        let flow = self.records.walk(|r| match region.place(r.ref_id(), i64::from(r.pos())) {
             Place::Inside => {
                 f(r);
                 ControlFlow::Continue(())

@@ -304,6 +304,28 @@ fn depth_of_positions_past_2_31_is_samtools_depth() {
             assert!(got.stdout == want.stdout, "{args:?} {}: depth differs from samtools'", file.display());
         }
     }
+    // Regions of the bgzipped SAM under long references, through
+    // samtools' CSI (the one under short references cannot have one): reads
+    // past 2^31 are counted, before, across and after it (once a refusal,
+    // and a partial output).
+    for gz in files.iter().filter(|f| f.ends_with("long.sam.gz")) {
+        let mut index = Command::new("samtools");
+        index.args(["index", "-c"]).arg(gz);
+        assert!(run(index).status.success());
+        for region in ["big", "big:2000000000-2300000000", "big:2147483000-2147500000", "mid:2147483000-", "big:1-2147483647", "mid"] {
+            for extra in [&[][..], &["-s", "-Q", "10"]] {
+                let args: Vec<&str> = ["depth", "-r", region].into_iter().chain(extra.iter().copied()).collect();
+                let got = tool(fasthts(), &args, gz);
+                let want = tool(Command::new("samtools"), &args, gz);
+                assert!(want.status.success(), "samtools {args:?} {}: {}", gz.display(), text(&want.stderr));
+                assert!(got.status.success(), "{args:?} {}: {}", gz.display(), text(&got.stderr));
+                assert!(got.stdout == want.stdout, "{args:?} {}: depth differs from samtools'", gz.display());
+            }
+        }
+        let mut big = Command::new("samtools");
+        big.args(["depth", "-r", "big:2147483000-"]).arg(gz);
+        assert!(run(big).stdout.len() > 1000, "{}: no reads past 2^31 to count", gz.display());
+    }
 }
 
 /// `sort -O sam` of `file` in four orders, at `-@ 2` and with run files

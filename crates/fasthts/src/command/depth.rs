@@ -11,7 +11,7 @@ use crate::input::{self, Input};
 use crate::region::indexed::{IndexedFile, IndexedOptions, Records, Rule};
 use crate::output::TempOutput;
 use crate::region::{BedFilter, Region, RegionReader, RegionSyntax};
-use crate::sam::SamReader;
+use crate::sam::{Positions, SamReader};
 use crate::Error;
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -84,10 +84,15 @@ fn depth_encoded(
         // for -r); a whole file as it comes.
         let mut opened = Vec::with_capacity(inputs.len());
         let mut files = Vec::with_capacity(inputs.len());
+        // One bgzipped SAM is read with its positions past BAM's 32 bits,
+        // as samtools depth reads them (its region in one pass: the
+        // counter reads them, and the merge of several inputs would not).
+        let sam_positions = if inputs.len() == 1 { Positions::Wide } else { Positions::Bam };
         for (i, path) in inputs.iter().enumerate() {
             if options.region.is_some() {
                 let index = options.indexes.as_ref().map(|named| named[i].clone());
-                let file = IndexedFile::open(path, &IndexedOptions { index, cram: cram.clone(), ..Default::default() }, report)?;
+                let open = IndexedOptions { index, cram: cram.clone(), sam_positions, ..Default::default() };
+                let file = IndexedFile::open(path, &open, report)?;
                 // samtools warns of a BAM's or CRAM's missing marker as it opens them.
                 if (file.bam().is_some() || file.is_cram()) && file.missing_eof_marker()? {
                     report.warning(super::Warning::MissingEofMarker { path: file.path().to_path_buf() });
@@ -153,9 +158,11 @@ fn depth_encoded(
         if region.is_some() {
             // A CRAM's region is read by htslib's iterator, in one pass;
             // so are the regions counted with -s (one pass merging the
-            // inputs). Else in parallel windows.
-            if options.remove_overlaps || files.iter().any(IndexedFile::is_cram) {
-                return region_pass(&setup, &files, inputs, out);
+            // inputs) and a bgzipped SAM's (its positions 64-bit). Else in
+            // parallel windows.
+            let wide = sam_positions == Positions::Wide && files[0].is_sam_gz();
+            if options.remove_overlaps || files.iter().any(IndexedFile::is_cram) || wide {
+                return region_pass(&setup, &files, inputs, out, wide);
             }
             return by_windows(&setup, &files, inputs, out);
         }
@@ -389,10 +396,12 @@ impl Gather {
 }
 
 /// The region of `setup` read in one pass over every input (htslib's
-/// iterator for a CRAM), the inputs merged by position.
-fn region_pass(setup: &Setup, inputs: &[IndexedFile], paths: &[PathBuf], out: &mut (dyn Write + Send)) -> Result<(), Error> {
+/// iterator for a CRAM), the inputs merged by position. `wide`: the one
+/// input is a bgzipped SAM read with [`Positions::Wide`].
+fn region_pass(setup: &Setup, inputs: &[IndexedFile], paths: &[PathBuf], out: &mut (dyn Write + Send), wide: bool) -> Result<(), Error> {
     let Some((tid, beg, end)) = setup.region else { return Err(Error::InvalidArgument("no region to read".into())) };
     let mut counter = Counter::new(setup, beg, end, true);
+    counter.wide_positions = wide;
     counter.spill_to(out);
     let mut sources = Vec::with_capacity(inputs.len());
     for input in inputs {

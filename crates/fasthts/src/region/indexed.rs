@@ -45,6 +45,7 @@ use crate::report::Report;
 use crate::index::{Index, IndexFormat};
 use crate::format::{self, Format};
 use crate::input;
+use crate::sam::Positions;
 use crate::Error;
 use fasthts_io::compression::Compression;
 use std::path::{Path, PathBuf};
@@ -83,6 +84,10 @@ pub struct IndexedOptions {
     /// describe the whole file (made for a prefix of it) is reported and
     /// replaced by one made in memory.
     pub whole_file: bool,
+    /// How a bgzipped SAM's records with positions past BAM's 32 bits are
+    /// read ([`SamGzFile::with_positions`]): refused, unless a job that
+    /// reads 64-bit positions asks for them (depth).
+    pub sam_positions: Positions,
 }
 
 /// The rule by which a query picks records.
@@ -181,6 +186,7 @@ impl IndexedFile {
     pub fn from_sam_gz(sam: SamGzFile, options: &IndexedOptions, report: &dyn Report) -> Result<IndexedFile, Error> {
         let build = |format: Option<IndexFormat>| build_sam_index(&sam, format);
         let (index, whole) = index_for(&sam, options, report, build)?;
+        let sam = sam.with_positions(options.sam_positions);
         Ok(IndexedFile::new(Data::SamGz { sam, index }, whole))
     }
 
@@ -209,7 +215,7 @@ impl IndexedFile {
                 None => return Ok(None),
             },
             Data::SamGz { sam, index } => match replace_if_not_covering(sam, index, report, |f| build_sam_index(sam, Some(f)))? {
-                Some(index) => Data::SamGz { sam: SamGzFile::open(Indexed::path(sam))?, index },
+                Some(index) => Data::SamGz { sam: SamGzFile::open(Indexed::path(sam))?.with_positions(sam.positions()), index },
                 None => return Ok(None),
             },
             Data::Cram(_) => return Ok(None),
@@ -290,6 +296,11 @@ impl IndexedFile {
         }
     }
 
+    /// Whether the file is a bgzipped SAM.
+    pub fn is_sam_gz(&self) -> bool {
+        matches!(self.data, Data::SamGz { .. })
+    }
+
     /// Whether the file is CRAM (decoded by htslib, whose `.crai` holds no
     /// counts per reference).
     pub fn is_cram(&self) -> bool {
@@ -341,7 +352,7 @@ impl IndexedFile {
                 Data::SamGz { sam, index } => Inner::SamGz(sam.region_records(index, region)?),
                 Data::Cram(pool) => Inner::cram(pool, tid, region.start, region.end)?,
             };
-            return Ok(Records { inner, ending_past: None, starting_in: self.is_cram().then_some(region) });
+            return Ok(Records { inner, ending_past: None, starting_in: self.is_cram().then_some(region), wide: false });
         }
         let (beg, end) = (region.start.max(0), region.end);
         let inner = match &self.data {
@@ -350,7 +361,8 @@ impl IndexedFile {
             Data::Cram(pool) => Inner::cram(pool, tid, beg, end)?,
         };
         let ending_past = matches!(self.data, Data::SamGz { .. }).then_some(beg);
-        Ok(Records { inner, ending_past, starting_in: None })
+        let wide = matches!(&self.data, Data::SamGz { sam, .. } if sam.positions() == Positions::Wide);
+        Ok(Records { inner, ending_past, starting_in: None, wide })
     }
 
     /// A piece of a larger query: the records starting in `scope`, read
@@ -367,16 +379,19 @@ impl IndexedFile {
             Data::SamGz { sam, index } => Inner::SamGz(SamRegionReader::query(sam, index, scope, from)?),
             Data::Cram(pool) => Inner::cram(pool, scope.ref_id, from, scope.end)?,
         };
-        Ok(Records { inner, ending_past: None, starting_in: self.is_cram().then_some(scope) })
+        Ok(Records { inner, ending_past: None, starting_in: self.is_cram().then_some(scope), wide: false })
     }
 }
 
 /// Whether record `r` ends past position `from`: its end (from the CIGAR)
 /// is worked out only for a record starting before `from` (one starting
 /// at or after it ends after it, as every end lies past its start).
+/// `wide`: `r` was read with [`Positions::Wide`], its start maybe past
+/// what its 32-bit field holds.
 #[inline]
-fn ends_past(r: &RecordRef<'_>, from: i64) -> bool {
-    i64::from(r.pos()) >= from || r.end_pos() > from
+fn ends_past(r: &RecordRef<'_>, from: i64, wide: bool) -> bool {
+    let pos = if wide { crate::sam::wide_positions(r.as_bytes()).0 } else { i64::from(r.pos()) };
+    pos >= from || pos + (r.end_pos() - i64::from(r.pos())) > from
 }
 
 /// The scope of a query for the records of `tid` that overlap a region
@@ -430,6 +445,9 @@ pub struct Records<'a> {
     /// Only records ending past this position are kept (an overlap query
     /// read from a start offset).
     ending_past: Option<i64>,
+    /// The records were read with [`Positions::Wide`] (a bgzipped SAM's
+    /// for depth): their starts are read from the 64-bit field.
+    wide: bool,
     /// Only records starting in this region are kept (htslib's iterator
     /// gives those overlapping it).
     starting_in: Option<Region>,
@@ -473,7 +491,7 @@ impl Records<'_> {
     }
 
     fn keeps(&self, r: &RecordRef<'_>) -> bool {
-        let ends_after = self.ending_past.is_none_or(|from| ends_past(r, from));
+        let ends_after = self.ending_past.is_none_or(|from| ends_past(r, from, self.wide));
         let starts_in = self.starting_in.is_none_or(|region| {
             let pos = i64::from(r.pos());
             region.ref_id < 0 || (pos >= region.start && pos < region.end)

@@ -37,6 +37,8 @@ pub struct SamGzFile {
     header: Header,
     names: RefNames,
     first_record: VirtualOffset,
+    /// How records with positions past BAM's 32 bits are read.
+    positions: Positions,
 }
 
 impl SamGzFile {
@@ -52,7 +54,22 @@ impl SamGzFile {
         let reader = crate::sam::BgzfSamReader::new(&map).map_err(|e| with_path(e.into()))?;
         let first_record = reader.first_record_offset();
         let sam_header = reader.into_header();
-        Ok(SamGzFile { path: path.to_path_buf(), header: sam_header.header, names: sam_header.names, first_record, map })
+        let (header, names) = (sam_header.header, sam_header.names);
+        Ok(SamGzFile { path: path.to_path_buf(), header, names, first_record, map, positions: Positions::Bam })
+    }
+
+    /// Records with positions past BAM's 32 bits read as `positions` says:
+    /// refused ([`Positions::Bam`], the default: BAM cannot hold them) or
+    /// kept 64-bit ([`Positions::Wide`]: such a record ends with the field
+    /// [`crate::sam::wide_positions`] reads; for depth, which counts them
+    /// as samtools does).
+    pub fn with_positions(self, positions: Positions) -> SamGzFile {
+        SamGzFile { positions, ..self }
+    }
+
+    /// How records with positions past BAM's 32 bits are read.
+    pub fn positions(&self) -> Positions {
+        self.positions
     }
 
     /// The bgzipped SAM at `path` if it is one in a regular file (which an
@@ -194,7 +211,7 @@ impl<'a> SamRegionReader<'a> {
             let at = self.reader.virtual_offset();
             let line = &self.reader.available()[..len];
             self.record.clear();
-            if let Err(source) = encode_record_with(line, &self.file.names, &mut self.record, Positions::Bam) {
+            if let Err(source) = encode_record_with(line, &self.file.names, &mut self.record, self.file.positions) {
                 // A record past BAM's 32-bit positions that lies after the
                 // region only ends it (such records are refused when read).
                 if matches!(source, crate::sam::RecordError::PositionTooLarge(_)) && self.lies_after(line) {
@@ -207,7 +224,11 @@ impl<'a> SamRegionReader<'a> {
             self.reader.consume(next);
             let r = RecordRef::new(&self.record[4..], self.file.header.references.len())
                 .map_err(|defect| with_path(Error::Message(format!("SAM record at {at}: {defect}")), self.file))?;
-            match self.region.place(r.ref_id(), r.pos()) {
+            let pos = match self.file.positions {
+                Positions::Wide => crate::sam::wide_positions(&self.record[4..]).0,
+                _ => i64::from(r.pos()),
+            };
+            match self.region.place(r.ref_id(), pos) {
                 Place::Before if self.inside => return Err(with_path(BamError::OutOfOrder { offset: at }.into(), self.file)),
                 Place::Before => {}
                 Place::Inside => {

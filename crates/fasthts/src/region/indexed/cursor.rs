@@ -118,7 +118,7 @@ impl Cursor {
                         break true;
                     }
                     let Some(r) = reader.next_record().map_err(wrap)? else { break false };
-                    if ending_past.is_none_or(|from| ends_past(&r, from)) {
+                    if ending_past.is_none_or(|from| ends_past(&r, from, false)) {
                         f(&r);
                         got += 1;
                     }
@@ -133,7 +133,7 @@ impl Cursor {
                         break true;
                     }
                     let Some(r) = reader.next_record()? else { break false };
-                    if ending_past.is_none_or(|from| ends_past(&r, from)) {
+                    if ending_past.is_none_or(|from| ends_past(&r, from, sam.positions() == crate::sam::Positions::Wide)) {
                         f(&r);
                         got += 1;
                     }
