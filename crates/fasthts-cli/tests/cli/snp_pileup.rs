@@ -279,6 +279,53 @@ fn unindexed_bams_give_facets_output() {
     assert_eq!(left, ["normal.bam", "o1.csv", "o2.csv", "tumour.bam"]);
 }
 
+/// FACETS reads SAM too, plain, gzip-compressed or bgzipped (htslib reads
+/// each from its start): the golden BAMs as SAM give FACETS' output, at one
+/// and two threads, with htslib's words for each under `-v`, and nothing
+/// left beside them (plain and gzip SAM are compressed and indexed in
+/// memory).
+#[test]
+fn sam_inputs_give_facets_output() {
+    let Some(tmp) = with_samtools("snp-sam") else { return };
+    let dir = golden_snp_pileup();
+    let mut sams = Vec::new();
+    for name in ["normal", "tumour"] {
+        let o = Command::new("samtools").args(["view", "-h"]).arg(dir.join(format!("{name}.bam"))).output().unwrap();
+        assert!(o.status.success());
+        let plain = tmp.path(&format!("{name}.sam"));
+        std::fs::write(&plain, &o.stdout).unwrap();
+        let gzip = tmp.path(&format!("{name}.gzip.sam.gz"));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &o.stdout).unwrap();
+        std::fs::write(&gzip, gz.finish().unwrap()).unwrap();
+        let bgzf = tmp.path(&format!("{name}.sam.gz"));
+        std::fs::write(&bgzf, fasthts::bgzf::compress_all(&o.stdout, 6)).unwrap();
+        sams.push([plain, gzip, bgzf]);
+    }
+    let want = std::fs::read(dir.join("out/default.csv")).unwrap();
+    let version = {
+        let o = Command::new("samtools").args(["view", "-H"]).arg(dir.join("normal.bam")).output().unwrap();
+        let header = text(&o.stdout);
+        header.strip_prefix("@HD\tVN:").map_or("1".to_string(), |rest| rest.split('\t').next().unwrap().to_string())
+    };
+    for (kind, words) in [(0, ""), (1, " gzip-compressed"), (2, " BGZF-compressed")] {
+        for threads in ["1", "2"] {
+            let out = tmp.path(&format!("o{kind}-{threads}.csv"));
+            let mut cmd = fasthts();
+            cmd.args(["snp-pileup", "-v", "-@", threads, "--region-size", "5000"]).arg(dir.join("sites.vcf.gz")).arg(&out);
+            cmd.args([&sams[0][kind], &sams[1][kind]]);
+            let o = run(cmd);
+            assert!(o.status.success(), "{}: {}", sams[0][kind].display(), text(&o.stderr));
+            assert!(std::fs::read(&out).unwrap() == want, "{} -@ {threads}: differs from FACETS'", sams[0][kind].display());
+            let said = format!("Detected format for file 1: SAM version {version}{words} sequence data\n");
+            assert!(text(&o.stdout).starts_with(&said), "{}", text(&o.stdout));
+        }
+    }
+    let mut left: Vec<_> = std::fs::read_dir(tmp.path("")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    left.retain(|n| !n.ends_with(".csv"));
+    assert_eq!(left.len(), 6, "{left:?}");
+}
+
 #[test]
 fn malformed_vcf_is_a_clear_error() {
     let dir = golden_snp_pileup();

@@ -157,6 +157,13 @@ impl IndexedFile {
             Format::Cram => Self::open_cram(path, options),
             Format::Bam(Compression::Bgzf) => Self::from_bam(BamFile::open(path)?, options, report),
             Format::CompressedSam(Compression::Bgzf) => Self::from_sam_gz(SamGzFile::open(path)?, options, report),
+            // Plain or gzip SAM cannot have an index; a job that indexes
+            // its inputs in memory has the text compressed in memory first.
+            Format::Sam | Format::CompressedSam(Compression::Gzip) if options.without_index == WithoutIndex::Build && options.index.is_none() => {
+                let compression = if format == Format::Sam { Compression::None } else { Compression::Gzip };
+                let sam = SamGzFile::from_text(path, compression)?.with_positions(options.sam_positions);
+                Ok(IndexedFile::new(Data::SamGz { index: build_sam_index(&sam, None)?, sam }, true))
+            }
             other => {
                 format::check_supported(other, path)?;
                 Err(not_indexable(other, path))
@@ -319,7 +326,12 @@ impl IndexedFile {
                     let end = rest.iter().position(|c| !(c.is_ascii_digit() || *c == b'.')).unwrap_or(rest.len());
                     String::from_utf8_lossy(&rest[..end]).into_owned()
                 });
-                format!("SAM version {version} BGZF-compressed sequence data")
+                let compressed = match sam.compression() {
+                    Compression::None => "",
+                    Compression::Gzip => " gzip-compressed",
+                    _ => " BGZF-compressed",
+                };
+                format!("SAM version {version}{compressed} sequence data")
             }
             Data::Cram(pool) => {
                 let (major, minor) = pool.version();

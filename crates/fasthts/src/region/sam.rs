@@ -27,18 +27,39 @@ use crate::bgzf::{BlockReader, VirtualOffset};
 use crate::index::Index;
 use crate::sam::{encode_record_with, Positions, RefNames};
 use crate::Error;
+use fasthts_io::compression::Compression;
 use std::path::{Path, PathBuf};
 
 /// A bgzipped SAM file, mapped, with its header read: the records of its
-/// regions are read through an index ([`SamGzFile::region_records`]).
+/// regions are read through an index ([`SamGzFile::region_records`]). (Or
+/// plain or gzip SAM text compressed into BGZF in memory, for a job that
+/// indexes its inputs in memory: [`SamGzFile::from_text`].)
 pub struct SamGzFile {
     path: PathBuf,
-    map: memmap2::Mmap,
+    map: Stored,
+    /// How the file itself is compressed (BGZF, unless made from text).
+    compression: Compression,
     header: Header,
     names: RefNames,
     first_record: VirtualOffset,
     /// How records with positions past BAM's 32 bits are read.
     positions: Positions,
+}
+
+/// The BGZF bytes: a file's mapping, or text compressed in memory.
+enum Stored {
+    Mapped(memmap2::Mmap),
+    Memory(Vec<u8>),
+}
+
+impl std::ops::Deref for Stored {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Stored::Mapped(map) => map,
+            Stored::Memory(bytes) => bytes,
+        }
+    }
 }
 
 impl SamGzFile {
@@ -51,11 +72,37 @@ impl SamGzFile {
         // SAFETY: a read-only private map of a regular file, under the same
         // contract as a mapped BAM (not truncated while read).
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| with_path(e.into()))?;
-        let reader = crate::sam::BgzfSamReader::new(&map).map_err(|e| with_path(e.into()))?;
+        Self::from_bgzf(path, Stored::Mapped(map), Compression::Bgzf)
+    }
+
+    fn from_bgzf(path: &Path, map: Stored, compression: Compression) -> Result<SamGzFile, Error> {
+        let reader = crate::sam::BgzfSamReader::new(&map).map_err(|e| Error::from(e).with_path(path))?;
         let first_record = reader.first_record_offset();
         let sam_header = reader.into_header();
         let (header, names) = (sam_header.header, sam_header.names);
-        Ok(SamGzFile { path: path.to_path_buf(), header, names, first_record, map, positions: Positions::Bam })
+        Ok(SamGzFile { path: path.to_path_buf(), header, names, first_record, map, compression, positions: Positions::Bam })
+    }
+
+    /// The plain or gzip-compressed SAM text at `path` (a regular file,
+    /// `compression` as found), read once and compressed into BGZF in
+    /// memory (libdeflate's fastest level, on the current pool), so that an
+    /// index made in memory can describe it: for a job that reads every
+    /// file by region and indexes its inputs itself (FACETS snp-pileup,
+    /// which reads any SAM). It holds about a third of the text's size.
+    pub fn from_text(path: &Path, compression: Compression) -> Result<SamGzFile, Error> {
+        let with_path = |e: std::io::Error| Error::from(e).with_path(path);
+        let file = std::fs::File::open(path).map_err(with_path)?;
+        let (mut text, _) = fasthts_io::compression::decompress(file, rayon::current_num_threads()).map_err(with_path)?;
+        let mut bgzf = crate::bgzf::BgzfWriter::with_libdeflate_level(Vec::new(), 1);
+        std::io::copy(&mut text, &mut bgzf).map_err(with_path)?;
+        let bytes = bgzf.finish().map_err(with_path)?;
+        Self::from_bgzf(path, Stored::Memory(bytes), compression)
+    }
+
+    /// How the file is compressed: BGZF, or as the text was
+    /// ([`SamGzFile::from_text`]).
+    pub fn compression(&self) -> Compression {
+        self.compression
     }
 
     /// Records with positions past BAM's 32 bits read as `positions` says:
