@@ -71,7 +71,8 @@ fn nonexistent_or_index(path: &Path) -> bool {
     match std::fs::read(path) {
         Err(_) => !path.exists(),
         Ok(bytes) => {
-            bytes.starts_with(b"BAI\x01")
+            matches!(fasthts::format::recognise(&bytes[..bytes.len().min(1 << 16)]), fasthts::format::Format::Index(_))
+                || bytes.starts_with(b"BAI\x01")
                 || bytes.starts_with(b"CSI\x01")
                 || fasthts::bgzf::decompress_all(&bytes[..bytes.len().min(1 << 16)])
                     .map_or(false, |d| d.starts_with(b"CSI\x01"))

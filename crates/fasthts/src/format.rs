@@ -109,6 +109,8 @@ fn recognise_content(content: &[u8], compression: Compression) -> Format {
         Format::Index("CSI")
     } else if content.starts_with(b"TBI\x01") {
         Format::Index("tabix")
+    } else if compression == Compression::Gzip && looks_like_crai(content) {
+        Format::Index("CRAI")
     } else if content.starts_with(b"##fileformat=VCF") {
         Format::Vcf
     } else if looks_like_sam(content) {
@@ -126,6 +128,18 @@ fn recognise_content(content: &[u8], compression: Compression) -> Format {
     } else {
         Format::Unknown
     }
+}
+
+/// htslib's test for a `.crai` (gzip-compressed): a first line of six
+/// tab-separated integers.
+fn looks_like_crai(content: &[u8]) -> bool {
+    let Some(line) = content.split(|&c| c == b'\n').next().filter(|_| content.contains(&b'\n')) else { return false };
+    let fields: Vec<&[u8]> = line.split(|&c| c == b'\t').collect();
+    let integer = |f: &&[u8]| {
+        let digits = f.strip_prefix(b"-").unwrap_or(f);
+        !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
+    };
+    fields.len() == 6 && fields.iter().all(integer)
 }
 
 /// Printable text, tabs and line ends only.

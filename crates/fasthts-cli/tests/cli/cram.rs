@@ -123,6 +123,37 @@ fn cram_versions_embedded_references_and_slicing_read_as_samtools_reads_them() {
     compare_all(&dir.0, &dir.path("3.0-embedded.cram"), "embedded, FASTA gone");
 }
 
+/// samtools' test.pl, index section, run twice (without threads, then with
+/// `-@ 2`): `index [-@ 2] X.cram OUT.crai` where OUT.crai exists already
+/// (htslib sees it is an index: it is the output, not a second input), and
+/// the `.crai` is the one `view --write-index` wrote.
+#[test]
+fn index_in_out_overwrites_an_existing_crai_as_samtools_does() {
+    let Some(dir) = with_samtools("cram-index-out") else { return };
+    let (sam, fasta) = generate(&dir.0, &[]);
+    let cram = dir.path("w.cram");
+    let written = fasthts_run(&[&"view", &"-T", &fasta, &"--write-index", &"-o", &cram, &sam]);
+    assert!(written.status.success(), "{}", text(&written.stderr));
+    let out = dir.path("out.crai");
+    for threads in [&[][..], &["-@", "2"]] {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"index"];
+        args.extend(threads.iter().map(|t| t as &dyn AsRef<std::ffi::OsStr>));
+        args.extend([&cram as &dyn AsRef<std::ffi::OsStr>, &out]);
+        let got = fasthts_run(&args);
+        assert!(got.status.success(), "index {threads:?}: {}", text(&got.stderr));
+        assert!(std::fs::read(&out).unwrap() == std::fs::read(dir.path("w.cram.crai")).unwrap(), "index {threads:?}: not view's .crai");
+        let mut samtools_args = args.clone();
+        let theirs = dir.path("theirs.crai");
+        *samtools_args.last_mut().unwrap() = &theirs;
+        samtools(&samtools_args);
+        samtools(&samtools_args);
+        assert!(std::fs::read(&theirs).unwrap() == std::fs::read(&out).unwrap(), "index {threads:?}: not samtools' .crai");
+    }
+    // A .crai is an index, not alignments, to every command.
+    let got = fasthts_run(&[&"flagstat", &out]);
+    assert_eq!(text(&got.stderr), format!("fasthts flagstat: {}: a CRAI index, not the BAM or SAM file it indexes\n", out.display()));
+}
+
 #[test]
 fn unmapped_only_cram_reads_as_samtools_reads_it() {
     let Some(dir) = with_samtools("cram-unmapped") else { return };
