@@ -828,6 +828,51 @@ fn reference_list_for_sam_without_sq_lines() {
     assert!(got.status.success() && got.stdout == expected.stdout, "{}", text(&got.stderr));
 }
 
+/// samtools' test.pl, view section (cases 403-412): `-T REF` alone lists
+/// a SAM's missing `@SQ` lines from `REF.fai`, and `-t REF.fai` alone
+/// names the FASTA `REF` that CRAM is written against (htslib's reading of
+/// a `.fai` name): SAM, BAM and CRAM output of SAM without `@SQ` lines and
+/// of BAM, as samtools writes them (CRAM compared decoded).
+#[test]
+fn fasta_and_its_index_stand_for_each_other_as_in_samtools() {
+    let Some(dir) = with_samtools("view-fai-fasta") else { return };
+    let fasta = dir.path("ref.fa");
+    let fasta_arg = fasta.to_str().unwrap().to_string();
+    let args = ["-q", "--seed", "7", "--reads", "800", "--refs", "2", "--ref-len", "20000", "--reference-fasta", &fasta_arg];
+    let sam = dir.path("with_sq.sam");
+    std::fs::write(&sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
+    let mut faidx = Command::new("samtools");
+    faidx.arg("faidx").arg(&fasta);
+    assert!(run(faidx).status.success());
+    let bare = dir.path("nosq.sam");
+    let with_sq = std::fs::read_to_string(&sam).unwrap();
+    std::fs::write(&bare, with_sq.lines().filter(|l| !l.starts_with("@SQ")).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let bam = dir.path("in.bam");
+    assert!(samtools_view(&["--no-PG", "-b", "-o", bam.to_str().unwrap(), sam.to_str().unwrap()]).status.success());
+    let fai = format!("{fasta_arg}.fai");
+    // Decoded as SAM text by samtools (CRAM against the FASTA).
+    let decoded = |out: &[u8], what: &str| {
+        let mut c = Command::new("samtools");
+        c.args(["view", "-h", "--no-PG", "-T", &fasta_arg, "-"]);
+        let o = run_with_stdin(c, out.to_vec());
+        assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+        o.stdout
+    };
+    for input in [&bare, &bam] {
+        for reference in [["-t", fai.as_str()], ["-T", fasta_arg.as_str()]] {
+            for format in ["-h", "-b", "-C"] {
+                let options = [format, reference[0], reference[1], "--no-PG", input.to_str().unwrap()];
+                let what = format!("{options:?}");
+                let want = samtools_view(&options);
+                let got = fasthts_view(&options, &[]);
+                assert!(want.status.success(), "samtools {what}: {}", text(&want.stderr));
+                assert!(got.status.success(), "{what}: {}", text(&got.stderr));
+                assert!(decoded(&got.stdout, &what) == decoded(&want.stdout, &what), "{what}: differs from samtools'");
+            }
+        }
+    }
+}
+
 /// `-c` of a whole indexed BAM reads it in byte ranges cut by the index
 /// (as flagstat does); with an index beside it that describes another
 /// file, or none, it reads sequentially. Either way samtools' count, and

@@ -240,7 +240,7 @@ pub fn view_file(
             && (!options.regions.is_empty() || options.multi_region || options.fetch_pairs || options.index.is_some());
         let mut regions_of = None;
         let mut opened = match &options.references {
-            Some(list) => Some(crate::view::open_with_references(input, list)?),
+            Some(list) => Some(crate::view::open_with_references(input, list, &cram_options)?),
             None if indexed => None,
             None => Some(input::open_with(input, &cram_options)?),
         };

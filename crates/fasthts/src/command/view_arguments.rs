@@ -14,7 +14,7 @@ use crate::region::BedFilter;
 use crate::view::{self as select, output_format_mode, TagEdit};
 use crate::Error;
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// samtools view's command line, each option as given (flags that repeat
 /// in order; numbers as text, read as samtools reads them).
@@ -262,8 +262,15 @@ impl ViewArguments {
         };
         let level = parse_output_options(args.output_options.iter().map(String::as_str))?.or(format_option.and_then(|f| f.1)).or(flag_level);
         let spec_options = args.format.as_deref().map(|spec| spec.split(',').skip(1)).into_iter().flatten();
+        // As htslib: without -T, a -t list named `REF.fai` names the FASTA
+        // `REF` beside it, which CRAM is decoded and encoded against.
+        let reference = args.reference.clone().or_else(|| {
+            let list = args.fai_reference.as_deref()?;
+            let fasta = PathBuf::from(list.to_str()?.strip_suffix(".fai")?);
+            fasta.is_file().then_some(fasta)
+        });
         let cram_output = crate::cram::CramWriteOptions {
-            reference: args.reference.clone(),
+            reference: reference.clone(),
             options: cram_output_options(spec_options.chain(args.output_options.iter().map(String::as_str))),
             level,
         };
@@ -291,7 +298,9 @@ impl ViewArguments {
             unmap: args.unmap,
             remove_b: args.remove_b,
             fetch_pairs: args.fetch_pairs,
-            references: args.fai_reference.clone(),
+            // As samtools: without -t, -T's FASTA index lists the references
+            // of a SAM input without @SQ lines.
+            references: args.fai_reference.clone().or_else(|| args.reference.as_deref().map(fai_of).filter(|fai| fai.is_file())),
             header,
             format,
             level,
@@ -301,13 +310,20 @@ impl ViewArguments {
             program: args.program,
             threads: args.threads,
             window_bases: args.window_bases.unwrap_or(super::VIEW_WINDOW_BASES),
-            reference: args.reference,
+            reference,
             cram_output,
         };
             let output = args.output.unwrap_or_else(|| PathBuf::from("-"));
             Ok(ViewRun { input, output, options })
         }
     }
+
+/// The FASTA index samtools looks for beside a FASTA: `REF.fai`.
+fn fai_of(fasta: &Path) -> PathBuf {
+    let mut fai = fasta.as_os_str().to_owned();
+    fai.push(".fai");
+    PathBuf::from(fai)
+}
 
 fn set_tag(tag: &mut Option<[u8; 2]>, text: &str) -> Result<(), String> {
     let b = text.as_bytes();

@@ -224,8 +224,9 @@ fn libraries_by_group(header: &[u8]) -> std::collections::HashMap<Vec<u8>, Vec<u
 /// Opens `path` as [`crate::input::open`] does, but a SAM input (plain or
 /// compressed) whose header has no `@SQ` line gets one per line of
 /// `references` (samtools view `-t`: a `.fai` or any file of `NAME<TAB>LENGTH`
-/// lines), after its other header lines, as htslib adds them.
-pub fn open_with_references(path: &Path, references: &Path) -> Result<crate::input::Input, Error> {
+/// lines), after its other header lines, as htslib adds them. Other input
+/// is opened as [`crate::input::open_with`] opens it with `cram`.
+pub fn open_with_references(path: &Path, references: &Path, cram: &crate::cram::CramOptions) -> Result<crate::input::Input, Error> {
     use crate::input::{Format, Input};
     use std::io::BufRead;
     let peeked = crate::input::peek(path)?;
@@ -233,7 +234,7 @@ pub fn open_with_references(path: &Path, references: &Path) -> Result<crate::inp
         peeked.format(),
         Format::Sam | Format::CompressedSam(fasthts_io::compression::Compression::Bgzf | fasthts_io::compression::Compression::Gzip)
     ) {
-        return peeked.open();
+        return peeked.open_with(cram);
     }
     let (text, _) = fasthts_io::compression::decompress(peeked.into_reader(), rayon::current_num_threads())
         .map_err(|e| Error::from(e).with_path(path))?;
