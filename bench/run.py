@@ -24,13 +24,13 @@ at the same -@. --jobs view-out: the whole file, no regions, as SAM text
 (to /dev/null; fasthts at -@1 too), as BAM (`-b -o`) and counted (`-c`),
 against samtools at the same -@ (issue 39 item 18). --jobs view-filters: `view -c` with an `-e` expression
 (strings and a regex) and with `-d RG:rg1`, against samtools at the same -@. --jobs depth: `depth -a` of the whole file and of 1,000
-random 10 kb regions (a BED) against `samtools depth`, which has no
-threads.
+random 10 kb regions (a BED) against `samtools depth -@`, and the whole
+file against `mosdepth -t` (MOSDEPTH, or on the PATH; its per-base bed.gz).
 
 With --cram (issue 21's bars; its reference FASTA with --reference), the
 jobs are on that CRAM instead: `flagstat`, `index` (the .crai, bytes
-compared) and `sort` (CRAM in, BAM out, --sort-runs times; records
-compared) against samtools at the same -@. The bench CRAM is made from
+compared), `depth` (`-a`, rows compared) and `sort` (CRAM in, BAM out,
+--sort-runs times; records compared) against samtools at the same -@. The bench CRAM is made from
 the foundation's 300m.bam with the reference of its generator:
     fasthts-testgen --seed 13 --reads 1 --reference-fasta ref13.fa > /dev/null
     samtools view -@2 -C -T ref13.fa --output-fmt-option version=3.0 -o 300m.cram 300m.bam
@@ -164,6 +164,14 @@ def cram_jobs(a, fasthts, tmp, report, lines):
         alternate("cram index", tools, a.runs)
         assert open(ours, "rb").read() == open(theirs, "rb").read(), "fasthts .crai differs from samtools index"
 
+    if "depth" in jobs:
+        # Depth needs no bases: neither decodes them (nor reads the
+        # reference) without -l.
+        args = ["-a", cram]
+        tools = {"fasthts": [fasthts, "depth", "-@", t, *args], "samtools": ["samtools", "depth", "-@", t, *args]}
+        assert output(tools["fasthts"]) == output(tools["samtools"]), "fasthts depth differs from samtools (CRAM)"
+        alternate("cram depth -a", tools, a.runs)
+
     if "sort" in jobs:
         out = {"fasthts": os.path.join(tmp, "cf.bam"), "samtools": os.path.join(tmp, "cs.bam")}
         tools = {
@@ -186,7 +194,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth; with --cram: flagstat,index,sort]")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth; with --cram: flagstat,index,depth,sort]")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
@@ -403,21 +411,29 @@ def main():
             report(job, "samtools", runs["samtools"], base)
 
     if "depth" in jobs:
-        # samtools depth has no threads: it is the single-threaded peer the
-        # issue names. The regions: 1,000 random 10 kb windows (seeded), as a BED.
+        # The peers as their users run them: samtools depth with its -@
+        # threads, and mosdepth (what people pick for depth; MOSDEPTH or on
+        # the PATH) with -t, writing its per-base bed.gz (its everyday
+        # output; it also compresses). The regions: 1,000 random 10 kb
+        # windows (seeded), as a BED.
         bed = os.path.join(tmp, "regions.bed")
         with open(bed, "w") as f:
             for name, beg in random_windows(bam, first=0):
                 f.write(f"{name}\t{beg}\t{beg + 10_000}\n")
+        mosdepth = os.environ.get("MOSDEPTH") or shutil.which("mosdepth")
         for job, args in [("depth -a", ["-a", bam]), ("depth -a 1k regions", ["-a", "-b", bed, bam])]:
-            tools = {"fasthts": [fasthts, "depth", "-@", t, *args], "samtools": ["samtools", "depth", *args]}
+            tools = {"fasthts": [fasthts, "depth", "-@", t, *args], "samtools": ["samtools", "depth", "-@", t, *args]}
             assert output(tools["fasthts"]) == output(tools["samtools"]), f"fasthts {job} differs from samtools"
+            if mosdepth and job == "depth -a":
+                tools["mosdepth"] = [mosdepth, "-t", t, os.path.join(tmp, "mosdepth"), bam]
             runs = {k: [] for k in tools}
             for _ in range(a.runs):
                 for k, cmd in tools.items():
                     runs[k].append(timed(cmd))
             base = report(job, "fasthts", runs["fasthts"])
-            report(job, "samtools", runs["samtools"], base)
+            for k in tools:
+                if k != "fasthts":
+                    report(job, k, runs[k], base)
 
     if a.cram:
         cram_jobs(a, fasthts, tmp, report, lines)
