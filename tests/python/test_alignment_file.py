@@ -231,6 +231,19 @@ def test_golden_bams_equal_pysam(golden):
             assert a == [r.to_string() for r in theirs.fetch(contig, start, start + 5000)]
 
 
+def test_numpy_integers_are_region_bounds_as_in_pysam(golden):
+    np = require_module("numpy")
+    pysam = require_module("pysam")
+    mine, theirs = open_both(pysam, golden / "normal.bam")
+    contig = theirs.references[0]
+    for start, stop in [(np.int64(100_000), np.int32(120_000)), (np.uint16(5), None)]:
+        want = theirs.count(contig, start, stop)
+        assert mine.count(contig, start, stop) == want
+        assert [r.to_string() for r in mine.fetch(contig, start, stop)][:50] == [r.to_string() for r in theirs.fetch(contig, start, stop)][:50]
+    with pytest.raises(TypeError, match="start must be an int, not float"):
+        mine.count(contig, 1.5, 10)
+
+
 def samtools_files(suffix):
     require(SAMTOOLS_TEST.is_dir(), "samtools' test files (Debian package samtools-test, /usr/share/samtools/test)")
     return sorted(SAMTOOLS_TEST.rglob("*" + suffix))

@@ -10,6 +10,7 @@ region rule: a record belongs to every region its alignment overlaps
 from __future__ import annotations
 
 import collections as _collections
+import operator as _operator
 import os as _os
 import warnings as _warnings
 from typing import Any as _Any, Dict as _Dict, List as _List, Optional as _Optional
@@ -377,9 +378,18 @@ class AlignmentFile:
             stop = end
         if contig is None and tid is None and region is None:
             return 0, [(0, 0, _MAX_POS)]
+        # Any integer (numpy's too: pysam takes what has __index__).
+        bounds = []
         for name, v in (("start", start), ("stop", stop)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
-                raise TypeError(f"{name} must be an int, not {type(v).__name__}")
+            if v is not None:
+                try:
+                    if isinstance(v, bool):
+                        raise TypeError
+                    v = _operator.index(v)
+                except TypeError:
+                    raise TypeError(f"{name} must be an int, not {type(v).__name__}") from None
+            bounds.append(v)
+        start, stop = bounds
         rstart = 0 if start is None else start
         rstop = _MAX_POS if stop is None else stop
         if region is None and tid is None and contig in ("*", ".") and start is None and stop is None:
