@@ -214,3 +214,26 @@ pub fn write_prefix_index(bam: &Path) -> PathBuf {
     crate::harness::age(bam, 60);
     bai
 }
+
+/// `samtools view -C -T FASTA` of `sam` into `cram`, each of `options` an
+/// `--output-fmt-option` (`version=3.1`, `seqs_per_slice=60`), then
+/// `samtools index` of it; htslib looks for references nowhere else.
+pub fn samtools_cram(sam: &Path, fasta: &Path, cram: &Path, options: &[&str]) {
+    let offline = |c: &mut Command| {
+        c.env("REF_PATH", "/nonexistent/%s").env("REF_CACHE", "/nonexistent/%s");
+    };
+    let mut view = Command::new("samtools");
+    offline(&mut view);
+    view.args(["view", "-C", "-T"]).arg(fasta);
+    for o in options {
+        view.args(["--output-fmt-option", o]);
+    }
+    view.arg("-o").arg(cram).arg(sam);
+    let o = run(view);
+    assert!(o.status.success(), "samtools view -C {options:?}: {}", text(&o.stderr));
+    let mut index = Command::new("samtools");
+    offline(&mut index);
+    index.arg("index").arg(cram);
+    let o = run(index);
+    assert!(o.status.success(), "samtools index {}: {}", cram.display(), text(&o.stderr));
+}

@@ -39,22 +39,7 @@ fn crams(dir: &TempDir) -> (PathBuf, Vec<PathBuf>) {
     for (version, per_slice) in [("3.0", "100"), ("3.1", "150")] {
         let cram = dir.path(&format!("v{version}.cram"));
         let (v, s) = (format!("version={version}"), format!("seqs_per_slice={per_slice}"));
-        samtools(&[
-            &"view",
-            &"-C",
-            &"-T",
-            &fasta,
-            &"--output-fmt-option",
-            &v,
-            &"--output-fmt-option",
-            &s,
-            &"--output-fmt-option",
-            &"slices_per_container=1",
-            &"-o",
-            &cram,
-            &sam,
-        ]);
-        samtools(&[&"index", &cram]);
+        samtools_cram(&sam, &fasta, &cram, &[&v, &s, "slices_per_container=1"]);
         list.push(cram);
     }
     (fasta, list)

@@ -137,20 +137,7 @@ fn cram_region_and_output_paths_are_clean_under_valgrind_with_threads() {
     std::fs::write(&sam, fasthts_testgen::cli::sam(&[&gen[..], &["--sites-vcf", &sites_arg, "--sites", "200"]].concat()).unwrap()).unwrap();
     samtools(&[&"faidx", &fasta]);
     let cram = dir.path("reads.cram");
-    samtools(&[
-        &"view",
-        &"-C",
-        &"-T",
-        &fasta,
-        &"--output-fmt-option",
-        &"seqs_per_slice=60",
-        &"--output-fmt-option",
-        &"slices_per_container=1",
-        &"-o",
-        &cram,
-        &sam,
-    ]);
-    samtools(&[&"index", &cram]);
+    samtools_cram(&sam, &fasta, &cram, &["seqs_per_slice=60", "slices_per_container=1"]);
     // Without a .crai: snp-pileup indexes it in memory (a memfd htslib
     // opens by its /proc/self/fd name).
     let bare = dir.path("bare.cram");
