@@ -32,6 +32,17 @@ const N_QUALS: usize = 256;
 const N_GC: usize = 200;
 /// Cycles (and indel lengths) the arrays hold at first.
 const INITIAL_BASES: usize = 300;
+/// The number of G and C bases in a byte of packed sequence.
+const GC_IN_BYTE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let (hi, lo) = (b >> 4, b & 0xf);
+        table[b] = (hi == 2 || hi == 4) as u8 + (lo == 2 || lo == 4) as u8;
+        b += 1;
+    }
+    table
+};
 /// bwa's minimum read length for `-q` trimming.
 const BWA_MIN_READ_LEN: i32 = 35;
 /// `-p`: pairs kept before the table of mates is cleaned up.
@@ -237,6 +248,19 @@ struct Acgtno {
     other: u64,
 }
 
+impl Acgtno {
+    /// The counts of forward and reverse reads' codes, the reverse ones
+    /// complemented when `complement` (only A, C, G and T then).
+    fn of(fwd: &[u64; 16], rev: &[u64; 16], complement: bool) -> Acgtno {
+        if complement {
+            return Acgtno { a: fwd[1] + rev[8], c: fwd[2] + rev[4], g: fwd[4] + rev[2], t: fwd[8] + rev[1], n: 0, other: 0 };
+        }
+        let sum = |code: usize| fwd[code] + rev[code];
+        let other = [0, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14].iter().map(|&c| sum(c)).sum();
+        Acgtno { a: sum(1), c: sum(2), g: sum(4), t: sum(8), n: sum(15), other }
+    }
+}
+
 /// One barcode tag's statistics (`BC`/`QT`, `CR`/`CY`, `OX`/`BZ`, `RX`/`QX`).
 #[derive(Clone, Debug)]
 struct Barcode {
@@ -308,9 +332,9 @@ pub struct Stats {
     quals_2nd: Vec<u64>,
     gc_1st: Vec<u64>,
     gc_2nd: Vec<u64>,
-    cycles_1st: Vec<Acgtno>,
-    cycles_2nd: Vec<Acgtno>,
-    revcomp: Vec<Acgtno>,
+    /// Bases by read cycle and 4-bit code: `[first, last][forward, reverse]`
+    /// (samtools' per-cycle and read-oriented counts are sums of these).
+    bases: [[Vec<[u64; 16]>; 2]; 2],
     read_lengths: Vec<u64>,
     read_lengths_1st: Vec<u64>,
     read_lengths_2nd: Vec<u64>,
@@ -433,9 +457,7 @@ impl Stats {
             quals_2nd: vec![0; nbases * N_QUALS],
             gc_1st: vec![0; N_GC],
             gc_2nd: vec![0; N_GC],
-            cycles_1st: vec![Acgtno::default(); nbases],
-            cycles_2nd: vec![Acgtno::default(); nbases],
-            revcomp: vec![Acgtno::default(); nbases],
+            bases: std::array::from_fn(|_| std::array::from_fn(|_| vec![[0; 16]; nbases])),
             read_lengths: vec![0; nbases],
             read_lengths_1st: vec![0; nbases],
             read_lengths_2nd: vec![0; nbases],
@@ -549,8 +571,8 @@ impl Stats {
         if let Some(mpc) = self.mpc.as_mut() {
             mpc.resize(n * N_QUALS, 0);
         }
-        for v in [&mut self.cycles_1st, &mut self.cycles_2nd, &mut self.revcomp] {
-            v.resize(n, Acgtno::default());
+        for v in self.bases.iter_mut().flatten() {
+            v.resize(n, [0; 16]);
         }
         for v in [&mut self.read_lengths, &mut self.read_lengths_1st, &mut self.read_lengths_2nd, &mut self.insertions, &mut self.deletions]
         {
@@ -640,6 +662,11 @@ impl Stats {
 
     fn collect_barcodes(&mut self, r: &RecordRef<'_>, notes: &mut Vec<String>) {
         let aux = r.aux();
+        // Most records have none of the four tags: one pass over the fields tells.
+        let any = aux.iter().map_while(Result::ok).any(|(tag, _)| matches!(&tag, b"BC" | b"CR" | b"OX" | b"RX"));
+        if !any {
+            return;
+        }
         let name = || String::from_utf8_lossy(r.name()).into_owned();
         for b in &mut self.barcodes {
             let Some(code) = aux_string(&aux, b.tag) else { continue };
@@ -727,55 +754,23 @@ impl Stats {
         }
         let order = order_of(flag);
         let reverse = flag & flags::REVERSE != 0;
-        let mut gc_count = 0u32;
         let seq = r.seq_raw();
+        // Bases by cycle; the GC count from whole bytes (a padding nibble is `=`).
+        let gc_count: u32 = seq.iter().map(|&b| u32::from(GC_IN_BYTE[usize::from(b)])).sum();
         if matches!(order, Order::First | Order::Last) {
-            let cycles = if order == Order::First { &mut self.cycles_1st } else { &mut self.cycles_2nd };
-            let revcomp = &mut self.revcomp;
-            for i in 0..seq_len {
-                let cycle = if reverse { seq_len - i - 1 } else { i };
-                let code = if i % 2 == 0 { seq[i / 2] >> 4 } else { seq[i / 2] & 0xf };
-                let (c, rc) = (&mut cycles[cycle], &mut revcomp[cycle]);
-                match code {
-                    1 => {
-                        c.a += 1;
-                        if reverse {
-                            rc.t += 1
-                        } else {
-                            rc.a += 1
-                        }
-                    }
-                    2 => {
-                        c.c += 1;
-                        if reverse {
-                            rc.g += 1
-                        } else {
-                            rc.c += 1
-                        }
-                        gc_count += 1;
-                    }
-                    4 => {
-                        c.g += 1;
-                        if reverse {
-                            rc.c += 1
-                        } else {
-                            rc.g += 1
-                        }
-                        gc_count += 1;
-                    }
-                    8 => {
-                        c.t += 1;
-                        if reverse {
-                            rc.a += 1
-                        } else {
-                            rc.t += 1
-                        }
-                    }
-                    15 => c.n += 1,
-                    _ => c.other += 1,
+            let counts = &mut self.bases[usize::from(order == Order::Last)][usize::from(reverse)][..seq_len];
+            let code = |i: usize| usize::from(if i % 2 == 0 { seq[i / 2] >> 4 } else { seq[i / 2] & 0xf });
+            if reverse {
+                for (i, c) in counts.iter_mut().rev().enumerate() {
+                    c[code(i)] += 1;
+                }
+            } else {
+                for (i, c) in counts.iter_mut().enumerate() {
+                    c[code(i)] += 1;
                 }
             }
         }
+        let gc_count = if matches!(order, Order::First | Order::Last) { gc_count } else { 0 };
         let gc_min = gc_count as usize * (N_GC - 1) / seq_len;
         let gc_max = ((gc_count as usize + 1) * (N_GC - 1) / seq_len).min(N_GC - 1);
         let quals = r.qual();
@@ -801,17 +796,16 @@ impl Stats {
             self.nbases_trimmed += bwa_trim_read(settings.trim_quality, quals, reverse) as u64;
         }
         if let Some(hist) = hist {
-            let mut max_qual = self.max_qual;
-            let mut sum = 0u64;
-            for i in 0..seq_len {
-                let q = quals[if reverse { seq_len - i - 1 } else { i }];
-                max_qual = max_qual.max(i32::from(q));
-                hist[i * N_QUALS + usize::from(q)] += 1;
-                sum += u64::from(q);
+            // Row i holds the qualities of cycle i (the read's i-th base as sequenced).
+            let rows = hist[..seq_len * N_QUALS].chunks_exact_mut(N_QUALS);
+            if reverse {
+                rows.zip(quals.iter().rev()).for_each(|(row, &q)| row[usize::from(q)] += 1);
+            } else {
+                rows.zip(quals.iter()).for_each(|(row, &q)| row[usize::from(q)] += 1);
             }
-            self.max_qual = max_qual;
+            self.max_qual = self.max_qual.max(quals.iter().copied().max().map_or(0, i32::from));
             // Integers, exact in a double: the same sum as samtools' one by one.
-            self.sum_qual += sum as f64;
+            self.sum_qual += quals.iter().map(|&q| u64::from(q)).sum::<u64>() as f64;
         }
         if order == Order::First {
             self.collect_barcodes(r, notes);
@@ -1291,6 +1285,27 @@ impl Stats {
             }
         }
         Ok(())
+    }
+
+    /// Base counts by cycle of first (`last == false`) or last fragments.
+    fn cycles(&self, last: bool) -> Vec<Acgtno> {
+        let [fwd, rev] = &self.bases[usize::from(last)];
+        fwd.iter().zip(rev).map(|(f, r)| Acgtno::of(f, r, false)).collect()
+    }
+
+    /// Base counts by cycle, read oriented (reverse reads complemented).
+    fn read_oriented(&self) -> Vec<Acgtno> {
+        let [[f1, r1], [f2, r2]] = &self.bases;
+        (0..f1.len())
+            .map(|i| {
+                let (mut fwd, mut rev) = (f1[i], r1[i]);
+                for code in 0..16 {
+                    fwd[code] += f2[i][code];
+                    rev[code] += r2[i][code];
+                }
+                Acgtno::of(&fwd, &rev, true)
+            })
+            .collect()
     }
 
     /// Counts the depths still in the coverage window (at the end).

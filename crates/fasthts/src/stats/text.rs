@@ -202,9 +202,10 @@ pub fn write_stats(out: &mut impl Write, stats: &mut Stats, settings: &StatsSett
     gc_rows(out, "GCL", &s.gc_2nd)?;
     let pct = |x: u64, sum: u64| 100.0 * x as f64 / sum as f64;
     let cycles = max_len.max(0) as usize;
+    let (cycles_1st, cycles_2nd, revcomp) = (s.cycles(false), s.cycles(true), s.read_oriented());
     writeln!(out, "# ACGT content per cycle. Use `grep ^GCC | cut -f 2-` to extract this part. The columns are: cycle; A,C,G,T base counts as a percentage of all A/C/G/T bases [%]; and N and O counts as a percentage of all A/C/G/T bases [%]")?;
-    for i in 0..cycles.min(s.cycles_1st.len()) {
-        let (f, l) = (&s.cycles_1st[i], &s.cycles_2nd[i]);
+    for i in 0..cycles.min(cycles_1st.len()) {
+        let (f, l) = (&cycles_1st[i], &cycles_2nd[i]);
         let sum = f.a + f.c + f.g + f.t + l.a + l.c + l.g + l.t;
         if sum == 0 {
             continue;
@@ -222,15 +223,15 @@ pub fn write_stats(out: &mut impl Write, stats: &mut Stats, settings: &StatsSett
         )?;
     }
     writeln!(out, "# ACGT content per cycle, read oriented. Use `grep ^GCT | cut -f 2-` to extract this part. The columns are: cycle; A,C,G,T base counts as a percentage of all A/C/G/T bases [%]")?;
-    for i in 0..cycles.min(s.revcomp.len()) {
-        let c = &s.revcomp[i];
+    for i in 0..cycles.min(revcomp.len()) {
+        let c = &revcomp[i];
         let sum = c.a + c.c + c.g + c.t;
         if sum == 0 {
             continue;
         }
         writeln!(out, "GCT\t{}\t{:.2}\t{:.2}\t{:.2}\t{:.2}", i + 1, pct(c.a, sum), pct(c.c, sum), pct(c.g, sum), pct(c.t, sum))?;
     }
-    for (key, total_key, which, counts) in [("FBC", "FTC", "first", &s.cycles_1st), ("LBC", "LTC", "last", &s.cycles_2nd)] {
+    for (key, total_key, which, counts) in [("FBC", "FTC", "first", &cycles_1st), ("LBC", "LTC", "last", &cycles_2nd)] {
         writeln!(out, "# ACGT content per cycle for {which} fragments. Use `grep ^{key} | cut -f 2-` to extract this part. The columns are: cycle; A,C,G,T base counts as a percentage of all A/C/G/T bases [%]; and N and O counts as a percentage of all A/C/G/T bases [%]")?;
         let mut totals = [0u64; 5];
         for (i, c) in counts.iter().enumerate().take(cycles) {
