@@ -119,6 +119,23 @@ fn run(path: &Path, options: &StatsOptions, out: &mut (dyn Write + Send), report
     if options.regions.is_empty() && settings.cov_threshold > 0 && options.targets.is_none() {
         return Err(Error::InvalidArgument("Coverage percentage calculation requires a list of target regions".into()));
     }
+    // A BAM whose index describes it is counted reference by reference in
+    // parallel, when the parts' sum is what one pass gives (else in one pass).
+    if let Some(Input::Bam(bam)) = &whole {
+        if settings.split_tag.is_none() {
+            if let Some(index) = super::covering_index(bam, report) {
+                let parts = Parts { settings, names: &names, fasta: fasta.as_ref(), targets: &targets, read_groups: &read_groups };
+                if let Some((mut all, mut lines)) = by_references(bam, &index, &parts)? {
+                    notes.lines.append(&mut lines);
+                    let preamble = Preamble { producer: &options.producer, command_line: &options.command_line, split_tag: None };
+                    let mut text = Vec::with_capacity(1 << 16);
+                    write_stats(&mut text, &mut all, settings, &preamble)?;
+                    out.write_all(&text)?;
+                    return Ok(notes);
+                }
+            }
+        }
+    }
     let mut collector = Collector::new(settings, &names, fasta.as_ref(), targets, split_targets, read_groups);
     let mut counted = |r: &RecordRef<'_>, place: Place| collector.add_placed(r, place).map_err(|e| stats_error(e, path));
     if let Some(mut input) = whole {
@@ -160,6 +177,69 @@ fn run(path: &Path, options: &StatsOptions, out: &mut (dyn Write + Send), report
         temp.commit()?;
     }
     Ok(notes)
+}
+
+/// What each part of a file counted on its own shares.
+struct Parts<'a> {
+    settings: &'a StatsSettings,
+    names: &'a [Vec<u8>],
+    fasta: Option<&'a Fasta>,
+    targets: &'a Option<Targets>,
+    read_groups: &'a Option<Vec<Vec<u8>>>,
+}
+
+/// The statistics of `bam` counted reference by reference on the pool
+/// (the unplaced records last) and summed in file order, with the parts'
+/// messages; `None` when the sum would not be what one pass over the file
+/// gives ([`crate::stats::PartSummary`]: reads out of order, a read of 300
+/// cycles or more before the last part, a depth carried from one reference
+/// into the next, barcodes in more than one part) or a part failed (one
+/// pass then reports the first failure as samtools does).
+fn by_references(bam: &crate::bam::BamFile, index: &crate::index::Index, parts: &Parts<'_>) -> Result<Option<(crate::stats::Stats, Vec<String>)>, Error> {
+    use crate::region::{self, Plan};
+    let regions = region::plan(bam, index, Plan::Windows(u64::MAX));
+    let counted = region::scatter_with_spans(bam, index, &regions, |_, records| {
+        let mut collector =
+            Collector::new(parts.settings, parts.names, parts.fasta, parts.targets.clone(), None, parts.read_groups.clone());
+        let mut failed = None;
+        records.for_each_record(|r| {
+            if failed.is_none() {
+                failed = collector.add(r).err();
+            }
+        })?;
+        let (mut stats, notes) = collector.into_all();
+        Ok(match failed {
+            Some(e) => Err(e),
+            None => stats.end_part(parts.settings).map(|summary| (stats, summary, notes)),
+        })
+    });
+    // The index did not describe the file after all: one pass.
+    let Ok(counted) = counted else { return Ok(None) };
+    if region::check_coverage(bam, regions.iter().zip(counted.iter().map(|(_, span)| *span))).is_err() {
+        return Ok(None);
+    }
+    let mut results = Vec::with_capacity(counted.len());
+    for (result, _) in counted {
+        match result {
+            Ok(part) => results.push(part),
+            Err(_) => return Ok(None),
+        }
+    }
+    let last_seen = results.iter().rposition(|(_, summary, _)| summary.seen);
+    let with_barcodes = results.iter().filter(|(_, summary, _)| summary.barcodes).count();
+    for (i, (_, summary, _)) in results.iter().enumerate() {
+        let followed = last_seen.is_some_and(|last| i < last);
+        if !summary.sorted || with_barcodes > 1 || (followed && (summary.grew || summary.left_depth)) {
+            return Ok(None);
+        }
+    }
+    let mut parts_in_order = results.into_iter();
+    let Some((mut all, _, mut notes)) = parts_in_order.next() else { return Ok(None) };
+    for (stats, _, mut more) in parts_in_order {
+        all.merge(stats);
+        notes.append(&mut more);
+    }
+    Ok(Some((all, notes)))
 }
 
 /// Calls `f` on every record of `input` in file order, with its positions.

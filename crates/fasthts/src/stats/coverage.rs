@@ -125,6 +125,11 @@ impl RingBuffer {
         Ok(())
     }
 
+    /// Whether any position still holds a depth.
+    pub fn holds_depth(&self) -> bool {
+        self.slots.iter().any(|&s| s != 0)
+    }
+
     /// Adds one to the depth of positions `[from, to)`.
     pub fn insert(&mut self, from: i64, to: i64) -> Result<(), RingError> {
         if to - from > i64::from(self.size()) {

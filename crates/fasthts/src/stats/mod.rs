@@ -237,6 +237,70 @@ impl InsertSizes {
     }
 }
 
+/// Counts of qualities by cycle, kept quality by quality: a read's bases
+/// mostly share a few qualities, so a read walks a few rows of cycles in
+/// order instead of touching a row per cycle.
+#[derive(Clone, Debug)]
+struct QualityHistogram {
+    /// Cycles per quality.
+    cycles: usize,
+    counts: Vec<u64>,
+}
+
+impl QualityHistogram {
+    fn new(cycles: usize) -> QualityHistogram {
+        QualityHistogram { cycles, counts: vec![0; cycles * N_QUALS] }
+    }
+
+    /// The count of quality `q` at `cycle` (0 past the arrays).
+    fn get(&self, cycle: usize, q: usize) -> u64 {
+        if cycle < self.cycles {
+            self.counts[q * self.cycles + cycle]
+        } else {
+            0
+        }
+    }
+
+    /// Room for `cycles` cycles.
+    fn grow(&mut self, cycles: usize) {
+        if cycles <= self.cycles {
+            return;
+        }
+        let mut counts = vec![0; cycles * N_QUALS];
+        for q in 0..N_QUALS {
+            counts[q * cycles..q * cycles + self.cycles].copy_from_slice(&self.counts[q * self.cycles..(q + 1) * self.cycles]);
+        }
+        *self = QualityHistogram { cycles, counts };
+    }
+
+    /// Counts a read's qualities in sequencing order (reversed when the
+    /// read is on the reverse strand).
+    #[inline]
+    fn add_read(&mut self, quals: &[u8], reverse: bool) {
+        let n = self.cycles;
+        let counts = &mut self.counts;
+        let len = quals.len().min(n);
+        if reverse {
+            for (cycle, &q) in quals.iter().rev().take(len).enumerate() {
+                counts[usize::from(q) * n + cycle] += 1;
+            }
+        } else {
+            for (cycle, &q) in quals.iter().take(len).enumerate() {
+                counts[usize::from(q) * n + cycle] += 1;
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &QualityHistogram) {
+        self.grow(other.cycles);
+        for q in 0..N_QUALS {
+            for cycle in 0..other.cycles {
+                self.counts[q * self.cycles + cycle] += other.counts[q * other.cycles + cycle];
+            }
+        }
+    }
+}
+
 /// Base counts of one cycle.
 #[derive(Clone, Copy, Debug, Default)]
 struct Acgtno {
@@ -328,8 +392,8 @@ pub struct Stats {
     /// `-S`'s tag value these statistics are for (`None`: all reads).
     pub split_name: Option<Vec<u8>>,
     nbases: usize,
-    quals_1st: Vec<u64>,
-    quals_2nd: Vec<u64>,
+    quals_1st: QualityHistogram,
+    quals_2nd: QualityHistogram,
     gc_1st: Vec<u64>,
     gc_2nd: Vec<u64>,
     /// Bases by read cycle and 4-bit code: `[first, last][forward, reverse]`
@@ -402,6 +466,26 @@ pub struct Stats {
     error_number: u32,
     /// The positions of the record being counted.
     place: Place,
+    /// Whether a record has been counted (or looked at) at all.
+    seen: bool,
+}
+
+/// What a part of a file counted on its own ([`Stats::end_part`]) says
+/// about whether its counts are what one pass over the file would give.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PartSummary {
+    /// It saw a record.
+    pub seen: bool,
+    /// Its mapped reads were in order.
+    pub sorted: bool,
+    /// A read of 300 cycles or more grew its arrays (and coverage window),
+    /// which depends on the reads before.
+    pub grew: bool,
+    /// A depth stayed in the coverage window after its last flush (samtools
+    /// carries it into the next reference).
+    pub left_depth: bool,
+    /// It counted barcodes (whose layout the first barcode seen decides).
+    pub barcodes: bool,
 }
 
 /// `-p`'s record of a template's first-seen read: its aligned pieces.
@@ -453,8 +537,8 @@ impl Stats {
         Stats {
             split_name: None,
             nbases,
-            quals_1st: vec![0; nbases * N_QUALS],
-            quals_2nd: vec![0; nbases * N_QUALS],
+            quals_1st: QualityHistogram::new(nbases),
+            quals_2nd: QualityHistogram::new(nbases),
             gc_1st: vec![0; N_GC],
             gc_2nd: vec![0; N_GC],
             bases: std::array::from_fn(|_| std::array::from_fn(|_| vec![[0; 16]; nbases])),
@@ -521,6 +605,7 @@ impl Stats {
             barcodes: [barcode(b"BC", b"QT"), barcode(b"CR", b"CY"), barcode(b"OX", b"BZ"), barcode(b"RX", b"QX")],
             error_number: 0,
             place: Place::default(),
+            seen: false,
         }
     }
 
@@ -566,8 +651,8 @@ impl Stats {
     /// samtools' `realloc_buffers` does (the coverage window too).
     fn grow(&mut self, read_len: usize) {
         let n = 2 * (1 + read_len - self.nbases) + self.nbases;
-        self.quals_1st.resize(n * N_QUALS, 0);
-        self.quals_2nd.resize(n * N_QUALS, 0);
+        self.quals_1st.grow(n);
+        self.quals_2nd.grow(n);
         if let Some(mpc) = self.mpc.as_mut() {
             mpc.resize(n * N_QUALS, 0);
         }
@@ -796,13 +881,7 @@ impl Stats {
             self.nbases_trimmed += bwa_trim_read(settings.trim_quality, quals, reverse) as u64;
         }
         if let Some(hist) = hist {
-            // Row i holds the qualities of cycle i (the read's i-th base as sequenced).
-            let rows = hist[..seq_len * N_QUALS].chunks_exact_mut(N_QUALS);
-            if reverse {
-                rows.zip(quals.iter().rev()).for_each(|(row, &q)| row[usize::from(q)] += 1);
-            } else {
-                rows.zip(quals.iter()).for_each(|(row, &q)| row[usize::from(q)] += 1);
-            }
+            hist.add_read(quals, reverse);
             self.max_qual = self.max_qual.max(quals.iter().copied().max().map_or(0, i32::from));
             // Integers, exact in a double: the same sum as samtools' one by one.
             self.sum_qual += quals.iter().map(|&q| u64::from(q)).sum::<u64>() as f64;
@@ -843,6 +922,7 @@ impl Stats {
         notes: &mut Vec<String>,
     ) -> Result<(), StatsError> {
         self.place = place;
+        self.seen = true;
         if !self.in_targets(r)? {
             return Ok(());
         }
@@ -1308,6 +1388,113 @@ impl Stats {
             .collect()
     }
 
+    /// Ends a part of the file counted on its own (the records of one
+    /// reference): flushes the coverage window as the next reference's
+    /// first read, or the end of the file, flushes it in one pass.
+    pub fn end_part(&mut self, settings: &StatsSettings) -> Result<PartSummary, StatsError> {
+        self.finish(settings)?;
+        Ok(PartSummary {
+            seen: self.seen,
+            sorted: self.is_sorted,
+            grew: self.nbases != INITIAL_BASES,
+            left_depth: self.ring.holds_depth(),
+            barcodes: self.barcodes.iter().any(|b| !b.bases.is_empty()) || self.error_number > 0,
+        })
+    }
+
+    /// Adds the counts of `later`, a part of the file that follows these
+    /// (see [`Stats::end_part`] for when the sum is exact): counts add up,
+    /// maxima are the larger, GC-depth bins follow these.
+    pub fn merge(&mut self, later: Stats) {
+        let add = |a: &mut Vec<u64>, b: &[u64]| {
+            if a.len() < b.len() {
+                a.resize(b.len(), 0);
+            }
+            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+        };
+        self.quals_1st.merge(&later.quals_1st);
+        self.quals_2nd.merge(&later.quals_2nd);
+        add(&mut self.gc_1st, &later.gc_1st);
+        add(&mut self.gc_2nd, &later.gc_2nd);
+        for (mine, theirs) in self.bases.iter_mut().flatten().zip(later.bases.iter().flatten()) {
+            if mine.len() < theirs.len() {
+                mine.resize(theirs.len(), [0; 16]);
+            }
+            for (m, t) in mine.iter_mut().zip(theirs) {
+                m.iter_mut().zip(t).for_each(|(x, y)| *x += y);
+            }
+        }
+        add(&mut self.read_lengths, &later.read_lengths);
+        add(&mut self.read_lengths_1st, &later.read_lengths_1st);
+        add(&mut self.read_lengths_2nd, &later.read_lengths_2nd);
+        add(&mut self.insertions, &later.insertions);
+        add(&mut self.deletions, &later.deletions);
+        add(&mut self.ins_cycles_1st, &later.ins_cycles_1st);
+        add(&mut self.ins_cycles_2nd, &later.ins_cycles_2nd);
+        add(&mut self.del_cycles_1st, &later.del_cycles_1st);
+        add(&mut self.del_cycles_2nd, &later.del_cycles_2nd);
+        if let (Some(a), Some(b)) = (self.mpc.as_mut(), later.mpc.as_ref()) {
+            add(a, b);
+        }
+        match (&mut self.isize, later.isize) {
+            (InsertSizes::Dense(a), InsertSizes::Dense(b)) => {
+                a.iter_mut().zip(b).for_each(|(x, y)| (0..3).for_each(|k| x[k] += y[k]));
+            }
+            (InsertSizes::Sparse { counts, max }, InsertSizes::Sparse { counts: b, max: bmax }) => {
+                for (k, v) in b {
+                    let c = counts.entry(k).or_default();
+                    (0..3).for_each(|i| c[i] += v[i]);
+                }
+                *max = (*max).max(bmax);
+            }
+            _ => unreachable!("parts share their settings"),
+        }
+        self.nbases = self.nbases.max(later.nbases);
+        self.max_len = self.max_len.max(later.max_len);
+        self.max_len_1st = self.max_len_1st.max(later.max_len_1st);
+        self.max_len_2nd = self.max_len_2nd.max(later.max_len_2nd);
+        self.max_qual = self.max_qual.max(later.max_qual);
+        self.is_sorted &= later.is_sorted;
+        for (a, b) in [
+            (&mut self.total_len, later.total_len),
+            (&mut self.total_len_1st, later.total_len_1st),
+            (&mut self.total_len_2nd, later.total_len_2nd),
+            (&mut self.total_len_dup, later.total_len_dup),
+            (&mut self.nreads_1st, later.nreads_1st),
+            (&mut self.nreads_2nd, later.nreads_2nd),
+            (&mut self.nreads_other, later.nreads_other),
+            (&mut self.nreads_filtered, later.nreads_filtered),
+            (&mut self.nreads_dup, later.nreads_dup),
+            (&mut self.nreads_unmapped, later.nreads_unmapped),
+            (&mut self.nreads_single_mapped, later.nreads_single_mapped),
+            (&mut self.nreads_paired_and_mapped, later.nreads_paired_and_mapped),
+            (&mut self.nreads_properly_paired, later.nreads_properly_paired),
+            (&mut self.nreads_paired_tech, later.nreads_paired_tech),
+            (&mut self.nreads_anomalous, later.nreads_anomalous),
+            (&mut self.nreads_mq0, later.nreads_mq0),
+            (&mut self.nbases_mapped, later.nbases_mapped),
+            (&mut self.nbases_trimmed, later.nbases_trimmed),
+            (&mut self.nreads_qcfailed, later.nreads_qcfailed),
+            (&mut self.nreads_secondary, later.nreads_secondary),
+            (&mut self.nreads_supplementary, later.nreads_supplementary),
+        ] {
+            *a += b;
+        }
+        self.nbases_mapped_cigar = self.nbases_mapped_cigar.wrapping_add(later.nbases_mapped_cigar);
+        self.nmismatches = self.nmismatches.wrapping_add(later.nmismatches);
+        for k in 0..3 {
+            self.checksum[k] = self.checksum[k].wrapping_add(later.checksum[k]);
+        }
+        self.gcd.extend_from_slice(&later.gcd[1..]);
+        add(&mut self.cov, &later.cov);
+        self.sum_qual += later.sum_qual;
+        if later.barcodes.iter().any(|b| !b.bases.is_empty()) {
+            self.barcodes = later.barcodes;
+            self.error_number = later.error_number;
+        }
+        self.seen |= later.seen;
+    }
+
     /// Counts the depths still in the coverage window (at the end).
     pub fn finish(&mut self, settings: &StatsSettings) -> Result<(), StatsError> {
         let bins = CoverageBins::new(settings.coverage.0, settings.coverage.1, settings.coverage.2);
@@ -1397,6 +1584,11 @@ impl<'a> Collector<'a> {
             context: Context { names, fasta, fetched: Vec::new() },
             notes: Vec::new(),
         }
+    }
+
+    /// The statistics of all reads and the messages, for a part counted on its own.
+    pub fn into_all(self) -> (Stats, Vec<String>) {
+        (self.all, self.notes)
     }
 
     /// Counts one record, into its `-S` group first, then into all reads'.

@@ -175,10 +175,12 @@ pub fn write_stats(out: &mut impl Write, stats: &mut Stats, settings: &StatsSett
     };
     writeln!(out, "# First Fragment Qualities. Use `grep ^FFQ | cut -f 2-` to extract this part.")?;
     writeln!(out, "# Columns correspond to qualities and rows to cycles. First column is the cycle number.")?;
-    quals_rows(out, "FFQ", &s.quals_1st, s.max_len_1st)?;
+    let quals_1st: Vec<u64> = (0..s.nbases).flat_map(|i| (0..N_QUALS).map(move |q| (i, q))).map(|(i, q)| s.quals_1st.get(i, q)).collect();
+    quals_rows(out, "FFQ", &quals_1st, s.max_len_1st)?;
     writeln!(out, "# Last Fragment Qualities. Use `grep ^LFQ | cut -f 2-` to extract this part.")?;
     writeln!(out, "# Columns correspond to qualities and rows to cycles. First column is the cycle number.")?;
-    quals_rows(out, "LFQ", &s.quals_2nd, s.max_len_2nd)?;
+    let quals_2nd: Vec<u64> = (0..s.nbases).flat_map(|i| (0..N_QUALS).map(move |q| (i, q))).map(|(i, q)| s.quals_2nd.get(i, q)).collect();
+    quals_rows(out, "LFQ", &quals_2nd, s.max_len_2nd)?;
     if let Some(mpc) = &s.mpc {
         writeln!(out, "# Mismatches per cycle and quality. Use `grep ^MPC | cut -f 2-` to extract this part.")?;
         writeln!(out, "# Columns correspond to qualities, rows to cycles. First column is the cycle number, second")?;
