@@ -195,7 +195,11 @@ struct Parts<'a> {
 /// cycles or more before the last part, a depth carried from one reference
 /// into the next, barcodes in more than one part) or a part failed (one
 /// pass then reports the first failure as samtools does).
-fn by_references(bam: &crate::bam::BamFile, index: &crate::index::Index, parts: &Parts<'_>) -> Result<Option<(crate::stats::Stats, Vec<String>)>, Error> {
+fn by_references(
+    bam: &crate::bam::BamFile,
+    index: &crate::index::Index,
+    parts: &Parts<'_>,
+) -> Result<Option<(crate::stats::Stats, Vec<String>)>, Error> {
     use crate::region::{self, Plan};
     let regions = region::plan(bam, index, Plan::Windows(u64::MAX));
     let counted = region::scatter_with_spans(bam, index, &regions, |_, records| {

@@ -242,14 +242,39 @@ impl InsertSizes {
 /// order instead of touching a row per cycle.
 #[derive(Clone, Debug)]
 struct QualityHistogram {
-    /// Cycles per quality.
+    /// Cycles per value.
     cycles: usize,
+    /// Values counted (256 qualities, or 16 base codes).
+    values: usize,
     counts: Vec<u64>,
 }
 
 impl QualityHistogram {
     fn new(cycles: usize) -> QualityHistogram {
-        QualityHistogram { cycles, counts: vec![0; cycles * N_QUALS] }
+        QualityHistogram::with_values(cycles, N_QUALS)
+    }
+
+    fn with_values(cycles: usize, values: usize) -> QualityHistogram {
+        QualityHistogram { cycles, values, counts: vec![0; cycles * values] }
+    }
+
+    /// Counts the 4-bit base codes of a packed sequence of `len` bases by
+    /// cycle (reversed for a reverse-strand read).
+    #[inline]
+    fn add_bases(&mut self, seq: &[u8], len: usize, reverse: bool) {
+        let n = self.cycles;
+        let counts = &mut self.counts;
+        let len = len.min(n);
+        let code = |i: usize| usize::from(if i % 2 == 0 { seq[i / 2] >> 4 } else { seq[i / 2] & 0xf });
+        if reverse {
+            for i in 0..len {
+                counts[code(i) * n + (len - 1 - i)] += 1;
+            }
+        } else {
+            for i in 0..len {
+                counts[code(i) * n + i] += 1;
+            }
+        }
     }
 
     /// The count of quality `q` at `cycle` (0 past the arrays).
@@ -266,11 +291,11 @@ impl QualityHistogram {
         if cycles <= self.cycles {
             return;
         }
-        let mut counts = vec![0; cycles * N_QUALS];
-        for q in 0..N_QUALS {
+        let mut counts = vec![0; cycles * self.values];
+        for q in 0..self.values {
             counts[q * cycles..q * cycles + self.cycles].copy_from_slice(&self.counts[q * self.cycles..(q + 1) * self.cycles]);
         }
-        *self = QualityHistogram { cycles, counts };
+        *self = QualityHistogram { cycles, values: self.values, counts };
     }
 
     /// Counts a read's qualities in sequencing order (reversed when the
@@ -293,7 +318,7 @@ impl QualityHistogram {
 
     fn merge(&mut self, other: &QualityHistogram) {
         self.grow(other.cycles);
-        for q in 0..N_QUALS {
+        for q in 0..self.values {
             for cycle in 0..other.cycles {
                 self.counts[q * self.cycles + cycle] += other.counts[q * other.cycles + cycle];
             }
@@ -398,7 +423,7 @@ pub struct Stats {
     gc_2nd: Vec<u64>,
     /// Bases by read cycle and 4-bit code: `[first, last][forward, reverse]`
     /// (samtools' per-cycle and read-oriented counts are sums of these).
-    bases: [[Vec<[u64; 16]>; 2]; 2],
+    bases: [[QualityHistogram; 2]; 2],
     read_lengths: Vec<u64>,
     read_lengths_1st: Vec<u64>,
     read_lengths_2nd: Vec<u64>,
@@ -541,7 +566,7 @@ impl Stats {
             quals_2nd: QualityHistogram::new(nbases),
             gc_1st: vec![0; N_GC],
             gc_2nd: vec![0; N_GC],
-            bases: std::array::from_fn(|_| std::array::from_fn(|_| vec![[0; 16]; nbases])),
+            bases: std::array::from_fn(|_| std::array::from_fn(|_| QualityHistogram::with_values(nbases, 16))),
             read_lengths: vec![0; nbases],
             read_lengths_1st: vec![0; nbases],
             read_lengths_2nd: vec![0; nbases],
@@ -657,7 +682,7 @@ impl Stats {
             mpc.resize(n * N_QUALS, 0);
         }
         for v in self.bases.iter_mut().flatten() {
-            v.resize(n, [0; 16]);
+            v.grow(n);
         }
         for v in [&mut self.read_lengths, &mut self.read_lengths_1st, &mut self.read_lengths_2nd, &mut self.insertions, &mut self.deletions]
         {
@@ -843,17 +868,7 @@ impl Stats {
         // Bases by cycle; the GC count from whole bytes (a padding nibble is `=`).
         let gc_count: u32 = seq.iter().map(|&b| u32::from(GC_IN_BYTE[usize::from(b)])).sum();
         if matches!(order, Order::First | Order::Last) {
-            let counts = &mut self.bases[usize::from(order == Order::Last)][usize::from(reverse)][..seq_len];
-            let code = |i: usize| usize::from(if i % 2 == 0 { seq[i / 2] >> 4 } else { seq[i / 2] & 0xf });
-            if reverse {
-                for (i, c) in counts.iter_mut().rev().enumerate() {
-                    c[code(i)] += 1;
-                }
-            } else {
-                for (i, c) in counts.iter_mut().enumerate() {
-                    c[code(i)] += 1;
-                }
-            }
+            self.bases[usize::from(order == Order::Last)][usize::from(reverse)].add_bases(seq, seq_len, reverse);
         }
         let gc_count = if matches!(order, Order::First | Order::Last) { gc_count } else { 0 };
         let gc_min = gc_count as usize * (N_GC - 1) / seq_len;
@@ -1370,19 +1385,17 @@ impl Stats {
     /// Base counts by cycle of first (`last == false`) or last fragments.
     fn cycles(&self, last: bool) -> Vec<Acgtno> {
         let [fwd, rev] = &self.bases[usize::from(last)];
-        fwd.iter().zip(rev).map(|(f, r)| Acgtno::of(f, r, false)).collect()
+        let at = |h: &QualityHistogram, i: usize| -> [u64; 16] { std::array::from_fn(|code| h.get(i, code)) };
+        (0..self.nbases).map(|i| Acgtno::of(&at(fwd, i), &at(rev, i), false)).collect()
     }
 
     /// Base counts by cycle, read oriented (reverse reads complemented).
     fn read_oriented(&self) -> Vec<Acgtno> {
         let [[f1, r1], [f2, r2]] = &self.bases;
-        (0..f1.len())
+        (0..self.nbases)
             .map(|i| {
-                let (mut fwd, mut rev) = (f1[i], r1[i]);
-                for code in 0..16 {
-                    fwd[code] += f2[i][code];
-                    rev[code] += r2[i][code];
-                }
+                let fwd: [u64; 16] = std::array::from_fn(|code| f1.get(i, code) + f2.get(i, code));
+                let rev: [u64; 16] = std::array::from_fn(|code| r1.get(i, code) + r2.get(i, code));
                 Acgtno::of(&fwd, &rev, true)
             })
             .collect()
@@ -1417,12 +1430,7 @@ impl Stats {
         add(&mut self.gc_1st, &later.gc_1st);
         add(&mut self.gc_2nd, &later.gc_2nd);
         for (mine, theirs) in self.bases.iter_mut().flatten().zip(later.bases.iter().flatten()) {
-            if mine.len() < theirs.len() {
-                mine.resize(theirs.len(), [0; 16]);
-            }
-            for (m, t) in mine.iter_mut().zip(theirs) {
-                m.iter_mut().zip(t).for_each(|(x, y)| *x += y);
-            }
+            mine.merge(theirs);
         }
         add(&mut self.read_lengths, &later.read_lengths);
         add(&mut self.read_lengths_1st, &later.read_lengths_1st);
