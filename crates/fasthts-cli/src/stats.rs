@@ -195,7 +195,7 @@ pub fn run(args: StatsArgs) -> CmdResult {
     let mut out = io::BufWriter::with_capacity(1 << 20, io::stdout());
     let notes = command::stats_to(std::path::Path::new(&input), &options, &mut out, &report);
     let notes = notes.and_then(|notes| {
-        out.flush()?;
+        out.flush().map_err(|e| command::StatsFailure { error: e.into(), while_decoding: false })?;
         Ok(notes)
     });
     match notes {
@@ -205,6 +205,8 @@ pub fn run(args: StatsArgs) -> CmdResult {
             }
             Ok(())
         }
-        Err(e) => Err(e.into()),
+        // samtools stops with the status of its failed read (-2: 254).
+        Err(e) if e.while_decoding => Err(crate::Failure::new(254, format!("fasthts stats: {}", e.error)).into()),
+        Err(e) => Err(e.error.into()),
     }
 }

@@ -57,11 +57,42 @@ fn stats_error(e: StatsError, path: &Path) -> Error {
 /// samtools stats of the file at `path` (`-` for standard input), its text
 /// written to `out` and, with `-S`, each tag value's to its own file
 /// (complete or absent). Returns samtools' stderr messages.
-pub fn stats_to(path: &Path, options: &StatsOptions, out: &mut (dyn Write + Send), report: &dyn Report) -> Result<StatsNotes, Error> {
-    with_threads(options.threads, || run(path, options, out, report))
+pub fn stats_to(
+    path: &Path,
+    options: &StatsOptions,
+    out: &mut (dyn Write + Send),
+    report: &dyn Report,
+) -> Result<StatsNotes, StatsFailure> {
+    let mut decoding = false;
+    with_threads(options.threads, || run(path, options, out, report, &mut decoding))
+        .map_err(|error| StatsFailure { error, while_decoding: decoding })
 }
 
-fn run(path: &Path, options: &StatsOptions, out: &mut (dyn Write + Send), report: &dyn Report) -> Result<StatsNotes, Error> {
+/// Why stats stopped.
+#[derive(Debug)]
+pub struct StatsFailure {
+    /// What went wrong (naming the file).
+    pub error: Error,
+    /// The input could not be decoded part way (samtools stops with status
+    /// 254 then, having printed nothing; 1 for the other failures).
+    pub while_decoding: bool,
+}
+
+impl std::fmt::Display for StatsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for StatsFailure {}
+
+fn run(
+    path: &Path,
+    options: &StatsOptions,
+    out: &mut (dyn Write + Send),
+    report: &dyn Report,
+    decoding: &mut bool,
+) -> Result<StatsNotes, Error> {
     let settings = &options.settings;
     let mut notes = StatsNotes::default();
     let cram = CramOptions { reference: options.cram_reference.clone(), fields: Fields::All, ..CramOptions::default() };
@@ -137,23 +168,37 @@ fn run(path: &Path, options: &StatsOptions, out: &mut (dyn Write + Send), report
         }
     }
     let mut collector = Collector::new(settings, &names, fasta.as_ref(), targets, split_targets, read_groups);
-    let mut counted = |r: &RecordRef<'_>, place: Place| collector.add_placed(r, place).map_err(|e| stats_error(e, path));
-    if let Some(mut input) = whole {
-        read_whole(&mut input, path, &mut counted)?;
-        warn_after_reading(&mut input, path, report);
+    let mut counting_failed = false;
+    let mut counted = |r: &RecordRef<'_>, place: Place| {
+        collector.add_placed(r, place).map_err(|e| {
+            counting_failed = true;
+            stats_error(e, path)
+        })
+    };
+    let read = if let Some(mut input) = whole {
+        read_whole(&mut input, path, &mut counted).inspect(|()| warn_after_reading(&mut input, path, report))
     } else if let Some(file) = &indexed {
-        for (tid, intervals) in &query {
-            let (first, last) = (intervals[0].0, intervals[intervals.len() - 1].1);
-            let mut records = file.query(Region { ref_id: *tid, start: first, end: last }, Rule::Overlap)?;
-            while let Some(r) = records.next_record()? {
-                // Records between the intervals are read, not counted.
-                let (pos, end) = (i64::from(r.pos()), r.end_pos());
-                let at = intervals.partition_point(|&(_, e)| e <= pos);
-                if intervals.get(at).is_some_and(|&(b, _)| end > b) {
-                    counted(&r, Place::of(&r))?;
+        (|| {
+            for (tid, intervals) in &query {
+                let (first, last) = (intervals[0].0, intervals[intervals.len() - 1].1);
+                let mut records = file.query(Region { ref_id: *tid, start: first, end: last }, Rule::Overlap)?;
+                while let Some(r) = records.next_record()? {
+                    // Records between the intervals are read, not counted.
+                    let (pos, end) = (i64::from(r.pos()), r.end_pos());
+                    let at = intervals.partition_point(|&(_, e)| e <= pos);
+                    if intervals.get(at).is_some_and(|&(b, _)| end > b) {
+                        counted(&r, Place::of(&r))?;
+                    }
                 }
             }
-        }
+            Ok(())
+        })()
+    } else {
+        Ok(())
+    };
+    if let Err(e) = read {
+        *decoding = !counting_failed;
+        return Err(e);
     }
     notes.lines.append(&mut collector.notes);
     let producer = &options.producer;
