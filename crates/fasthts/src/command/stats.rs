@@ -234,22 +234,28 @@ struct Parts<'a> {
 }
 
 /// The statistics of `bam` counted reference by reference on the pool
-/// (the unplaced records last) and summed in file order, with the parts'
-/// messages; `None` when the sum would not be what one pass over the file
-/// gives ([`crate::stats::PartSummary`]: reads out of order, a read of 300
-/// cycles or more before the last part, a depth carried from one reference
-/// into the next, barcodes in more than one part) or a part failed (one
-/// pass then reports the first failure as samtools does).
+/// (the unplaced records last) and summed, with the parts' messages in
+/// file order; `None` when the sum would not be what one pass over the
+/// file gives ([`crate::stats::PartSummary`]: reads out of order, a read of
+/// 300 cycles or more before the last part, a depth carried from one
+/// reference into the next, barcodes in more than one part) or a part
+/// failed (one pass then reports the first failure as samtools does).
+/// Each part is added to the sum as it ends (sums do not depend on the
+/// order; GC-depth bins keep theirs), so memory holds one part per thread.
 fn by_references(
     bam: &crate::bam::BamFile,
     index: &crate::index::Index,
     parts: &Parts<'_>,
 ) -> Result<Option<(crate::stats::Stats, Vec<String>)>, Error> {
     use crate::region::{self, Plan};
+    use std::sync::Mutex;
     let regions = region::plan(bam, index, Plan::Windows(u64::MAX));
-    let counted = region::scatter_with_spans(bam, index, &regions, |_, records| {
+    let sum: Mutex<Option<crate::stats::Stats>> = Mutex::new(None);
+    let counted = region::scatter_with_spans(bam, index, &regions, |region, records| {
         let mut collector =
             Collector::new(parts.settings, parts.names, parts.fasta, parts.targets.clone(), None, parts.read_groups.clone());
+        // Parts numbered from 1 in file order (the unplaced records last).
+        collector.all.set_part(if region.ref_id < 0 { u64::from(u32::MAX) } else { region.ref_id as u64 + 1 });
         let mut failed = None;
         records.for_each_record(|r| {
             if failed.is_none() {
@@ -257,38 +263,41 @@ fn by_references(
             }
         })?;
         let (mut stats, notes) = collector.into_all();
-        Ok(match failed {
+        let summary = match failed {
             Some(e) => Err(e),
-            None => stats.end_part(parts.settings).map(|summary| (stats, summary, notes)),
-        })
+            None => stats.end_part(parts.settings),
+        };
+        if summary.is_ok() {
+            let mut sum = sum.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match sum.as_mut() {
+                Some(all) => all.merge(&stats),
+                None => *sum = Some(stats),
+            }
+        }
+        Ok(summary.map(|summary| (summary, notes)))
     });
     // The index did not describe the file after all: one pass.
     let Ok(counted) = counted else { return Ok(None) };
     if region::check_coverage(bam, regions.iter().zip(counted.iter().map(|(_, span)| *span))).is_err() {
         return Ok(None);
     }
-    let mut results = Vec::with_capacity(counted.len());
+    let mut summaries = Vec::with_capacity(counted.len());
     for (result, _) in counted {
         match result {
-            Ok(part) => results.push(part),
+            Ok(part) => summaries.push(part),
             Err(_) => return Ok(None),
         }
     }
-    let last_seen = results.iter().rposition(|(_, summary, _)| summary.seen);
-    let with_barcodes = results.iter().filter(|(_, summary, _)| summary.barcodes).count();
-    for (i, (_, summary, _)) in results.iter().enumerate() {
+    let last_seen = summaries.iter().rposition(|(summary, _)| summary.seen);
+    let with_barcodes = summaries.iter().filter(|(summary, _)| summary.barcodes).count();
+    for (i, (summary, _)) in summaries.iter().enumerate() {
         let followed = last_seen.is_some_and(|last| i < last);
         if !summary.sorted || with_barcodes > 1 || (followed && (summary.grew || summary.left_depth)) {
             return Ok(None);
         }
     }
-    let mut parts_in_order = results.into_iter();
-    let Some((mut all, _, mut notes)) = parts_in_order.next() else { return Ok(None) };
-    for (stats, _, mut more) in parts_in_order {
-        all.merge(stats);
-        notes.append(&mut more);
-    }
-    Ok(Some((all, notes)))
+    let notes = summaries.into_iter().flat_map(|(_, notes)| notes).collect();
+    Ok(sum.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).map(|all| (all, notes)))
 }
 
 /// Calls `f` on every record of `input` in file order, with its positions.

@@ -366,6 +366,9 @@ struct Barcode {
 struct GcDepth {
     gc: f32,
     depth: u32,
+    /// Where the bin started in the file (which bin is the last one,
+    /// whatever order parts of the file were summed in).
+    order: u64,
 }
 
 /// A record's positions, 64-bit (SAM can give positions past BAM's
@@ -493,6 +496,9 @@ pub struct Stats {
     place: Place,
     /// Whether a record has been counted (or looked at) at all.
     seen: bool,
+    /// The part of the file these statistics count (0: all of it), which
+    /// orders GC-depth bins of parts summed out of order.
+    part: u64,
 }
 
 /// What a part of a file counted on its own ([`Stats::end_part`]) says
@@ -631,6 +637,7 @@ impl Stats {
             error_number: 0,
             place: Place::default(),
             seen: false,
+            part: 0,
         }
     }
 
@@ -1094,7 +1101,7 @@ impl Stats {
                 }
             }
             if inc_gcd {
-                self.gcd.push(GcDepth::default());
+                self.gcd.push(GcDepth { order: self.next_bin_order(), ..GcDepth::default() });
                 if inc_ref {
                     self.read_reference(fasta, context.names, tid, pos, &mut context.fetched)?;
                 }
@@ -1106,7 +1113,7 @@ impl Stats {
         } else if self.gcd_pos == -1 || self.tid != tid || pos - self.gcd_pos > bin_size {
             self.tid = tid;
             self.gcd_pos = pos;
-            self.gcd.push(GcDepth::default());
+            self.gcd.push(GcDepth { order: self.next_bin_order(), ..GcDepth::default() });
         }
         let bin = self.gcd.last_mut().expect("a bin");
         bin.depth = bin.depth.wrapping_add(1);
@@ -1401,6 +1408,27 @@ impl Stats {
             .collect()
     }
 
+    /// The order of the next GC-depth bin: its part, then its rank in it.
+    fn next_bin_order(&self) -> u64 {
+        self.part << 32 | self.gcd.len() as u64
+    }
+
+    /// Counts part `part` of a file (parts numbered from 1 in file order):
+    /// GC-depth bins of later parts come after those of earlier ones.
+    pub fn set_part(&mut self, part: u64) {
+        self.part = part;
+    }
+
+    /// Moves the GC-depth bin that started last in the file to the end,
+    /// where samtools' printing expects its last bin (parts may have been
+    /// summed in any order).
+    pub(crate) fn last_bin_last(&mut self) {
+        if let Some((at, _)) = self.gcd.iter().enumerate().skip(1).max_by_key(|(_, b)| b.order) {
+            let end = self.gcd.len() - 1;
+            self.gcd.swap(at, end);
+        }
+    }
+
     /// Ends a part of the file counted on its own (the records of one
     /// reference): flushes the coverage window as the next reference's
     /// first read, or the end of the file, flushes it in one pass.
@@ -1415,10 +1443,11 @@ impl Stats {
         })
     }
 
-    /// Adds the counts of `later`, a part of the file that follows these
-    /// (see [`Stats::end_part`] for when the sum is exact): counts add up,
-    /// maxima are the larger, GC-depth bins follow these.
-    pub fn merge(&mut self, later: Stats) {
+    /// Adds the counts of `later`, another part of the file (see
+    /// [`Stats::end_part`] for when the sum is exact; parts may be added
+    /// in any order): counts add up, maxima are the larger, GC-depth bins
+    /// join these (their order is kept in them).
+    pub fn merge(&mut self, later: &Stats) {
         let add = |a: &mut Vec<u64>, b: &[u64]| {
             if a.len() < b.len() {
                 a.resize(b.len(), 0);
@@ -1444,16 +1473,16 @@ impl Stats {
         if let (Some(a), Some(b)) = (self.mpc.as_mut(), later.mpc.as_ref()) {
             add(a, b);
         }
-        match (&mut self.isize, later.isize) {
+        match (&mut self.isize, &later.isize) {
             (InsertSizes::Dense(a), InsertSizes::Dense(b)) => {
                 a.iter_mut().zip(b).for_each(|(x, y)| (0..3).for_each(|k| x[k] += y[k]));
             }
             (InsertSizes::Sparse { counts, max }, InsertSizes::Sparse { counts: b, max: bmax }) => {
                 for (k, v) in b {
-                    let c = counts.entry(k).or_default();
+                    let c = counts.entry(*k).or_default();
                     (0..3).for_each(|i| c[i] += v[i]);
                 }
-                *max = (*max).max(bmax);
+                *max = (*max).max(*bmax);
             }
             _ => unreachable!("parts share their settings"),
         }
@@ -1497,7 +1526,7 @@ impl Stats {
         add(&mut self.cov, &later.cov);
         self.sum_qual += later.sum_qual;
         if later.barcodes.iter().any(|b| !b.bases.is_empty()) {
-            self.barcodes = later.barcodes;
+            self.barcodes = later.barcodes.clone();
             self.error_number = later.error_number;
         }
         self.seen |= later.seen;

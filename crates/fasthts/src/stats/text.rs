@@ -360,6 +360,7 @@ pub fn write_stats(out: &mut impl Write, stats: &mut Stats, settings: &StatsSett
     writeln!(out, "# GC-depth. Use `grep ^GCD | cut -f 2-` to extract this part. The columns are: GC%, unique sequence percentiles, 10th, 25th, 50th, 75th and 90th depth percentile")?;
     // samtools scales every bin but the last to a percentage, sorts them
     // all (with its unused bin 0) and prints all but the last of the sorted.
+    s.last_bin_last();
     let n_gcd = s.gcd.len() - 1;
     for bin in &mut s.gcd[..n_gcd] {
         if s.mpc.is_some() {
