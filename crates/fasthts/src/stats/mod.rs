@@ -157,7 +157,7 @@ impl Targets {
                 let mut merged: Vec<(i64, i64)> = Vec::with_capacity(list.len());
                 for &(b, e) in list.iter() {
                     match merged.last_mut() {
-                        Some(last) if !(last.1 < b) => last.1 = last.1.max(e),
+                        Some(last) if last.1 >= b => last.1 = last.1.max(e),
                         _ => merged.push((b, e)),
                     }
                 }
@@ -1090,9 +1090,8 @@ impl Stats {
         let bin_size = i64::from(settings.gcd_bin_size);
         if let Some(fasta) = context.fasta {
             let (mut inc_ref, mut inc_gcd) = (false, false);
-            if self.rseq_pos == -1 || self.tid != tid {
-                (inc_ref, inc_gcd) = (true, true);
-            } else if self.rseq_pos + self.rseq_len < pos + readlen {
+            // A first read, a new reference, or a read past the loaded reference.
+            if self.rseq_pos == -1 || self.tid != tid || self.rseq_pos + self.rseq_len < pos + readlen {
                 (inc_ref, inc_gcd) = (true, true);
             } else if self.gcd_pos + bin_size < pos + readlen {
                 inc_gcd = true;

@@ -126,7 +126,7 @@ pub fn write_stats(out: &mut impl Write, stats: &mut Stats, settings: &StatsSett
     writeln!(out, "SN\tmismatches:\t{}\t# from NM fields", s.nmismatches as i64)?;
     let error_rate = if s.nbases_mapped_cigar != 0 { s.nmismatches as f32 / s.nbases_mapped_cigar as f32 } else { 0.0 };
     writeln!(out, "SN\terror rate:\t{}\t# mismatches / bases mapped (cigar)", c_exp(f64::from(error_rate)))?;
-    let avg_read_length: f32 = if nreads != 0 { (s.total_len / nreads) as f32 } else { 0.0 };
+    let avg_read_length: f32 = s.total_len.checked_div(nreads).map_or(0.0, |avg| avg as f32);
     writeln!(out, "SN\taverage length:\t{:.0}", f64::from(avg_read_length))?;
     let avg = |total: u64, n: u64| if n != 0 { f64::from(total as f32 / n as f32) } else { 0.0 };
     writeln!(out, "SN\taverage first fragment length:\t{:.0}", avg(s.total_len_1st, s.nreads_1st))?;
@@ -225,8 +225,7 @@ pub fn write_stats(out: &mut impl Write, stats: &mut Stats, settings: &StatsSett
         )?;
     }
     writeln!(out, "# ACGT content per cycle, read oriented. Use `grep ^GCT | cut -f 2-` to extract this part. The columns are: cycle; A,C,G,T base counts as a percentage of all A/C/G/T bases [%]")?;
-    for i in 0..cycles.min(revcomp.len()) {
-        let c = &revcomp[i];
+    for (i, c) in revcomp.iter().enumerate().take(cycles) {
         let sum = c.a + c.c + c.g + c.t;
         if sum == 0 {
             continue;
