@@ -1,20 +1,36 @@
 //! `samtools stats`: the statistics samtools stats 1.16 collects from an
 //! alignment file, printed byte for byte as it prints them ([`text`]).
 //!
-//! Records are counted in file order by one thread ([`Collector::add`]);
-//! the input is inflated and decoded ahead on the other threads (see
-//! `command::stats`). Most of what stats counts would merge exactly from
-//! partial counts, but not all of it: the coverage ring buffer, the GC-depth
-//! bins (a new bin where a read starts past the last bin's start plus the
-//! bin size; each bin's GC a running `f32` sum), the "is sorted" flag that
-//! switches both off for the rest of the file, `-p`'s table of mates (with
-//! its periodic clean-up, which changes which mate is compared to which),
-//! and the cut-off in `-t`'s regions all depend on the records before.
-//! samtools' quirks in that state show in its output (a flush that leaves
-//! the window's last slot, a window grown by copying bytes where ints were
-//! meant, the GC-depth table's last bin printed unscaled), so it is kept
-//! exactly as samtools keeps it, in one pass, which gives the same bytes
-//! at any thread count.
+//! What stats counts is of two kinds. Most of it adds up: per-cycle
+//! qualities and bases, read lengths, GC histograms, insert sizes, indels,
+//! the summary counts, checksums (added modulo 2^32). The rest depends on
+//! the records before, as samtools keeps it: the coverage ring buffer, the
+//! GC-depth bins (a new bin where a read starts more than the bin size past
+//! the bin's first read; each bin's GC a running `f32` sum), the "is
+//! sorted" flag that switches both off for the rest of the file, `-p`'s
+//! table of mates (with its periodic clean-up, which changes which mate is
+//! compared to which), the per-cycle arrays' growth (samtools grows them,
+//! and its coverage window, at the first read of 300 cycles or more, by an
+//! amount that depends on that read) and the barcode layout (set by the
+//! first barcode seen). samtools' quirks in that state show in its output
+//! (a flush that leaves the window's last slot, a window grown by copying
+//! bytes where ints were meant, the last GC-depth bin printed unscaled), so
+//! it is kept exactly as samtools keeps it ([`Stats::collect`], one record
+//! after another).
+//!
+//! That state starts afresh at each reference of a sorted file (the window
+//! is flushed, a new GC-depth bin begins, the mates table is emptied), so a
+//! BAM whose index describes it is counted one reference per part on all
+//! cores (`command::stats`), each part on its own [`Stats`], and the parts
+//! summed ([`Stats::merge`]; GC-depth bins keep their place in the file).
+//! Each part says ([`Stats::end_part`]) what would make its counts differ
+//! from one pass over the file: its reads out of order, a read that grew
+//! its arrays before a later part, a depth left in its window (which
+//! samtools carries into the next reference), barcodes (in more than one
+//! part); then the whole file is counted again in one pass, as are other
+//! inputs (SAM, CRAM, a pipe, a BAM without an index, regions), with the
+//! BGZF blocks inflated ahead on the other threads. Either way the bytes
+//! do not depend on the thread count.
 
 mod coverage;
 pub mod reference;
