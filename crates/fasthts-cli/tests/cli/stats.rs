@@ -304,3 +304,23 @@ fn bad_input_fails_as_samtools_does_naming_the_file() {
     assert!(err.contains("missing.bam"), "{err}");
     drop(g.dir);
 }
+
+#[test]
+fn many_references_counted_in_parts_give_one_pass_bytes() {
+    // 300 references of reads short and long: each reference is a part
+    // summed out of order at -@2, or (reads that grow samtools' arrays
+    // before the last part) the file is counted again in one pass; an
+    // unindexed copy is always counted in one pass. All give samtools' bytes.
+    let Some(dir) = with_samtools("stats-many-refs") else { return };
+    for (name, read_len) in [("short", "50-150"), ("long", "100-320")] {
+        let args = ["--seed", "43", "--reads", "4000", "--refs", "300", "--ref-len", "10k", "--read-len", read_len];
+        let sam = dir.path(&format!("{name}.sam"));
+        std::fs::write(&sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
+        let bam = dir.path(&format!("{name}.bam"));
+        samtools(&["view", "--no-PG", "-b", "-o", s(&bam), s(&sam)]);
+        let one_pass = compare(&[s(&bam)]);
+        samtools(&["index", s(&bam)]);
+        assert_eq!(compare(&[s(&bam)]), one_pass);
+        compare(&["-p", s(&bam)]);
+    }
+}
