@@ -478,3 +478,43 @@ fn parse_regions(
     targets.resize(slots.max(targets.len()), Vec::new());
     Ok(((targets, slots), read))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{data, Kept};
+    use super::*;
+
+    /// The whole-file text of `path` with `settings` summed from parts
+    /// (`None` when the parts' sum is refused), and counted in one pass.
+    fn in_parts_and_one_pass(path: &Path, settings: &StatsSettings) -> (Option<Vec<u8>>, Vec<u8>) {
+        let bam = crate::bam::BamFile::open(path).unwrap();
+        let names: Vec<Vec<u8>> = bam.header().references.iter().map(|r| r.name.as_bytes().to_vec()).collect();
+        let preamble = Preamble { producer: "test", command_line: "stats", split_tag: None };
+        let text = |stats: &mut crate::stats::Stats| {
+            let mut text = Vec::new();
+            write_stats(&mut text, stats, settings, &preamble).unwrap();
+            text
+        };
+        let index = crate::index::covering_index(&bam, &Kept::default()).expect("an index beside the file");
+        let parts = Parts { settings, names: &names, fasta: None, targets: &None, read_groups: &None };
+        let summed = by_references(&bam, &index, &parts).unwrap().map(|(mut stats, _)| text(&mut stats));
+        let mut collector = Collector::new(settings, &names, None, None, None, None);
+        crate::bam::scan(&bam, |r, _| {
+            collector.add(r).unwrap();
+            Ok(())
+        })
+        .unwrap();
+        let (mut all, _) = collector.into_all();
+        all.finish(settings).unwrap();
+        (summed, text(&mut all))
+    }
+
+    #[test]
+    fn an_indexed_bam_is_summed_from_its_references_to_one_pass_bytes() {
+        for settings in [StatsSettings::default(), StatsSettings { remove_overlaps: true, ..StatsSettings::default() }] {
+            let (summed, one_pass) = in_parts_and_one_pass(&data("small.bam"), &settings);
+            let summed = summed.expect("small.bam is sorted, of short reads: summed from parts");
+            assert_eq!(String::from_utf8_lossy(&summed), String::from_utf8_lossy(&one_pass));
+        }
+    }
+}
