@@ -159,6 +159,10 @@ fn each_option_matches_samtools() {
         &["-r", reference],
         &["-r", reference, "--GC-depth", "3000"],
         &["-s"],
+        // samtools' edge cases: GC-depth bins of 0 (depths divided by
+        // zero), coverage bins it cannot allocate.
+        &["--GC-depth", "0.5"],
+        &["-c", "10,5,2"],
     ];
     for bam in [&g.short, &g.long] {
         for opts in options {

@@ -147,6 +147,11 @@ fn run(
     };
     let split_targets = file_targets.clone();
     let targets = file_targets.or(region_targets.map(|(lists, slots)| Targets::new(lists, &lengths, slots, false)));
+    // samtools allocates a negative number of bins and fails so.
+    let (min, max, step) = settings.coverage;
+    if step <= 0 || crate::stats::coverage_bin_count(min, max, step) <= 0 {
+        return Err(Error::Message("Out of memory".into()));
+    }
     if options.regions.is_empty() && settings.cov_threshold > 0 && options.targets.is_none() {
         return Err(Error::InvalidArgument("Coverage percentage calculation requires a list of target regions".into()));
     }

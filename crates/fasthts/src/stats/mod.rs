@@ -48,6 +48,17 @@ const N_QUALS: usize = 256;
 const N_GC: usize = 200;
 /// Cycles (and indel lengths) the arrays hold at first.
 const INITIAL_BASES: usize = 300;
+/// The number of coverage bins samtools allocates for `-c min,max,step`
+/// (0 or less: its allocation fails).
+pub fn coverage_bin_count(min: i32, max: i32, step: i32) -> i64 {
+    let mut step = i64::from(step);
+    let (min, max) = (i64::from(min), i64::from(max));
+    if step > max - min + 1 {
+        step = (max - min).max(1);
+    }
+    3 + (max - min) / step
+}
+
 /// The number of G and C bases in a byte of packed sequence.
 const GC_IN_BYTE: [u8; 256] = {
     let mut table = [0u8; 256];

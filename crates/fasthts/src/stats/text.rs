@@ -29,6 +29,17 @@ fn c_exp(x: f64) -> String {
     }
 }
 
+/// C's `%.3f` of a `float`, `inf` and `nan` as glibc prints them.
+fn c_fixed3(x: f32) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    if x.is_infinite() {
+        return if x < 0.0 { "-inf" } else { "inf" }.to_string();
+    }
+    format!("{:.3}", f64::from(x))
+}
+
 /// samtools' `gcd_percentile`, in `float` as it computes it.
 fn gcd_percentile(depths: &[super::GcDepth], p: i32) -> f32 {
     let n_bins = depths.len() as i32;
@@ -383,14 +394,14 @@ pub fn write_stats(out: &mut impl Write, stats: &mut Stats, settings: &StatsSett
         let at = |p| gcd_percentile(group, p) * avg_read_length / bin_size;
         writeln!(
             out,
-            "GCD\t{:.1}\t{:.3}\t{:.3}\t{:.3}\t{:.3}\t{:.3}\t{:.3}",
+            "GCD\t{:.1}\t{:.3}\t{}\t{}\t{}\t{}\t{}",
             f64::from(gc),
             (i + n_bins + 1) as f64 * 100.0 / (n_gcd + 1) as f64,
-            f64::from(at(10)),
-            f64::from(at(25)),
-            f64::from(at(50)),
-            f64::from(at(75)),
-            f64::from(at(90))
+            c_fixed3(at(10)),
+            c_fixed3(at(25)),
+            c_fixed3(at(50)),
+            c_fixed3(at(75)),
+            c_fixed3(at(90))
         )?;
         i += n_bins;
     }
