@@ -277,8 +277,19 @@ struct QualityHistogram {
 }
 
 impl QualityHistogram {
+    /// A histogram of qualities: rows are added up to the highest quality
+    /// counted (most data stay below 45), so a part of a file counted on its
+    /// own starts small.
     fn new(cycles: usize) -> QualityHistogram {
-        QualityHistogram::with_values(cycles, N_QUALS)
+        QualityHistogram::with_values(cycles, 0)
+    }
+
+    /// Rows for values up to `value`.
+    fn ensure_value(&mut self, value: usize) {
+        if value >= self.values {
+            self.values = value + 1;
+            self.counts.resize(self.values * self.cycles, 0);
+        }
     }
 
     fn with_values(cycles: usize, values: usize) -> QualityHistogram {
@@ -306,7 +317,7 @@ impl QualityHistogram {
 
     /// The count of quality `q` at `cycle` (0 past the arrays).
     fn get(&self, cycle: usize, q: usize) -> u64 {
-        if cycle < self.cycles {
+        if cycle < self.cycles && q < self.values {
             self.counts[q * self.cycles + cycle]
         } else {
             0
@@ -328,7 +339,8 @@ impl QualityHistogram {
     /// Counts a read's qualities in sequencing order (reversed when the
     /// read is on the reverse strand).
     #[inline]
-    fn add_read(&mut self, quals: &[u8], reverse: bool) {
+    fn add_read(&mut self, quals: &[u8], max_qual: u8, reverse: bool) {
+        self.ensure_value(usize::from(max_qual));
         let n = self.cycles;
         let counts = &mut self.counts;
         let len = quals.len().min(n);
@@ -345,7 +357,10 @@ impl QualityHistogram {
 
     fn merge(&mut self, other: &QualityHistogram) {
         self.grow(other.cycles);
-        for q in 0..self.values {
+        if other.values > 0 {
+            self.ensure_value(other.values - 1);
+        }
+        for q in 0..other.values {
             for cycle in 0..other.cycles {
                 self.counts[q * self.cycles + cycle] += other.counts[q * other.cycles + cycle];
             }
@@ -930,8 +945,9 @@ impl Stats {
             self.nbases_trimmed += bwa_trim_read(settings.trim_quality, quals, reverse) as u64;
         }
         if let Some(hist) = hist {
-            hist.add_read(quals, reverse);
-            self.max_qual = self.max_qual.max(quals.iter().copied().max().map_or(0, i32::from));
+            let read_max = quals.iter().copied().max().unwrap_or(0);
+            hist.add_read(quals, read_max, reverse);
+            self.max_qual = self.max_qual.max(i32::from(read_max));
             // Integers, exact in a double: the same sum as samtools' one by one.
             self.sum_qual += quals.iter().map(|&q| u64::from(q)).sum::<u64>() as f64;
         }
