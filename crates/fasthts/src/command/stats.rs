@@ -242,9 +242,10 @@ struct Parts<'a> {
 /// (the unplaced records last) and summed, with the parts' messages in
 /// file order; `None` when the sum would not be what one pass over the
 /// file gives ([`crate::stats::PartSummary`]: reads out of order, a read of
-/// 300 cycles or more before the last part, a depth carried from one
-/// reference into the next, barcodes in more than one part) or a part
-/// failed (one pass then reports the first failure as samtools does).
+/// 300 cycles or more (this one is ruled out as soon as it is met, the
+/// other parts stopping their counts), a depth carried from one reference
+/// into the next, barcodes in more than one part) or a part failed (one
+/// pass then reports the first failure as samtools does).
 /// Each part is added to the sum as it ends (sums do not depend on the
 /// order; GC-depth bins keep theirs), so memory holds one part per thread.
 fn by_references(
@@ -253,9 +254,11 @@ fn by_references(
     parts: &Parts<'_>,
 ) -> Result<Option<(crate::stats::Stats, Vec<String>)>, Error> {
     use crate::region::{self, Plan};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
     let regions = region::plan(bam, index, Plan::Windows(u64::MAX));
     let sum: Mutex<Option<crate::stats::Stats>> = Mutex::new(None);
+    let give_up = AtomicBool::new(false);
     let counted = region::scatter_with_spans(bam, index, &regions, |region, records| {
         let mut collector =
             Collector::new(parts.settings, parts.names, parts.fasta, parts.targets.clone(), None, parts.read_groups.clone());
@@ -263,10 +266,18 @@ fn by_references(
         collector.all.set_part(if region.ref_id < 0 { u64::from(u32::MAX) } else { region.ref_id as u64 + 1 });
         let mut failed = None;
         records.for_each_record(|r| {
-            if failed.is_none() {
+            // Once a part has ruled the sum out, the others stop counting
+            // (their blocks are still read, for the index check).
+            if failed.is_none() && !give_up.load(Ordering::Relaxed) {
                 failed = collector.add(r).err();
+                if failed.is_some() || collector.all.rules_out_parts() {
+                    give_up.store(true, Ordering::Relaxed);
+                }
             }
         })?;
+        if give_up.load(Ordering::Relaxed) {
+            return Ok(Err(crate::stats::StatsError("counted in one pass".into())));
+        }
         let (mut stats, notes) = collector.into_all();
         let summary = match failed {
             Some(e) => Err(e),
@@ -281,8 +292,12 @@ fn by_references(
         }
         Ok(summary.map(|summary| (summary, notes)))
     });
-    // The index did not describe the file after all: one pass.
+    // The index did not describe the file after all, or a part ruled the
+    // sum out: one pass.
     let Ok(counted) = counted else { return Ok(None) };
+    if give_up.into_inner() {
+        return Ok(None);
+    }
     if region::check_coverage(bam, regions.iter().zip(counted.iter().map(|(_, span)| *span))).is_err() {
         return Ok(None);
     }

@@ -24,10 +24,11 @@
 //! cores (`command::stats`), each part on its own [`Stats`], and the parts
 //! summed ([`Stats::merge`]; GC-depth bins keep their place in the file).
 //! Each part says ([`Stats::end_part`]) what would make its counts differ
-//! from one pass over the file: its reads out of order, a read that grew
-//! its arrays before a later part, a depth left in its window (which
-//! samtools carries into the next reference), barcodes (in more than one
-//! part); then the whole file is counted again in one pass, as are other
+//! from one pass over the file: its reads out of order or a read that grew
+//! its arrays (both seen as they come: [`Stats::rules_out_parts`], and the
+//! other parts stop counting), a depth left in its window (which samtools
+//! carries into the next reference), barcodes (in more than one part);
+//! then the whole file is counted again in one pass, as are other
 //! inputs (SAM, CRAM, a pipe, a BAM without an index, regions), with the
 //! BGZF blocks inflated ahead on the other threads. Either way the bytes
 //! do not depend on the thread count.
@@ -1469,6 +1470,13 @@ impl Stats {
             let end = self.gcd.len() - 1;
             self.gcd.swap(at, end);
         }
+    }
+
+    /// Whether what has been counted so far already rules out summing parts
+    /// of the file counted on their own: reads out of order, or a read that
+    /// grew the arrays (see [`Stats::end_part`]).
+    pub fn rules_out_parts(&self) -> bool {
+        !self.is_sorted || self.nbases != INITIAL_BASES
     }
 
     /// Ends a part of the file counted on its own (the records of one
