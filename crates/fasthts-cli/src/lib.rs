@@ -35,6 +35,7 @@ mod quickcheck;
 mod signals;
 mod snp_pileup;
 mod sort;
+mod stats;
 mod view;
 
 /// What every subcommand's `run` returns: an error is printed as one line,
@@ -96,6 +97,8 @@ enum Command {
     Sort(sort::SortArgs),
     /// Per-position read depth, as samtools depth.
     Depth(depth::DepthArgs),
+    /// Statistics of an alignment file, as samtools stats.
+    Stats(stats::StatsArgs),
     /// Prints, filters and converts alignments, as samtools view.
     View(view::ViewArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
@@ -123,6 +126,7 @@ impl Command {
             Command::Quickcheck(_) => "quickcheck",
             Command::SnpPileup(_) => "snp-pileup",
             Command::Depth(_) => "depth",
+            Command::Stats(_) => "stats",
             Command::View(_) => "view",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
@@ -142,6 +146,7 @@ impl Command {
             },
             Command::SnpPileup(a) => snp_pileup::run(a),
             Command::Depth(a) => depth::run(a),
+            Command::Stats(a) => stats::run(a),
             Command::View(a) => view::run(a),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),

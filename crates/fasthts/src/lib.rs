@@ -79,6 +79,7 @@ pub mod region;
 pub mod report;
 pub mod sam;
 pub mod sort;
+pub mod stats;
 #[cfg(test)]
 mod test_support;
 pub mod view;

@@ -31,5 +31,6 @@ mod samtools_diff;
 mod snp_pileup;
 mod samgz_regions;
 mod sort;
+mod stats;
 mod usage;
 mod view;

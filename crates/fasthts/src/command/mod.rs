@@ -28,6 +28,7 @@ mod index;
 mod quickcheck;
 mod snp_pileup;
 mod sort;
+mod stats;
 mod view;
 mod view_arguments;
 
@@ -37,6 +38,7 @@ pub use index::{idxstats, index_file, index_format, index_splits, index_target, 
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
 pub use sort::{check_memory_per_thread, parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
+pub use stats::{stats_to, StatsFailure, StatsNotes, StatsOptions};
 pub use view::{view_file, HeaderMode, SkippedRegion, ViewOptions, VIEW_WINDOW_BASES};
 pub use view_arguments::{ViewArguments, ViewRun};
 
