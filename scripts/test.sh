@@ -85,7 +85,7 @@ venv=${FASTHTS_VENV:-$HOME/.cache/fasthts-venv}
 # As if activated: pip's build of the package runs the venv's maturin.
 export PATH=$venv/bin:$PATH
 pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
-"${pip[@]}" maturin pytest numpy pysam "dask[distributed]" mypy
+"${pip[@]}" maturin pytest numpy pysam "dask[distributed]" mypy multiqc
 "${pip[@]}" --no-build-isolation "$root"
 # The binary built above is the reference of the Python command's tests;
 # -rs lists every skipped test and why (the summary line counts them).
