@@ -24,6 +24,7 @@ macro_rules! println {
 
 mod depth;
 pub mod exhaustion;
+mod faidx;
 mod flagstat;
 mod idxstats;
 mod index;
@@ -98,6 +99,10 @@ enum Command {
     Depth(depth::DepthArgs),
     /// Prints, filters and converts alignments, as samtools view.
     View(view::ViewArgs),
+    /// Indexes a FASTA/FASTQ file or prints regions of it, as samtools faidx.
+    Faidx(faidx::FaidxArgs),
+    /// As faidx for FASTQ files (regions printed as FASTQ), as samtools fqidx.
+    Fqidx(faidx::FaidxArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -124,6 +129,8 @@ impl Command {
             Command::SnpPileup(_) => "snp-pileup",
             Command::Depth(_) => "depth",
             Command::View(_) => "view",
+            Command::Faidx(_) => "faidx",
+            Command::Fqidx(_) => "fqidx",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -143,6 +150,8 @@ impl Command {
             Command::SnpPileup(a) => snp_pileup::run(a),
             Command::Depth(a) => depth::run(a),
             Command::View(a) => view::run(a),
+            Command::Faidx(a) => faidx::run(a, false),
+            Command::Fqidx(a) => faidx::run(a, true),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }
@@ -235,7 +244,7 @@ fn report_usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> ExitCode 
         // flagstat, index and idxstats on stdout and succeeds; elsewhere
         // the usage goes to stderr as an error.
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            if matches!(command, Some("flagstat" | "index" | "idxstats")) {
+            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx")) {
                 let _ = write_stdout(e.render().to_string().as_bytes());
                 return ExitCode::SUCCESS;
             }

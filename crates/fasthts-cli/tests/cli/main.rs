@@ -16,6 +16,7 @@ mod cram_regions;
 mod cram_output;
 mod cram_valgrind;
 mod depth;
+mod faidx;
 mod inputs;
 mod kmer_args;
 mod kmer_onepass;
