@@ -178,9 +178,17 @@ pub fn faidx(
     }
 }
 
-/// The regions of `-r FILE` then those given, printed in order.
+/// Regions rendered together on the pool, up to this many...
+const BATCH_REGIONS: usize = 4096;
+/// ... or about this many bases: a whole chromosome goes alone.
+const BATCH_BASES: u64 = 32 << 20;
+
+/// The regions of `-r FILE` then those given, printed in order: each
+/// batch of regions is fetched and formatted on the pool (a bgzipped
+/// file's blocks inflated on all cores), then written in order, up to
+/// the first that fails.
 fn print_regions(fasta: &FastaFile, options: &FaidxOptions, out: &mut dyn Write, warn: &mut dyn FnMut(FaidxWarning)) -> Result<(), Error> {
-    let mut printer = Printer { fasta, options, record: Vec::new(), sequence: Vec::new() };
+    let mut batch = Batch { fasta, options, regions: Vec::new(), bases: 0 };
     if let Some(file) = &options.region_file {
         let opened = std::fs::File::open(file).map_err(|e| Error::from(e).with_path(file))?;
         let mut reader = BufReader::new(opened);
@@ -199,22 +207,60 @@ fn print_regions(fasta: &FastaFile, options: &FaidxOptions, out: &mut dyn Write,
             }
             // Read as a C string: a NUL ends it.
             let end = line.iter().position(|&c| c == 0).unwrap_or(line.len());
-            printer.print(&line[..end], out, warn)?;
+            batch.push(line[..end].to_vec(), out, warn)?;
         }
     }
     for region in &options.regions {
-        printer.print(region, out, warn)?;
+        batch.push(region.clone(), out, warn)?;
     }
-    Ok(())
+    batch.flush(out, warn)
 }
 
-/// Prints regions, reusing its buffers.
-struct Printer<'a> {
+/// Regions waiting to be rendered.
+struct Batch<'a> {
     fasta: &'a FastaFile,
     options: &'a FaidxOptions,
-    /// One region's text (name line, bases, qualities).
-    record: Vec<u8>,
-    sequence: Vec<u8>,
+    regions: Vec<Vec<u8>>,
+    bases: u64,
+}
+
+impl Batch<'_> {
+    fn push(&mut self, region: Vec<u8>, out: &mut dyn Write, warn: &mut dyn FnMut(FaidxWarning)) -> Result<(), Error> {
+        self.bases += locate(self.fasta, &region).map_or(0, |l| (l.end - l.beg) as u64);
+        self.regions.push(region);
+        if self.regions.len() >= BATCH_REGIONS || self.bases >= BATCH_BASES {
+            self.flush(out, warn)?;
+        }
+        Ok(())
+    }
+
+    /// Renders the waiting regions on the pool and writes them in order;
+    /// the first failure ends the run after its name line.
+    fn flush(&mut self, out: &mut dyn Write, warn: &mut dyn FnMut(FaidxWarning)) -> Result<(), Error> {
+        use rayon::prelude::*;
+        let (fasta, options) = (self.fasta, self.options);
+        // Each worker reuses one buffer for the bases it fetches.
+        let rendered: Vec<Rendered> =
+            self.regions.par_iter().map_init(Vec::new, |sequence, region| render(fasta, options, region, sequence)).collect();
+        self.regions.clear();
+        self.bases = 0;
+        for r in rendered {
+            out.write_all(&r.text)?;
+            r.warnings.into_iter().for_each(&mut *warn);
+            if let Some(e) = r.error {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One region as samtools prints it: its text, the warnings on the way,
+/// and the error that ends the run after the text (its name line).
+struct Rendered {
+    text: Vec<u8>,
+    warnings: Vec<FaidxWarning>,
+    error: Option<Error>,
 }
 
 /// Where a region lies: its sequence, the span fetched (clamped to the
@@ -243,59 +289,53 @@ fn locate<'a>(fasta: &'a FastaFile, region: &[u8]) -> Option<Located<'a>> {
     Some(Located { entry, beg: fetch_beg, end: fetch_end, asked: (beg, end) })
 }
 
-impl Printer<'_> {
-    /// samtools' `write_output` for one region.
-    fn print(&mut self, region: &[u8], out: &mut dyn Write, warn: &mut dyn FnMut(FaidxWarning)) -> Result<(), Error> {
-        let options = self.options;
-        let fastq = options.index.format == Some(SequenceFormat::Fastq);
-        self.record.clear();
-        self.record.push(if fastq { b'@' } else { b'>' });
-        self.record.extend_from_slice(region);
-        let marks = &options.strand_marks;
-        self.record.extend_from_slice(if options.reverse_complement { &marks.reverse } else { &marks.forward });
-        self.record.push(b'\n');
-        let fasta = self.fasta;
-        let located = locate(fasta, region);
-        let parts: &[Part] = if fastq { &[Part::Sequence, Part::Quality] } else { &[Part::Sequence] };
-        for &part in parts {
-            if part == Part::Quality {
-                self.record.extend_from_slice(b"+\n");
+/// samtools' `write_output` for one region.
+fn render(fasta: &FastaFile, options: &FaidxOptions, region: &[u8], sequence: &mut Vec<u8>) -> Rendered {
+    let fastq = options.index.format == Some(SequenceFormat::Fastq);
+    let mut r = Rendered { text: Vec::new(), warnings: Vec::new(), error: None };
+    r.text.push(if fastq { b'@' } else { b'>' });
+    r.text.extend_from_slice(region);
+    let marks = &options.strand_marks;
+    r.text.extend_from_slice(if options.reverse_complement { &marks.reverse } else { &marks.forward });
+    r.text.push(b'\n');
+    let located = locate(fasta, region);
+    let parts: &[Part] = if fastq { &[Part::Sequence, Part::Quality] } else { &[Part::Sequence] };
+    let shown = || String::from_utf8_lossy(region).into_owned();
+    for &part in parts {
+        if part == Part::Quality {
+            r.text.extend_from_slice(b"+\n");
+        }
+        let Some(located) = &located else {
+            if options.keep_going {
+                r.warnings.push(FaidxWarning::NotFound { region: shown() });
+                continue;
             }
-            let shown = || String::from_utf8_lossy(region).into_owned();
-            let Some(located) = &located else {
-                if options.keep_going {
-                    warn(FaidxWarning::NotFound { region: shown() });
-                    continue;
-                }
-                out.write_all(&self.record)?;
-                return Err(
-                    Error::Message(format!("failed to fetch sequence in {}: reference not found", shown())).with_path(self.fasta.path())
-                );
-            };
-            self.sequence.clear();
-            if let Err(e) = self.fasta.fetch_into(located.entry, located.beg, located.end, part, &mut self.sequence) {
-                out.write_all(&self.record)?;
-                return Err(Error::Message(format!("failed to fetch sequence in {}: {e}", shown())).with_path(self.fasta.path()));
-            }
-            if options.reverse_complement {
-                match part {
-                    Part::Sequence => reverse_complement(&mut self.sequence),
-                    Part::Quality => self.sequence.reverse(),
-                }
-            }
-            let (asked_beg, asked_end) = located.asked;
-            if self.sequence.is_empty() {
-                warn(FaidxWarning::ZeroLength { region: shown() });
-            } else if asked_end < i64::from(i32::MAX) && self.sequence.len() as i64 != asked_end - asked_beg {
-                warn(FaidxWarning::Truncated { region: shown() });
-            }
-            self.record.reserve(self.sequence.len() + self.sequence.len() / options.line_width + 1);
-            for line in self.sequence.chunks(options.line_width) {
-                self.record.extend_from_slice(line);
-                self.record.push(b'\n');
+            let e = Error::Message(format!("failed to fetch sequence in {}: reference not found", shown()));
+            r.error = Some(e.with_path(fasta.path()));
+            return r;
+        };
+        sequence.clear();
+        if let Err(e) = fasta.fetch_into(located.entry, located.beg, located.end, part, sequence) {
+            r.error = Some(Error::Message(format!("failed to fetch sequence in {}: {e}", shown())).with_path(fasta.path()));
+            return r;
+        }
+        if options.reverse_complement {
+            match part {
+                Part::Sequence => reverse_complement(sequence),
+                Part::Quality => sequence.reverse(),
             }
         }
-        out.write_all(&self.record)?;
-        Ok(())
+        let (asked_beg, asked_end) = located.asked;
+        if sequence.is_empty() {
+            r.warnings.push(FaidxWarning::ZeroLength { region: shown() });
+        } else if asked_end < i64::from(i32::MAX) && sequence.len() as i64 != asked_end - asked_beg {
+            r.warnings.push(FaidxWarning::Truncated { region: shown() });
+        }
+        r.text.reserve(sequence.len() + sequence.len() / options.line_width + 1);
+        for line in sequence.chunks(options.line_width) {
+            r.text.extend_from_slice(line);
+            r.text.push(b'\n');
+        }
     }
+    r
 }
