@@ -25,6 +25,7 @@ macro_rules! println {
 mod depth;
 pub mod exhaustion;
 mod faidx;
+mod fastq;
 mod flagstat;
 mod idxstats;
 mod index;
@@ -103,6 +104,11 @@ enum Command {
     Faidx(faidx::FaidxArgs),
     /// As faidx for FASTQ files (regions printed as FASTQ), as samtools fqidx.
     Fqidx(faidx::FaidxArgs),
+    /// Converts alignments to FASTQ, as samtools fastq (alias: bam2fq).
+    #[command(alias = "bam2fq")]
+    Fastq(fastq::FastqArgs),
+    /// Converts alignments to FASTA, as samtools fasta.
+    Fasta(fastq::FastqArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -131,6 +137,8 @@ impl Command {
             Command::View(_) => "view",
             Command::Faidx(_) => "faidx",
             Command::Fqidx(_) => "fqidx",
+            Command::Fastq(_) => "fastq",
+            Command::Fasta(_) => "fasta",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -152,6 +160,8 @@ impl Command {
             Command::View(a) => view::run(a),
             Command::Faidx(a) => faidx::run(a, false),
             Command::Fqidx(a) => faidx::run(a, true),
+            Command::Fastq(a) => fastq::run(a, fasthts::command::FastxFormat::Fastq),
+            Command::Fasta(a) => fastq::run(a, fasthts::command::FastxFormat::Fasta),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }
