@@ -17,6 +17,7 @@ mod cram_output;
 mod cram_valgrind;
 mod depth;
 mod faidx;
+mod fastq;
 mod inputs;
 mod kmer_args;
 mod kmer_onepass;
