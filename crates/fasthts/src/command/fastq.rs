@@ -463,37 +463,50 @@ struct Layout {
     len: usize,
 }
 
+/// Where the parts of a record's BAM bytes (from its `refID`) lie.
+fn layout(d: &[u8]) -> Layout {
+    let l_name = d[8] as usize;
+    let n_cigar = u16::from_le_bytes([d[12], d[13]]) as usize;
+    let len = i32::from_le_bytes([d[16], d[17], d[18], d[19]]).max(0) as usize;
+    let name = 32..32 + l_name;
+    let seq = name.end + 4 * n_cigar..name.end + 4 * n_cigar + len.div_ceil(2);
+    let qual = seq.end..seq.end + len;
+    Layout { aux: qual.end, name, seq, qual, len }
+}
+
+fn record_flag(d: &[u8]) -> u16 {
+    u16::from_le_bytes([d[14], d[15]])
+}
+
+/// The name without its NUL.
+fn record_name(d: &[u8]) -> &[u8] {
+    let n = &d[layout(d).name];
+    &n[..n.iter().position(|&c| c == 0).unwrap_or(n.len())]
+}
+
+/// A record's bytes as `fastq_format1` reads them.
+fn read_of(d: &[u8]) -> Read<'_> {
+    let l = layout(d);
+    Read {
+        name: record_name(d),
+        flag: record_flag(d),
+        bases: Bases::Packed(&d[l.seq.clone()], l.len),
+        qual: Some(&d[l.qual.clone()]),
+        aux: &d[l.aux..],
+    }
+}
+
 impl Slot {
     fn layout(&self) -> Layout {
-        let d = &self.data;
-        let l_name = d[8] as usize;
-        let n_cigar = u16::from_le_bytes([d[12], d[13]]) as usize;
-        let len = i32::from_le_bytes([d[16], d[17], d[18], d[19]]).max(0) as usize;
-        let name = 32..32 + l_name;
-        let seq = name.end + 4 * n_cigar..name.end + 4 * n_cigar + len.div_ceil(2);
-        let qual = seq.end..seq.end + len;
-        Layout { aux: qual.end, name, seq, qual, len }
+        layout(&self.data)
     }
 
     fn flag(&self) -> u16 {
-        u16::from_le_bytes([self.data[14], self.data[15]])
+        record_flag(&self.data)
     }
 
-    /// The name without its NUL.
     fn name(&self) -> &[u8] {
-        let n = &self.data[self.layout().name];
-        &n[..n.iter().position(|&c| c == 0).unwrap_or(n.len())]
-    }
-
-    fn read(&self) -> Read<'_> {
-        let l = self.layout();
-        Read {
-            name: self.name(),
-            flag: self.flag(),
-            bases: Bases::Packed(&self.data[l.seq.clone()], l.len),
-            qual: Some(&self.data[l.qual.clone()]),
-            aux: &self.data[l.aux..],
-        }
+        record_name(&self.data)
     }
 
     /// htslib's `bam_aux_update_str`: a `Z` field of `tag` takes `value`
@@ -528,6 +541,90 @@ impl Slot {
             }
             None => self.data.extend_from_slice(&field),
         }
+    }
+}
+
+/// A record to write: its bytes in the batch's arena, and for an index
+/// read the codes and qualities that replace its bases.
+struct Job {
+    sink: usize,
+    record: std::ops::Range<usize>,
+    index: Option<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+}
+
+/// Records waiting to be formatted (on the pool, in chunks) and written
+/// in order: the grouping of reads by name stays sequential, the text is
+/// made on all cores. The arena and job list are reused.
+#[derive(Default)]
+struct Batch {
+    arena: Vec<u8>,
+    jobs: Vec<Job>,
+}
+
+/// Records per batch, and per chunk a worker formats.
+const BATCH_JOBS: usize = 16 * 1024;
+const CHUNK_JOBS: usize = 512;
+/// Record bytes per batch.
+const BATCH_BYTES: usize = 16 << 20;
+
+impl Batch {
+    fn write_if_full(&mut self, options: &FastqOptions, outputs: &mut Outputs<'_>) -> Result<(), Error> {
+        if self.jobs.len() >= BATCH_JOBS || self.arena.len() >= BATCH_BYTES {
+            self.write(options, outputs)?;
+        }
+        Ok(())
+    }
+
+    /// Formats the jobs on the pool and writes them in order, up to the
+    /// first whose aux data is malformed.
+    fn write(&mut self, options: &FastqOptions, outputs: &mut Outputs<'_>) -> Result<(), Error> {
+        use rayon::prelude::*;
+        let arena = &self.arena;
+        let chunks: Vec<(Vec<u8>, Vec<usize>, bool)> = self
+            .jobs
+            .par_chunks(CHUNK_JOBS)
+            .map(|jobs| {
+                let mut text = Vec::new();
+                let mut ends = Vec::with_capacity(jobs.len());
+                for job in jobs {
+                    let bytes = &arena[job.record.clone()];
+                    let formatted = match &job.index {
+                        None => format_read(&read_of(bytes), options, &mut text),
+                        Some((codes, qual)) => {
+                            let l = layout(bytes);
+                            let read = Read {
+                                name: record_name(bytes),
+                                flag: (record_flag(bytes) | FLAG_UNMAPPED) & !FLAG_REVERSE,
+                                bases: Bases::Codes(&arena[codes.clone()]),
+                                qual: Some(&arena[qual.clone()]),
+                                aux: &bytes[l.aux..],
+                            };
+                            format_read(&read, options, &mut text)
+                        }
+                    };
+                    if formatted.is_err() {
+                        return (text, ends, false);
+                    }
+                    ends.push(text.len());
+                }
+                (text, ends, true)
+            })
+            .collect();
+        let mut job = 0;
+        for (text, ends, complete) in chunks {
+            let mut start = 0;
+            for end in ends {
+                outputs.write(self.jobs[job].sink, &text[start..end])?;
+                start = end;
+                job += 1;
+            }
+            if !complete {
+                return Err(Error::Message("malformed aux data".into()));
+            }
+        }
+        self.jobs.clear();
+        self.arena.clear();
+        Ok(())
     }
 }
 
@@ -584,7 +681,8 @@ struct Grouping<'o> {
     best: [Option<usize>; 3],
     score: [u8; 3],
     summary: FastqSummary,
-    text: Vec<u8>,
+    /// Records to write, formatted together on the pool.
+    batch: Batch,
 }
 
 impl<'o> Grouping<'o> {
@@ -597,7 +695,7 @@ impl<'o> Grouping<'o> {
             best: [None; 3],
             score: [0; 3],
             summary: FastqSummary::default(),
-            text: Vec::new(),
+            batch: Batch::default(),
         }
     }
 
@@ -659,13 +757,14 @@ impl<'o> Grouping<'o> {
         if self.current.is_some() {
             self.flush_group(outputs)?;
         }
-        Ok(())
+        self.batch.write(self.options, outputs)
     }
 
     fn write_slot(&mut self, slot: usize, sink: usize, outputs: &mut Outputs<'_>) -> Result<(), Error> {
-        self.text.clear();
-        format_read(&self.slots[slot].read(), self.options, &mut self.text).map_err(|()| Error::Message("malformed aux data".into()))?;
-        outputs.write(sink, &self.text)
+        let start = self.batch.arena.len();
+        self.batch.arena.extend_from_slice(&self.slots[slot].data);
+        self.batch.jobs.push(Job { sink, record: start..self.batch.arena.len(), index: None });
+        self.batch.write_if_full(self.options, outputs)
     }
 
     /// samtools' `flush_rec`.
@@ -771,22 +870,18 @@ impl<'o> Grouping<'o> {
     /// samtools' `write_index_rec`: the index bases as an unmapped forward
     /// read of the record's name, flags and aux fields.
     fn write_index_read(&mut self, record: usize, bases: &[u8], quals: Option<&[u8]>, sink: usize, outputs: &mut Outputs<'_>) -> Result<(), Error> {
-        let slot = &self.slots[record];
-        let codes: Vec<u8> = bases.iter().map(|&c| crate::sam::nt16(c)).collect();
-        let qual: Vec<u8> = match quals {
-            Some(q) => q.iter().map(|&c| c.wrapping_sub(b'!')).collect(),
-            None => vec![self.options.default_quality; bases.len()],
-        };
-        let l = slot.layout();
-        let read = Read {
-            name: slot.name(),
-            flag: (slot.flag() | FLAG_UNMAPPED) & !FLAG_REVERSE,
-            bases: Bases::Codes(&codes),
-            qual: Some(&qual),
-            aux: &slot.data[l.aux..],
-        };
-        self.text.clear();
-        format_read(&read, self.options, &mut self.text).map_err(|()| Error::Message("malformed aux data".into()))?;
-        outputs.write(sink, &self.text)
+        let arena = &mut self.batch.arena;
+        let start = arena.len();
+        arena.extend_from_slice(&self.slots[record].data);
+        let record = start..arena.len();
+        arena.extend(bases.iter().map(|&c| crate::sam::nt16(c)));
+        let codes = record.end..arena.len();
+        match quals {
+            Some(q) => arena.extend(q.iter().map(|&c| c.wrapping_sub(b'!'))),
+            None => arena.extend(std::iter::repeat_n(self.options.default_quality, bases.len())),
+        }
+        let qual = codes.end..arena.len();
+        self.batch.jobs.push(Job { sink, record, index: Some((codes, qual)) });
+        self.batch.write_if_full(self.options, outputs)
     }
 }
