@@ -184,6 +184,12 @@ pub fn run(args: FastqArgs, format: FastxFormat) -> CmdResult {
         threads: args.threads,
         reference: args.reference,
     };
+    // samtools: no input named and a terminal on stdin, the usage.
+    if args.input.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        let mut cli = crate::command();
+        let help = cli.find_subcommand_mut(name).map(|c| c.render_help().to_string()).unwrap_or_default();
+        return crate::write_stdout(help.as_bytes());
+    }
     let input = args.input.unwrap_or_else(|| PathBuf::from("-"));
     let mut stdout = std::io::stdout();
     let summary = command::fastq_file(&input, &options, &mut stdout)?;
