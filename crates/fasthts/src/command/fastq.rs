@@ -195,10 +195,9 @@ impl Sink<'_> {
                     *filled = 0;
                 }
                 writer.write_all(text)?;
+                // A record longer than a block is cut by the writer as
+                // htslib's bgzf_write cuts it.
                 *filled = (*filled + text.len()) % BLOCK_DATA_SIZE;
-                if *filled == 0 && !text.is_empty() {
-                    // The writer cut a full block: the next starts empty.
-                }
                 Ok(())
             }
         }
@@ -396,7 +395,7 @@ fn format_read(read: &Read<'_>, options: &FastqOptions, out: &mut Vec<u8>) -> Re
                     out.extend(q.iter().map(|&v| v.wrapping_add(33)));
                 }
             }
-            _ => out.extend(std::iter::repeat_n(b'B', len)),
+            _ => out.extend(std::iter::repeat(b'B').take(len)),
         }
     }
     out.push(b'\n');
@@ -878,7 +877,7 @@ impl<'o> Grouping<'o> {
         let codes = record.end..arena.len();
         match quals {
             Some(q) => arena.extend(q.iter().map(|&c| c.wrapping_sub(b'!'))),
-            None => arena.extend(std::iter::repeat_n(self.options.default_quality, bases.len())),
+            None => arena.extend(std::iter::repeat(self.options.default_quality).take(bases.len())),
         }
         let qual = codes.end..arena.len();
         self.batch.jobs.push(Job { sink, record, index: Some((codes, qual)) });
