@@ -23,14 +23,14 @@ pub struct FastqArgs {
     #[arg(short = '0', value_name = "FILE")]
     pub other: Option<PathBuf>,
     /// Write reads designated READ1 to FILE
-    #[arg(short = '1', value_name = "FILE")]
-    pub read1: Option<PathBuf>,
+    #[arg(short = '1', value_name = "FILE", action = ArgAction::Append, value_parser = in_order)]
+    pub read1: Vec<(usize, PathBuf)>,
     /// Write reads designated READ2 to FILE
-    #[arg(short = '2', value_name = "FILE")]
-    pub read2: Option<PathBuf>,
+    #[arg(short = '2', value_name = "FILE", action = ArgAction::Append, value_parser = in_order)]
+    pub read2: Vec<(usize, PathBuf)>,
     /// Write reads designated READ1 or READ2 to FILE
-    #[arg(short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[arg(short = 'o', value_name = "FILE", action = ArgAction::Append, value_parser = in_order)]
+    pub output: Vec<(usize, PathBuf)>,
     /// Only include reads with all of the FLAGs in INT present [0]
     #[arg(short = 'f', value_name = "INT", action = ArgAction::Append, allow_hyphen_values = true)]
     pub require_flags: Vec<String>,
@@ -93,6 +93,13 @@ pub struct FastqArgs {
     pub input: Option<PathBuf>,
 }
 
+/// Numbers the `-1`/`-2`/`-o` values as clap reads them (in command-line
+/// order): samtools applies them in that order (`-o` sets both).
+fn in_order(text: &str) -> Result<(usize, PathBuf), std::convert::Infallible> {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    Ok((NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), PathBuf::from(text)))
+}
+
 /// C's `strtol(text, NULL, 0)` as an int: a sign, then hex (`0x`), octal
 /// (`0`) or decimal digits; 0 when there are none.
 fn strtol(text: &str) -> u32 {
@@ -124,12 +131,20 @@ pub fn run(args: FastqArgs, format: FastxFormat) -> CmdResult {
         FastxFormat::Fastq => "fastq",
         FastxFormat::Fasta => "fasta",
     };
-    let (read1, read2) = match &args.output {
-        Some(o) => (args.read1.clone().or(Some(o.clone())), args.read2.clone().or(Some(o.clone()))),
-        None => (args.read1.clone(), args.read2.clone()),
-    };
-    // samtools: -o sets both; a later -1/-2 replaces one (getopt order is
-    // not kept here: -1/-2 win over -o).
+    // samtools' getopt order: -o sets both, a later -1 or -2 one of them.
+    let mut events: Vec<(usize, u8, &PathBuf)> = args.read1.iter().map(|(i, p)| (*i, 1, p)).collect();
+    events.extend(args.read2.iter().map(|(i, p)| (*i, 2, p)));
+    events.extend(args.output.iter().map(|(i, p)| (*i, 3, p)));
+    events.sort_by_key(|e| e.0);
+    let (mut read1, mut read2) = (None, None);
+    for (_, which, path) in events {
+        if which & 1 != 0 {
+            read1 = Some(path.clone());
+        }
+        if which & 2 != 0 {
+            read2 = Some(path.clone());
+        }
+    }
     let mut read_numbers = !args.no_read_numbers;
     if read1.is_some() || read2.is_some() {
         read_numbers = false;

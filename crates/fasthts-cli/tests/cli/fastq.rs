@@ -81,6 +81,10 @@ fn samtools_test_cases() {
         "fastq -F 0 -G 0x80 {001}",
         "fasta -F 0x4 -F 0x100 {001}",
         "fasta -i --index-format i*i* -T * {005}",
+        // -o sets both files, -1/-2 one: in command-line order.
+        "fastq -o o.fq -1 one.fq {001}",
+        "fastq -2 two.fq -o o.fq -1 one.fq {001}",
+        "fastq -1 a.fq -1 b.fq {001}",
     ]
     .iter()
     .map(|case| {
