@@ -221,7 +221,24 @@ pub(crate) fn read_gzi(bytes: &[u8]) -> Result<Vec<(u64, u64)>, Error> {
 /// Where a fetch reads from: the file's bytes and, for BGZF, its blocks.
 pub(crate) enum Data {
     Plain(Bytes),
-    Bgzf { file: Bytes, gzi: Vec<(u64, u64)> },
+    /// `id` names this opening of the file for [`BlockCache`].
+    Bgzf { file: Bytes, gzi: Vec<(u64, u64)>, id: u64 },
+}
+
+/// A new id for a BGZF file's [`Data`].
+pub(crate) fn next_file_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The last block a thread inflated (which file, where), kept because
+/// the next fetch often reads it again (regions in order, a FASTQ
+/// record's sequence then its qualities).
+#[derive(Default)]
+pub(crate) struct BlockCache {
+    file: u64,
+    offset: u64,
+    data: Vec<u8>,
 }
 
 /// Why bytes could not be read.
@@ -243,7 +260,7 @@ impl Data {
     /// uncompressed offset `at`, skipping the others (line ends), as
     /// htslib's `fai_retrieve` does. `block` is a caller's buffer for a
     /// BGZF block.
-    pub(crate) fn printable_from(&self, at: u64, count: u64, out: &mut Vec<u8>, block: &mut Vec<u8>) -> Result<(), ReadFailure> {
+    pub(crate) fn printable_from(&self, at: u64, count: u64, out: &mut Vec<u8>, cache: &mut BlockCache) -> Result<(), ReadFailure> {
         out.reserve(count as usize);
         let mut need = count;
         match self {
@@ -252,7 +269,7 @@ impl Data {
                 let start = usize::try_from(at).ok().filter(|&s| s <= file.len()).ok_or(ReadFailure::EndOfFile)?;
                 take_printable(&file[start..], &mut need, out);
             }
-            Data::Bgzf { file, gzi } => {
+            Data::Bgzf { file, gzi, id } => {
                 let file = file.as_slice();
                 // The last entry at or before `at` (bgzf_useek's search).
                 let i = gzi.partition_point(|&(_, u)| u <= at).saturating_sub(1);
@@ -270,9 +287,16 @@ impl Data {
                         uoffset += size;
                         continue;
                     }
-                    block.resize(b.uncompressed_size as usize, 0);
-                    DECOMPRESSOR.with(|d| b.inflate_into(file, &mut d.borrow_mut(), block)).map_err(|e| ReadFailure::Damaged(e.into()))?;
-                    take_printable(&block[skip as usize..], &mut need, out);
+                    if cache.file != *id || cache.offset != b.offset {
+                        // Marked empty first: a failed inflate leaves no stale block.
+                        cache.file = 0;
+                        cache.data.resize(b.uncompressed_size as usize, 0);
+                        DECOMPRESSOR
+                            .with(|d| b.inflate_into(file, &mut d.borrow_mut(), &mut cache.data))
+                            .map_err(|e| ReadFailure::Damaged(e.into()))?;
+                        (cache.file, cache.offset) = (*id, b.offset);
+                    }
+                    take_printable(&cache.data[skip as usize..], &mut need, out);
                     skip = 0;
                     uoffset += size;
                 }

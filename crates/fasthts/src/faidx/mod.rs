@@ -31,7 +31,7 @@ pub use index::{DuplicateName, FaiEntry, FastaIndex, SequenceFormat};
 
 use crate::output::TempOutput;
 use crate::Error;
-use data::{Bytes, Data, ReadFailure, Stream};
+use data::{BlockCache, Bytes, Data, ReadFailure, Stream};
 use fasthts_io::compression::Compression;
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -207,7 +207,7 @@ impl FastaFile {
             }
         };
         let data = match gzi {
-            Some(gzi) => Data::Bgzf { file: bytes, gzi },
+            Some(gzi) => Data::Bgzf { file: bytes, gzi, id: data::next_file_id() },
             None => Data::Plain(bytes),
         };
         Ok(FastaFile { path: path.to_path_buf(), index, data })
@@ -244,7 +244,7 @@ impl FastaFile {
         let at = offset.wrapping_add((beg / bases * width + beg % bases) as u64);
         let count = (end - beg).max(0) as u64;
         thread_local! {
-            static BLOCK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+            static BLOCK: std::cell::RefCell<BlockCache> = std::cell::RefCell::new(BlockCache::default());
         }
         BLOCK.with(|block| self.data.printable_from(at, count, out, &mut block.borrow_mut())).map_err(|e| match e {
             ReadFailure::EndOfFile => FetchError::Failed("unexpected end of file".into()),
