@@ -41,9 +41,8 @@ fn parse_region(region: &str) -> PyResult<(String, Option<i64>, Option<i64>)> {
     let Some((name, coords)) = region.rsplit_once(':') else {
         return Ok((region.to_string(), None, None));
     };
-    let number = |s: &str| {
-        s.trim().parse::<i64>().map_err(|_| PyValueError::new_err(format!("invalid literal for int() with base 10: '{s}'")))
-    };
+    let number =
+        |s: &str| s.trim().parse::<i64>().map_err(|_| PyValueError::new_err(format!("invalid literal for int() with base 10: '{s}'")));
     let (start, end) = match coords.split_once('-') {
         Some((start, end)) => (number(start)? - 1, Some(number(end)?)),
         None => (number(coords)? - 1, None),
@@ -62,9 +61,7 @@ impl FastaFile {
         let options = OpenOptions { fai: filepath_index.map(|p| p.0), gzi: filepath_index_compressed.map(|p| p.0), format: None };
         let path = filename.0;
         let mut duplicates = Vec::new();
-        let file = py
-            .detach(|| Fasta::open(&path, &options, &mut |d| duplicates.push(format!("{d}"))))
-            .map_err(to_py)?;
+        let file = py.detach(|| Fasta::open(&path, &options, &mut |d| duplicates.push(format!("{d}")))).map_err(to_py)?;
         crate::warn_texts(py, &duplicates)?;
         let entries = file.index().entries();
         let references = entries.iter().map(|e| e.name_lossy().into_owned()).collect();
@@ -77,7 +74,14 @@ impl FastaFile {
     /// excluded; clamped to the sequence), or of `region`
     /// (`name:start-end`, 1-based inclusive), as a str.
     #[pyo3(signature = (reference=None, start=None, end=None, region=None))]
-    fn fetch(&self, py: Python<'_>, reference: Option<&Bound<'_, PyAny>>, start: Option<i64>, end: Option<i64>, region: Option<&str>) -> PyResult<String> {
+    fn fetch(
+        &self,
+        py: Python<'_>,
+        reference: Option<&Bound<'_, PyAny>>,
+        start: Option<i64>,
+        end: Option<i64>,
+        region: Option<&str>,
+    ) -> PyResult<String> {
         let file = self.open_file("I/O operation on closed file")?;
         let reference = match reference {
             None => None,

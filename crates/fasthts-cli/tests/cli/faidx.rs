@@ -45,7 +45,13 @@ fn same_file(dir: &TempDir, name: &str) {
 }
 
 fn assert_same(args: &[&str], ours: &Output, theirs: &Output) {
-    assert_eq!(ours.status.code(), theirs.status.code(), "{args:?}: exit status; ours: {}; samtools: {}", text(&ours.stderr), text(&theirs.stderr));
+    assert_eq!(
+        ours.status.code(),
+        theirs.status.code(),
+        "{args:?}: exit status; ours: {}; samtools: {}",
+        text(&ours.stderr),
+        text(&theirs.stderr)
+    );
     assert!(ours.stdout == theirs.stdout, "{args:?}: stdout differs: ours {} bytes, samtools {}", ours.stdout.len(), theirs.stdout.len());
 }
 
@@ -55,7 +61,8 @@ fn fasta(rng: &mut Rng, seqs: &[(&str, usize, usize)], crlf: bool) -> Vec<u8> {
     let mut out = String::new();
     for &(name, len, width) in seqs {
         out.push_str(&format!(">{name} some description{eol}"));
-        let bases: String = random_bases(rng, len).chars().enumerate().map(|(i, c)| if i % 7 == 3 { c.to_ascii_lowercase() } else { c }).collect();
+        let bases: String =
+            random_bases(rng, len).chars().enumerate().map(|(i, c)| if i % 7 == 3 { c.to_ascii_lowercase() } else { c }).collect();
         for line in bases.as_bytes().chunks(width) {
             out.push_str(std::str::from_utf8(line).unwrap());
             out.push_str(eol);
@@ -113,9 +120,29 @@ fn indexes_match_samtools() {
 /// with a warning), names with colons (braces), unknown names.
 fn region_texts(rng: &mut Rng) -> Vec<String> {
     let mut regions: Vec<String> = [
-        "chr1", "chr1:0-5", "chr1:1-5", "chr1:-30", "chr1:149,990", "chr1:1,000-2k", "chr1:1-1", "chr2:70001", "chr2:69990-80000",
-        "chr2:80000-90000", "HLA:1-2", "HLA:1-2:5-9", "{HLA:1-2}:3-4", "chr2:5", "{chr2:5}", "{chr2}:5-6", "short", "short:7-7",
-        "last:100-", "chr1:5-4", "chr1:x", "nope", "chr1:5-10x",
+        "chr1",
+        "chr1:0-5",
+        "chr1:1-5",
+        "chr1:-30",
+        "chr1:149,990",
+        "chr1:1,000-2k",
+        "chr1:1-1",
+        "chr2:70001",
+        "chr2:69990-80000",
+        "chr2:80000-90000",
+        "HLA:1-2",
+        "HLA:1-2:5-9",
+        "{HLA:1-2}:3-4",
+        "chr2:5",
+        "{chr2:5}",
+        "{chr2}:5-6",
+        "short",
+        "short:7-7",
+        "last:100-",
+        "chr1:5-4",
+        "chr1:x",
+        "nope",
+        "chr1:5-10x",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -139,7 +166,8 @@ fn regions_match_samtools() {
     let regions = region_texts(&mut rng);
     // Regions that all exist: without -c, samtools stops at the first that
     // does not.
-    let found: Vec<&str> = regions.iter().map(String::as_str).filter(|r| !["chr1:5-4", "chr1:x", "nope", "chr1:5-10x", "chr2:5"].contains(r)).collect();
+    let found: Vec<&str> =
+        regions.iter().map(String::as_str).filter(|r| !["chr1:5-4", "chr1:x", "nope", "chr1:5-10x", "chr2:5"].contains(r)).collect();
     let mut file = regions.join("\n");
     file.push_str("\r\nchr2:3-9\n\nchr1:7-8");
     put(&dir, "regions.txt", file.as_bytes());
@@ -162,7 +190,8 @@ fn regions_match_samtools() {
             let args: Vec<&str> = ["faidx"].iter().chain(options).chain([input]).chain(&found).copied().collect();
             let (ours, theirs) = both(&dir, &args);
             assert_same(&args[..args.len().min(12)], &ours, &theirs);
-            let args: Vec<&str> = ["faidx", "-c", "-r", "regions.txt"].iter().chain(options).chain(&[*input, "chr2:1-3", "nope"]).copied().collect();
+            let args: Vec<&str> =
+                ["faidx", "-c", "-r", "regions.txt"].iter().chain(options).chain(&[*input, "chr2:1-3", "nope"]).copied().collect();
             let (ours, theirs) = both(&dir, &args);
             assert_same(&args, &ours, &theirs);
         }
@@ -178,7 +207,10 @@ fn regions_match_samtools() {
         let (ours, theirs) = both(&dir, &["faidx", input, "chr1:1-5", "chr2:69990-80000", "chr2:80000-90000"]);
         assert_same(&["warnings"], &ours, &theirs);
         let stderr = text(&ours.stderr);
-        assert!(stderr.contains("truncated sequence: chr2:69990-80000") && stderr.contains("zero length sequence: chr2:80000-90000"), "{stderr}");
+        assert!(
+            stderr.contains("truncated sequence: chr2:69990-80000") && stderr.contains("zero length sequence: chr2:80000-90000"),
+            "{stderr}"
+        );
     }
 }
 
@@ -203,7 +235,9 @@ fn fastq_regions_match_samtools() {
         let args: Vec<&str> = options.iter().chain(&["reads.fq"]).chain(&regions).copied().collect();
         let (ours, theirs) = both(&dir, &args);
         assert_same(&args, &ours, &theirs);
-        for args in [&[options, &["wrapped.fq", "r1", "r1:2-6", "r2", "r3"]].concat()[..], &[options, &["-i", "wrapped.fq", "r1:3-7"]].concat()] {
+        for args in
+            [&[options, &["wrapped.fq", "r1", "r1:2-6", "r2", "r3"]].concat()[..], &[options, &["-i", "wrapped.fq", "r1:3-7"]].concat()]
+        {
             let (ours, theirs) = both(&dir, args);
             assert_same(args, &ours, &theirs);
         }

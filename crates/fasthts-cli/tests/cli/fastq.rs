@@ -151,7 +151,9 @@ fn generated_reads_match_samtools() {
         }
     }
     let cram = p("name.cram");
-    for options in [&["fastq", "--reference", fasta_arg.as_str()][..], &["fasta", "-1", "1.fa", "-2", "2.fa", "--reference", fasta_arg.as_str()]] {
+    for options in
+        [&["fastq", "--reference", fasta_arg.as_str()][..], &["fasta", "-1", "1.fa", "-2", "2.fa", "--reference", fasta_arg.as_str()]]
+    {
         let args: Vec<&str> = options.iter().copied().chain([cram.as_str()]).collect();
         same(&dir, &args, None);
     }

@@ -206,7 +206,9 @@ impl Sink<'_> {
 
 fn is_bgzf_name(path: &Path) -> bool {
     let name = path.as_os_str().as_encoded_bytes();
-    (name.len() > 3 && name.ends_with(b".gz")) || (name.len() > 4 && name.ends_with(b".bgz")) || (name.len() > 5 && name.ends_with(b".bgzf"))
+    (name.len() > 3 && name.ends_with(b".gz"))
+        || (name.len() > 4 && name.ends_with(b".bgz"))
+        || (name.len() > 5 && name.ends_with(b".bgzf"))
 }
 
 /// The outputs and which of them each kind of read goes to.
@@ -641,7 +643,11 @@ fn read_part(flag: u16) -> usize {
 /// to `stdout`.
 pub fn fastq_file(input: &Path, options: &FastqOptions, stdout: &mut (dyn Write + Send)) -> Result<FastqSummary, Error> {
     fasthts_io::pool::with_threads(options.threads, || {
-        let cram = CramOptions { reference: options.reference.clone(), fields: Fields::All, threads: fasthts_io::pool::thread_count(options.threads) };
+        let cram = CramOptions {
+            reference: options.reference.clone(),
+            fields: Fields::All,
+            threads: fasthts_io::pool::thread_count(options.threads),
+        };
         let mut cursor = WholeFileCursor::open(input, &cram)?;
         let mut outputs = Outputs::open(options, stdout)?;
         let mut state = Grouping::new(options);
@@ -868,7 +874,14 @@ impl<'o> Grouping<'o> {
 
     /// samtools' `write_index_rec`: the index bases as an unmapped forward
     /// read of the record's name, flags and aux fields.
-    fn write_index_read(&mut self, record: usize, bases: &[u8], quals: Option<&[u8]>, sink: usize, outputs: &mut Outputs<'_>) -> Result<(), Error> {
+    fn write_index_read(
+        &mut self,
+        record: usize,
+        bases: &[u8],
+        quals: Option<&[u8]>,
+        sink: usize,
+        outputs: &mut Outputs<'_>,
+    ) -> Result<(), Error> {
         let arena = &mut self.batch.arena;
         let start = arena.len();
         arena.extend_from_slice(&self.slots[record].data);

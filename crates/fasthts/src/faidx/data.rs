@@ -222,7 +222,11 @@ pub(crate) fn read_gzi(bytes: &[u8]) -> Result<Vec<(u64, u64)>, Error> {
 pub(crate) enum Data {
     Plain(Bytes),
     /// `id` names this opening of the file for [`BlockCache`].
-    Bgzf { file: Bytes, gzi: Vec<(u64, u64)>, id: u64 },
+    Bgzf {
+        file: Bytes,
+        gzi: Vec<(u64, u64)>,
+        id: u64,
+    },
 }
 
 /// A new id for a BGZF file's [`Data`].
