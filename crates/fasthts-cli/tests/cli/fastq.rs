@@ -188,3 +188,25 @@ fn refusals() {
     assert!(text(&ours.stderr).contains("missing.bam"), "{}", text(&ours.stderr));
     assert!(!work.join("out.fq").exists());
 }
+
+/// samtools compares each record's name with the current name where that
+/// name was read, in a slot a better copy of the read can free and the
+/// next record overwrite: then a new name (B after A, E after D) joins the
+/// group before it. fasthts groups as samtools does.
+#[test]
+fn a_freed_slot_joins_names_as_in_samtools() {
+    let Some(dir) = with_samtools("fastq-slots") else { return };
+    let sam = "@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:c\tLN:1000\n\
+        A\t77\t*\t0\t0\t*\t*\t0\t0\tACGT\t*\nA\t77\t*\t0\t0\t*\t*\t0\t0\tACGA\tIIII\n\
+        B\t141\t*\t0\t0\t*\t*\t0\t0\tTTTT\tJJJJ\n\
+        C\t77\t*\t0\t0\t*\t*\t0\t0\tGGGG\tKKKK\nC\t141\t*\t0\t0\t*\t*\t0\t0\tCCCC\tLLLL\n\
+        D\t4\t*\t0\t0\t*\t*\t0\t0\tCC\t*\nD\t4\t*\t0\t0\t*\t*\t0\t0\tCA\tII\nE\t4\t*\t0\t0\t*\t*\t0\t0\tCT\tII\n";
+    let path = dir.path("slots.sam");
+    std::fs::write(&path, sam).unwrap();
+    let path = path.to_string_lossy().into_owned();
+    for args in [&["fastq", path.as_str()][..], &["fastq", "-s", "s.fq", "-1", "1.fq", "-2", "2.fq", "-0", "0.fq", &path]] {
+        same(&dir, args, None);
+    }
+    let (_, ours) = run_side(&dir, "fasthts", &["fastq", &path], None);
+    assert!(text(&ours.stdout).contains("@B/2\nTTTT") && !text(&ours.stdout).contains("@E"), "{}", text(&ours.stdout));
+}
