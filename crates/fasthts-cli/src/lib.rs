@@ -24,6 +24,8 @@ macro_rules! println {
 
 mod depth;
 pub mod exhaustion;
+mod faidx;
+mod fastq;
 mod flagstat;
 mod idxstats;
 mod index;
@@ -101,6 +103,15 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Prints, filters and converts alignments, as samtools view.
     View(view::ViewArgs),
+    /// Indexes a FASTA/FASTQ file or prints regions of it, as samtools faidx.
+    Faidx(faidx::FaidxArgs),
+    /// As faidx for FASTQ files (regions printed as FASTQ), as samtools fqidx.
+    Fqidx(faidx::FaidxArgs),
+    /// Converts alignments to FASTQ, as samtools fastq (alias: bam2fq).
+    #[command(alias = "bam2fq")]
+    Fastq(fastq::FastqArgs),
+    /// Converts alignments to FASTA, as samtools fasta.
+    Fasta(fastq::FastqArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -128,6 +139,10 @@ impl Command {
             Command::Depth(_) => "depth",
             Command::Stats(_) => "stats",
             Command::View(_) => "view",
+            Command::Faidx(_) => "faidx",
+            Command::Fqidx(_) => "fqidx",
+            Command::Fastq(_) => "fastq",
+            Command::Fasta(_) => "fasta",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -148,6 +163,10 @@ impl Command {
             Command::Depth(a) => depth::run(a),
             Command::Stats(a) => stats::run(a),
             Command::View(a) => view::run(a),
+            Command::Faidx(a) => faidx::run(a, false),
+            Command::Fqidx(a) => faidx::run(a, true),
+            Command::Fastq(a) => fastq::run(a, fasthts::command::FastxFormat::Fastq),
+            Command::Fasta(a) => fastq::run(a, fasthts::command::FastxFormat::Fasta),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }
@@ -240,7 +259,7 @@ fn report_usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> ExitCode 
         // flagstat, index and idxstats on stdout and succeeds; elsewhere
         // the usage goes to stderr as an error.
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            if matches!(command, Some("flagstat" | "index" | "idxstats")) {
+            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx")) {
                 let _ = write_stdout(e.render().to_string().as_bytes());
                 return ExitCode::SUCCESS;
             }

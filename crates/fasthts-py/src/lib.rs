@@ -23,6 +23,7 @@ mod cli;
 mod columns;
 mod depth;
 mod distributed;
+mod fasta;
 mod kmer;
 mod md;
 mod ops;
@@ -221,5 +222,6 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sketches::register(m)?;
     cli::register(m)?;
     distributed::register(m)?;
+    fasta::register(m)?;
     Ok(())
 }

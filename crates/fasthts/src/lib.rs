@@ -66,6 +66,7 @@ pub mod command;
 pub mod cram;
 pub mod depth;
 mod error;
+pub mod faidx;
 pub mod flagstat;
 pub mod format;
 pub mod gather;

@@ -16,6 +16,8 @@ mod cram_regions;
 mod cram_output;
 mod cram_valgrind;
 mod depth;
+mod faidx;
+mod fastq;
 mod inputs;
 mod kmer_args;
 mod kmer_onepass;

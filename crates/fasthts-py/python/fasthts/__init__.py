@@ -33,6 +33,7 @@ from ._alignment import AlignedSegment, AlignmentFile, AlignmentHeader, IndexSta
 from ._fasthts import (
     Countgraph,
     Error,
+    FastaFile,
     FlagStat,
     HLLCounter,
     SmallCountgraph,
@@ -53,6 +54,7 @@ __all__ = [
     "BamFile",
     "Countgraph",
     "Error",
+    "FastaFile",
     "FlagStat",
     "HLLCounter",
     "IndexStats",

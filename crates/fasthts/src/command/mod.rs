@@ -23,6 +23,8 @@
 //! ```
 
 mod depth;
+mod faidx;
+mod fastq;
 mod flagstat;
 mod index;
 mod quickcheck;
@@ -33,6 +35,8 @@ mod view;
 mod view_arguments;
 
 pub use depth::{depth_columns, depth_file, depth_to};
+pub use fastq::{fastq_file, AuxSelection, FastqOptions, FastqSummary, FastxFormat};
+pub use faidx::{faidx, FaidxOptions, FaidxWarning, StrandMarks, DEFAULT_LINE_WIDTH};
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
 pub use index::{idxstats, index_file, index_format, index_splits, index_target, IdxstatsOptions, IndexOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};

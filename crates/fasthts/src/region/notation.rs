@@ -98,6 +98,25 @@ impl Region {
     }
 }
 
+/// htslib's `hts_parse_region(text, .., 0)` as samtools faidx reads its
+/// regions (`fai_parse_region`, thousands separators allowed): the
+/// reference id `lookup` gives, the start as htslib leaves it (0-based; 0
+/// for a whole reference, -1 for `chr1:0-5`) and the end (exclusive;
+/// 2^63 − 2^31 − 1 when open). None where htslib finds no region. `.` and
+/// `*` are names here, not view's whole file and unplaced reads.
+///
+/// ```
+/// use fasthts::region::notation::hts_parse_region;
+/// let lookup = |name: &[u8]| (name == b"chr1").then_some(0);
+/// assert_eq!(hts_parse_region(b"chr1:1,001-2k", lookup), Some((0, 1000, 2000)));
+/// assert_eq!(hts_parse_region(b"chr1:0-5", lookup), Some((0, -1, 5)));
+/// assert_eq!(hts_parse_region(b"chr2", lookup), None);
+/// ```
+pub fn hts_parse_region(text: &[u8], lookup: impl Fn(&[u8]) -> Option<i32>) -> Option<(i32, i64, i64)> {
+    let (tid, beg, end) = query(text, lookup)?;
+    Some((tid, beg.unwrap_or(0), end))
+}
+
 /// A reference id, a start (None: the whole reference, from before its
 /// first position) and an end, as htslib has them.
 type Parsed = (i32, Option<i64>, i64);

@@ -72,6 +72,11 @@ impl fmt::Display for Warnings {
     }
 }
 
+/// htslib's 4-bit code of a base letter (`seq_nt16_table`).
+pub(crate) fn nt16(c: u8) -> u8 {
+    NT16[c as usize]
+}
+
 /// `seq_nt16_table` of htslib: IUPAC letter → 4-bit code.
 static NT16: [u8; 256] = {
     let mut t = [15u8; 256];

@@ -86,5 +86,7 @@ pub use header::{HeaderError, HeaderWarning, SamHeader};
 pub use reader::{RecordWarning, SamReader, DEFAULT_CHUNK_BYTES, MAX_KEPT_WARNINGS};
 pub use ref_names::RefNames;
 pub use write::{format_header, format_record, format_records_parallel, ParallelFormatter, SamWriter};
+pub(crate) use encode::nt16;
+pub(crate) use write::format_aux;
 
 pub use crate::error::sam::SamError;

@@ -251,7 +251,7 @@ fn cg_cigar<'a>(rec: &RecordRef<'a>, aux: &'a [u8]) -> Result<Option<CgCigar<'a>
 /// `sam_format1_append` does: fields are read while at least 4 bytes
 /// remain (a shorter tail is ignored, as in htslib); `Err` when one is
 /// malformed.
-fn format_aux(aux: &[u8], out: &mut Vec<u8>) -> Result<(), ()> {
+pub(crate) fn format_aux(aux: &[u8], out: &mut Vec<u8>) -> Result<(), ()> {
     let end = aux.len();
     let mut s = 0;
     while end - s >= 4 {
