@@ -22,6 +22,7 @@ macro_rules! println {
     ($($arg:tt)*) => { $crate::print_stdout(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
+mod coverage;
 mod depth;
 pub mod exhaustion;
 mod faidx;
@@ -101,6 +102,8 @@ enum Command {
     Depth(depth::DepthArgs),
     /// Statistics of an alignment file, as samtools stats.
     Stats(stats::StatsArgs),
+    /// Coverage per reference or region (table or histograms), as samtools coverage.
+    Coverage(coverage::CoverageArgs),
     /// Prints, filters and converts alignments, as samtools view.
     View(view::ViewArgs),
     /// Indexes a FASTA/FASTQ file or prints regions of it, as samtools faidx.
@@ -138,6 +141,7 @@ impl Command {
             Command::SnpPileup(_) => "snp-pileup",
             Command::Depth(_) => "depth",
             Command::Stats(_) => "stats",
+            Command::Coverage(_) => "coverage",
             Command::View(_) => "view",
             Command::Faidx(_) => "faidx",
             Command::Fqidx(_) => "fqidx",
@@ -162,6 +166,7 @@ impl Command {
             Command::SnpPileup(a) => snp_pileup::run(a),
             Command::Depth(a) => depth::run(a),
             Command::Stats(a) => stats::run(a),
+            Command::Coverage(a) => coverage::run(a),
             Command::View(a) => view::run(a),
             Command::Faidx(a) => faidx::run(a, false),
             Command::Fqidx(a) => faidx::run(a, true),

@@ -64,6 +64,7 @@ pub mod alignment_file;
 pub mod bam;
 pub mod command;
 pub mod cram;
+pub mod coverage;
 pub mod depth;
 mod error;
 pub mod faidx;

@@ -207,18 +207,24 @@ fn count_error(e: CountError, path: &Path) -> Error {
 /// compressed data, and at most `window_bases` apart, only below the
 /// reference's length (so that the last window holds whatever lies past it).
 fn plan_windows(setup: &Setup, index: &Index) -> Vec<(i32, i64, i64)> {
-    let width = setup.options.window_bases.clamp(1, i64::MAX as u64) as i64;
-    let tids: Vec<i32> = match setup.region {
+    plan_windows_of(setup.options.window_bases, setup.region, &setup.lengths, index)
+}
+
+/// [`plan_windows`] of references of `lengths` (or of `region`), windows
+/// at most `window_bases` wide: what coverage counts in parallel too.
+pub(super) fn plan_windows_of(window_bases: u64, region: Option<(i32, i64, i64)>, lengths: &[i64], index: &Index) -> Vec<(i32, i64, i64)> {
+    let width = window_bases.clamp(1, i64::MAX as u64) as i64;
+    let tids: Vec<i32> = match region {
         Some((tid, _, _)) => vec![tid],
-        None => (0..setup.names.len() as i32).collect(),
+        None => (0..lengths.len() as i32).collect(),
     };
     let mut windows = Vec::new();
     for tid in tids {
-        let (lo, hi) = match setup.region {
+        let (lo, hi) = match region {
             Some((_, beg, end)) => (beg, end),
             None => (i64::MIN, i64::MAX),
         };
-        let cut_below = hi.min(setup.lengths[tid as usize]);
+        let cut_below = hi.min(lengths[tid as usize]);
         let mut cuts = Vec::new();
         let mut last_offset = index.reference_span(tid as usize).map_or(0, |c| c.start.compressed());
         for (pos, offset) in index.checkpoints(tid as usize) {
@@ -252,7 +258,7 @@ fn plan_windows(setup: &Setup, index: &Index) -> Vec<(i32, i64, i64)> {
 /// ending at `end`: those that start before `end`, read from the index's
 /// offset for the window's start, which lies before every read
 /// overlapping it.
-fn overlapping(tid: i32, end: i64) -> Region {
+pub(super) fn overlapping(tid: i32, end: i64) -> Region {
     Region { ref_id: tid, start: i64::MIN, end }
 }
 
@@ -413,7 +419,7 @@ fn region_pass(setup: &Setup, inputs: &[IndexedFile], paths: &[PathBuf], out: &m
 }
 
 /// A stream of the records that count, for merging several inputs.
-enum Source<'a> {
+pub(super) enum Source<'a> {
     /// The records of a query of an indexed file that end past `from`.
     Query { records: Records<'a>, from: i64 },
     /// A whole BAM in file order.
@@ -427,10 +433,11 @@ enum Source<'a> {
 }
 
 impl Source<'_> {
-    /// Copies the next record that counts into `head`; false at the end.
-    fn pull(&mut self, setup: &Setup, head: &mut Vec<u8>) -> Result<bool, Error> {
+    /// Copies the next record that counts (that `counts` keeps) into
+    /// `head`; false at the end.
+    pub(super) fn pull(&mut self, counts: &mut impl FnMut(&RecordRef<'_>) -> bool, head: &mut Vec<u8>) -> Result<bool, Error> {
         let mut keep = |r: &RecordRef<'_>, from: i64| {
-            if r.end_pos() > from && setup.keeps(r) {
+            if r.end_pos() > from && counts(r) {
                 head.clear();
                 head.extend_from_slice(r.as_bytes());
                 true
@@ -505,7 +512,7 @@ fn merge(setup: &Setup, counter: &mut Counter<'_>, sources: &mut [Source<'_>], p
     let mut heads: Vec<Vec<u8>> = vec![Vec::new(); sources.len()];
     let mut live: Vec<bool> = Vec::with_capacity(sources.len());
     for (source, head) in sources.iter_mut().zip(heads.iter_mut()) {
-        live.push(source.pull(setup, head)?);
+        live.push(source.pull(&mut |r| setup.keeps(r), head)?);
     }
     loop {
         let mut best: Option<(usize, (i32, i32))> = None;
@@ -524,7 +531,7 @@ fn merge(setup: &Setup, counter: &mut Counter<'_>, sources: &mut [Source<'_>], p
         if let Some(e) = counter.sink_error.take() {
             return Err(e.into());
         }
-        live[i] = sources[i].pull(setup, &mut heads[i])?;
+        live[i] = sources[i].pull(&mut |r| setup.keeps(r), &mut heads[i])?;
     }
 }
 

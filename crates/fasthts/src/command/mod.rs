@@ -22,6 +22,7 @@
 //! # Ok::<(), fasthts::Error>(())
 //! ```
 
+mod coverage;
 mod depth;
 mod faidx;
 mod fastq;
@@ -34,6 +35,7 @@ mod stats;
 mod view;
 mod view_arguments;
 
+pub use coverage::{coverage_file, coverage_table, coverage_to, CoverageTable};
 pub use depth::{depth_columns, depth_file, depth_to};
 pub use fastq::{fastq_file, AuxSelection, FastqOptions, FastqSummary, FastxFormat};
 pub use faidx::{faidx, FaidxOptions, FaidxWarning, StrandMarks, DEFAULT_LINE_WIDTH};

@@ -41,6 +41,13 @@ fn fmt_into<'b>(buf: &'b mut [u8; 64], args: std::fmt::Arguments<'_>) -> &'b [u8
 /// rounded (ties to even), `%e` style when the exponent is below -4 or at
 /// least 6, trailing zeros removed; `inf`, `nan` with their signs.
 pub fn put_printf_g(out: &mut Vec<u8>, d: f64) {
+    put_printf_g_precision(out, d, 6);
+}
+
+/// C's `printf("%.<precision>g", d)` as glibc prints it (a precision of 0
+/// is taken as 1, as C does): [`put_printf_g`] at any precision up to 17.
+pub fn put_printf_g_precision(out: &mut Vec<u8>, d: f64, precision: usize) {
+    let p = precision.clamp(1, 17);
     if d.is_nan() {
         out.extend_from_slice(if d.is_sign_negative() { b"-nan" } else { b"nan" });
         return;
@@ -52,12 +59,12 @@ pub fn put_printf_g(out: &mut Vec<u8>, d: f64) {
     let mut buf = [0u8; 64];
     // The exponent of the value rounded to 6 significant digits decides the
     // style (C11 7.21.6.1).
-    let e_form = fmt_into(&mut buf, format_args!("{d:.5e}"));
+    let e_form = fmt_into(&mut buf, format_args!("{d:.*e}", p - 1));
     let e_at = e_form.iter().position(|&c| c == b'e').expect("exponent");
     let exp: i32 = std::str::from_utf8(&e_form[e_at + 1..]).expect("ASCII").parse().expect("integer exponent");
-    if (-4..6).contains(&exp) {
+    if (-4..p as i32).contains(&exp) {
         let mut fbuf = [0u8; 64];
-        let f_form = fmt_into(&mut fbuf, format_args!("{d:.*}", (5 - exp) as usize));
+        let f_form = fmt_into(&mut fbuf, format_args!("{d:.*}", (p as i32 - 1 - exp) as usize));
         out.extend_from_slice(strip_fraction_zeros(f_form));
     } else {
         let mantissa = strip_fraction_zeros(&e_form[..e_at]);
@@ -262,6 +269,30 @@ mod tests {
                 _ => (x % 100_000_000) as f64 / 10f64.powi((x >> 40) as i32 % 16),
             };
             assert_eq!(g(d), libc_g(d), "{d:e} (bits {:#x})", d.to_bits());
+        }
+    }
+
+    #[test]
+    fn printf_g_at_other_precisions_matches_the_c_library() {
+        let formats = [(1, c"%.1g"), (3, c"%.3g"), (4, c"%.4g"), (5, c"%.5g"), (6, c"%.6g")];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..60_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let d = match i % 3 {
+                0 => f64::from_bits(x),
+                1 => (x % 1_000_000) as f64 / 7.0,
+                _ => (x % 100_000_000) as f64 / 10f64.powi((x >> 40) as i32 % 16),
+            };
+            for (p, format) in formats {
+                let mut buf = [0u8; 64];
+                // SAFETY: the buffer's size is passed; the format takes one double.
+                let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), format.as_ptr(), d) };
+                let mut ours = Vec::new();
+                put_printf_g_precision(&mut ours, d, p);
+                assert_eq!(ours, &buf[..n as usize], "%.{p}g of {d:e}");
+            }
         }
     }
 

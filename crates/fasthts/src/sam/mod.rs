@@ -81,7 +81,7 @@ pub use bgzf_lines::BgzfSamReader;
 pub(crate) use bgzf_lines::{bgzf_error, next_line as next_bgzf_line};
 pub(crate) use reader::qname_of;
 pub use encode::{encode_record, encode_record_with, wide_positions, wide_positions_len, Field, Positions, RecordError, Warnings, WIDE_POSITIONS_LEN};
-pub use format_number::{put_kputd, put_printf_g};
+pub use format_number::{put_kputd, put_printf_g, put_printf_g_precision};
 pub use header::{HeaderError, HeaderWarning, SamHeader};
 pub use reader::{RecordWarning, SamReader, DEFAULT_CHUNK_BYTES, MAX_KEPT_WARNINGS};
 pub use ref_names::RefNames;
