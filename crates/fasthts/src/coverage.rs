@@ -514,8 +514,7 @@ impl<'s> CoverageCounter<'s> {
             let until = (upto - self.base) as usize;
             let mut running = self.running;
             if self.n_bins > 0 {
-                let mut p = self.settled;
-                for &d in &self.diffs[from..until] {
+                for (p, &d) in (self.settled..).zip(&self.diffs[from..until]) {
                     running += d;
                     if running > 0 {
                         self.current.covered_bases += 1;
@@ -527,7 +526,6 @@ impl<'s> CoverageCounter<'s> {
                             self.current.histogram[bin as usize] += 1;
                         }
                     }
-                    p += 1;
                 }
             } else {
                 let mut covered = 0u64;
@@ -628,7 +626,7 @@ fn center_text(text: &str) -> String {
 /// C's conversion of a double to `int` on x86: out of range (and NaN)
 /// gives `INT_MIN`.
 fn c_int(d: f64) -> i64 {
-    if d.is_nan() || d >= 2147483648.0 || d < -2147483648.0 {
+    if !(-2147483648.0..2147483648.0).contains(&d) {
         i64::from(i32::MIN)
     } else {
         d.trunc() as i64

@@ -486,11 +486,11 @@ fn one_pass(
         for (input, path) in inputs.iter_mut().zip(paths) {
             sources.push(match input {
                 Input::Bam(bam) => Source::Bam { reader: bam.records()?, path: path.as_path() },
-                Input::Stream(stream) => Source::Stream { stream: &mut **stream },
-                Input::Cram(cram) => Source::Cram { cram: &mut **cram },
+                Input::Stream(stream) => Source::Stream { stream },
+                Input::Cram(cram) => Source::Cram { cram },
                 Input::Sam(sam) => {
                     let n_ref = sam.header().references.len();
-                    Source::Sam { sam: &mut **sam, batch: Vec::new(), at: 0, n_ref, path: path.as_path() }
+                    Source::Sam { sam, batch: Vec::new(), at: 0, n_ref, path: path.as_path() }
                 }
             });
         }
