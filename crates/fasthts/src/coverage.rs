@@ -32,6 +32,7 @@
 
 use crate::bam::{flags, CigarOp, RecordRef};
 use crate::sam::put_printf_g_precision;
+use std::io::Write;
 
 /// samtools coverage's default `--ff`: unmapped, secondary, QC-failed and
 /// duplicate reads do not count.
@@ -385,6 +386,19 @@ impl<'s> CoverageCounter<'s> {
         }
     }
 
+    /// Counts with `scratch` as its position array (a window's thread
+    /// reuses one, so that its pages are not faulted in again).
+    pub(crate) fn with_scratch(mut self, mut scratch: Vec<i32>) -> Self {
+        scratch.clear();
+        self.diffs = scratch;
+        self
+    }
+
+    /// The position array, for the next window.
+    pub(crate) fn into_scratch(self) -> Vec<i32> {
+        self.diffs
+    }
+
     /// Whether the pileup limit dropped a read.
     pub(crate) fn dropped(&self) -> bool {
         self.limits.iter().any(|l| l.dropped)
@@ -440,6 +454,15 @@ impl<'s> CoverageCounter<'s> {
         let (lo, hi) = (self.lo.max(pos), self.hi.min(end));
         if lo >= hi {
             return Ok(());
+        }
+        if self.diffs.is_empty() {
+            self.base = lo;
+        } else if lo < self.base {
+            // A window's next input may count before the first: the array
+            // grows at its front (once per input, whose reads are sorted).
+            let grow = (self.base - lo) as usize;
+            self.diffs.splice(0..0, std::iter::repeat(0).take(grow));
+            self.base = lo;
         }
         if self.diffs.len() < (hi - self.base + 1) as usize {
             self.diffs.resize((hi - self.base + 1) as usize, 0);
@@ -507,14 +530,24 @@ impl<'s> CoverageCounter<'s> {
     /// Counts the covered positions before `to` (all counted bases there
     /// known), then forgets them when they are a good part of the array.
     fn settle(&mut self, to: i64) {
+        if to <= self.settled {
+            return;
+        }
+        if self.diffs.is_empty() {
+            // No read since the last settled position: nothing covered.
+            self.settled = to;
+            return;
+        }
+        // Before `base` no base was counted (the array starts at the first).
+        let scan_from = self.settled.max(self.base);
         let have = self.base + self.diffs.len() as i64;
         let upto = to.min(have);
-        if upto > self.settled {
-            let from = (self.settled - self.base) as usize;
+        if upto > scan_from {
+            let from = (scan_from - self.base) as usize;
             let until = (upto - self.base) as usize;
             let mut running = self.running;
             if self.n_bins > 0 {
-                for (p, &d) in (self.settled..).zip(&self.diffs[from..until]) {
+                for (p, &d) in (scan_from..).zip(&self.diffs[from..until]) {
                     running += d;
                     if running > 0 {
                         self.current.covered_bases += 1;
@@ -537,15 +570,14 @@ impl<'s> CoverageCounter<'s> {
             }
             self.running = running;
         }
-        if to > self.settled {
-            self.settled = to;
-        }
+        self.settled = to;
         let done = (self.settled - self.base).max(0) as usize;
         if done >= self.diffs.len() {
-            // Everything counted: the next read may start far on.
+            // Everything counted: the next read may start far on (the
+            // array starts again at its first counted base).
             debug_assert!(self.running == 0);
             self.diffs.clear();
-            self.base = self.settled;
+            self.running = 0;
         } else if done >= (64 << 10) && 2 * done >= self.diffs.len() {
             self.diffs.drain(..done);
             self.base += done as i64;
@@ -578,16 +610,21 @@ fn c_div(a: f64, b: f64) -> f64 {
 }
 
 fn put_g(out: &mut Vec<u8>, d: f64, precision: usize) {
-    put_printf_g_precision(out, d, precision);
+    // The references without reads, most of a draft assembly's: no need
+    // to go through the float formatter.
+    if d == 0.0 && d.is_sign_positive() {
+        out.push(b'0');
+    } else {
+        put_printf_g_precision(out, d, precision);
+    }
 }
 
 /// A reference's line of the table.
 pub fn write_table_line(out: &mut Vec<u8>, name: &str, bounds: Bounds, c: &ContigCoverage) {
     let region_len = (bounds.end - bounds.beg) as f64;
     out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(
-        format!("\t{}\t{}\t{}\t{}\t", bounds.beg + 1, bounds.end, c.selected_reads, c.covered_bases).as_bytes(),
-    );
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "\t{}\t{}\t{}\t{}\t", bounds.beg + 1, bounds.end, c.selected_reads, c.covered_bases);
     put_g(out, c_div(100.0 * c.covered_bases as f64, region_len), 6);
     out.push(b'\t');
     put_g(out, c_div(c.summed_depth as f64, region_len), 6);

@@ -289,16 +289,20 @@ fn by_windows(
     windows.retain(|&(tid, _, _)| inputs.iter().any(|input| index_of(input).start_offset(tid as usize, 0).is_some()));
     let selection = Selection::new(options);
     let region_start = region.map(|r| r.1);
+    // One input's reads come in order: positions are settled as they pass
+    // (gaps between reads skipped); several inputs are read one after another.
+    let streaming = inputs.len() == 1;
     let mut appended = 0;
     let mut dropped = false;
     crate::gather::fill_in_order_with(
         windows.len(),
-        || None,
+        || (None, Vec::new()),
         |_| WindowCounts::default(),
-        |i, slot: &mut Option<RegionReader<'_>>, piece: &mut WindowCounts| {
+        |i, (slot, scratch): &mut (Option<RegionReader<'_>>, Vec<i32>), piece: &mut WindowCounts| {
             let (tid, beg, end) = windows[i];
             *piece = WindowCounts::default();
-            let mut counter = CoverageCounter::new(bounds_of, options, inputs.len(), (beg, end), false);
+            let mut counter =
+                CoverageCounter::new(bounds_of, options, inputs.len(), (beg, end), streaming).with_scratch(std::mem::take(scratch));
             // The first window of a region takes the records overlapping
             // its start (htslib's iterator); the others those starting in
             // them, and for the pileup limit the reads it holds at their
@@ -355,6 +359,7 @@ fn by_windows(
             }
             piece.counts = tally;
             piece.dropped = counter.dropped();
+            *scratch = counter.into_scratch();
             Ok::<(), Error>(())
         },
         |piece| {
