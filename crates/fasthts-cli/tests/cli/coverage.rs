@@ -435,3 +435,40 @@ fn no_inputs_print_the_usage() {
     assert!(got.status.success());
     assert!(text(&got.stdout).contains("Usage: fasthts coverage"), "{}", text(&got.stdout));
 }
+
+/// A draft assembly: 50,000 references, reads on every 15th (three each):
+/// the references reached, then the others, as samtools orders them.
+#[test]
+fn many_references_match_samtools() {
+    let Some(dir) = with_samtools("coverage-many-refs") else { return };
+    let refs = 50_000;
+    let name = |i: usize| format!("scaffold_{i}_pilon");
+    let len = |i: usize| 500 + (i * 7919) % 20_000;
+    let mut sam = String::from("@HD\tVN:1.6\tSO:coordinate\n");
+    for i in 0..refs {
+        sam.push_str(&format!("@SQ\tSN:{}\tLN:{}\n", name(i), len(i)));
+    }
+    let mut n = 0;
+    for i in (0..refs).step_by(15) {
+        let mut positions: Vec<usize> = (0..3).map(|k| 1 + (i * 31 + k * 977) % (len(i) - 100)).collect();
+        positions.sort_unstable();
+        for (k, pos) in positions.into_iter().enumerate() {
+            let flag = if k == 1 { 1024 } else { 0 };
+            sam.push_str(&format!("r{n}\t{flag}\t{}\t{pos}\t{}\t20M\t*\t0\t0\tACGTACGTACGTACGTACGT\tIIIIIIIIIIIIIIIIIIII\n", name(i), n % 61));
+            n += 1;
+        }
+    }
+    let sam_path = dir.path("many.sam");
+    std::fs::write(&sam_path, sam).unwrap();
+    let bam = dir.path("many.bam");
+    let mut view = Command::new("samtools");
+    view.args(["view", "--no-PG", "-b", "-o"]).arg(&bam).arg(&sam_path);
+    assert!(run(view).status.success());
+    let mut idx = Command::new("samtools");
+    idx.arg("index").arg(&bam);
+    assert!(run(idx).status.success());
+    for args in [&[][..], &["-q", "30"], &["-m", "-w", "10"]] {
+        compare(args, &[&bam]);
+    }
+    compare(&[], &[&sam_path]);
+}
