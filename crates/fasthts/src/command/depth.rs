@@ -99,7 +99,10 @@ fn depth_encoded(
                 }
                 files.push(file);
             } else {
-                let input = input::open_with(path, &cram)?;
+                // A whole CRAM is read in one pass: htslib decodes its
+                // slices on threads of its own, as samtools depth -@ has it.
+                let threads = rayon::current_num_threads();
+                let input = input::open_with(path, &crate::cram::CramOptions { threads, ..cram.clone() })?;
                 match &input {
                     Input::Bam(bam) => warn_if_truncated(bam, report),
                     Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),

@@ -320,8 +320,10 @@ impl CramReader {
                         ffi::hts_set_opt(fp, ffi::CRAM_OPT_DECODE_MD, 0 as c_int);
                     }
                 }
-            } else if options.threads > 1 {
-                // HTS_OPT_NTHREADS: htslib decodes slices on a pool of its own.
+            }
+            if options.threads > 1 {
+                // HTS_OPT_NTHREADS: htslib decodes slices on a pool of its own
+                // (with the required fields too, as samtools depth -@ does).
                 // SAFETY: `fp` is open; the option takes one int.
                 unsafe { ffi::hts_set_opt(fp, 101, options.threads as c_int) };
                 reader.decoded_on_threads = true;
