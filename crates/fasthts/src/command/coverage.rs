@@ -7,14 +7,16 @@
 //! the count is made again in one pass.
 
 use super::depth::{overlapping, plan_windows_of, Source};
-use super::{warn_if_truncated, with_threads, Report};
+use super::inputs::{open_inputs, Inputs, InputsOptions};
+use super::{with_threads, Report};
+use crate::sam::Positions;
 use crate::bam::RecordRef;
 use crate::coverage::{
     write_histogram, write_table_line, Bounds, ContigCoverage, CountError, CoverageCounter, CoverageOptions, Selection, TABLE_HEADER,
 };
 use crate::input::{self, Input};
 use crate::output::TempOutput;
-use crate::region::indexed::{IndexedFile, IndexedOptions, Rule};
+use crate::region::indexed::{IndexedFile, Rule};
 use crate::region::{Region, RegionReader, RegionSyntax};
 use crate::Error;
 use std::io::{BufWriter, Write};
@@ -107,37 +109,10 @@ pub fn coverage_table(inputs: &[PathBuf], options: &CoverageOptions, report: &dy
             crate::cram::Fields::Depth { mates: false, mapq: true, bases: true, qualities: options.min_base_quality != 0 };
         let cram = crate::cram::CramOptions { reference: options.reference.clone(), fields, ..Default::default() };
         // samtools loads an index for any -r, `.` and `*` too.
-        let mut opened = Vec::with_capacity(inputs.len());
-        let mut files = Vec::with_capacity(inputs.len());
-        for path in inputs {
-            if options.region.is_some() {
-                let file = IndexedFile::open(path, &IndexedOptions { cram: cram.clone(), ..Default::default() }, report)?;
-                if (file.bam().is_some() || file.is_cram()) && file.missing_eof_marker()? {
-                    report.warning(super::Warning::MissingEofMarker { path: file.path().to_path_buf() });
-                }
-                files.push(file);
-            } else {
-                let input = input::open_with(path, &cram)?;
-                match &input {
-                    Input::Bam(bam) => warn_if_truncated(bam, report),
-                    Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
-                    _ => {}
-                }
-                opened.push(input);
-            }
-        }
+        let open = InputsOptions { by_region: options.region.is_some(), indexes: None, cram: &cram, sam_positions: Positions::Bam, job: "coverage" };
+        let Inputs { mut files, mut opened } = open_inputs(inputs, &open, report)?;
         let header = |i: usize| files.get(i).map_or_else(|| opened[i].header(), IndexedFile::header);
         let refs = &header(0).references;
-        for (i, path) in inputs.iter().enumerate().skip(1) {
-            let other = &header(i).references;
-            if other.len() != refs.len() || other.iter().zip(refs).any(|(a, b)| a.name != b.name) {
-                return Err(Error::InvalidArgument(format!(
-                    "its references differ from those of {} (coverage needs inputs of one reference)",
-                    inputs[0].display()
-                ))
-                .with_path(path));
-            }
-        }
         let references: Vec<(String, i64)> = refs.iter().map(|r| (r.name.clone(), i64::from(r.len))).collect();
         let lengths: Vec<i64> = references.iter().map(|r| r.1).collect();
         let scope = match options.region.as_deref() {

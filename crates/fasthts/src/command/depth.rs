@@ -3,12 +3,13 @@
 //! bgzipped SAM, and `-s` is not asked for; else in one pass over the
 //! inputs in order.
 
-use super::{warn_if_truncated, with_threads, Report};
+use super::inputs::{open_inputs, Inputs, InputsOptions};
+use super::{with_threads, Report};
 use crate::bam::{RecordReader, RecordRef};
 use crate::depth::{header_line, write_zero_rows, CountError, Counter, DepthColumns, DepthOptions, Piece, RowEncoding, RowText, Setup};
 use crate::index::Index;
-use crate::input::{self, Input};
-use crate::region::indexed::{IndexedFile, IndexedOptions, Records, Rule};
+use crate::input::Input;
+use crate::region::indexed::{IndexedFile, Records, Rule};
 use crate::output::TempOutput;
 use crate::region::{BedFilter, Region, RegionReader, RegionSyntax};
 use crate::sam::{Positions, SamReader};
@@ -81,48 +82,21 @@ fn depth_encoded(
         let cram = crate::cram::CramOptions { reference: options.reference.clone(), fields, ..Default::default() };
         // A region is read through the one region engine (each input with
         // its index: with -X, the named one, which samtools loads only
-        // for -r); a whole file as it comes.
-        let mut opened = Vec::with_capacity(inputs.len());
-        let mut files = Vec::with_capacity(inputs.len());
-        // One bgzipped SAM is read with its positions past BAM's 32 bits,
-        // as samtools depth reads them (its region in one pass: the
-        // counter reads them, and the merge of several inputs would not).
+        // for -r); a whole file as it comes. One bgzipped SAM is read with
+        // its positions past BAM's 32 bits, as samtools depth reads them
+        // (its region in one pass: the counter reads them, and the merge
+        // of several inputs would not).
         let sam_positions = if inputs.len() == 1 { Positions::Wide } else { Positions::Bam };
-        for (i, path) in inputs.iter().enumerate() {
-            if options.region.is_some() {
-                let index = options.indexes.as_ref().map(|named| named[i].clone());
-                let open = IndexedOptions { index, cram: cram.clone(), sam_positions, ..Default::default() };
-                let file = IndexedFile::open(path, &open, report)?;
-                // samtools warns of a BAM's or CRAM's missing marker as it opens them.
-                if (file.bam().is_some() || file.is_cram()) && file.missing_eof_marker()? {
-                    report.warning(super::Warning::MissingEofMarker { path: file.path().to_path_buf() });
-                }
-                files.push(file);
-            } else {
-                // A whole CRAM is read in one pass: htslib decodes its
-                // slices on threads of its own, as samtools depth -@ has it.
-                let threads = rayon::current_num_threads();
-                let input = input::open_with(path, &crate::cram::CramOptions { threads, ..cram.clone() })?;
-                match &input {
-                    Input::Bam(bam) => warn_if_truncated(bam, report),
-                    Input::Cram(cram) => super::warn_if_cram_truncated(cram, report),
-                    _ => {}
-                }
-                opened.push(input);
-            }
-        }
+        let open = InputsOptions {
+            by_region: options.region.is_some(),
+            indexes: options.indexes.as_deref(),
+            cram: &cram,
+            sam_positions,
+            job: "depth",
+        };
+        let Inputs { files, opened } = open_inputs(inputs, &open, report)?;
         let header = |i: usize| files.get(i).map_or_else(|| opened[i].header(), IndexedFile::header);
         let refs = &header(0).references;
-        for (i, path) in inputs.iter().enumerate().skip(1) {
-            let other = &header(i).references;
-            if other.len() != refs.len() || other.iter().zip(refs).any(|(a, b)| a.name != b.name) {
-                return Err(Error::InvalidArgument(format!(
-                    "its references differ from those of {} (depth needs inputs of one reference)",
-                    inputs[0].display()
-                ))
-                .with_path(path));
-            }
-        }
         references(refs);
         let lengths: Vec<i64> = refs.iter().map(|r| i64::from(r.len)).collect();
         let region = match &options.region {

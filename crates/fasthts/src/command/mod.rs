@@ -28,6 +28,7 @@ mod faidx;
 mod fastq;
 mod flagstat;
 mod index;
+mod inputs;
 mod quickcheck;
 mod snp_pileup;
 mod sort;
