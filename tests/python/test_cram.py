@@ -228,6 +228,28 @@ def test_bamfile_on_cram_equals_the_bam(golden, tmp_path, version):
     assert np.array_equal(fasthts.BamFile(str(cram)).columns("X")["pos"], fasthts.BamFile(str(golden / "normal.bam")).columns("X")["pos"])
 
 
+def test_bamfile_reads_a_bam_or_cram_stream_once(crams, golden, tmp_path):
+    """A FIFO is read once, as it streams: its columns are the file's, and
+    its regions are refused in one line naming it."""
+    import os
+    import threading
+
+    ref = golden / "ref.fa"
+    for source in (golden / "normal.bam", crams["3.0"]):
+        want = fasthts.BamFile(str(source), reference=str(ref)).columns()
+        fifo = tmp_path / f"{source.name}.fifo"
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=lambda: fifo.write_bytes(source.read_bytes()))
+        writer.start()
+        stream = fasthts.BamFile(str(fifo), reference=str(ref))
+        got = stream.columns()
+        writer.join()
+        for k in want:
+            assert np.array_equal(got[k], want[k]), (source.name, k)
+        with pytest.raises(fasthts.Error, match="a stream is read from its start only"):
+            stream.fetch("I")
+
+
 def test_bamfile_on_multi_reference_embedded_and_unmapped_crams(generated, tmp_path):
     bam, fasta = generated["many"]
     multi = cram_of(bam, tmp_path / "multi.cram", fasta, "seqs_per_slice=300")

@@ -326,11 +326,13 @@ impl AlignmentFile {
     }
 
     /// The input opened at open if no read has taken it yet, else the
-    /// file opened again (`fields`: what a CRAM file's records decode).
+    /// file opened again (`fields`: what a CRAM file's records decode; a
+    /// stream, read once, keeps the fields it was opened with, which
+    /// decode at least as much).
     fn input(&self, fields: Fields) -> Result<Input, Error> {
         let first = self.first.lock().unwrap_or_else(|p| p.into_inner()).take();
         match first {
-            Some(input) if fields == self.cram.fields || !self.is_cram() => Ok(input),
+            Some(input) if fields == self.cram.fields || !self.is_cram() || !self.regular => Ok(input),
             _ => input::open_with(&self.path, &CramOptions { fields, ..self.cram.clone() }),
         }
     }
