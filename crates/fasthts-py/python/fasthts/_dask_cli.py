@@ -96,7 +96,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.scheduler:
             client = Client(args.scheduler)
         else:
-            cluster = LocalCluster(n_workers=args.local_workers, threads_per_worker=1, dashboard_address=":0")
+            # A task's failure is said once, in this command's one line: the
+            # workers' own "Compute Failed" log (ERROR) would follow it, from
+            # other processes, in any order.
+            cluster = LocalCluster(n_workers=args.local_workers, threads_per_worker=1, dashboard_address=":0", silence_logs=logging.CRITICAL)
             client = Client(cluster)
         with client:
             if args.command == "index":
