@@ -6,7 +6,7 @@
 //! (`-d`) drop a read in a window, which the window cannot judge alone,
 //! the count is made again in one pass.
 
-use super::depth::{overlapping, plan_windows_of, Source};
+use super::depth::{overlapping, plan_windows_of, window_in_place, Source};
 use super::inputs::{open_inputs, Inputs, InputsOptions};
 use super::{with_threads, Report};
 use crate::sam::Positions;
@@ -301,25 +301,7 @@ fn by_windows(
             };
             let mut tally = ContigCoverage::default();
             if let Some((bam, index)) = inputs.first().filter(|_| inputs.len() == 1).and_then(IndexedFile::bam) {
-                let scope = overlapping(tid, end);
-                if let Some((start, following)) = crate::region::query_span(bam, index, scope, from) {
-                    let reader = RegionReader::reuse(slot, bam, scope, start, following)?;
-                    let mut failed = None;
-                    let read = reader.for_each_record(|r| {
-                        if failed.is_none() {
-                            if let Err(e) = take(0, r, &mut counter, &mut tally) {
-                                failed = Some(e);
-                            }
-                        }
-                    });
-                    if read.is_err() {
-                        *slot = None;
-                    }
-                    read.map_err(|e| Error::from(e).with_path(bam.path()))?;
-                    if let Some(e) = failed {
-                        return Err(count_error(e, &paths[0]));
-                    }
-                }
+                window_in_place(slot, bam, index, overlapping(tid, end), from, &paths[0], |r| take(0, r, &mut counter, &mut tally))?;
             } else {
                 for (file, input) in inputs.iter().enumerate() {
                     let mut records = input.piece(overlapping(tid, end), from)?;

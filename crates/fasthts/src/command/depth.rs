@@ -231,6 +231,41 @@ pub(super) fn plan_windows_of(window_bases: u64, region: Option<(i32, i64, i64)>
     windows
 }
 
+/// The records of `scope` of a window's one mapped BAM, read from where
+/// a query from `from` begins, in place with the thread's reader (`slot`,
+/// reused across its windows; dropped when a read fails); `take` on each
+/// until it fails, that error naming `path`. Nothing when the index has no
+/// records there.
+pub(super) fn window_in_place<'a, E: std::fmt::Display>(
+    slot: &mut Option<RegionReader<'a>>,
+    bam: &'a crate::bam::BamFile,
+    index: &Index,
+    scope: Region,
+    from: i64,
+    path: &Path,
+    mut take: impl FnMut(&RecordRef<'_>) -> Result<(), E>,
+) -> Result<(), Error> {
+    let Some((start, following)) = crate::region::query_span(bam, index, scope, from) else { return Ok(()) };
+    let reader = RegionReader::reuse(slot, bam, scope, start, following)?;
+    let mut failed = None;
+    let read = reader.for_each_record(|r| {
+        if failed.is_none() {
+            if let Err(e) = take(r) {
+                failed = Some(e);
+            }
+        }
+    });
+    if read.is_err() {
+        // A reader that failed is not read on.
+        *slot = None;
+    }
+    read.map_err(|e| Error::from(e).with_path(bam.path()))?;
+    match failed {
+        Some(e) => Err(Error::Message(e.to_string()).with_path(path)),
+        None => Ok(()),
+    }
+}
+
 /// The scope of a query for the records of `tid` that overlap a window
 /// ending at `end`: those that start before `end`, read from the index's
 /// offset for the window's start, which lies before every read
@@ -270,27 +305,12 @@ fn by_windows(setup: &Setup, inputs: &[IndexedFile], paths: &[PathBuf], out: &mu
             counter.out.clear();
             let overlap_from = beg.max(0);
             if let Some((bam, index)) = inputs.first().filter(|_| inputs.len() == 1).and_then(IndexedFile::bam) {
-                let scope = overlapping(tid, end);
-                // No span: the index has no records there.
-                if let Some((start, following)) = crate::region::query_span(bam, index, scope, beg) {
-                    let reader = RegionReader::reuse(slot, bam, scope, start, following)?;
-                    let mut failed = None;
-                    let read = reader.for_each_record(|r| {
-                        if failed.is_none() && r.end_pos() > overlap_from && setup.keeps(r) {
-                            if let Err(e) = counter.add(0, r) {
-                                failed = Some(e);
-                            }
-                        }
-                    });
-                    if read.is_err() {
-                        // A reader that failed is not read on.
-                        *slot = None;
+                window_in_place(slot, bam, index, overlapping(tid, end), beg, &paths[0], |r| {
+                    if r.end_pos() > overlap_from && setup.keeps(r) {
+                        counter.add(0, r)?;
                     }
-                    read.map_err(|e| Error::from(e).with_path(bam.path()))?;
-                    if let Some(e) = failed {
-                        return Err(count_error(e, &paths[0]));
-                    }
-                }
+                    Ok::<(), CountError>(())
+                })?;
             } else {
                 let mut sources = Vec::with_capacity(inputs.len());
                 for input in inputs {
