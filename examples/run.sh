@@ -62,7 +62,7 @@ cd "$out"
 rm -f byname.bam sorted.bam sorted.bam.csi sorted.bam.bai tumour.bam tumour.bam.bai normal.bam normal.bam.bai \
     pileup.csv depth.txt reads.ct reads.ct.info reads.hist.csv reads.normalized.fq reads.filtered.fq reads.trimmed.fq \
     reads.pe.fq reads.se.fq reads.1.fq reads.2.fq reads.interleaved.fq reads.fa reads.long.fa readstats.txt reads.sample.fq \
-    mapq30.sam unique-kmers.txt reads.hist-single.csv
+    mapq30.sam unique-kmers.txt reads.hist-single.csv stats.txt coverage.txt reads.from-bam.fq reads.fa.fai reads.region.fa
 set -x
 # samtools: quickcheck, flagstat (three formats), sort by name and back by
 # coordinate (writing a CSI on the way), index (BAI), idxstats.
@@ -83,6 +83,11 @@ cp "$ex/example-normal.bam" normal.bam
 "$fasthts" snp-pileup "$ex/sites.vcf" pileup.csv normal.bam tumour.bam
 "$fasthts" depth normal.bam tumour.bam >depth.txt
 "$fasthts" view -h -q 30 -o mapq30.sam tumour.bam
+# QC as MultiQC reads it: stats and coverage; reads back to FASTQ from the
+# name-sorted BAM.
+"$fasthts" stats tumour.bam >stats.txt
+"$fasthts" coverage tumour.bam normal.bam >coverage.txt
+"$fasthts" fastq -n byname.bam >reads.from-bam.fq
 # khmer: count k-mers, their abundance histogram, digital normalisation,
 # trimming at low-abundance k-mers with the saved table and in two passes.
 "$fasthts" kmer count -k 20 reads.ct "$ex/reads.fq.gz"
@@ -95,6 +100,9 @@ cp "$ex/example-normal.bam" normal.bam
 "$fasthts" kmer interleave-reads reads.1.fq reads.2.fq -o reads.interleaved.fq
 "$fasthts" kmer fastq-to-fasta "$ex/reads.fq.gz" -o reads.fa
 "$fasthts" kmer extract-long-sequences -l 100 reads.fa -o reads.long.fa
+# samtools faidx: index the FASTA just written and extract a region of it.
+"$fasthts" faidx reads.fa
+"$fasthts" faidx reads.fa "$(head -1 reads.fa | cut -c2- | cut -d' ' -f1):11-60" >reads.region.fa
 "$fasthts" kmer readstats "$ex/reads.fq.gz" -o readstats.txt
 "$fasthts" kmer sample-reads-randomly -N 100 -R 1 "$ex/reads.fq.gz" -o reads.sample.fq
 "$fasthts" kmer unique-kmers -k 20 -R unique-kmers.txt "$ex/reads.fq.gz"
@@ -113,6 +121,9 @@ outputs in $out:
   pileup.csv                                  snp-pileup: allele counts at sites.vcf (FACETS' CSV)
   depth.txt                                   depth: per-position depth of normal.bam and tumour.bam
   mapq30.sam                                  view -h -q 30: tumour.bam's records of MAPQ >= 30, as SAM
+  stats.txt                                   stats of tumour.bam (samtools stats' text, as MultiQC reads it)
+  coverage.txt                                coverage: per-reference table of tumour.bam and normal.bam
+  reads.from-bam.fq                           fastq -n: byname.bam's reads as FASTQ
   reads.ct, reads.ct.info                     kmer count: the k-mer table of reads.fq.gz (khmer's .ct)
   reads.hist.csv                              kmer abundance-dist: the k-mer abundance histogram
   reads.normalized.fq                         kmer normalize: reads kept at median k-mer coverage <= 10
@@ -122,6 +133,7 @@ outputs in $out:
   reads.1.fq, reads.2.fq                      kmer split-paired-reads of reads.pe.fq
   reads.interleaved.fq                        kmer interleave-reads of reads.1.fq and reads.2.fq
   reads.fa, reads.long.fa                     kmer fastq-to-fasta; extract-long-sequences -l 100
+  reads.fa.fai, reads.region.fa               faidx: reads.fa's index; bases 11-60 of its first read
   readstats.txt                               kmer readstats
   reads.sample.fq                             kmer sample-reads-randomly -N 100 -R 1
   unique-kmers.txt                            kmer unique-kmers: HyperLogLog estimate of distinct 20-mers

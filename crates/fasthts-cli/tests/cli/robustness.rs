@@ -830,7 +830,7 @@ fn bad_input_corpus_on_every_command() {
                 (Some(args), true) => {
                     let mut c = Command::new("samtools");
                     c.args(args);
-                    Some(run_measured(c, Duration::from_secs(60)).success())
+                    Some(run_measured(c, Limits::default(), Duration::from_secs(60)).success())
                 }
                 _ => None,
             };
@@ -839,8 +839,7 @@ fn bad_input_corpus_on_every_command() {
             clear(&w);
             let mut cmd = fasthts();
             cmd.args(&job.args).current_dir(&w);
-            limit(&mut cmd, Some(ADDRESS_SPACE_LIMIT), None);
-            let run = run_measured(cmd, TIME_LIMIT);
+            let run = run_measured(cmd, Limits { address_space: Some(ADDRESS_SPACE_LIMIT), open_files: None }, TIME_LIMIT);
             if run.stderr_text().contains("; reading the file sequentially") && job.samtools_sequential.is_some() {
                 // `view -c`: no output in `w`, whose listing is checked.
                 reference_ok = reference(&job.samtools_sequential);

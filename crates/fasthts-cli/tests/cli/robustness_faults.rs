@@ -310,7 +310,7 @@ fn full_disk_fails_cleanly_and_leaves_nothing() {
     for (name, args) in cases {
         let mut cmd = fasthts();
         cmd.args(&args);
-        let run = run_measured(cmd, Duration::from_secs(120));
+        let run = run_measured(cmd, Limits::default(), Duration::from_secs(120));
         let err = run.stderr_text();
         let left: Vec<String> = listing(&mnt).into_iter().filter(|n| n != "filler").collect();
         let errors: Vec<&str> = err.lines().filter(|l| !l.contains("warning:") && !is_khmer_chatter(l)).collect();
@@ -360,8 +360,7 @@ fn sort_completes_under_a_small_open_file_limit() {
     let out_bam = dir.path("out.bam");
     let mut cmd = fasthts();
     cmd.args(["sort", "--no-PG", "-@", "2", "-m", "1M", "-T"]).arg(dir.path("run")).arg("-o").arg(&out_bam).arg(&i.unsorted);
-    limit(&mut cmd, None, Some(64));
-    let run = run_measured(cmd, Duration::from_secs(300));
+    let run = run_measured(cmd, Limits { address_space: None, open_files: Some(64) }, Duration::from_secs(300));
     assert!(run.success(), "sort under ulimit -n 64: {}", run.stderr_text());
     assert!(std::fs::read(&out_bam).unwrap() == std::fs::read(&reference).unwrap(), "output differs from an unlimited sort");
     assert_eq!(listing(&dir.0), vec!["out.bam".to_string(), "ref.bam".to_string()], "run files left behind");
@@ -384,8 +383,7 @@ fn sort_with_little_memory_completes_or_fails_cleanly() {
         std::fs::create_dir_all(&w).unwrap();
         let mut cmd = fasthts();
         cmd.args(["sort", "--no-PG", "-@", "2", "-m", m, "-T"]).arg(w.join("run")).arg("-o").arg(w.join("out.bam")).arg(&i.unsorted);
-        limit(&mut cmd, address_space, None);
-        let run = run_measured(cmd, Duration::from_secs(300));
+        let run = run_measured(cmd, Limits { address_space, open_files: None }, Duration::from_secs(300));
         let err = run.stderr_text();
         let what = format!("sort -m {m} under ulimit -v {:?}", address_space.map(|a| a >> 20));
         assert!(!err.contains("panicked") && run.signal.is_none(), "{what}: {err} {:?}", run.signal);

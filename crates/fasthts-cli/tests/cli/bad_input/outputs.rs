@@ -5,7 +5,7 @@
 //! start stay ignored; `-@` is bounded; memory limits fail monotonically.
 
 use crate::common::*;
-use crate::harness::{limit, listing, run_measured};
+use crate::harness::{listing, run_measured, Limits};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
@@ -376,8 +376,7 @@ fn a_sort_that_fails_early_removes_its_run_directory() {
     for n in 4..=12u64 {
         let mut c = fasthts();
         c.current_dir(d).args(["sort", "-m", "1M", "-@", "1", "-T", "tmp", "-o", "o.bam"]).arg(&big);
-        limit(&mut c, None, Some(n));
-        let m = run_measured(c, Duration::from_secs(60));
+        let m = run_measured(c, Limits { address_space: None, open_files: Some(n) }, Duration::from_secs(60));
         assert_ne!(m.code, Some(101), "ulimit -n {n}: {}", text(&m.stderr));
         assert!(m.signal.is_none(), "ulimit -n {n}: {:?}", m.signal);
         if m.code != Some(0) {
@@ -470,8 +469,7 @@ fn memory_limits_fail_monotonically_and_clearly() {
         for mib in (20..=200u64).step_by(10).chain([145, 155]) {
             let mut c = fasthts();
             c.current_dir(d).args(&args);
-            limit(&mut c, Some(mib << 20), None);
-            let m = run_measured(c, Duration::from_secs(60));
+            let m = run_measured(c, Limits { address_space: Some(mib << 20), open_files: None }, Duration::from_secs(60));
             let err = text(&m.stderr);
             assert!(m.signal.is_none() && m.code != Some(101), "{args:?} at {mib} MiB: {:?} {err}", m.signal);
             if m.code == Some(0) {
