@@ -208,7 +208,7 @@ fn regions_match_samtools() {
         assert_same(&["warnings"], &ours, &theirs);
         let stderr = text(&ours.stderr);
         assert!(
-            stderr.contains("truncated sequence: chr2:69990-80000") && stderr.contains("zero length sequence: chr2:80000-90000"),
+            stderr.contains("Truncated sequence: chr2:69990-80000") && stderr.contains("Zero length sequence: chr2:80000-90000"),
             "{stderr}"
         );
     }

@@ -31,6 +31,7 @@ mod many_references;
 mod robustness;
 mod robustness_faults;
 mod samtools_diff;
+mod samtools_test_pl;
 mod snp_pileup;
 mod samgz_regions;
 mod sort;

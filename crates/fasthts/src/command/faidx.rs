@@ -113,13 +113,15 @@ pub enum FaidxWarning {
     },
 }
 
+/// samtools' words, capitalised as it prints them: scripts (and samtools'
+/// own test.pl) look for "Zero" and "Truncated".
 impl std::fmt::Display for FaidxWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FaidxWarning::DuplicateName(d) => write!(f, "{d}"),
             FaidxWarning::NotFound { region } => write!(f, "failed to fetch sequence in {region}: reference not found"),
-            FaidxWarning::ZeroLength { region } => write!(f, "zero length sequence: {region}"),
-            FaidxWarning::Truncated { region } => write!(f, "truncated sequence: {region}"),
+            FaidxWarning::ZeroLength { region } => write!(f, "Zero length sequence: {region}"),
+            FaidxWarning::Truncated { region } => write!(f, "Truncated sequence: {region}"),
         }
     }
 }
