@@ -222,6 +222,16 @@ fn cram_matches_samtools_byte_for_byte() {
     same(&["--no-PG", all, &rg2], None);
     same(&["--no-PG", "-h", all, &rg2, &rg1], None);
     same(&[&rg1, &rg2], None);
+    // To a file: htslib writes its name into the file definition; the
+    // same name in two directories gives samtools' bytes.
+    for (tool, side) in [("fasthts", "ours"), ("samtools", "theirs")] {
+        let work = dir.path(side);
+        std::fs::create_dir_all(&work).unwrap();
+        let mut c = if tool == "samtools" { Command::new("samtools") } else { fasthts() };
+        offline(&mut c).current_dir(&work).args(["cat", "--no-PG", "-o", "x.cram", &rg1, &rg2]);
+        assert!(run(c).status.success(), "{tool}");
+    }
+    assert!(std::fs::read(dir.path("ours/x.cram")).unwrap() == std::fs::read(dir.path("theirs/x.cram")).unwrap());
     let v31 = dir.path("v31.cram");
     let mut view = Command::new("samtools");
     offline(&mut view).args(["view", "--no-PG", "-C", "--output-fmt-option", "version=3.1", "-o"]).arg(&v31).arg(&rg2);
@@ -313,4 +323,29 @@ fn bad_input_fails_in_one_line_and_leaves_nothing() {
     same(&["--no-PG", g, n, g], None);
     let warned = text(&cat("fasthts", &["--no-PG", n], None).stderr);
     assert!(warned.contains("EOF marker is absent") && warned.contains("unexpected block structure"), "{warned}");
+}
+
+/// A reader that goes away ends fasthts as it ends samtools (SIGPIPE,
+/// status 141), BAM and CRAM alike (htslib 1.16 recurses without end when
+/// its last CRAM write fails: it never sees the pipe); a full disk is one
+/// line naming the output.
+#[test]
+fn closed_pipe_and_full_disk() {
+    let Some(dir) = with_samtools("cat-pipes") else { return };
+    let bam = data("small.bam");
+    let cram = dir.path("in.cram");
+    let mut view = Command::new("samtools");
+    offline(&mut view).args(["view", "-C", "-o"]).arg(&cram).arg(&bam);
+    assert!(run(view).status.success());
+    let bin = env!("CARGO_BIN_EXE_fasthts");
+    for input in [&bam, &cram] {
+        let i = input.to_str().unwrap();
+        let mut c = Command::new("bash");
+        offline(&mut c).arg("-c").arg(format!("'{bin}' cat '{i}' '{i}' '{i}' | head -c 100 > /dev/null; echo ${{PIPESTATUS[0]}}"));
+        let o = run(c);
+        assert_eq!(text(&o.stdout).trim(), "141", "{i}: {}", text(&o.stderr));
+        let full = cat("fasthts", &["-o", "/dev/full", i, i], None);
+        assert_eq!(full.status.code(), Some(1), "{i}");
+        assert_eq!(text(&full.stderr).trim(), "fasthts cat: /dev/full: No space left on device", "{i}");
+    }
 }

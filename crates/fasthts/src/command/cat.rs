@@ -164,7 +164,7 @@ fn bam_cat(first: Peeked, inputs: &[PathBuf], options: &CatOptions, out: &mut dy
             write_flushed(&header_bytes(&header, options), out)?;
         }
         write_flushed(&rest_of_block, out)?;
-        let tail = copy_blocks(&mut blocks, out).map_err(|e| e.with_path(path))?;
+        let tail = copy_blocks(&mut blocks, out, path)?;
         finish_input(tail, path, out, report)?;
     }
     out.write_all(&EOF_MARKER)?;
@@ -327,8 +327,8 @@ impl HeaderWalk {
 /// Copies the rest of `blocks` to `out` as it is but its last 28 bytes,
 /// which it returns (`None` when nothing was left), as samtools'
 /// `bgzf_raw_read` loop holds them back; checks that the input is whole
-/// blocks.
-fn copy_blocks(blocks: &mut BlockStream, out: &mut dyn Write) -> Result<Option<[u8; 28]>, Error> {
+/// blocks. Errors reading name `path`; errors writing are `out`'s.
+fn copy_blocks(blocks: &mut BlockStream, out: &mut dyn Write, path: &Path) -> Result<Option<[u8; 28]>, Error> {
     const HELD: usize = EOF_MARKER.len();
     let mut copied = 0u64;
     let mut held = Vec::with_capacity(2 * HELD);
@@ -340,14 +340,14 @@ fn copy_blocks(blocks: &mut BlockStream, out: &mut dyn Write) -> Result<Option<[
             if window.len() < BlockHeader::FIXED_LEN || window.len() < BlockHeader::FIXED_LEN + BlockHeader::extra_len(window) {
                 break;
             }
-            let header = BlockHeader::parse(window, blocks.offset + whole as u64)?;
+            let header = BlockHeader::parse(window, blocks.offset + whole as u64).map_err(|e| Error::from(e).with_path(path))?;
             if window.len() < header.size {
                 break;
             }
             whole += header.size;
         }
         if whole == 0 {
-            match blocks.next_block()? {
+            match blocks.next_block().map_err(|e| e.with_path(path))? {
                 Some(_) => continue,
                 None => break,
             }
@@ -370,7 +370,7 @@ fn copy_blocks(blocks: &mut BlockStream, out: &mut dyn Write) -> Result<Option<[
     match copied {
         0 => Ok(None),
         // samtools: "truncated file?" when its first read is shorter.
-        1..28 => Err(Error::Message("truncated file? (less than an empty block follows the header)".into())),
+        1..28 => Err(Error::Message("truncated file? (less than an empty block follows the header)".into()).with_path(path)),
         _ => Ok(Some(held.as_slice().try_into().expect("28 bytes held once 28 were copied"))),
     }
 }

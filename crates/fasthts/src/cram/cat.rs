@@ -13,13 +13,16 @@
 
 use super::{c_path, ffi, quiet_htslib};
 use crate::format::Format;
+use crate::output::Named;
 use crate::output::TempOutput;
 use crate::Error;
 use std::ffi::{c_char, c_int, CStr, CString};
-use std::io;
-use std::os::fd::IntoRawFd;
+use std::io::{self, Read, Write};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 #[allow(non_camel_case_types)]
 #[repr(C)]
@@ -255,6 +258,65 @@ impl Drop for CramOutput {
     }
 }
 
+/// Where htslib's output goes: a socket whose other end a thread reads
+/// and writes to the destination. htslib never sees the destination's
+/// errors (a closed pipe, a full disk): htslib 1.16 recurses without end
+/// in `cram_close` when its last write fails. The thread keeps reading
+/// after an error, so that htslib finishes, and says it failed.
+struct Drain {
+    thread: std::thread::JoinHandle<io::Result<()>>,
+    failed: Arc<AtomicBool>,
+}
+
+impl Drain {
+    /// Starts the thread writing to `to`; returns htslib's end of the socket.
+    fn start(mut to: Box<dyn Write + Send>, shown: &Path) -> Result<(OwnedFd, Drain), Error> {
+        let mut fds = [0 as c_int; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
+            return Err(Error::from(io::Error::last_os_error()).with_path(shown));
+        }
+        // SAFETY: socketpair just made both descriptors, owned by nobody else.
+        let (htslib_end, ours) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let failed = Arc::new(AtomicBool::new(false));
+        let flag = failed.clone();
+        let thread = std::thread::Builder::new()
+            .name("cram-cat-drain".into())
+            .spawn(move || {
+                let mut from = std::fs::File::from(ours);
+                let mut buf = vec![0u8; 1 << 20];
+                let mut result = Ok(());
+                loop {
+                    let n = match from.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
+                    };
+                    if result.is_ok() {
+                        result = to.write_all(&buf[..n]);
+                        if result.is_err() {
+                            flag.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+                result.and_then(|()| to.flush())
+            })
+            .map_err(|e| Error::from(e).with_path(shown))?;
+        Ok((htslib_end, Drain { thread, failed }))
+    }
+
+    /// Whether writing to the destination has failed.
+    fn failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Waits for the thread (htslib's end closed) and gives its result.
+    fn finish(self) -> io::Result<()> {
+        self.thread.join().unwrap_or_else(|_| Err(io::Error::other("the CRAM drain thread failed")))
+    }
+}
+
 /// Concatenates the CRAM files `inputs` into `output` (`-`: standard
 /// output) as samtools 1.16's `cram_cat` (see the module's note); a file
 /// output appears once complete.
@@ -262,26 +324,54 @@ pub fn cram_cat(inputs: &[PathBuf], output: &Path, header: Option<&Path>, progra
     quiet_htslib();
     let given = header.map(read_header_file).transpose()?;
     let (merged, (major, minor)) = merged_header(inputs, given)?;
-    let to_stdout = output.as_os_str() == "-";
-    let (temp, fd) = if to_stdout {
-        // SAFETY: duplicates standard output; a failure is checked.
-        let fd = unsafe { libc::fcntl(1, libc::F_DUPFD_CLOEXEC, 3) };
-        if fd < 0 {
-            return Err(Error::from(io::Error::last_os_error()).with_path(crate::output::stdout_name()));
+    let (temp, file) = match output.as_os_str() == "-" {
+        true => (None, None),
+        false => {
+            let (temp, file) = TempOutput::create(output)?;
+            (Some(temp), Some(file))
         }
-        (None, fd)
-    } else {
-        let (temp, file) = TempOutput::create(output)?;
-        (Some(temp), file.into_raw_fd())
     };
-    let shown = || temp.as_ref().map_or_else(crate::output::stdout_name, |t| t.shown().to_path_buf());
+    let shown = temp.as_ref().map_or_else(crate::output::stdout_name, |t| t.shown().to_path_buf());
+    let synced = file.as_ref().map(|f| f.try_clone()).transpose().map_err(|e| Error::from(e).with_path(&shown))?;
+    let destination: Box<dyn Write + Send> = match file {
+        Some(file) => Box::new(Named::new(crate::output::WritebackFile::new(file), &shown)),
+        None => Box::new(Named::new(io::stdout(), &shown)),
+    };
+    let (socket, drain) = Drain::start(destination, &shown)?;
+    let written = write_output(socket, &drain, inputs, output, &merged, (major, minor), program);
+    // The thread ends once htslib's end is closed (by now, whatever happened).
+    let drained = drain.finish();
+    match (written, drained) {
+        (_, Err(e)) => return Err(Error::from(e)),
+        (Err(e), Ok(())) => return Err(e),
+        (Ok(()), Ok(())) => {}
+    }
+    if let (Some(temp), Some(file)) = (temp, synced) {
+        crate::output::sync_if_file(&file).map_err(|e| Error::from(e).with_path(temp.shown()))?;
+        temp.commit()?;
+    }
+    Ok(())
+}
+
+/// htslib's part of [`cram_cat`]: the output opened on `socket`, the
+/// header and every input's containers written, the output closed.
+fn write_output(
+    socket: OwnedFd,
+    drain: &Drain,
+    inputs: &[PathBuf],
+    output: &Path,
+    merged: &OwnedHeader,
+    (major, minor): (c_int, c_int),
+    program: Option<&(String, String)>,
+) -> Result<(), Error> {
+    let fd = socket.into_raw_fd();
     // SAFETY: `fd` is open and now owned by the hFILE (closed with it).
     let hfile = unsafe { ffi::hdopen(fd, c"w".as_ptr()) };
     if hfile.is_null() {
         let e = io::Error::last_os_error();
         // SAFETY: hdopen failed, so `fd` is still ours to close.
         unsafe { libc::close(fd) };
-        return Err(Error::from(e).with_path(shown()));
+        return Err(Error::from(e).with_path(output));
     }
     // htslib writes the output's name into the file definition, as for samtools.
     let name = c_path(output)?;
@@ -289,16 +379,9 @@ pub fn cram_cat(inputs: &[PathBuf], output: &Path, header: Option<&Path>, progra
     let Some(fp) = NonNull::new(unsafe { ffi::hts_hopen(hfile, name.as_ptr(), c"wc".as_ptr()) }) else {
         // SAFETY: hts_hopen failed and left `hfile` ours to close.
         unsafe { ffi::hclose_abruptly(hfile) };
-        return Err(Error::Message("htslib cannot start a CRAM output".into()).with_path(shown()));
+        return Err(Error::Message("htslib cannot start a CRAM output".into()).with_path(output));
     };
     let out = CramOutput { fp };
-    let write_failed = |what: &str| {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            return Error::from(e);
-        }
-        Error::Message(what.into()).with_path(shown())
-    };
     let version = CString::new(format!("{major}.{minor}")).expect("digits");
     // SAFETY: the output is open; the option takes a C string.
     unsafe { cram_set_option(out.cram(), CRAM_OPT_VERSION, version.as_ptr()) };
@@ -324,25 +407,23 @@ pub fn cram_cat(inputs: &[PathBuf], output: &Path, header: Option<&Path>, progra
     }
     // SAFETY: both are open.
     if unsafe { ffi::sam_hdr_write(out.fp.as_ptr(), merged.ptr()) } < 0 {
-        return Err(write_failed("couldn't write the header"));
+        return Err(Error::Message("couldn't write the header".into()).with_path(output));
     }
     for path in inputs {
-        copy_containers(path, &merged, &out).map_err(|e| match e {
-            Error::Io(e) => Error::Io(e),
-            e => e.with_path(path),
-        })?;
+        if drain.failed() {
+            // The drain's error says what happened.
+            return Ok(());
+        }
+        copy_containers(path, merged, &out, drain).map_err(|e| e.with_path(path))?;
     }
     if !out.close() {
-        return Err(write_failed("cannot finish the CRAM output"));
-    }
-    if let Some(temp) = temp {
-        temp.commit()?;
+        return Err(Error::Message("cannot finish the CRAM output".into()).with_path(output));
     }
     Ok(())
 }
 
 /// Copies the containers of one input (samtools' loop in `cram_cat`).
-fn copy_containers(path: &Path, merged: &OwnedHeader, out: &CramOutput) -> Result<(), Error> {
+fn copy_containers(path: &Path, merged: &OwnedHeader, out: &CramOutput, drain: &Drain) -> Result<(), Error> {
     let input = CramInput::open(path)?;
     // Reads of an input with one read group point at its number in the
     // merged header; with several, they keep theirs.
@@ -358,14 +439,10 @@ fn copy_containers(path: &Path, merged: &OwnedHeader, out: &CramOutput) -> Resul
         _ => 0,
     };
     let (from, to) = (input.cram(), out.cram());
-    let failed = |what: &str| {
-        let e = io::Error::last_os_error();
-        match e.kind() {
-            io::ErrorKind::BrokenPipe => Error::from(e),
-            _ => Error::Message(what.into()),
-        }
-    };
     loop {
+        if drain.failed() {
+            return Ok(());
+        }
         // SAFETY: the input is open; NULL is the end (or an error).
         let container = unsafe { cram_read_container(from) };
         if container.is_null() {
@@ -398,7 +475,7 @@ fn copy_containers(path: &Path, merged: &OwnedHeader, out: &CramOutput) -> Resul
         // SAFETY: read above, not used afterwards.
         unsafe { cram_free_container(container) };
         if !copied {
-            return Err(failed("cannot copy a CRAM container (damaged or truncated input, or an output error)"));
+            return Err(Error::Message("cannot copy a CRAM container (damaged or truncated input)".into()));
         }
     }
 }
