@@ -374,3 +374,57 @@ fn copy_blocks(blocks: &mut BlockStream, out: &mut dyn Write, path: &Path) -> Re
         _ => Ok(Some(held.as_slice().try_into().expect("28 bytes held once 28 were copied"))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{data, scratch};
+    use super::*;
+
+    #[test]
+    fn the_header_end_is_found_however_its_bytes_arrive() {
+        let header = Header {
+            text: b"@SQ\tSN:a\tLN:5\n@SQ\tSN:bb\tLN:7\n".to_vec(),
+            references: vec![crate::bam::Reference { name: "a".into(), len: 5 }, crate::bam::Reference { name: "bb".into(), len: 7 }],
+        };
+        let mut bytes = header.to_bytes();
+        let len = bytes.len();
+        bytes.extend_from_slice(b"records follow");
+        for step in [1, 3, 7, len, bytes.len()] {
+            let mut walk = HeaderWalk::default();
+            let mut found = None;
+            let mut end = 0;
+            while found.is_none() && end < bytes.len() {
+                end = (end + step).min(bytes.len());
+                found = walk.advance(&bytes[..end]).unwrap();
+            }
+            assert_eq!(found, Some(len), "step {step}");
+        }
+        assert!(HeaderWalk::default().advance(b"CRAM\x03\x00\x00\x00").is_err());
+    }
+
+    #[test]
+    fn file_lists_as_htslib_reads_them() {
+        let dir = scratch("cat-lists");
+        let list = dir.join("list.txt");
+        std::fs::write(&list, "a.bam\n\nb.bam\r\n c.bam\n").unwrap();
+        let names = read_file_list(&list).unwrap();
+        assert_eq!(names, [PathBuf::from("a.bam"), PathBuf::from("b.bam"), PathBuf::from(" c.bam")]);
+        assert_eq!(read_file_list(Path::new(":x.bam,y.bam")).unwrap(), [PathBuf::from("x.bam"), PathBuf::from("y.bam")]);
+        let missing = read_file_list(&dir.join("missing.txt")).unwrap_err().to_string();
+        assert!(missing.starts_with("invalid file list"), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn one_file_alone_without_pg_is_itself() {
+        let dir = scratch("cat-self");
+        let input = data("small.bam");
+        let output = dir.join("out.bam");
+        let options = CatOptions { header: None, program: None };
+        cat_files(std::slice::from_ref(&input), &output, &options, &|_: Warning| {}).unwrap();
+        assert!(std::fs::read(&output).unwrap() == std::fs::read(&input).unwrap());
+        let refused = cat_files(std::slice::from_ref(&input), &input, &options, &|_: Warning| {}).unwrap_err().to_string();
+        assert!(refused.contains("same file as input"), "{refused}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
