@@ -26,6 +26,9 @@ against samtools at the same -@ (issue 39 item 18). --jobs view-filters: `view -
 (strings and a regex) and with `-d RG:rg1`, against samtools at the same -@. --jobs depth: `depth -a` of the whole file and of 1,000
 random 10 kb regions (a BED) against `samtools depth -@`, and the whole
 file against `mosdepth -t` (MOSDEPTH, or on the PATH; its per-base bed.gz).
+--jobs cat: `cat --no-PG -o` of the file split into 4 BAMs by reference
+(made once by samtools view) against `samtools cat`, outputs compared byte
+for byte.
 
 With --cram (issue 21's bars; its reference FASTA with --reference), the
 jobs are on that CRAM instead: `flagstat`, `index` (the .crai, bytes
@@ -194,7 +197,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth; with --cram: flagstat,index,depth,sort]")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat; with --cram: flagstat,index,depth,sort]")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
@@ -434,6 +437,31 @@ def main():
             for k in tools:
                 if k != "fasthts":
                     report(job, k, runs[k], base)
+
+    if "cat" in jobs:
+        # The file split into 4 BAMs by reference (in the file's order, the
+        # unplaced reads last: their concatenation is sorted again), made
+        # once by samtools; both tools write a file, compared byte for byte.
+        names = [l.split("\t")[0] for l in output(["samtools", "idxstats", bam]).decode().splitlines()]
+        size = -(-len(names) // 4)
+        groups = [g for g in (names[i * size:(i + 1) * size] for i in range(4)) if g]
+        parts = []
+        for i, group in enumerate(groups):
+            part = os.path.join(tmp, f"part{i}.bam")
+            sh(["samtools", "view", "-@", t, "--no-PG", "-b", "-o", part, bam, *group])
+            parts.append(part)
+        out = {"fasthts": os.path.join(tmp, "cat-f.bam"), "samtools": os.path.join(tmp, "cat-s.bam")}
+        tools = {"fasthts": [fasthts, "cat", "--no-PG", "-o", out["fasthts"], *parts],
+                 "samtools": ["samtools", "cat", "--no-PG", "-o", out["samtools"], *parts]}
+        for cmd in tools.values():
+            sh(cmd)
+        assert open(out["fasthts"], "rb").read() == open(out["samtools"], "rb").read(), "fasthts cat differs from samtools cat"
+        runs = {k: [] for k in tools}
+        for _ in range(a.runs):
+            for k, cmd in tools.items():
+                runs[k].append(timed(cmd))
+        base = report("cat 4 parts", "fasthts", runs["fasthts"])
+        report("cat 4 parts", "samtools", runs["samtools"], base)
 
     if a.cram:
         cram_jobs(a, fasthts, tmp, report, lines)

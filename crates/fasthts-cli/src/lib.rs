@@ -22,6 +22,7 @@ macro_rules! println {
     ($($arg:tt)*) => { $crate::print_stdout(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
+mod cat;
 mod coverage;
 mod depth;
 pub mod exhaustion;
@@ -110,6 +111,8 @@ enum Command {
     Faidx(faidx::FaidxArgs),
     /// As faidx for FASTQ files (regions printed as FASTQ), as samtools fqidx.
     Fqidx(faidx::FaidxArgs),
+    /// Concatenates BAM or CRAM files without decoding them, as samtools cat.
+    Cat(cat::CatArgs),
     /// Converts alignments to FASTQ, as samtools fastq (alias: bam2fq).
     #[command(alias = "bam2fq")]
     Fastq(fastq::FastqArgs),
@@ -145,6 +148,7 @@ impl Command {
             Command::View(_) => "view",
             Command::Faidx(_) => "faidx",
             Command::Fqidx(_) => "fqidx",
+            Command::Cat(_) => "cat",
             Command::Fastq(_) => "fastq",
             Command::Fasta(_) => "fasta",
             Command::Kmer(_) => "kmer",
@@ -170,6 +174,7 @@ impl Command {
             Command::View(a) => view::run(a),
             Command::Faidx(a) => faidx::run(a, false),
             Command::Fqidx(a) => faidx::run(a, true),
+            Command::Cat(a) => cat::run(a),
             Command::Fastq(a) => fastq::run(a, fasthts::command::FastxFormat::Fastq),
             Command::Fasta(a) => fastq::run(a, fasthts::command::FastxFormat::Fasta),
             Command::Kmer(c) => c.run(),

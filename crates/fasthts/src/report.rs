@@ -84,6 +84,12 @@ pub enum Warning {
         /// Why the first did.
         reason: &'static str,
     },
+    /// cat found that a BAM did not end in an empty block: its last 28
+    /// bytes were copied, as samtools copies them.
+    UnexpectedBlockStructure {
+        /// The BAM.
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -102,6 +108,9 @@ impl fmt::Display for Warning {
                 write!(f, "{}: SAM line {} (read {:?}): {}", path.display(), warning.line, warning.name, warning.warnings)
             }
             Warning::MoreSamRecords { path, count } => write!(f, "{}: {count} more SAM records with warnings", path.display()),
+            Warning::UnexpectedBlockStructure { path } => {
+                write!(f, "{}: unexpected block structure (no empty block at its end). Possible output corruption", path.display())
+            }
             Warning::ExpressionFailed { count, reason } => {
                 write!(f, "the -e expression failed {count} times ({reason}, the first time); those records are not selected, as by samtools")
             }

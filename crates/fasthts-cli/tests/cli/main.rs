@@ -10,6 +10,7 @@ mod harness;
 
 mod bad_input;
 mod bgzf_sam;
+mod cat;
 mod closed_pipes;
 mod cram;
 mod cram_regions;

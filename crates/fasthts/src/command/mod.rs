@@ -22,6 +22,7 @@
 //! # Ok::<(), fasthts::Error>(())
 //! ```
 
+mod cat;
 mod coverage;
 mod depth;
 mod faidx;
@@ -36,6 +37,7 @@ mod stats;
 mod view;
 mod view_arguments;
 
+pub use cat::{cat_files, read_file_list, CatOptions};
 pub use coverage::{coverage_file, coverage_table, coverage_to, CoverageTable};
 pub use depth::{depth_columns, depth_file, depth_to};
 pub use fastq::{fastq_file, AuxSelection, FastqOptions, FastqSummary, FastxFormat};

@@ -12,6 +12,7 @@
 //! file's containers from their headers alone, which is how a job is cut
 //! into parts that run on all cores ([`scatter`]).
 
+pub mod cat;
 mod container;
 mod crai;
 mod ffi;
