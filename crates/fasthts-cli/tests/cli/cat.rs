@@ -1,5 +1,5 @@
-//! `fasthts cat` against samtools 1.16 cat: samtools' own test.pl section
-//! for cat run with fasthts in samtools' place, then the output bytes of
+//! `fasthts cat` against samtools 1.16 cat (samtools' own test.pl section
+//! for cat: `samtools_test_pl.rs`): the output bytes of
 //! both (`--no-PG`; with the @PG line, the records and the header but for
 //! that line's program) on the repository's and samtools' test BAMs, as
 //! they are and recompressed by bgzip (records sharing a block with the
@@ -57,47 +57,6 @@ fn same(args: &[&str], stdin: Option<&Path>) {
             assert!(decoded(&ours.stdout) == decoded(&theirs.stdout), "{args:?}: records or header differ");
         }
     }
-}
-
-/// samtools' test.pl, `test_cat` (BAM, bgzip-recompressed BAM and CRAM,
-/// to a file and to stdout, with and without `-h`), run as test.pl runs
-/// it with a `samtools` that is fasthts for `cat` and samtools for the
-/// rest. One change to test.pl: the expected @PG line is fasthts', the
-/// program that wrote the output (test.pl ignores its VN, CL and PP).
-#[test]
-fn samtools_test_pl_cat_section() {
-    let Some(dir) = with_samtools("cat-test-pl") else { return };
-    let Some(data) = samtools_test_data() else { return };
-    if !require(runs("bgzip", &["--version"]) && runs("perl", &["-e", "1"]), "bgzip and perl (test.pl)") {
-        return;
-    }
-    let test_dir = dir.path("test");
-    std::fs::create_dir_all(&test_dir).unwrap();
-    std::os::unix::fs::symlink(data.join("dat"), test_dir.join("dat")).unwrap();
-    let script = std::fs::read_to_string(data.join("test.pl")).unwrap();
-    // Only the cat section: the list of sections is replaced by it.
-    let (first, last) = ("test_reference($opts);\n", "test_ampliconstats($opts, threads=>2);\n");
-    let (a, b) = (script.find(first).unwrap(), script.find(last).unwrap() + last.len());
-    let expected_pg = "print $out \"\\@PG\\tID:samtools\\tPN:samtools\\n\";";
-    assert!(script.contains(expected_pg), "test.pl's cat_sams has changed");
-    let script = format!("{}test_cat($opts);\n{}", &script[..a], &script[b..])
-        .replace(expected_pg, "print $out \"\\@PG\\tID:fasthts\\tPN:fasthts\\n\";");
-    std::fs::write(test_dir.join("test.pl"), script).unwrap();
-    // test.pl runs `samtools` from the directory above its own.
-    let shim = format!("#!/bin/sh\nif [ \"$1\" = cat ]; then exec '{}' \"$@\"; fi\nexec samtools \"$@\"\n", env!("CARGO_BIN_EXE_fasthts"));
-    let samtools = dir.path("samtools");
-    std::fs::write(&samtools, shim).unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&samtools).unwrap().permissions(), 0o755);
-    let mut mode = std::fs::metadata(&samtools).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
-    std::fs::set_permissions(&samtools, mode).unwrap();
-    let mut perl = Command::new("perl");
-    offline(&mut perl).arg(test_dir.join("test.pl")).args(["-t"]).arg(dir.path("tmp"));
-    let out = run(perl);
-    let report = text(&out.stdout);
-    assert!(out.status.success(), "test.pl failed:\n{report}\n{}", text(&out.stderr));
-    assert!(report.contains("passed           .. 17") && report.contains("failed           .. 0"), "{report}");
-    assert_eq!(report.matches(".. ok").count(), 17, "{report}");
 }
 
 /// `bgzip -d | bgzip` of `bam`: the same data cut into blocks elsewhere,
