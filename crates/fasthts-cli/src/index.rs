@@ -66,16 +66,19 @@ pub fn run(args: IndexArgs) -> CmdResult {
     Ok(())
 }
 
-/// True if `path` does not exist or starts like a BAI/CSI index.
+/// True if `path` does not exist or starts like a BAI/CSI index (its first
+/// 64 KiB are read: enough for a BGZF block; the second argument may be a
+/// BAM of many GB).
 fn nonexistent_or_index(path: &Path) -> bool {
-    match std::fs::read(path) {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    match std::fs::File::open(path).and_then(|f| f.take(1 << 16).read_to_end(&mut bytes)) {
         Err(_) => !path.exists(),
-        Ok(bytes) => {
-            matches!(fasthts::format::recognise(&bytes[..bytes.len().min(1 << 16)]), fasthts::format::Format::Index(_))
+        Ok(_) => {
+            matches!(fasthts::format::recognise(&bytes), fasthts::format::Format::Index(_))
                 || bytes.starts_with(b"BAI\x01")
                 || bytes.starts_with(b"CSI\x01")
-                || fasthts::bgzf::decompress_all(&bytes[..bytes.len().min(1 << 16)])
-                    .map_or(false, |d| d.starts_with(b"CSI\x01"))
+                || fasthts::bgzf::decompress_all(&bytes).map_or(false, |d| d.starts_with(b"CSI\x01"))
                 || fasthts_io::compression::is_gzip(&bytes) && path.extension().is_some_and(|e| e == "csi")
         }
     }

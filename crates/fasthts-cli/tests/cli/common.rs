@@ -237,3 +237,21 @@ pub fn samtools_cram(sam: &Path, fasta: &Path, cram: &Path, options: &[&str]) {
     let o = run(index);
     assert!(o.status.success(), "samtools index {}: {}", cram.display(), text(&o.stderr));
 }
+
+/// Runs `fasthts COMMAND -o OUT ARGS` (OUT removed first) and checks that
+/// it failed with one error line `fasthts COMMAND: ...` naming `named`
+/// (warnings `fasthts: warning: ...` allowed before it) and left no OUT;
+/// returns the run.
+pub fn fails_in_one_line_leaving_no_output(command: &str, out: &Path, args: &[String], named: &str) -> std::process::Output {
+    let _ = std::fs::remove_file(out);
+    let mut c = fasthts();
+    c.args([command, "-o"]).arg(out).args(args);
+    let got = run(c);
+    let err = text(&got.stderr);
+    assert!(!got.status.success(), "{command} {args:?} succeeded");
+    let errors: Vec<&str> = err.lines().filter(|l| !l.starts_with("fasthts: warning: ")).collect();
+    assert_eq!(errors.len(), 1, "{command} {args:?}: {err}");
+    assert!(errors[0].starts_with(&format!("fasthts {command}: ")) && errors[0].contains(named), "{command} {args:?}: {err}");
+    assert!(!out.exists(), "{command} {args:?} left an output");
+    got
+}

@@ -265,15 +265,7 @@ fn bad_input_is_one_line_naming_the_file() {
         (vec!["-X".into(), "-r".into(), "chr1".into(), bare.display().to_string(), dir.path("no.bai").display().to_string()], "no.bai".into()),
     ];
     for (args, named) in cases {
-        let _ = std::fs::remove_file(&out);
-        let mut c = fasthts();
-        c.args(["depth", "-o"]).arg(&out).args(&args);
-        let got = run(c);
-        let err = text(&got.stderr);
-        assert!(!got.status.success(), "{args:?} succeeded");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("fasthts depth: ") && err.contains(&named), "{args:?}: {err}");
-        assert!(!out.exists(), "{args:?} left an output");
+        fails_in_one_line_leaving_no_output("depth", &out, &args, &named);
     }
 }
 

@@ -748,15 +748,7 @@ fn bad_input_is_one_line_naming_the_file() {
         (vec!["-R".into(), s(&dir.path("groups.txt")), s(&bare)], "groups.txt".into()),
     ];
     for (args, named) in cases {
-        let _ = std::fs::remove_file(&out);
-        let mut c = fasthts();
-        c.args(["view", "-o"]).arg(&out).args(&args);
-        let got = run(c);
-        let err = text(&got.stderr);
-        assert!(!got.status.success(), "{args:?} succeeded");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("fasthts view: ") && err.contains(&named), "{args:?}: {err}");
-        assert!(!out.exists(), "{args:?} left an output");
+        fails_in_one_line_leaving_no_output("view", &out, &args, &named);
     }
 }
 
