@@ -27,6 +27,7 @@ mod depth;
 pub mod exhaustion;
 mod faidx;
 mod fastq;
+mod fixmate;
 mod flagstat;
 mod idxstats;
 mod index;
@@ -115,6 +116,8 @@ enum Command {
     Fastq(fastq::FastqArgs),
     /// Converts alignments to FASTA, as samtools fasta.
     Fasta(fastq::FastqArgs),
+    /// Fills in mate coordinates, TLEN and mate flags, as samtools fixmate.
+    Fixmate(fixmate::FixmateArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -147,6 +150,7 @@ impl Command {
             Command::Fqidx(_) => "fqidx",
             Command::Fastq(_) => "fastq",
             Command::Fasta(_) => "fasta",
+            Command::Fixmate(_) => "fixmate",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -172,6 +176,7 @@ impl Command {
             Command::Fqidx(a) => faidx::run(a, true),
             Command::Fastq(a) => fastq::run(a, fasthts::command::FastxFormat::Fastq),
             Command::Fasta(a) => fastq::run(a, fasthts::command::FastxFormat::Fasta),
+            Command::Fixmate(a) => fixmate::run(a),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }

@@ -68,6 +68,7 @@ pub mod coverage;
 pub mod depth;
 mod error;
 pub mod faidx;
+pub mod fixmate;
 pub mod flagstat;
 pub mod format;
 pub mod gather;
