@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 /// file, as samtools fixmate.
 #[derive(Args)]
 #[command(
+    arg_required_else_help = true,
     override_usage = "fasthts fixmate [options] <in.nameSrt.bam> <out.nameSrt.bam>",
     after_help = "As elsewhere in samtools, use '-' as the filename for stdin/stdout. The input file must be grouped by \
     read name (e.g. sorted by name, or collated). Coordinate-sorted input is not accepted.\n\n\

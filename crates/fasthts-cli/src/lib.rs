@@ -269,7 +269,7 @@ fn report_usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> ExitCode 
         // flagstat, index and idxstats on stdout and succeeds; elsewhere
         // the usage goes to stderr as an error.
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx")) {
+            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx" | "fixmate")) {
                 let _ = write_stdout(e.render().to_string().as_bytes());
                 return ExitCode::SUCCESS;
             }

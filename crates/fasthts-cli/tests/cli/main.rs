@@ -19,6 +19,7 @@ mod coverage;
 mod depth;
 mod faidx;
 mod fastq;
+mod fixmate;
 mod inputs;
 mod kmer_args;
 mod kmer_onepass;

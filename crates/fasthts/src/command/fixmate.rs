@@ -94,11 +94,20 @@ impl RecordsOut {
 }
 
 /// The header samtools writes: the input's, with its @PG line (unless
-/// `program` is `None`) and an @SQ line for each reference the text lacks.
+/// `program` is `None`) and an @SQ line for each reference the text lacks;
+/// lines with a type and nothing else (a bare `@CO`) are dropped, as
+/// htslib's header parser skips them.
 pub(super) fn output_header(header: &Header, program: &Option<(String, String)>) -> Header {
+    let mut text = Vec::with_capacity(header.text.len());
+    for line in header.text.split_inclusive(|&c| c == b'\n') {
+        let bare = line.strip_suffix(b"\n").unwrap_or(line);
+        if !(bare.len() == 3 && bare[0] == b'@') {
+            text.extend_from_slice(line);
+        }
+    }
     let text = match program {
-        Some((version, command_line)) => add_pg_line(&header.text, "fasthts", version, command_line),
-        None => header.text.clone(),
+        Some((version, command_line)) => add_pg_line(&text, "fasthts", version, command_line),
+        None => text,
     };
     Header { text: add_missing_sq_lines(&text, &header.references), references: header.references.clone() }
 }
