@@ -22,6 +22,7 @@ macro_rules! println {
     ($($arg:tt)*) => { $crate::print_stdout(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
+mod collate;
 mod coverage;
 mod depth;
 pub mod exhaustion;
@@ -116,6 +117,8 @@ enum Command {
     Fastq(fastq::FastqArgs),
     /// Converts alignments to FASTA, as samtools fasta.
     Fasta(fastq::FastqArgs),
+    /// Groups the records of each read name together, as samtools collate.
+    Collate(collate::CollateArgs),
     /// Fills in mate coordinates, TLEN and mate flags, as samtools fixmate.
     Fixmate(fixmate::FixmateArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
@@ -151,6 +154,7 @@ impl Command {
             Command::Fastq(_) => "fastq",
             Command::Fasta(_) => "fasta",
             Command::Fixmate(_) => "fixmate",
+            Command::Collate(_) => "collate",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -177,6 +181,7 @@ impl Command {
             Command::Fastq(a) => fastq::run(a, fasthts::command::FastxFormat::Fastq),
             Command::Fasta(a) => fastq::run(a, fasthts::command::FastxFormat::Fasta),
             Command::Fixmate(a) => fixmate::run(a),
+            Command::Collate(a) => collate::run(a),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }

@@ -62,6 +62,7 @@
 
 pub mod alignment_file;
 pub mod bam;
+pub mod collate;
 pub mod command;
 pub mod cram;
 pub mod coverage;

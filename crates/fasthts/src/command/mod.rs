@@ -22,6 +22,7 @@
 //! # Ok::<(), fasthts::Error>(())
 //! ```
 
+mod collate;
 mod coverage;
 mod depth;
 mod faidx;
@@ -37,6 +38,7 @@ mod stats;
 mod view;
 mod view_arguments;
 
+pub use collate::{collate_file, CollateOptions, COLLATE_DEFAULT_MEMORY};
 pub use coverage::{coverage_file, coverage_table, coverage_to, CoverageTable};
 pub use depth::{depth_columns, depth_file, depth_to};
 pub use fastq::{fastq_file, AuxSelection, FastqOptions, FastqSummary, FastxFormat};
