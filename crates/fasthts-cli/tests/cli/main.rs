@@ -15,6 +15,7 @@ mod cram;
 mod cram_regions;
 mod cram_output;
 mod cram_valgrind;
+mod collate;
 mod coverage;
 mod depth;
 mod faidx;

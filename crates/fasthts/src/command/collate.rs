@@ -229,6 +229,9 @@ pub fn collate_file(input: &Path, output: &Path, options: &CollateOptions, repor
     with_threads(options.threads, || {
         let threads = rayon::current_num_threads();
         let cram = CramOptions { reference: options.reference.clone(), threads, ..CramOptions::default() };
+        // A SAM record past BAM's 32-bit positions is refused (the SAM
+        // reader's default), whatever the output: samtools fails writing
+        // it to its BAM temporary file.
         let mut opened = input::open_with(input, &cram)?;
         if let Input::Bam(bam) = &opened {
             warn_if_truncated(bam, report);
@@ -238,11 +241,6 @@ pub fn collate_file(input: &Path, output: &Path, options: &CollateOptions, repor
         let out_header = output_header(&edited, &options.program);
         let write_options = CramWriteOptions { reference: options.reference.clone(), options: options.cram_options.clone(), level: None };
         let mut out = RecordsOut::open(output, &out_header, options.format, options.level, &write_options)?;
-        // SAM text out of SAM text keeps positions past 32 bits (the
-        // records carry them to the output untouched).
-        if let (Input::Sam(sam), true) = (&mut opened, out.wide) {
-            sam.set_positions(crate::sam::Positions::Wide);
-        }
         let mut buckets = Buckets::new(options.buckets as usize, options.memory, &options.temp_prefix);
         let count = options.buckets;
         let mut record = Vec::new();
