@@ -13,7 +13,7 @@ use crate::bam::flags;
 /// X31 string hash finished by Wang's integer hash, 0 for an empty name.
 #[inline]
 pub fn name_hash(name: &[u8]) -> u32 {
-    if name.first().is_none_or(|&c| c == 0) {
+    if name.first().map_or(true, |&c| c == 0) {
         return 0;
     }
     crate::khash_hash::wang_hash(crate::khash_hash::x31_hash(name))

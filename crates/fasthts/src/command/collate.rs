@@ -251,7 +251,6 @@ pub fn collate_file(input: &Path, output: &Path, options: &CollateOptions, repor
         match options.fast {
             None => read_all(&mut opened, input, &mut handle)?,
             Some(store) => {
-                drop(handle);
                 let mut pairing = FastPairing::new(store);
                 let mut fast = |r: &crate::bam::RecordRef<'_>| -> Result<(), Error> {
                     let bytes = r.as_bytes();

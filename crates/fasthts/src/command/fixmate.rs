@@ -163,7 +163,6 @@ pub fn fixmate_file(input: &Path, output: &Path, options: &FixmateFileOptions, r
         let mut handle = |r: &crate::bam::RecordRef<'_>| fixmate.push(r.as_bytes(), wide, &mut write);
         read_all(&mut opened, input, &mut handle)?;
         fixmate.finish(&mut write)?;
-        drop(write);
         warn_after_reading(&mut opened, input, report);
         out.finish()
     })
