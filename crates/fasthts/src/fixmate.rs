@@ -543,3 +543,72 @@ impl Fixmate {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bam::{Header, Reference};
+
+    fn header() -> Header {
+        Header { text: b"@SQ\tSN:c\tLN:1000\n".to_vec(), references: vec![Reference { name: "c".into(), len: 1000 }] }
+    }
+
+    fn record(line: &str) -> MateRecord {
+        let mut out = Vec::new();
+        crate::sam::encode_record(line.as_bytes(), &crate::sam::RefNames::new(&header()), &mut out).unwrap();
+        let mut r = MateRecord::default();
+        r.load(&out[4..], false);
+        r
+    }
+
+    fn sam(r: &MateRecord) -> String {
+        let mut bytes = Vec::new();
+        r.append_to(&mut bytes, false).unwrap();
+        let mut text = Vec::new();
+        crate::sam::format_record(&RecordRef::new_prevalidated(&bytes[4..]), &header().references, &mut text).unwrap();
+        String::from_utf8(text).unwrap()
+    }
+
+    fn fields(r: &MateRecord) -> Vec<String> {
+        sam(r).trim_end().split('\t').map(str::to_string).collect()
+    }
+
+    /// A pair held in memory, fixed by the rules of samtools'
+    /// `bam_mating_core`: mate fields, TLEN between the 5' ends, MQ and MC
+    /// replacing old ones at the end, ct on the leftmost, ms the sum of the
+    /// mate's qualities of 15 or more; an unmapped mate placed at its
+    /// mate's position; an unpaired record's mate fields cleared.
+    #[test]
+    fn a_pair_in_memory() {
+        let mut a = record("p\t67\tc\t100\t30\t10M\t*\t0\t0\tAAAAAAAAAA\tIIIIIIIIII\tMC:Z:old");
+        let mut b = record("p\t147\tc\t200\t20\t5M2D5M\t*\t0\t0\tCCCCCCCCCC\t##########");
+        let options = FixmateOptions { template_cigar: true, mate_score: true, ..Default::default() };
+        let ends = (check_placement(&mut a, |_| 1000).unwrap(), check_placement(&mut b, |_| 1000).unwrap());
+        // 0-based: a covers 99..109 forward, b 199..211 reverse.
+        assert_eq!(ends, (109, 211));
+        fix_pair(&mut a, &mut b, ends, &options, &mut PairScratch::default());
+        let (fa, fb) = (fields(&a), fields(&b));
+        // PROPER_PAIR kept (an FR pair), MATE_REVERSE set on a.
+        assert_eq!(fa[1], (67 | 0x2 | 0x20).to_string());
+        assert_eq!((fa[6].as_str(), fa[7].as_str(), fa[8].as_str()), ("=", "200", "112"));
+        assert_eq!((fb[6].as_str(), fb[7].as_str(), fb[8].as_str()), ("=", "100", "-112"));
+        assert_eq!(fa[11..], ["MQ:i:20", "MC:Z:5M2D5M", "ct:Z:1F10M90T2R5M2D5M", "ms:i:0"]);
+        assert_eq!(fb[11..], ["MQ:i:30", "MC:Z:10M", &format!("ms:i:{}", 10 * (b'I' - 33) as u32)]);
+
+        let mut mapped = record("q\t73\tc\t50\t0\t2M\t*\t0\t0\tGG\tII");
+        let mut unmapped = record("q\t133\t*\t0\t0\t*\t*\t0\t0\tTT\tII");
+        let end = check_placement(&mut mapped, |_| 1000).unwrap();
+        assert_eq!(check_placement(&mut unmapped, |_| 1000), None);
+        fix_pair(&mut mapped, &mut unmapped, (end, end), &FixmateOptions::default(), &mut PairScratch::default());
+        let (fm, fu) = (fields(&mapped), fields(&unmapped));
+        assert_eq!(fu[1..9], ["133", "c", "50", "0", "*", "=", "50", "0"]);
+        assert_eq!(fu[11..], ["MQ:i:0", "MC:Z:2M"]);
+        assert_eq!(fm[6..9], ["=", "50", "0"]);
+        assert_eq!(fm[11..], ["MC:Z:*"]);
+        assert!(!kept_after_pairing(&unmapped, &FixmateOptions { remove_reads: true, ..Default::default() }));
+
+        let mut lone = record("s\t99\tc\t5\t9\t2M\t=\t9\t7\tGG\tII");
+        assert!(fix_unpaired(&mut lone, &FixmateOptions::default()));
+        assert_eq!(fields(&lone)[1..9], ["64", "c", "5", "9", "2M", "*", "0", "0"]);
+    }
+}
