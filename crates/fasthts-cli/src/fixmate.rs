@@ -55,7 +55,7 @@ pub struct FixmateArgs {
     /// Reference sequence FASTA FILE (CRAM input and output)
     #[arg(long = "reference", value_name = "FILE")]
     pub reference: Option<PathBuf>,
-    /// Number of additional threads to use [default: all cores]
+    /// Worker threads, decompressing and compressing too (samtools' -@ N adds N to its main thread) [default: all cores]
     #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
     /// Accepted for samtools compatibility (fixmate writes no index, as samtools)

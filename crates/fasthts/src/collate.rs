@@ -285,10 +285,17 @@ impl FastPairing {
         }
     }
 
+    /// Removes the table's entry of a stored slot: found from its name's
+    /// home position by the slot number (names in the table are unique).
     fn remove_name_of(&mut self, slot: usize) {
-        let name = self.slot_name(slot).to_vec();
-        if let (at, true) = self.probe(&name) {
-            self.remove_at(at);
+        let mask = self.table.len() - 1;
+        let mut at = (crate::khash_hash::x31_hash(self.slot_name(slot)) as usize) & mask;
+        while self.table[at] != 0 {
+            if self.table[at] as usize == slot + 1 {
+                self.remove_at(at);
+                return;
+            }
+            at = (at + 1) & mask;
         }
     }
 

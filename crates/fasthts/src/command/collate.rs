@@ -292,8 +292,12 @@ pub fn collate_file(input: &Path, output: &Path, options: &CollateOptions, repor
                     let _ = std::fs::remove_file(path);
                 }
                 let held = std::mem::take(&mut *memory[i].lock().expect("not poisoned"));
-                arena.extend_from_slice(&held);
-                drop(held);
+                if arena.is_empty() {
+                    // Never spilled: the bucket's buffer is the arena.
+                    *arena = held;
+                } else {
+                    arena.extend_from_slice(&held);
+                }
                 keyed_records(arena, keyed);
                 sort_bucket(arena, keyed);
                 Ok(())
