@@ -23,11 +23,13 @@ macro_rules! println {
 }
 
 mod cat;
+mod collate;
 mod coverage;
 mod depth;
 pub mod exhaustion;
 mod faidx;
 mod fastq;
+mod fixmate;
 mod flagstat;
 mod idxstats;
 mod index;
@@ -118,6 +120,10 @@ enum Command {
     Fastq(fastq::FastqArgs),
     /// Converts alignments to FASTA, as samtools fasta.
     Fasta(fastq::FastqArgs),
+    /// Groups the records of each read name together, as samtools collate.
+    Collate(collate::CollateArgs),
+    /// Fills in mate coordinates, TLEN and mate flags, as samtools fixmate.
+    Fixmate(fixmate::FixmateArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -151,6 +157,8 @@ impl Command {
             Command::Cat(_) => "cat",
             Command::Fastq(_) => "fastq",
             Command::Fasta(_) => "fasta",
+            Command::Fixmate(_) => "fixmate",
+            Command::Collate(_) => "collate",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -177,6 +185,8 @@ impl Command {
             Command::Cat(a) => cat::run(a),
             Command::Fastq(a) => fastq::run(a, fasthts::command::FastxFormat::Fastq),
             Command::Fasta(a) => fastq::run(a, fasthts::command::FastxFormat::Fasta),
+            Command::Fixmate(a) => fixmate::run(a),
+            Command::Collate(a) => collate::run(a),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }
@@ -269,7 +279,7 @@ fn report_usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> ExitCode 
         // flagstat, index and idxstats on stdout and succeeds; elsewhere
         // the usage goes to stderr as an error.
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx")) {
+            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx" | "fixmate")) {
                 let _ = write_stdout(e.render().to_string().as_bytes());
                 return ExitCode::SUCCESS;
             }

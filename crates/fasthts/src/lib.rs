@@ -62,12 +62,14 @@
 
 pub mod alignment_file;
 pub mod bam;
+pub mod collate;
 pub mod command;
 pub mod cram;
 pub mod coverage;
 pub mod depth;
 mod error;
 pub mod faidx;
+pub mod fixmate;
 pub mod flagstat;
 pub mod format;
 pub mod gather;

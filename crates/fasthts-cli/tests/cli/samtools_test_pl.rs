@@ -173,3 +173,14 @@ fn cat_section() {
     };
     passes_as_with_samtools_edited(&["test_cat($opts)"], &["cat"], &[pg], &[]);
 }
+
+/// With samtools' own expected failures (two fixmate cases whose stderr
+/// test.pl reads one line of): the same counts.
+#[test]
+fn fixmate_and_collate_sections() {
+    passes_as_with_samtools(
+        &["test_fixmate($opts)", "test_fixmate($opts, threads=>2)", "test_collate($opts)", "test_collate($opts, threads=>2)"],
+        &["fixmate", "collate"],
+        &[],
+    );
+}

@@ -23,10 +23,12 @@
 //! ```
 
 mod cat;
+mod collate;
 mod coverage;
 mod depth;
 mod faidx;
 mod fastq;
+mod fixmate;
 mod flagstat;
 mod index;
 mod inputs;
@@ -38,9 +40,11 @@ mod view;
 mod view_arguments;
 
 pub use cat::{cat_files, read_file_list, CatOptions};
+pub use collate::{collate_file, CollateOptions, COLLATE_DEFAULT_MEMORY};
 pub use coverage::{coverage_file, coverage_table, coverage_to, CoverageTable};
 pub use depth::{depth_columns, depth_file, depth_to};
 pub use fastq::{fastq_file, AuxSelection, FastqOptions, FastqSummary, FastxFormat};
+pub use fixmate::{fixmate_file, FixmateFileOptions, FIXMATE_COORDINATE_SORTED};
 pub use faidx::{faidx, FaidxOptions, FaidxWarning, StrandMarks, DEFAULT_LINE_WIDTH};
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
 pub use index::{idxstats, index_file, index_format, index_splits, index_target, IdxstatsOptions, IndexOptions};
