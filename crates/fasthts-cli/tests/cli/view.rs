@@ -301,7 +301,10 @@ fn zero_length_bed_intervals_match_samtools() {
     let mut lines: String = (1..60).map(|k| format!("chr1\t{}\t{}\n", k * 1000, k * 1000)).collect();
     lines.push_str("chr2\t30000\t30000\nchr2\t20000\t20001\nchr2\t20001\t20001\n");
     let points = write("points.bed", &lines);
-    let mixed = write("mixed.bed", "chr1\t4000\t6000\nchr1\t5000\t5000\nchr1\t900\t1000\nchr1\t1000\t1000\nchr3\t10\t10\nchr4 20000 20000\nchr4 20000 20000\n");
+    let mixed = write(
+        "mixed.bed",
+        "chr1\t4000\t6000\nchr1\t5000\t5000\nchr1\t900\t1000\nchr1\t1000\t1000\nchr3\t10\t10\nchr4 20000 20000\nchr4 20000 20000\n",
+    );
     let beside = write("beside.bed", "chr1\t900\t1000\nchr1\t1000\t1000\nchr3\t10\t10\n");
     let mut counted = 0;
     for bed in [&points, &mixed, &beside] {
@@ -629,6 +632,27 @@ fn the_pg_line_is_samtools_own_with_fasthts_named() {
     }
 }
 
+/// With its @PG line added, the header is written as htslib rebuilds it:
+/// `@HD` first wherever it stood, lines with a type and nothing else (a
+/// bare `@CO`) dropped; without it (`--no-PG`), as read.
+#[test]
+fn the_header_is_rebuilt_as_htslib_rebuilds_it_when_the_pg_line_is_added() {
+    let Some(dir) = with_samtools("view-rebuilt-header") else { return };
+    let sam = dir.path("h.sam");
+    std::fs::write(&sam, "@CO\tfirst\n@HD\tVN:1.6\n@CO\n@SQ\tSN:c\tLN:10\n@PG\tID:a\tPN:a\nr\t0\tc\t1\t0\t2M\t*\t0\t0\tAC\t*\n").unwrap();
+    let input = sam.to_str().unwrap();
+    for options in [&["-h"][..], &["-H"], &["-h", "--no-PG"]] {
+        let mut args = options.to_vec();
+        args.push(input);
+        let without_ours = |t: String| {
+            t.lines().filter(|l| !l.starts_with("@PG\tID:samtools") && !l.starts_with("@PG\tID:fasthts")).collect::<Vec<_>>().join("\n")
+        };
+        let theirs = without_ours(text(&samtools_view(&args).stdout));
+        let ours = without_ours(text(&fasthts_view(&args, &[]).stdout));
+        assert_eq!(ours, theirs, "{options:?}");
+    }
+}
+
 #[test]
 fn pipes_and_head_as_samtools() {
     let Some(g) = generate("view-pipes") else { return };
@@ -886,7 +910,12 @@ fn whole_file_count_through_the_index_or_without_it() {
             let expected = samtools_view(&args);
             for threads in ["1", "2"] {
                 let got = fasthts_view(&args, &["-@", threads]);
-                assert!(got.status.success() && got.stdout == expected.stdout, "{args:?} -@{threads}: {} / {}", text(&got.stdout), text(&expected.stdout));
+                assert!(
+                    got.status.success() && got.stdout == expected.stdout,
+                    "{args:?} -@{threads}: {} / {}",
+                    text(&got.stdout),
+                    text(&expected.stdout)
+                );
                 assert!(got.stderr.is_empty(), "{args:?}: stderr {}", text(&got.stderr));
             }
         }

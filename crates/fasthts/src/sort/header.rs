@@ -129,11 +129,37 @@ pub fn add_missing_sq_lines(text: &[u8], references: &[crate::bam::Reference]) -
     out
 }
 
+/// The header text as htslib writes it once it has parsed it to edit it
+/// (`sam_hdr_add_pg`, `sam_hdr_update_hd`): the `@HD` line first,
+/// wherever it was, and lines with a type and nothing else (a bare `@CO`)
+/// dropped, as its parser skips them.
+///
+/// ```
+/// use fasthts::sort::as_htslib_rebuilds;
+/// assert_eq!(as_htslib_rebuilds(b"@CO\tx\n@HD\tVN:1.6\n@CO\n@SQ\tSN:c\tLN:9\n"), b"@HD\tVN:1.6\n@CO\tx\n@SQ\tSN:c\tLN:9\n");
+/// ```
+pub fn as_htslib_rebuilds(text: &[u8]) -> Vec<u8> {
+    let text = trim_nuls(text);
+    let lines: Vec<&[u8]> = text.split_inclusive(|&c| c == b'\n').collect();
+    let hd = lines.iter().position(|l| l.starts_with(b"@HD\t"));
+    let mut out = Vec::with_capacity(text.len() + 1);
+    for line in hd.iter().map(|&i| lines[i]).chain(lines.iter().enumerate().filter(|&(i, _)| Some(i) != hd).map(|(_, l)| *l)) {
+        if !is_bare(line) {
+            out.extend_from_slice(line);
+            if !out.ends_with(b"\n") {
+                out.push(b'\n');
+            }
+        }
+    }
+    out
+}
+
 /// Adds `@PG` lines for this program as htslib's `sam_hdr_add_pg` does:
 /// one per end of each existing `PP:` chain (or one after the last `@PG`
 /// line when none is chained, or one without `PP:` when there is none),
 /// with IDs made unique as `ID`, `ID.1`, `ID.2`..., placed after the last
-/// `@PG` line (at the end when there is none).
+/// `@PG` line (at the end when there is none); the rest of the text as
+/// htslib rebuilds it ([`as_htslib_rebuilds`]).
 ///
 /// ```
 /// use fasthts::sort::add_pg_line;
@@ -142,7 +168,8 @@ pub fn add_missing_sq_lines(text: &[u8], references: &[crate::bam::Reference]) -
 ///            b"@HD\tVN:1.6\n@PG\tID:a\tPN:a\n@PG\tID:p\tPN:p\tPP:a\tVN:1\tCL:p x\n@CO\tz\n");
 /// ```
 pub fn add_pg_line(text: &[u8], program: &str, version: &str, command_line: &str) -> Vec<u8> {
-    let text = trim_nuls(text);
+    let rebuilt = as_htslib_rebuilds(text);
+    let text = &rebuilt[..];
     let lines: Vec<&[u8]> = text.split_inclusive(|&c| c == b'\n').collect();
     let tag = |line: &[u8], key: &[u8]| -> Option<String> {
         let line = line.strip_suffix(b"\n").unwrap_or(line);

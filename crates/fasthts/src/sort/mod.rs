@@ -18,7 +18,7 @@ mod key;
 mod rocksdb;
 mod run;
 
-pub use header::{add_missing_sq_lines, add_pg_line, check_editable, set_sort_order};
+pub use header::{add_missing_sq_lines, add_pg_line, as_htslib_rebuilds, check_editable, set_sort_order};
 pub use key::{
     coordinate_key, minimiser, prepare_for_minimiser, record_coordinate_key, restore_minimiser_fields, strnum_cmp, Comparator, SortOrder,
 };
