@@ -32,6 +32,7 @@ mod idxstats;
 mod index;
 mod kmer;
 mod man;
+mod markdup;
 mod numbers;
 mod progress;
 mod quickcheck;
@@ -115,6 +116,8 @@ enum Command {
     Fastq(fastq::FastqArgs),
     /// Converts alignments to FASTA, as samtools fasta.
     Fasta(fastq::FastqArgs),
+    /// Marks duplicate alignments, as samtools markdup.
+    Markdup(markdup::MarkdupArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -147,6 +150,7 @@ impl Command {
             Command::Fqidx(_) => "fqidx",
             Command::Fastq(_) => "fastq",
             Command::Fasta(_) => "fasta",
+            Command::Markdup(_) => "markdup",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -172,6 +176,7 @@ impl Command {
             Command::Fqidx(a) => faidx::run(a, true),
             Command::Fastq(a) => fastq::run(a, fasthts::command::FastxFormat::Fastq),
             Command::Fasta(a) => fastq::run(a, fasthts::command::FastxFormat::Fasta),
+            Command::Markdup(a) => markdup::run(a),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }
