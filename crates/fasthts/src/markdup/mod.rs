@@ -632,11 +632,11 @@ impl Marker {
         let this_end = unclipped_end(r, pos);
         let name = || String::from_utf8_lossy(record::name(&self.slots[idx as usize].data)).into_owned();
         let Some(at) = record::find(&self.slots[idx as usize].data, *b"MC") else {
-            return Err(Error::Message(format!("no MC tag on read {}. Please run samtools fixmate on file first", name())));
+            return Err(Error::Message(format!("no MC tag. Please run samtools fixmate on file first (read {})", name())));
         };
         let Some(mate_cigar) = record::string_value(&self.slots[idx as usize].data, at) else {
             return Err(Error::Message(format!(
-                "MC tag wrong type on read {}. Please use the MC tag provided by samtools fixmate",
+                "MC tag wrong type. Please use the MC tag provided by samtools fixmate (read {})",
                 name()
             )));
         };
@@ -738,7 +738,7 @@ impl Marker {
         match record::find(data, *b"ms").map(|at| record::integer_value(data, at)) {
             Some(score) if score != -1 => Ok(score),
             _ => Err(Error::Message(format!(
-                "no ms score tag on read {}. Please run samtools fixmate on file first",
+                "no ms score tag. Please run samtools fixmate on file first (read {})",
                 String::from_utf8_lossy(record::name(data))
             ))),
         }
