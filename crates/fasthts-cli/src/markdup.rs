@@ -23,7 +23,8 @@ pub struct MarkdupArgs {
     /// Remove duplicate reads.
     #[arg(short = 'r')]
     pub remove: bool,
-    /// Max read length (default 300 bases).
+    /// Max read length: how far behind the current position reads are
+    /// still compared (negative: 300).
     #[arg(short = 'l', value_name = "INT", default_value = "300", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i64>(i32::MIN.into(), i32::MAX.into()))]
     pub max_read_length: i64,
     /// Mark supplementary alignments of duplicates as duplicates (slower).

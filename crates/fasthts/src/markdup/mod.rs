@@ -672,7 +672,7 @@ impl Marker {
                     }
                     // Same strand: read 1 forward (leftmost) is FF, and
                     // the other combinations follow from it.
-                    if (!rev == read1) == leftmost {
+                    if (rev != read1) == leftmost {
                         O_FF
                     } else {
                         O_RR

@@ -323,7 +323,7 @@ mod tests {
     fn illumina_names() {
         let mut w = Warnings::default();
         let c = colon_coordinates(b"M1:1:FC:2:1101:1234:5678", &mut w, &mut Vec::new()).unwrap();
-        assert_eq!((c.x, c.y, c.end), (1234, 5678, 14));
+        assert_eq!((c.x, c.y, c.end), (1234, 5678, 15));
         let c = colon_coordinates(b"HS:3:1101:15:99", &mut w, &mut Vec::new()).unwrap();
         assert_eq!((c.x, c.y), (15, 99));
         assert_eq!(colon_coordinates(b"read1", &mut w, &mut Vec::new()).unwrap_err(), CoordsFailure::Warned);
