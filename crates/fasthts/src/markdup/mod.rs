@@ -282,6 +282,8 @@ struct Slot {
     duplicate: u32,
     /// Checked as part of its original's chain.
     dup_checked: bool,
+    /// Its place in the input (the queue's front is `Marker::front_seq`).
+    seq: u64,
 }
 
 /// Names of duplicates whose other records `-S` marks, with their
@@ -362,6 +364,13 @@ pub struct Marker {
     duplicate_names: DuplicateNames,
     prev_tid: i32,
     prev_coord: i64,
+    /// The input number of the read at the queue's front, and of the next.
+    front_seq: u64,
+    next_seq: u64,
+    /// Reads at the front known to be out of the window and to have no
+    /// chain to check: where the next chain check starts (see
+    /// [`Marker::find_duplicate_chains`]).
+    settled: usize,
     stats: MarkdupStats,
     optical_warnings: Warnings,
     barcode_warnings: Warnings,
@@ -421,6 +430,9 @@ impl Marker {
             duplicate_names: DuplicateNames::default(),
             prev_tid: 0,
             prev_coord: 0,
+            front_seq: 0,
+            next_seq: 0,
+            settled: 0,
             stats: MarkdupStats::default(),
             optical_warnings: Warnings::default(),
             barcode_warnings: Warnings::default(),
@@ -469,6 +481,12 @@ impl Marker {
         if tid >= 0 && (tid < self.prev_tid || (tid == self.prev_tid && pos < self.prev_coord)) {
             return Err(Error::Message("not in coordinate sorted order".into()));
         }
+        if tid != self.prev_tid || pos < self.prev_coord {
+            // The window moved other than forward: reads out of it may be
+            // back in (only in files samtools' order check lets through
+            // with unplaced reads among placed ones).
+            self.settled = 0;
+        }
         self.prev_coord = pos;
         self.prev_tid = tid;
         let idx = match self.free.pop() {
@@ -489,7 +507,9 @@ impl Marker {
             slot.single_key = None;
             slot.duplicate = NONE;
             slot.dup_checked = false;
+            slot.seq = self.next_seq;
         }
+        self.next_seq += 1;
         self.queue.push_back(idx);
         self.stats.read += 1;
         let mut flag = record::flag(&self.slots[idx as usize].data);
@@ -519,6 +539,8 @@ impl Marker {
             self.find_duplicate_chains(false)?;
         }
         while let Some(idx) = self.queue.pop_front() {
+            self.front_seq += 1;
+            self.settled = 0;
             let data = &self.slots[idx as usize].data;
             if !self.options.remove_duplicates || record::flag(data) & record::DUPLICATE == 0 {
                 emit(data)?;
@@ -596,9 +618,19 @@ impl Marker {
                 self.single_hash.remove(&key);
             }
             self.queue.pop_front();
+            self.front_seq += 1;
+            self.settled = self.settled.saturating_sub(1);
             self.free.push(idx);
         }
         Ok(())
+    }
+
+    /// Links `next` after `idx` in a duplicate chain; a read that gets a
+    /// chain is one the next chain check must look at again.
+    fn link(&mut self, idx: u32, next: u32) {
+        self.slots[idx as usize].duplicate = next;
+        let place = self.slots[idx as usize].seq.saturating_sub(self.front_seq) as usize;
+        self.settled = self.settled.min(place);
     }
 
     fn flag(&self, idx: u32) -> u16 {
@@ -635,10 +667,7 @@ impl Marker {
             return Err(Error::Message(format!("no MC tag. Please run samtools fixmate on file first (read {})", name())));
         };
         let Some(mate_cigar) = record::string_value(&self.slots[idx as usize].data, at) else {
-            return Err(Error::Message(format!(
-                "MC tag wrong type. Please use the MC tag provided by samtools fixmate (read {})",
-                name()
-            )));
+            return Err(Error::Message(format!("MC tag wrong type. Please use the MC tag provided by samtools fixmate (read {})", name())));
         };
         let other_end = unclipped_other_end(mate_pos, mate_cigar);
         let other_start = unclipped_other_start(mate_pos, mate_cigar);
@@ -771,7 +800,7 @@ impl Marker {
                 if !self.paired_with_mapped_mate(found) {
                     // A single read is the duplicate even if it scores more.
                     if self.check_chains {
-                        self.slots[idx as usize].duplicate = found;
+                        self.link(idx, found);
                     }
                     self.single_hash.insert(single_key, idx);
                     self.mark_duplicate(idx, found, Kind::Single)?;
@@ -812,9 +841,9 @@ impl Marker {
                         let head = self.slots[idx as usize].duplicate;
                         if head != NONE {
                             let end = self.chain_end(head);
-                            self.slots[end as usize].duplicate = found;
+                            self.link(end, found);
                         } else {
-                            self.slots[idx as usize].duplicate = found;
+                            self.link(idx, found);
                         }
                     }
                     self.pair_hash.insert(pair_key, idx);
@@ -826,11 +855,11 @@ impl Marker {
                             let mine = self.slots[idx as usize].duplicate;
                             if mine != NONE {
                                 let end = self.chain_end(found_chain);
-                                self.slots[end as usize].duplicate = mine;
+                                self.link(end, mine);
                             }
-                            self.slots[idx as usize].duplicate = found_chain;
+                            self.link(idx, found_chain);
                         }
-                        self.slots[found as usize].duplicate = idx;
+                        self.link(found, idx);
                     }
                     (found, idx)
                 };
@@ -854,9 +883,9 @@ impl Marker {
             if m.check_chains {
                 let chain = m.slots[found as usize].duplicate;
                 if chain != NONE {
-                    m.slots[idx as usize].duplicate = chain;
+                    m.link(idx, chain);
                 }
-                m.slots[found as usize].duplicate = idx;
+                m.link(found, idx);
             }
         };
         if self.paired_with_mapped_mate(found) {
@@ -865,7 +894,7 @@ impl Marker {
             self.mark_duplicate(found, idx, Kind::Single)?;
         } else if self.score(idx) > self.score(found) {
             if self.check_chains {
-                self.slots[idx as usize].duplicate = found;
+                self.link(idx, found);
             }
             self.single_hash.insert(key, idx);
             self.mark_duplicate(idx, found, Kind::Single)?;
@@ -955,15 +984,22 @@ impl Marker {
     }
 
     /// samtools' `find_duplicate_chains`: checks the chains of originals
-    /// out of the window (all with `in_range` false).
+    /// out of the window (all with `in_range` false), from the front.
+    ///
+    /// samtools walks from the front every time; where a duplicate waiting
+    /// for its chain holds the front back, that is every read of a deep
+    /// region, for each new read. The reads the last walk passed stay
+    /// passed (out of the window, no chain) until one gets a chain
+    /// ([`Marker::link`]) or the window moves back, so the walk starts
+    /// after them: the same chains are checked, in the same order.
     fn find_duplicate_chains(&mut self, in_range: bool) -> Result<(), Error> {
-        let mut i = 0;
+        let mut i = if in_range { self.settled } else { 0 };
         while i < self.queue.len() {
             let idx = self.queue[i];
-            i += 1;
             if in_range && self.in_window(idx) {
                 break;
             }
+            i += 1;
             if self.flag(idx) & record::DUPLICATE != 0 || self.slots[idx as usize].duplicate == NONE {
                 continue;
             }
@@ -984,6 +1020,9 @@ impl Marker {
                 self.check_duplicate_chain()?;
             }
             self.slots[idx as usize].duplicate = NONE;
+        }
+        if in_range {
+            self.settled = i;
         }
         Ok(())
     }
