@@ -385,3 +385,50 @@ fn bad_input() {
     assert_eq!(ours.status.code(), Some(1));
     assert!(text(&ours.stderr).contains("no/such/dir/out.bam"));
 }
+
+/// A deep region: 1,500 copies of one pair (and single reads at its
+/// start) on two tiles 1,000 pixels wide, so that one original has
+/// hundreds of close duplicates: the optical marks, `do` tags and counts
+/// as samtools' pairwise check gives them, at one and two threads.
+#[test]
+fn deep_duplicates_match_samtools() {
+    let Some(dir) = with_samtools("markdup-deep") else { return };
+    let mut rng = fasthts_testgen::rng::Rng::new(99);
+    let bases =
+        |rng: &mut fasthts_testgen::rng::Rng, n: usize| -> String { (0..n).map(|_| b"ACGT"[rng.below(4) as usize] as char).collect() };
+    let mut sam = String::from("@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:c1\tLN:100000\n");
+    for i in 0..1500 {
+        let name = format!("M1:7:FC:1:{}:{}:{}", 1101 + rng.below(2), rng.below(1000), rng.below(1000));
+        let qual: String = (0..100).map(|_| (b'#' + rng.below(30) as u8) as char).collect();
+        let (p1, p2) = (5000 + rng.below(3), 5300);
+        sam.push_str(&format!("{name}\t99\tc1\t{p1}\t60\t100M\t=\t{p2}\t400\t{}\t{qual}\n", bases(&mut rng, 100)));
+        sam.push_str(&format!("{name}\t147\tc1\t{p2}\t60\t100M\t=\t{p1}\t-400\t{}\t{qual}\n", bases(&mut rng, 100)));
+        if i % 10 == 0 {
+            let single = format!("M1:7:FC:1:1101:{}:{}", rng.below(1000), rng.below(1000));
+            sam.push_str(&format!("{single}\t0\tc1\t{p1}\t60\t100M\t*\t0\t0\t{}\t{qual}\n", bases(&mut rng, 100)));
+        }
+    }
+    std::fs::write(dir.path("deep.sam"), sam).unwrap();
+    let script = format!(
+        "set -e -o pipefail; cd {d}; samtools collate -O -u deep.sam tmp | samtools fixmate -m -u - - | samtools sort --no-PG -o deep.bam -",
+        d = dir.path("").display()
+    );
+    let mut prepare = Command::new("bash");
+    prepare.args(["-c", &script]);
+    let out = run(prepare);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for options in [&["-d", "100", "-t"][..], &["-d", "40", "--mode", "s", "-S"], &["-d", "100", "--no-multi-dup"]] {
+        let args: Vec<&str> =
+            ["-O", "sam", "--no-PG", "-f", "stats.txt"].into_iter().chain(options.iter().copied()).chain(["deep.bam", "out.sam"]).collect();
+        assert!(markdup("samtools", &dir.path(""), &args).status.success());
+        let theirs = (std::fs::read(dir.path("out.sam")).unwrap(), stats_lines(&std::fs::read_to_string(dir.path("stats.txt")).unwrap()));
+        assert!(!theirs.1.contains(&"DUPLICATE PAIR OPTICAL: 0".to_string()), "{:?}", theirs.1);
+        for threads in ["1", "2"] {
+            let args: Vec<&str> = ["-@", threads].into_iter().chain(args.iter().copied()).collect();
+            let ours = markdup("fasthts", &dir.path(""), &args);
+            assert!(ours.status.success(), "{}", text(&ours.stderr));
+            assert!(std::fs::read(dir.path("out.sam")).unwrap() == theirs.0, "{args:?}: records differ");
+            assert_eq!(stats_lines(&std::fs::read_to_string(dir.path("stats.txt")).unwrap()), theirs.1, "{args:?}");
+        }
+    }
+}
