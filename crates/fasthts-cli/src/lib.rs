@@ -35,6 +35,7 @@ mod idxstats;
 mod index;
 mod kmer;
 mod man;
+mod markdup;
 mod numbers;
 mod progress;
 mod quickcheck;
@@ -124,6 +125,8 @@ enum Command {
     Collate(collate::CollateArgs),
     /// Fills in mate coordinates, TLEN and mate flags, as samtools fixmate.
     Fixmate(fixmate::FixmateArgs),
+    /// Marks duplicate alignments, as samtools markdup.
+    Markdup(markdup::MarkdupArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -159,6 +162,7 @@ impl Command {
             Command::Fasta(_) => "fasta",
             Command::Fixmate(_) => "fixmate",
             Command::Collate(_) => "collate",
+            Command::Markdup(_) => "markdup",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -187,6 +191,7 @@ impl Command {
             Command::Fasta(a) => fastq::run(a, fasthts::command::FastxFormat::Fasta),
             Command::Fixmate(a) => fixmate::run(a),
             Command::Collate(a) => collate::run(a),
+            Command::Markdup(a) => markdup::run(a),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }

@@ -76,6 +76,7 @@ pub mod gather;
 pub mod index;
 pub mod input;
 mod khash_hash;
+pub mod markdup;
 mod names;
 pub mod pileup;
 pub mod record_output;

@@ -31,6 +31,7 @@ mod kmer_vs_khmer;
 mod large_positions;
 mod long_cigars;
 mod many_references;
+mod markdup;
 mod robustness;
 mod robustness_faults;
 mod samtools_diff;

@@ -32,6 +32,7 @@ mod fixmate;
 mod flagstat;
 mod index;
 mod inputs;
+mod markdup;
 mod quickcheck;
 mod snp_pileup;
 mod sort;
@@ -47,6 +48,7 @@ pub use fastq::{fastq_file, AuxSelection, FastqOptions, FastqSummary, FastxForma
 pub use fixmate::{fixmate_file, FixmateFileOptions, FIXMATE_COORDINATE_SORTED};
 pub use faidx::{faidx, FaidxOptions, FaidxWarning, StrandMarks, DEFAULT_LINE_WIDTH};
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
+pub use markdup::{markdup_file, MarkdupFileOptions, MarkdupSummary};
 pub use index::{idxstats, index_file, index_format, index_splits, index_target, IdxstatsOptions, IndexOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};

@@ -1,0 +1,174 @@
+//! `fasthts markdup`: samtools 1.16 markdup. The work is in
+//! `fasthts::command::markdup_file`; this reads the options and prints
+//! the warnings and the statistics.
+
+use crate::{CmdResult, Terminal};
+use clap::Args;
+use fasthts::command::{self, MarkdupFileOptions};
+use fasthts::markdup::{Barcodes, DuplicateMode, MarkdupOptions};
+use fasthts::record_output::{cram_output_options, parse_output_options, OutputFormat};
+use std::path::PathBuf;
+
+/// Marks duplicate alignments in a coordinate-sorted file, as samtools markdup.
+#[derive(Args)]
+#[command(
+    override_usage = "fasthts markdup [options] <input.bam> <output.bam>",
+    after_help = "The input must be coordinate sorted and must have gone through fixmate with the mate scoring \
+    option on (samtools fixmate -m: the MC and ms tags). Output identical to samtools 1.16 markdup.\n\n\
+    Examples:\n  samtools collate -O -u in.bam | samtools fixmate -m -u - - | fasthts sort -o fixed.bam -\n  \
+    fasthts markdup -s fixed.bam marked.bam\n  \
+    fasthts markdup -r -S -d 100 -f stats.txt fixed.bam deduplicated.bam"
+)]
+pub struct MarkdupArgs {
+    /// Remove duplicate reads.
+    #[arg(short = 'r')]
+    pub remove: bool,
+    /// Max read length: how far behind the current position reads are
+    /// still compared (negative: 300).
+    #[arg(short = 'l', value_name = "INT", default_value = "300", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i64>(i32::MIN.into(), i32::MAX.into()))]
+    pub max_read_length: i64,
+    /// Mark supplementary alignments of duplicates as duplicates (slower).
+    #[arg(short = 'S')]
+    pub supplementary: bool,
+    /// Report stats (to standard error).
+    #[arg(short = 's')]
+    pub stats: bool,
+    /// Write stats to named file. Implies -s.
+    #[arg(short = 'f', value_name = "NAME")]
+    pub stats_file: Option<PathBuf>,
+    /// Write -S's temporary file to PREFIX (inside it when a directory)
+    /// [beside the output].
+    #[arg(short = 'T', value_name = "PREFIX")]
+    pub temp_prefix: Option<PathBuf>,
+    /// Optical distance (if set, marks with dt tag).
+    #[arg(short = 'd', value_name = "INT", default_value = "0", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i64>(i32::MIN.into(), i32::MAX.into()))]
+    pub optical_distance: i64,
+    /// Clear previous duplicate settings and tags.
+    #[arg(short = 'c')]
+    pub clear: bool,
+    /// Duplicate decision method for paired reads: t measure positions
+    /// based on template start/end (default), s measure positions based on
+    /// sequence start.
+    #[arg(short = 'm', long = "mode", value_name = "TYPE", default_value = "t", value_parser = ["t", "s"])]
+    pub mode: String,
+    /// Output uncompressed data.
+    #[arg(short = 'u')]
+    pub uncompressed: bool,
+    /// Include quality check failed reads.
+    #[arg(long = "include-fails")]
+    pub include_fails: bool,
+    /// Do not add a PG line.
+    #[arg(long = "no-PG")]
+    pub no_pg: bool,
+    /// Reduced duplicates of duplicates checking.
+    #[arg(long = "no-multi-dup")]
+    pub no_multi_dup: bool,
+    /// Regex for coords from read name (POSIX extended, as samtools).
+    #[arg(long = "read-coords", value_name = "STR")]
+    pub read_coords: Option<String>,
+    /// Order of regex elements. txy (default). With t being a part of the
+    /// read names that must be equal and x/y being coordinates.
+    #[arg(long = "coords-order", value_name = "STR", default_value = "txy")]
+    pub coords_order: String,
+    /// Use barcode a tag that duplicates must match.
+    #[arg(long = "barcode-tag", value_name = "STR")]
+    pub barcode_tag: Option<String>,
+    /// Use the UMI/barcode in the read name (eighth colon delimited part).
+    #[arg(long = "barcode-name")]
+    pub barcode_name: bool,
+    /// Regex for barcode in the readname (alternative to --barcode-name).
+    #[arg(long = "barcode-rgx", value_name = "STR")]
+    pub barcode_rgx: Option<String>,
+    /// Mark primary duplicates with the name of the original in a 'do' tag.
+    /// Mainly for information and debugging.
+    #[arg(short = 't')]
+    pub tag: bool,
+    /// Output format, BAM, SAM, SAM.gz or CRAM, with options:
+    /// FORMAT[,OPT[=VAL]]... (Without -O: from the output's extension,
+    /// else BAM.)
+    #[arg(short = 'O', long = "output-fmt", value_name = "FORMAT[,OPT[=VAL]]...")]
+    pub format: Option<String>,
+    /// A single output format option, OPT or OPT=VAL (as in -O).
+    #[arg(long = "output-fmt-option", value_name = "OPT[=VAL]")]
+    pub output_options: Vec<String>,
+    /// Reference FASTA of CRAM input and output.
+    #[arg(long = "reference", value_name = "FILE")]
+    pub reference: Option<PathBuf>,
+    /// Worker threads [default: all cores].
+    #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
+    pub threads: Option<usize>,
+    /// Input: coordinate-sorted BAM, SAM or CRAM, or - for standard input.
+    #[arg(value_name = "input.bam")]
+    pub input: PathBuf,
+    /// Output file, or - for standard output.
+    #[arg(value_name = "output.bam")]
+    pub output: PathBuf,
+}
+
+pub fn run(args: MarkdupArgs) -> CmdResult {
+    if args.barcode_tag.is_some() && (args.barcode_name || args.barcode_rgx.is_some()) {
+        return Err("cannot specify --barcode-tag and --barcode-name (or --barcode-rgx) at same time".into());
+    }
+    let barcodes = match (&args.barcode_tag, &args.barcode_rgx) {
+        (Some(tag), _) => Barcodes::Tag(tag.clone()),
+        (None, Some(rgx)) => Barcodes::NameRegex(rgx.clone()),
+        (None, None) if args.barcode_name => Barcodes::illumina_name(),
+        (None, None) => Barcodes::None,
+    };
+    let marking = MarkdupOptions {
+        remove_duplicates: args.remove,
+        max_read_length: args.max_read_length,
+        mark_supplementary: args.supplementary,
+        tag_originals: args.tag,
+        optical_distance: args.optical_distance,
+        clear_previous: args.clear,
+        mode: if args.mode == "s" { DuplicateMode::Sequence } else { DuplicateMode::Template },
+        include_fails: args.include_fails,
+        check_chains: !args.no_multi_dup,
+        read_coords: args.read_coords.clone().map(|r| (r, args.coords_order.clone())),
+        barcodes,
+    };
+    let extra = args.output_options.iter().map(String::as_str);
+    let spec_options = args.format.as_deref().map(|spec| spec.split(',').skip(1)).into_iter().flatten();
+    let cram_options = cram_output_options(spec_options.chain(extra.clone()));
+    let (format, spec_level) = match &args.format {
+        Some(spec) => {
+            let (format, level) = OutputFormat::parse_spec(spec)?;
+            (Some(format), level)
+        }
+        None => (None, None),
+    };
+    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let options = MarkdupFileOptions {
+        marking,
+        format,
+        level: parse_output_options(extra)?.or(spec_level),
+        uncompressed: args.uncompressed,
+        threads: args.threads,
+        temp_prefix: args.temp_prefix.clone(),
+        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), command_line.clone())),
+        reference: args.reference.clone(),
+        cram_options,
+    };
+    let summary = command::markdup_file(&args.input, &args.output, &options, &Terminal { command: "markdup" })?;
+    for warning in &summary.warnings {
+        eprintln!("fasthts markdup: warning: {warning}");
+    }
+    if args.stats || args.stats_file.is_some() {
+        let (text, warning) = summary.stats.text(&command_line);
+        if let Some(warning) = warning {
+            eprintln!("fasthts markdup: warning: {warning}");
+        }
+        let written =
+            args.stats_file.as_ref().map(|path| fasthts::output::write_atomically(path, |w| std::io::Write::write_all(w, text.as_bytes())));
+        match written {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                eprintln!("fasthts markdup: warning: cannot write stats to {e}");
+                crate::print_stderr(format_args!("{text}"));
+            }
+            None => crate::print_stderr(format_args!("{text}")),
+        }
+    }
+    Ok(())
+}
