@@ -62,7 +62,8 @@ cd "$out"
 rm -f byname.bam sorted.bam sorted.bam.csi sorted.bam.bai tumour.bam tumour.bam.bai normal.bam normal.bam.bai \
     pileup.csv depth.txt reads.ct reads.ct.info reads.hist.csv reads.normalized.fq reads.filtered.fq reads.trimmed.fq \
     reads.pe.fq reads.se.fq reads.1.fq reads.2.fq reads.interleaved.fq reads.fa reads.long.fa readstats.txt reads.sample.fq \
-    mapq30.sam unique-kmers.txt reads.hist-single.csv stats.txt coverage.txt reads.from-bam.fq reads.fa.fai reads.region.fa
+    mapq30.sam unique-kmers.txt reads.hist-single.csv stats.txt coverage.txt reads.from-bam.fq reads.fa.fai reads.region.fa \
+    collated.bam fixmate.bam fixmate.sorted.bam markdup.bam markdup.stats.txt both.bam merged.bam
 set -x
 # samtools: quickcheck, flagstat (three formats), sort by name and back by
 # coordinate (writing a CSI on the way), index (BAI), idxstats.
@@ -88,6 +89,15 @@ cp "$ex/example-normal.bam" normal.bam
 "$fasthts" stats tumour.bam >stats.txt
 "$fasthts" coverage tumour.bam normal.bam >coverage.txt
 "$fasthts" fastq -n byname.bam >reads.from-bam.fq
+# Duplicate marking as samtools' chain does it: reads grouped by name,
+# mate fields and MC/ms tags filled in, sorted back, duplicates marked.
+"$fasthts" collate -o collated.bam "$ex/example.bam"
+"$fasthts" fixmate -m collated.bam fixmate.bam
+"$fasthts" sort -o fixmate.sorted.bam fixmate.bam
+"$fasthts" markdup -f markdup.stats.txt fixmate.sorted.bam markdup.bam
+# Glue: the pair concatenated as it is, and merged in coordinate order.
+"$fasthts" cat -o both.bam tumour.bam normal.bam
+"$fasthts" merge -o merged.bam tumour.bam normal.bam
 # khmer: count k-mers, their abundance histogram, digital normalisation,
 # trimming at low-abundance k-mers with the saved table and in two passes.
 "$fasthts" kmer count -k 20 reads.ct "$ex/reads.fq.gz"
@@ -124,6 +134,9 @@ outputs in $out:
   stats.txt                                   stats of tumour.bam (samtools stats' text, as MultiQC reads it)
   coverage.txt                                coverage: per-reference table of tumour.bam and normal.bam
   reads.from-bam.fq                           fastq -n: byname.bam's reads as FASTQ
+  collated.bam, fixmate.bam                   collate; fixmate -m (mate fields, MC and ms tags)
+  fixmate.sorted.bam, markdup.bam             sort; markdup: duplicates flagged (markdup.stats.txt: its counts)
+  both.bam, merged.bam                        cat of tumour.bam and normal.bam; merge of the two by coordinate
   reads.ct, reads.ct.info                     kmer count: the k-mer table of reads.fq.gz (khmer's .ct)
   reads.hist.csv                              kmer abundance-dist: the k-mer abundance histogram
   reads.normalized.fq                         kmer normalize: reads kept at median k-mer coverage <= 10
