@@ -32,6 +32,7 @@ mod idxstats;
 mod index;
 mod kmer;
 mod man;
+mod merge;
 mod numbers;
 mod progress;
 mod quickcheck;
@@ -98,6 +99,8 @@ enum Command {
     Quickcheck(quickcheck::QuickcheckArgs),
     /// Sorts a BAM or SAM by coordinate, name or tag, as samtools sort.
     Sort(sort::SortArgs),
+    /// Merges sorted BAM, SAM or CRAM files, as samtools merge.
+    Merge(merge::MergeArgs),
     /// Per-position read depth, as samtools depth.
     Depth(depth::DepthArgs),
     /// Statistics of an alignment file, as samtools stats.
@@ -137,6 +140,7 @@ impl Command {
             Command::Index(_) => "index",
             Command::Idxstats(_) => "idxstats",
             Command::Sort(_) => "sort",
+            Command::Merge(_) => "merge",
             Command::Quickcheck(_) => "quickcheck",
             Command::SnpPileup(_) => "snp-pileup",
             Command::Depth(_) => "depth",
@@ -158,6 +162,7 @@ impl Command {
             Command::Index(a) => index::run(a),
             Command::Idxstats(a) => idxstats::run(a),
             Command::Sort(a) => sort::run(a),
+            Command::Merge(a) => merge::run(a),
             // samtools' exit bits, and nothing more to say.
             Command::Quickcheck(a) => match quickcheck::run(a) {
                 0 => Ok(()),
@@ -191,6 +196,7 @@ impl fasthts::command::Report for Terminal {
     fn warning(&self, warning: Warning) {
         match warning {
             Warning::MissingEofMarker { .. } | Warning::StaleIndex { .. } => eprintln!("fasthts: warning: {warning}"),
+            Warning::Verbatim { .. } => eprintln!("{warning}"),
             _ => eprintln!("fasthts {}: warning: {warning}", self.command),
         }
     }

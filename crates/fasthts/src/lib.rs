@@ -74,6 +74,7 @@ pub mod gather;
 pub mod index;
 pub mod input;
 mod khash_hash;
+pub mod merge;
 mod names;
 pub mod pileup;
 pub mod record_output;

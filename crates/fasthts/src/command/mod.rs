@@ -29,6 +29,7 @@ mod fastq;
 mod flagstat;
 mod index;
 mod inputs;
+mod merge;
 mod quickcheck;
 mod snp_pileup;
 mod sort;
@@ -42,6 +43,7 @@ pub use fastq::{fastq_file, AuxSelection, FastqOptions, FastqSummary, FastxForma
 pub use faidx::{faidx, FaidxOptions, FaidxWarning, StrandMarks, DEFAULT_LINE_WIDTH};
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
 pub use index::{idxstats, index_file, index_format, index_splits, index_target, IdxstatsOptions, IndexOptions};
+pub use merge::{merge_files, output_exists, output_exists_message, MergeOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
 pub use sort::{check_memory_per_thread, parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
