@@ -28,6 +28,7 @@ mod kmer_vs_khmer;
 mod large_positions;
 mod long_cigars;
 mod many_references;
+mod merge;
 mod robustness;
 mod robustness_faults;
 mod samtools_diff;

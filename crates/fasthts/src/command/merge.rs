@@ -307,13 +307,14 @@ fn merge_in_pool(
     }
     let mut header = merger.finish();
     let names: Vec<&str> = header.references.iter().map(|r| r.name.as_str()).collect();
-    let region = match &options.region {
-        Some(text) => Some(
-            Region::parse(text, &names)
-                .map_err(|_| Error::Message(format!("[bam_merge_core2] Badly formatted region or unknown reference name: \"{text}\"")))?,
-        ),
-        None => None,
-    };
+    let region =
+        match &options.region {
+            // samtools' sam_parse_region refuses `*` here too.
+            Some(text) => Some(Region::parse(text, &names).ok().filter(|r| r.ref_id >= 0).ok_or_else(|| {
+                Error::Message(format!("[bam_merge_core2] Badly formatted region or unknown reference name: \"{text}\""))
+            })?),
+            None => None,
+        };
     let bed = options.bed.as_deref().map(BedFilter::read).transpose()?;
     // 64-bit positions are kept from SAM text to SAM text, as samtools does.
     let wide = matches!(format, OutputFormat::Sam | OutputFormat::SamGz)
@@ -342,11 +343,7 @@ fn merge_in_pool(
                 let file = &*file;
                 if let Some(region) = region {
                     // The region's reference in this input's numbering, if it has it.
-                    let tid = if region.ref_id < 0 {
-                        Some(-1)
-                    } else {
-                        translations[i].tid.iter().position(|&t| t == region.ref_id).map(|t| t as i32)
-                    };
+                    let tid = translations[i].tid.iter().position(|&t| t == region.ref_id).map(|t| t as i32);
                     match tid {
                         Some(tid) => Source::Query(file.query(Region { ref_id: tid, ..region }, Rule::Overlap)?),
                         None => Source::Empty,
@@ -354,6 +351,13 @@ fn merge_in_pool(
                 } else {
                     let bed = bed.as_ref().expect("a region or a BED file");
                     let aliases = alternative_names(&file.header().text);
+                    for name in bed.names() {
+                        let known = file.header().references.iter().any(|r| r.name == name)
+                            || aliases.values().flatten().any(|alias| alias == name);
+                        if !known {
+                            verbatim(format!("[W::hts_itr_regions] Region '{name}' specifies an unknown reference name. Continue anyway"));
+                        }
+                    }
                     let regions: Vec<(Region, Vec<String>)> = file
                         .header()
                         .references
