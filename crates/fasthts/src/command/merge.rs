@@ -99,7 +99,7 @@ pub fn output_exists(output: &Path) -> bool {
 /// An input opened: whole, or with its index for `-R`/`-L`.
 enum Opened {
     Whole(Input),
-    Indexed(IndexedFile),
+    Indexed(Box<IndexedFile>),
 }
 
 impl Opened {
@@ -288,7 +288,7 @@ fn merge_in_pool(
             if (file.bam().is_some() || file.is_cram()) && file.missing_eof_marker()? {
                 report.warning(Warning::MissingEofMarker { path: file.path().to_path_buf() });
             }
-            Opened::Indexed(file)
+            Opened::Indexed(Box::new(file))
         } else {
             let peeked = input::peek(path)?;
             let input = if peeked.format() == input::Format::Bam(Compression::Bgzf) && peeked.is_regular_file() {
@@ -359,7 +359,7 @@ fn merge_in_pool(
                 Source::Sam { sam, arena: Vec::new(), at: 0, path }
             }
             Opened::Indexed(file) => {
-                let file = &*file;
+                let file: &IndexedFile = file;
                 if let Some(region) = region {
                     // The region's reference in this input's numbering, if it has it.
                     let tid = translations[i].tid.iter().position(|&t| t == region.ref_id).map(|t| t as i32);
