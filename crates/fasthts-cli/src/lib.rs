@@ -267,10 +267,10 @@ fn report_usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> ExitCode 
             return ExitCode::SUCCESS;
         }
         // Nothing but the command's name: samtools prints the usage of
-        // flagstat, index and idxstats on stdout and succeeds; elsewhere
+        // flagstat, index, idxstats and merge on stdout and succeeds; elsewhere
         // the usage goes to stderr as an error.
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx")) {
+            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx" | "merge")) {
                 let _ = write_stdout(e.render().to_string().as_bytes());
                 return ExitCode::SUCCESS;
             }

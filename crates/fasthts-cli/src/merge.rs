@@ -11,6 +11,7 @@ use std::path::PathBuf;
 #[derive(Args)]
 #[command(
     disable_help_flag = true,
+    arg_required_else_help = true,
     override_usage = "fasthts merge [options] -o <out.bam> <in1.bam> ... <inN.bam>\n       fasthts merge [options] <out.bam> <in1.bam> ... <inN.bam>",
     after_help = "Inputs: BAM, SAM (plain or bgzipped) or CRAM, sorted alike (by coordinate, or as -n, -t or \
     --template-coordinate say). Output: BAM, SAM, bgzipped SAM or CRAM, the records and header of samtools merge 1.16 \

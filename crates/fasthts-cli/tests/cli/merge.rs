@@ -388,8 +388,15 @@ fn bad_inputs_fail_in_one_line_and_leave_no_output() {
     std::fs::write(&b, "@SQ\tSN:c2\tLN:100\n@SQ\tSN:c3\tLN:50\n@SQ\tSN:c1\tLN:90\nr2\t0\tc2\t5\t0\t4M\t*\t0\t0\tACGT\t*\nr3\t16\tc1\t7\t0\t4M\t*\t0\t0\tACGT\t*\n").unwrap();
     assert_merges_like_samtools(&dir, &["--no-PG"], &[a.clone(), b.clone()], "1");
     assert_merges_like_samtools(&dir, &["--no-PG"], &[b, a], "1");
-    // No inputs, no output: refused.
+    // No inputs: refused; no arguments at all: the usage on stdout, as samtools.
     let mut c = fasthts();
     c.args(["merge", "-o"]).arg(&out);
-    assert_eq!(run(c).status.code(), Some(1));
+    let r = run(c);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(text(&r.stderr).contains("You must specify at least one (and usually two or more) input files"), "{}", text(&r.stderr));
+    let mut c = fasthts();
+    c.arg("merge");
+    let r = run(c);
+    assert_eq!(r.status.code(), Some(0));
+    assert!(text(&r.stdout).contains("Usage: fasthts merge"), "{}", text(&r.stdout));
 }
