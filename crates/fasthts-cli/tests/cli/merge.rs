@@ -400,3 +400,12 @@ fn bad_inputs_fail_in_one_line_and_leave_no_output() {
     assert_eq!(r.status.code(), Some(0));
     assert!(text(&r.stdout).contains("Usage: fasthts merge"), "{}", text(&r.stdout));
 }
+
+#[test]
+fn many_inputs_merge_like_samtools() {
+    // More inputs than are read as streams: mapped and inflated on the pool.
+    let Some(dir) = with_samtools("merge-many") else { return };
+    let many = parts(&dir, &data("small.bam"), 40, &[]);
+    assert_merges_like_samtools(&dir, &["--no-PG", "-s", "1"], &many, "2");
+    assert_merges_like_samtools(&dir, &["--no-PG", "-c", "-p"], &many[..5], "1");
+}

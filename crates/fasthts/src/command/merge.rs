@@ -85,6 +85,10 @@ impl Default for MergeOptions {
     }
 }
 
+/// The most BAM files read as streams, each inflated ahead on threads of
+/// its own; with more inputs they are mapped.
+const MAX_STREAMED_INPUTS: usize = 32;
+
 /// samtools merge's refusal of an existing output without `-f`.
 pub fn output_exists_message(output: &Path) -> String {
     format!("[bam_merge] File '{}' exists. Please apply '-f' to overwrite. Abort.", output.display())
@@ -280,6 +284,10 @@ fn merge_in_pool(
     // Inputs that are BAM files read as streams (their EOF marker looked at when opened).
     let mut streamed_files: Vec<usize> = Vec::new();
     let inflating_threads = threads.div_ceil(inputs.len()).max(1);
+    // Each stream has threads of its own (a reader and an inflater at
+    // least): beyond a few dozen inputs, files are mapped and inflated a
+    // batch at a time on the pool instead.
+    let stream_files = inputs.len() <= MAX_STREAMED_INPUTS;
     let mut translations: Vec<Translation> = Vec::with_capacity(inputs.len());
     for (i, path) in inputs.iter().enumerate() {
         let one = if by_index {
@@ -291,7 +299,7 @@ fn merge_in_pool(
             Opened::Indexed(Box::new(file))
         } else {
             let peeked = input::peek(path)?;
-            let input = if peeked.format() == input::Format::Bam(Compression::Bgzf) && peeked.is_regular_file() {
+            let input = if stream_files && peeked.format() == input::Format::Bam(Compression::Bgzf) && peeked.is_regular_file() {
                 // A BAM file is read as a stream inflated ahead on threads
                 // of its own, while the merge takes records from the others
                 // (a mapped file is inflated a batch at a time, the merge
