@@ -119,7 +119,13 @@ impl HeaderMerger {
         if self.hd.is_none() {
             self.hd = lines_of(&text, b"@HD").next().map(<[u8]>::to_vec);
         }
-        let sq_lines: Vec<&[u8]> = lines_of(&text, b"@SQ").collect();
+        // Each reference's @SQ line by name (a draft assembly has 10^5 of them).
+        let mut sq_lines: HashMap<&[u8], &[u8]> = HashMap::new();
+        for line in lines_of(&text, b"@SQ") {
+            if let Some(name) = tag_of(line, b"SN") {
+                sq_lines.entry(name).or_insert(line);
+            }
+        }
         let mut max_tid = -1;
         for r in &header.references {
             let merged = match self.sq_ids.get(&r.name) {
@@ -127,8 +133,7 @@ impl HeaderMerger {
                 None => {
                     let id = self.references.len() as i32;
                     let line = sq_lines
-                        .iter()
-                        .find(|l| tag_of(l, b"SN") == Some(r.name.as_bytes()))
+                        .get(r.name.as_bytes())
                         .map(|l| l.to_vec())
                         .unwrap_or_else(|| format!("@SQ\tSN:{}\tLN:{}", r.name, r.len).into_bytes());
                     self.sq.push(line);

@@ -378,10 +378,15 @@ fn merge_in_pool(
                 } else {
                     let bed = bed.as_ref().expect("a region or a BED file");
                     let aliases = alternative_names(&file.header().text);
+                    let known: std::collections::HashSet<&str> = file
+                        .header()
+                        .references
+                        .iter()
+                        .map(|r| r.name.as_str())
+                        .chain(aliases.values().flatten().map(String::as_str))
+                        .collect();
                     for name in bed.names() {
-                        let known = file.header().references.iter().any(|r| r.name == name)
-                            || aliases.values().flatten().any(|alias| alias == name);
-                        if !known {
+                        if !known.contains(name) {
                             verbatim(format!("[W::hts_itr_regions] Region '{name}' specifies an unknown reference name. Continue anyway"));
                         }
                     }
