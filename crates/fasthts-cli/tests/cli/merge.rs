@@ -403,7 +403,7 @@ fn bad_inputs_fail_in_one_line_and_leave_no_output() {
 
 #[test]
 fn many_inputs_merge_like_samtools() {
-    // More inputs than are read as streams: mapped and inflated on the pool.
+    // Forty inputs, one heap.
     let Some(dir) = with_samtools("merge-many") else { return };
     let many = parts(&dir, &data("small.bam"), 40, &[]);
     assert_merges_like_samtools(&dir, &["--no-PG", "-s", "1"], &many, "2");

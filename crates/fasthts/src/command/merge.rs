@@ -9,7 +9,7 @@
 //! compresses on the pool.
 
 use super::{thread_count, warn_after_reading, warn_if_cram_truncated, warn_if_truncated, with_threads, Report, Warning};
-use crate::bam::{BamStream, Header, RecordRef};
+use crate::bam::{Header, RecordRef};
 use crate::cram::CramOptions;
 use crate::input::{self, Input};
 use crate::merge::{heap_adjust, heap_lt, heap_make, order_needs_reference_order, HeaderMerger, HeaderRules, Rand48, Slot, Translation};
@@ -20,7 +20,6 @@ use crate::region::indexed::{IndexedFile, IndexedOptions, Records, Rule};
 use crate::region::Region;
 use crate::sort::{Comparator, SortOrder};
 use crate::Error;
-use fasthts_io::compression::Compression;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -84,10 +83,6 @@ impl Default for MergeOptions {
         }
     }
 }
-
-/// The most BAM files read as streams, each inflated ahead on threads of
-/// its own; with more inputs they are mapped.
-const MAX_STREAMED_INPUTS: usize = 32;
 
 /// samtools merge's refusal of an existing output without `-f`.
 pub fn output_exists_message(output: &Path) -> String {
@@ -281,13 +276,6 @@ fn merge_in_pool(
     let by_index = options.region.is_some() || options.bed.is_some();
     let read_groups: Vec<Vec<u8>> = inputs.iter().map(|p| crate::merge::read_group_of_name(&p.to_string_lossy())).collect();
     let mut opened: Vec<Opened> = Vec::with_capacity(inputs.len());
-    // Inputs that are BAM files read as streams (their EOF marker looked at when opened).
-    let mut streamed_files: Vec<usize> = Vec::new();
-    let inflating_threads = threads.div_ceil(inputs.len()).max(1);
-    // Each stream has threads of its own (a reader and an inflater at
-    // least): beyond a few dozen inputs, files are mapped and inflated a
-    // batch at a time on the pool instead.
-    let stream_files = inputs.len() <= MAX_STREAMED_INPUTS;
     let mut translations: Vec<Translation> = Vec::with_capacity(inputs.len());
     for (i, path) in inputs.iter().enumerate() {
         let one = if by_index {
@@ -298,27 +286,16 @@ fn merge_in_pool(
             }
             Opened::Indexed(Box::new(file))
         } else {
-            let peeked = input::peek(path)?;
-            let input = if stream_files && peeked.format() == input::Format::Bam(Compression::Bgzf) && peeked.is_regular_file() {
-                // A BAM file is read as a stream inflated ahead on threads
-                // of its own, while the merge takes records from the others
-                // (a mapped file is inflated a batch at a time, the merge
-                // waiting): htslib's warning of a missing EOF marker is
-                // given now, as samtools gives it when it opens the file.
-                if peeked.ends_with_eof_marker() == Some(false) {
-                    report.warning(Warning::MissingEofMarker { path: path.clone() });
-                }
-                streamed_files.push(i);
-                Input::Stream(Box::new(BamStream::bgzf(path, peeked.into_reader(), inflating_threads)?))
-            } else {
-                let input = peeked.open_with(&cram)?;
-                match &input {
-                    Input::Bam(bam) => warn_if_truncated(bam, report),
-                    Input::Cram(c) => warn_if_cram_truncated(c, report),
-                    _ => {}
-                }
-                input
-            };
+            // A BAM file is mapped and inflated a batch at a time on the
+            // pool (a stream inflated ahead on threads of its own sizes its
+            // buffer by a record's block_size before reading it, which a
+            // damaged file can make gigabytes).
+            let input = input::open_with(path, &cram)?;
+            match &input {
+                Input::Bam(bam) => warn_if_truncated(bam, report),
+                Input::Cram(c) => warn_if_cram_truncated(c, report),
+                _ => {}
+            }
             Opened::Whole(input)
         };
         let rg = options.read_groups_from_names.then(|| read_groups[i].as_slice());
@@ -511,13 +488,13 @@ fn merge_in_pool(
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
             r => r?,
         }
-        after_reading(&mut opened, inputs, &streamed_files, report);
+        after_reading(&mut opened, inputs, report);
         return Ok(());
     }
     let (temp, file) = TempOutput::create(data)?;
     let mut writer = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
     let built = write(&mut writer)?;
-    after_reading(&mut opened, inputs, &streamed_files, report);
+    after_reading(&mut opened, inputs, report);
     let file = writer.into_inner().map_err(|e| e.into_error())?.into_inner().into_inner();
     crate::output::sync_if_file(&file).map_err(|e| Error::from(e).with_path(temp.shown()))?;
     temp.commit()?;
@@ -532,9 +509,9 @@ fn merge_in_pool(
 
 /// The warnings due once the inputs are read (a stream's missing EOF
 /// marker, SAM record warnings).
-fn after_reading(opened: &mut [Opened], inputs: &[PathBuf], streamed_files: &[usize], report: &dyn Report) {
-    for (i, (one, path)) in opened.iter_mut().zip(inputs).enumerate() {
-        if let (Opened::Whole(input), false) = (one, streamed_files.contains(&i)) {
+fn after_reading(opened: &mut [Opened], inputs: &[PathBuf], report: &dyn Report) {
+    for (one, path) in opened.iter_mut().zip(inputs) {
+        if let Opened::Whole(input) = one {
             warn_after_reading(input, path, report);
         }
     }
