@@ -29,6 +29,10 @@ file against `mosdepth -t` (MOSDEPTH, or on the PATH; its per-base bed.gz).
 --jobs cat: `cat --no-PG -o` of the file split into 4 BAMs by reference
 (made once by samtools view) against `samtools cat`, outputs compared byte
 for byte.
+--jobs merge: the BAM dealt record by record into 4 coordinate-sorted parts
+(BAM.part0.bam ... BAM.part3.bam beside it, made once), merged back with
+`merge -@ N -s 1` against `samtools merge` at the same -@, outputs compared
+before anything is timed.
 
 With --cram (issue 21's bars; its reference FASTA with --reference), the
 jobs are on that CRAM instead: `flagstat`, `index` (the .crai, bytes
@@ -117,6 +121,26 @@ def output(cmd):
     return subprocess.run(cmd, check=True, capture_output=True).stdout
 
 
+def split_bam(bam, parts):
+    """Deals the records of `bam` into len(parts) BAMs, record by record, each
+    with the whole header: each part keeps the input's (coordinate) order."""
+    writers = [subprocess.Popen(["samtools", "view", "-b", "--no-PG", "-o", p + ".tmp", "-"], stdin=subprocess.PIPE) for p in parts]
+    with subprocess.Popen(["samtools", "view", "-h", "--no-PG", bam], stdout=subprocess.PIPE) as src:
+        n = 0
+        for line in src.stdout:
+            if line.startswith(b"@"):
+                for w in writers:
+                    w.stdin.write(line)
+            else:
+                writers[n % len(writers)].stdin.write(line)
+                n += 1
+    assert src.returncode == 0
+    for w, p in zip(writers, parts):
+        w.stdin.close()
+        assert w.wait() == 0
+        os.rename(p + ".tmp", p)
+
+
 def random_windows(bam, first, count=1000, width=10_000):
     """`count` random windows of `width` bases, as (reference, start >=
     `first`), on the references with reads (uniform over references; seeded,
@@ -197,7 +221,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat; with --cram: flagstat,index,depth,sort]")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat, merge; with --cram: flagstat,index,depth,sort]")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
@@ -462,6 +486,30 @@ def main():
                 runs[k].append(timed(cmd))
         base = report("cat 4 parts", "fasthts", runs["fasthts"])
         report("cat 4 parts", "samtools", runs["samtools"], base)
+
+    if "merge" in jobs:
+        # Issue 36 item 1: the bench BAM dealt into 4 coordinate-sorted parts
+        # (the same header, so samtools renames colliding @RG/@PG IDs; -s 1
+        # fixes the suffixes), merged back. Each run writes a new file.
+        parts = [f"{os.path.splitext(bam)[0]}.part{k}.bam" for k in range(4)]
+        if not all(os.path.exists(p) for p in parts):
+            split_bam(bam, parts)
+        out_f, out_s = os.path.join(tmp, "merged.f.bam"), os.path.join(tmp, "merged.s.bam")
+        tools = {
+            "fasthts": [fasthts, "merge", "-@", t, "--no-PG", "-s", "1", "-o", out_f, *parts],
+            "samtools": ["samtools", "merge", "-@", t, "--no-PG", "-s", "1", "-o", out_s, *parts],
+        }
+        dest = {"fasthts": out_f, "samtools": out_s}
+        for k, cmd in tools.items():
+            sh(cmd, stderr=subprocess.DEVNULL)
+        assert view_digest(out_f) == view_digest(out_s), "fasthts merge output differs from samtools merge"
+        runs = {k: [] for k in tools}
+        for _ in range(a.runs):
+            for k, cmd in tools.items():
+                os.remove(dest[k])
+                runs[k].append(timed(cmd))
+        base = report("merge", "fasthts", runs["fasthts"])
+        report("merge", "samtools", runs["samtools"], base)
 
     if a.cram:
         cram_jobs(a, fasthts, tmp, report, lines)

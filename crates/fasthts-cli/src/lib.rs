@@ -36,6 +36,7 @@ mod index;
 mod kmer;
 mod man;
 mod markdup;
+mod merge;
 mod numbers;
 mod progress;
 mod quickcheck;
@@ -102,6 +103,8 @@ enum Command {
     Quickcheck(quickcheck::QuickcheckArgs),
     /// Sorts a BAM or SAM by coordinate, name or tag, as samtools sort.
     Sort(sort::SortArgs),
+    /// Merges sorted BAM, SAM or CRAM files, as samtools merge.
+    Merge(merge::MergeArgs),
     /// Per-position read depth, as samtools depth.
     Depth(depth::DepthArgs),
     /// Statistics of an alignment file, as samtools stats.
@@ -149,6 +152,7 @@ impl Command {
             Command::Index(_) => "index",
             Command::Idxstats(_) => "idxstats",
             Command::Sort(_) => "sort",
+            Command::Merge(_) => "merge",
             Command::Quickcheck(_) => "quickcheck",
             Command::SnpPileup(_) => "snp-pileup",
             Command::Depth(_) => "depth",
@@ -174,6 +178,7 @@ impl Command {
             Command::Index(a) => index::run(a),
             Command::Idxstats(a) => idxstats::run(a),
             Command::Sort(a) => sort::run(a),
+            Command::Merge(a) => merge::run(a),
             // samtools' exit bits, and nothing more to say.
             Command::Quickcheck(a) => match quickcheck::run(a) {
                 0 => Ok(()),
@@ -211,6 +216,7 @@ impl fasthts::command::Report for Terminal {
     fn warning(&self, warning: Warning) {
         match warning {
             Warning::MissingEofMarker { .. } | Warning::StaleIndex { .. } => eprintln!("fasthts: warning: {warning}"),
+            Warning::Verbatim { .. } => eprintln!("{warning}"),
             _ => eprintln!("fasthts {}: warning: {warning}", self.command),
         }
     }
@@ -281,10 +287,10 @@ fn report_usage_error(e: &clap::Error, args: &[std::ffi::OsString]) -> ExitCode 
             return ExitCode::SUCCESS;
         }
         // Nothing but the command's name: samtools prints the usage of
-        // flagstat, index and idxstats on stdout and succeeds; elsewhere
+        // flagstat, index, idxstats, fixmate and merge on stdout and succeeds; elsewhere
         // the usage goes to stderr as an error.
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx" | "fixmate")) {
+            if matches!(command, Some("flagstat" | "index" | "idxstats" | "faidx" | "fqidx" | "fixmate" | "merge")) {
                 let _ = write_stdout(e.render().to_string().as_bytes());
                 return ExitCode::SUCCESS;
             }

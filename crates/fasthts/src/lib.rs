@@ -77,6 +77,7 @@ pub mod index;
 pub mod input;
 mod khash_hash;
 pub mod markdup;
+pub mod merge;
 mod names;
 pub mod pileup;
 pub mod record_output;

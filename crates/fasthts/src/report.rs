@@ -90,6 +90,13 @@ pub enum Warning {
         /// The BAM.
         path: PathBuf,
     },
+    /// A line samtools prints as it is, in its own words and with its own
+    /// prefix (merge's header and tag warnings, which samtools' tests
+    /// compare).
+    Verbatim {
+        /// The line, without its end.
+        text: String,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -114,6 +121,7 @@ impl fmt::Display for Warning {
             Warning::ExpressionFailed { count, reason } => {
                 write!(f, "the -e expression failed {count} times ({reason}, the first time); those records are not selected, as by samtools")
             }
+            Warning::Verbatim { text } => f.write_str(text),
         }
     }
 }

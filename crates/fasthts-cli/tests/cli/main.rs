@@ -32,6 +32,7 @@ mod large_positions;
 mod long_cigars;
 mod many_references;
 mod markdup;
+mod merge;
 mod robustness;
 mod robustness_faults;
 mod samtools_diff;

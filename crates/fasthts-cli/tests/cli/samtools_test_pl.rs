@@ -191,3 +191,15 @@ fn fixmate_and_collate_sections() {
 fn markdup_section() {
     passes_as_with_samtools(&["test_markdup($opts)", "test_markdup($opts, threads=>2)"], &["markdup"], &[]);
 }
+
+#[test]
+fn merge_section() {
+    passes_as_with_samtools(&["test_merge($opts)", "test_merge($opts, threads=>2)"], &["merge"], &[]);
+}
+
+/// index, and the view and merge runs through indexes test.pl makes
+/// there (`-X`, `--write-index` to BAM, CRAM and `-O sam,level=5`).
+#[test]
+fn index_section() {
+    passes_as_with_samtools(&["test_index($opts)", "test_index($opts, threads=>2)"], &["index", "view", "merge"], &[]);
+}

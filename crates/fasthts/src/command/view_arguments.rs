@@ -236,15 +236,16 @@ impl ViewArguments {
         selection.bed = selection_bed;
 
         let format_option = match &args.format {
-            Some(spec) => Some(OutputFormat::parse_spec(spec)?),
+            Some(spec) => {
+                let (format, level) = OutputFormat::parse_spec(spec)?;
+                // A level among --output-fmt-option compresses `-O sam` too.
+                let option_level = parse_output_options(args.output_options.iter().map(String::as_str))?;
+                Some((format.with_level(option_level), level))
+            }
             None => None,
         };
         let level_flag = args.uncompressed || args.fast;
-        let mode = if args.cram {
-            Some(OutputFormat::Cram)
-        } else {
-            args.bam.then_some(OutputFormat::Bam)
-        };
+        let mode = if args.cram { Some(OutputFormat::Cram) } else { args.bam.then_some(OutputFormat::Bam) };
         let (format, force_header) = output_format_mode(args.output.as_deref(), mode, level_flag, format_option.map(|f| f.0))?;
         let unselected = match &args.unselected {
             Some(path) => {
@@ -260,7 +261,8 @@ impl ViewArguments {
         } else {
             None
         };
-        let level = parse_output_options(args.output_options.iter().map(String::as_str))?.or(format_option.and_then(|f| f.1)).or(flag_level);
+        let level =
+            parse_output_options(args.output_options.iter().map(String::as_str))?.or(format_option.and_then(|f| f.1)).or(flag_level);
         let spec_options = args.format.as_deref().map(|spec| spec.split(',').skip(1)).into_iter().flatten();
         // As htslib: without -T, a -t list named `REF.fai` names the FASTA
         // `REF` beside it, which CRAM is decoded and encoded against.
@@ -313,10 +315,10 @@ impl ViewArguments {
             reference,
             cram_output,
         };
-            let output = args.output.unwrap_or_else(|| PathBuf::from("-"));
-            Ok(ViewRun { input, output, options })
-        }
+        let output = args.output.unwrap_or_else(|| PathBuf::from("-"));
+        Ok(ViewRun { input, output, options })
     }
+}
 
 /// The FASTA index samtools looks for beside a FASTA: `REF.fai`.
 fn fai_of(fasta: &Path) -> PathBuf {
@@ -393,7 +395,12 @@ mod tests {
         let out = |name: &str| ViewArguments { output: Some(name.into()), ..with(&["in.bam"]) };
         assert_eq!(level(ViewArguments { uncompressed: true, ..out("o.bam") }), Some(0));
         assert_eq!(level(ViewArguments { uncompressed: true, format: Some("bam,level=3".into()), ..out("o.bam") }), Some(3));
-        let all = ViewArguments { uncompressed: true, format: Some("bam,level=3".into()), output_options: vec!["level=5".into()], ..out("o.bam") };
+        let all = ViewArguments {
+            uncompressed: true,
+            format: Some("bam,level=3".into()),
+            output_options: vec!["level=5".into()],
+            ..out("o.bam")
+        };
         assert_eq!(level(all), Some(5));
         assert_eq!(resolve(out("o.bam")).unwrap().options.format, OutputFormat::Bam);
     }

@@ -69,10 +69,22 @@ impl OutputFormat {
 
     /// Parses samtools' `-O FORMAT[,OPT[=VAL]]...`: the format, and the
     /// compression level if an option sets one (see [`parse_output_options`]).
+    /// SAM given a level is bgzipped SAM, as samtools writes it.
     pub fn parse_spec(spec: &str) -> Result<(OutputFormat, Option<u32>), Error> {
         let mut parts = spec.split(',');
         let format = OutputFormat::from_name(parts.next().unwrap_or(""))?;
-        Ok((format, parse_output_options(parts)?))
+        let level = parse_output_options(parts)?;
+        Ok((format.with_level(level), level))
+    }
+
+    /// The format samtools writes for `-O` naming this one when a
+    /// compression level is also given (in `-O` or `--output-fmt-option`):
+    /// SAM compressed (bgzipped SAM); the others as they are.
+    pub fn with_level(self, level: Option<u32>) -> OutputFormat {
+        match (self, level) {
+            (OutputFormat::Sam, Some(_)) => OutputFormat::SamGz,
+            (format, _) => format,
+        }
     }
 }
 
@@ -151,6 +163,9 @@ mod tests {
     #[test]
     fn format_specs_and_options() {
         assert_eq!(OutputFormat::parse_spec("SAM.gz,level=3").map_err(|e| e.to_string()), Ok((OutputFormat::SamGz, Some(3))));
+        // samtools writes `-O sam,level=N` as bgzipped SAM.
+        assert_eq!(OutputFormat::parse_spec("sam,level=0").map_err(|e| e.to_string()), Ok((OutputFormat::SamGz, Some(0))));
+        assert_eq!(OutputFormat::parse_spec("sam,nthreads=2").map_err(|e| e.to_string()), Ok((OutputFormat::Sam, None)));
         assert_eq!(
             OutputFormat::parse_spec("bam,nthreads=4,,level=1,level=2").map_err(|e| e.to_string()),
             Ok((OutputFormat::Bam, Some(2)))

@@ -101,6 +101,13 @@ impl BedFilter {
         self.references.get(name).map_or(&[], |r| &r.merged)
     }
 
+    /// The reference names the file has intervals on, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.references.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
     /// The zero-length intervals on reference `name`: sorted positions
     /// between two bases (`p` for `name p p`).
     pub fn points(&self, name: &str) -> &[i64] {
