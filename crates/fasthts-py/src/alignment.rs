@@ -12,8 +12,8 @@
 use crate::read_ahead::ReadAhead;
 use crate::source::{fill, may_continue, Batch, Source};
 use crate::{run_detached, to_py};
-use fasthts::bam::{flags, AuxValue, CigarOp, Header, RecordRef};
 use fasthts::alignment_file::{AlignmentFile, OpenOptions};
+use fasthts::bam::{flags, AuxValue, CigarOp, Header, RecordRef};
 use fasthts::cram::CramOptions;
 use fasthts::region::indexed::{Cursor, IndexedFile, Rule, WithoutIndex};
 use fasthts::region::Region as LibRegion;
@@ -40,6 +40,11 @@ pub struct AlignmentReader {
 }
 
 impl AlignmentReader {
+    /// The file's header (what a writer given it as `template` writes).
+    pub(crate) fn header(&self) -> &Arc<Header> {
+        &self.header
+    }
+
     /// The file read by region.
     fn for_regions(&self, py: Python<'_>, whole: bool) -> PyResult<Arc<IndexedFile>> {
         if !self.random_access() {
@@ -399,6 +404,11 @@ fn tag_key(tag: &str) -> PyResult<[u8; 2]> {
 }
 
 impl AlignedSegment {
+    /// The record's data as read (without `block_size`).
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.data
+    }
+
     #[inline]
     fn r(&self) -> RecordRef<'_> {
         // The bytes were validated when the record was read.

@@ -10,7 +10,7 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _RegionLike = Union["Region", str, Tuple[Optional[str], Optional[int], Optional[int]]]
 
 __version__: str
-__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "SegmentIter", "AlignedSegment", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_sort_boundaries", "dask_sort_create", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_place", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle"]
+__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_sort_boundaries", "dask_sort_create", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_place", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle"]
 
 class Error(Exception):
     """Bad input or a failed operation; the message is the CLI's."""
@@ -430,6 +430,23 @@ class _AlignmentReader:
     def fetch_references(self) -> SegmentIter: ...
     def index_statistics(self) -> Tuple[List[Tuple[int, int]], int]: ...
 
+@final
+class _AlignmentWriter:
+    def __new__(
+        cls,
+        path: _Path,
+        format: str,
+        level: int,
+        template: Optional[_AlignmentReader] = None,
+        text: Optional[str] = None,
+        references: Optional[Sequence[Tuple[str, int]]] = None,
+        threads: Optional[int] = None,
+    ) -> Self: ...
+    def write(self, segment: AlignedSegment) -> int: ...
+    def close(self) -> None: ...
+    def abort(self) -> None: ...
+
+def _have_system_zlib() -> bool: ...
 def _parse_region(text: str, names: Sequence[str]) -> List[Tuple[int, int, int]]: ...
 def _depth(
     paths: Sequence[_Path],

@@ -1,0 +1,144 @@
+//! [`AlignmentWriter`]: records written one at a time, as pysam's
+//! `AlignmentFile` opened for writing writes them (the Python binding's
+//! write side): a BAM in htslib's blocks (a record starts a block rather
+//! than straddle two) compressed as pysam's htslib compresses them (the
+//! system zlib), or SAM text; the output complete or absent.
+
+use crate::bam::{Header, RecordRef, Reference};
+use crate::bgzf::BgzfWriter;
+use crate::output::TempOutput;
+use crate::Error;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What an [`AlignmentWriter`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteFormat {
+    /// BAM at zlib `level` (0–9; htslib's default is 6).
+    Bam {
+        /// zlib's scale; 0 stores the data in BGZF blocks (pysam's `wb0`, `wbu`).
+        level: u32,
+    },
+    /// SAM text, header first (none for a header without text: htslib's
+    /// `sam_hdr_write` writes nothing for one, as pysam's
+    /// `reference_names=` with `add_sq_text=False` makes).
+    Sam {
+        /// The header has text (even empty); false: no text at all.
+        header_text: bool,
+    },
+}
+
+enum Stream {
+    Bam(BgzfWriter<Box<dyn Write + Send>>),
+    Sam(Box<dyn Write + Send>),
+}
+
+/// An alignment file being written record by record: to a temporary name
+/// beside the path, renamed into place by [`AlignmentWriter::finish`]
+/// (dropped unfinished, or failed, it leaves nothing), or to standard
+/// output for the path `-`.
+pub struct AlignmentWriter {
+    stream: Option<Stream>,
+    temp: Option<TempOutput>,
+    path: PathBuf,
+    references: Arc<[Reference]>,
+    /// The record (or SAM line) being written, reused.
+    scratch: Vec<u8>,
+}
+
+impl AlignmentWriter {
+    /// Creates `path` (`-`: standard output) and writes `header`, as
+    /// htslib's `sam_hdr_write` does. `pool` compresses BAM blocks (None:
+    /// rayon's current pool). Errors name the path.
+    pub fn create(
+        path: &Path,
+        header: &Header,
+        format: WriteFormat,
+        pool: Option<Arc<rayon::ThreadPool>>,
+    ) -> Result<AlignmentWriter, Error> {
+        let (temp, sink): (Option<TempOutput>, Box<dyn Write + Send>) = if path == Path::new("-") {
+            (None, Box::new(std::io::BufWriter::with_capacity(1 << 16, std::io::stdout())))
+        } else {
+            let (temp, file) = TempOutput::create(path)?;
+            (Some(temp), Box::new(std::io::BufWriter::with_capacity(1 << 16, file)))
+        };
+        let mut w = AlignmentWriter {
+            stream: None,
+            temp,
+            path: path.to_path_buf(),
+            references: header.references.clone().into(),
+            scratch: Vec::new(),
+        };
+        let stream = match format {
+            WriteFormat::Bam { level } => {
+                let mut bgzf = BgzfWriter::as_htslib_with_zlib(sink, level);
+                if let Some(pool) = pool {
+                    bgzf = bgzf.on_pool(pool);
+                }
+                // bam_hdr_write: the header, then the block ends.
+                let r = bgzf.write_all(&header.to_bytes()).and_then(|()| bgzf.end_block());
+                r.map_err(|e| w.error(e.into()))?;
+                Stream::Bam(bgzf)
+            }
+            WriteFormat::Sam { header_text } => {
+                let mut sink = sink;
+                let mut text = Vec::new();
+                if header_text {
+                    crate::sam::format_header(header, &mut text).map_err(|e| w.error(e))?;
+                }
+                sink.write_all(&text).map_err(|e| w.error(e.into()))?;
+                Stream::Sam(sink)
+            }
+        };
+        w.stream = Some(stream);
+        Ok(w)
+    }
+
+    fn error(&self, e: Error) -> Error {
+        e.with_path(&self.path)
+    }
+
+    /// Writes one record (its data, without `block_size`) as htslib's
+    /// `sam_write1` writes it; returns what that returns: the bytes of
+    /// the BAM record (`block_size` included) or of the SAM line.
+    pub fn write(&mut self, record: &[u8]) -> Result<usize, Error> {
+        let r = RecordRef::new_prevalidated(record);
+        self.scratch.clear();
+        let result = match self.stream.as_mut() {
+            None => return Err(Error::InvalidArgument(format!("{}: write to a closed file", self.path.display()))),
+            Some(Stream::Bam(w)) => {
+                // A CIGAR held in the CG tag goes out as htslib writes it.
+                let rewritten =
+                    crate::bam::record::append_as_htslib_writes(&r, &mut self.scratch).map_err(|e| Error::Message(e.to_string()))?;
+                if !rewritten {
+                    self.scratch.extend_from_slice(&(record.len() as u32).to_le_bytes());
+                    self.scratch.extend_from_slice(record);
+                }
+                w.write_unsplit(&self.scratch).map_err(Error::from)
+            }
+            Some(Stream::Sam(w)) => match crate::sam::format_record(&r, &self.references, &mut self.scratch) {
+                Ok(()) => w.write_all(&self.scratch).map_err(Error::from),
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(()) => Ok(self.scratch.len()),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    /// Ends the output (a BAM's EOF block) and renames it into place.
+    pub fn finish(mut self) -> Result<(), Error> {
+        let ended = match self.stream.take() {
+            None => return Ok(()),
+            Some(Stream::Bam(w)) => w.finish().and_then(|mut inner| inner.flush()),
+            Some(Stream::Sam(mut w)) => w.flush(),
+        };
+        ended.map_err(|e| self.error(e.into()))?;
+        if let Some(temp) = self.temp.take() {
+            temp.commit()?;
+        }
+        Ok(())
+    }
+}
