@@ -34,12 +34,12 @@ pub struct AlignmentWriter {
 
 #[pymethods]
 impl AlignmentWriter {
-    /// `format`: "bam" or "sam"; `level`: zlib's 0–9 for BAM; the header
+    /// `format`: "bam", "sam" or "cram" (against `reference_filename`); `level`: zlib's 0–9 for BAM; the header
     /// is `template`'s, else `text` (None: none at all) with `references`
     /// (`[(name, length)]`);
     /// `threads`: threads compressing BAM blocks.
     #[new]
-    #[pyo3(signature = (path, format, level, template=None, text=None, references=None, threads=None))]
+    #[pyo3(signature = (path, format, level, template=None, text=None, references=None, threads=None, reference_filename=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -50,10 +50,12 @@ impl AlignmentWriter {
         text: Option<String>,
         references: Option<Vec<(String, u32)>>,
         threads: Option<i64>,
+        reference_filename: Option<crate::FsPath>,
     ) -> PyResult<Self> {
         let format = match format {
             "bam" => WriteFormat::Bam { level },
             "sam" => WriteFormat::Sam { header_text: template.is_some() || text.is_some() },
+            "cram" => WriteFormat::Cram { reference: reference_filename.map(|p| p.0) },
             other => return Err(PyValueError::new_err(format!("unknown output format {other:?}"))),
         };
         let header: Arc<Header> = match template {
@@ -65,7 +67,16 @@ impl AlignmentWriter {
         };
         let threads = fasthts_io::pool::thread_count(crate::threads_arg(threads.or(Some(1)))?);
         let pool = fasthts_io::pool::pool_builder(threads).build().map_err(|e| PyValueError::new_err(e.to_string()))?;
-        let writer = py.detach(|| LibWriter::create(&path.0, &header, format, Some(Arc::new(pool)))).map_err(to_py)?;
+        let writer = py.detach(|| LibWriter::create(&path.0, &header, format, Some(Arc::new(pool)))).map_err(|e| {
+            // pysam raises ValueError for what it cannot open with (a
+            // reference, a header); OSError stays for the file's own errors.
+            let e = to_py(e);
+            if e.is_instance_of::<crate::Error>(py) {
+                PyValueError::new_err(e.value(py).to_string())
+            } else {
+                e
+            }
+        })?;
         Ok(AlignmentWriter { writer: Mutex::new(Some(writer)) })
     }
 

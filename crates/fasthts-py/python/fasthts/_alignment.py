@@ -40,7 +40,7 @@ _HEADER_FIELD_ORDER = {
 }
 # Write modes: (format, zlib level). pysam takes "wb", "wbu", "wb0", "w",
 # "wh"; "wb1"-"wb9" are htslib's levels, which pysam refuses.
-_WRITE_MODES = {"w": ("sam", 6), "wh": ("sam", 6), "wb": ("bam", 6), "wbu": ("bam", 0)}
+_WRITE_MODES = {"w": ("sam", 6), "wh": ("sam", 6), "wb": ("bam", 6), "wbu": ("bam", 0), "wc": ("cram", 6)}
 _WRITE_MODES.update({f"wb{level}": ("bam", level) for level in range(10)})
 
 
@@ -297,7 +297,9 @@ class AlignmentFile:
         if not isinstance(mode, str):
             raise TypeError(f"mode must be a str, not {type(mode).__name__}")
         if mode[0] == "w":
-            self._open_for_writing(filepath_or_object, mode, template, header, reference_names, reference_lengths, text, add_sq_text, threads)
+            self._open_for_writing(
+                filepath_or_object, mode, template, header, reference_names, reference_lengths, text, add_sq_text, threads, reference_filename
+            )
             return
         if mode[0] != "r":
             raise AssertionError(f"invalid file opening mode `{mode}`")
@@ -325,12 +327,11 @@ class AlignmentFile:
             raise OSError(f"{self.filename}: unable to open index file")
         self.index_filename = index
 
-    def _open_for_writing(self, path, mode, template, header, reference_names, reference_lengths, text, add_sq_text, threads) -> None:
+    def _open_for_writing(self, path, mode, template, header, reference_names, reference_lengths, text, add_sq_text, threads, reference_filename) -> None:
         """pysam's write modes: the header from ``template``, ``header``
         (an AlignmentHeader or pysam's dict), ``reference_names`` with
-        ``reference_lengths`` (and ``text``), or ``text``, in that order."""
-        if mode == "wc":
-            raise NotImplementedError("fasthts.AlignmentFile does not write CRAM yet (mode 'wc'); write BAM, or convert with fasthts view")
+        ``reference_lengths`` (and ``text``), or ``text``, in that order;
+        CRAM (``"wc"``) against ``reference_filename``."""
         if mode not in _WRITE_MODES:
             raise AssertionError(f"invalid file opening mode `{mode}`")
         file_format, level = _WRITE_MODES[mode]
@@ -356,7 +357,8 @@ class AlignmentFile:
         reader = new_header._reader
         raw = None if reader is not None or not new_header._has_text else new_header._raw
         refs = None if reader is not None else list(new_header._refs)
-        self._writer = _fasthts._AlignmentWriter(self.filename, file_format, level, reader, raw, refs, threads)
+        reference = None if reference_filename is None else _path(reference_filename, "reference_filename")
+        self._writer = _fasthts._AlignmentWriter(self.filename, file_format, level, reader, raw, refs, threads, reference)
 
     def write(self, read: AlignedSegment) -> int:
         """Writes ``read`` (a record read from any fasthts AlignmentFile);

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// What an [`AlignmentWriter`] writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WriteFormat {
     /// BAM at zlib `level` (0–9; htslib's default is 6).
     Bam {
@@ -27,11 +27,18 @@ pub enum WriteFormat {
         /// The header has text (even empty); false: no text at all.
         header_text: bool,
     },
+    /// CRAM 3.1, encoded by htslib ([`crate::cram::CramWriter`]) against
+    /// `reference` (None: as htslib finds it, else embedded).
+    Cram {
+        /// The reference FASTA.
+        reference: Option<PathBuf>,
+    },
 }
 
 enum Stream {
     Bam(BgzfWriter<Box<dyn Write + Send>>),
     Sam(Box<dyn Write + Send>),
+    Cram(crate::cram::CramWriter<Box<dyn Write + Send>>),
 }
 
 /// An alignment file being written record by record: to a temporary name
@@ -50,7 +57,8 @@ pub struct AlignmentWriter {
 impl AlignmentWriter {
     /// Creates `path` (`-`: standard output) and writes `header`, as
     /// htslib's `sam_hdr_write` does. `pool` compresses BAM blocks (None:
-    /// rayon's current pool). Errors name the path.
+    /// rayon's current pool; a CRAM is encoded on as many threads of
+    /// htslib's). Errors name the path.
     pub fn create(
         path: &Path,
         header: &Header,
@@ -90,6 +98,13 @@ impl AlignmentWriter {
                 sink.write_all(&text).map_err(|e| w.error(e.into()))?;
                 Stream::Sam(sink)
             }
+            WriteFormat::Cram { reference } => {
+                let threads = pool.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
+                // CRAM 3.1, pysam's default (its htslib's; samtools 1.16's is 3.0).
+                let options = crate::cram::CramWriteOptions { reference, options: vec!["version=3.1".into()], ..Default::default() };
+                // Its errors name the path already.
+                Stream::Cram(crate::cram::CramWriter::create(path, header, &options, threads, None, sink)?)
+            }
         };
         w.stream = Some(stream);
         Ok(w)
@@ -101,7 +116,7 @@ impl AlignmentWriter {
 
     /// Writes one record (its data, without `block_size`) as htslib's
     /// `sam_write1` writes it; returns what that returns: the bytes of
-    /// the BAM record (`block_size` included) or of the SAM line.
+    /// the BAM record (`block_size` included) or of the SAM line; 0 for CRAM.
     pub fn write(&mut self, record: &[u8]) -> Result<usize, Error> {
         let r = RecordRef::new_prevalidated(record);
         self.scratch.clear();
@@ -121,6 +136,8 @@ impl AlignmentWriter {
                 Ok(()) => w.write_all(&self.scratch).map_err(Error::from),
                 Err(e) => Err(e),
             },
+            // Its errors name the path already.
+            Some(Stream::Cram(w)) => return w.write_record(record).map(|()| 0),
         };
         match result {
             Ok(()) => Ok(self.scratch.len()),
@@ -132,10 +149,12 @@ impl AlignmentWriter {
     pub fn finish(mut self) -> Result<(), Error> {
         let ended = match self.stream.take() {
             None => return Ok(()),
-            Some(Stream::Bam(w)) => w.finish().and_then(|mut inner| inner.flush()),
-            Some(Stream::Sam(mut w)) => w.flush(),
+            Some(Stream::Bam(w)) => w.finish().and_then(|mut inner| inner.flush()).map_err(Error::from),
+            Some(Stream::Sam(mut w)) => w.flush().map_err(Error::from),
+            // Its errors name the path already.
+            Some(Stream::Cram(w)) => w.finish().and_then(|mut inner| inner.flush().map_err(|e| self.error(e.into()))),
         };
-        ended.map_err(|e| self.error(e.into()))?;
+        ended.map_err(|e| if matches!(e, Error::WithPath { .. }) { e } else { self.error(e) })?;
         if let Some(temp) = self.temp.take() {
             temp.commit()?;
         }
