@@ -255,3 +255,55 @@ def test_cram_with_a_missing_reference_raises_valueerror(tmp_path, golden):
         assert missing in str(e.value)
     # pysam leaves a file begun; fasthts nothing.
     assert not (tmp_path / "fasthts.cram").exists()
+
+
+def tag_and_filter(lib, src, dst, mode):
+    """A tag-or-filter script: edits the commonly edited fields, then writes."""
+    with lib.AlignmentFile(str(src), "rb", check_sq=False) as f, lib.AlignmentFile(str(dst), mode, template=f) as out:
+        for i, r in enumerate(f.fetch(until_eof=True)):
+            if r.mapping_quality < 5 and not r.is_unmapped:
+                continue
+            r.flag = r.flag | 0x400 if i % 7 == 0 else r.flag
+            r.mapping_quality = min(r.mapping_quality + 1, 255)
+            if i % 5 == 0:
+                r.query_name = f"renamed{i}" + "x" * (i % 4)
+            r.set_tag("XA", i % 3)
+            r.set_tag("XB", -i)
+            r.set_tag("XC", i * 1000)
+            r.set_tag("XF", i / 3)
+            r.set_tag("XZ", f"read {i}")
+            r.set_tag("XI", i, "i")
+            r.set_tag("XH", "0AFF", "H")
+            r.set_tag("XD", "A", "A")
+            r.set_tag("NM", None)
+            if i % 2:
+                r.set_tag("RG", "other", replace=False)
+            out.write(r)
+
+
+@pytest.mark.parametrize("mode", ["wb", "w"])
+@pytest.mark.parametrize("src", [DATA / "small.bam", DATA / "long_cigar.bam", ROOT / "examples/example.bam"], ids=lambda p: p.name)
+def test_edited_records_are_written_as_pysam_writes_them(tmp_path, src, mode):
+    out = []
+    for lib in (pysam, fasthts):
+        dst = tmp_path / f"{lib.__name__}.out"
+        tag_and_filter(lib, src, dst, mode)
+        out.append(dst.read_bytes())
+    assert_same_file(out[0], out[1], mode)
+
+
+def test_bad_edits_raise_pysams_types():
+    for lib in (pysam, fasthts):
+        with lib.AlignmentFile(str(DATA / "small.bam")) as f:
+            r = next(f.fetch(until_eof=True))
+            name = r.query_name
+            with pytest.raises(OverflowError):
+                r.flag = -1
+            with pytest.raises(OverflowError):
+                r.mapping_quality = 256
+            with pytest.raises(ValueError, match="query length out of range"):
+                r.query_name = "a" * 255
+            with pytest.raises(ValueError, match="Invalid tag"):
+                r.set_tag("XXX", 1)
+            r.query_name = None
+            assert r.query_name == name
