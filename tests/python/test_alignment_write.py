@@ -307,3 +307,14 @@ def test_bad_edits_raise_pysams_types():
                 r.set_tag("XXX", 1)
             r.query_name = None
             assert r.query_name == name
+
+
+def test_a_pysam_template_gives_its_header(tmp_path):
+    with pysam.AlignmentFile(str(DATA / "small.bam")) as p, fasthts.AlignmentFile(str(DATA / "small.bam")) as f:
+        ours = tmp_path / "ours.sam"
+        with fasthts.AlignmentFile(str(ours), "wh", template=p) as out:
+            assert out.is_sam and not out.is_bam and out.is_write
+        theirs = tmp_path / "theirs.sam"
+        with pysam.AlignmentFile(str(theirs), "wh", template=p):
+            pass
+        assert ours.read_bytes() == theirs.read_bytes()

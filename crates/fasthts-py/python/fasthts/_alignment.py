@@ -292,6 +292,7 @@ class AlignmentFile:
     ):
         self._reader = None
         self._writer = None
+        self._written_format = None
         self._iter = None
         mode = mode or "r"
         if not isinstance(mode, str):
@@ -353,7 +354,11 @@ class AlignmentFile:
         self.mode = mode
         self.threads = threads
         self.index_filename = None
+        if not isinstance(new_header, AlignmentHeader):
+            # Another library's header (pysam's): its text and references.
+            new_header = AlignmentHeader(str(new_header), list(zip(new_header.references, new_header.lengths)))
         self.header = new_header
+        self._written_format = file_format
         reader = new_header._reader
         raw = None if reader is not None or not new_header._has_text else new_header._raw
         refs = None if reader is not None else list(new_header._refs)
@@ -416,14 +421,20 @@ class AlignmentFile:
 
     @property
     def is_bam(self) -> bool:
+        if self._written_format is not None:
+            return self._written_format == "bam"
         return self._open_reader().is_bam
 
     @property
     def is_sam(self) -> bool:
+        if self._written_format is not None:
+            return self._written_format == "sam"
         return self._open_reader().is_sam
 
     @property
     def is_cram(self) -> bool:
+        if self._written_format is not None:
+            return self._written_format == "cram"
         return self._open_reader().is_cram
 
     @property
