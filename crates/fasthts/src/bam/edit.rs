@@ -64,11 +64,11 @@ pub enum TagValue<'a> {
 pub fn smallest_int_type(v: i64) -> Option<u8> {
     Some(match v {
         0..=0xff => b'C',
-        0..=0xffff => b'S',
-        0..=0xffff_ffff => b'I',
+        0x100..=0xffff => b'S',
+        0x1_0000..=0xffff_ffff => b'I',
         -0x80..=-1 => b'c',
-        -0x8000..=-1 => b's',
-        -0x8000_0000..=-1 => b'i',
+        -0x8000..=-0x81 => b's',
+        -0x8000_0000..=-0x8001 => b'i',
         _ => return None,
     })
 }

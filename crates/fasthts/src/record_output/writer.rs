@@ -161,3 +161,45 @@ impl AlignmentWriter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bam::BamFile;
+    use crate::test_support::{data, scratch};
+
+    /// The records of `path`'s BAM, each with its data as read.
+    fn records(path: &Path) -> Vec<Vec<u8>> {
+        let bam = BamFile::open(path).unwrap();
+        let mut reader = bam.records().unwrap();
+        let mut out = Vec::new();
+        while let Some(r) = reader.next_record().unwrap() {
+            out.push(r.as_bytes().to_vec());
+        }
+        out
+    }
+
+    #[test]
+    fn a_bam_appears_whole_on_finish_and_not_before() {
+        let dir = scratch("alignment-writer");
+        let source = data("small.bam");
+        let header = BamFile::open(&source).unwrap().header().clone();
+        let want = records(&source);
+        let out = dir.join("out.bam");
+        let mut w = AlignmentWriter::create(&out, &header, WriteFormat::Bam { level: 1 }, None).unwrap();
+        for r in &want {
+            assert_eq!(w.write(r).unwrap(), r.len() + 4);
+        }
+        assert!(!out.exists(), "the output is visible before it is finished");
+        w.finish().unwrap();
+        assert_eq!(records(&out), want);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "a temporary is left beside the output");
+
+        // Dropped unfinished (an error in the caller): nothing is left.
+        let unfinished = dir.join("unfinished.bam");
+        let mut w = AlignmentWriter::create(&unfinished, &header, WriteFormat::Sam { header_text: true }, None).unwrap();
+        w.write(&want[0]).unwrap();
+        drop(w);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    }
+}
