@@ -12,8 +12,8 @@
 use crate::read_ahead::ReadAhead;
 use crate::source::{fill, may_continue, Batch, Source};
 use crate::{run_detached, to_py};
-use fasthts::bam::{flags, AuxValue, CigarOp, Header, RecordRef};
 use fasthts::alignment_file::{AlignmentFile, OpenOptions};
+use fasthts::bam::{flags, AuxValue, CigarOp, Header, RecordRef};
 use fasthts::cram::CramOptions;
 use fasthts::region::indexed::{Cursor, IndexedFile, Rule, WithoutIndex};
 use fasthts::region::Region as LibRegion;
@@ -40,6 +40,11 @@ pub struct AlignmentReader {
 }
 
 impl AlignmentReader {
+    /// The file's header (what a writer given it as `template` writes).
+    pub(crate) fn header(&self) -> &Arc<Header> {
+        &self.header
+    }
+
     /// The file read by region.
     fn for_regions(&self, py: Python<'_>, whole: bool) -> PyResult<Arc<IndexedFile>> {
         if !self.random_access() {
@@ -318,8 +323,10 @@ impl SegmentIter {
     }
 }
 
-/// One alignment record with pysam's `AlignedSegment` attributes (read-only).
-#[pyclass(frozen, module = "fasthts._fasthts")]
+/// One alignment record with pysam's `AlignedSegment` attributes (the
+/// commonly edited ones settable: `flag`, `mapping_quality`, `query_name`,
+/// `set_tag`; the edits are the library's, `fasthts::bam::edit`).
+#[pyclass(module = "fasthts._fasthts")]
 pub struct AlignedSegment {
     data: Box<[u8]>,
     header: Arc<Header>,
@@ -399,6 +406,11 @@ fn tag_key(tag: &str) -> PyResult<[u8; 2]> {
 }
 
 impl AlignedSegment {
+    /// The record's data as read (without `block_size`).
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.data
+    }
+
     #[inline]
     fn r(&self) -> RecordRef<'_> {
         // The bytes were validated when the record was read.
@@ -506,9 +518,22 @@ impl AlignedSegment {
     fn query_name(&self) -> String {
         String::from_utf8_lossy(self.r().name()).into_owned()
     }
+    /// pysam's setter: None or "" leaves the name as it is.
+    #[setter(query_name)]
+    fn set_query_name(&mut self, name: Option<&str>) -> PyResult<()> {
+        let Some(name) = name.filter(|n| !n.is_empty()) else { return Ok(()) };
+        let mut edited = Vec::with_capacity(self.data.len() + name.len());
+        fasthts::bam::edit::with_name(&self.data, name.as_bytes(), &mut edited).map_err(to_py)?;
+        self.data = edited.into_boxed_slice();
+        Ok(())
+    }
     #[getter]
     fn flag(&self) -> u16 {
         self.r().flag()
+    }
+    #[setter(flag)]
+    fn set_flag(&mut self, flag: u16) {
+        fasthts::bam::edit::set_flag(&mut self.data, flag);
     }
     #[getter]
     fn reference_id(&self) -> i32 {
@@ -536,6 +561,10 @@ impl AlignedSegment {
     #[getter]
     fn mapping_quality(&self) -> u8 {
         self.r().mapq()
+    }
+    #[setter(mapping_quality)]
+    fn set_mapping_quality(&mut self, mapq: u8) {
+        fasthts::bam::edit::set_mapping_quality(&mut self.data, mapq);
     }
     #[getter]
     fn bin(&self) -> u16 {
@@ -673,6 +702,59 @@ impl AlignedSegment {
     #[getter]
     fn is_supplementary(&self) -> bool {
         self.has_flag(flags::SUPPLEMENTARY)
+    }
+
+    /// pysam's `set_tag`: `value` None removes the tag; without
+    /// `value_type`, an int is stored in the smallest type holding it, a
+    /// float as `f`, a str or bytes as `Z`; `replace=False` keeps a field
+    /// already there. Arrays (`B`) are not settable yet.
+    #[pyo3(signature = (tag, value, value_type=None, replace=true))]
+    fn set_tag(&mut self, tag: &str, value: &Bound<'_, PyAny>, value_type: Option<&str>, replace: bool) -> PyResult<()> {
+        use fasthts::bam::edit::{append_tag, remove_tag, smallest_int_type, TagValue};
+        if tag.len() != 2 {
+            return Err(PyValueError::new_err(format!("Invalid tag: {tag}")));
+        }
+        let key = tag_key(tag)?;
+        let mut data = self.data.to_vec();
+        if replace {
+            remove_tag(&mut data, key);
+        }
+        if value.is_none() {
+            self.data = data.into_boxed_slice();
+            return Ok(());
+        }
+        let text: Vec<u8>;
+        let typed = match value_type.map(|t| t.as_bytes()) {
+            None if value.is_instance_of::<pyo3::types::PyBool>() || value.is_instance_of::<pyo3::types::PyInt>() => {
+                let v: i64 = value.extract()?;
+                let t = smallest_int_type(v).ok_or_else(|| PyOverflowError::new_err(format!("integer {v} does not fit a 32-bit tag")))?;
+                TagValue::Int(v, t)
+            }
+            None if value.is_instance_of::<pyo3::types::PyFloat>() => TagValue::Float(value.extract::<f64>()? as f32),
+            None | Some(b"Z" | b"H")
+                if value.is_instance_of::<pyo3::types::PyString>() || value.is_instance_of::<pyo3::types::PyBytes>() =>
+            {
+                text = value.extract::<String>().map(String::into_bytes).or_else(|_| value.extract::<Vec<u8>>())?;
+                TagValue::Text(&text, value_type.map_or(b'Z', |t| t.as_bytes()[0]))
+            }
+            Some([t @ (b'c' | b'C' | b's' | b'S' | b'i' | b'I')]) => TagValue::Int(value.extract()?, *t),
+            Some(b"f") => TagValue::Float(value.extract::<f64>()? as f32),
+            Some(b"d") => TagValue::Double(value.extract()?),
+            Some(b"A" | b"a") => {
+                let c: String = value.extract()?;
+                TagValue::Char(*c.as_bytes().first().ok_or_else(|| PyValueError::new_err("an 'A' tag needs one character"))?)
+            }
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "can't guess type or invalid type code specified: {} {}",
+                    value.str()?,
+                    value_type.unwrap_or("None")
+                )))
+            }
+        };
+        append_tag(&mut data, key, typed).map_err(|e| PyOverflowError::new_err(e.to_string()))?;
+        self.data = data.into_boxed_slice();
+        Ok(())
     }
 
     fn has_tag(&self, tag: &str) -> PyResult<bool> {
@@ -962,7 +1044,7 @@ impl AlignedSegment {
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other.cast::<AlignedSegment>().is_ok_and(|o| o.get().data == self.data)
+        other.cast::<AlignedSegment>().is_ok_and(|o| o.try_borrow().is_ok_and(|o| o.data == self.data))
     }
 
     fn __hash__(&self) -> u64 {

@@ -13,8 +13,8 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyOSError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use std::path::{Path, PathBuf};
 use std::ffi::CString;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 mod alignment;
@@ -31,6 +31,7 @@ mod read_ahead;
 mod regions;
 mod sketches;
 mod source;
+mod writer;
 
 create_exception!(fasthts, Error, PyException, "Bad input or a failed operation; the message is the one the fasthts CLI prints.");
 
@@ -216,6 +217,7 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bam::register(m)?;
     regions::register(m)?;
     alignment::register(m)?;
+    writer::register(m)?;
     depth::register(m)?;
     ops::register(m)?;
     kmer::register(m)?;

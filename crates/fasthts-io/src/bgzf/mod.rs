@@ -15,6 +15,7 @@ mod block_map;
 mod reader;
 mod stream;
 mod system_deflate;
+mod system_zlib;
 mod virtual_offset;
 mod writer;
 
@@ -25,6 +26,7 @@ pub use reader::inflate_blocks_here;
 pub use reader::{decompress_all, inflate_blocks, BlockReader, DEFAULT_BATCH_BYTES};
 pub use stream::StreamReader;
 pub use system_deflate::{compress_all_as_htslib, have_system_libdeflate};
+pub use system_zlib::have_system_zlib;
 pub use virtual_offset::{VirtualOffset, MAX_COMPRESSED_OFFSET};
 pub use writer::{compress_all, compress_block, htslib_libdeflate_level, libdeflate_level, BgzfWriter, BLOCK_DATA_SIZE, DEFAULT_LEVEL};
 

@@ -92,6 +92,15 @@ pub fn compress_all(data: &[u8], level: i32) -> Vec<u8> {
     w.finish().expect("writing to a Vec cannot fail")
 }
 
+/// How a writer compresses its blocks.
+#[derive(Clone, Copy, Debug)]
+enum Deflater {
+    /// The bundled libdeflate at this level (0–12).
+    Libdeflate(i32),
+    /// The system's zlib as htslib uses it, at this zlib level (0–9).
+    HtslibZlib(u32),
+}
+
 /// A batch of the uncompressed stream and its compressed blocks.
 #[derive(Default)]
 struct Batch {
@@ -107,17 +116,21 @@ impl Batch {
         self.data.len().div_ceil(BLOCK_DATA_SIZE)
     }
 
-    fn compress(&mut self, level: i32) {
+    fn compress(&mut self, deflater: Deflater) {
         let n = self.n_blocks();
         if self.blocks.len() < n {
             self.blocks.resize_with(n, || vec![0; MAX_BLOCK_SIZE]);
             self.lens.resize(n, 0);
         }
-        self.data
-            .par_chunks(BLOCK_DATA_SIZE)
-            .zip(self.blocks[..n].par_iter_mut())
-            .zip(self.lens[..n].par_iter_mut())
-            .for_each(|((data, out), len)| *len = compress_block_into(data, level, out));
+        self.data.par_chunks(BLOCK_DATA_SIZE).zip(self.blocks[..n].par_iter_mut()).zip(self.lens[..n].par_iter_mut()).for_each(
+            |((data, out), len)| {
+                *len = match deflater {
+                    Deflater::Libdeflate(level) => compress_block_into(data, level, out),
+                    Deflater::HtslibZlib(level) => super::system_zlib::compress_block_as_htslib_zlib(data, level, out)
+                        .unwrap_or_else(|| compress_block_into(data, htslib_libdeflate_level(level), out)),
+                }
+            },
+        );
     }
 
     /// The compressed blocks, in order.
@@ -136,8 +149,10 @@ impl Batch {
 /// flight; buffers are reused.
 pub struct BgzfWriter<W: Write> {
     inner: Option<W>,
-    /// libdeflate level.
-    level: i32,
+    /// How blocks are compressed.
+    deflater: Deflater,
+    /// The pool compressing the batches (None: rayon's current one).
+    pool: Option<std::sync::Arc<rayon::ThreadPool>>,
     /// The batch being filled.
     pending: Vec<u8>,
     /// Batches handed to the pool, oldest first; each answers on its channel.
@@ -169,7 +184,8 @@ impl<W: Write> BgzfWriter<W> {
     pub fn with_libdeflate_level(inner: W, level: i32) -> Self {
         BgzfWriter {
             inner: Some(inner),
-            level,
+            deflater: Deflater::Libdeflate(level),
+            pool: None,
             pending: Vec::with_capacity(BATCH_BYTES),
             in_flight: Default::default(),
             // One batch per thread compressing, one more being written.
@@ -180,6 +196,40 @@ impl<W: Write> BgzfWriter<W> {
             submitted: 0,
             block_log: None,
         }
+    }
+
+    /// A writer compressing each block as an htslib built without
+    /// libdeflate does at zlib `level` (0–9), with the system's zlib: the
+    /// bytes pysam writes (see `system_zlib`; the bundled libdeflate when
+    /// there is no system zlib). Slower than [`BgzfWriter::new`].
+    pub fn as_htslib_with_zlib(inner: W, level: u32) -> Self {
+        let mut w = Self::with_libdeflate_level(inner, 0);
+        w.deflater = Deflater::HtslibZlib(level.min(9));
+        w
+    }
+
+    /// Compresses on `pool` instead of rayon's current pool (a writer used
+    /// from outside any pool, as a Python binding's).
+    pub fn on_pool(mut self, pool: std::sync::Arc<rayon::ThreadPool>) -> Self {
+        self.max_in_flight = pool.current_num_threads() + 1;
+        self.pool = Some(pool);
+        self
+    }
+
+    /// Writes `record` (a BAM record with its `block_size`) as htslib's
+    /// `bam_write1` does: when it does not fit the rest of the current
+    /// block, that block ends first, so records start blocks rather than
+    /// straddle them (a record larger than a block still spans several).
+    pub fn write_unsplit(&mut self, record: &[u8]) -> io::Result<()> {
+        let in_block = self.pending.len() % BLOCK_DATA_SIZE;
+        if in_block > 0 && in_block + record.len() > BLOCK_DATA_SIZE {
+            // Ending the batch here ends its last block here.
+            self.submit();
+            while self.in_flight.len() >= self.max_in_flight {
+                self.write_oldest()?;
+            }
+        }
+        self.write_all(record)
     }
 
     /// Keeps the information needed by [`BgzfWriter::virtual_offset_of`].
@@ -257,11 +307,15 @@ impl<W: Write> BgzfWriter<W> {
         }
         self.submitted += batch.data.len() as u64;
         let (tx, rx) = mpsc::sync_channel(1);
-        let level = self.level;
-        rayon::spawn(move || {
-            batch.compress(level);
+        let deflater = self.deflater;
+        let job = move || {
+            batch.compress(deflater);
             let _ = tx.send(batch);
-        });
+        };
+        match &self.pool {
+            Some(pool) => pool.spawn(job),
+            None => rayon::spawn(job),
+        }
         self.in_flight.push_back(rx);
     }
 
@@ -388,6 +442,42 @@ mod tests {
         assert_eq!(crate::bgzf::decompress_all(&one).unwrap(), data);
         assert!(one == on(4), "output depends on the thread count");
         assert!(one == compress_all(&data, libdeflate_level(6)), "pool and global-pool outputs differ");
+    }
+
+    #[test]
+    fn unsplit_records_start_blocks_and_zlib_output_reads_back() {
+        // Records of 1,000 to 7,000 bytes, and one larger than a block.
+        let records: Vec<Vec<u8>> = (0..200u32)
+            .map(|i| {
+                let len = if i == 77 { 3 * BLOCK_DATA_SIZE / 2 } else { 1000 + (i as usize * 37) % 6000 };
+                (0..len).map(|j| (j as u32 * 31 + i) as u8 % 7 + b'A').collect()
+            })
+            .collect();
+        let data: Vec<u8> = records.concat();
+        for level in [0, 1, 6] {
+            let on = |threads| {
+                let pool = std::sync::Arc::new(rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap());
+                let mut w = BgzfWriter::as_htslib_with_zlib(Vec::new(), level).on_pool(pool);
+                for r in &records {
+                    w.write_unsplit(r).unwrap();
+                }
+                w.finish().unwrap()
+            };
+            let out = on(1);
+            assert!(out == on(3), "output depends on the thread count");
+            assert_eq!(crate::bgzf::decompress_all(&out).unwrap(), data);
+            // A block starts with a record, unless the one before is full
+            // (the large record spans blocks).
+            let starts: std::collections::HashSet<usize> =
+                records.iter().scan(0, |at, r| Some(std::mem::replace(at, *at + r.len()))).collect();
+            let (mut off, mut pos, mut before) = (0u64, 0usize, 0usize);
+            while off < out.len() as u64 {
+                let b = Block::parse(&out, off).unwrap();
+                let n = b.uncompressed_size as usize;
+                assert!(n == 0 || before == BLOCK_DATA_SIZE || starts.contains(&pos), "a block starts inside a record at {pos}");
+                (pos, before, off) = (pos + n, n, b.next_offset());
+            }
+        }
     }
 
     #[test]

@@ -31,6 +31,17 @@ _COUNT_ALL_EXCLUDES = 0x4 | 0x100 | 0x200 | 0x400
 # Types of the header fields pysam converts (the rest stay str).
 _HEADER_INT_FIELDS = {("SQ", "LN")}
 _HEADER_RECORDS = ("HD", "SQ", "RG", "PG", "CO")
+# pysam's order of the fields it knows, when it writes a header line from a dict.
+_HEADER_FIELD_ORDER = {
+    "HD": ("VN", "SO", "SS", "GO"),
+    "SQ": ("SN", "LN", "AS", "M5", "UR", "SP", "TP"),
+    "RG": ("ID", "CN", "SM", "LB", "DS", "DT", "FO", "KS", "PG", "PI", "PL", "PM", "PU"),
+    "PG": ("ID", "PN", "CL", "PP", "DS", "VN"),
+}
+# Write modes: (format, zlib level). pysam takes "wb", "wbu", "wb0", "w",
+# "wh"; "wb1"-"wb9" are htslib's levels, which pysam refuses.
+_WRITE_MODES = {"w": ("sam", 6), "wh": ("sam", 6), "wb": ("bam", 6), "wbu": ("bam", 0), "wc": ("cram", 6)}
+_WRITE_MODES.update({f"wb{level}": ("bam", level) for level in range(10)})
 
 
 def _path(p: _Any, what: str = "path") -> str:
@@ -43,9 +54,43 @@ def _path(p: _Any, what: str = "path") -> str:
 class AlignmentHeader:
     """The header of an ``AlignmentFile`` (pysam's ``AlignmentHeader``)."""
 
-    def __init__(self, raw_text: str, references: _List[tuple]):
+    def __init__(self, raw_text: str, references: _List[tuple], reader: _Any = None):
         self._raw = raw_text
         self._refs = list(references)
+        # The file it was read from: a writer given it writes its bytes as stored.
+        self._reader = reader
+        self._has_text = True
+
+    @classmethod
+    def from_dict(cls, header_dict: _Any) -> "AlignmentHeader":
+        """A header from pysam's dict form, its text as pysam writes it."""
+        text = _header_text_from_dict(header_dict)
+        return cls(text, _references_of_text(text))
+
+    @classmethod
+    def from_text(cls, text: str) -> "AlignmentHeader":
+        """A header from SAM header text (references from its @SQ lines)."""
+        return cls(text, _references_of_text(text))
+
+    @classmethod
+    def from_references(cls, reference_names: _Any, reference_lengths: _Any, text: _Any = None, add_sq_text: bool = True) -> "AlignmentHeader":
+        """A header of these references (pysam's: with @SQ text when no
+        ``text`` is given and ``add_sq_text``)."""
+        names = [str(n) for n in reference_names]
+        lengths = [int(l) for l in reference_lengths]
+        if len(names) != len(lengths):
+            raise ValueError("number of reference names and lengths do not match")
+        if text is None and add_sq_text:
+            text = "".join(f"@SQ\tSN:{n}\tLN:{l}\n" for n, l in zip(names, lengths))
+        header = cls(text or "", list(zip(names, lengths)))
+        # No text at all (not even empty): a SAM file gets no header (htslib).
+        header._has_text = text is not None
+        return header
+
+    def copy(self) -> "AlignmentHeader":
+        header = AlignmentHeader(self._raw, self._refs, self._reader)
+        header._has_text = self._has_text
+        return header
 
     @property
     def references(self) -> tuple:
@@ -151,6 +196,52 @@ class AlignmentHeader:
         return 0 <= tid < len(self._refs)
 
 
+def _header_line(fields: _Any, record: str) -> str:
+    """pysam's ``_build_header_line``."""
+    line = [f"@{record}"]
+    if record == "CO":
+        line.append(fields)
+    elif record.islower():
+        line.extend(f"{k}:{fields[k]}" for k in sorted(fields))
+    else:
+        line.extend(f"{k}:{fields[k]}" for k in _HEADER_FIELD_ORDER.get(record, ()) if k in fields)
+        line.extend(f"{k}:{v}" for k, v in fields.items() if not k.isupper())
+    return "\t".join(line)
+
+
+def _header_text_from_dict(header: _Any) -> str:
+    """The text pysam's ``AlignmentHeader.from_dict`` builds: the records
+    pysam knows in its order, then the others sorted by name."""
+    lines = []
+    for record in _HEADER_RECORDS:
+        data = header.get(record)
+        if not data:
+            continue
+        if isinstance(data, dict):
+            lines.append(_header_line(data, record))
+        else:
+            lines.extend(_header_line(fields, record) for fields in data)
+    for record, data in sorted(header.items()):
+        if record in _HEADER_RECORDS:
+            continue
+        if isinstance(data, dict):
+            lines.append(_header_line(data, record))
+        else:
+            lines.extend(_header_line(fields, record) for fields in data)
+    return "\n".join(lines) + "\n"
+
+
+def _references_of_text(text: str) -> _List[tuple]:
+    """``[(name, length)]`` of the @SQ lines of header text."""
+    refs = []
+    for line in text.split("\n"):
+        if line.startswith("@SQ\t"):
+            fields = dict(f.split(":", 1) for f in line.split("\t")[1:] if ":" in f)
+            if "SN" in fields and "LN" in fields:
+                refs.append((fields["SN"], int(fields["LN"])))
+    return refs
+
+
 class AlignmentFile:
     """A BAM or SAM file opened for reading, with pysam's API.
 
@@ -200,12 +291,19 @@ class AlignmentFile:
         reference_filename: _Any = None,
     ):
         self._reader = None
+        self._writer = None
+        self._written_format = None
         self._iter = None
         mode = mode or "r"
         if not isinstance(mode, str):
             raise TypeError(f"mode must be a str, not {type(mode).__name__}")
+        if mode[0] == "w":
+            self._open_for_writing(
+                filepath_or_object, mode, template, header, reference_names, reference_lengths, text, add_sq_text, threads, reference_filename
+            )
+            return
         if mode[0] != "r":
-            raise NotImplementedError(f"fasthts.AlignmentFile reads only (mode {mode!r}); write with pysam, or sort/convert with fasthts.sort")
+            raise AssertionError(f"invalid file opening mode `{mode}`")
         self.filename = _path(filepath_or_object, "filepath_or_object")
         self.mode = mode
         self.threads = threads
@@ -219,7 +317,7 @@ class AlignmentFile:
                 self._reader = None
                 raise OSError(msg)
             _warnings.warn(msg, stacklevel=2)
-        self.header = AlignmentHeader(self._reader.raw_text, self._reader.references)
+        self.header = AlignmentHeader(self._reader.raw_text, self._reader.references, self._reader)
         if check_sq and self.header.nreferences == 0:
             self._reader = None
             raise ValueError(
@@ -230,6 +328,50 @@ class AlignmentFile:
             raise OSError(f"{self.filename}: unable to open index file")
         self.index_filename = index
 
+    def _open_for_writing(self, path, mode, template, header, reference_names, reference_lengths, text, add_sq_text, threads, reference_filename) -> None:
+        """pysam's write modes: the header from ``template``, ``header``
+        (an AlignmentHeader or pysam's dict), ``reference_names`` with
+        ``reference_lengths`` (and ``text``), or ``text``, in that order;
+        CRAM (``"wc"``) against ``reference_filename``."""
+        if mode not in _WRITE_MODES:
+            raise AssertionError(f"invalid file opening mode `{mode}`")
+        file_format, level = _WRITE_MODES[mode]
+        if template is not None:
+            new_header = template.header.copy()
+        elif isinstance(header, AlignmentHeader):
+            new_header = header.copy()
+        elif isinstance(header, dict):
+            new_header = AlignmentHeader.from_dict(header)
+        elif reference_names and reference_lengths:
+            new_header = AlignmentHeader.from_references(reference_names, reference_lengths, text=text, add_sq_text=add_sq_text)
+        elif text:
+            new_header = AlignmentHeader.from_text(text)
+        else:
+            raise ValueError(
+                "either supply options `template`, `header`, `text` or  both `reference_names` and `reference_lengths` for writing"
+            )
+        self.filename = _path(path, "filepath_or_object")
+        self.mode = mode
+        self.threads = threads
+        self.index_filename = None
+        if not isinstance(new_header, AlignmentHeader):
+            # Another library's header (pysam's): its text and references.
+            new_header = AlignmentHeader(str(new_header), list(zip(new_header.references, new_header.lengths)))
+        self.header = new_header
+        self._written_format = file_format
+        reader = new_header._reader
+        raw = None if reader is not None or not new_header._has_text else new_header._raw
+        refs = None if reader is not None else list(new_header._refs)
+        reference = None if reference_filename is None else _path(reference_filename, "reference_filename")
+        self._writer = _fasthts._AlignmentWriter(self.filename, file_format, level, reader, raw, refs, threads, reference)
+
+    def write(self, read: AlignedSegment) -> int:
+        """Writes ``read`` (a record read from any fasthts AlignmentFile);
+        returns the bytes written, as pysam does."""
+        if self._writer is None:
+            raise ValueError("I/O operation on closed file")
+        return self._writer.write(read)
+
     # -- file-level ---------------------------------------------------------
 
     def _open_reader(self):
@@ -238,34 +380,61 @@ class AlignmentFile:
         return self._reader
 
     def close(self) -> None:
+        """Closes the file; a file being written is completed and appears
+        at its path only now."""
         self._reader = None
         self._iter = None
+        writer, self._writer = getattr(self, "_writer", None), None
+        if writer is not None:
+            writer.close()
 
     def __enter__(self) -> "AlignmentFile":
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, exc_type, *exc) -> bool:
+        if exc_type is not None and self._writer is not None:
+            # A block that failed leaves no output (the CLI's rule).
+            writer, self._writer = self._writer, None
+            writer.abort()
         self.close()
         return False
 
+    def __del__(self) -> None:
+        # As pysam: a file written and never closed is completed when collected.
+        if getattr(self, "_writer", None) is not None:
+            try:
+                self.close()
+            except Exception:
+                pass
+
     @property
     def is_open(self) -> bool:
-        return self._reader is not None
+        return self._reader is not None or self._writer is not None
 
     @property
     def closed(self) -> bool:
-        return self._reader is None
+        return not self.is_open
+
+    @property
+    def is_write(self) -> bool:
+        return self._writer is not None or self.mode.startswith("w")
 
     @property
     def is_bam(self) -> bool:
+        if self._written_format is not None:
+            return self._written_format == "bam"
         return self._open_reader().is_bam
 
     @property
     def is_sam(self) -> bool:
+        if self._written_format is not None:
+            return self._written_format == "sam"
         return self._open_reader().is_sam
 
     @property
     def is_cram(self) -> bool:
+        if self._written_format is not None:
+            return self._written_format == "cram"
         return self._open_reader().is_cram
 
     @property
@@ -315,8 +484,7 @@ class AlignmentFile:
 
     @property
     def is_read(self) -> bool:
-        # Opened for reading: the only mode offered.
-        return True
+        return self.mode.startswith("r")
 
     def head(self, n: int, multiple_iterators: bool = True):
         """The first `n` records of the file (pysam's `head`)."""

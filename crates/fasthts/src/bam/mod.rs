@@ -1,6 +1,7 @@
 //! BAM: header, zero-copy records, and memory-mapped files.
 
 pub mod binning;
+pub mod edit;
 mod file;
 mod header;
 mod reader;

@@ -229,7 +229,7 @@ impl<'a> RecordRef<'a> {
         self.seq_start() + self.seq_len().div_ceil(2)
     }
 
-    fn aux_start(&self) -> usize {
+    pub(crate) fn aux_start(&self) -> usize {
         self.qual_start() + self.seq_len()
     }
 

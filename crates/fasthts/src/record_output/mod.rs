@@ -4,8 +4,10 @@
 
 mod format;
 mod sam_text;
+mod writer;
 
 pub use format::{cram_output_options, parse_output_options, OutputFormat};
+pub use writer::{AlignmentWriter, WriteFormat};
 
 use crate::bam::{Header, RecordRef};
 use crate::bgzf::BgzfWriter;
@@ -108,15 +110,7 @@ impl<'p, W: Write> RecordOutput<'p, W> {
     pub(crate) fn open_cram(header: &Header, cram: &CramOutput, out: W) -> Result<RecordOutput<'p, W>, Error> {
         let threads = rayon::current_num_threads();
         let writer = crate::cram::CramWriter::create(&cram.name, header, &cram.options, threads, cram.index.as_deref(), out)?;
-        let sink = Sink {
-            index: None,
-            text: None,
-            edit: None,
-            scratch: Vec::new(),
-            long_cigar: Vec::new(),
-            progress: None,
-            written: 0,
-        };
+        let sink = Sink { index: None, text: None, edit: None, scratch: Vec::new(), long_cigar: Vec::new(), progress: None, written: 0 };
         Ok(RecordOutput { out: Out::Cram(writer), sink })
     }
 
