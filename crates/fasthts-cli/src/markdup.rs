@@ -47,8 +47,8 @@ pub struct MarkdupArgs {
     #[arg(short = 'c')]
     pub clear: bool,
     /// Duplicate decision method for paired reads: t measure positions
-    /// based on template start/end (default), s measure positions based on
-    /// sequence start.
+    /// based on template start/end, s measure positions based on sequence
+    /// start.
     #[arg(short = 'm', long = "mode", value_name = "TYPE", default_value = "t", value_parser = ["t", "s"])]
     pub mode: String,
     /// Output uncompressed data.
@@ -66,8 +66,8 @@ pub struct MarkdupArgs {
     /// Regex for coords from read name (POSIX extended, as samtools).
     #[arg(long = "read-coords", value_name = "STR")]
     pub read_coords: Option<String>,
-    /// Order of regex elements. txy (default). With t being a part of the
-    /// read names that must be equal and x/y being coordinates.
+    /// Order of regex elements, t being a part of the read names that must
+    /// be equal and x/y being coordinates.
     #[arg(long = "coords-order", value_name = "STR", default_value = "txy")]
     pub coords_order: String,
     /// Use barcode a tag that duplicates must match.

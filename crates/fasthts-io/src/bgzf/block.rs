@@ -11,6 +11,9 @@ use libdeflater::{DecompressionError, Decompressor};
 const FIXED_HEADER_LEN: usize = 12;
 /// CRC32 and ISIZE.
 pub const FOOTER_LEN: usize = 8;
+/// The header the writers put before each block's deflated data: the
+/// fixed part and the one extra subfield, `BC` with the block's size.
+pub const HEADER_LEN: usize = FIXED_HEADER_LEN + 6;
 /// Largest size of a block, compressed or not.
 pub const MAX_BLOCK_SIZE: usize = 1 << 16;
 /// gzip FLG bit announcing an extra field.

@@ -9,8 +9,7 @@
 //! the system's. Without it the bundled libdeflate is used: same content,
 //! other bytes.
 
-use super::block::{FOOTER_LEN, MAX_BLOCK_SIZE};
-use super::writer::HEADER_LEN;
+use super::block::{FOOTER_LEN, HEADER_LEN, MAX_BLOCK_SIZE};
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_void, CStr};
 use std::sync::OnceLock;
 

@@ -1,6 +1,6 @@
 //! BGZF writing: blocks compressed in parallel, written in order.
 
-use super::block::{EOF_MARKER, FOOTER_LEN, MAX_BLOCK_SIZE};
+use super::block::{EOF_MARKER, FOOTER_LEN, HEADER_LEN, MAX_BLOCK_SIZE};
 use super::VirtualOffset;
 use libdeflater::{CompressionLvl, Compressor};
 use rayon::prelude::*;
@@ -11,8 +11,6 @@ use std::sync::mpsc;
 /// Uncompressed bytes per block, as htslib writes them (0xff00), leaving room
 /// for incompressible data to fit a 64 KiB block.
 pub const BLOCK_DATA_SIZE: usize = 0xff00;
-/// Header of a block written by fasthts: gzip fixed header plus the BC subfield.
-pub(super) const HEADER_LEN: usize = 18;
 /// Blocks compressed per parallel batch: 16 blocks keep two to eight threads
 /// busy while holding only 2 MiB (input and output) per batch in flight
 /// (threads + 1 of them), so a sort at a small `-m` stays within samtools'

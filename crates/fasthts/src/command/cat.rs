@@ -86,9 +86,25 @@ pub fn cat_files(inputs: &[PathBuf], output: &Path, options: &CatOptions, report
         Format::Bam(Compression::Bgzf) => with_output(output, |out| bam_cat(peeked, inputs, options, out, report)),
         Format::Cram => {
             drop(peeked);
+            inputs[1..].iter().try_for_each(|path| check_cram_input(path))?;
             crate::cram::cat::cram_cat(inputs, output, options.header.as_deref(), options.program.as_ref())
         }
         format => Err(not_concatenable(format).with_path(first)),
+    }
+}
+
+/// Refuses an input after a first CRAM that is not CRAM too (standard
+/// input, which cannot be read twice, is refused by [`crate::cram::cat`]).
+fn check_cram_input(path: &Path) -> Result<(), Error> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    match input::peek(path)?.format() {
+        Format::Cram => Ok(()),
+        Format::Bam(_) => {
+            Err(Error::Message("is BAM, and the first input CRAM: BAM and CRAM cannot be concatenated together".into()).with_path(path))
+        }
+        _ => Err(Error::Message("input is not BAM or CRAM".into()).with_path(path)),
     }
 }
 

@@ -12,7 +12,6 @@
 //! without its EOF container.
 
 use super::{c_path, ffi, quiet_htslib};
-use crate::format::Format;
 use crate::output::Named;
 use crate::output::TempOutput;
 use crate::Error;
@@ -119,19 +118,10 @@ struct CramInput {
 }
 
 impl CramInput {
-    /// Opens `path`, which must be CRAM (the first input was).
+    /// Opens `path`, CRAM (as the caller has checked).
     fn open(path: &Path) -> Result<CramInput, Error> {
         if path.as_os_str() == "-" {
             return Err(Error::Message("CRAM cannot be concatenated from standard input (each input is read twice)".into()).with_path(path));
-        }
-        match crate::input::peek(path)?.format() {
-            Format::Cram => {}
-            Format::Bam(_) => {
-                return Err(
-                    Error::Message("is BAM, and the first input CRAM: BAM and CRAM cannot be concatenated together".into()).with_path(path)
-                )
-            }
-            _ => return Err(Error::Message("input is not BAM or CRAM".into()).with_path(path)),
         }
         let name = c_path(path)?;
         // SAFETY: both arguments are C strings; NULL is checked.
