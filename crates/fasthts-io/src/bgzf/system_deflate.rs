@@ -11,8 +11,7 @@
 //! bulk paths (inflate, BAM output) keep the bundled, faster version. Without
 //! a system libdeflate the bundled one is used: same content, other bytes.
 
-use super::block::{EOF_MARKER, FOOTER_LEN, MAX_BLOCK_SIZE};
-use super::block::HEADER_LEN;
+use super::block::{EOF_MARKER, FOOTER_LEN, HEADER_LEN, MAX_BLOCK_SIZE};
 use super::writer::{compress_all, BLOCK_DATA_SIZE};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::OnceLock;
