@@ -203,3 +203,11 @@ fn merge_section() {
 fn index_section() {
     passes_as_with_samtools(&["test_index($opts)", "test_index($opts, threads=>2)"], &["index", "view", "merge"], &[]);
 }
+
+/// Positions past 2^31 in SAM and bgzipped SAM: view of a whole file, of
+/// a region through a CSI index and with `-L`, sort, merge, depth and a
+/// sort | fixmate | sort chain (tview stays samtools').
+#[test]
+fn large_positions_section() {
+    passes_as_with_samtools(&["test_large_positions($opts)"], &["view", "index", "sort", "merge", "depth", "fixmate"], &[]);
+}

@@ -101,6 +101,16 @@ pub struct ViewOptions {
     pub cram_output: crate::cram::CramWriteOptions,
 }
 
+impl ViewOptions {
+    /// Whether every output is SAM text (or there is none, `-c`): a SAM
+    /// input's positions past 2^31 are then kept, as samtools keeps them
+    /// (a BAM or CRAM output refuses them).
+    fn text_only_outputs(&self) -> bool {
+        let text = |f: OutputFormat| matches!(f, OutputFormat::Sam | OutputFormat::SamGz);
+        self.count || (text(self.format) && self.unselected.as_ref().map_or(true, |(_, f, _)| text(*f)))
+    }
+}
+
 impl Default for ViewOptions {
     fn default() -> Self {
         ViewOptions {
@@ -245,7 +255,10 @@ pub fn view_file(
             None => Some(input::open_with(input, &cram_options)?),
         };
         if indexed {
-            let open = IndexedOptions { index: options.index.clone(), cram: cram_options.clone(), ..Default::default() };
+            // samtools keeps a bgzipped SAM's positions past 2^31 in SAM
+            // outputs (a BAM or CRAM output refuses them), as for a whole file.
+            let sam_positions = if options.text_only_outputs() { crate::sam::Positions::Wide } else { crate::sam::Positions::Bam };
+            let open = IndexedOptions { index: options.index.clone(), cram: cram_options.clone(), sam_positions, ..Default::default() };
             let file = IndexedFile::open(input, &open, report)?;
             if let Some((bam, _)) = file.bam() {
                 warn_if_truncated(bam, report);
@@ -410,13 +423,15 @@ impl<'a> Router<'a> {
 
     /// Whether samtools' `process_aln` selects `r` (`-B` applied first).
     fn selects(&mut self, r: &RecordRef<'_>) -> bool {
-        let Router { options, selection, names, collapsed, .. } = self;
-        if !selection.passes_expr(r, names, None) {
+        let Router { options, selection, names, collapsed, wide_input, .. } = self;
+        let (core, wide) = split_wide(r, *wide_input);
+        let r = core.as_ref().unwrap_or(r);
+        if !selection.passes_expr(r, names, wide) {
             return false;
         }
         let edited =
             (options.remove_b && crate::view::remove_backward(r.as_bytes(), collapsed)).then(|| RecordRef::new_prevalidated(collapsed));
-        selection.keeps_after_expr(edited.as_ref().unwrap_or(r), names, None)
+        selection.keeps_after_expr(edited.as_ref().unwrap_or(r), names, wide)
     }
 
     /// What becomes of `r`; its bytes (`block_size` and data; tags and
@@ -426,14 +441,9 @@ impl<'a> Router<'a> {
         let Router { options, selection, names, scratch, collapsed, wide_input } = self;
         // A record past 2^31: filtered on its 32-bit part, written with
         // its 64-bit positions put back.
+        let (core, wide) = split_wide(r, *wide_input);
         let bytes = r.as_bytes();
-        let wide_len = if *wide_input { crate::sam::wide_positions_len(bytes) } else { 0 };
-        let core = (wide_len > 0).then(|| RecordRef::new_prevalidated(&bytes[..bytes.len() - wide_len]));
-        let wide_field = &bytes[bytes.len() - wide_len..];
-        let wide = core.is_some().then(|| {
-            let (pos, mate_pos, template_len) = crate::sam::wide_positions(bytes);
-            WidePositions { pos, mate_pos, template_len }
-        });
+        let wide_field = &bytes[core.as_ref().map_or(bytes.len(), |c| c.as_bytes().len())..];
         let r = core.as_ref().unwrap_or(r);
         // samtools runs -e on the record as read, then -B edits it for the
         // other filters and the outputs.
@@ -561,10 +571,7 @@ fn whole_file(
     let mut router = Router::new(options, selection, names);
     // samtools keeps a SAM input's positions past 2^31 in SAM outputs
     // (a BAM or CRAM output refuses them).
-    let text_only = [&outputs.main, &outputs.unselected]
-        .iter()
-        .all(|o| o.as_ref().map_or(true, |(_, format)| matches!(format, OutputFormat::Sam | OutputFormat::SamGz)));
-    if let (Input::Sam(sam), true) = (&mut *input, text_only) {
+    if let (Input::Sam(sam), true) = (&mut *input, options.text_only_outputs()) {
         sam.set_positions(crate::sam::Positions::Wide);
         router.wide_input = true;
         for (sink, _) in [&mut outputs.main, &mut outputs.unselected].into_iter().flatten() {
@@ -582,6 +589,18 @@ fn whole_file(
         }),
     };
     read.or_else(|e| formatted_first(outputs, e, output_failed))
+}
+
+/// A record that ends with 64-bit positions (`wide_input`: it may) as its
+/// BAM part and those positions; `(None, None)` for any other record.
+fn split_wide<'r>(r: &RecordRef<'r>, wide_input: bool) -> (Option<RecordRef<'r>>, Option<WidePositions>) {
+    let bytes = r.as_bytes();
+    let wide_len = if wide_input { crate::sam::wide_positions_len(bytes) } else { 0 };
+    if wide_len == 0 {
+        return (None, None);
+    }
+    let (pos, mate_pos, template_len) = crate::sam::wide_positions(bytes);
+    (Some(RecordRef::new_prevalidated(&bytes[..bytes.len() - wide_len])), Some(WidePositions { pos, mate_pos, template_len }))
 }
 
 /// Routes one record of a whole file, and writes it where it goes;
@@ -805,15 +824,23 @@ struct Filled {
 }
 
 /// Appends `record` (`block_size` and data) to `out` as `format` wants it
-/// from a piece: SAM text, or the record.
-fn encode(record: &[u8], format: Option<OutputFormat>, refs: &[crate::bam::Reference], out: &mut Vec<u8>) -> Result<(), Error> {
-    match format {
-        None => Ok(()),
-        Some(OutputFormat::Bam | OutputFormat::Cram) => {
+/// from a piece: SAM text, or the record. With `wide_line` (scratch), the
+/// record may end with 64-bit positions ([`crate::sam::Positions::Wide`]).
+fn encode(
+    record: &[u8],
+    format: Option<OutputFormat>,
+    refs: &[crate::bam::Reference],
+    out: &mut Vec<u8>,
+    wide_line: Option<&mut Vec<u8>>,
+) -> Result<(), Error> {
+    match (format, wide_line) {
+        (None, _) => Ok(()),
+        (Some(OutputFormat::Bam | OutputFormat::Cram), _) => {
             out.extend_from_slice(record);
             Ok(())
         }
-        Some(_) => crate::sam::format_record(&RecordRef::new_prevalidated(&record[4..]), refs, out),
+        (Some(_), Some(line)) => crate::sam::format_wide_record(&record[4..], refs, out, line),
+        (Some(_), None) => crate::sam::format_record(&RecordRef::new_prevalidated(&record[4..]), refs, out),
     }
 }
 
@@ -848,6 +875,8 @@ fn by_pieces(
 ) -> Result<(), Error> {
     let main_format = outputs.main.as_ref().map(|(_, f)| *f);
     let unselected_format = outputs.unselected.as_ref().map(|(_, f)| *f);
+    let wide = file.has_wide_positions();
+    let end_of = |r: &RecordRef<'_>| if wide { crate::sam::wide_span(r).1 } else { r.end_pos() };
     crate::gather::fill_in_order(
         pieces.len(),
         |_| Filled::default(),
@@ -857,17 +886,19 @@ fn by_pieces(
             filled.count = 0;
             let piece = pieces[i];
             let mut router = Router::new(options, selection, names);
+            router.wide_input = wide;
             let mut failed = None;
+            let mut line = Vec::new();
             read_piece(file, &piece, &mut |r| {
-                if failed.is_some() || r.end_pos() <= piece.overlap_from || gate.is_some_and(|keep| !keep(r)) {
+                if failed.is_some() || end_of(r) <= piece.overlap_from || gate.is_some_and(|keep| !keep(r)) {
                     return;
                 }
                 let result = router.route(r, main_format.is_some(), unselected_format.is_some()).and_then(|route| match route {
                     Route::Selected | Route::Unmapped => {
                         filled.count += u64::from(route == Route::Selected);
-                        encode(&router.scratch, main_format, refs, &mut filled.selected)
+                        encode(&router.scratch, main_format, refs, &mut filled.selected, wide.then_some(&mut line))
                     }
-                    Route::Unselected => encode(&router.scratch, unselected_format, refs, &mut filled.unselected),
+                    Route::Unselected => encode(&router.scratch, unselected_format, refs, &mut filled.unselected, wide.then_some(&mut line)),
                 });
                 if let Err(e) = result {
                     failed = Some(e);
@@ -943,6 +974,8 @@ fn fetch_pairs(
         positions: Vec<(i32, i64)>,
         unplaced: bool,
     }
+    let wide = file.has_wide_positions();
+    let span_of = |r: &RecordRef<'_>| if wide { crate::sam::wide_span(r) } else { (i64::from(r.pos()), r.end_pos()) };
     let mut mate_names: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
     let mut list: Vec<(i32, i64, i64)> =
         merged.iter().flat_map(|(tid, intervals)| intervals.iter().map(move |&(b, e)| (*tid, b, e))).collect();
@@ -954,11 +987,13 @@ fn fetch_pairs(
             *mates = Mates::default();
             let piece = pieces[i];
             let mut router = Router::new(options, selection, names);
+            router.wide_input = wide;
             read_piece(file, &piece, &mut |r| {
-                if r.end_pos() <= piece.overlap_from || r.flag() & crate::bam::flags::PAIRED == 0 {
+                if span_of(r).1 <= piece.overlap_from || r.flag() & crate::bam::flags::PAIRED == 0 {
                     return;
                 }
-                let (mtid, mpos) = (r.mate_ref_id(), i64::from(r.mate_pos()));
+                let mpos = if wide { crate::sam::wide_positions(r.as_bytes()).1 } else { i64::from(r.mate_pos()) };
+                let mtid = r.mate_ref_id();
                 if mtid >= 0 && overlaps_merged(merged, mtid, mpos, mpos) {
                     return;
                 }
@@ -986,7 +1021,10 @@ fn fetch_pairs(
     }
     let with_mates = merge_intervals(list);
     let pieces = multi_region_pieces(refs, file.index(), &with_mates, options.window_bases);
-    let gate = |r: &RecordRef<'_>| overlaps_merged(merged, r.ref_id(), i64::from(r.pos()), r.end_pos()) || mate_names.contains(r.name());
+    let gate = |r: &RecordRef<'_>| {
+        let (beg, end) = span_of(r);
+        overlaps_merged(merged, r.ref_id(), beg, end) || mate_names.contains(r.name())
+    };
     // samtools writes these records without --add-flags/--remove-flags,
     // -p or -U.
     let second = ViewOptions { add_flags: 0, remove_flags: 0, unmap: false, ..options.clone() };

@@ -161,48 +161,15 @@ impl SamText {
 }
 
 impl SamText {
-    /// Writes a batch that holds records of 64-bit positions one by one:
-    /// those formatted without their positions field, then POS, PNEXT and
-    /// TLEN (columns 4, 8 and 9) put in from it as samtools prints them.
+    /// Writes a batch that holds records of 64-bit positions one by one
+    /// ([`crate::sam::format_wide_record`]).
     fn flush_wide<W: Write>(&mut self, out: &mut Out<W>) -> Result<(), Error> {
         let mut at = 0;
         while at < self.staged.len() {
             let record = record_at(&self.staged, at);
             at += record.len();
-            let data = &record[4..];
-            let wide_len = crate::sam::wide_positions_len(data);
-            let core = RecordRef::new_prevalidated(&data[..data.len() - wide_len]);
-            self.line.clear();
-            crate::sam::format_record(&core, &self.references, &mut self.line)?;
-            if wide_len == 0 {
-                out.write_all(&self.line)?;
-                continue;
-            }
-            let (pos, mpos, tlen) = crate::sam::wide_positions(data);
             self.edited.clear();
-            let mut column = 0;
-            let mut start = 0;
-            for (i, &b) in self.line.iter().enumerate() {
-                if b != b'\t' && b != b'\n' {
-                    continue;
-                }
-                let value = match column {
-                    3 => Some(pos + 1),
-                    7 => Some(mpos + 1),
-                    8 => Some(tlen),
-                    _ => None,
-                };
-                match value {
-                    Some(v) => write!(self.edited, "{v}")?,
-                    None => self.edited.extend_from_slice(&self.line[start..i]),
-                }
-                self.edited.push(b);
-                column += 1;
-                start = i + 1;
-                if b == b'\n' {
-                    break;
-                }
-            }
+            crate::sam::format_wide_record(&record[4..], &self.references, &mut self.edited, &mut self.line)?;
             out.write_all(&self.edited)?;
         }
         self.staged.clear();

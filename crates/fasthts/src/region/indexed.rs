@@ -308,6 +308,12 @@ impl IndexedFile {
         matches!(self.data, Data::SamGz { .. })
     }
 
+    /// Whether the records may end with 64-bit positions (a bgzipped SAM
+    /// opened with [`Positions::Wide`]; see [`crate::sam::wide_span`]).
+    pub fn has_wide_positions(&self) -> bool {
+        matches!(&self.data, Data::SamGz { sam, .. } if sam.positions() == Positions::Wide)
+    }
+
     /// Whether the file is CRAM (decoded by htslib, whose `.crai` holds no
     /// counts per reference).
     pub fn is_cram(&self) -> bool {

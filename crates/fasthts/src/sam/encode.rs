@@ -293,6 +293,14 @@ pub fn wide_positions(record: &[u8]) -> (i64, i64, i64) {
     }
 }
 
+/// The 0-based start and end on the reference of `r`, a record that may
+/// end with 64-bit positions ([`Positions::Wide`]).
+#[inline]
+pub fn wide_span(r: &crate::bam::RecordRef<'_>) -> (i64, i64) {
+    let pos = wide_positions(r.as_bytes()).0;
+    (pos, pos + (r.end_pos() - i64::from(r.pos())))
+}
+
 /// Encodes one SAM record line (without its line end) as BAM and APPENDS
 /// `block_size` (u32 LE) and the record to `out`, exactly as htslib 1.16's
 /// `sam_parse1` + `bam_write1` (`samtools view -b`) would write it.

@@ -80,12 +80,12 @@ mod tests;
 pub use bgzf_lines::BgzfSamReader;
 pub(crate) use bgzf_lines::{bgzf_error, next_line as next_bgzf_line};
 pub(crate) use reader::qname_of;
-pub use encode::{encode_record, encode_record_with, wide_positions, wide_positions_len, Field, Positions, RecordError, Warnings, WIDE_POSITIONS_LEN};
+pub use encode::{encode_record, encode_record_with, wide_positions, wide_positions_len, wide_span, Field, Positions, RecordError, Warnings, WIDE_POSITIONS_LEN};
 pub use format_number::{put_kputd, put_printf_g, put_printf_g_precision};
 pub use header::{HeaderError, HeaderWarning, SamHeader};
 pub use reader::{RecordWarning, SamReader, DEFAULT_CHUNK_BYTES, MAX_KEPT_WARNINGS};
 pub use ref_names::RefNames;
-pub use write::{format_header, format_record, format_records_parallel, ParallelFormatter, SamWriter};
+pub use write::{format_header, format_record, format_records_parallel, format_wide_record, ParallelFormatter, SamWriter};
 pub(crate) use encode::nt16;
 pub(crate) use write::format_aux;
 

@@ -54,6 +54,45 @@ pub fn format_record(rec: &RecordRef<'_>, refs: &[Reference], out: &mut Vec<u8>)
     }
 }
 
+/// Appends the SAM line of a record that may end with 64-bit positions
+/// ([`crate::sam::Positions::Wide`]; `data` without its `block_size`):
+/// formatted without that field, then POS, PNEXT and TLEN (columns 4, 8
+/// and 9) put in from it as samtools prints them. `line` is scratch.
+pub fn format_wide_record(data: &[u8], refs: &[Reference], out: &mut Vec<u8>, line: &mut Vec<u8>) -> Result<(), Error> {
+    let wide_len = crate::sam::wide_positions_len(data);
+    let core = RecordRef::new_prevalidated(&data[..data.len() - wide_len]);
+    if wide_len == 0 {
+        return format_record(&core, refs, out);
+    }
+    line.clear();
+    format_record(&core, refs, line)?;
+    let (pos, mpos, tlen) = crate::sam::wide_positions(data);
+    let mut column = 0;
+    let mut start = 0;
+    for (i, &b) in line.iter().enumerate() {
+        if b != b'\t' && b != b'\n' {
+            continue;
+        }
+        let value = match column {
+            3 => Some(pos + 1),
+            7 => Some(mpos + 1),
+            8 => Some(tlen),
+            _ => None,
+        };
+        match value {
+            Some(v) => out.extend_from_slice(v.to_string().as_bytes()),
+            None => out.extend_from_slice(&line[start..i]),
+        }
+        out.push(b);
+        column += 1;
+        start = i + 1;
+        if b == b'\n' {
+            break;
+        }
+    }
+    Ok(())
+}
+
 fn corrupt_aux(rec: &RecordRef<'_>) -> Error {
     Error::Message(format!("corrupted aux data for read {}", String::from_utf8_lossy(rec.name())))
 }
