@@ -382,3 +382,22 @@ def test_a_child_forked_after_use_reads_as_its_parent():
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     pytest.fail("the forked child hung")
+
+
+def test_reading_records_does_not_import_numpy(golden):
+    """A script ported from pysam reads records without numpy being
+    imported (it costs a tenth of a second and starts OpenBLAS' threads);
+    the columns API imports it when it makes arrays."""
+    import sys
+
+    script = (
+        "import sys, fasthts\n"
+        "with fasthts.AlignmentFile(sys.argv[1]) as f:\n"
+        "    n = sum(1 for r in f.fetch() if r.mapping_quality >= 0)\n"
+        "assert n > 0, n\n"
+        "print('numpy' in sys.modules)\n"
+        "fasthts.BamFile(sys.argv[1]).columns()\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(golden / "normal.bam")], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"], out

@@ -24,9 +24,14 @@ import sys as _sys
 import threading as _threading
 from concurrent.futures import ThreadPoolExecutor as _ThreadPoolExecutor
 from typing import Any as _Any, Callable as _Callable, Dict as _Dict, Iterable as _Iterable, List as _List
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Optional as _Optional, Sequence as _Sequence, TypeVar as _TypeVar, Union as _Union
 
-import numpy as _np
+if _TYPE_CHECKING:
+    import numpy as _np
+# numpy is imported where arrays are made, not here: a script ported from
+# pysam reads records without it (importing it costs a tenth of a second
+# and starts OpenBLAS' threads).
 
 from . import _fasthts
 from ._alignment import AlignedSegment, AlignmentFile, AlignmentHeader, IndexStats
@@ -79,7 +84,9 @@ def _arrays(d: _Dict[str, _Any]) -> _Dict[str, _np.ndarray]:
     # Each Column exposes the memory Rust wrote the values into through
     # numpy's array interface: asarray wraps it without a copy (the array
     # keeps the Column, which owns the memory, as its base).
-    return {k: _np.asarray(col) for k, col in d.items()}
+    import numpy as np
+
+    return {k: np.asarray(col) for k, col in d.items()}
 
 
 class BamFile(_fasthts.BamFile):
@@ -183,11 +190,13 @@ def depth(
         paths, region, None if bed is None else _path(bed, "bed"), all_positions, min_base_quality, min_mapping_quality,
         min_read_length, flag_list(include_flags), flag_list(exclude_flags), count_deletions, remove_overlaps, threads,
     )
+    import numpy as np
+
     return {
         "references": refs,
-        "tid": _np.frombuffer(tid, dtype=_np.int32),
-        "pos": _np.frombuffer(pos, dtype=_np.int64),
-        "depth": _np.frombuffer(dep, dtype=_np.uint32).reshape(-1, len(paths)),
+        "tid": np.frombuffer(tid, dtype=np.int32),
+        "pos": np.frombuffer(pos, dtype=np.int64),
+        "depth": np.frombuffer(dep, dtype=np.uint32).reshape(-1, len(paths)),
     }
 
 

@@ -126,8 +126,11 @@ impl<'a> RecordRef<'a> {
         Ok(RecordRef { data })
     }
 
-    /// A view of bytes that [`RecordRef::new`] has already accepted.
-    pub(crate) fn new_prevalidated(data: &'a [u8]) -> Self {
+    /// A view of bytes that [`RecordRef::new`] has already accepted (or a
+    /// copy of them, or an edit of them by [`crate::bam::edit`]): its checks
+    /// are not repeated. Bytes that would fail them make accessors panic,
+    /// never read out of bounds.
+    pub fn new_prevalidated(data: &'a [u8]) -> Self {
         debug_assert!(data.len() >= FIXED_LEN);
         RecordRef { data }
     }
