@@ -33,6 +33,12 @@ for byte.
 (BAM.part0.bam ... BAM.part3.bam beside it, made once), merged back with
 `merge -@ N -s 1` against `samtools merge` at the same -@, outputs compared
 before anything is timed.
+--jobs stats, coverage: against samtools stats -@ N (text equal but for
+the first line, which names the program) and samtools coverage (no
+threads option). --jobs fastq, markdup: the BAM collated once by samtools
+(BAM.collated.bam beside it); fastq of it (outputs' SHA-256 compared), and
+markdup of it through samtools fixmate -m and sort (BAM.markdup-ready.bam,
+made once), records compared; each against samtools at the same -@.
 
 With --cram (issue 21's bars; its reference FASTA with --reference), the
 jobs are on that CRAM instead: `flagstat`, `index` (the .crai, bytes
@@ -93,6 +99,17 @@ def ensure_bam(path):
     if not os.path.exists(path + ".bai"):
         sh(["samtools", "index", "-@2", path])
     return path
+
+
+def sha256_of(cmd):
+    """SHA-256 of a command's standard output, streamed."""
+    import hashlib
+    h = hashlib.sha256()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as p:
+        for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
+            h.update(chunk)
+    assert p.returncode == 0, cmd
+    return h.hexdigest()
 
 
 def view_digest(bam):
@@ -221,7 +238,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat, merge; with --cram: flagstat,index,depth,sort]")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat, merge, stats, coverage, fastq, markdup; with --cram: flagstat,index,depth,sort]")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
@@ -510,6 +527,59 @@ def main():
                 runs[k].append(timed(cmd))
         base = report("merge", "fasthts", runs["fasthts"])
         report("merge", "samtools", runs["samtools"], base)
+
+    def alternate(job, tools, before_each=None):
+        runs = {k: [] for k in tools}
+        for _ in range(a.runs):
+            for k, cmd in tools.items():
+                if before_each:
+                    before_each(k)
+                runs[k].append(timed(cmd))
+        base = report(job, "fasthts", runs["fasthts"])
+        for k in tools:
+            if k != "fasthts":
+                report(job, k, runs[k], base)
+
+    if "stats" in jobs:
+        # Issue 34: the text equal but for the first line, which names the
+        # program (MultiQC and plot-bamstats read the rest).
+        tools = {"fasthts": [fasthts, "stats", "-@", t, bam], "samtools": ["samtools", "stats", "-@", t, bam]}
+        body = {k: output(cmd).split(b"\n", 1)[1] for k, cmd in tools.items()}
+        assert body["fasthts"] == body["samtools"], "fasthts stats differs from samtools stats"
+        alternate("stats", tools)
+
+    if "coverage" in jobs:
+        # samtools coverage has no thread option.
+        tools = {"fasthts": [fasthts, "coverage", "-@", t, bam], "samtools": ["samtools", "coverage", bam]}
+        assert output(tools["fasthts"]) == output(tools["samtools"]), "fasthts coverage differs from samtools coverage"
+        alternate("coverage", tools)
+
+    if "fastq" in jobs or "markdup" in jobs:
+        # Both read name-grouped input: the BAM collated once by samtools.
+        collated = f"{os.path.splitext(bam)[0]}.collated.bam"
+        if not os.path.exists(collated):
+            sh(["samtools", "collate", "-@", t, "-o", collated, bam])
+
+    if "fastq" in jobs:
+        tools = {"fasthts": [fasthts, "fastq", "-@", t, collated], "samtools": ["samtools", "fastq", "-@", t, collated]}
+        assert sha256_of(tools["fasthts"]) == sha256_of(tools["samtools"]), "fasthts fastq differs from samtools fastq"
+        alternate("fastq", tools)
+
+    if "markdup" in jobs:
+        # Issue 35: the collated BAM through fixmate -m and sort (samtools'),
+        # made once; marked by both, records compared.
+        ready = f"{os.path.splitext(bam)[0]}.markdup-ready.bam"
+        if not os.path.exists(ready):
+            fixed = os.path.join(tmp, "fixmate.bam")
+            sh(["samtools", "fixmate", "-@", t, "-m", collated, fixed])
+            sh(["samtools", "sort", "-@", t, "-o", ready, fixed])
+            os.remove(fixed)
+        out = {"fasthts": os.path.join(tmp, "md-f.bam"), "samtools": os.path.join(tmp, "md-s.bam")}
+        tools = {k: [tool, "markdup", "-@", t, "--no-PG", ready, out[k]] for k, tool in (("fasthts", fasthts), ("samtools", "samtools"))}
+        for cmd in tools.values():
+            sh(cmd, stderr=subprocess.DEVNULL)
+        assert view_digest(out["fasthts"]) == view_digest(out["samtools"]), "fasthts markdup differs from samtools markdup"
+        alternate("markdup", tools, lambda k: os.remove(out[k]) if os.path.exists(out[k]) else None)
 
     if a.cram:
         cram_jobs(a, fasthts, tmp, report, lines)
