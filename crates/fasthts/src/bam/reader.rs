@@ -1,13 +1,9 @@
 //! Iterating BAM records across block boundaries.
 
-use super::record::{RecordDefect, RecordRef};
+use super::record::{RecordDefect, RecordRef, MAX_RECORD_SIZE};
 use super::BamError;
 use crate::bgzf::{BlockReader, VirtualOffset};
 use std::ops::ControlFlow;
-
-/// Largest `block_size` accepted: a record's fields are bounded by BAM's
-/// integer types to well under this, so anything larger is corruption.
-const MAX_RECORD_SIZE: usize = 1 << 31;
 
 /// Reads records from a [`BlockReader`] positioned at a record start.
 ///

@@ -516,6 +516,10 @@ impl CigarOp {
     }
 }
 
+/// Largest `block_size` accepted: a record's fields are bounded by BAM's
+/// integer types to well under this, so anything larger is corruption.
+pub(crate) const MAX_RECORD_SIZE: usize = 1 << 31;
+
 /// htslib's `BAM_CIGAR_STR` padded to 16 (`bam_cigar_opchr`): the SAM letter
 /// of each operation code.
 pub const CIGAR_LETTERS: &[u8; 16] = b"MIDNSHP=XB??????";

@@ -7,13 +7,11 @@
 //! thread waits for another at a batch end, and a sequential pass over a
 //! BAM without an index runs near the inflate bound.
 
-use super::record::{RecordDefect, RecordRef};
+use super::record::{RecordDefect, RecordRef, MAX_RECORD_SIZE};
 use super::{BamError, BamFile};
 use crate::bgzf::{inflate_ahead, AheadBatch, AheadError, VirtualOffset};
 use crate::Error;
 
-/// Largest `block_size` accepted (see `RecordReader`).
-const MAX_RECORD_SIZE: usize = 1 << 31;
 
 /// Where the record handed to a [`scan`] callback lies in the file.
 #[derive(Clone, Copy)]

@@ -6,7 +6,7 @@
 //! caller walks records in place in one reusable buffer: nothing is
 //! copied to disk and nothing is allocated per record.
 
-use super::record::{RecordDefect, RecordRef};
+use super::record::{RecordDefect, RecordRef, MAX_RECORD_SIZE};
 use super::{BamError, Header};
 use crate::bgzf::StreamReader;
 use crate::Error;
@@ -16,8 +16,6 @@ use std::path::{Path, PathBuf};
 /// Bytes read from the stream at a time; records larger than this grow
 /// the buffer.
 const CHUNK_BYTES: usize = 4 << 20;
-/// Largest `block_size` accepted (see `RecordReader`).
-const MAX_RECORD_SIZE: usize = 1 << 31;
 
 /// Where a stream's decompressed bytes come from.
 enum Source {
@@ -139,9 +137,12 @@ impl BamStream {
         self.filled -= self.pos;
         self.pos = 0;
         if self.filled >= 4 {
+            // A large record's room grows as its bytes arrive (doubling
+            // when full): a damaged size field in a short stream does not
+            // make it take gigabytes.
             let size = u32::from_le_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
-            if 4 + size > self.buf.len() {
-                self.buf.resize(4 + size, 0);
+            if 4 + size > self.buf.len() && self.filled == self.buf.len() {
+                self.buf.resize((4 + size).min(2 * self.buf.len()), 0);
             }
         }
         let n = fasthts_io::compression::read_full(self.source.reader(), &mut self.buf[self.filled..]).map_err(|e| Error::from(e).with_path(&self.path))?;
@@ -200,6 +201,22 @@ mod tests {
         let mut s = BamStream::bgzf(Path::new("-"), Box::new(Cursor::new(cut)), 1).unwrap();
         s.for_each_record(|_| Ok::<(), Error>(())).unwrap();
         assert!(s.missing_eof_marker());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_size_field_does_not_take_its_size_in_memory() {
+        // The first record's block_size made 1 GiB, in a stream that ends
+        // a few MB later: an error, with the buffer grown only as bytes came.
+        let bytes = synthetic_bam(600);
+        let mut raw = crate::bgzf::decompress_all(&bytes).unwrap();
+        let (bam, dir) = open_bam(&bytes, "damaged-size");
+        let first = bam.header().to_bytes().len();
+        raw[first..first + 4].copy_from_slice(&(1u32 << 30).to_le_bytes());
+        let mut s = BamStream::uncompressed(Path::new("-"), Box::new(Cursor::new(raw.clone()))).unwrap();
+        let err = s.for_each_record(|_| Ok::<(), Error>(())).unwrap_err().to_string();
+        assert!(err.starts_with("-: truncated BAM record"), "{err}");
+        assert!(s.buf.len() <= 2 * raw.len().max(CHUNK_BYTES), "{} bytes of room for a {}-byte stream", s.buf.len(), raw.len());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
