@@ -2,9 +2,9 @@
 //! run under valgrind's memcheck with threads (issue 39): `view` of
 //! overlapping regions in small parallel windows to SAM with `-U`, to BAM
 //! and to CRAM, samtools' test.pl view case 284 (`view -h X.cram Z:30`),
-//! `depth -r`, and `snp-pileup` of an indexed CRAM and of one indexed in
-//! memory (`view` to SAM and case 284 twice, the others once, each with
-//! two threads where it has threads). Any error memcheck sees
+//! `depth -r`, `cat` of two CRAMs, and `snp-pileup` of an indexed CRAM
+//! and of one indexed in memory (`view` to SAM and case 284 twice, the
+//! others once, each with two threads where it has threads). Any error memcheck sees
 //! (an invalid read or write, a use of freed memory, a bad free, a
 //! decision on uninitialised memory, in our code or in htslib's use of
 //! what we hand it) fails the test; each command's outputs must also be
@@ -196,6 +196,13 @@ fn cram_region_and_output_paths_are_clean_under_valgrind_with_threads() {
             what: "depth",
             args: s(&["depth", "-@2", "-a", "-r", "chr1:1000-20000", "-o", "{OUT}/d.tsv", cram]),
             outputs: &["d.tsv"],
+            runs: 1,
+        },
+        Case {
+            // cram/cat.rs: containers copied through htslib's CRAM API.
+            what: "cat-cram",
+            args: s(&["cat", "--no-PG", "-o", "{OUT}/c.cram", cram, bare]),
+            outputs: &["c.cram"],
             runs: 1,
         },
         Case {
