@@ -21,7 +21,7 @@ use std::path::PathBuf;
     (samtools 1.16, with the same fixmate and markdup options). An input whose header says it is grouped \
     by name (@HD SO:queryname or GO:query) is not collated (unless --collate): its records are then those \
     of the chain without collate (collate reorders a name-sorted input, and the sort keeps ties in input order). \
-    Nothing but collate's buckets and the sort's runs (past -m) goes to disk.\n\n\
+    Nothing goes to disk but collate's buckets and the sort's runs past -m, and -S's records.\n\n\
     Examples:\n  bwa mem ref.fa r1.fq r2.fq | fasthts sormadup -@ 8 -o marked.bam -\n  \
     fasthts sormadup -r -S -d 100 -f stats.txt --write-index -o deduplicated.bam aligned.bam"
 )]
