@@ -63,7 +63,7 @@ rm -f byname.bam sorted.bam sorted.bam.csi sorted.bam.bai tumour.bam tumour.bam.
     pileup.csv depth.txt reads.ct reads.ct.info reads.hist.csv reads.normalized.fq reads.filtered.fq reads.trimmed.fq \
     reads.pe.fq reads.se.fq reads.1.fq reads.2.fq reads.interleaved.fq reads.fa reads.long.fa readstats.txt reads.sample.fq \
     mapq30.sam unique-kmers.txt reads.hist-single.csv stats.txt coverage.txt reads.from-bam.fq reads.fa.fai reads.region.fa \
-    collated.bam fixmate.bam fixmate.sorted.bam markdup.bam markdup.stats.txt both.bam merged.bam
+    collated.bam fixmate.bam fixmate.sorted.bam markdup.bam markdup.stats.txt sormadup.bam sormadup.stats.txt both.bam merged.bam
 set -x
 # samtools: quickcheck, flagstat (three formats), sort by name and back by
 # coordinate (writing a CSI on the way), index (BAI), idxstats.
@@ -95,6 +95,9 @@ cp "$ex/example-normal.bam" normal.bam
 "$fasthts" fixmate -m collated.bam fixmate.bam
 "$fasthts" sort -o fixmate.sorted.bam fixmate.bam
 "$fasthts" markdup -f markdup.stats.txt fixmate.sorted.bam markdup.bam
+# The same four steps in one process: the same records.
+"$fasthts" sormadup -f sormadup.stats.txt -o sormadup.bam "$ex/example.bam"
+cmp <("$fasthts" view markdup.bam) <("$fasthts" view sormadup.bam)
 # Glue: the pair concatenated as it is, and merged in coordinate order.
 "$fasthts" cat -o both.bam tumour.bam normal.bam
 "$fasthts" merge -o merged.bam tumour.bam normal.bam
@@ -136,6 +139,7 @@ outputs in $out:
   reads.from-bam.fq                           fastq -n: byname.bam's reads as FASTQ
   collated.bam, fixmate.bam                   collate; fixmate -m (mate fields, MC and ms tags)
   fixmate.sorted.bam, markdup.bam             sort; markdup: duplicates flagged (markdup.stats.txt: its counts)
+  sormadup.bam                                sormadup: the four steps above in one process (the same records)
   both.bam, merged.bam                        cat of tumour.bam and normal.bam; merge of the two by coordinate
   reads.ct, reads.ct.info                     kmer count: the k-mer table of reads.fq.gz (khmer's .ct)
   reads.hist.csv                              kmer abundance-dist: the k-mer abundance histogram

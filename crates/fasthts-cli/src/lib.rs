@@ -42,6 +42,7 @@ mod progress;
 mod quickcheck;
 mod signals;
 mod snp_pileup;
+mod sormadup;
 mod sort;
 mod stats;
 mod view;
@@ -130,6 +131,9 @@ enum Command {
     Fixmate(fixmate::FixmateArgs),
     /// Marks duplicate alignments, as samtools markdup.
     Markdup(markdup::MarkdupArgs),
+    /// Collates, fixes mates, sorts and marks duplicates in one process:
+    /// samtools collate | fixmate -m | sort | markdup.
+    Sormadup(sormadup::SormadupArgs),
     /// FACETS-compatible SNP pileup: allele counts per BAM at VCF sites.
     SnpPileup(snp_pileup::SnpPileupArgs),
     /// khmer-compatible k-mer counting, normalisation and trimming.
@@ -167,6 +171,7 @@ impl Command {
             Command::Fixmate(_) => "fixmate",
             Command::Collate(_) => "collate",
             Command::Markdup(_) => "markdup",
+            Command::Sormadup(_) => "sormadup",
             Command::Kmer(_) => "kmer",
             Command::GenerateManPages { .. } => "generate-man-pages",
         }
@@ -197,6 +202,7 @@ impl Command {
             Command::Fixmate(a) => fixmate::run(a),
             Command::Collate(a) => collate::run(a),
             Command::Markdup(a) => markdup::run(a),
+            Command::Sormadup(a) => sormadup::run(a),
             Command::Kmer(c) => c.run(),
             Command::GenerateManPages { dir } => man::generate(&command(), &dir),
         }

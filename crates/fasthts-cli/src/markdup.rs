@@ -4,7 +4,7 @@
 
 use crate::{CmdResult, Terminal};
 use clap::Args;
-use fasthts::command::{self, MarkdupFileOptions};
+use fasthts::command::{self, MarkdupFileOptions, MarkdupSummary};
 use fasthts::markdup::{Barcodes, DuplicateMode, MarkdupOptions};
 use fasthts::record_output::{cram_output_options, parse_output_options, OutputFormat};
 use std::path::PathBuf;
@@ -20,32 +20,17 @@ use std::path::PathBuf;
     fasthts markdup -r -S -d 100 -f stats.txt fixed.bam deduplicated.bam"
 )]
 pub struct MarkdupArgs {
-    /// Remove duplicate reads.
-    #[arg(short = 'r')]
-    pub remove: bool,
+    /// What decides the marks, and the statistics.
+    #[command(flatten)]
+    pub marking: MarkingArgs,
     /// Max read length: how far behind the current position reads are
     /// still compared (negative: 300).
     #[arg(short = 'l', value_name = "INT", default_value = "300", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i64>(i32::MIN.into(), i32::MAX.into()))]
     pub max_read_length: i64,
-    /// Mark supplementary alignments of duplicates as duplicates (slower).
-    #[arg(short = 'S')]
-    pub supplementary: bool,
-    /// Report stats (to standard error).
-    #[arg(short = 's')]
-    pub stats: bool,
-    /// Write stats to named file. Implies -s.
-    #[arg(short = 'f', value_name = "NAME")]
-    pub stats_file: Option<PathBuf>,
     /// Write -S's temporary file to PREFIX (inside it when a directory)
     /// [beside the output].
     #[arg(short = 'T', value_name = "PREFIX")]
     pub temp_prefix: Option<PathBuf>,
-    /// Optical distance (if set, marks with dt tag).
-    #[arg(short = 'd', value_name = "INT", default_value = "0", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i64>(i32::MIN.into(), i32::MAX.into()))]
-    pub optical_distance: i64,
-    /// Clear previous duplicate settings and tags.
-    #[arg(short = 'c')]
-    pub clear: bool,
     /// Duplicate decision method for paired reads: t measure positions
     /// based on template start/end, s measure positions based on sequence
     /// start.
@@ -54,35 +39,9 @@ pub struct MarkdupArgs {
     /// Output uncompressed data.
     #[arg(short = 'u')]
     pub uncompressed: bool,
-    /// Include quality check failed reads.
-    #[arg(long = "include-fails")]
-    pub include_fails: bool,
     /// Do not add a PG line.
     #[arg(long = "no-PG")]
     pub no_pg: bool,
-    /// Reduced duplicates of duplicates checking.
-    #[arg(long = "no-multi-dup")]
-    pub no_multi_dup: bool,
-    /// Regex for coords from read name (POSIX extended, as samtools).
-    #[arg(long = "read-coords", value_name = "STR")]
-    pub read_coords: Option<String>,
-    /// Order of regex elements, t being a part of the read names that must
-    /// be equal and x/y being coordinates.
-    #[arg(long = "coords-order", value_name = "STR", default_value = "txy")]
-    pub coords_order: String,
-    /// Use barcode a tag that duplicates must match.
-    #[arg(long = "barcode-tag", value_name = "STR")]
-    pub barcode_tag: Option<String>,
-    /// Use the UMI/barcode in the read name (eighth colon delimited part).
-    #[arg(long = "barcode-name")]
-    pub barcode_name: bool,
-    /// Regex for barcode in the readname (alternative to --barcode-name).
-    #[arg(long = "barcode-rgx", value_name = "STR")]
-    pub barcode_rgx: Option<String>,
-    /// Mark primary duplicates with the name of the original in a 'do' tag.
-    /// Mainly for information and debugging.
-    #[arg(short = 't')]
-    pub tag: bool,
     /// Output format, BAM, SAM, SAM.gz or CRAM, with options:
     /// FORMAT[,OPT[=VAL]]... (Without -O: from the output's extension,
     /// else BAM.)
@@ -106,28 +65,7 @@ pub struct MarkdupArgs {
 }
 
 pub fn run(args: MarkdupArgs) -> CmdResult {
-    if args.barcode_tag.is_some() && (args.barcode_name || args.barcode_rgx.is_some()) {
-        return Err("cannot specify --barcode-tag and --barcode-name (or --barcode-rgx) at same time".into());
-    }
-    let barcodes = match (&args.barcode_tag, &args.barcode_rgx) {
-        (Some(tag), _) => Barcodes::Tag(tag.clone()),
-        (None, Some(rgx)) => Barcodes::NameRegex(rgx.clone()),
-        (None, None) if args.barcode_name => Barcodes::illumina_name(),
-        (None, None) => Barcodes::None,
-    };
-    let marking = MarkdupOptions {
-        remove_duplicates: args.remove,
-        max_read_length: args.max_read_length,
-        mark_supplementary: args.supplementary,
-        tag_originals: args.tag,
-        optical_distance: args.optical_distance,
-        clear_previous: args.clear,
-        mode: if args.mode == "s" { DuplicateMode::Sequence } else { DuplicateMode::Template },
-        include_fails: args.include_fails,
-        check_chains: !args.no_multi_dup,
-        read_coords: args.read_coords.clone().map(|r| (r, args.coords_order.clone())),
-        barcodes,
-    };
+    let marking = args.marking.options(args.max_read_length, &args.mode)?;
     let extra = args.output_options.iter().map(String::as_str);
     let spec_options = args.format.as_deref().map(|spec| spec.split(',').skip(1)).into_iter().flatten();
     let cram_options = cram_output_options(spec_options.chain(extra.clone()));
@@ -151,24 +89,110 @@ pub fn run(args: MarkdupArgs) -> CmdResult {
         cram_options,
     };
     let summary = command::markdup_file(&args.input, &args.output, &options, &Terminal { command: "markdup" })?;
-    for warning in &summary.warnings {
-        eprintln!("fasthts markdup: warning: {warning}");
-    }
-    if args.stats || args.stats_file.is_some() {
-        let (text, warning) = summary.stats.text(&command_line);
-        if let Some(warning) = warning {
-            eprintln!("fasthts markdup: warning: {warning}");
-        }
-        let written =
-            args.stats_file.as_ref().map(|path| fasthts::output::write_atomically(path, |w| std::io::Write::write_all(w, text.as_bytes())));
-        match written {
-            Some(Ok(())) => {}
-            Some(Err(e)) => {
-                eprintln!("fasthts markdup: warning: cannot write stats to {e}");
-                crate::print_stderr(format_args!("{text}"));
-            }
-            None => crate::print_stderr(format_args!("{text}")),
-        }
-    }
+    args.marking.report(&summary, "markdup", &command_line);
     Ok(())
+}
+
+/// markdup's options that sormadup shares (its `-l` and `-m` are
+/// sormadup's compression and memory, so they are not here).
+#[derive(Args)]
+pub struct MarkingArgs {
+    /// Remove duplicate reads.
+    #[arg(short = 'r')]
+    pub remove: bool,
+    /// Mark supplementary alignments of duplicates as duplicates (slower).
+    #[arg(short = 'S')]
+    pub supplementary: bool,
+    /// Report stats (to standard error).
+    #[arg(short = 's')]
+    pub stats: bool,
+    /// Write stats to named file. Implies -s.
+    #[arg(short = 'f', value_name = "NAME")]
+    pub stats_file: Option<PathBuf>,
+    /// Optical distance (if set, marks with dt tag).
+    #[arg(short = 'd', value_name = "INT", default_value = "0", allow_negative_numbers = true, value_parser = crate::numbers::whole::<i64>(i32::MIN.into(), i32::MAX.into()))]
+    pub optical_distance: i64,
+    /// Clear previous duplicate settings and tags.
+    #[arg(short = 'c')]
+    pub clear: bool,
+    /// Include quality check failed reads.
+    #[arg(long = "include-fails")]
+    pub include_fails: bool,
+    /// Reduced duplicates of duplicates checking.
+    #[arg(long = "no-multi-dup")]
+    pub no_multi_dup: bool,
+    /// Regex for coords from read name (POSIX extended, as samtools).
+    #[arg(long = "read-coords", value_name = "STR")]
+    pub read_coords: Option<String>,
+    /// Order of regex elements, t being a part of the read names that must
+    /// be equal and x/y being coordinates.
+    #[arg(long = "coords-order", value_name = "STR", default_value = "txy")]
+    pub coords_order: String,
+    /// Use barcode a tag that duplicates must match.
+    #[arg(long = "barcode-tag", value_name = "STR")]
+    pub barcode_tag: Option<String>,
+    /// Use the UMI/barcode in the read name (eighth colon delimited part).
+    #[arg(long = "barcode-name")]
+    pub barcode_name: bool,
+    /// Regex for barcode in the readname (alternative to --barcode-name).
+    #[arg(long = "barcode-rgx", value_name = "STR")]
+    pub barcode_rgx: Option<String>,
+    /// Mark primary duplicates with the name of the original in a 'do' tag.
+    /// Mainly for information and debugging.
+    #[arg(short = 't')]
+    pub tag: bool,
+}
+
+impl MarkingArgs {
+    /// The library's options, with markdup's `-l` and `-m` (`t` or `s`).
+    pub fn options(&self, max_read_length: i64, mode: &str) -> Result<MarkdupOptions, String> {
+        if self.barcode_tag.is_some() && (self.barcode_name || self.barcode_rgx.is_some()) {
+            return Err("cannot specify --barcode-tag and --barcode-name (or --barcode-rgx) at same time".into());
+        }
+        let barcodes = match (&self.barcode_tag, &self.barcode_rgx) {
+            (Some(tag), _) => Barcodes::Tag(tag.clone()),
+            (None, Some(rgx)) => Barcodes::NameRegex(rgx.clone()),
+            (None, None) if self.barcode_name => Barcodes::illumina_name(),
+            (None, None) => Barcodes::None,
+        };
+        Ok(MarkdupOptions {
+            remove_duplicates: self.remove,
+            max_read_length,
+            mark_supplementary: self.supplementary,
+            tag_originals: self.tag,
+            optical_distance: self.optical_distance,
+            clear_previous: self.clear,
+            mode: if mode == "s" { DuplicateMode::Sequence } else { DuplicateMode::Template },
+            include_fails: self.include_fails,
+            check_chains: !self.no_multi_dup,
+            read_coords: self.read_coords.clone().map(|r| (r, self.coords_order.clone())),
+            barcodes,
+        })
+    }
+
+    /// Prints the run's warnings, and its statistics as `-s` and `-f`
+    /// ask, as `fasthts COMMAND`.
+    pub fn report(&self, summary: &MarkdupSummary, command: &str, command_line: &str) {
+        for warning in &summary.warnings {
+            eprintln!("fasthts {command}: warning: {warning}");
+        }
+        if self.stats || self.stats_file.is_some() {
+            let (text, warning) = summary.stats.text(command_line);
+            if let Some(warning) = warning {
+                eprintln!("fasthts {command}: warning: {warning}");
+            }
+            let written = self
+                .stats_file
+                .as_ref()
+                .map(|path| fasthts::output::write_atomically(path, |w| std::io::Write::write_all(w, text.as_bytes())));
+            match written {
+                Some(Ok(())) => {}
+                Some(Err(e)) => {
+                    eprintln!("fasthts {command}: warning: cannot write stats to {e}");
+                    crate::print_stderr(format_args!("{text}"));
+                }
+                None => crate::print_stderr(format_args!("{text}")),
+            }
+        }
+    }
 }

@@ -39,6 +39,7 @@ mod samtools_diff;
 mod samtools_test_pl;
 mod snp_pileup;
 mod samgz_regions;
+mod sormadup;
 mod sort;
 mod stats;
 mod usage;

@@ -181,13 +181,13 @@ fn samtools_refusals() {
     }
 }
 
-/// Makes `name.bam` in `dir`: generated pairs (40% duplicates of the pair
-/// before, supplementary alignments, single reads, unmapped mates, QC
-/// failures, earlier duplicate flags) with Illumina names on two tiles and
-/// x/y folded into 400 pixels, so that many duplicates are optical at
-/// `-d 100`; collated, fixmate -m'd and sorted by samtools.
-fn generated_input(dir: &TempDir, name: &str, seed: &str) -> PathBuf {
-    let args = [
+/// Writes `name.sam` in `dir`: generated pairs (40% duplicates of the
+/// pair before, supplementary alignments, single reads, unmapped mates, QC
+/// failures, earlier duplicate flags; `extra` testgen options, such as
+/// `--unsorted`) with Illumina names on two tiles and x/y folded into 400
+/// pixels, so that many duplicates are optical at `-d 100`.
+pub(super) fn generated_sam(dir: &TempDir, name: &str, seed: &str, extra: &[&str]) -> PathBuf {
+    let args: Vec<&str> = [
         "-q",
         "--seed",
         seed,
@@ -205,7 +205,10 @@ fn generated_input(dir: &TempDir, name: &str, seed: &str) -> PathBuf {
         "0.05",
         "--chimeric-fraction",
         "0.05",
-    ];
+    ]
+    .into_iter()
+    .chain(extra.iter().copied())
+    .collect();
     let sam = String::from_utf8(fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
     let mut folded = String::with_capacity(sam.len());
     for line in sam.lines() {
@@ -225,6 +228,13 @@ fn generated_input(dir: &TempDir, name: &str, seed: &str) -> PathBuf {
     }
     let sam_path = dir.path(&format!("{name}.sam"));
     std::fs::write(&sam_path, folded).unwrap();
+    sam_path
+}
+
+/// Makes `name.bam` in `dir` from [`generated_sam`]'s records, collated,
+/// fixmate -m'd and sorted by samtools.
+fn generated_input(dir: &TempDir, name: &str, seed: &str) -> PathBuf {
+    let sam_path = generated_sam(dir, name, seed, &[]);
     let bam = dir.path(&format!("{name}.bam"));
     let script = format!(
         "set -e -o pipefail; samtools collate -O -u {sam} {tmp} | samtools fixmate -m -u - - | samtools sort --no-PG -o {bam} -",
@@ -243,7 +253,7 @@ fn generated_input(dir: &TempDir, name: &str, seed: &str) -> PathBuf {
 
 /// The statistics lines of a `-s` stderr or `-f` file, without COMMAND
 /// (which names the program).
-fn stats_lines(text: &str) -> Vec<String> {
+pub(super) fn stats_lines(text: &str) -> Vec<String> {
     text.lines().filter(|l| !l.starts_with("COMMAND: ") && !l.contains("warning") && l.contains(": ")).map(str::to_string).collect()
 }
 

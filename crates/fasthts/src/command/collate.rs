@@ -69,7 +69,7 @@ impl Default for CollateOptions {
 /// samtools collate's header edit (`sam_hdr_update_hd(h, "SO",
 /// "unsorted", "GO", "query")`, or a new `@HD VN:1.6 SO:unsorted
 /// GO:query`), with the @HD line first as htslib rebuilds the text.
-fn collate_header_text(text: &[u8]) -> Vec<u8> {
+pub(super) fn collate_header_text(text: &[u8]) -> Vec<u8> {
     let lines: Vec<&[u8]> = text.split_inclusive(|&c| c == b'\n').collect();
     let hd = lines.iter().position(|l| l.starts_with(b"@HD\t"));
     let mut fields: Vec<Vec<u8>> = match hd {
@@ -312,6 +312,49 @@ pub fn collate_file(input: &Path, output: &Path, options: &CollateOptions, repor
         drop(buckets);
         out.finish()
     })
+}
+
+/// samtools collate's order (64 buckets, its default `-n`, unless told)
+/// of the records `read` hands over, each given to `emit` (`block_size`
+/// and data) once all are read: the buckets are held in `memory` bytes,
+/// spilled to files under `temp_prefix` past that, then sorted and
+/// emitted one after the other on the calling thread (`emit` may block on
+/// the pool, so no pool job may wait on it).
+pub(super) fn collate_records(
+    read: impl FnOnce(&mut (dyn FnMut(&crate::bam::RecordRef<'_>) -> Result<(), Error> + Send)) -> Result<(), Error>,
+    count: u32,
+    memory: usize,
+    temp_prefix: &Path,
+    emit: &mut dyn FnMut(&[u8]) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut buckets = Buckets::new(count as usize, memory, temp_prefix);
+    read(&mut |r: &crate::bam::RecordRef<'_>| {
+        let bytes = r.as_bytes();
+        buckets.push_parts(bucket_of(r.name(), count), &[&(bytes.len() as u32).to_le_bytes(), bytes])
+    })?;
+    let files = buckets.close_files()?;
+    let mut arena = Vec::new();
+    let mut keyed = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let held = std::mem::take(&mut buckets.memory[i]);
+        match file {
+            Some(path) => {
+                arena.clear();
+                File::open(path).and_then(|mut f| f.read_to_end(&mut arena)).map_err(|e| Error::from(e).with_path(path))?;
+                // Read once: its disk space is freed now.
+                let _ = std::fs::remove_file(path);
+                arena.extend_from_slice(&held);
+            }
+            // Never spilled: the bucket's buffer is the arena.
+            None => arena = held,
+        }
+        keyed_records(&arena, &mut keyed);
+        sort_bucket(&arena, &mut keyed);
+        for k in &keyed {
+            emit(k.bytes(&arena))?;
+        }
+    }
+    Ok(())
 }
 
 /// The read name of a record given with its `block_size`.

@@ -113,7 +113,7 @@ pub(super) fn output_header(header: &Header, program: &Option<(String, String)>)
 }
 
 /// The value of the @HD line's SO tag, if any.
-fn sort_order_of(text: &[u8]) -> Option<&[u8]> {
+pub(super) fn sort_order_of(text: &[u8]) -> Option<&[u8]> {
     let first = text.split(|&c| c == b'\n').next()?;
     if !first.starts_with(b"@HD\t") {
         return None;

@@ -105,6 +105,107 @@ impl Drop for TempRecords {
 
 type Sink = RecordOutput<'static, Box<dyn Write + Send>>;
 
+/// The output of marked records: a file written under a temporary name
+/// and renamed into place once complete (or standard output); with `-S`,
+/// the records first go to a temporary file which [`MarkedOutput::finish`]
+/// reads back through [`Marker::mark_other_record`] (the supplementary
+/// records of duplicates may come before their primary).
+pub(super) struct MarkedOutput {
+    pub(super) sink: Sink,
+    temp: Option<TempOutput>,
+    first_pass: Option<(TempRecords, BufWriter<File>)>,
+}
+
+impl MarkedOutput {
+    /// Opens `output` (`-`: standard output) in `format` and writes
+    /// `header`; `index`: index a BAM output as it is written.
+    pub(super) fn open(
+        output: &Path,
+        header: &Header,
+        format: OutputFormat,
+        level: u32,
+        cram: crate::cram::CramWriteOptions,
+        index: Option<crate::index::IndexFormat>,
+    ) -> Result<MarkedOutput, Error> {
+        let (temp, w): (Option<TempOutput>, Box<dyn Write + Send>) = if output.as_os_str() == "-" {
+            (None, Box::new(BufWriter::with_capacity(1 << 20, Named::new(io::stdout(), crate::output::stdout_name()))))
+        } else {
+            let (temp, file) = TempOutput::create(output)?;
+            let w = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
+            (Some(temp), Box::new(w))
+        };
+        let sink: Sink = if format == OutputFormat::Cram {
+            let name = if temp.is_some() { output.to_path_buf() } else { PathBuf::from("-") };
+            RecordOutput::open_cram(header, &CramOutput { name, options: cram, index: None }, w)?
+        } else {
+            RecordOutput::open(header, format, level, index, true, w)?
+        };
+        Ok(MarkedOutput { sink, temp, first_pass: None })
+    }
+
+    /// With `-S` (`marking.mark_supplementary`): the records go to a
+    /// temporary file first (named from `temp_prefix`, else beside
+    /// `output`), read back by [`MarkedOutput::finish`].
+    pub(super) fn second_pass(
+        mut self,
+        marking: &MarkdupOptions,
+        temp_prefix: Option<&Path>,
+        output: &Path,
+    ) -> Result<MarkedOutput, Error> {
+        if marking.mark_supplementary {
+            let (records, file) = TempRecords::create(temp_prefix, output)?;
+            self.first_pass = Some((records, BufWriter::with_capacity(1 << 20, file)));
+        }
+        Ok(self)
+    }
+
+    /// Takes a record (`block_size` and data) the marker hands on.
+    pub(super) fn emit(&mut self, data: &[u8]) -> Result<(), Error> {
+        match &mut self.first_pass {
+            Some((_, w)) => w.write_all(data).map_err(temp_error),
+            None => self.sink.write_record(data),
+        }
+    }
+
+    /// Ends the output: `-S`'s second pass, then the file renamed into
+    /// place. Returns the index of a BAM output, if asked for.
+    pub(super) fn finish(mut self, marker: &mut Marker) -> Result<Option<crate::index::Index>, Error> {
+        if let Some((records, w)) = self.first_pass.take() {
+            let file = w.into_inner().map_err(|e| temp_error(e.into_error()))?;
+            drop(file);
+            let mut reader = BufReader::with_capacity(1 << 20, File::open(&records.path).map_err(temp_error)?);
+            let mut data = Vec::new();
+            loop {
+                let mut size = [0u8; 4];
+                match reader.read_exact(&mut size) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
+                    Err(e) => return Err(Error::Message(format!("failed to read tmp file: {e}"))),
+                }
+                data.clear();
+                data.extend_from_slice(&size);
+                data.resize(4 + u32::from_le_bytes(size) as usize, 0);
+                reader.read_exact(&mut data[4..]).map_err(|e| Error::Message(format!("failed to read tmp file: {e}")))?;
+                if marker.mark_other_record(&mut data)? {
+                    self.sink.write_record(&data)?;
+                }
+            }
+            drop(records);
+        }
+        let (index, mut w) = self.sink.finish()?;
+        w.flush()?;
+        drop(w);
+        if let Some(temp) = self.temp {
+            temp.commit()?;
+        }
+        Ok(index)
+    }
+}
+
+fn temp_error(e: io::Error) -> Error {
+    Error::Message(format!("writing temp output failed: {e}"))
+}
+
 /// samtools markdup of `input` (a coordinate-sorted BAM, SAM or CRAM that
 /// went through `samtools fixmate -m`; `-` for standard input) to `output`
 /// (`-`: standard output; a file is complete or absent).
@@ -131,47 +232,25 @@ pub fn markdup_file(input: &Path, output: &Path, options: &MarkdupFileOptions, r
             None => OutputFormat::from_path(output)?,
         };
         let level = options.level.unwrap_or(if options.uncompressed && !name_sets_format(output) { 0 } else { crate::bgzf::DEFAULT_LEVEL });
-        let (temp, w): (Option<TempOutput>, Box<dyn Write + Send>) = if output.as_os_str() == "-" {
-            (None, Box::new(BufWriter::with_capacity(1 << 20, Named::new(io::stdout(), crate::output::stdout_name()))))
-        } else {
-            let (temp, file) = TempOutput::create(output)?;
-            let w = BufWriter::with_capacity(1 << 20, Named::new(crate::output::WritebackFile::new(file), temp.shown()));
-            (Some(temp), Box::new(w))
+        let cram = crate::cram::CramWriteOptions {
+            reference: options.reference.clone(),
+            options: options.cram_options.clone(),
+            level: options.level,
         };
-        let mut sink: Sink = if format == OutputFormat::Cram {
-            let name = if temp.is_some() { output.to_path_buf() } else { PathBuf::from("-") };
-            let cram_options = crate::cram::CramWriteOptions {
-                reference: options.reference.clone(),
-                options: options.cram_options.clone(),
-                level: options.level,
-            };
-            let cram = CramOutput { name, options: cram_options, index: None };
-            RecordOutput::open_cram(&out_header, &cram, w)?
-        } else {
-            RecordOutput::open(&out_header, format, level, None, true, w)?
-        };
+        let mut out = MarkedOutput::open(output, &out_header, format, level, cram, None)?.second_pass(
+            &options.marking,
+            options.temp_prefix.as_deref(),
+            output,
+        )?;
         // samtools keeps a SAM input's positions past 2^31 in a SAM output
         // (a BAM or CRAM output refuses them).
         if let (Input::Sam(sam), OutputFormat::Sam | OutputFormat::SamGz) = (&mut opened, format) {
             sam.set_positions(crate::sam::Positions::Wide);
-            sink.keep_wide_positions();
+            out.sink.keep_wide_positions();
             marker.keep_wide_positions();
         }
-        let mut first_pass = match options.marking.mark_supplementary {
-            true => {
-                let (records, file) = TempRecords::create(options.temp_prefix.as_deref(), output)?;
-                Some((records, BufWriter::with_capacity(1 << 20, file)))
-            }
-            false => None,
-        };
-        let temp_error = |e: io::Error| Error::Message(format!("writing temp output failed: {e}"));
         {
-            let mut emit = |data: &[u8]| -> Result<(), Error> {
-                match &mut first_pass {
-                    Some((_, w)) => w.write_all(data).map_err(temp_error),
-                    None => sink.write_record(data),
-                }
-            };
+            let mut emit = |data: &[u8]| out.emit(data);
             let in_path = |e: Error| match e {
                 Error::Message(_) => e.with_path(input),
                 e => e,
@@ -189,34 +268,7 @@ pub fn markdup_file(input: &Path, output: &Path, options: &MarkdupFileOptions, r
             marker.finish(&mut emit).map_err(in_path)?;
         }
         warn_after_reading(&mut opened, input, report);
-        if let Some((records, w)) = first_pass.take() {
-            let file = w.into_inner().map_err(|e| temp_error(e.into_error()))?;
-            drop(file);
-            let mut reader = BufReader::with_capacity(1 << 20, File::open(&records.path).map_err(temp_error)?);
-            let mut data = Vec::new();
-            loop {
-                let mut size = [0u8; 4];
-                match reader.read_exact(&mut size) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => break,
-                    Err(e) => return Err(Error::Message(format!("failed to read tmp file: {e}"))),
-                }
-                data.clear();
-                data.extend_from_slice(&size);
-                data.resize(4 + u32::from_le_bytes(size) as usize, 0);
-                reader.read_exact(&mut data[4..]).map_err(|e| Error::Message(format!("failed to read tmp file: {e}")))?;
-                if marker.mark_other_record(&mut data)? {
-                    sink.write_record(&data)?;
-                }
-            }
-            drop(records);
-        }
-        let (_, mut w) = sink.finish()?;
-        w.flush()?;
-        drop(w);
-        if let Some(temp) = temp {
-            temp.commit()?;
-        }
+        out.finish(&mut marker)?;
         Ok(MarkdupSummary { stats: *marker.stats(), warnings: marker.take_warnings() })
     })
 }

@@ -36,6 +36,7 @@ mod markdup;
 mod merge;
 mod quickcheck;
 mod snp_pileup;
+mod sormadup;
 mod sort;
 mod stats;
 mod view;
@@ -54,6 +55,7 @@ pub use index::{idxstats, index_file, index_format, index_splits, index_target, 
 pub use merge::{merge_files, output_exists, output_exists_message, MergeOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
+pub use sormadup::{sormadup_file, SormadupOptions};
 pub use sort::{check_memory_per_thread, parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
 pub use stats::{stats_to, StatsFailure, StatsNotes, StatsOptions};
 pub use view::{view_file, HeaderMode, SkippedRegion, ViewOptions, VIEW_WINDOW_BASES};

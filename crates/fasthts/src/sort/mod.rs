@@ -454,6 +454,32 @@ where
         #[cfg(not(feature = "rocksdb"))]
         return Err(Error::Message("this fasthts was built without the rocksdb engine (cargo feature \"rocksdb\")".into()));
     }
+    let (mut stats, (index, out)) = sort_records_into(header, opts, wide, feed, |produce| write_output(header, opts, out, wide, produce))?;
+    stats.index = index;
+    Ok((stats, out))
+}
+
+/// The records of a sort, in order, handed out once: called with a `put`,
+/// it calls `put` on each record (`block_size` and data) in turn.
+pub type Produce<'p> = dyn FnMut(&mut dyn FnMut(&[u8]) -> Result<(), Error>) -> Result<(), Error> + 'p;
+
+/// The native engine's sort of the records `feed` pushes, whose sorted
+/// records go to `consume` instead of an output file: `consume` gets a
+/// [`Produce`] to call once, during which the last batch and the runs are
+/// merged (a stage between the sort and the writer, as markdup in
+/// `sormadup`, sees the records as the final merge yields them). `wide`
+/// as in [`sort_records_with`]; `opts.format`, `level`, `program`,
+/// `index` and `cram` are `consume`'s business, not read here.
+pub fn sort_records_into<F, R>(
+    header: &Header,
+    opts: &SortOptions,
+    wide: bool,
+    feed: F,
+    consume: impl FnOnce(&mut Produce<'_>) -> Result<R, Error>,
+) -> Result<(SortStats, R), Error>
+where
+    F: FnOnce(&mut Push<'_>) -> Result<(), Error> + Send,
+{
     let order = opts.order;
     let cmp = Comparator::new(order, &header.text);
     let cmp = if wide { cmp.with_wide_positions() } else { cmp };
@@ -538,8 +564,11 @@ where
     }
     arena.sort(cmp);
 
-    let produce = |put: &mut dyn FnMut(&[u8]) -> Result<(), Error>| -> Result<(), Error> {
-        let mut run_paths = runs_written.paths;
+    let mut run_paths = Some(runs_written.paths);
+    let mut produce = |put: &mut dyn FnMut(&[u8]) -> Result<(), Error>| -> Result<(), Error> {
+        let Some(mut run_paths) = run_paths.take() else {
+            return Err(Error::Message("a sort's records were asked for twice".into()));
+        };
         if run_paths.is_empty() {
             return arena.sorted_records().try_for_each(put);
         }
@@ -555,11 +584,10 @@ where
         }
         merge(&run_paths, Some(&arena), cmp, opts.memory, put)
     };
-    let (index, out) = write_output(header, opts, out, wide, produce)?;
-    stats.index = index;
+    let consumed = consume(&mut produce)?;
     drop(runs);
     drop_in_background(arena);
-    Ok((stats, out))
+    Ok((stats, consumed))
 }
 
 /// Writes the records `produce` puts, in order, to `out` as `opts` asks
@@ -571,7 +599,7 @@ fn write_output<W: Write>(
     opts: &SortOptions,
     out: W,
     wide: bool,
-    produce: impl FnOnce(&mut dyn FnMut(&[u8]) -> Result<(), Error>) -> Result<(), Error>,
+    produce: &mut Produce<'_>,
 ) -> Result<(Option<Index>, W), Error> {
     let order = opts.order;
     let progress = opts.progress.as_deref();

@@ -313,7 +313,7 @@ where
         p.records_read.store(stats.records, Relaxed);
         p.input_done.store(true, Relaxed);
     }
-    let (index, out) = write_output(header, opts, out, false, |put| db.for_each_key(&mut |k| put(&k[PREFIX..])))?;
+    let (index, out) = write_output(header, opts, out, false, &mut |put| db.for_each_key(&mut |k| put(&k[PREFIX..])))?;
     stats.index = index;
     drop(db);
     Ok((stats, out))
