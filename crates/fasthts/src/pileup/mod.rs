@@ -32,6 +32,8 @@
 //! # Ok::<(), fasthts::pileup::PileupError>(())
 //! ```
 
+pub mod base_counts;
+pub mod columns;
 pub mod counts;
 mod engine;
 pub mod snp;
@@ -217,6 +219,22 @@ impl<S: RecordSource> Pileup<S> {
             in_column: vec![false; n],
             cur: None,
         }
+    }
+
+    /// Keeps a copy of every read's whole record, with its qualities as
+    /// the overlap adjustment leaves them ([`PileupRead::record`]).
+    pub fn keep_records(mut self) -> Self {
+        self.files.iter_mut().for_each(|f| f.keep_records = true);
+        self
+    }
+
+    /// Adjusts overlapping mates' qualities as htslib 1.17 and later do
+    /// (pysam 0.24 bundles htslib 1.24): where one mate has a deletion and
+    /// the other bases, the other's qualities there are amended too (1.16,
+    /// the default here, leaves them).
+    pub fn overlaps_as_htslib_1_17(mut self) -> Self {
+        self.files.iter_mut().for_each(|f| f.overlap_catch_up = true);
+        self
     }
 
     /// Number of files.
@@ -419,6 +437,12 @@ impl PileupRead<'_> {
     /// Template length.
     pub fn template_len(&self) -> i32 {
         self.node.isize
+    }
+    /// The whole record (BAM bytes without `block_size`) with its
+    /// qualities as adjusted so far, when the pileup keeps records
+    /// ([`Pileup::keep_records`]).
+    pub fn record(&self) -> Option<&std::sync::Arc<Vec<u8>>> {
+        self.node.rec.as_ref()
     }
     /// Read name.
     pub fn name(&self) -> &[u8] {
