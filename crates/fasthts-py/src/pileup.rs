@@ -233,10 +233,12 @@ impl PileupColumn {
         add_indels: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = mark_matches;
-        let list = PyList::empty(py);
+        // pysam joins the reads' strings with ':' and splits them there
+        // again (a mapping quality of 25 shown after '^' splits too).
         let mut s = Vec::new();
+        let mut any = false;
         for r in self.kept() {
-            s.clear();
+            any = true;
             let rec = r.record();
             let reverse = rec.flag() & flags::REVERSE != 0;
             if mark_ends && r.is_head {
@@ -256,17 +258,22 @@ impl PileupColumn {
                 s.push(if r.indel > 0 { b'+' } else { b'-' });
                 s.extend_from_slice(r.indel.unsigned_abs().to_string().as_bytes());
                 for j in 1..=i64::from(r.indel.unsigned_abs()) {
-                    let c = if r.indel > 0 { NT16[usize::from(r.base_code_at(r.qpos + j))] } else { b'N' };
+                    let c = if r.indel > 0 { NT16[usize::from(r.inserted_base_code(j))] } else { b'N' };
                     s.push(strand_mark(c, reverse));
                 }
             }
             if mark_ends && r.is_tail {
                 s.push(b'$');
             }
-            list.append(PyString::new(py, &String::from_utf8_lossy(&s)))?;
+            s.push(b':');
         }
-        if list.is_empty() {
+        if !any {
             return Ok(PyString::new(py, "").into_any());
+        }
+        s.pop();
+        let list = PyList::empty(py);
+        for part in s.split(|&c| c == b':') {
+            list.append(PyString::new(py, &String::from_utf8_lossy(part)))?;
         }
         Ok(list.into_any())
     }

@@ -236,6 +236,21 @@ impl ColumnRead {
         }
     }
 
+    /// The 4-bit code pysam shows for the `j`-th inserted base after this
+    /// position (`j` from 1): htslib's `bam_seqi` at `qpos + j` unchecked,
+    /// so past the sequence it reads on into the record's following bytes
+    /// (15, N, past the record).
+    pub fn inserted_base_code(&self, j: i64) -> u8 {
+        let r = self.record();
+        let seq_start = r.aux_start() - r.seq_len() - r.seq_len().div_ceil(2);
+        let Ok(i) = usize::try_from(self.qpos + j) else { return 15 };
+        match self.record.get(seq_start + i / 2) {
+            Some(&b) if i % 2 == 0 => b >> 4,
+            Some(&b) => b & 0xf,
+            None => 15,
+        }
+    }
+
     /// Whether the read is below `min_base_quality` here (pysam's
     /// `pileup_base_qual_skip`: such reads are left out of a column's
     /// lists, not of its `nsegments`).
