@@ -206,3 +206,25 @@ def test_pileup_fastafile_is_refused(synth):
     fh = fasthts.AlignmentFile(str(synth))
     with pytest.raises(NotImplementedError):
         fh.pileup("chr1", fastafile=object())
+
+
+def test_pileup_iterator_shared_between_threads(synth):
+    """Threads sharing one iterator get each column once (a thread waiting
+    for another's batch does not hold the GIL)."""
+    import threading
+
+    fh = fasthts.AlignmentFile(str(synth))
+    expected = [(c.reference_id, c.reference_pos) for c in fh.pileup(stepper="nofilter")]
+    it = fh.pileup(stepper="nofilter")
+    got = []
+
+    def work():
+        mine = [(c.reference_id, c.reference_pos) for c in it]
+        got.extend(mine)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got) == sorted(expected)

@@ -367,7 +367,7 @@ impl SegmentIter {
         threshold: i64,
         exclude: u16,
         callback: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    ) -> PyResult<crate::pileup::CountArrays<'py>> {
         let mut counts = fasthts::pileup::base_counts::BaseCounts::new(start, stop, threshold);
         let mut st = self.lock(py);
         let n_ref = self.header.references.len();

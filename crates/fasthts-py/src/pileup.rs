@@ -13,7 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, TryLockError};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PileupIter>()?;
@@ -80,7 +80,15 @@ impl PileupIter {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<PileupColumn>> {
-        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        // Another thread may hold the state while it fills a batch without
+        // the GIL: wait for it without the GIL too.
+        let mut guard = loop {
+            match self.state.try_lock() {
+                Ok(g) => break g,
+                Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(TryLockError::WouldBlock) => py.detach(|| drop(self.state.lock())),
+            }
+        };
         let st = &mut *guard;
         if st.queue.is_empty() {
             let Some(columns) = st.columns.as_mut() else { return Ok(None) };
@@ -411,11 +419,11 @@ impl PileupRead {
     }
 }
 
+/// `count_coverage`'s four arrays.
+pub(crate) type CountArrays<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>);
+
 /// The four `array.array('L')` of `counts` (A, C, G, T).
-pub(crate) fn count_arrays<'py>(
-    py: Python<'py>,
-    counts: &BaseCounts,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+pub(crate) fn count_arrays<'py>(py: Python<'py>, counts: &BaseCounts) -> PyResult<CountArrays<'py>> {
     let arr = |v: &[std::ffi::c_ulong]| {
         let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
         crate::alignment::py_array(py, "L", &bytes)
