@@ -193,13 +193,21 @@ def test_pileup_without_index(pysam, synth, tmp_path):
     compare(pysam, path, [((), {}), ((), {"stepper": "nofilter"}), (("chr1", 0, 100), {})])
 
 
-def test_pileup_columns_stay_valid(synth):
-    """Unlike pysam's, a column keeps its reads after the iterator moves on."""
+def test_pileup_columns_keep_what_was_read(synth):
+    """A column's reads, once read while it is current, stay with it;
+    read later, a ValueError (pysam's then show another column's reads)."""
     fh = fasthts.AlignmentFile(str(synth))
-    kept = list(fh.pileup("chr1", 0, 200, truncate=True))
+    kept = []
+    for c in fh.pileup("chr1", 0, 200, truncate=True):
+        c.get_query_names()
+        kept.append(c)
     again = [(c.reference_pos, c.get_query_names()) for c in fh.pileup("chr1", 0, 200, truncate=True)]
     assert [(c.reference_pos, c.get_query_names()) for c in kept] == again
-    assert [c.reference_pos for c in kept] == sorted({c.reference_pos for c in kept})
+    assert [c.reference_pos for c in kept] == list(range(200))
+    stale = list(fh.pileup("chr1", 0, 10, truncate=True))
+    assert [c.nsegments for c in stale] == [c.nsegments for c in kept[:10]]
+    with pytest.raises(ValueError, match="after the iterator moved on"):
+        stale[0].pileups
 
 
 def test_pileup_fastafile_is_refused(synth):

@@ -7,13 +7,12 @@
 use crate::alignment::AlignedSegment;
 use fasthts::bam::{flags, Header};
 use fasthts::pileup::base_counts::BaseCounts;
-use fasthts::pileup::columns::{Column, ColumnOptions, ColumnRead, Columns, Stepper};
+use fasthts::pileup::columns::{ColumnOptions, ColumnRead, Columns, Stepper};
 use fasthts::pileup::PileupError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PileupIter>()?;
@@ -21,9 +20,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PileupRead>()?;
     Ok(())
 }
-
-/// Columns made per GIL release.
-const BATCH_COLUMNS: usize = 512;
 
 fn pileup_err(e: PileupError) -> PyErr {
     match e {
@@ -54,8 +50,8 @@ pub(crate) fn column_options(
 
 struct IterState {
     columns: Option<Columns>,
-    queue: VecDeque<Column>,
-    reads: Arc<Vec<ColumnRead>>,
+    /// Columns handed out so far (the current one's number).
+    seq: u64,
 }
 
 /// An iterator over `PileupColumn`s (pysam's `IteratorColumn`).
@@ -68,8 +64,18 @@ pub struct PileupIter {
 
 impl PileupIter {
     pub(crate) fn new(columns: Columns, header: Arc<Header>, min_base_quality: i64) -> Self {
-        let state = IterState { columns: Some(columns), queue: VecDeque::new(), reads: Arc::new(Vec::new()) };
-        PileupIter { state: Mutex::new(state), header, min_base_quality }
+        PileupIter { state: Mutex::new(IterState { columns: Some(columns), seq: 0 }), header, min_base_quality }
+    }
+
+    /// The state, waiting without the GIL while another thread holds it.
+    fn lock<'a>(&'a self, py: Python<'_>) -> MutexGuard<'a, IterState> {
+        loop {
+            match self.state.try_lock() {
+                Ok(g) => return g,
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => py.detach(|| drop(self.state.lock())),
+            }
+        }
     }
 }
 
@@ -79,71 +85,78 @@ impl PileupIter {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PileupColumn>> {
-        // Another thread may hold the state while it fills a batch without
-        // the GIL: wait for it without the GIL too.
-        let mut guard = loop {
-            match self.state.try_lock() {
-                Ok(g) => break g,
-                Err(TryLockError::Poisoned(p)) => break p.into_inner(),
-                Err(TryLockError::WouldBlock) => py.detach(|| drop(self.state.lock())),
+    fn __next__(slf: &Bound<'_, Self>) -> PyResult<Option<PileupColumn>> {
+        let py = slf.py();
+        let this = slf.get();
+        let mut st = this.lock(py);
+        let Some(columns) = st.columns.as_mut() else { return Ok(None) };
+        // Column by column with the GIL held, as pysam: a column's reads are
+        // collected only if asked for, while it is current.
+        let next = match columns.advance() {
+            Ok(next) => next,
+            Err(e) => {
+                st.columns = None;
+                return Err(pileup_err(e));
             }
         };
-        let st = &mut *guard;
-        if st.queue.is_empty() {
-            let Some(columns) = st.columns.as_mut() else { return Ok(None) };
-            let mut reads = Vec::new();
-            let mut queue = Vec::new();
-            let result = py.detach(|| crate::in_this_process(|| columns.next_batch(BATCH_COLUMNS, &mut queue, &mut reads)));
-            match result {
-                Ok(0) => {
-                    st.columns = None;
-                    return Ok(None);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    st.columns = None;
-                    return Err(pileup_err(e));
-                }
-            }
-            st.queue.extend(queue);
-            st.reads = Arc::new(reads);
-        }
-        let Some(c) = st.queue.pop_front() else { return Ok(None) };
+        let Some((tid, pos, n)) = next else {
+            st.columns = None;
+            return Ok(None);
+        };
+        st.seq += 1;
         Ok(Some(PileupColumn {
-            tid: c.tid,
-            pos: c.pos,
-            reads: st.reads.clone(),
-            first: c.first,
-            n: c.n,
-            min_base_quality: self.min_base_quality,
-            header: self.header.clone(),
+            tid,
+            pos,
+            n,
+            reads: None,
+            iter: slf.clone().unbind(),
+            seq: st.seq,
+            min_base_quality: this.min_base_quality,
+            header: this.header.clone(),
         }))
     }
 }
 
-/// One pileup column (pysam's `PileupColumn`). Unlike pysam's, it keeps
-/// its own reads: it stays valid after the iterator moves on.
+/// One pileup column (pysam's `PileupColumn`). Its reads are collected
+/// when first asked for, which must be while it is the iterator's current
+/// column (pysam's then show another column's reads; here that is a
+/// `ValueError`); once collected, it keeps them.
 #[pyclass(module = "fasthts._fasthts")]
 pub struct PileupColumn {
     tid: i32,
     pos: i64,
-    reads: Arc<Vec<ColumnRead>>,
-    first: usize,
     n: usize,
+    reads: Option<Vec<ColumnRead>>,
+    iter: Py<PileupIter>,
+    seq: u64,
     min_base_quality: i64,
     header: Arc<Header>,
 }
 
 impl PileupColumn {
-    fn all(&self) -> &[ColumnRead] {
-        &self.reads[self.first..self.first + self.n]
+    fn all(&mut self, py: Python<'_>) -> PyResult<&[ColumnRead]> {
+        if self.reads.is_none() {
+            let it = self.iter.get();
+            let mut guard = it.lock(py);
+            let st = &mut *guard;
+            let mut reads = Vec::with_capacity(self.n);
+            match st.columns.as_mut() {
+                Some(columns) if st.seq == self.seq => columns.current_reads(&mut reads).map_err(pileup_err)?,
+                _ => {
+                    return Err(PyValueError::new_err(
+                        "PileupColumn accessed after the iterator moved on: read its reads while it is the current column",
+                    ))
+                }
+            }
+            self.reads = Some(reads);
+        }
+        Ok(self.reads.as_deref().unwrap_or(&[]))
     }
 
     /// The reads pysam's lists include (base quality filter).
-    fn kept(&self) -> impl Iterator<Item = &ColumnRead> + '_ {
+    fn kept(&mut self, py: Python<'_>) -> PyResult<Vec<ColumnRead>> {
         let m = self.min_base_quality;
-        self.all().iter().filter(move |r| !r.below(m))
+        Ok(self.all(py)?.iter().filter(|r| !r.below(m)).cloned().collect())
     }
 }
 
@@ -210,19 +223,19 @@ impl PileupColumn {
     }
 
     /// Reads passing the base quality filter.
-    fn get_num_aligned(&self) -> usize {
-        self.kept().count()
+    fn get_num_aligned(&mut self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.kept(py)?.len())
     }
 
-    fn __len__(&self) -> usize {
-        self.get_num_aligned()
+    fn __len__(&mut self, py: Python<'_>) -> PyResult<usize> {
+        self.get_num_aligned(py)
     }
 
     /// The reads passing the base quality filter, as `PileupRead`s.
     #[getter]
-    fn pileups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn pileups<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for r in self.kept() {
+        for r in &self.kept(py)? {
             list.append(PileupRead::of(py, r, &self.header)?)?;
         }
         Ok(list)
@@ -234,7 +247,7 @@ impl PileupColumn {
     /// without one) and deleted bases are `N`.
     #[pyo3(signature = (mark_matches=false, mark_ends=false, add_indels=false))]
     fn get_query_sequences<'py>(
-        &self,
+        &mut self,
         py: Python<'py>,
         mark_matches: bool,
         mark_ends: bool,
@@ -245,7 +258,7 @@ impl PileupColumn {
         // again (a mapping quality of 25 shown after '^' splits too).
         let mut s = Vec::new();
         let mut any = false;
-        for r in self.kept() {
+        for r in &self.kept(py)? {
             any = true;
             let rec = r.record();
             let reverse = rec.flag() & flags::REVERSE != 0;
@@ -287,29 +300,29 @@ impl PileupColumn {
     }
 
     /// Base qualities of the reads passing the filter.
-    fn get_query_qualities(&self) -> Vec<u32> {
-        self.kept().map(|r| u32::from(r.qual())).collect()
+    fn get_query_qualities(&mut self, py: Python<'_>) -> PyResult<Vec<u32>> {
+        Ok(self.kept(py)?.iter().map(|r| u32::from(r.qual())).collect())
     }
 
     /// Mapping qualities of the reads passing the filter.
-    fn get_mapping_qualities(&self) -> Vec<u32> {
-        self.kept().map(|r| u32::from(r.record().mapq())).collect()
+    fn get_mapping_qualities(&mut self, py: Python<'_>) -> PyResult<Vec<u32>> {
+        Ok(self.kept(py)?.iter().map(|r| u32::from(r.record().mapq())).collect())
     }
 
     /// Query positions of the reads passing the filter.
-    fn get_query_positions(&self) -> Vec<i64> {
-        self.kept().map(|r| r.qpos).collect()
+    fn get_query_positions(&mut self, py: Python<'_>) -> PyResult<Vec<i64>> {
+        Ok(self.kept(py)?.iter().map(|r| r.qpos).collect())
     }
 
     /// Names of the reads passing the filter.
-    fn get_query_names(&self) -> Vec<String> {
-        self.kept().map(|r| String::from_utf8_lossy(r.record().name()).into_owned()).collect()
+    fn get_query_names(&mut self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.kept(py)?.iter().map(|r| String::from_utf8_lossy(r.record().name()).into_owned()).collect())
     }
 
-    fn __str__(&self, py: Python<'_>) -> PyResult<String> {
+    fn __str__(&mut self, py: Python<'_>) -> PyResult<String> {
         let mut out = format!("{}\t{}\t{}\n", self.tid, self.pos, self.n);
         let mut lines = Vec::new();
-        for r in self.kept() {
+        for r in &self.kept(py)? {
             let p = Bound::new(py, PileupRead::of(py, r, &self.header)?)?;
             lines.push(p.str()?.to_string());
         }

@@ -439,8 +439,8 @@ class PileupRead:
 
 @final
 class PileupColumn:
-    """One pileup column (pysam's ``PileupColumn``); it keeps its reads,
-    so it stays valid after the iterator moves on."""
+    """One pileup column (pysam's ``PileupColumn``); its reads are collected
+    when first asked for, while it is the iterator's current column, and kept."""
 
     @property
     def reference_id(self) -> int: ...

@@ -260,20 +260,6 @@ impl ColumnRead {
     }
 }
 
-/// A column: its reference, 0-based position, and its reads' range in
-/// the batch [`Columns::next_batch`] filled.
-#[derive(Clone, Copy, Debug)]
-pub struct Column {
-    /// Reference id.
-    pub tid: i32,
-    /// 0-based position.
-    pub pos: i64,
-    /// First read in the batch's reads.
-    pub first: usize,
-    /// Number of reads (htslib's `n_plp`).
-    pub n: usize,
-}
-
 /// pysam's pileup iterators. See the [module documentation](self).
 pub struct Columns {
     file: Option<Arc<IndexedFile>>,
@@ -322,11 +308,11 @@ impl Columns {
         true
     }
 
-    /// Appends up to `max` next columns to `columns`, their reads to
-    /// `reads`; returns how many were added (0: the iteration has ended).
-    pub fn next_batch(&mut self, max: usize, columns: &mut Vec<Column>, reads: &mut Vec<ColumnRead>) -> Result<usize, PileupError> {
-        let mut added = 0;
-        while added < max && !self.done {
+    /// Moves to the next column: `(tid, pos, number of reads)`, `None`
+    /// at the end. Its reads are collected on request
+    /// ([`Columns::current_reads`]), while it is current.
+    pub fn advance(&mut self) -> Result<Option<(i32, i64, usize)>, PileupError> {
+        while !self.done {
             let Some(pileup) = self.pileup.as_mut() else {
                 if !self.start_next() {
                     self.done = true;
@@ -344,24 +330,29 @@ impl Columns {
                     break;
                 }
             }
-            pileup.goto(tid, pos)?;
+            pileup.goto_depth(tid, pos)?;
             self.from = (tid, pos + 1);
-            let first = reads.len();
-            for r in pileup.reads(0) {
-                let record = r.record().expect("the pileup keeps records").clone();
-                reads.push(ColumnRead {
-                    record,
-                    qpos: r.qpos() as i64,
-                    indel: r.indel(),
-                    is_del: r.is_del(),
-                    is_refskip: r.is_refskip(),
-                    is_head: r.is_head(),
-                    is_tail: r.is_tail(),
-                });
-            }
-            columns.push(Column { tid, pos, first, n: reads.len() - first });
-            added += 1;
+            return Ok(Some((tid, pos, pileup.depth(0))));
         }
-        Ok(added)
+        Ok(None)
+    }
+
+    /// Appends the current column's reads to `out`, in htslib's order.
+    pub fn current_reads(&mut self, out: &mut Vec<ColumnRead>) -> Result<(), PileupError> {
+        let Some(pileup) = self.pileup.as_mut() else { return Ok(()) };
+        pileup.resolve_current()?;
+        for r in pileup.reads(0) {
+            let record = r.record().expect("the pileup keeps records").clone();
+            out.push(ColumnRead {
+                record,
+                qpos: r.qpos() as i64,
+                indel: r.indel(),
+                is_del: r.is_del(),
+                is_refskip: r.is_refskip(),
+                is_head: r.is_head(),
+                is_tail: r.is_tail(),
+            });
+        }
+        Ok(())
     }
 }

@@ -206,6 +206,8 @@ pub struct Pileup<S> {
     in_column: Vec<bool>,
     /// The last column returned by `next_column`.
     cur: Option<(i32, i64)>,
+    /// The column `goto_depth` moved to, its reads not collected yet.
+    unresolved: Option<(i32, i64)>,
 }
 
 impl<S: RecordSource> Pileup<S> {
@@ -218,6 +220,7 @@ impl<S: RecordSource> Pileup<S> {
             filter: options.filter.clone(),
             in_column: vec![false; n],
             cur: None,
+            unresolved: None,
         }
     }
 
@@ -293,6 +296,7 @@ impl<S: RecordSource> Pileup<S> {
     /// it). Returns whether any file covers it. Columns must be asked for in
     /// increasing order.
     pub fn goto(&mut self, tid: i32, pos: i64) -> Result<bool, PileupError> {
+        self.unresolved = None;
         let mut any = false;
         for i in 0..self.files.len() {
             self.settle(i, tid, pos)?;
@@ -301,6 +305,33 @@ impl<S: RecordSource> Pileup<S> {
             any |= n > 0;
         }
         Ok(any)
+    }
+
+    /// As [`Pileup::goto`], without collecting the reads: only
+    /// [`Pileup::depth`] describes the column until
+    /// [`Pileup::resolve_current`] collects them.
+    pub fn goto_depth(&mut self, tid: i32, pos: i64) -> Result<bool, PileupError> {
+        let mut any = false;
+        for i in 0..self.files.len() {
+            self.settle(i, tid, pos)?;
+            let n = self.files[i].column(tid, pos, false)?;
+            self.in_column[i] = n > 0;
+            any |= n > 0;
+        }
+        self.unresolved = Some((tid, pos));
+        Ok(any)
+    }
+
+    /// Collects the reads of the column [`Pileup::goto_depth`] moved to
+    /// (nothing when it was not, or they are collected).
+    pub fn resolve_current(&mut self) -> Result<(), PileupError> {
+        let Some((tid, pos)) = self.unresolved.take() else { return Ok(()) };
+        for i in 0..self.files.len() {
+            if self.in_column[i] {
+                self.files[i].column(tid, pos, true)?;
+            }
+        }
+        Ok(())
     }
 
     /// Appends every file's covered intervals `(tid, beg, end)` before
