@@ -178,6 +178,56 @@ impl AlignmentReader {
         self.queries(py, (0..self.header.references.len() as i32).map(whole).collect(), true)
     }
 
+    /// pysam's `mate()` lookup (`fasthts::region::indexed::pysam_mate`):
+    /// the record found, or None.
+    fn find_mate(&self, py: Python<'_>, name: &str, flag: u16, mate_tid: i32, mate_pos: i64) -> PyResult<Option<AlignedSegment>> {
+        let file = self.for_regions(py, false)?;
+        let found = run_detached(py, |_| fasthts::region::indexed::pysam_mate(file, name.as_bytes(), flag, mate_tid, mate_pos))?;
+        Ok(found.map(|d| AlignedSegment { data: d.into_boxed_slice(), header: self.header.clone() }))
+    }
+
+    /// pysam's pileup iterators (`fasthts::pileup::columns`): over
+    /// `regions` as one pileup (`truncate`: keep the columns of
+    /// `(tid, start, stop)`), else over each reference in turn through the
+    /// index when `indexed`, else over the whole file in file order.
+    #[pyo3(signature = (regions, truncate, indexed, stepper, max_depth, ignore_overlaps, flag_filter, flag_require, ignore_orphans, min_mapping_quality, min_base_quality))]
+    #[allow(clippy::too_many_arguments)]
+    fn pileup(
+        &self,
+        py: Python<'_>,
+        regions: Option<Vec<(i32, i64, i64)>>,
+        truncate: Option<(i32, i64, i64)>,
+        indexed: bool,
+        stepper: &str,
+        max_depth: i32,
+        ignore_overlaps: bool,
+        flag_filter: u32,
+        flag_require: u32,
+        ignore_orphans: bool,
+        min_mapping_quality: i64,
+        min_base_quality: i64,
+    ) -> PyResult<crate::pileup::PileupIter> {
+        use fasthts::pileup::columns::Columns;
+        let options = crate::pileup::column_options(stepper, max_depth, ignore_overlaps, flag_filter, flag_require, ignore_orphans, min_mapping_quality)?;
+        let region = |(tid, start, end): (i32, i64, i64)| if tid < 0 { LibRegion::unplaced() } else { LibRegion { ref_id: tid, start, end } };
+        let columns = match regions {
+            Some(regions) => {
+                let file = self.for_regions(py, false)?;
+                Columns::indexed(file, vec![regions.into_iter().map(region).collect()], options, truncate)
+            }
+            None if indexed => {
+                let file = self.for_regions(py, true)?;
+                let whole = |t: i32| vec![LibRegion { ref_id: t, start: 0, end: i64::from(i32::MAX) }];
+                Columns::indexed(file, (0..self.header.references.len() as i32).map(whole).collect(), options, None)
+            }
+            None => {
+                let records = py.detach(|| self.file.records()).map_err(to_py)?;
+                Columns::whole_file(records, options)
+            }
+        };
+        Ok(crate::pileup::PileupIter::new(columns, self.header.clone(), min_base_quality))
+    }
+
     /// Per reference `(mapped, unmapped)` as the index records them, and
     /// the records without a coordinate.
     fn index_statistics(&self, py: Python<'_>) -> PyResult<(Vec<(u64, u64)>, u64)> {
@@ -305,6 +355,43 @@ impl SegmentIter {
         Ok(Some(AlignedSegment { data, header: self.header.clone() }))
     }
 
+    /// pysam's `count_coverage` over the remaining records
+    /// (`fasthts::pileup::base_counts`): those whose flag has none of the
+    /// bits of `exclude`, or, with `callback`, those it returns true for.
+    #[pyo3(signature = (start, stop, threshold, exclude, callback=None))]
+    fn _count_coverage<'py>(
+        &self,
+        py: Python<'py>,
+        start: i64,
+        stop: i64,
+        threshold: i64,
+        exclude: u16,
+        callback: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<crate::pileup::CountArrays<'py>> {
+        let mut counts = fasthts::pileup::base_counts::BaseCounts::new(start, stop, threshold);
+        let mut st = self.lock(py);
+        let n_ref = self.header.references.len();
+        while self.refill(py, &mut st)? {
+            let b = &mut st.batch;
+            while let Some(data) = b.take() {
+                let r = RecordRef::new(data, n_ref).expect("record validated when read");
+                match &callback {
+                    None if r.flag() & exclude != 0 => continue,
+                    None => {}
+                    Some(f) => {
+                        let seg = AlignedSegment { data: data.into(), header: self.header.clone() };
+                        if !f.call1((seg,))?.is_truthy()? {
+                            continue;
+                        }
+                    }
+                }
+                counts.add(&r);
+            }
+            py.check_signals()?;
+        }
+        crate::pileup::count_arrays(py, &counts)
+    }
+
     /// Counts the remaining records whose flag has none of the bits of
     /// `exclude`, without making objects; Ctrl-C is seen between batches.
     fn _count(&self, py: Python<'_>, exclude: u16) -> PyResult<u64> {
@@ -335,7 +422,7 @@ static ARRAY_TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// A Python `array.array(typecode, bytes)` (pysam's type for qualities and
 /// `B` tags).
-fn py_array<'py>(py: Python<'py>, typecode: &str, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn py_array<'py>(py: Python<'py>, typecode: &str, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let array = ARRAY_TYPE.get_or_try_init(py, || py.import("array")?.getattr("array").map(Bound::unbind))?;
     // A bytearray, not bytes: CPython shares one object per one-byte bytes
     // value, and pysam's query_qualities_str writes into those in place.
@@ -405,6 +492,11 @@ fn tag_key(tag: &str) -> PyResult<[u8; 2]> {
 }
 
 impl AlignedSegment {
+    /// A segment of a record's bytes (validated when read).
+    pub(crate) fn from_bytes(data: Box<[u8]>, header: Arc<Header>) -> Self {
+        AlignedSegment { data, header }
+    }
+
     /// The record's data as read (without `block_size`).
     pub(crate) fn data(&self) -> &[u8] {
         &self.data

@@ -27,6 +27,7 @@ mod fasta;
 mod kmer;
 mod md;
 mod ops;
+mod pileup;
 mod read_ahead;
 mod regions;
 mod sketches;
@@ -225,5 +226,6 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cli::register(m)?;
     distributed::register(m)?;
     fasta::register(m)?;
+    pileup::register(m)?;
     Ok(())
 }

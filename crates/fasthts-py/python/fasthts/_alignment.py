@@ -632,6 +632,103 @@ class AlignmentFile:
             raise ValueError(f"read_callback must be 'all', 'nofilter' or a function, not {read_callback!r}")
         return sum(1 for r in it if read_callback(r))
 
+    def mate(self, read: AlignedSegment) -> AlignedSegment:
+        """The mate of ``read``, found as pysam 0.24 finds it: the first
+        record of the mate's reference overlapping ``[mate start + 1,
+        2**31 - 1)`` (pysam's query) with the read's name and the other one
+        of READ1/READ2. ``ValueError`` "read NAME: is unpaired", "mate NAME:
+        is unmapped" or "mate not found", as pysam."""
+        reader = self._open_reader()
+        flag = read.flag
+        if flag & 0x1 == 0:
+            raise ValueError(f"read {read.query_name}: is unpaired")
+        if flag & 0x8 != 0:
+            raise ValueError(f"mate {read.query_name}: is unmapped")
+        # pysam's fetch(mpos, mpos + 1, tid=mtid): the start is mpos + 1.
+        _, regions = self._parse_regions(start=read.next_reference_start + 1, tid=read.next_reference_id)
+        if not reader.random_access and not reader.is_cram:
+            raise ValueError(f"fetching by region is not available for SAM files: {reader.no_regions}")
+        if not self.has_index():
+            raise ValueError("fetch called on bamfile without index")
+        tid, start, _ = regions[0]
+        found = reader.find_mate(read.query_name, flag, tid, start - 1)
+        if found is None:
+            raise ValueError("mate not found")
+        return found
+
+    def count_coverage(self, contig, start=None, stop=None, region=None, quality_threshold=15, read_callback="all", reference=None, end=None):
+        """pysam's ``count_coverage``: four ``array.array('L')`` (A, C, G,
+        T) of the bases aligned (CIGAR M, =, X) at each position of
+        ``[start, stop)`` of ``contig`` (default: the whole reference) by
+        the records ``fetch`` returns for these arguments, bases of quality
+        below ``quality_threshold`` left out (0: none; a record without
+        qualities then counts nothing); ``read_callback``: ``"all"`` skips
+        unmapped, secondary, QC-failed and duplicate reads,
+        ``"nofilter"`` none, a function keeps the reads it returns True for.
+        Counted in one pass in the library (a function is called per read)."""
+        length = self.get_reference_length(contig)
+        _start = int(start) if start is not None else 0
+        # As pysam: `end` bounds the records fetched, not the arrays.
+        _stop = int(stop) if stop is not None else length
+        _stop = min(_stop, length)
+        if _stop == _start:
+            raise ValueError("interval of size 0")
+        if _stop < _start:
+            raise ValueError("interval of size less than 0")
+        threshold = int(quality_threshold or 0)
+        if read_callback == "all":
+            exclude, callback = _COUNT_ALL_EXCLUDES, None
+        elif read_callback == "nofilter":
+            exclude, callback = 0, None
+        else:
+            exclude, callback = 0, read_callback
+        it = self.fetch(contig=contig, reference=reference, start=start, stop=stop, end=end, region=region)
+        return it._count_coverage(_start, _stop, threshold, exclude, callback)
+
+    def pileup(self, contig=None, start=None, stop=None, region=None, reference=None, end=None, **kwargs):
+        """pysam's ``pileup``: an iterator of ``PileupColumn``, each covered
+        position once, with htslib's pileup (its depth cap ``max_depth``,
+        default 8000, and with ``ignore_overlaps`` its mate-overlap
+        quality adjustment). With a region, the columns of the reads
+        overlapping it (``truncate=True``: only its own columns); without,
+        each reference in turn (through the index; without one, the whole
+        file in file order). ``stepper``: ``"samtools"`` (pysam's default:
+        ``flag_filter``, ``flag_require``, ``min_mapping_quality``,
+        ``ignore_orphans``), ``"all"`` (``flag_filter`` only),
+        ``"nofilter"``. ``min_base_quality`` (13) filters the column's
+        lists, not ``nsegments``. A ``fastafile`` (BAQ, reference marks)
+        is not supported: ``NotImplementedError``. Other keywords are
+        ignored, as pysam ignores them."""
+        reader = self._open_reader()
+        stepper = kwargs.get("stepper", "samtools")
+        if stepper is None:
+            stepper = "all"
+        if kwargs.get("fastafile") is not None and stepper == "samtools":
+            raise NotImplementedError("pileup with a fastafile (BAQ, reference bases) is not supported by fasthts")
+        has_coord, regions = self._parse_regions(contig, start, stop, region, reference=reference, end=end)
+        truncate = None
+        if has_coord:
+            if not self.has_index():
+                raise ValueError("no index available for pileup")
+            if kwargs.get("truncate", False) and len(regions) == 1:
+                truncate = regions[0]
+        else:
+            regions = None
+        flag_filter = kwargs.get("flag_filter", _COUNT_ALL_EXCLUDES)
+        return reader.pileup(
+            regions,
+            truncate,
+            self.has_index(),
+            stepper,
+            int(kwargs.get("max_depth", 8000) or 0),
+            bool(kwargs.get("ignore_overlaps", True)),
+            int(flag_filter) & 0xFFFFFFFF,
+            int(kwargs.get("flag_require", 0)) & 0xFFFFFFFF,
+            bool(kwargs.get("ignore_orphans", True)),
+            int(kwargs.get("min_mapping_quality", 0)),
+            int(kwargs.get("min_base_quality", 13)),
+        )
+
     def __iter__(self) -> "AlignmentFile":
         self._open_reader()
         return self

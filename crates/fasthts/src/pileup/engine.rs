@@ -11,6 +11,7 @@
 use super::PileupError;
 use crate::bam::RecordRef;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 const CMATCH: u32 = 0;
 const CINS: u32 = 1;
@@ -74,10 +75,27 @@ pub(crate) struct Node {
     pub(crate) seq: Vec<u8>,
     /// Base qualities (mutable: overlap adjustment rewrites them).
     pub(crate) qual: Vec<u8>,
+    /// The whole record, with the qualities as adjusted, when the pileup
+    /// keeps records ([`PlpFile::keep_records`]). Shared with the columns
+    /// a caller holds; the buffer is reused when nobody else holds it.
+    pub(crate) rec: Option<Arc<Vec<u8>>>,
+    /// Where the qualities start in `rec`.
+    qual_off: usize,
 }
 
 impl Node {
-    fn fill(&mut self, b: &RecordRef<'_>) {
+    fn fill(&mut self, b: &RecordRef<'_>, keep_record: bool) {
+        if keep_record {
+            let bytes = b.as_bytes();
+            match self.rec.as_mut().and_then(Arc::get_mut) {
+                Some(v) => {
+                    v.clear();
+                    v.extend_from_slice(bytes);
+                }
+                None => self.rec = Some(Arc::new(bytes.to_vec())),
+            }
+            self.qual_off = b.aux_start() - b.seq_len();
+        }
         self.tid = b.ref_id();
         self.beg = i64::from(b.pos());
         self.flag = b.flag();
@@ -104,6 +122,16 @@ impl Node {
         // Raw reference length, not bam_endpos (which turns 0 into 1).
         self.end = self.beg + rlen;
         self.s = CState { k: -1, x: 0, y: 0, end: self.end - 1, last: -1 };
+    }
+
+    /// Copies the (adjusted) qualities into the kept record.
+    fn sync_record_qual(&mut self) {
+        if let Some(rec) = self.rec.as_mut() {
+            let (off, n) = (self.qual_off, self.qual.len());
+            if rec.get(off..off + n) != Some(&self.qual[..]) {
+                Arc::make_mut(rec)[off..off + n].copy_from_slice(&self.qual);
+            }
+        }
     }
 
     /// The 4-bit base code at query position `i` (15, N, past the end).
@@ -291,6 +319,10 @@ pub(crate) struct PlpFile {
     pub(crate) max_cnt_seen: i64,
     /// Reads dropped by the depth cap.
     pub(crate) dropped: u64,
+    /// Keep a copy of each read's record in its node (`Node::rec`).
+    pub(crate) keep_records: bool,
+    /// The overlap adjustment of htslib 1.17 and later (deletions).
+    pub(crate) overlap_catch_up: bool,
 }
 
 impl PlpFile {
@@ -315,6 +347,8 @@ impl PlpFile {
             n_plp: 0,
             max_cnt_seen: 0,
             dropped: 0,
+            keep_records: false,
+            overlap_catch_up: false,
         }
     }
 
@@ -400,7 +434,7 @@ impl PlpFile {
             return Ok(());
         }
         let t = self.alloc();
-        self.nodes[t as usize].fill(b);
+        self.nodes[t as usize].fill(b, self.keep_records);
         self.gone[t as usize] = false;
         let (tid, beg, end) = {
             let n = &self.nodes[t as usize];
@@ -465,7 +499,12 @@ impl PlpFile {
                 let name = std::mem::take(&mut self.nodes[node as usize].name);
                 o.remove(&self.nodes, &name, key);
                 self.nodes[node as usize].name = name;
-                tweak_overlap_quality(&mut self.nodes, a, node)
+                let r = tweak_overlap_quality(&mut self.nodes, a, node, self.overlap_catch_up);
+                if self.keep_records {
+                    self.nodes[a as usize].sync_record_qual();
+                    self.nodes[node as usize].sync_record_qual();
+                }
+                r
             }
         }
     }
@@ -769,7 +808,9 @@ fn iref_next(cig: &[u32], c: &mut IrefCursor) -> i32 {
 }
 
 /// htslib's `tweak_overlap_quality(a, b)`: `a` is the earlier mate.
-fn tweak_overlap_quality(nodes: &mut [Node], a_id: u32, b_id: u32) -> Result<(), PileupError> {
+/// `catch_up`: htslib 1.17's and later's handling of a deletion in one
+/// read where the other has bases (1.16 skips those positions).
+fn tweak_overlap_quality(nodes: &mut [Node], a_id: u32, b_id: u32, catch_up: bool) -> Result<(), PileupError> {
     if a_id == b_id {
         return Ok(());
     }
@@ -800,7 +841,9 @@ fn tweak_overlap_quality(nodes: &mut [Node], a_id: u32, b_id: u32) -> Result<(),
         if a_ret < 0 {
             return if a_ret < -1 { Err(err()) } else { Ok(()) };
         }
-        if iref < ac.iref + a.beg {
+        // 1.16 moves `iref` on to `a` before stepping `b`; later versions
+        // step both to the same `iref` first.
+        if !catch_up && iref < ac.iref + a.beg {
             iref = ac.iref + a.beg;
         }
         while b_ret >= 0 && bc.iref >= 0 && bc.iref < iref - b.beg {
@@ -809,12 +852,50 @@ fn tweak_overlap_quality(nodes: &mut [Node], a_id: u32, b_id: u32) -> Result<(),
         if b_ret < 0 {
             return if b_ret < -1 { Err(err()) } else { Ok(()) };
         }
+        if catch_up && iref < ac.iref + a.beg {
+            iref = ac.iref + a.beg;
+        }
         if iref < bc.iref + b.beg {
             iref = bc.iref + b.beg;
         }
         iref += 1;
         if ac.iref + a.beg != bc.iref + b.beg {
-            continue;
+            if !catch_up {
+                continue;
+            }
+            // htslib 1.17 on: a deletion in one read moves the other on to
+            // its position, amending the other's qualities on the way.
+            let prev_is_del = |cig: &[u32], k: usize| k > 0 && cig[k - 1] & 0xf == CDEL;
+            let amend = |q: &mut [u8], i: i64, keep: u32| {
+                if let Some(v) = usize::try_from(i).ok().and_then(|i| q.get_mut(i)) {
+                    *v = if keep != 0 { (f64::from(*v) * 0.8) as u8 } else { 0 };
+                }
+            };
+            if ac.iref + a.beg < bc.iref + b.beg && prev_is_del(&b.cigar, bc.k) {
+                loop {
+                    amend(&mut a.qual, ac.iseq, amul);
+                    a_ret = iref_next(&a.cigar, &mut ac);
+                    if a_ret < 0 {
+                        return if a_ret < -1 { Err(err()) } else { Ok(()) };
+                    }
+                    if ac.iref + a.beg >= bc.iref + b.beg {
+                        break;
+                    }
+                }
+            } else if prev_is_del(&a.cigar, ac.k) {
+                loop {
+                    amend(&mut b.qual, bc.iseq, bmul);
+                    b_ret = iref_next(&b.cigar, &mut bc);
+                    if b_ret < 0 {
+                        return if b_ret < -1 { Err(err()) } else { Ok(()) };
+                    }
+                    if bc.iref + b.beg >= ac.iref + a.beg {
+                        break;
+                    }
+                }
+            } else {
+                continue;
+            }
         }
         if ac.iseq > a.l_qseq || bc.iseq > b.l_qseq {
             return Err(err());

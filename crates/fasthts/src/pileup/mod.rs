@@ -32,6 +32,8 @@
 //! # Ok::<(), fasthts::pileup::PileupError>(())
 //! ```
 
+pub mod base_counts;
+pub mod columns;
 pub mod counts;
 mod engine;
 pub mod snp;
@@ -204,6 +206,8 @@ pub struct Pileup<S> {
     in_column: Vec<bool>,
     /// The last column returned by `next_column`.
     cur: Option<(i32, i64)>,
+    /// The column `goto_depth` moved to, its reads not collected yet.
+    unresolved: Option<(i32, i64)>,
 }
 
 impl<S: RecordSource> Pileup<S> {
@@ -216,7 +220,24 @@ impl<S: RecordSource> Pileup<S> {
             filter: options.filter.clone(),
             in_column: vec![false; n],
             cur: None,
+            unresolved: None,
         }
+    }
+
+    /// Keeps a copy of every read's whole record, with its qualities as
+    /// the overlap adjustment leaves them ([`PileupRead::record`]).
+    pub fn keep_records(mut self) -> Self {
+        self.files.iter_mut().for_each(|f| f.keep_records = true);
+        self
+    }
+
+    /// Adjusts overlapping mates' qualities as htslib 1.17 and later do
+    /// (pysam 0.24 bundles htslib 1.24): where one mate has a deletion and
+    /// the other bases, the other's qualities there are amended too (1.16,
+    /// the default here, leaves them).
+    pub fn overlaps_as_htslib_1_17(mut self) -> Self {
+        self.files.iter_mut().for_each(|f| f.overlap_catch_up = true);
+        self
     }
 
     /// Number of files.
@@ -275,6 +296,7 @@ impl<S: RecordSource> Pileup<S> {
     /// it). Returns whether any file covers it. Columns must be asked for in
     /// increasing order.
     pub fn goto(&mut self, tid: i32, pos: i64) -> Result<bool, PileupError> {
+        self.unresolved = None;
         let mut any = false;
         for i in 0..self.files.len() {
             self.settle(i, tid, pos)?;
@@ -283,6 +305,33 @@ impl<S: RecordSource> Pileup<S> {
             any |= n > 0;
         }
         Ok(any)
+    }
+
+    /// As [`Pileup::goto`], without collecting the reads: only
+    /// [`Pileup::depth`] describes the column until
+    /// [`Pileup::resolve_current`] collects them.
+    pub fn goto_depth(&mut self, tid: i32, pos: i64) -> Result<bool, PileupError> {
+        let mut any = false;
+        for i in 0..self.files.len() {
+            self.settle(i, tid, pos)?;
+            let n = self.files[i].column(tid, pos, false)?;
+            self.in_column[i] = n > 0;
+            any |= n > 0;
+        }
+        self.unresolved = Some((tid, pos));
+        Ok(any)
+    }
+
+    /// Collects the reads of the column [`Pileup::goto_depth`] moved to
+    /// (nothing when it was not, or they are collected).
+    pub fn resolve_current(&mut self) -> Result<(), PileupError> {
+        let Some((tid, pos)) = self.unresolved.take() else { return Ok(()) };
+        for i in 0..self.files.len() {
+            if self.in_column[i] {
+                self.files[i].column(tid, pos, true)?;
+            }
+        }
+        Ok(())
     }
 
     /// Appends every file's covered intervals `(tid, beg, end)` before
@@ -419,6 +468,12 @@ impl PileupRead<'_> {
     /// Template length.
     pub fn template_len(&self) -> i32 {
         self.node.isize
+    }
+    /// The whole record (BAM bytes without `block_size`) with its
+    /// qualities as adjusted so far, when the pileup keeps records
+    /// ([`Pileup::keep_records`]).
+    pub fn record(&self) -> Option<&std::sync::Arc<Vec<u8>>> {
+        self.node.rec.as_ref()
     }
     /// Read name.
     pub fn name(&self) -> &[u8] {

@@ -52,9 +52,11 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 mod cursor;
+mod mate;
 mod overlap;
 
 pub use cursor::Cursor;
+pub use mate::pysam_mate;
 pub use overlap::RegionRecords;
 
 /// What to do with a file that has no index (none given, none beside it).

@@ -1,0 +1,358 @@
+//! Pileup columns as pysam's `AlignmentFile.pileup` gives them: one file,
+//! its reads chosen by a "stepper" (pysam's read callbacks `all`,
+//! `nofilter`, `samtools`), htslib's `bam_mplp_*` on them (depth cap,
+//! mate-overlap adjustment), and for each column the reads with their
+//! whole records (shared, not copied per column).
+//!
+//! Which reads are piled up where, as pysam does it:
+//! - a region ([`Columns::indexed`] with one group): one pileup over the
+//!   records the index query returns (every record overlapping it);
+//!   `truncate` keeps only the columns inside it;
+//! - no region, with an index: one fresh pileup per reference in turn;
+//! - no region, no index ([`Columns::whole_file`]): one pileup over the
+//!   whole file in file order.
+
+use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource};
+use crate::bam::{flags, RecordRef};
+use crate::region::indexed::{Cursor, IndexedFile, Rule};
+use crate::region::Region;
+use crate::whole_file::WholeFileCursor;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// htslib's depth cap when none is set (`bam_plp_init`), which pysam's
+/// `max_depth=0` leaves.
+pub const HTSLIB_DEFAULT_MAX_DEPTH: i32 = 8000;
+
+/// Which reads a pysam pileup uses (its `stepper`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stepper {
+    /// Reads with none of `flag_filter`'s bits.
+    All,
+    /// Every read (htslib still drops unmapped ones).
+    NoFilter,
+    /// `flag_filter`, `flag_require`, `min_mapping_quality` and
+    /// `ignore_orphans` (no BAQ: that needs a reference).
+    Samtools,
+}
+
+/// pysam's pileup options (its keyword arguments, its defaults).
+#[derive(Clone, Debug)]
+pub struct ColumnOptions {
+    /// Which reads are used.
+    pub stepper: Stepper,
+    /// htslib's `maxcnt` (0: htslib's default, 8000).
+    pub max_depth: i32,
+    /// Apply htslib's mate-overlap quality adjustment.
+    pub ignore_overlaps: bool,
+    /// Reads with any of these flags are skipped (`all`, `samtools`).
+    pub flag_filter: u32,
+    /// Reads need one of these flags when nonzero (`samtools`).
+    pub flag_require: u32,
+    /// Paired reads not in a proper pair are skipped (`samtools`).
+    pub ignore_orphans: bool,
+    /// Reads with a lower mapping quality are skipped (`samtools`).
+    pub min_mapping_quality: i64,
+}
+
+impl Default for ColumnOptions {
+    /// pysam 0.24's defaults.
+    fn default() -> Self {
+        ColumnOptions {
+            stepper: Stepper::Samtools,
+            max_depth: 8000,
+            ignore_overlaps: true,
+            flag_filter: u32::from(flags::UNMAPPED | flags::SECONDARY | flags::QC_FAIL | flags::DUPLICATE),
+            flag_require: 0,
+            ignore_orphans: true,
+            min_mapping_quality: 0,
+        }
+    }
+}
+
+impl ColumnOptions {
+    /// Whether the stepper passes `r` to the pileup.
+    #[inline]
+    fn keep(&self, r: &RecordRef<'_>) -> bool {
+        let flag = u32::from(r.flag());
+        match self.stepper {
+            Stepper::NoFilter => true,
+            Stepper::All => flag & self.flag_filter == 0,
+            Stepper::Samtools => {
+                if flag & self.flag_filter != 0 {
+                    return false;
+                }
+                if self.flag_require != 0 && flag & self.flag_require == 0 {
+                    return false;
+                }
+                if i64::from(r.mapq()) < self.min_mapping_quality {
+                    return false;
+                }
+                let paired = u32::from(flags::PAIRED);
+                let proper = u32::from(flags::PROPER_PAIR);
+                !(self.ignore_orphans && flag & paired != 0 && flag & proper == 0)
+            }
+        }
+    }
+
+    fn pileup_options(&self) -> PileupOptions {
+        // The stepper has chosen the reads; the engine only drops what
+        // htslib's push drops (unmapped, unplaced).
+        let filter = ReadFilter { skip_flags: 0, min_mapq: 0, skip_mapq_zero: false, proper_pairs_only: false };
+        let max_depth = if self.max_depth == 0 { HTSLIB_DEFAULT_MAX_DEPTH } else { self.max_depth };
+        PileupOptions { max_depth, overlaps: self.ignore_overlaps, filter }
+    }
+}
+
+/// Where a pileup's records come from: index queries or a whole file.
+enum Feed {
+    Indexed(Cursor),
+    Whole(WholeFileCursor),
+}
+
+/// Records per refill.
+const BATCH: usize = 4096;
+
+/// A feed read a batch at a time, the stepper applied.
+struct Stepped {
+    feed: Feed,
+    options: ColumnOptions,
+    arena: Vec<u8>,
+    ends: Vec<usize>,
+    next: usize,
+    cur: (usize, usize),
+    done: bool,
+}
+
+impl Stepped {
+    fn new(feed: Feed, options: ColumnOptions) -> Self {
+        Stepped { feed, options, arena: Vec::new(), ends: Vec::new(), next: 0, cur: (0, 0), done: false }
+    }
+
+    fn refill(&mut self) -> Result<(), PileupError> {
+        self.arena.clear();
+        self.ends.clear();
+        self.next = 0;
+        let (arena, ends) = (&mut self.arena, &mut self.ends);
+        let mut push = |r: &RecordRef<'_>| {
+            arena.extend_from_slice(r.as_bytes());
+            ends.push(arena.len());
+        };
+        let n = match &mut self.feed {
+            Feed::Indexed(c) => c.fill(BATCH, &mut push)?,
+            Feed::Whole(c) => {
+                let n = c.fill(BATCH, &mut push);
+                // SAM record warnings are not a pileup's to report.
+                drop(c.take_warnings());
+                n?
+            }
+        };
+        self.done = n == 0;
+        Ok(())
+    }
+}
+
+impl RecordSource for Stepped {
+    fn advance(&mut self) -> Result<bool, PileupError> {
+        loop {
+            if self.next == self.ends.len() {
+                if self.done {
+                    return Ok(false);
+                }
+                self.refill()?;
+                continue;
+            }
+            let start = if self.next == 0 { 0 } else { self.ends[self.next - 1] };
+            let end = self.ends[self.next];
+            self.next += 1;
+            let r = RecordRef::new_prevalidated(&self.arena[start..end]);
+            if self.options.keep(&r) {
+                self.cur = (start, end);
+                return Ok(true);
+            }
+        }
+    }
+
+    fn current(&self) -> RecordRef<'_> {
+        // Records were validated when the cursor read them.
+        RecordRef::new_prevalidated(&self.arena[self.cur.0..self.cur.1])
+    }
+}
+
+/// One read at a column (pysam's `bam_pileup1_t`).
+#[derive(Clone, Debug)]
+pub struct ColumnRead {
+    record: Arc<Vec<u8>>,
+    /// Query position (of the next base for a deletion or ref-skip).
+    pub qpos: i64,
+    /// Insertion (positive) or deletion (negative) length after this position.
+    pub indel: i32,
+    /// In a deletion or ref-skip here.
+    pub is_del: bool,
+    /// In a ref-skip here.
+    pub is_refskip: bool,
+    /// First aligned position of the read.
+    pub is_head: bool,
+    /// Last aligned position of the read.
+    pub is_tail: bool,
+}
+
+impl ColumnRead {
+    /// The record (qualities as the overlap adjustment left them when the
+    /// column was made).
+    #[inline]
+    pub fn record(&self) -> RecordRef<'_> {
+        // The bytes are a record a cursor validated.
+        RecordRef::new_prevalidated(&self.record)
+    }
+
+    /// The record's bytes (without `block_size`).
+    pub fn record_bytes(&self) -> &[u8] {
+        &self.record
+    }
+
+    /// The base quality pysam's filters see: the quality at `qpos`, 0
+    /// past the end of the sequence (255 when the record has none).
+    #[inline]
+    pub fn qual(&self) -> u8 {
+        let r = self.record();
+        usize::try_from(self.qpos).ok().and_then(|q| r.qual().get(q).copied()).unwrap_or(0)
+    }
+
+    /// The 4-bit code of the base at query position `i` (15, N, past the end).
+    #[inline]
+    pub fn base_code_at(&self, i: i64) -> u8 {
+        let r = self.record();
+        let Ok(i) = usize::try_from(i) else { return 15 };
+        match r.seq_raw().get(i / 2) {
+            Some(&b) if i < r.seq_len() => {
+                if i % 2 == 0 {
+                    b >> 4
+                } else {
+                    b & 0xf
+                }
+            }
+            _ => 15,
+        }
+    }
+
+    /// The 4-bit code pysam shows for the `j`-th inserted base after this
+    /// position (`j` from 1): htslib's `bam_seqi` at `qpos + j` unchecked,
+    /// so past the sequence it reads on into the record's following bytes
+    /// (15, N, past the record).
+    pub fn inserted_base_code(&self, j: i64) -> u8 {
+        let r = self.record();
+        let seq_start = r.aux_start() - r.seq_len() - r.seq_len().div_ceil(2);
+        let Ok(i) = usize::try_from(self.qpos + j) else { return 15 };
+        match self.record.get(seq_start + i / 2) {
+            Some(&b) if i % 2 == 0 => b >> 4,
+            Some(&b) => b & 0xf,
+            None => 15,
+        }
+    }
+
+    /// Whether the read is below `min_base_quality` here (pysam's
+    /// `pileup_base_qual_skip`: such reads are left out of a column's
+    /// lists, not of its `nsegments`).
+    #[inline]
+    pub fn below(&self, min_base_quality: i64) -> bool {
+        i64::from(self.qual()) < min_base_quality
+    }
+}
+
+/// pysam's pileup iterators. See the [module documentation](self).
+pub struct Columns {
+    file: Option<Arc<IndexedFile>>,
+    /// Query groups not yet started (each its own pileup).
+    groups: VecDeque<Vec<(Region, Rule)>>,
+    whole: Option<WholeFileCursor>,
+    pileup: Option<Pileup<Stepped>>,
+    options: ColumnOptions,
+    /// `truncate`: only columns in `[start, stop)`, the iteration ends at `stop`.
+    window: Option<(i32, i64, i64)>,
+    /// The next column to look for in the current pileup.
+    from: (i32, i64),
+    done: bool,
+}
+
+impl Columns {
+    /// Columns of `file` read through its index: each group of queries
+    /// (records overlapping their regions, in turn) is one pileup, the
+    /// groups in turn (pysam: one group for a region, one per reference
+    /// without). `truncate`: `(tid, start, stop)` of pysam's region.
+    pub fn indexed(file: Arc<IndexedFile>, groups: Vec<Vec<Region>>, options: ColumnOptions, truncate: Option<(i32, i64, i64)>) -> Self {
+        let groups = groups.into_iter().map(|g| g.into_iter().map(|r| (r, Rule::Overlap)).collect()).collect();
+        Columns { file: Some(file), groups, whole: None, pileup: None, options, window: truncate, from: (0, 0), done: false }
+    }
+
+    /// Columns of a whole file read in file order, one pileup.
+    pub fn whole_file(cursor: WholeFileCursor, options: ColumnOptions) -> Self {
+        Columns { file: None, groups: VecDeque::new(), whole: Some(cursor), pileup: None, options, window: None, from: (0, 0), done: false }
+    }
+
+    /// Starts the next pileup; false when there is none.
+    fn start_next(&mut self) -> bool {
+        let feed = if let Some(c) = self.whole.take() {
+            Feed::Whole(c)
+        } else if let (Some(file), Some(group)) = (&self.file, self.groups.pop_front()) {
+            Feed::Indexed(Cursor::new(file.clone(), group))
+        } else {
+            return false;
+        };
+        let source = Stepped::new(feed, self.options.clone());
+        self.pileup = Some(Pileup::new(vec![source], &self.options.pileup_options()).keep_records().overlaps_as_htslib_1_17());
+        self.from = match self.window {
+            Some((tid, start, _)) => (tid, start.max(0)),
+            None => (0, 0),
+        };
+        true
+    }
+
+    /// Moves to the next column: `(tid, pos, number of reads)`, `None`
+    /// at the end. Its reads are collected on request
+    /// ([`Columns::current_reads`]), while it is current.
+    pub fn advance(&mut self) -> Result<Option<(i32, i64, usize)>, PileupError> {
+        while !self.done {
+            let Some(pileup) = self.pileup.as_mut() else {
+                if !self.start_next() {
+                    self.done = true;
+                }
+                continue;
+            };
+            let Some((tid, pos)) = pileup.next_covered(self.from.0, self.from.1)? else {
+                self.pileup = None;
+                continue;
+            };
+            if let Some((_, _, stop)) = self.window {
+                if pos >= stop {
+                    self.done = true;
+                    self.pileup = None;
+                    break;
+                }
+            }
+            pileup.goto_depth(tid, pos)?;
+            self.from = (tid, pos + 1);
+            return Ok(Some((tid, pos, pileup.depth(0))));
+        }
+        Ok(None)
+    }
+
+    /// Appends the current column's reads to `out`, in htslib's order.
+    pub fn current_reads(&mut self, out: &mut Vec<ColumnRead>) -> Result<(), PileupError> {
+        let Some(pileup) = self.pileup.as_mut() else { return Ok(()) };
+        pileup.resolve_current()?;
+        for r in pileup.reads(0) {
+            let record = r.record().expect("the pileup keeps records").clone();
+            out.push(ColumnRead {
+                record,
+                qpos: r.qpos() as i64,
+                indel: r.indel(),
+                is_del: r.is_del(),
+                is_refskip: r.is_refskip(),
+                is_head: r.is_head(),
+                is_tail: r.is_tail(),
+            });
+        }
+        Ok(())
+    }
+}
