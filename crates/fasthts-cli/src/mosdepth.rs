@@ -100,7 +100,10 @@ pub fn run(args: MosdepthArgs) -> CmdResult {
     if args.input.is_file() && !is_cram && matches!(command::locate_index(&args.input), command::IndexLocation::Missing) {
         return Err(Failure::new(
             2,
-            format!("fasthts mosdepth: {}: alignment file must be indexed (no .bai or .csi beside it: fasthts index it first)", args.input.display()),
+            format!(
+                "fasthts mosdepth: {}: alignment file must be indexed (no .bai or .csi beside it: fasthts index it first)",
+                args.input.display()
+            ),
         )
         .into());
     }

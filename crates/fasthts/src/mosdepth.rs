@@ -491,8 +491,6 @@ pub(crate) struct WindowCounter {
     below: i32,
     beg: i64,
     end: i64,
-    /// The depths of `[beg, end)`, once counted.
-    pub(crate) depths: Vec<i32>,
     seen: Seen,
     events: Vec<(i64, i32)>,
 }
@@ -570,16 +568,16 @@ impl WindowCounter {
         }
     }
 
-    /// Turns the changes into the depths of `[beg, end)`.
-    pub(crate) fn finish(&mut self) {
+    /// Turns the changes into the depths of `[beg, end)`, in place (a
+    /// window as long as a chromosome holds one array, as mosdepth).
+    pub(crate) fn finish(&mut self) -> &[i32] {
         let n = (self.end - self.beg).max(0) as usize;
-        self.depths.clear();
-        self.depths.reserve(n);
         let mut d = self.below;
-        for &c in &self.diffs[..n] {
-            d += c;
-            self.depths.push(d);
+        for c in &mut self.diffs[..n] {
+            d += *c;
+            *c = d;
         }
+        &self.diffs[..n]
     }
 }
 

@@ -196,7 +196,8 @@ fn missing_input_in_one_line_leaving_nothing() {
         let missing = if args.contains(&"/nonexistent/regions.bed") { dir.path("small.bam") } else { dir.path("nope.bam") };
         if !missing.ends_with("nope.bam") {
             std::fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/small.bam"), &missing).unwrap();
-            std::fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/small.bam.bai"), dir.path("small.bam.bai")).unwrap();
+            std::fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/small.bam.bai"), dir.path("small.bam.bai"))
+                .unwrap();
         }
         f.arg("mosdepth").args(&args).arg(dir.path("f")).arg(&missing);
         let got = run(f);
@@ -223,7 +224,9 @@ fn cram_as_mosdepth() {
     let Some(dir) = with_samtools("mosdepth-cram") else { return };
     let fasta = dir.path("ref.fa");
     let fasta_arg = fasta.to_str().unwrap();
-    let sam = fasthts_testgen::cli::sam(&["--seed", "5", "--reads", "3000", "--refs", "3", "--ref-len", "40k", "--reference-fasta", fasta_arg]).unwrap();
+    let sam =
+        fasthts_testgen::cli::sam(&["--seed", "5", "--reads", "3000", "--refs", "3", "--ref-len", "40k", "--reference-fasta", fasta_arg])
+            .unwrap();
     let sam_path = dir.path("c.sam");
     std::fs::write(&sam_path, sam).unwrap();
     let cram = dir.path("c.cram");

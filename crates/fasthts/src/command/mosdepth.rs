@@ -221,7 +221,7 @@ pub fn mosdepth(prefix: &str, input: &Path, options: &MosdepthOptions, report: &
                         counter.add(options, &records.current());
                     }
                 }
-                counter.finish();
+                let depths = counter.finish();
                 let window_regions: &[ByRegion] = match &regions[job.target] {
                     Regions::None => &[],
                     Regions::Bed(b) => &b[job.regions.clone()],
@@ -237,7 +237,7 @@ pub fn mosdepth(prefix: &str, input: &Path, options: &MosdepthOptions, report: &
                         tiles
                     }
                 };
-                window_outputs(options, &refs[tid].name, beg, end, Some(&counter.depths), window_regions, region_dist_kind, res);
+                window_outputs(options, &refs[tid].name, beg, end, Some(depths), window_regions, region_dist_kind, res);
                 Ok::<(), Error>(())
             },
             |(res, found)| {
