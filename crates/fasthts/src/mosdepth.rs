@@ -698,7 +698,7 @@ pub(crate) fn window_outputs(
                     if res.region_dist.len() < 1000 {
                         res.region_dist.resize(1000, 0);
                     }
-                    let i = (mean.round() as i64).min(999).max(0) as usize;
+                    let i = (mean.round() as i64).clamp(0, 999) as usize;
                     res.region_dist[i] += 1;
                 }
                 RegionDist::PerBase => add_to_distribution(&mut res.region_dist, v),
