@@ -4,7 +4,7 @@
 # every code block of docs/python.md) in a virtual environment of its own.
 #
 # What the differential tests compare against (samtools 1.16 and its test
-# files, khmer 3.0, bgzip, art_illumina, g++) is installed with apt-get when
+# files, khmer 3.0, mosdepth 0.3.3, bgzip, art_illumina, g++) is installed with apt-get when
 # run as root on Debian and missing. A test whose tool or reference data is
 # missing fails under CI=true (as .ci/run sets it); elsewhere it is skipped,
 # and the summary at the end lists what was skipped.
@@ -24,6 +24,8 @@ command -v samtools >/dev/null || need+=(samtools)
 # by the system's /usr/bin/python3, outside the virtual environment).
 [[ -x /usr/lib/khmer/bin/load-into-counting.py ]] || need+=(khmer)
 [[ -x /usr/bin/time ]] || need+=(time)
+# mosdepth, the reference of `fasthts mosdepth` (crates/fasthts-cli/tests/cli/mosdepth.rs).
+command -v mosdepth >/dev/null || need+=(mosdepth)
 # bgzip and bzip2 make the compressed reads of the k-mer differential tests.
 command -v bgzip >/dev/null || need+=(tabix)
 command -v bzip2 >/dev/null || need+=(bzip2)

@@ -26,6 +26,7 @@ mod cat;
 mod collate;
 mod coverage;
 mod depth;
+mod mosdepth;
 pub mod exhaustion;
 mod faidx;
 mod fastq;
@@ -112,6 +113,8 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Coverage per reference or region (table or histograms), as samtools coverage.
     Coverage(coverage::CoverageArgs),
+    /// Depth per base, window or BED region, thresholds and distributions, as mosdepth.
+    Mosdepth(mosdepth::MosdepthArgs),
     /// Prints, filters and converts alignments, as samtools view.
     View(view::ViewArgs),
     /// Indexes a FASTA/FASTQ file or prints regions of it, as samtools faidx.
@@ -162,6 +165,7 @@ impl Command {
             Command::Depth(_) => "depth",
             Command::Stats(_) => "stats",
             Command::Coverage(_) => "coverage",
+            Command::Mosdepth(_) => "mosdepth",
             Command::View(_) => "view",
             Command::Faidx(_) => "faidx",
             Command::Fqidx(_) => "fqidx",
@@ -193,6 +197,7 @@ impl Command {
             Command::Depth(a) => depth::run(a),
             Command::Stats(a) => stats::run(a),
             Command::Coverage(a) => coverage::run(a),
+            Command::Mosdepth(a) => mosdepth::run(a),
             Command::View(a) => view::run(a),
             Command::Faidx(a) => faidx::run(a, false),
             Command::Fqidx(a) => faidx::run(a, true),

@@ -78,6 +78,7 @@ pub mod input;
 mod khash_hash;
 pub mod markdup;
 pub mod merge;
+pub mod mosdepth;
 mod names;
 pub mod pileup;
 pub mod record_output;

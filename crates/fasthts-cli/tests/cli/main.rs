@@ -33,6 +33,7 @@ mod long_cigars;
 mod many_references;
 mod markdup;
 mod merge;
+mod mosdepth;
 mod robustness;
 mod robustness_faults;
 mod samtools_diff;

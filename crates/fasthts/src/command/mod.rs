@@ -34,6 +34,7 @@ mod index;
 mod inputs;
 mod markdup;
 mod merge;
+mod mosdepth;
 mod quickcheck;
 mod snp_pileup;
 mod sormadup;
@@ -52,6 +53,7 @@ pub use faidx::{faidx, FaidxOptions, FaidxWarning, StrandMarks, DEFAULT_LINE_WID
 pub use flagstat::{flagstat_gather, flagstat_path, flagstat_plan, flagstat_regions, FlagstatOptions, REGION_BYTES};
 pub use markdup::{markdup_file, MarkdupFileOptions, MarkdupSummary};
 pub use index::{idxstats, index_file, index_format, index_splits, index_target, IdxstatsOptions, IndexOptions};
+pub use mosdepth::{mosdepth, MosdepthRun};
 pub use merge::{merge_files, output_exists, output_exists_message, MergeOptions};
 pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
