@@ -34,6 +34,7 @@ mod many_references;
 mod markdup;
 mod merge;
 mod robustness;
+mod remote;
 mod robustness_faults;
 mod samtools_diff;
 mod samtools_test_pl;
