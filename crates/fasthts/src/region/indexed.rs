@@ -493,14 +493,23 @@ fn overlapping(tid: i32, end: i64) -> Region {
 }
 
 /// The compressed bytes [`IndexedFile::piece`] of `(scope, from)` reads
-/// of `bam`: from where the index starts it to the block after the one
-/// where what follows it starts (a record cut by that block's end is read
-/// from the next one too), or to the end of the file.
+/// of `bam`: from where the index starts it past the end of the last
+/// chunk holding records that overlap `[from, scope.end)` (the reader
+/// stops at the first record after them, maybe cut by its block's end:
+/// two of BGZF's largest blocks more), or to the end of the file when
+/// nothing follows.
 fn piece_range(bam: &BamFile, index: &Index, scope: Region, from: i64) -> Option<(u64, u64)> {
     let len = bam.bytes().len() as u64;
     let past = 2 * crate::bgzf::MAX_BLOCK_SIZE as u64;
     let (start, following) = super::query_span(bam, index, scope, from)?;
-    Some((start.compressed(), following.map_or(len, |f| f.compressed().saturating_add(past).min(len))))
+    let last_chunk = usize::try_from(scope.ref_id)
+        .ok()
+        .and_then(|tid| index.query(tid, from.max(0), scope.end).iter().map(|c| c.end.compressed()).max());
+    let end = match (following, last_chunk) {
+        (None, _) => len,
+        (Some(f), chunk) => f.compressed().max(chunk.unwrap_or(0)).saturating_add(past).min(len),
+    };
+    Some((start.compressed(), end))
 }
 
 /// The index files htslib looks for beside the remote data file `url`:
