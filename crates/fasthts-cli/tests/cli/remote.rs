@@ -193,6 +193,19 @@ fn regions_match_local_and_samtools() {
             }
         }
     }
+    // depth -r, and a command that does not fetch its regions yet.
+    for region in ["chr1:1000-50000", "chr2", "chr3"] {
+        let local = ok(fasthts_output(&["depth", "-r", region, &data("small.bam").display().to_string()]), "local depth -r");
+        let remote = ok(fasthts_output(&["depth", "-r", region, &small]), "remote depth -r");
+        assert!(remote == local, "depth -r {region}: URL and local file differ");
+        if samtools {
+            let theirs = ok(samtools_in(&scratch.0, &["depth", "-r", region, &small]), "samtools depth -r");
+            assert!(theirs == local, "depth -r {region}: fasthts and samtools differ on the URL");
+        }
+    }
+    // (coverage plans its windows by the blocks it reads first: it fails
+    // on the first block not fetched, in one line, reading no zeros.)
+    fails_saying(&["coverage", "-r", "chr2:100-20000", &small], &small, "");
     // A CSI beside the data.
     let url = server.url("long_ref.bam");
     let local = ok(fasthts_output(&["view", &data("long_ref.bam").display().to_string(), "ref1"]), "local");

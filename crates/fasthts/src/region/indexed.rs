@@ -264,6 +264,18 @@ impl IndexedFile {
         bam.prefetch(&ranges)
     }
 
+    /// [`IndexedFile::prefetch_pieces`] of whole regions: what their
+    /// queries, and the pieces of them, read.
+    pub fn prefetch_regions(&mut self, regions: &[Region]) -> Result<(), Error> {
+        let pieces: Vec<(Region, i64)> = regions.iter().map(|r| (*r, r.start.max(0))).collect();
+        self.prefetch_pieces(&pieces)
+    }
+
+    /// Whether the file is a remote object (read by the ranges fetched).
+    pub fn is_remote(&self) -> bool {
+        matches!(&self.data, Data::Bam { bam, .. } if bam.is_remote())
+    }
+
     /// A remote file's piece or query that was not fetched first is
     /// refused (only `view` fetches its pieces yet), not read as zeros.
     fn check_fetched(&self, scope: Region, from: i64) -> Result<(), Error> {
@@ -271,7 +283,7 @@ impl IndexedFile {
         if !bam.is_remote() || piece_range(bam, index, scope, from).is_none_or(|(s, e)| bam.is_fetched(s, e)) {
             return Ok(());
         }
-        Err(Error::Message("this command cannot read regions of a remote file yet (view can)".into()).with_path(bam.path()))
+        Err(Error::Message("this command cannot read regions of a remote file yet (view and depth -r can)".into()).with_path(bam.path()))
     }
 
     fn open_cram(path: &Path, options: &IndexedOptions) -> Result<IndexedFile, Error> {
