@@ -72,8 +72,12 @@ pub struct RemoteObject {
     len: u64,
     /// `ETag`, else `Last-Modified`, as first seen (`None` when the server
     /// sends neither).
-    version: Option<(&'static str, String)>,
+    version: Version,
 }
+
+/// Which header tells an object's version (`ETag`, `Last-Modified`) and
+/// what it says.
+type Version = Option<(&'static str, String)>;
 
 /// The error of a failed request, a range of another version of the
 /// object, a response that is not what was asked.
@@ -169,7 +173,7 @@ impl RemoteObject {
     }
 
     /// The length and version, from a request for the first byte.
-    fn probe(&self) -> Result<(u64, Option<(&'static str, String)>), Failure> {
+    fn probe(&self) -> Result<(u64, Version), Failure> {
         let response = match self.request(0, 0) {
             // An empty object has no first byte.
             Err(Failure::Fatal(e)) if e.to_string().contains("HTTP 416") => return Ok((0, None)),
@@ -227,7 +231,7 @@ impl RemoteObject {
 }
 
 /// `ETag` (strong or weak, as sent), else `Last-Modified`.
-fn version_of(response: &ureq::Response) -> Option<(&'static str, String)> {
+fn version_of(response: &ureq::Response) -> Version {
     if let Some(tag) = response.header("ETag") {
         return Some(("ETag", tag.to_string()));
     }

@@ -280,7 +280,7 @@ impl IndexedFile {
     /// refused (only `view` fetches its pieces yet), not read as zeros.
     fn check_fetched(&self, scope: Region, from: i64) -> Result<(), Error> {
         let Data::Bam { bam, index } = &self.data else { return Ok(()) };
-        if !bam.is_remote() || piece_range(bam, index, scope, from).is_none_or(|(s, e)| bam.is_fetched(s, e)) {
+        if !bam.is_remote() || piece_range(bam, index, scope, from).map_or(true, |(s, e)| bam.is_fetched(s, e)) {
             return Ok(());
         }
         Err(Error::Message("this command cannot read regions of a remote file yet (view and depth -r can)".into()).with_path(bam.path()))
