@@ -20,7 +20,8 @@ fn nginx_binary() -> Option<PathBuf> {
 }
 
 /// nginx serving a directory on a free loopback port, stopped on drop;
-/// it logs each request's line, status and body bytes sent.
+/// it logs each request's line, status and body bytes sent. One process
+/// (`master_process off`): killing a master would leave its workers.
 struct Nginx {
     child: Child,
     port: u16,
@@ -36,7 +37,7 @@ impl Nginx {
             let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
             let root = dir.0.display().to_string();
             let conf = format!(
-                "worker_processes 1;\nerror_log {root}/error.log;\npid {root}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
+                "master_process off;\nerror_log {root}/error.log;\npid {root}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
                  http {{\n  log_format bytes '$request $status $body_bytes_sent';\n  access_log {root}/access.log bytes;\n\
                  client_body_temp_path {root}/tmp;\n  proxy_temp_path {root}/tmp;\n  fastcgi_temp_path {root}/tmp;\n\
                  uwsgi_temp_path {root}/tmp;\n  scgi_temp_path {root}/tmp;\n\
