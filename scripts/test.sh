@@ -4,7 +4,7 @@
 # every code block of docs/python.md) in a virtual environment of its own.
 #
 # What the differential tests compare against (samtools 1.16 and its test
-# files, khmer 3.0, mosdepth 0.3.3, bgzip, art_illumina, g++) is installed with apt-get when
+# files, khmer 3.0, mosdepth 0.3.3, bgzip, art_illumina, g++, nginx) is installed with apt-get when
 # run as root on Debian and missing. A test whose tool or reference data is
 # missing fails under CI=true (as .ci/run sets it); elsewhere it is skipped,
 # and the summary at the end lists what was skipped.
@@ -44,6 +44,9 @@ command -v valgrind >/dev/null || need+=(valgrind)
 # CSI indexes are compressed by the system's libdeflate, as samtools' are, for
 # samtools' exact bytes (it comes with samtools; loaded at run time, not linked).
 { /sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null; } | grep -q 'libdeflate\.so\.0' || need+=(libdeflate0)
+# Remote inputs are tested against nginx on loopback (HTTP range requests),
+# started by the tests themselves (crates/fasthts-cli/tests/cli/remote.rs).
+command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || need+=(nginx-light)
 # Debian's python3 makes virtual environments only with python3-venv.
 "$python" -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if ((${#need[@]})); then

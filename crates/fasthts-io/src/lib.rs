@@ -14,7 +14,10 @@
 //! * [`pool`]: waiting for work handed to the rayon pool without
 //!   deadlocking it;
 //! * [`memory`]: `madvise` on mapped files and large buffers;
-//! * [`progress`]: how much BGZF input has been inflated, for progress bars.
+//! * [`progress`]: how much BGZF input has been inflated, for progress bars;
+//! * [`remote`]: objects behind `http://` and `https://` URLs, read by
+//!   byte ranges (retried, checked to be of one version) or as a stream
+//!   fetched ahead.
 
 pub mod bgzf;
 pub mod cancel;
@@ -24,5 +27,6 @@ pub mod memory;
 pub mod output;
 pub mod pool;
 pub mod progress;
+pub mod remote;
 
 pub use error::{os_message, PathError};

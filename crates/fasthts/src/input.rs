@@ -16,9 +16,11 @@ use crate::cram::{CramOptions, CramReader};
 use crate::sam::SamReader;
 use crate::Error;
 use fasthts_io::compression::{self, Compression};
+use fasthts_io::remote::{self, RemoteObject, RemoteReader};
 use std::fs::File;
 use std::io::{self, Cursor, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use crate::format::{check_indexable, check_mappable, check_supported, recognise, Format, SNIFF_BYTES};
 
@@ -56,6 +58,8 @@ pub struct Peeked {
     /// The path to map, when the input is a regular file (also standard
     /// input redirected from one).
     regular: Option<PathBuf>,
+    /// A remote object (read as a stream, fetched ahead).
+    remote: Option<Arc<RemoteObject>>,
     prefix: Vec<u8>,
     rest: Box<dyn Read + Send>,
 }
@@ -63,6 +67,9 @@ pub struct Peeked {
 /// Opens `path` (`-` for standard input) and recognises its first bytes.
 /// Errors name `path`.
 pub fn peek(path: &Path) -> Result<Peeked, Error> {
+    if let Some(url) = remote_url(path) {
+        return peek_remote(url);
+    }
     let stdin = path.as_os_str() == "-";
     let with_path = |e: Error| e.with_path(path);
     // Standard input redirected from a file is that file (`< x.bam`).
@@ -81,7 +88,30 @@ pub fn peek(path: &Path) -> Result<Peeked, Error> {
     let mut prefix = Vec::with_capacity(SNIFF_BYTES);
     (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut prefix).map_err(|e| with_path(e.into()))?;
     let format = recognise(&prefix);
-    Ok(Peeked { path: path.to_path_buf(), format, regular, prefix, rest })
+    Ok(Peeked { path: path.to_path_buf(), format, regular, remote: None, prefix, rest })
+}
+
+/// `path` when it is a URL ([`remote::is_url`]).
+pub fn remote_url(path: &Path) -> Option<&str> {
+    path.to_str().filter(|p| remote::is_url(p))
+}
+
+/// The remote object at `url`, opened; errors name it as messages may
+/// show it ([`remote::display_url`]), as does what is read from it.
+pub fn open_remote(url: &str) -> Result<(Arc<RemoteObject>, PathBuf), Error> {
+    let shown = PathBuf::from(remote::display_url(url));
+    let object = RemoteObject::open(url).map_err(|e| Error::from(e).with_path(&shown))?;
+    Ok((Arc::new(object), shown))
+}
+
+/// [`peek`] of a URL: the object read as a stream, fetched ahead.
+fn peek_remote(url: &str) -> Result<Peeked, Error> {
+    let (object, path) = open_remote(url)?;
+    let mut rest: Box<dyn Read + Send> = Box::new(RemoteReader::new(Arc::clone(&object), 0));
+    let mut prefix = Vec::with_capacity(SNIFF_BYTES);
+    (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut prefix).map_err(|e| Error::from(e).with_path(&path))?;
+    let format = recognise(&prefix);
+    Ok(Peeked { path, format, regular: None, remote: Some(object), prefix, rest })
 }
 
 impl Peeked {
@@ -96,11 +126,27 @@ impl Peeked {
         self.regular.is_some()
     }
 
-    /// Whether a regular file ends with BGZF's EOF marker (htslib's
-    /// `bgzf_check_EOF`); `None` for a stream, whose end cannot be looked
+    /// Whether the input is a remote object (a URL), read as a stream.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// The name messages give the input (a URL without credentials).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether a regular file or a remote object ends with BGZF's EOF
+    /// marker (htslib's `bgzf_check_EOF`); `None` for a stream, whose end cannot be looked
     /// at before it is read.
     pub fn ends_with_eof_marker(&self) -> Option<bool> {
         use std::io::{Seek, SeekFrom};
+        if let Some(object) = &self.remote {
+            // A remote object's last bytes are fetched on their own.
+            let mut tail = [0u8; 28];
+            let Some(at) = object.len().checked_sub(tail.len() as u64) else { return Some(false) };
+            return Some(object.read_range(at, &mut tail).is_ok() && crate::bgzf::has_eof_marker(&tail));
+        }
         let path = self.regular.as_ref()?;
         let mut tail = [0u8; 28];
         let read = File::open(path).and_then(|mut f| {

@@ -35,6 +35,7 @@ mod markdup;
 mod merge;
 mod mosdepth;
 mod robustness;
+mod remote;
 mod robustness_faults;
 mod samtools_diff;
 mod samtools_test_pl;

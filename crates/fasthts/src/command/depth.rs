@@ -94,7 +94,17 @@ fn depth_encoded(
             sam_positions,
             job: "depth",
         };
-        let Inputs { files, opened } = open_inputs(inputs, &open, report)?;
+        let Inputs { mut files, opened } = open_inputs(inputs, &open, report)?;
+        // A remote file's region is fetched before it is read.
+        if let (Some(text), true) = (&options.region, files.iter().any(IndexedFile::is_remote)) {
+            let refs = files[0].header().references.clone();
+            let id = |name: &[u8]| refs.iter().position(|r| r.name.as_bytes() == name).map(|i| i as i32);
+            if let Some(regions) = Region::parse_samtools_with(text, refs.len(), id, RegionSyntax::Query) {
+                for file in &mut files {
+                    file.prefetch_regions(&regions)?;
+                }
+            }
+        }
         let header = |i: usize| files.get(i).map_or_else(|| opened[i].header(), IndexedFile::header);
         let refs = &header(0).references;
         references(refs);

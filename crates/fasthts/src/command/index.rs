@@ -5,6 +5,7 @@ use crate::bam::BamFile;
 use crate::cram::{self, CramOptions, CramSource, Fields};
 use crate::index::{self, IdxstatsCounts, IndexFormat, DEFAULT_MIN_SHIFT};
 use crate::input::{self, Format, Input};
+use crate::region::indexed::{IndexedFile, IndexedOptions};
 use crate::sort::distributed::Split;
 use crate::Error;
 use fasthts_io::compression::Compression;
@@ -182,6 +183,16 @@ pub struct IdxstatsOptions {
 pub fn idxstats(path: &Path, options: &IdxstatsOptions, report: &dyn Report) -> Result<String, Error> {
     let required = CramOptions { fields: Fields::Idxstats, ..CramOptions::default() };
     with_threads(options.threads, || {
+        // A remote BAM with an index beside it: the index's counts, as
+        // samtools reads them; else its records counted as they stream.
+        if input::remote_url(path).is_some() {
+            if let Ok(file) = IndexedFile::open(path, &IndexedOptions::default(), &|_| {}) {
+                if let Some((bam, index)) = file.bam() {
+                    warn_if_truncated(bam, report);
+                    return Ok(index::idxstats_for(bam, index));
+                }
+            }
+        }
         let peeked = input::peek(path)?;
         if peeked.format() == input::Format::Cram && peeked.is_regular_file() && path.as_os_str() != "-" {
             return idxstats_cram_file(path, &required, cram::COUNTING_PART_BYTES, report);

@@ -85,12 +85,17 @@ pub fn quickcheck(path: &Path, options: &QuickcheckOptions) -> Vec<QuickcheckFai
             let sam = compression::decompress(peeked.into_reader(), 1).ok().and_then(|(text, _)| SamReader::new(text).ok());
             (sam.map(|s| s.header().references.len()), no_eof_marker)
         }
-        Format::Bam(_) | Format::Sam => match peeked.open() {
-            Err(_) => (None, false),
-            Ok(Input::Bam(bam)) => (Some(bam.header().references.len()), !bam.has_eof_marker()),
-            // A stream's end is not looked at (htslib cannot seek to it).
-            Ok(opened) => (Some(opened.header().references.len()), false),
-        },
+        Format::Bam(_) | Format::Sam => {
+            // A remote BGZF BAM's end is fetched on its own, as htslib seeks to it.
+            let remote_eof = peeked.format() == Format::Bam(compression::Compression::Bgzf) && peeked.is_remote();
+            let no_remote_eof = remote_eof && peeked.ends_with_eof_marker() == Some(false);
+            match peeked.open() {
+                Err(_) => (None, false),
+                Ok(Input::Bam(bam)) => (Some(bam.header().references.len()), !bam.has_eof_marker()),
+                // A stream's end is not looked at (htslib cannot seek to it).
+                Ok(opened) => (Some(opened.header().references.len()), no_remote_eof),
+            }
+        }
         Format::Cram => return quickcheck_cram(path, peeked, options),
         Format::Vcf | Format::OtherCompressed(_) | Format::Empty | Format::Unknown => return vec![QuickcheckFailure::NotSequenceData],
     };

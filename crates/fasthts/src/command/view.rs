@@ -312,10 +312,21 @@ pub fn view_file(
                 outputs.destinations.push(dest);
             }
         }
-        if let Some(file) = &regions_of {
+        let planned = match &regions_of {
+            Some(file) => {
+                let references = copied.as_deref().unwrap_or(&file.header().references);
+                Some(plan_pieces(&file.header().references, file.index(), options, references, skipped)?)
+            }
+            None => None,
+        };
+        if let (Some(file), Some((pieces, _))) = (regions_of.as_mut(), &planned) {
+            // A remote file's pieces are fetched first, all at once.
+            let spans: Vec<(Region, i64)> = pieces.iter().map(|p| (p.scope, p.offset_pos)).collect();
+            file.prefetch_pieces(&spans)?;
+        }
+        if let (Some(file), Some((pieces, merged))) = (&regions_of, planned) {
             let references = copied.as_deref().unwrap_or(&header_of(&opened, &regions_of).references);
             let file_references = &file.header().references;
-            let (pieces, merged) = plan_pieces(file_references, file.index(), options, references, skipped)?;
             read_regions(file, file_references, &pieces, &merged, options, &selection, references, &mut outputs)?;
         } else if options.header != HeaderMode::HeaderOnly {
             let mut opened = opened.take().expect("a whole file is opened as an input");

@@ -143,6 +143,14 @@ impl IndexedFile {
     /// `path` (or the index). `report` hears of a stale index, or one that
     /// does not describe the whole file.
     pub fn open(path: &Path, options: &IndexedOptions, report: &dyn Report) -> Result<IndexedFile, Error> {
+        // `DATA##idx##INDEX`: the index named with the data (htslib's).
+        if let Some((data, index)) = path.to_str().and_then(|p| p.split_once("##idx##")) {
+            let named = IndexedOptions { index: Some(PathBuf::from(index)), ..options.clone() };
+            return Self::open(Path::new(data), &named, report);
+        }
+        if let Some(url) = input::remote_url(path) {
+            return Self::open_remote(url, options);
+        }
         let peeked = input::peek(path)?;
         let format = peeked.format();
         if !peeked.is_regular_file() || path.as_os_str() == "-" {
@@ -197,6 +205,87 @@ impl IndexedFile {
         let (index, whole) = index_for(&sam, options, report, build)?;
         let sam = sam.with_positions(options.sam_positions);
         Ok(IndexedFile::new(Data::SamGz { sam, index }, whole))
+    }
+
+    /// [`IndexedFile::open`] of a URL: a BGZF BAM whose header and index
+    /// are fetched (the index given, which may be a URL too, else the one
+    /// beside it as htslib finds it: `URL.csi`, `URL.bai`, then the same
+    /// with the last extension replaced); its records' ranges are fetched
+    /// before they are read ([`IndexedFile::prefetch_pieces`]).
+    fn open_remote(url: &str, options: &IndexedOptions) -> Result<IndexedFile, Error> {
+        let (object, path) = input::open_remote(url)?;
+        let mut head = vec![0u8; (object.len() as usize).min(format::SNIFF_BYTES)];
+        object.read_range(0, &mut head).map_err(|e| Error::from(e).with_path(&path))?;
+        match format::recognise(&head) {
+            Format::Bam(Compression::Bgzf) => {}
+            other => {
+                format::check_supported(other, &path)?;
+                return Err(Error::Message(
+                    "region queries of a remote file are supported for BAM only yet (bgzipped SAM and CRAM are read whole)".into(),
+                )
+                .with_path(&path));
+            }
+        }
+        let bam = BamFile::open_remote(&path, object)?;
+        let (bytes, index_path) = match &options.index {
+            Some(named) => (read_index_file(named, false)?.ok_or_else(|| not_found(named))?, named.clone()),
+            None => {
+                let mut found = None;
+                for candidate in remote_index_candidates(url) {
+                    if let Some(bytes) = read_index_file(&candidate, true)? {
+                        found = Some((bytes, candidate));
+                        break;
+                    }
+                }
+                found.ok_or_else(|| no_index(&path))?
+            }
+        };
+        let shown = input::remote_url(&index_path).map_or(index_path.clone(), |u| PathBuf::from(fasthts_io::remote::display_url(u)));
+        let index = Index::from_bytes(&bytes).map_err(|e| Error::from(e).with_path(&shown))?;
+        let (in_index, in_header) = (index.references().len(), bam.header().references.len());
+        if in_index != in_header {
+            let what = format!("{in_index} references in the index, {in_header} in the header of {}", path.display());
+            return Err(Error::IndexMismatch(what).with_path(&shown));
+        }
+        // Its offsets lie within the file (the blocks it points at are
+        // not fetched to be checked).
+        verify_index(&bam, &index, false).map_err(|e| e.with_path(&shown))?;
+        Ok(IndexedFile::new(Data::Bam { bam, index }, false))
+    }
+
+    /// Fetches what [`IndexedFile::piece`] of each `(scope, from)` will
+    /// read of a remote file, in parallel; nothing for a local one. The
+    /// ranges are those the index gives for the pieces, each to the block
+    /// after the one where what follows the piece starts.
+    pub fn prefetch_pieces(&mut self, pieces: &[(Region, i64)]) -> Result<(), Error> {
+        let Data::Bam { bam, index } = &mut self.data else { return Ok(()) };
+        if !bam.is_remote() {
+            return Ok(());
+        }
+        let ranges: Vec<(u64, u64)> = pieces.iter().filter_map(|&(scope, from)| piece_range(bam, index, scope, from)).collect();
+        bam.prefetch(&ranges)
+    }
+
+    /// [`IndexedFile::prefetch_pieces`] of whole regions: what their
+    /// queries, and the pieces of them, read.
+    pub fn prefetch_regions(&mut self, regions: &[Region]) -> Result<(), Error> {
+        let pieces: Vec<(Region, i64)> = regions.iter().map(|r| (*r, r.start.max(0))).collect();
+        self.prefetch_pieces(&pieces)
+    }
+
+    /// Whether the file is a remote object (read by the ranges fetched).
+    pub fn is_remote(&self) -> bool {
+        matches!(&self.data, Data::Bam { bam, .. } if bam.is_remote())
+    }
+
+    /// A remote file's piece or query that was not fetched first is
+    /// refused (only `view` fetches its pieces yet), not read as zeros.
+    fn check_fetched(&self, scope: Region, from: i64) -> Result<(), Error> {
+        let Data::Bam { bam, index } = &self.data else { return Ok(()) };
+        if !bam.is_remote() || piece_range(bam, index, scope, from).map_or(true, |(s, e)| bam.is_fetched(s, e)) {
+            return Ok(());
+        }
+        Err(Error::Message("this command cannot read regions of a remote file yet (view and depth -r can)".into()).with_path(bam.path()))
     }
 
     fn open_cram(path: &Path, options: &IndexedOptions) -> Result<IndexedFile, Error> {
@@ -361,6 +450,7 @@ impl IndexedFile {
     /// The records of `region` by `rule`, in file order (the unplaced
     /// records when its reference is -1, whatever the rule).
     pub fn query(&self, region: Region, rule: Rule) -> Result<Records<'_>, Error> {
+        self.check_fetched(region, region.start.max(0))?;
         let tid = region.ref_id;
         let region = if tid < 0 { Region::unplaced() } else { region };
         if rule == Rule::StartsIn || tid < 0 {
@@ -391,6 +481,7 @@ impl IndexedFile {
     /// are among them. A caller wanting the records that overlap
     /// `[from, ..)` keeps those ending past `from`.
     pub fn piece(&self, scope: Region, from: i64) -> Result<Records<'_>, Error> {
+        self.check_fetched(scope, from)?;
         let inner = match &self.data {
             Data::Bam { bam, index } => match super::query_span(bam, index, scope, from) {
                 Some((start, following)) => Inner::Bam(RegionReader::new(bam, scope, start, following)?),
@@ -419,6 +510,66 @@ fn ends_past(r: &RecordRef<'_>, from: i64, wide: bool) -> bool {
 /// the region's start, which lies before every read overlapping it).
 fn overlapping(tid: i32, end: i64) -> Region {
     Region { ref_id: tid, start: i64::MIN, end }
+}
+
+/// The compressed bytes [`IndexedFile::piece`] of `(scope, from)` reads
+/// of `bam`: from where the index starts it past the end of the last
+/// chunk holding records that overlap `[from, scope.end)` (the reader
+/// stops at the first record after them, maybe cut by its block's end:
+/// two of BGZF's largest blocks more), or to the end of the file when
+/// nothing follows.
+fn piece_range(bam: &BamFile, index: &Index, scope: Region, from: i64) -> Option<(u64, u64)> {
+    let len = bam.bytes().len() as u64;
+    let past = 2 * crate::bgzf::MAX_BLOCK_SIZE as u64;
+    let (start, following) = super::query_span(bam, index, scope, from)?;
+    let last_chunk = usize::try_from(scope.ref_id)
+        .ok()
+        .and_then(|tid| index.query(tid, from.max(0), scope.end).iter().map(|c| c.end.compressed()).max());
+    let end = match (following, last_chunk) {
+        (None, _) => len,
+        (Some(f), chunk) => f.compressed().max(chunk.unwrap_or(0)).saturating_add(past).min(len),
+    };
+    Some((start.compressed(), end))
+}
+
+/// The index files htslib looks for beside the remote data file `url`:
+/// `URL.csi`, `URL.bai`, and each with the last extension replaced.
+fn remote_index_candidates(url: &str) -> Vec<PathBuf> {
+    let name_start = url.rfind('/').map_or(0, |i| i + 1);
+    let stem = url[name_start..].rfind('.').map(|dot| &url[..name_start + dot]);
+    let mut candidates = Vec::new();
+    for ext in ["csi", "bai"] {
+        candidates.push(PathBuf::from(format!("{url}.{ext}")));
+        if let Some(stem) = stem {
+            candidates.push(PathBuf::from(format!("{stem}.{ext}")));
+        }
+    }
+    candidates
+}
+
+/// The bytes of the index file `path` (a URL or a local path); `None`
+/// when there is none and it is `optional` (a candidate name).
+fn read_index_file(path: &Path, optional: bool) -> Result<Option<Vec<u8>>, Error> {
+    if let Some(url) = input::remote_url(path) {
+        let shown = PathBuf::from(fasthts_io::remote::display_url(url));
+        let object = match fasthts_io::remote::RemoteObject::open(url) {
+            Ok(object) => object,
+            Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::from(e).with_path(&shown)),
+        };
+        let mut bytes = vec![0u8; object.len() as usize];
+        object.read_range(0, &mut bytes).map_err(|e| Error::from(e).with_path(&shown))?;
+        return Ok(Some(bytes));
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::from(e).with_path(path)),
+    }
+}
+
+fn not_found(path: &Path) -> Error {
+    Error::from(std::io::Error::from(std::io::ErrorKind::NotFound)).with_path(path)
 }
 
 /// An index of a bgzipped SAM made in memory: in `format`, else a CSI,

@@ -1,0 +1,398 @@
+//! Remote inputs: an object behind an `http://` or `https://` URL, read by
+//! byte ranges.
+//!
+//! [`RemoteObject::open`] asks for the object's first byte, which tells
+//! its length (`Content-Range`) and its version (`ETag`, else
+//! `Last-Modified`); every later range must come from the same version,
+//! so an object replaced while it is read is an error, never a mix of two
+//! files. [`RemoteObject::read_range`] fetches one range, retrying with
+//! back-off on what a network does now and then (a connection reset, a
+//! body cut short, a timeout, HTTP 5xx or 429); [`RemoteReader`] reads the
+//! whole object as a stream, the next ranges fetched ahead on threads of
+//! its own, growing from 256 KiB (a header read alone costs little) to
+//! [`WINDOW_BYTES`].
+//!
+//! Error texts name no URL (the caller names its input, as for a local
+//! path), and so hold no credentials; [`display_url`] is a URL fit to show.
+
+use std::io::{self, Read};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest range fetched ahead by [`RemoteReader`].
+pub const WINDOW_BYTES: u64 = 16 << 20;
+/// Ranges [`RemoteReader`] has in flight.
+const IN_FLIGHT: u64 = 2;
+/// Attempts at one range before giving up.
+const ATTEMPTS: u32 = 5;
+/// The wait before the first retry, doubled before each next one.
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+/// Connecting to the server.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// Silence from the server while reading a response.
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Whether `name` is a URL read as a remote input (`http://`, `https://`,
+/// and the object stores' schemes, which [`RemoteObject::open`] refuses
+/// for now with words saying so).
+pub fn is_url(name: &str) -> bool {
+    scheme(name).is_some()
+}
+
+fn scheme(name: &str) -> Option<&'static str> {
+    ["http://", "https://", "s3://", "s3+http://", "s3+https://", "gs://", "gs+http://", "gs+https://"]
+        .into_iter()
+        .find(|s| name.len() > s.len() && name[..s.len()].eq_ignore_ascii_case(s))
+}
+
+/// `url` as messages may show it: without a user and password before the
+/// host, nor a query (a pre-signed URL's signature).
+pub fn display_url(url: &str) -> String {
+    let (head, rest) = match url.find("://") {
+        Some(i) => url.split_at(i + 3),
+        None => return url.to_string(),
+    };
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    let rest = match rest[..host_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    let rest = match rest.find('?') {
+        Some(q) => format!("{}?…", &rest[..q]),
+        None => rest.to_string(),
+    };
+    format!("{head}{rest}")
+}
+
+/// An object behind a URL, of a known length and version.
+pub struct RemoteObject {
+    url: String,
+    agent: ureq::Agent,
+    len: u64,
+    /// `ETag`, else `Last-Modified`, as first seen (`None` when the server
+    /// sends neither).
+    version: Version,
+}
+
+/// Which header tells an object's version (`ETag`, `Last-Modified`) and
+/// what it says.
+type Version = Option<(&'static str, String)>;
+
+/// The error of a failed request, a range of another version of the
+/// object, a response that is not what was asked.
+fn error(kind: io::ErrorKind, text: String) -> io::Error {
+    io::Error::new(kind, text)
+}
+
+/// What is wrong with one attempt: to be tried again, or not.
+enum Failure {
+    Retry(io::Error),
+    Fatal(io::Error),
+}
+
+impl RemoteObject {
+    /// Opens the object at `url` (`http://` or `https://`): its length and
+    /// version. A URL of an object store is refused (not yet supported).
+    pub fn open(url: &str) -> io::Result<RemoteObject> {
+        match scheme(url) {
+            Some("http://" | "https://") => {}
+            Some(s) => {
+                return Err(error(
+                    io::ErrorKind::Unsupported,
+                    format!("{}// URLs are not supported yet (http:// and https:// are)", s.trim_end_matches('/')),
+                ))
+            }
+            None => return Err(error(io::ErrorKind::InvalidInput, "not a URL".into())),
+        }
+        let agent = ureq::AgentBuilder::new().timeout_connect(CONNECT_TIMEOUT).timeout_read(READ_TIMEOUT).build();
+        let mut object = RemoteObject { url: url.to_string(), agent, len: 0, version: None };
+        let (len, version) = object.with_retries(|o| o.probe())?;
+        object.len = len;
+        object.version = version;
+        Ok(object)
+    }
+
+    /// The object's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the object is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The URL, as messages may show it ([`display_url`]).
+    pub fn display_url(&self) -> String {
+        display_url(&self.url)
+    }
+
+    /// Fills `buf` with the object's bytes from `offset`, which must lie
+    /// within it.
+    pub fn read_range(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let end = offset.checked_add(buf.len() as u64).filter(|&e| e <= self.len);
+        if end.is_none() {
+            return Err(error(io::ErrorKind::InvalidInput, format!("range {offset}+{} lies past the end ({} bytes)", buf.len(), self.len)));
+        }
+        self.with_retries(|o| o.get_range(offset, buf))
+    }
+
+    /// `attempt` until it succeeds, fails for good or has failed
+    /// [`ATTEMPTS`] times, waiting longer before each retry.
+    fn with_retries<T>(&self, mut attempt: impl FnMut(&Self) -> Result<T, Failure>) -> io::Result<T> {
+        let mut wait = FIRST_BACKOFF;
+        for tries in 1.. {
+            match attempt(self) {
+                Ok(t) => return Ok(t),
+                Err(Failure::Fatal(e)) => return Err(e),
+                Err(Failure::Retry(e)) if tries >= ATTEMPTS => {
+                    return Err(error(e.kind(), format!("{e} (tried {tries} times)")));
+                }
+                Err(Failure::Retry(_)) => {
+                    std::thread::sleep(wait);
+                    wait *= 2;
+                }
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    fn request(&self, first: u64, last: u64) -> Result<ureq::Response, Failure> {
+        match self.agent.get(&self.url).set("Range", &format!("bytes={first}-{last}")).call() {
+            Ok(response) => Ok(response),
+            Err(ureq::Error::Status(status, response)) => {
+                let text = response.status_text().to_string();
+                Err(status_failure(status, &text))
+            }
+            Err(ureq::Error::Transport(t)) => Err(transport_failure(&t)),
+        }
+    }
+
+    /// The length and version, from a request for the first byte.
+    fn probe(&self) -> Result<(u64, Version), Failure> {
+        let response = match self.request(0, 0) {
+            // An empty object has no first byte.
+            Err(Failure::Fatal(e)) if e.to_string().contains("HTTP 416") => return Ok((0, None)),
+            r => r?,
+        };
+        let version = version_of(&response);
+        let len = match response.status() {
+            206 => response.header("Content-Range").and_then(total_of).ok_or_else(|| {
+                Failure::Fatal(error(
+                    io::ErrorKind::InvalidData,
+                    "the server's answer to a range request has no length (Content-Range)".into(),
+                ))
+            })?,
+            _ => {
+                return Err(Failure::Fatal(error(
+                    io::ErrorKind::Unsupported,
+                    format!("the server does not serve byte ranges (HTTP {} to a range request)", response.status()),
+                )))
+            }
+        };
+        Ok((len, version))
+    }
+
+    fn get_range(&self, offset: u64, buf: &mut [u8]) -> Result<(), Failure> {
+        let last = offset + buf.len() as u64 - 1;
+        let response = self.request(offset, last)?;
+        if response.status() != 206 {
+            return Err(Failure::Fatal(error(
+                io::ErrorKind::InvalidData,
+                format!("the server answered a range request with HTTP {}", response.status()),
+            )));
+        }
+        let changed = |what: &str| {
+            Failure::Fatal(error(io::ErrorKind::InvalidData, format!("the object changed while it was read ({what} differs)")))
+        };
+        match (&self.version, version_of(&response)) {
+            (Some((name, was)), Some((_, now))) if *was != now => return Err(changed(name)),
+            (Some((name, _)), None) => return Err(changed(name)),
+            _ => {}
+        }
+        let range = response.header("Content-Range").and_then(range_of);
+        if range != Some((offset, last, self.len)) {
+            return match range {
+                Some((_, _, total)) if total != self.len => Err(changed("its length")),
+                _ => Err(Failure::Fatal(error(
+                    io::ErrorKind::InvalidData,
+                    format!("the server sent another range than bytes {offset}-{last}"),
+                ))),
+            };
+        }
+        let mut body = response.into_reader();
+        // A body cut short (a connection closed or reset) is tried again.
+        body.read_exact(buf).map_err(|e| Failure::Retry(error(e.kind(), format!("reading bytes {offset}-{last}: {e}"))))
+    }
+}
+
+/// `ETag` (strong or weak, as sent), else `Last-Modified`.
+fn version_of(response: &ureq::Response) -> Version {
+    if let Some(tag) = response.header("ETag") {
+        return Some(("ETag", tag.to_string()));
+    }
+    response.header("Last-Modified").map(|m| ("Last-Modified", m.to_string()))
+}
+
+/// `bytes FIRST-LAST/TOTAL` of a `Content-Range` header.
+fn range_of(header: &str) -> Option<(u64, u64, u64)> {
+    let rest = header.trim().strip_prefix("bytes ")?;
+    let (span, total) = rest.split_once('/')?;
+    let (first, last) = span.split_once('-')?;
+    Some((first.trim().parse().ok()?, last.trim().parse().ok()?, total.trim().parse().ok()?))
+}
+
+fn total_of(header: &str) -> Option<u64> {
+    range_of(header).map(|(_, _, total)| total)
+}
+
+fn status_failure(status: u16, text: &str) -> Failure {
+    let reason = if text.is_empty() { String::new() } else { format!(" {text}") };
+    match status {
+        404 | 410 => Failure::Fatal(error(io::ErrorKind::NotFound, format!("not found (HTTP {status})"))),
+        401 | 403 => Failure::Fatal(error(io::ErrorKind::PermissionDenied, format!("access denied (HTTP {status}{reason})"))),
+        408 | 429 | 500..=599 => Failure::Retry(error(io::ErrorKind::Other, format!("HTTP {status}{reason}"))),
+        _ => Failure::Fatal(error(io::ErrorKind::Other, format!("HTTP {status}{reason}"))),
+    }
+}
+
+fn transport_failure(t: &ureq::Transport) -> Failure {
+    use std::error::Error as _;
+    // The cause in the system's words, without the URL ureq adds.
+    let mut cause = t.message().map(str::to_string);
+    let mut source = t.source();
+    while let Some(s) = source {
+        cause = Some(s.to_string());
+        source = s.source();
+    }
+    let cause = cause.unwrap_or_else(|| format!("{:?}", t.kind()));
+    match t.kind() {
+        // A server that is not there, or a name that does not resolve,
+        // is said at once.
+        ureq::ErrorKind::ConnectionFailed if cause.contains("refused") => {
+            Failure::Fatal(error(io::ErrorKind::ConnectionRefused, format!("cannot connect: {cause}")))
+        }
+        ureq::ErrorKind::Dns => Failure::Fatal(error(io::ErrorKind::NotFound, format!("cannot resolve the host: {cause}"))),
+        ureq::ErrorKind::InvalidUrl | ureq::ErrorKind::UnknownScheme => {
+            Failure::Fatal(error(io::ErrorKind::InvalidInput, format!("bad URL: {cause}")))
+        }
+        ureq::ErrorKind::TooManyRedirects => Failure::Fatal(error(io::ErrorKind::Other, "too many redirects".into())),
+        ureq::ErrorKind::ConnectionFailed => Failure::Retry(error(io::ErrorKind::Other, format!("cannot connect: {cause}"))),
+        _ => Failure::Retry(error(io::ErrorKind::Other, format!("network error: {cause}"))),
+    }
+}
+
+/// A remote object read from `start` to its end as a stream, the next
+/// ranges fetched ahead on threads of its own.
+pub struct RemoteReader {
+    /// One channel per fetching thread; window `k` comes from `k % n`.
+    windows: Vec<Receiver<io::Result<Vec<u8>>>>,
+    next: usize,
+    current: Vec<u8>,
+    at: usize,
+    failed: bool,
+}
+
+/// The `k`th window of a read from `start` of an object of `len` bytes:
+/// 256 KiB, doubling up to [`WINDOW_BYTES`].
+fn window(start: u64, len: u64, k: u64) -> Option<(u64, u64)> {
+    let mut offset = start;
+    let mut size = 256 << 10;
+    for _ in 0..k {
+        offset += size;
+        size = (size * 2).min(WINDOW_BYTES);
+    }
+    (offset < len).then(|| (offset, size.min(len - offset)))
+}
+
+impl RemoteReader {
+    /// Reads `object` from `start`.
+    pub fn new(object: Arc<RemoteObject>, start: u64) -> RemoteReader {
+        let windows = (0..IN_FLIGHT)
+            .map(|i| {
+                // One window fetched and one waiting, per thread.
+                let (send, receive): (SyncSender<io::Result<Vec<u8>>>, _) = mpsc::sync_channel(1);
+                let object = Arc::clone(&object);
+                std::thread::spawn(move || {
+                    let mut k = i;
+                    while let Some((offset, size)) = window(start, object.len(), k) {
+                        let mut buf = vec![0u8; size as usize];
+                        let got = object.read_range(offset, &mut buf).map(|()| buf);
+                        let failed = got.is_err();
+                        // The reader gone: stop.
+                        if send.send(got).is_err() || failed {
+                            return;
+                        }
+                        k += IN_FLIGHT;
+                    }
+                });
+                receive
+            })
+            .collect();
+        RemoteReader { windows, next: 0, current: Vec::new(), at: 0, failed: false }
+    }
+}
+
+impl Read for RemoteReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.failed {
+            return Err(error(io::ErrorKind::Other, "an earlier read failed".into()));
+        }
+        while self.at == self.current.len() {
+            let channel = &self.windows[self.next % self.windows.len()];
+            match channel.recv() {
+                // Every window read: the end.
+                Err(_) => return Ok(0),
+                Ok(Err(e)) => {
+                    self.failed = true;
+                    return Err(e);
+                }
+                Ok(Ok(window)) => {
+                    self.current = window;
+                    self.at = 0;
+                    self.next += 1;
+                }
+            }
+        }
+        let n = buf.len().min(self.current.len() - self.at);
+        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_tile_the_object() {
+        let len = 100 << 20;
+        let mut at = 7;
+        let mut k = 0;
+        while let Some((offset, size)) = window(7, len, k) {
+            assert_eq!(offset, at);
+            assert!(size <= WINDOW_BYTES);
+            at += size;
+            k += 1;
+        }
+        assert_eq!(at, len);
+    }
+
+    #[test]
+    fn urls_shown_without_credentials() {
+        assert_eq!(display_url("https://user:secret@host/a/b.bam?X-Amz-Signature=abc"), "https://host/a/b.bam?…");
+        assert_eq!(display_url("http://host:8080/x.bam"), "http://host:8080/x.bam");
+        assert!(is_url("HTTP://h/x") && is_url("s3://b/k") && !is_url("x.bam") && !is_url("http://"));
+    }
+
+    #[test]
+    fn content_range() {
+        assert_eq!(range_of("bytes 0-0/1234"), Some((0, 0, 1234)));
+        assert_eq!(range_of("bytes */1234"), None);
+    }
+}
