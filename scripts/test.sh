@@ -4,10 +4,11 @@
 # every code block of docs/python.md) in a virtual environment of its own.
 #
 # What the differential tests compare against (samtools 1.16 and its test
-# files, khmer 3.0, mosdepth 0.3.3, bgzip, art_illumina, g++, nginx) is installed with apt-get when
-# run as root on Debian and missing. A test whose tool or reference data is
-# missing fails under CI=true (as .ci/run sets it); elsewhere it is skipped,
-# and the summary at the end lists what was skipped.
+# files, khmer 3.0, mosdepth 0.3.3, bgzip, art_illumina, g++, nginx) is
+# installed with apt-get when run as root on Debian and missing. A test
+# whose tool or reference data is missing fails under CI=true (as .ci/run
+# sets it); elsewhere it is skipped, and the summary at the end lists what
+# was skipped.
 #
 # Environment:
 #   CARGO_TARGET_DIR  cargo target dir (default: ~/.cache/fasthts-target)
