@@ -12,6 +12,7 @@ use crate::Error;
 use fasthts_io::bgzf::{htslib_libdeflate_level, BgzfWriter, BLOCK_DATA_SIZE};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
 
 const FLAG_PAIRED: u16 = 0x1;
 const FLAG_UNMAPPED: u16 = 0x4;
@@ -554,8 +555,7 @@ struct Job {
 }
 
 /// Records waiting to be formatted (on the pool, in chunks) and written
-/// in order: the grouping of reads by name stays sequential, the text is
-/// made on all cores. The arena and job list are reused.
+/// in order. The arena and job list are reused.
 #[derive(Default)]
 struct Batch {
     arena: Vec<u8>,
@@ -568,21 +568,26 @@ const CHUNK_JOBS: usize = 512;
 /// Record bytes per batch.
 const BATCH_BYTES: usize = 16 << 20;
 
+/// A batch's text, per chunk of its jobs: the text, the end of each job's
+/// text in it, and whether every job of the chunk was formatted (the
+/// first whose aux data is malformed ends it).
+type Formatted = Vec<(Vec<u8>, Vec<usize>, bool)>;
+
 impl Batch {
-    fn write_if_full(&mut self, options: &FastqOptions, outputs: &mut Outputs<'_>) -> Result<(), Error> {
-        if self.jobs.len() >= BATCH_JOBS || self.arena.len() >= BATCH_BYTES {
-            self.write(options, outputs)?;
-        }
-        Ok(())
+    fn is_full(&self) -> bool {
+        self.jobs.len() >= BATCH_JOBS || self.arena.len() >= BATCH_BYTES
     }
 
-    /// Formats the jobs on the pool and writes them in order, up to the
-    /// first whose aux data is malformed.
-    fn write(&mut self, options: &FastqOptions, outputs: &mut Outputs<'_>) -> Result<(), Error> {
+    fn clear(&mut self) {
+        self.jobs.clear();
+        self.arena.clear();
+    }
+
+    /// The jobs' text, formatted on the pool in chunks.
+    fn format(&self, options: &FastqOptions) -> Formatted {
         use rayon::prelude::*;
         let arena = &self.arena;
-        let chunks: Vec<(Vec<u8>, Vec<usize>, bool)> = self
-            .jobs
+        self.jobs
             .par_chunks(CHUNK_JOBS)
             .map(|jobs| {
                 let mut text = Vec::new();
@@ -610,11 +615,16 @@ impl Batch {
                 }
                 (text, ends, true)
             })
-            .collect();
+            .collect()
+    }
+
+    /// Writes the batch's `formatted` text in order, up to the first job
+    /// whose aux data is malformed.
+    fn write(&self, formatted: &Formatted, outputs: &mut Outputs<'_>) -> Result<(), Error> {
         let mut job = 0;
-        for (text, ends, complete) in chunks {
+        for (text, ends, complete) in formatted {
             let mut start = 0;
-            for end in ends {
+            for &end in ends {
                 outputs.write(self.jobs[job].sink, &text[start..end])?;
                 start = end;
                 job += 1;
@@ -623,9 +633,82 @@ impl Batch {
                 return Err(Error::Message("malformed aux data".into()));
             }
         }
-        self.jobs.clear();
-        self.arena.clear();
         Ok(())
+    }
+}
+
+/// The batches of a run: one filled by the grouping of reads (which stays
+/// sequential) while the one before it is formatted on the pool, then
+/// written, in order (the grouping no longer waits for the formatting).
+struct Batches {
+    options: Arc<FastqOptions>,
+    filling: Batch,
+    /// The batch being formatted, and its text when done.
+    in_flight: Option<mpsc::Receiver<(Batch, Formatted)>>,
+    /// A written batch, cleared, to fill next.
+    spare: Option<Batch>,
+}
+
+impl Batches {
+    fn new(options: &FastqOptions) -> Batches {
+        Batches { options: Arc::new(options.clone()), filling: Batch::default(), in_flight: None, spare: None }
+    }
+
+    /// Sends the batch being filled to be formatted if it is full, and
+    /// writes the one before it.
+    fn submit_if_full(&mut self, outputs: &mut Outputs<'_>) -> Result<(), Error> {
+        if self.filling.is_full() {
+            self.submit(outputs)?;
+        }
+        Ok(())
+    }
+
+    fn submit(&mut self, outputs: &mut Outputs<'_>) -> Result<(), Error> {
+        let batch = std::mem::replace(&mut self.filling, self.spare.take().unwrap_or_default());
+        let (done, text) = mpsc::sync_channel(1);
+        let options = Arc::clone(&self.options);
+        let before = self.in_flight.replace(text);
+        rayon::spawn(move || {
+            let formatted = batch.format(&options);
+            // The receiver is gone only when the run failed.
+            let _ = done.send((batch, formatted));
+        });
+        match before {
+            Some(text) => self.write(text, outputs),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for a batch's text, helping the pool meanwhile, and writes it.
+    fn write(&mut self, text: mpsc::Receiver<(Batch, Formatted)>, outputs: &mut Outputs<'_>) -> Result<(), Error> {
+        let (mut batch, formatted) = loop {
+            match text.try_recv() {
+                Ok(done) => break done,
+                Err(mpsc::TryRecvError::Disconnected) => unreachable!("a formatting task ends by sending its text"),
+                Err(mpsc::TryRecvError::Empty) => {
+                    // Run the pool's pending work (the chunks of that
+                    // batch among it); with none, wait a moment.
+                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                        if let Ok(done) = text.recv_timeout(std::time::Duration::from_micros(100)) {
+                            break done;
+                        }
+                    }
+                }
+            }
+        };
+        batch.write(&formatted, outputs)?;
+        batch.clear();
+        self.spare = Some(batch);
+        Ok(())
+    }
+
+    /// Formats and writes what is left, in order.
+    fn finish(&mut self, outputs: &mut Outputs<'_>) -> Result<(), Error> {
+        if let Some(text) = self.in_flight.take() {
+            self.write(text, outputs)?;
+        }
+        let formatted = self.filling.format(&self.options);
+        self.filling.write(&formatted, outputs)
     }
 }
 
@@ -687,7 +770,7 @@ struct Grouping<'o> {
     score: [u8; 3],
     summary: FastqSummary,
     /// Records to write, formatted together on the pool.
-    batch: Batch,
+    batch: Batches,
 }
 
 impl<'o> Grouping<'o> {
@@ -700,7 +783,7 @@ impl<'o> Grouping<'o> {
             best: [None; 3],
             score: [0; 3],
             summary: FastqSummary::default(),
-            batch: Batch::default(),
+            batch: Batches::new(options),
         }
     }
 
@@ -762,14 +845,15 @@ impl<'o> Grouping<'o> {
         if self.current.is_some() {
             self.flush_group(outputs)?;
         }
-        self.batch.write(self.options, outputs)
+        self.batch.finish(outputs)
     }
 
     fn write_slot(&mut self, slot: usize, sink: usize, outputs: &mut Outputs<'_>) -> Result<(), Error> {
-        let start = self.batch.arena.len();
-        self.batch.arena.extend_from_slice(&self.slots[slot].data);
-        self.batch.jobs.push(Job { sink, record: start..self.batch.arena.len(), index: None });
-        self.batch.write_if_full(self.options, outputs)
+        let batch = &mut self.batch.filling;
+        let start = batch.arena.len();
+        batch.arena.extend_from_slice(&self.slots[slot].data);
+        batch.jobs.push(Job { sink, record: start..batch.arena.len(), index: None });
+        self.batch.submit_if_full(outputs)
     }
 
     /// samtools' `flush_rec`.
@@ -882,7 +966,7 @@ impl<'o> Grouping<'o> {
         sink: usize,
         outputs: &mut Outputs<'_>,
     ) -> Result<(), Error> {
-        let arena = &mut self.batch.arena;
+        let arena = &mut self.batch.filling.arena;
         let start = arena.len();
         arena.extend_from_slice(&self.slots[record].data);
         let record = start..arena.len();
@@ -893,7 +977,7 @@ impl<'o> Grouping<'o> {
             None => arena.extend(std::iter::repeat(self.options.default_quality).take(bases.len())),
         }
         let qual = codes.end..arena.len();
-        self.batch.jobs.push(Job { sink, record, index: Some((codes, qual)) });
-        self.batch.write_if_full(self.options, outputs)
+        self.batch.filling.jobs.push(Job { sink, record, index: Some((codes, qual)) });
+        self.batch.submit_if_full(outputs)
     }
 }
