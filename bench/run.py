@@ -39,6 +39,10 @@ threads option). --jobs fastq, markdup: the BAM collated once by samtools
 (BAM.collated.bam beside it); fastq of it (outputs' SHA-256 compared), and
 markdup of it through samtools fixmate -m and sort (BAM.markdup-ready.bam,
 made once), records compared; each against samtools at the same -@.
+--jobs mosdepth: `mosdepth -t N` against mosdepth (MOSDEPTH, or on the
+PATH), the per-base, summary and distribution texts compared. --jobs
+sormadup: the collated BAM to a marked, sorted BAM against samtools'
+`fixmate -m -u | sort -u | markdup` of it, each at -@ N, records compared.
 
 With --cram (issue 21's bars; its reference FASTA with --reference), the
 jobs are on that CRAM instead: `flagstat`, `index` (the .crai, bytes
@@ -238,7 +242,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat, merge, stats, coverage, fastq, markdup; with --cram: flagstat,index,depth,sort]")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat, merge, stats, coverage, fastq, markdup, mosdepth, sormadup; with --cram: flagstat,index,depth,sort]")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
@@ -580,6 +584,41 @@ def main():
             sh(cmd, stderr=subprocess.DEVNULL)
         assert view_digest(out["fasthts"]) == view_digest(out["samtools"]), "fasthts markdup differs from samtools markdup"
         alternate("markdup", tools, lambda k: os.remove(out[k]) if os.path.exists(out[k]) else None)
+
+    if "mosdepth" in jobs:
+        # Issue 34 item 3: mosdepth's default outputs (per-base runs,
+        # summary, distribution), the texts compared first.
+        mosdepth = os.environ.get("MOSDEPTH") or shutil.which("mosdepth")
+        if not mosdepth:
+            print("mosdepth: not on the PATH (or MOSDEPTH): job skipped")
+        else:
+            prefix = {"fasthts": os.path.join(tmp, "md-f"), "mosdepth": os.path.join(tmp, "md-m")}
+            tools = {"fasthts": [fasthts, "mosdepth", "-t", t, prefix["fasthts"], bam],
+                     "mosdepth": [mosdepth, "-t", t, prefix["mosdepth"], bam]}
+            for cmd in tools.values():
+                sh(cmd)
+            import gzip
+            for suffix in (".per-base.bed.gz", ".mosdepth.summary.txt", ".mosdepth.global.dist.txt"):
+                read = (lambda p: gzip.open(p).read()) if suffix.endswith(".gz") else (lambda p: open(p, "rb").read())
+                assert read(prefix["fasthts"] + suffix) == read(prefix["mosdepth"] + suffix), f"fasthts mosdepth {suffix} differs"
+            alternate("mosdepth", tools)
+
+    if "sormadup" in jobs:
+        # Issue 35 item 4: from the same name-grouped input (the collated
+        # BAM) to a marked, sorted BAM in one process, against samtools'
+        # chain from it, `fixmate -m -u | sort -u | markdup`, each at -@ N.
+        collated = f"{os.path.splitext(bam)[0]}.collated.bam"
+        if not os.path.exists(collated):
+            sh(["samtools", "collate", "-@", t, "-o", collated, bam])
+        out = {"fasthts": os.path.join(tmp, "smd-f.bam"), "samtools": os.path.join(tmp, "smd-s.bam")}
+        chain = (f"samtools fixmate --no-PG -@ {t} -m -u {collated} - "
+                 f"| samtools sort --no-PG -@ {t} -u -T {tmp}/sort - | samtools markdup -@ {t} --no-PG - {out['samtools']}")
+        tools = {"fasthts": [fasthts, "sormadup", "-@", t, "--no-PG", "-T", os.path.join(tmp, "smd"), "-o", out["fasthts"], collated],
+                 "samtools": ["sh", "-c", chain]}
+        for cmd in tools.values():
+            sh(cmd, stderr=subprocess.DEVNULL)
+        assert view_digest(out["fasthts"]) == view_digest(out["samtools"]), "fasthts sormadup differs from the samtools chain"
+        alternate("sormadup", tools, lambda k: os.remove(out[k]) if os.path.exists(out[k]) else None)
 
     if a.cram:
         cram_jobs(a, fasthts, tmp, report, lines)
