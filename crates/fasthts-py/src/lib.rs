@@ -30,6 +30,7 @@ mod ops;
 mod pileup;
 mod read_ahead;
 mod regions;
+mod segment;
 mod sketches;
 mod source;
 mod writer;

@@ -4,7 +4,7 @@
 //! pysam's attributes. Also `count_coverage`'s arrays
 //! (`fasthts::pileup::base_counts`) and `mate()`'s record.
 
-use crate::alignment::AlignedSegment;
+use crate::segment::AlignedSegment;
 use fasthts::bam::{flags, Header};
 use fasthts::pileup::base_counts::BaseCounts;
 use fasthts::pileup::columns::{ColumnOptions, ColumnRead, Columns, Stepper};
@@ -439,7 +439,7 @@ pub(crate) type CountArrays<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<
 pub(crate) fn count_arrays<'py>(py: Python<'py>, counts: &BaseCounts) -> PyResult<CountArrays<'py>> {
     let arr = |v: &[std::ffi::c_ulong]| {
         let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
-        crate::alignment::py_array(py, "L", &bytes)
+        crate::segment::py_array(py, "L", &bytes)
     };
     let [a, c, g, t] = &counts.counts;
     Ok((arr(a)?, arr(c)?, arr(g)?, arr(t)?))

@@ -3,7 +3,8 @@
 //! (format, level, header, threads) and hands records to the library's
 //! `AlignmentWriter`, which decides everything else.
 
-use crate::alignment::{AlignedSegment, AlignmentReader};
+use crate::alignment::AlignmentReader;
+use crate::segment::AlignedSegment;
 use crate::to_py;
 use fasthts::bam::{Header, Reference};
 use fasthts::record_output::{AlignmentWriter as LibWriter, WriteFormat};
