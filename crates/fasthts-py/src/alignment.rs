@@ -9,8 +9,8 @@
 //! parses pysam's arguments and builds the header object.
 
 use crate::read_ahead::ReadAhead;
-use crate::source::{fill, may_continue, Batch, Source};
 pub(crate) use crate::segment::AlignedSegment;
+use crate::source::{fill, may_continue, Batch, Source};
 use crate::{run_detached, to_py};
 use fasthts::alignment_file::{AlignmentFile, OpenOptions};
 use fasthts::bam::{Header, RecordRef};
@@ -206,8 +206,17 @@ impl AlignmentReader {
         min_base_quality: i64,
     ) -> PyResult<crate::pileup::PileupIter> {
         use fasthts::pileup::columns::Columns;
-        let options = crate::pileup::column_options(stepper, max_depth, ignore_overlaps, flag_filter, flag_require, ignore_orphans, min_mapping_quality)?;
-        let region = |(tid, start, end): (i32, i64, i64)| if tid < 0 { LibRegion::unplaced() } else { LibRegion { ref_id: tid, start, end } };
+        let options = crate::pileup::column_options(
+            stepper,
+            max_depth,
+            ignore_overlaps,
+            flag_filter,
+            flag_require,
+            ignore_orphans,
+            min_mapping_quality,
+        )?;
+        let region =
+            |(tid, start, end): (i32, i64, i64)| if tid < 0 { LibRegion::unplaced() } else { LibRegion { ref_id: tid, start, end } };
         let columns = match regions {
             Some(regions) => {
                 let file = self.for_regions(py, false)?;
