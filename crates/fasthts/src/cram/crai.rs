@@ -38,11 +38,22 @@ pub struct CraiOutcome {
 
 /// The name samtools gives the `.crai` of the CRAM at `data`: `DATA.crai`
 /// (`index`, `--write-index` of sort and view; the first name htslib looks
-/// for). The one place a CRAM index is named.
+/// for). With [`crai_candidates`], the one place a CRAM index is named.
 pub fn crai_path_for(data: &Path) -> PathBuf {
     let mut name = data.as_os_str().to_owned();
     name.push(".crai");
     PathBuf::from(name)
+}
+
+/// The index files htslib looks for beside the CRAM at `data`
+/// (`cram_index_load`): `DATA.crai`, then `DATA` with `.cram` replaced by
+/// `.crai`.
+pub fn crai_candidates(data: &Path) -> Vec<PathBuf> {
+    let mut list = vec![crai_path_for(data)];
+    if data.extension().is_some_and(|e| e == "cram") {
+        list.push(data.with_extension("crai"));
+    }
+    list
 }
 
 /// Writes the `.crai` of the CRAM `source` (named `name` in errors) to

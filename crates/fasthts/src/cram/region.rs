@@ -30,22 +30,12 @@ pub struct CramQuery {
 // thread at a time (`&mut self`).
 unsafe impl Send for CramQuery {}
 
-/// The index files htslib looks for beside `path` (`cram_index_load`):
-/// `PATH.crai`, then `PATH` with `.cram` replaced by `.crai`.
-fn index_candidates(path: &Path) -> Vec<PathBuf> {
-    let mut list = vec![super::crai_path_for(path)];
-    if path.extension().is_some_and(|e| e == "cram") {
-        list.push(path.with_extension("crai"));
-    }
-    list
-}
-
 /// Whether an index for the CRAM file at `path` is found where htslib
 /// looks (`index`: the one given, as with samtools' `-X`).
 pub fn has_index(path: &Path, index: Option<&Path>) -> bool {
     match index {
         Some(i) => i.is_file(),
-        None => index_candidates(path).iter().any(|p| p.is_file()),
+        None => super::crai::crai_candidates(path).iter().any(|p| p.is_file()),
     }
 }
 
@@ -71,7 +61,7 @@ impl CramQuery {
             )
         };
         let Some(index) = NonNull::new(idx) else {
-            let shown = index.map(Path::to_path_buf).or_else(|| index_candidates(path).into_iter().find(|p| p.is_file()));
+            let shown = index.map(Path::to_path_buf).or_else(|| super::crai::crai_candidates(path).into_iter().find(|p| p.is_file()));
             return Err(Error::Message("cannot load the CRAM index (damaged or not a .crai)".into()).with_path(&shown.unwrap_or_default()));
         };
         Ok(Some(CramQuery { iter: None, index, reader, query: (0, 0, 0) }))

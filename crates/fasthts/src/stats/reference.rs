@@ -30,7 +30,7 @@ impl Fasta {
         // other bytes (as a read would), never unsound memory access in
         // this process's own data.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|_| fail())?;
-        if map.starts_with(&[0x1f, 0x8b]) {
+        if fasthts_io::compression::is_gzip(&map) {
             return Err(format!("{}: a compressed FASTA is not supported by fasthts stats -r; decompress it", path.display()));
         }
         let mut fai = PathBuf::from(path);
