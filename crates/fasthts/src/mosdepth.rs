@@ -297,10 +297,15 @@ pub(crate) fn merge_regions(regions: &[ByRegion], len: i64) -> Vec<(i64, i64)> {
 /// them (`+1` where a block starts, `-1` where one ends; neighbouring
 /// blocks joined), appended to `out` in mosdepth's order.
 fn start_ends(r: &RecordRef<'_>, out: &mut Vec<(i64, i32)>) {
-    let pos = i64::from(r.pos());
     let cigar = r.cigar();
-    if cigar.len() == 1 {
-        if let Some((CigarOp::Match, len)) = cigar.get(0) {
+    block_events(i64::from(r.pos()), cigar.len(), cigar.iter(), out);
+}
+
+/// [`start_ends`] of a read at `pos` whose CIGAR is `ops` (`n_ops` of them).
+fn block_events(pos: i64, n_ops: usize, ops: impl Iterator<Item = (CigarOp, u32)>, out: &mut Vec<(i64, i32)>) {
+    let mut ops = ops.peekable();
+    if n_ops == 1 {
+        if let Some(&(CigarOp::Match, len)) = ops.peek() {
             out.push((pos, 1));
             out.push((pos + i64::from(len), -1));
             return;
@@ -308,7 +313,7 @@ fn start_ends(r: &RecordRef<'_>, out: &mut Vec<(i64, i32)>) {
     }
     let mut pos = pos;
     let mut last_stop = -1i64;
-    for (op, len) in cigar.iter() {
+    for (op, len) in ops {
         let len = i64::from(len);
         let (query, reference) = match op {
             CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch => (true, true),
@@ -447,38 +452,7 @@ impl Seen {
     /// The start/end events of a remembered read (as [`start_ends`]).
     fn start_ends(&self, e: &SeenEntry, out: &mut Vec<(i64, i32)>) {
         let words = &self.cigars[e.cigar.0..e.cigar.0 + e.cigar.1];
-        let op_of = |w: u32| CigarOp::from_code((w & 0xf) as u8);
-        if words.len() == 1 && op_of(words[0]) == CigarOp::Match {
-            out.push((e.pos, 1));
-            out.push((e.pos + i64::from(words[0] >> 4), -1));
-            return;
-        }
-        let mut pos = e.pos;
-        let mut last_stop = -1i64;
-        for &w in words {
-            let len = i64::from(w >> 4);
-            let (query, reference) = match op_of(w) {
-                CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch => (true, true),
-                CigarOp::Deletion | CigarOp::Skip => (false, true),
-                _ => (false, false),
-            };
-            if !reference {
-                continue;
-            }
-            if query {
-                if pos != last_stop {
-                    out.push((pos, 1));
-                    if last_stop != -1 {
-                        out.push((last_stop, -1));
-                    }
-                }
-                last_stop = pos + len;
-            }
-            pos += len;
-        }
-        if last_stop != -1 {
-            out.push((last_stop, -1));
-        }
+        block_events(e.pos, words.len(), words.iter().map(|&w| (CigarOp::from_code((w & 0xf) as u8), w >> 4)), out);
     }
 }
 
