@@ -116,6 +116,21 @@ def sha256_of(cmd):
     return h.hexdigest()
 
 
+def alternate_tools(job, tools, n, report, before_each=None):
+    """Runs each of `tools` (fasthts first) in turn, `n` rounds, and
+    reports their medians, the peers' as ratios to fasthts'."""
+    runs = {k: [] for k in tools}
+    for _ in range(n):
+        for k, cmd in tools.items():
+            if before_each:
+                before_each(k)
+            runs[k].append(timed(cmd))
+    base = report(job, "fasthts", runs["fasthts"])
+    for k in tools:
+        if k != "fasthts":
+            report(job, k, runs[k], base)
+
+
 def view_digest(bam):
     """SHA-256 of `samtools view -h --no-PG`, streamed (outputs can be GBs)."""
     import hashlib
@@ -187,16 +202,7 @@ def cram_jobs(a, fasthts, tmp, report, lines):
     jobs = (a.jobs or "flagstat,index,sort").split(",")
 
     def alternate(job, tools, n, before_each=None):
-        runs = {k: [] for k in tools}
-        for _ in range(n):
-            for k, cmd in tools.items():
-                if before_each:
-                    before_each(k)
-                runs[k].append(timed(cmd))
-        base = report(job, "fasthts", runs["fasthts"])
-        for k in tools:
-            if k != "fasthts":
-                report(job, k, runs[k], base)
+        alternate_tools(job, tools, n, report, before_each)
 
     if "flagstat" in jobs:
         tools = {"fasthts": [fasthts, "flagstat", "-@", t, cram], "samtools": ["samtools", "flagstat", "-@", t, cram]}
@@ -533,16 +539,7 @@ def main():
         report("merge", "samtools", runs["samtools"], base)
 
     def alternate(job, tools, before_each=None):
-        runs = {k: [] for k in tools}
-        for _ in range(a.runs):
-            for k, cmd in tools.items():
-                if before_each:
-                    before_each(k)
-                runs[k].append(timed(cmd))
-        base = report(job, "fasthts", runs["fasthts"])
-        for k in tools:
-            if k != "fasthts":
-                report(job, k, runs[k], base)
+        alternate_tools(job, tools, a.runs, report, before_each)
 
     if "stats" in jobs:
         # Issue 34: the text equal but for the first line, which names the
