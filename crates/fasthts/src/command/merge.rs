@@ -8,7 +8,7 @@
 //! current records and hands the next to the output's writer, which
 //! compresses on the pool.
 
-use super::{thread_count, warn_after_reading, warn_if_cram_truncated, warn_if_truncated, with_threads, Report, Warning};
+use super::{output_with_index, thread_count, warn_after_reading, warn_if_cram_truncated, warn_if_truncated, with_threads, OutputWithIndex, Report, Warning};
 use crate::bam::{Header, RecordRef};
 use crate::cram::CramOptions;
 use crate::input::{self, Input};
@@ -231,24 +231,8 @@ pub fn merge_files(inputs: &[PathBuf], output: &Path, options: &MergeOptions, re
         Some(format) => format,
         None => OutputFormat::from_path(output)?,
     };
-    if options.write_index && !matches!(format, OutputFormat::Bam | OutputFormat::Cram) {
-        return Err(Error::InvalidArgument("--write-index is only supported with BAM or CRAM output".into()));
-    }
-    let to_stdout = output.as_os_str() == "-";
-    let (data, mut index_path, index_format) = crate::index::split_index_name(output);
-    if format == OutputFormat::Cram && !output.to_string_lossy().contains("##idx##") {
-        index_path = crate::cram::crai_path_for(&data);
-    }
-    let mut index = None;
-    if options.write_index {
-        if !options.order.is_positional() {
-            report.warning(Warning::IndexNeedsPositionOrder);
-        } else if to_stdout {
-            return Err(Error::InvalidArgument("--write-index needs an output file (-o)".into()));
-        } else {
-            index = Some(index_format);
-        }
-    }
+    let OutputWithIndex { data, index_path, format: index } =
+        output_with_index(output, format, options.write_index, options.order.is_positional(), report)?;
     let threads = thread_count(options.threads);
     with_threads(Some(threads), || merge_in_pool(inputs, output, &data, format, index, &index_path, options, threads, report))
 }

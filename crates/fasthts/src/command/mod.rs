@@ -78,6 +78,48 @@ use fasthts_io::pool::{thread_count, with_threads};
 use std::path::Path;
 
 /// Warns, as htslib does, when a BAM lacks its EOF marker.
+/// Where a written BAM or CRAM goes and, with `--write-index`, its index:
+/// samtools sort's and merge's one rule. The data goes to the part of
+/// `output` before `##idx##` and the index after it, else beside the data
+/// (`.csi`, `.crai` for CRAM). `format` is `None` without `--write-index`,
+/// or when the order is not by position (warned: `IndexNeedsPositionOrder`).
+pub(crate) struct OutputWithIndex {
+    pub data: std::path::PathBuf,
+    pub index_path: std::path::PathBuf,
+    pub format: Option<crate::index::IndexFormat>,
+}
+
+/// [`OutputWithIndex`] for `output` in `format`: an index only of BAM or
+/// CRAM, only of a file (not `-`).
+pub(crate) fn output_with_index(
+    output: &Path,
+    format: crate::record_output::OutputFormat,
+    write_index: bool,
+    position_order: bool,
+    report: &dyn Report,
+) -> Result<OutputWithIndex, Error> {
+    use crate::record_output::OutputFormat;
+    if write_index && !matches!(format, OutputFormat::Bam | OutputFormat::Cram) {
+        return Err(Error::InvalidArgument("--write-index is only supported with BAM or CRAM output".into()));
+    }
+    let (data, mut index_path, index_format) = crate::index::split_index_name(output);
+    if format == OutputFormat::Cram && !output.to_string_lossy().contains("##idx##") {
+        // samtools' automatic index name for CRAM.
+        index_path = crate::cram::crai_path_for(&data);
+    }
+    let mut index = None;
+    if write_index {
+        if !position_order {
+            report.warning(Warning::IndexNeedsPositionOrder);
+        } else if output.as_os_str() == "-" {
+            return Err(Error::InvalidArgument("--write-index needs an output file (-o)".into()));
+        } else {
+            index = Some(index_format);
+        }
+    }
+    Ok(OutputWithIndex { data, index_path, format: index })
+}
+
 fn warn_if_truncated(bam: &BamFile, report: &dyn Report) {
     if !bam.has_eof_marker() {
         report.warning(Warning::MissingEofMarker { path: bam.path().to_path_buf() });

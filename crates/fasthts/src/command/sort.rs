@@ -1,7 +1,7 @@
 //! `sort`: samtools sort from a file (or standard input) to a file (or
 //! standard output), with its index if asked.
 
-use super::{thread_count, warn_after_reading, warn_if_truncated, with_threads, Report, Warning};
+use super::{output_with_index, thread_count, warn_after_reading, warn_if_truncated, with_threads, OutputWithIndex, Report};
 use crate::cram::CramOptions;
 use crate::input::{self, Input};
 use crate::output::{Named, TempOutput};
@@ -136,26 +136,10 @@ pub fn sort_file(input: &Path, output: &Path, options: &SortFileOptions, report:
         Some(format) => format,
         None => OutputFormat::from_path(output)?,
     };
-    if options.write_index && !matches!(format, OutputFormat::Bam | OutputFormat::Cram) {
-        return Err(Error::InvalidArgument("--write-index is only supported with BAM or CRAM output".into()));
-    }
     check_memory_per_thread(options.memory_per_thread)?;
+    let OutputWithIndex { data, index_path, format: index } =
+        output_with_index(output, format, options.write_index, options.order.is_positional(), report)?;
     let to_stdout = output.as_os_str() == "-";
-    let (data, mut index_path, index_format) = crate::index::split_index_name(output);
-    if format == OutputFormat::Cram && !output.to_string_lossy().contains("##idx##") {
-        // samtools' automatic index name for CRAM.
-        index_path = crate::cram::crai_path_for(&data);
-    }
-    let mut index = None;
-    if options.write_index {
-        if !options.order.is_positional() {
-            report.warning(Warning::IndexNeedsPositionOrder);
-        } else if to_stdout {
-            return Err(Error::InvalidArgument("--write-index needs an output file (-o)".into()));
-        } else {
-            index = Some(index_format);
-        }
-    }
     if format == OutputFormat::Cram {
         // Said before the sort rather than after it: htslib reads the
         // reference only when the output is opened.
