@@ -236,3 +236,24 @@ def test_pileup_iterator_shared_between_threads(synth):
     for t in threads:
         t.join()
     assert sorted(got) == sorted(expected)
+
+
+def test_pileup_of_queries_longer_than_a_batch_equals_pysam(pysam, tmp_path):
+    # More records in one query than the pileup reads in a batch (4096):
+    # past its first batch a query is read ahead on threads of its own
+    # (AlignmentFile(threads=)); the columns must not change.
+    path = write_synthetic_bam(pysam, tmp_path / "deep.bam", seed=11, n_pairs=6000)
+
+    def light(f, *args, **kw):
+        return [
+            (c.reference_id, c.reference_pos, c.nsegments, c.get_query_positions(),
+             c.get_query_sequences(mark_matches=True, mark_ends=True, add_indels=True))
+            for c in f.pileup(*args, **kw)
+        ]
+
+    ps = pysam.AlignmentFile(str(path))
+    for args, kw in [((), {}), (("chr1",), {"stepper": "nofilter"}), (("chr1", 500, 2500), {"truncate": True})]:
+        expected = light(ps, *args, **kw)
+        assert sum(c[2] for c in expected) > 100_000
+        for threads in (1, 2):
+            assert light(fasthts.AlignmentFile(str(path), threads=threads), *args, **kw) == expected, (args, kw, threads)

@@ -232,7 +232,7 @@ impl AlignmentReader {
                 Columns::whole_file(records, options)
             }
         };
-        Ok(crate::pileup::PileupIter::new(columns, self.header.clone(), min_base_quality))
+        Ok(crate::pileup::PileupIter::new(columns.reading_ahead(self.threads), self.header.clone(), min_base_quality))
     }
 
     /// Per reference `(mapped, unmapped)` as the index records them, and

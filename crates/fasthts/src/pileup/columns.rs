@@ -18,6 +18,7 @@ use crate::region::indexed::{Cursor, IndexedFile, Rule};
 use crate::region::Region;
 use crate::whole_file::WholeFileCursor;
 use std::collections::VecDeque;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::Arc;
 
 /// htslib's depth cap when none is set (`bam_plp_init`), which pysam's
@@ -113,32 +114,25 @@ enum Feed {
 /// Records per refill.
 const BATCH: usize = 4096;
 
-/// A feed read a batch at a time, the stepper applied.
-struct Stepped {
-    feed: Feed,
-    options: ColumnOptions,
+/// Records read from a feed: their bytes end to end, and where each ends.
+#[derive(Default)]
+struct Batch {
     arena: Vec<u8>,
     ends: Vec<usize>,
-    next: usize,
-    cur: (usize, usize),
-    done: bool,
 }
 
-impl Stepped {
-    fn new(feed: Feed, options: ColumnOptions) -> Self {
-        Stepped { feed, options, arena: Vec::new(), ends: Vec::new(), next: 0, cur: (0, 0), done: false }
-    }
-
-    fn refill(&mut self) -> Result<(), PileupError> {
-        self.arena.clear();
-        self.ends.clear();
-        self.next = 0;
-        let (arena, ends) = (&mut self.arena, &mut self.ends);
+impl Feed {
+    /// Refills `batch` with up to [`BATCH`] records; false once the feed
+    /// has no more (the batch is then empty).
+    fn fill(&mut self, batch: &mut Batch) -> Result<bool, PileupError> {
+        batch.arena.clear();
+        batch.ends.clear();
+        let (arena, ends) = (&mut batch.arena, &mut batch.ends);
         let mut push = |r: &RecordRef<'_>| {
             arena.extend_from_slice(r.as_bytes());
             ends.push(arena.len());
         };
-        let n = match &mut self.feed {
+        let n = match self {
             Feed::Indexed(c) => c.fill(BATCH, &mut push)?,
             Feed::Whole(c) => {
                 let n = c.fill(BATCH, &mut push);
@@ -147,25 +141,121 @@ impl Stepped {
                 n?
             }
         };
-        self.done = n == 0;
-        Ok(())
+        Ok(n > 0)
+    }
+}
+
+/// Batches filled by a feed on threads of its own while the pileup walks
+/// the previous one (the inflation is then off the caller's thread).
+struct Ahead {
+    ready: Receiver<Result<Batch, PileupError>>,
+    spare: Sender<Batch>,
+}
+
+/// Batches filled and waiting, besides the one being filled.
+const AHEAD_DEPTH: usize = 2;
+
+impl Ahead {
+    /// Moves `feed` to a pool of `threads` threads (its inflation runs
+    /// there), filling batches until the feed ends, fails, or the `Ahead`
+    /// is dropped.
+    fn start(mut feed: Feed, threads: usize) -> Ahead {
+        let (ready_tx, ready) = sync_channel(AHEAD_DEPTH);
+        let (spare, spare_rx) = channel::<Batch>();
+        let produce = move || loop {
+            let mut batch = spare_rx.try_recv().unwrap_or_default();
+            let (sent, more) = match feed.fill(&mut batch) {
+                Ok(more) => (ready_tx.send(Ok(batch)), more),
+                Err(e) => (ready_tx.send(Err(e)), false),
+            };
+            // A send fails once the pileup is gone: nothing more to do.
+            if sent.is_err() || !more {
+                return;
+            }
+        };
+        match fasthts_io::pool::pool_builder(threads.max(1)).build() {
+            // The pool's threads end once the producer returns.
+            Ok(pool) => pool.spawn(produce),
+            Err(_) => drop(std::thread::spawn(produce)),
+        }
+        Ahead { ready, spare }
+    }
+}
+
+/// Where [`Stepped`] gets its batches.
+enum Supply {
+    /// Read on the caller's thread (the first batch always is: a small
+    /// query costs no thread).
+    Inline(Feed),
+    Ahead(Ahead),
+    /// Nothing more to read.
+    Ended,
+}
+
+/// A feed read a batch at a time, the stepper applied.
+struct Stepped {
+    supply: Supply,
+    /// Threads reading ahead once a query proves longer than a batch
+    /// (0: never; everything is read inline).
+    read_ahead_threads: usize,
+    options: ColumnOptions,
+    batch: Batch,
+    next: usize,
+    cur: (usize, usize),
+}
+
+impl Stepped {
+    fn new(feed: Feed, options: ColumnOptions, read_ahead_threads: usize) -> Self {
+        Stepped { supply: Supply::Inline(feed), read_ahead_threads, options, batch: Batch::default(), next: 0, cur: (0, 0) }
+    }
+
+    /// The next batch into `self.batch`; false at the end.
+    fn refill(&mut self) -> Result<bool, PileupError> {
+        self.next = 0;
+        match std::mem::replace(&mut self.supply, Supply::Ended) {
+            Supply::Inline(mut feed) => {
+                let more = feed.fill(&mut self.batch)?;
+                if more {
+                    // A full batch says more may follow: read the rest ahead.
+                    self.supply = if self.batch.ends.len() >= BATCH && self.read_ahead_threads > 0 {
+                        Supply::Ahead(Ahead::start(feed, self.read_ahead_threads))
+                    } else {
+                        Supply::Inline(feed)
+                    };
+                }
+                Ok(more)
+            }
+            Supply::Ahead(ahead) => {
+                let used = std::mem::take(&mut self.batch);
+                let _ = ahead.spare.send(used);
+                match ahead.ready.recv() {
+                    Ok(Ok(batch)) if !batch.ends.is_empty() => {
+                        self.batch = batch;
+                        self.supply = Supply::Ahead(ahead);
+                        Ok(true)
+                    }
+                    Ok(Ok(_)) | Err(_) => Ok(false),
+                    Ok(Err(e)) => Err(e),
+                }
+            }
+            Supply::Ended => {
+                self.batch.ends.clear();
+                Ok(false)
+            }
+        }
     }
 }
 
 impl RecordSource for Stepped {
     fn advance(&mut self) -> Result<bool, PileupError> {
         loop {
-            if self.next == self.ends.len() {
-                if self.done {
-                    return Ok(false);
-                }
-                self.refill()?;
-                continue;
+            if self.next == self.batch.ends.len() && !self.refill()? {
+                return Ok(false);
             }
-            let start = if self.next == 0 { 0 } else { self.ends[self.next - 1] };
-            let end = self.ends[self.next];
+            let start = if self.next == 0 { 0 } else { self.batch.ends[self.next - 1] };
+            let end = self.batch.ends[self.next];
             self.next += 1;
-            let r = RecordRef::new_prevalidated(&self.arena[start..end]);
+            let r = RecordRef::new_prevalidated(&self.batch.arena[start..end]);
             if self.options.keep(&r) {
                 self.cur = (start, end);
                 return Ok(true);
@@ -175,7 +265,7 @@ impl RecordSource for Stepped {
 
     fn current(&self) -> RecordRef<'_> {
         // Records were validated when the cursor read them.
-        RecordRef::new_prevalidated(&self.arena[self.cur.0..self.cur.1])
+        RecordRef::new_prevalidated(&self.batch.arena[self.cur.0..self.cur.1])
     }
 }
 
@@ -273,6 +363,8 @@ pub struct Columns {
     /// The next column to look for in the current pileup.
     from: (i32, i64),
     done: bool,
+    /// Threads reading a long query's records ahead (0: none).
+    read_ahead_threads: usize,
 }
 
 impl Columns {
@@ -282,12 +374,21 @@ impl Columns {
     /// without). `truncate`: `(tid, start, stop)` of pysam's region.
     pub fn indexed(file: Arc<IndexedFile>, groups: Vec<Vec<Region>>, options: ColumnOptions, truncate: Option<(i32, i64, i64)>) -> Self {
         let groups = groups.into_iter().map(|g| g.into_iter().map(|r| (r, Rule::Overlap)).collect()).collect();
-        Columns { file: Some(file), groups, whole: None, pileup: None, options, window: truncate, from: (0, 0), done: false }
+        Columns { file: Some(file), groups, whole: None, pileup: None, options, window: truncate, from: (0, 0), done: false, read_ahead_threads: 0 }
     }
 
     /// Columns of a whole file read in file order, one pileup.
     pub fn whole_file(cursor: WholeFileCursor, options: ColumnOptions) -> Self {
-        Columns { file: None, groups: VecDeque::new(), whole: Some(cursor), pileup: None, options, window: None, from: (0, 0), done: false }
+        Columns { file: None, groups: VecDeque::new(), whole: Some(cursor), pileup: None, options, window: None, from: (0, 0), done: false, read_ahead_threads: 0 }
+    }
+
+    /// Reads each query's records past its first batch on `threads`
+    /// threads of their own, ahead of the pileup (BGZF inflation then
+    /// runs beside the caller's walk of the columns). The columns are the
+    /// same; a query of fewer records than a batch costs no thread.
+    pub fn reading_ahead(mut self, threads: usize) -> Self {
+        self.read_ahead_threads = threads;
+        self
     }
 
     /// Starts the next pileup; false when there is none.
@@ -299,7 +400,7 @@ impl Columns {
         } else {
             return false;
         };
-        let source = Stepped::new(feed, self.options.clone());
+        let source = Stepped::new(feed, self.options.clone(), self.read_ahead_threads);
         self.pileup = Some(Pileup::new(vec![source], &self.options.pileup_options()).keep_records().overlaps_as_htslib_1_17());
         self.from = match self.window {
             Some((tid, start, _)) => (tid, start.max(0)),
