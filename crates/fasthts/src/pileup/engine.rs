@@ -308,6 +308,13 @@ pub(crate) struct PlpFile {
     /// `active` is compacted when it grows past this (twice what the last
     /// compaction left, so compaction stays linear overall).
     compact_at: usize,
+    /// How many of `active`'s first entries start at or before the last
+    /// column asked for (`active` is in start order).
+    started: usize,
+    /// `(tid, end)` of the started reads not yet ended at the last column,
+    /// sorted: their number is the column's `n_plp`, kept as the columns
+    /// advance instead of counted over `active` at each one.
+    open_ends: VecDeque<(i32, i64)>,
     /// Visited columns not yet consumed: the union of the kept reads'
     /// spans, as merged `(tid, beg, end)` intervals in order.
     pub(crate) coverage: VecDeque<(i32, i64, i64)>,
@@ -342,6 +349,8 @@ impl PlpFile {
             overlaps: overlaps.then(Overlaps::default),
             floor: (-1, -1),
             compact_at: 64,
+            started: 0,
+            open_ends: VecDeque::new(),
             coverage: VecDeque::new(),
             plp: Vec::new(),
             n_plp: 0,
@@ -390,10 +399,14 @@ impl PlpFile {
     fn compact(&mut self) {
         let (ft, fp) = self.floor;
         let mut w = 0;
+        let started = self.started;
         for r in 0..self.active.len() {
             let a = self.active[r];
             if self.gone[a.id as usize] && before(a.tid, a.end - 1, ft, fp) {
                 self.pool.push(a.id);
+                if r < started {
+                    self.started -= 1;
+                }
                 continue;
             }
             self.active[w] = a;
@@ -564,24 +577,50 @@ impl PlpFile {
     pub(crate) fn column(&mut self, tid: i32, pos: i64, resolve: bool) -> Result<usize, PileupError> {
         self.floor = (tid, pos);
         self.plp.clear();
-        self.n_plp = 0;
+        // Reads covering the column: those started by it and not ended.
+        while let Some(a) = self.active.get(self.started) {
+            if before(tid, pos, a.tid, a.beg) {
+                break;
+            }
+            // Reads have similar lengths: the place is near the back.
+            let key = (a.tid, a.end);
+            let mut at = self.open_ends.len();
+            while at > 0 && key < self.open_ends[at - 1] {
+                at -= 1;
+            }
+            self.open_ends.insert(at, key);
+            self.started += 1;
+        }
+        while let Some(&(t, end)) = self.open_ends.front() {
+            if !(t < tid || (t == tid && end <= pos)) {
+                break;
+            }
+            self.open_ends.pop_front();
+        }
+        self.n_plp = self.open_ends.len();
+        if !resolve {
+            // `active` is compacted by `push` as it grows.
+            return Ok(self.n_plp);
+        }
+        let started = self.started;
         let mut w = 0;
         for r in 0..self.active.len() {
             let a = self.active[r];
             if a.tid == tid && a.beg <= pos && pos < a.end {
-                self.n_plp += 1;
-                if resolve {
-                    let e = resolve_cigar2(&mut self.nodes[a.id as usize], a.id, pos)?;
-                    self.plp.push(e);
-                }
+                let e = resolve_cigar2(&mut self.nodes[a.id as usize], a.id, pos)?;
+                self.plp.push(e);
             } else if self.gone[a.id as usize] && before(a.tid, a.end - 1, tid, pos) {
                 self.pool.push(a.id);
+                if r < started {
+                    self.started -= 1;
+                }
                 continue;
             }
             self.active[w] = a;
             w += 1;
         }
         self.active.truncate(w);
+        debug_assert_eq!(self.plp.len(), self.n_plp);
         Ok(self.n_plp)
     }
 }
