@@ -27,6 +27,7 @@ pub mod memory;
 pub mod output;
 pub mod pool;
 pub mod progress;
+mod object_store;
 pub mod remote;
 
 pub use error::{os_message, PathError};
