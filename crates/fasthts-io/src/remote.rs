@@ -58,7 +58,12 @@ pub fn display_url(url: &str) -> String {
         None => return url.to_string(),
     };
     let host_end = rest.find('/').unwrap_or(rest.len());
-    let rest = match rest[..host_end].rfind('@') {
+    // An S3 secret often holds a `/`, which a user may leave unescaped in
+    // `s3://ID:SECRET@BUCKET/KEY`: up to an `@` past it (before any query)
+    // is dropped too when what precedes it has a `:`.
+    let query_start = rest.find(['?', '#']).unwrap_or(rest.len());
+    let user_end = rest[..host_end].rfind('@').or_else(|| rest[..query_start].rfind('@').filter(|&at| rest[..at].contains(':')));
+    let rest = match user_end {
         Some(at) => &rest[at + 1..],
         None => rest,
     };
@@ -82,7 +87,8 @@ pub fn is_missing(url: &str, error: &io::Error) -> bool {
 /// URL is presigned for each request.
 enum Target {
     Http { url: String, headers: Vec<(&'static str, String)> },
-    S3(S3Object),
+    // Boxed: the bucket, key and credentials are ten times a URL's size.
+    S3(Box<S3Object>),
 }
 
 /// An object behind a URL, of a known length and version.
@@ -140,7 +146,7 @@ impl RemoteObject {
                 let (url, headers) = object_store::gcs_request(url, env);
                 Target::Http { url, headers }
             }
-            Some(_) => Target::S3(S3Object::resolve(url, env)?),
+            Some(_) => Target::S3(Box::new(S3Object::resolve(url, env)?)),
             None => return Err(error(io::ErrorKind::InvalidInput, "not a URL".into())),
         };
         Self::open_target(target)
@@ -485,6 +491,9 @@ mod tests {
     fn urls_shown_without_credentials() {
         assert_eq!(display_url("https://user:secret@host/a/b.bam?X-Amz-Signature=abc"), "https://host/a/b.bam?…");
         assert_eq!(display_url("http://host:8080/x.bam"), "http://host:8080/x.bam");
+        assert_eq!(display_url("s3://AKID:se/cr+et:tok@bucket/k.bam"), "s3://bucket/k.bam");
+        assert_eq!(display_url("s3://profile@bucket/dir/a@b.bam"), "s3://bucket/dir/a@b.bam");
+        assert_eq!(display_url("s3://bucket/dir/a@b.bam"), "s3://bucket/dir/a@b.bam");
         assert!(is_url("HTTP://h/x") && is_url("s3://b/k") && !is_url("x.bam") && !is_url("http://"));
     }
 

@@ -307,7 +307,9 @@ fn keys_from_a_credentials_profile() {
     let plain = format!("s3://{BUCKET}/small.bam");
     let with_profile = format!("s3://team@{BUCKET}/small.bam");
     let expected = local(&["view", "-c", "{}", "chr1"], "small.bam");
-    let cases: [(&str, &[(&str, &str)], &str, &str, Option<&str>); 4] = [
+    // The URL, the variables, and the key id, secret and token expected.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str, Option<&'a str>);
+    let cases: [Case; 4] = [
         (&plain, &[], "DEFAULTKEY", "default/secret", None),
         (&plain, &[("AWS_PROFILE", "team")], "TEAMKEY", "team+secret", Some("TEAMTOKEN")),
         (&with_profile, &[], "TEAMKEY", "team+secret", Some("TEAMTOKEN")),
