@@ -1,6 +1,6 @@
 //! Remote inputs: an object behind an `http://` or `https://` URL, or in
 //! an object store (`s3://`, `gs://`, mapped to HTTP requests as htslib
-//! maps them: [`crate::object_store`]), read by byte ranges.
+//! maps them: `object_store`), read by byte ranges.
 //!
 //! [`RemoteObject::open`] asks for the object's first byte, which tells
 //! its length (`Content-Range`) and its version (`ETag`, else
