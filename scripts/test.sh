@@ -5,7 +5,8 @@
 #
 # What the differential tests compare against (samtools 1.16 and its test
 # files, khmer 3.0, mosdepth 0.3.3, bgzip, art_illumina, g++, nginx) is
-# installed with apt-get when run as root on Debian and missing. A test
+# installed with apt-get when run as root on Debian and missing; moto's S3
+# server with pip, into the virtual environment. A test
 # whose tool or reference data is missing fails under CI=true (as .ci/run
 # sets it); elsewhere it is skipped, and the summary at the end lists what
 # was skipped.
@@ -76,6 +77,15 @@ summary() {
 trap summary EXIT
 cd "$root"
 
+# The Python virtual environment, made before the Rust tests: it holds
+# moto's S3 server, which the S3 tests (crates/fasthts-cli/tests/cli/s3.rs)
+# start on loopback with the Python FASTHTS_MOTO_PYTHON names.
+venv=${FASTHTS_VENV:-$HOME/.cache/fasthts-venv}
+"$venv/bin/python" -c '' 2>/dev/null || "$python" -m venv --clear "$venv"
+pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
+"${pip[@]}" maturin pytest numpy pysam "dask[distributed]" mypy multiqc "moto[server]"
+export FASTHTS_MOTO_PYTHON=$venv/bin/python
+
 # Release mode: the differential tests run the real binary on real files.
 cargo test --release --workspace
 # The generator's binary: the Python tests make their data with it
@@ -86,12 +96,8 @@ cargo build --release -p fasthts-testgen
 # refuses `pip install` outside one: externally-managed-environment).
 # maturin builds it into the same cargo target dir, so only the bindings
 # are compiled again.
-venv=${FASTHTS_VENV:-$HOME/.cache/fasthts-venv}
-"$venv/bin/python" -c '' 2>/dev/null || "$python" -m venv --clear "$venv"
 # As if activated: pip's build of the package runs the venv's maturin.
 export PATH=$venv/bin:$PATH
-pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
-"${pip[@]}" maturin pytest numpy pysam "dask[distributed]" mypy multiqc
 "${pip[@]}" --no-build-isolation "$root"
 # The binary built above is the reference of the Python command's tests;
 # -rs lists every skipped test and why (the summary line counts them).

@@ -15,15 +15,17 @@
 //!   deadlocking it;
 //! * [`memory`]: `madvise` on mapped files and large buffers;
 //! * [`progress`]: how much BGZF input has been inflated, for progress bars;
-//! * [`remote`]: objects behind `http://` and `https://` URLs, read by
-//!   byte ranges (retried, checked to be of one version) or as a stream
-//!   fetched ahead.
+//! * [`remote`]: objects behind `http://` and `https://` URLs, and in
+//!   object stores (`s3://`, `gs://`: `object_store` maps them to HTTP
+//!   requests as htslib does, signing S3's), read by byte ranges (retried,
+//!   checked to be of one version) or as a stream fetched ahead.
 
 pub mod bgzf;
 pub mod cancel;
 pub mod compression;
 mod error;
 pub mod memory;
+mod object_store;
 pub mod output;
 pub mod pool;
 pub mod progress;

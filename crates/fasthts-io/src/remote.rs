@@ -1,5 +1,6 @@
-//! Remote inputs: an object behind an `http://` or `https://` URL, read by
-//! byte ranges.
+//! Remote inputs: an object behind an `http://` or `https://` URL, or in
+//! an object store (`s3://`, `gs://`, mapped to HTTP requests as htslib
+//! maps them: `object_store`), read by byte ranges.
 //!
 //! [`RemoteObject::open`] asks for the object's first byte, which tells
 //! its length (`Content-Range`) and its version (`ETag`, else
@@ -13,8 +14,11 @@
 //! [`WINDOW_BYTES`].
 //!
 //! Error texts name no URL (the caller names its input, as for a local
-//! path), and so hold no credentials; [`display_url`] is a URL fit to show.
+//! path), and so hold no credentials (neither a key nor a signature of a
+//! presigned request); [`display_url`] is a URL fit to show.
 
+use crate::object_store::{self, S3Object};
+use std::borrow::Cow;
 use std::io::{self, Read};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
@@ -34,8 +38,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Whether `name` is a URL read as a remote input (`http://`, `https://`,
-/// and the object stores' schemes, which [`RemoteObject::open`] refuses
-/// for now with words saying so).
+/// `s3://`, `s3+http://`, `s3+https://`, `gs://`, `gs+http://`,
+/// `gs+https://`).
 pub fn is_url(name: &str) -> bool {
     scheme(name).is_some()
 }
@@ -54,7 +58,12 @@ pub fn display_url(url: &str) -> String {
         None => return url.to_string(),
     };
     let host_end = rest.find('/').unwrap_or(rest.len());
-    let rest = match rest[..host_end].rfind('@') {
+    // An S3 secret often holds a `/`, which a user may leave unescaped in
+    // `s3://ID:SECRET@BUCKET/KEY`: up to an `@` past it (before any query)
+    // is dropped too when what precedes it has a `:`.
+    let query_start = rest.find(['?', '#']).unwrap_or(rest.len());
+    let user_end = rest[..host_end].rfind('@').or_else(|| rest[..query_start].rfind('@').filter(|&at| rest[..at].contains(':')));
+    let rest = match user_end {
         Some(at) => &rest[at + 1..],
         None => rest,
     };
@@ -65,9 +74,26 @@ pub fn display_url(url: &str) -> String {
     format!("{head}{rest}")
 }
 
+/// Whether `error`, from opening `url`, says there is no object there: a
+/// 404, or for S3 a 403, its answer for a missing key to whoever may not
+/// list the bucket (a public bucket's, to unsigned requests). For the
+/// candidate names of an index beside the data.
+pub fn is_missing(url: &str, error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::NotFound
+        || (error.kind() == io::ErrorKind::PermissionDenied && scheme(url).is_some_and(|s| s.starts_with("s3")))
+}
+
+/// What a request goes to: a URL and its headers, or an S3 object whose
+/// URL is presigned for each request.
+enum Target {
+    Http { url: String, headers: Vec<(&'static str, String)> },
+    // Boxed: the bucket, key and credentials are ten times a URL's size.
+    S3(Box<S3Object>),
+}
+
 /// An object behind a URL, of a known length and version.
 pub struct RemoteObject {
-    url: String,
+    target: Target,
     agent: ureq::Agent,
     len: u64,
     /// `ETag`, else `Last-Modified`, as first seen (`None` when the server
@@ -85,29 +111,66 @@ fn error(kind: io::ErrorKind, text: String) -> io::Error {
     io::Error::new(kind, text)
 }
 
-/// What is wrong with one attempt: to be tried again, or not.
+/// What is wrong with one attempt: to be tried again, or not, or (S3)
+/// asked in the wrong region, the bucket's given.
 enum Failure {
     Retry(io::Error),
     Fatal(io::Error),
+    WrongRegion { region: String, status: u16 },
+}
+
+impl Failure {
+    fn into_error(self) -> io::Error {
+        match self {
+            Failure::Retry(e) | Failure::Fatal(e) => e,
+            Failure::WrongRegion { region, status } => {
+                error(io::ErrorKind::Other, format!("HTTP {status}: the bucket is in region {region}"))
+            }
+        }
+    }
 }
 
 impl RemoteObject {
-    /// Opens the object at `url` (`http://` or `https://`): its length and
-    /// version. A URL of an object store is refused (not yet supported).
+    /// Opens the object at `url` (`http://`, `https://`, an object
+    /// store's, with the credentials and endpoints of the environment):
+    /// its length and version.
     pub fn open(url: &str) -> io::Result<RemoteObject> {
-        match scheme(url) {
-            Some("http://" | "https://") => {}
-            Some(s) => {
-                return Err(error(
-                    io::ErrorKind::Unsupported,
-                    format!("{}// URLs are not supported yet (http:// and https:// are)", s.trim_end_matches('/')),
-                ))
+        Self::open_in(url, &object_store::process_env)
+    }
+
+    /// [`RemoteObject::open`] with the environment `env`.
+    fn open_in(url: &str, env: object_store::Env) -> io::Result<RemoteObject> {
+        let target = match scheme(url) {
+            Some("http://" | "https://") => Target::Http { url: url.to_string(), headers: Vec::new() },
+            Some(s) if s.starts_with("gs") => {
+                let (url, headers) = object_store::gcs_request(url, env);
+                Target::Http { url, headers }
             }
+            Some(_) => Target::S3(Box::new(S3Object::resolve(url, env)?)),
             None => return Err(error(io::ErrorKind::InvalidInput, "not a URL".into())),
+        };
+        Self::open_target(target)
+    }
+
+    fn open_target(target: Target) -> io::Result<RemoteObject> {
+        let mut agent = ureq::AgentBuilder::new().timeout_connect(CONNECT_TIMEOUT).timeout_read(READ_TIMEOUT);
+        if matches!(target, Target::S3(_)) {
+            // S3's 301 names the bucket's region, not a place to follow.
+            agent = agent.redirects(0);
         }
-        let agent = ureq::AgentBuilder::new().timeout_connect(CONNECT_TIMEOUT).timeout_read(READ_TIMEOUT).build();
-        let mut object = RemoteObject { url: url.to_string(), agent, len: 0, version: None };
-        let (len, version) = object.with_retries(|o| o.probe())?;
+        let mut object = RemoteObject { target, agent: agent.build(), len: 0, version: None };
+        let (len, version) = match object.attempts(|o| o.probe()) {
+            // Asked in the wrong region: once more in the bucket's, as
+            // htslib does.
+            Err(Failure::WrongRegion { region, .. }) => {
+                if let Target::S3(s3) = &mut object.target {
+                    s3.move_to_region(&region)?;
+                }
+                object.attempts(|o| o.probe())
+            }
+            r => r,
+        }
+        .map_err(Failure::into_error)?;
         object.len = len;
         object.version = version;
         Ok(object)
@@ -121,11 +184,6 @@ impl RemoteObject {
     /// Whether the object is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// The URL, as messages may show it ([`display_url`]).
-    pub fn display_url(&self) -> String {
-        display_url(&self.url)
     }
 
     /// Fills `buf` with the object's bytes from `offset`, which must lie
@@ -143,32 +201,57 @@ impl RemoteObject {
 
     /// `attempt` until it succeeds, fails for good or has failed
     /// [`ATTEMPTS`] times, waiting longer before each retry.
-    fn with_retries<T>(&self, mut attempt: impl FnMut(&Self) -> Result<T, Failure>) -> io::Result<T> {
+    fn with_retries<T>(&self, attempt: impl FnMut(&Self) -> Result<T, Failure>) -> io::Result<T> {
+        self.attempts(attempt).map_err(Failure::into_error)
+    }
+
+    /// [`RemoteObject::with_retries`], a lasting failure as the last
+    /// attempt's.
+    fn attempts<T>(&self, mut attempt: impl FnMut(&Self) -> Result<T, Failure>) -> Result<T, Failure> {
         let mut wait = FIRST_BACKOFF;
         for tries in 1.. {
             match attempt(self) {
                 Ok(t) => return Ok(t),
-                Err(Failure::Fatal(e)) => return Err(e),
                 Err(Failure::Retry(e)) if tries >= ATTEMPTS => {
-                    return Err(error(e.kind(), format!("{e} (tried {tries} times)")));
+                    return Err(Failure::Fatal(error(e.kind(), format!("{e} (tried {tries} times)"))));
                 }
                 Err(Failure::Retry(_)) => {
                     std::thread::sleep(wait);
                     wait *= 2;
                 }
+                Err(lasting) => return Err(lasting),
             }
         }
         unreachable!("the loop returns")
     }
 
     fn request(&self, first: u64, last: u64) -> Result<ureq::Response, Failure> {
-        match self.agent.get(&self.url).set("Range", &format!("bytes={first}-{last}")).call() {
+        let (url, headers): (Cow<str>, &[(&str, String)]) = match &self.target {
+            Target::Http { url, headers } => (Cow::Borrowed(url), headers),
+            // Signed anew each time: a long read outlives no signature.
+            Target::S3(s3) => (Cow::Owned(s3.request_url()), &[]),
+        };
+        let mut request = self.agent.get(&url).set("Range", &format!("bytes={first}-{last}"));
+        for (name, value) in headers {
+            request = request.set(name, value);
+        }
+        let s3_region = match &self.target {
+            Target::S3(s3) => Some(s3.region()),
+            Target::Http { .. } => None,
+        };
+        match request.call() {
+            Ok(response) if s3_region.is_some() && (300..400).contains(&response.status()) => {
+                let status = response.status();
+                let text = response.status_text().to_string();
+                Err(wrong_region(s3_region, status, response).unwrap_or_else(|| status_failure(status, &text)))
+            }
             Ok(response) => Ok(response),
             Err(ureq::Error::Status(status, response)) => {
                 let text = response.status_text().to_string();
-                Err(status_failure(status, &text))
+                let moved = if status == 400 { wrong_region(s3_region, status, response) } else { None };
+                Err(moved.unwrap_or_else(|| status_failure(status, &text)))
             }
-            Err(ureq::Error::Transport(t)) => Err(transport_failure(&t)),
+            Err(ureq::Error::Transport(t)) => Err(transport_failure(&t, &url)),
         }
     }
 
@@ -230,6 +313,26 @@ impl RemoteObject {
     }
 }
 
+/// The region S3 says the bucket is in, when it is not `asked` (an S3
+/// request's region): its `x-amz-bucket-region` header on a 301 or 400,
+/// else the `<Region>` of a 400's body (htslib reads both).
+fn wrong_region(asked: Option<&str>, status: u16, response: ureq::Response) -> Option<Failure> {
+    let asked = asked?;
+    let region = match response.header("x-amz-bucket-region") {
+        Some(r) => r.trim().to_string(),
+        None if status == 400 => {
+            let mut body = String::new();
+            let _ = response.into_reader().take(64 << 10).read_to_string(&mut body);
+            let start = body.find("<Region>")? + "<Region>".len();
+            let end = start + body[start..].find('<')?;
+            body[start..end].trim().to_string()
+        }
+        None => return None,
+    };
+    let plausible = !region.is_empty() && region.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    (plausible && region != asked).then_some(Failure::WrongRegion { region, status })
+}
+
 /// `ETag` (strong or weak, as sent), else `Last-Modified`.
 fn version_of(response: &ureq::Response) -> Version {
     if let Some(tag) = response.header("ETag") {
@@ -260,7 +363,7 @@ fn status_failure(status: u16, text: &str) -> Failure {
     }
 }
 
-fn transport_failure(t: &ureq::Transport) -> Failure {
+fn transport_failure(t: &ureq::Transport, url: &str) -> Failure {
     use std::error::Error as _;
     // The cause in the system's words, without the URL ureq adds.
     let mut cause = t.message().map(str::to_string);
@@ -269,7 +372,8 @@ fn transport_failure(t: &ureq::Transport) -> Failure {
         cause = Some(s.to_string());
         source = s.source();
     }
-    let cause = cause.unwrap_or_else(|| format!("{:?}", t.kind()));
+    // Nor the URL anywhere in it: a presigned one holds a signature.
+    let cause = cause.unwrap_or_else(|| format!("{:?}", t.kind())).replace(url, &display_url(url));
     match t.kind() {
         // A server that is not there, or a name that does not resolve,
         // is said at once.
@@ -387,7 +491,87 @@ mod tests {
     fn urls_shown_without_credentials() {
         assert_eq!(display_url("https://user:secret@host/a/b.bam?X-Amz-Signature=abc"), "https://host/a/b.bam?…");
         assert_eq!(display_url("http://host:8080/x.bam"), "http://host:8080/x.bam");
+        assert_eq!(display_url("s3://AKID:se/cr+et:tok@bucket/k.bam"), "s3://bucket/k.bam");
+        assert_eq!(display_url("s3://profile@bucket/dir/a@b.bam"), "s3://bucket/dir/a@b.bam");
+        assert_eq!(display_url("s3://bucket/dir/a@b.bam"), "s3://bucket/dir/a@b.bam");
         assert!(is_url("HTTP://h/x") && is_url("s3://b/k") && !is_url("x.bam") && !is_url("http://"));
+    }
+
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+    use std::sync::Mutex;
+
+    /// A loopback HTTP server answering each request with what `answer`
+    /// makes of its head (request line and headers); the heads it got.
+    fn server(answer: impl Fn(&str) -> String + Send + 'static) -> (u16, Arc<Mutex<Vec<String>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&heads);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    head.push_str(&line);
+                }
+                let reply = answer(&head);
+                seen.lock().unwrap().push(head);
+                let _ = stream.write_all(reply.as_bytes());
+            }
+        });
+        (port, heads)
+    }
+
+    /// The first byte of a 4-byte object.
+    const FIRST_BYTE: &str =
+        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-0/4\r\nContent-Length: 1\r\nETag: \"e\"\r\nConnection: close\r\n\r\nx";
+
+    #[test]
+    fn gcs_token_is_sent_as_bearer() {
+        let (port, heads) = server(|_| FIRST_BYTE.to_string());
+        let env = |name: &str| (name == "GCS_OAUTH_TOKEN").then(|| "ya29.secret".to_string());
+        let (mapped, headers) = object_store::gcs_request("gs://bucket/x.bam", &env);
+        assert_eq!(mapped, "https://bucket.storage-download.googleapis.com/x.bam");
+        // The mapped host is Google's: the same request sent to loopback.
+        let object = RemoteObject::open_target(Target::Http { url: format!("http://127.0.0.1:{port}/x.bam"), headers }).unwrap();
+        assert_eq!(object.len(), 4);
+        let heads = heads.lock().unwrap();
+        assert!(heads[0].to_ascii_lowercase().contains("authorization: bearer ya29.secret\r\n"), "{heads:?}");
+    }
+
+    #[test]
+    fn s3_wrong_region_is_asked_again_in_the_buckets() {
+        for moved in [
+            "HTTP/1.1 301 Moved Permanently\r\nx-amz-bucket-region: eu-west-1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            "<Error><Code>AuthorizationQueryParametersError</Code><Region>eu-west-1</Region></Error>",
+        ] {
+            let moved = match moved.strip_prefix("<Error>") {
+                Some(_) => format!("HTTP/1.1 400 Bad Request\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{moved}", moved.len()),
+                None => moved.to_string(),
+            };
+            let (port, heads) = server(move |head| if head.contains("eu-west-1") { FIRST_BYTE.to_string() } else { moved.clone() });
+            let host = format!("127.0.0.1:{port}");
+            let env = |name: &str| match name {
+                "HTS_S3_HOST" => Some(host.clone()),
+                "AWS_ACCESS_KEY_ID" => Some("KEYID".to_string()),
+                "AWS_SECRET_ACCESS_KEY" => Some("topsecret".to_string()),
+                "HOME" => Some("/nonexistent".to_string()),
+                _ => None,
+            };
+            let object = RemoteObject::open_in("s3+http://bucket/k.bam", &env).unwrap();
+            assert_eq!(object.len(), 4);
+            let heads = heads.lock().unwrap();
+            assert_eq!(heads.len(), 2, "{heads:?}");
+            assert!(heads[0].starts_with("GET /bucket/k.bam?") && heads[0].contains("%2Fus-east-1%2Fs3%2Faws4_request"), "{heads:?}");
+            assert!(heads[1].contains("X-Amz-Credential=KEYID%2F") && heads[1].contains("%2Feu-west-1%2Fs3%2Faws4_request"));
+            assert!(!heads[1].contains("topsecret"));
+        }
     }
 
     #[test]

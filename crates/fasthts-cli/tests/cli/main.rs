@@ -36,6 +36,7 @@ mod merge;
 mod mosdepth;
 mod robustness;
 mod remote;
+mod s3;
 mod robustness_faults;
 mod samtools_diff;
 mod samtools_test_pl;

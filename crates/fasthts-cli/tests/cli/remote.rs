@@ -2,7 +2,8 @@
 //! as samtools on the same URL, from nginx on loopback started here; and
 //! what a network does wrong, from a small server of this file's own (a
 //! 404, 5xx then success, always 5xx, a body cut short, an object changed
-//! while read). No network beyond the machine.
+//! while read). No network beyond the machine. S3 (moto's server) is
+//! tested in s3.rs.
 
 use crate::common::*;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -418,11 +419,4 @@ fn no_credentials_in_messages() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(!err.contains("s3cret") && err.contains("not found (HTTP 404)"), "{err}");
-}
-
-#[test]
-fn object_stores_are_refused_for_now() {
-    for url in ["s3://bucket/x.bam", "gs://bucket/x.bam"] {
-        fails_saying(&["flagstat", url], url, "not supported yet");
-    }
 }

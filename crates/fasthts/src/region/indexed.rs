@@ -554,7 +554,7 @@ fn read_index_file(path: &Path, optional: bool) -> Result<Option<Vec<u8>>, Error
         let shown = PathBuf::from(fasthts_io::remote::display_url(url));
         let object = match fasthts_io::remote::RemoteObject::open(url) {
             Ok(object) => object,
-            Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if optional && fasthts_io::remote::is_missing(url, &e) => return Ok(None),
             Err(e) => return Err(Error::from(e).with_path(&shown)),
         };
         let mut bytes = vec![0u8; object.len() as usize];
