@@ -43,6 +43,8 @@ made once), records compared; each against samtools at the same -@.
 PATH), the per-base, summary and distribution texts compared. --jobs
 sormadup: the collated BAM to a marked, sorted BAM against samtools'
 `fixmate -m -u | sort -u | markdup` of it, each at -@ N, records compared.
+--jobs chain: the same samtools chain against fasthts' own three commands
+in the same chain (issue 35's "chain at least 2x samtools' chain").
 
 With --cram (issue 21's bars; its reference FASTA with --reference), the
 jobs are on that CRAM instead: `flagstat`, `index` (the .crai, bytes
@@ -248,7 +250,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat, merge, stats, coverage, fastq, markdup, mosdepth, sormadup; with --cram: flagstat,index,depth,sort]")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat, merge, stats, coverage, fastq, markdup, mosdepth, sormadup, chain; with --cram: flagstat,index,depth,sort]")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
@@ -616,6 +618,23 @@ def main():
             sh(cmd, stderr=subprocess.DEVNULL)
         assert view_digest(out["fasthts"]) == view_digest(out["samtools"]), "fasthts sormadup differs from the samtools chain"
         alternate("sormadup", tools, lambda k: os.remove(out[k]) if os.path.exists(out[k]) else None)
+
+    if "chain" in jobs:
+        # Issue 35: fixmate -m | sort | markdup, each tool's own commands
+        # in the same pipe from the collated BAM, each at -@ N.
+        collated = f"{os.path.splitext(bam)[0]}.collated.bam"
+        if not os.path.exists(collated):
+            sh(["samtools", "collate", "-@", t, "-o", collated, bam])
+        out = {"fasthts": os.path.join(tmp, "chain-f.bam"), "samtools": os.path.join(tmp, "chain-s.bam")}
+
+        def chain(tool, k):
+            return (f"set -e -o pipefail; {tool} fixmate --no-PG -@ {t} -m -u {collated} - "
+                    f"| {tool} sort --no-PG -@ {t} -u -T {tmp}/sort-{k} - | {tool} markdup -@ {t} --no-PG - {out[k]}")
+        tools = {k: ["bash", "-c", chain(tool, k)] for k, tool in (("fasthts", fasthts), ("samtools", "samtools"))}
+        for cmd in tools.values():
+            sh(cmd, stderr=subprocess.DEVNULL)
+        assert view_digest(out["fasthts"]) == view_digest(out["samtools"]), "fasthts' chain differs from samtools' chain"
+        alternate("chain", tools, lambda k: os.remove(out[k]) if os.path.exists(out[k]) else None)
 
     if a.cram:
         cram_jobs(a, fasthts, tmp, report, lines)

@@ -53,6 +53,10 @@ pub struct MarkdupArgs {
     /// Reference FASTA of CRAM input and output.
     #[arg(long = "reference", value_name = "FILE")]
     pub reference: Option<PathBuf>,
+    /// Index the BAM output as it is written (OUT.csi, or the path after
+    /// `##idx##` in `OUT##idx##INDEX`).
+    #[arg(long = "write-index")]
+    pub write_index: bool,
     /// Worker threads [default: all cores].
     #[arg(short = '@', long = "threads", value_name = "INT", allow_negative_numbers = true, value_parser = crate::numbers::threads)]
     pub threads: Option<usize>,
@@ -87,6 +91,7 @@ pub fn run(args: MarkdupArgs) -> CmdResult {
         program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), command_line.clone())),
         reference: args.reference.clone(),
         cram_options,
+        write_index: args.write_index,
     };
     let summary = command::markdup_file(&args.input, &args.output, &options, &Terminal { command: "markdup" })?;
     args.marking.report(&summary, "markdup", &command_line);
@@ -146,15 +151,8 @@ pub struct MarkingArgs {
 impl MarkingArgs {
     /// The library's options, with markdup's `-l` and `-m` (`t` or `s`).
     pub fn options(&self, max_read_length: i64, mode: &str) -> Result<MarkdupOptions, String> {
-        if self.barcode_tag.is_some() && (self.barcode_name || self.barcode_rgx.is_some()) {
-            return Err("cannot specify --barcode-tag and --barcode-name (or --barcode-rgx) at same time".into());
-        }
-        let barcodes = match (&self.barcode_tag, &self.barcode_rgx) {
-            (Some(tag), _) => Barcodes::Tag(tag.clone()),
-            (None, Some(rgx)) => Barcodes::NameRegex(rgx.clone()),
-            (None, None) if self.barcode_name => Barcodes::illumina_name(),
-            (None, None) => Barcodes::None,
-        };
+        let barcodes = Barcodes::from_options(self.barcode_tag.as_deref(), self.barcode_name, self.barcode_rgx.as_deref())
+            .map_err(|e| e.to_string())?;
         Ok(MarkdupOptions {
             remove_duplicates: self.remove,
             max_read_length,
@@ -162,7 +160,7 @@ impl MarkingArgs {
             tag_originals: self.tag,
             optical_distance: self.optical_distance,
             clear_previous: self.clear,
-            mode: if mode == "s" { DuplicateMode::Sequence } else { DuplicateMode::Template },
+            mode: DuplicateMode::from_letter(mode).map_err(|e| e.to_string())?,
             include_fails: self.include_fails,
             check_chains: !self.no_multi_dup,
             read_coords: self.read_coords.clone().map(|r| (r, self.coords_order.clone())),

@@ -25,6 +25,7 @@ mod depth;
 mod distributed;
 mod fasta;
 mod kmer;
+mod markdup;
 mod md;
 mod ops;
 mod pileup;
@@ -222,6 +223,7 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     writer::register(m)?;
     depth::register(m)?;
     ops::register(m)?;
+    markdup::register(m)?;
     kmer::register(m)?;
     sketches::register(m)?;
     cli::register(m)?;

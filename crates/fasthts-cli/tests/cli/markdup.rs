@@ -356,6 +356,40 @@ fn bam_output_and_stderr_statistics() {
     assert!(left.iter().all(|n| !n.to_string_lossy().contains("tmp")), "{left:?}");
 }
 
+/// --write-index: the index samtools index makes of the output (CSI
+/// beside it, or a BAI named by `##idx##`), at one and two threads with
+/// -S's second pass; refused for a SAM output, leaving nothing.
+#[test]
+fn write_index_is_samtools_index_of_the_output() {
+    let Some(dir) = with_samtools("markdup-index") else { return };
+    let bam = generated_input(&dir, "fixed", "14");
+    let input = bam.to_string_lossy().into_owned();
+    let work = dir.path("run");
+    std::fs::create_dir_all(&work).unwrap();
+    let samtools_index = |args: &[&str]| {
+        let mut c = Command::new("samtools");
+        c.current_dir(&work).arg("index").args(args);
+        assert!(run(c).status.success());
+    };
+    for threads in ["1", "2"] {
+        let ours = markdup("fasthts", &work, &["-@", threads, "-S", "--write-index", &input, "ours.bam"]);
+        assert!(ours.status.success(), "{}", text(&ours.stderr));
+        std::fs::copy(work.join("ours.bam"), work.join("copy.bam")).unwrap();
+        samtools_index(&["-c", "copy.bam"]);
+        assert!(std::fs::read(work.join("ours.bam.csi")).unwrap() == std::fs::read(work.join("copy.bam.csi")).unwrap(), "-@{threads}: CSI");
+    }
+    let ours = markdup("fasthts", &work, &["--write-index", &input, "named.bam##idx##named.index.bai"]);
+    assert!(ours.status.success(), "{}", text(&ours.stderr));
+    assert!(!work.join("named.bam.csi").exists());
+    samtools_index(&["-b", "named.bam", "copy.bai"]);
+    assert!(std::fs::read(work.join("named.index.bai")).unwrap() == std::fs::read(work.join("copy.bai")).unwrap(), "BAI");
+    let refused = markdup("fasthts", &work, &["--write-index", &input, "out.sam"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(text(&refused.stderr).lines().count(), 1, "{}", text(&refused.stderr));
+    assert!(text(&refused.stderr).contains("--write-index"));
+    assert!(!work.join("out.sam").exists());
+}
+
 /// Bad input: one line naming the path, exit 1, no output file left.
 #[test]
 fn bad_input() {

@@ -49,8 +49,10 @@ from ._fasthts import (
     __version__,
     flagstat,
     index,
+    markdup,
     seqfile_split,
     snp_pileup,
+    sormadup,
     sort,
 )
 
@@ -73,9 +75,11 @@ __all__ = [
     "depth",
     "flagstat",
     "index",
+    "markdup",
     "scatter",
     "seqfile_split",
     "snp_pileup",
+    "sormadup",
     "sort",
     "__version__",
 ]

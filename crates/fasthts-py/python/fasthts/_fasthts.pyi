@@ -11,7 +11,7 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _RegionLike = Union["Region", str, Tuple[Optional[str], Optional[int], Optional[int]]]
 
 __version__: str
-__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_sort_boundaries", "dask_sort_create", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_place", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle"]
+__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "markdup", "sormadup", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_sort_boundaries", "dask_sort_create", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_place", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle"]
 
 class Error(Exception):
     """Bad input or a failed operation; the message is the CLI's."""
@@ -218,6 +218,64 @@ def sort(
     kmer: int = 20,
     fan_in: Optional[int] = None,
 ) -> None: ...
+def markdup(
+    input: _Path,
+    output: _Path,
+    remove_duplicates: bool = False,
+    max_read_length: int = 300,
+    mark_supplementary: bool = False,
+    optical_distance: int = 0,
+    clear_previous: bool = False,
+    mode: str = "t",
+    include_fails: bool = False,
+    no_multi_dup: bool = False,
+    read_coords: Optional[str] = None,
+    coords_order: str = "txy",
+    barcode_tag: Optional[str] = None,
+    barcode_name: bool = False,
+    barcode_rgx: Optional[str] = None,
+    tag_originals: bool = False,
+    stats_file: Optional[_Path] = None,
+    temp_prefix: Optional[_Path] = None,
+    threads: Optional[int] = None,
+    level: Optional[int] = None,
+    format: Optional[str] = None,
+    uncompressed: bool = False,
+    no_pg: bool = False,
+    reference: Optional[_Path] = None,
+    write_index: bool = False,
+) -> Dict[str, int]: ...
+def sormadup(
+    input: _Path,
+    output: _Path,
+    remove_duplicates: bool = False,
+    max_read_length: int = 300,
+    mark_supplementary: bool = False,
+    optical_distance: int = 0,
+    clear_previous: bool = False,
+    mode: str = "t",
+    include_fails: bool = False,
+    no_multi_dup: bool = False,
+    read_coords: Optional[str] = None,
+    coords_order: str = "txy",
+    barcode_tag: Optional[str] = None,
+    barcode_name: bool = False,
+    barcode_rgx: Optional[str] = None,
+    tag_originals: bool = False,
+    stats_file: Optional[_Path] = None,
+    temp_prefix: Optional[_Path] = None,
+    threads: Optional[int] = None,
+    level: Optional[int] = None,
+    format: Optional[str] = None,
+    no_pg: bool = False,
+    reference: Optional[_Path] = None,
+    memory: Union[int, str, None] = None,
+    write_index: bool = False,
+    collate: bool = False,
+    fix_remove: bool = False,
+    fix_no_pair_check: bool = False,
+    fix_template_cigar: bool = False,
+) -> Dict[str, int]: ...
 def snp_pileup(
     vcf: _Path,
     output: _Path,

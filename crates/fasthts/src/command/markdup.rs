@@ -40,6 +40,9 @@ pub struct MarkdupFileOptions {
     pub reference: Option<PathBuf>,
     /// htslib's options for a CRAM output.
     pub cram_options: Vec<String>,
+    /// Index the BAM output as it is written (`--write-index`): `OUT.csi`,
+    /// or the path after `##idx##` in `OUT##idx##INDEX`.
+    pub write_index: bool,
 }
 
 /// What a run of markdup found: its counts and the warnings samtools
@@ -210,7 +213,25 @@ fn temp_error(e: io::Error) -> Error {
 /// went through `samtools fixmate -m`; `-` for standard input) to `output`
 /// (`-`: standard output; a file is complete or absent).
 pub fn markdup_file(input: &Path, output: &Path, options: &MarkdupFileOptions, report: &dyn Report) -> Result<MarkdupSummary, Error> {
+    // As sort's: the part before `##idx##` is the output.
+    let (data, index_path, index_format) = crate::index::split_index_name(output);
+    let output = data.as_path();
     crate::output::refuse_input_as_output(&[output], &[input])?;
+    let format = match options.format {
+        Some(f) => f,
+        None => OutputFormat::from_path(output)?,
+    };
+    let index = match options.write_index {
+        false => None,
+        true if format != OutputFormat::Bam => {
+            return Err(Error::InvalidArgument("--write-index is only supported with BAM output in markdup".into()))
+        }
+        true if output.as_os_str() == "-" => return Err(Error::InvalidArgument("--write-index needs an output file".into())),
+        true => {
+            crate::output::refuse_input_as_output(&[&index_path], &[input])?;
+            Some(index_format)
+        }
+    };
     let mut marker = Marker::new(&options.marking)?;
     with_threads(options.threads, || {
         let cram_input = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
@@ -227,17 +248,13 @@ pub fn markdup_file(input: &Path, output: &Path, options: &MarkdupFileOptions, r
             None => header.text.clone(),
         };
         let out_header = Header { text, references: header.references.clone() };
-        let format = match options.format {
-            Some(f) => f,
-            None => OutputFormat::from_path(output)?,
-        };
         let level = options.level.unwrap_or(if options.uncompressed && !name_sets_format(output) { 0 } else { crate::bgzf::DEFAULT_LEVEL });
         let cram = crate::cram::CramWriteOptions {
             reference: options.reference.clone(),
             options: options.cram_options.clone(),
             level: options.level,
         };
-        let mut out = MarkedOutput::open(output, &out_header, format, level, cram, None)?.second_pass(
+        let mut out = MarkedOutput::open(output, &out_header, format, level, cram, index)?.second_pass(
             &options.marking,
             options.temp_prefix.as_deref(),
             output,
@@ -268,7 +285,9 @@ pub fn markdup_file(input: &Path, output: &Path, options: &MarkdupFileOptions, r
             marker.finish(&mut emit).map_err(in_path)?;
         }
         warn_after_reading(&mut opened, input, report);
-        out.finish(&mut marker)?;
+        if let Some(index) = out.finish(&mut marker)? {
+            crate::index::write_index(&index, &index_path)?;
+        }
         Ok(MarkdupSummary { stats: *marker.stats(), warnings: marker.take_warnings() })
     })
 }

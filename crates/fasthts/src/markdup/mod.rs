@@ -55,7 +55,33 @@ pub enum Barcodes {
     NameRegex(String),
 }
 
+impl DuplicateMode {
+    /// samtools' `--mode` letter: `t` or `s`.
+    pub fn from_letter(letter: &str) -> Result<DuplicateMode, Error> {
+        match letter {
+            "t" => Ok(DuplicateMode::Template),
+            "s" => Ok(DuplicateMode::Sequence),
+            _ => Err(Error::InvalidArgument(format!("invalid duplicate mode {letter:?} (t or s)"))),
+        }
+    }
+}
+
 impl Barcodes {
+    /// From samtools' `--barcode-tag`, `--barcode-name` and
+    /// `--barcode-rgx`, refusing a tag with either of the others as
+    /// samtools does (a regular expression wins over `--barcode-name`).
+    pub fn from_options(tag: Option<&str>, name: bool, regex: Option<&str>) -> Result<Barcodes, Error> {
+        if tag.is_some() && (name || regex.is_some()) {
+            return Err(Error::InvalidArgument("cannot specify --barcode-tag and --barcode-name (or --barcode-rgx) at same time".into()));
+        }
+        Ok(match (tag, regex) {
+            (Some(tag), _) => Barcodes::Tag(tag.to_string()),
+            (None, Some(regex)) => Barcodes::NameRegex(regex.to_string()),
+            (None, None) if name => Barcodes::illumina_name(),
+            (None, None) => Barcodes::None,
+        })
+    }
+
     /// `--barcode-name`: the UMI in the eighth colon-delimited field.
     pub fn illumina_name() -> Barcodes {
         Barcodes::NameRegex(read_names::ILLUMINA_UMI.to_string())
@@ -181,35 +207,51 @@ impl MarkdupStats {
         ((c * (m + big_m) / 2.0) as u64, None)
     }
 
+    /// samtools' statistics, as its `-s` report names them (in its order,
+    /// `COMMAND` aside), with the library-size warning, if any: the one
+    /// list both the report's text and Python's dict are made from.
+    pub fn fields(&self) -> ([(&'static str, u64); 15], Option<String>) {
+        let (library, warning) = self.estimated_library_size();
+        let primary = self.duplicate_single + self.duplicate_pair;
+        let fields = [
+            ("READ", self.read),
+            ("WRITTEN", self.written),
+            ("EXCLUDED", self.excluded),
+            ("EXAMINED", self.examined),
+            ("PAIRED", self.paired),
+            ("SINGLE", self.single),
+            ("DUPLICATE PAIR", self.duplicate_pair),
+            ("DUPLICATE SINGLE", self.duplicate_single),
+            ("DUPLICATE PAIR OPTICAL", self.duplicate_pair_optical),
+            ("DUPLICATE SINGLE OPTICAL", self.duplicate_single_optical),
+            ("DUPLICATE NON PRIMARY", self.duplicate_non_primary),
+            ("DUPLICATE NON PRIMARY OPTICAL", self.duplicate_non_primary_optical),
+            ("DUPLICATE PRIMARY TOTAL", primary),
+            ("DUPLICATE TOTAL", primary + self.duplicate_non_primary),
+            (LIBRARY_SIZE, library),
+        ];
+        (fields, warning)
+    }
+
     /// samtools' statistics text; `command` is the command line it shows.
     /// Returns the text and the library-size warning, if any.
     pub fn text(&self, command: &str) -> (String, Option<String>) {
-        let (library, warning) = self.estimated_library_size();
-        let primary = self.duplicate_single + self.duplicate_pair;
-        let text = format!(
-            "COMMAND: {command}\nREAD: {}\nWRITTEN: {}\nEXCLUDED: {}\nEXAMINED: {}\nPAIRED: {}\nSINGLE: {}\n\
-             DUPLICATE PAIR: {}\nDUPLICATE SINGLE: {}\nDUPLICATE PAIR OPTICAL: {}\nDUPLICATE SINGLE OPTICAL: {}\n\
-             DUPLICATE NON PRIMARY: {}\nDUPLICATE NON PRIMARY OPTICAL: {}\nDUPLICATE PRIMARY TOTAL: {}\n\
-             DUPLICATE TOTAL: {}\nESTIMATED_LIBRARY_SIZE: {}\n",
-            self.read,
-            self.written,
-            self.excluded,
-            self.examined,
-            self.paired,
-            self.single,
-            self.duplicate_pair,
-            self.duplicate_single,
-            self.duplicate_pair_optical,
-            self.duplicate_single_optical,
-            self.duplicate_non_primary,
-            self.duplicate_non_primary_optical,
-            primary,
-            primary + self.duplicate_non_primary,
-            library as i64,
-        );
+        use std::fmt::Write;
+        let (fields, warning) = self.fields();
+        let mut text = format!("COMMAND: {command}\n");
+        for (name, value) in fields {
+            // samtools prints the library size as a signed long.
+            let _ = match name {
+                LIBRARY_SIZE => writeln!(text, "{name}: {}", value as i64),
+                _ => writeln!(text, "{name}: {value}"),
+            };
+        }
         (text, warning)
     }
 }
+
+/// The last of samtools' statistics (its spelling, with underscores).
+const LIBRARY_SIZE: &str = "ESTIMATED_LIBRARY_SIZE";
 
 // Orientations and leftmost markers, as samtools' (primes it hashes).
 const O_FF: i8 = 2;
