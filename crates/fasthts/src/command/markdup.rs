@@ -213,25 +213,22 @@ fn temp_error(e: io::Error) -> Error {
 /// went through `samtools fixmate -m`; `-` for standard input) to `output`
 /// (`-`: standard output; a file is complete or absent).
 pub fn markdup_file(input: &Path, output: &Path, options: &MarkdupFileOptions, report: &dyn Report) -> Result<MarkdupSummary, Error> {
-    // As sort's: the part before `##idx##` is the output.
-    let (data, index_path, index_format) = crate::index::split_index_name(output);
-    let output = data.as_path();
-    crate::output::refuse_input_as_output(&[output], &[input])?;
     let format = match options.format {
         Some(f) => f,
         None => OutputFormat::from_path(output)?,
     };
-    let index = match options.write_index {
-        false => None,
-        true if format != OutputFormat::Bam => {
-            return Err(Error::InvalidArgument("--write-index is only supported with BAM output in markdup".into()))
-        }
-        true if output.as_os_str() == "-" => return Err(Error::InvalidArgument("--write-index needs an output file".into())),
-        true => {
-            crate::output::refuse_input_as_output(&[&index_path], &[input])?;
-            Some(index_format)
-        }
-    };
+    // Sort's rule: the part before `##idx##` is the output. The output is
+    // in position order (markdup's input must be).
+    let super::OutputWithIndex { data, index_path, format: index } = super::output_with_index(output, format, options.write_index, true, report)?;
+    if index.is_some() && format == OutputFormat::Cram {
+        return Err(Error::InvalidArgument("--write-index is not supported with CRAM output in fasthts markdup yet".into()));
+    }
+    let output = data.as_path();
+    let mut outputs = vec![output];
+    if index.is_some() {
+        outputs.push(&index_path);
+    }
+    crate::output::refuse_input_as_output(&outputs, &[input])?;
     let mut marker = Marker::new(&options.marking)?;
     with_threads(options.threads, || {
         let cram_input = crate::cram::CramOptions { reference: options.reference.clone(), ..Default::default() };
