@@ -3,7 +3,7 @@
 
     python3 bench/python/bench.py [--bam FILE] [--region CONTIG] [--runs N] [--only NAME ...]
 
-Four jobs (each checks that both sides computed the same thing first):
+Five jobs (each checks that both sides computed the same thing first):
 
 * ``columns``: a region's records to numpy arrays (tid, pos, end, flag,
   mapq, len, mate_tid, mate_pos, tlen) with ``BamFile.columns`` (1 and 2
@@ -16,6 +16,11 @@ Four jobs (each checks that both sides computed the same thing first):
   ``pysam.AlignmentFile`` (``threads=1`` and ``2`` each: fasthts inflates
   and decodes on that many threads ahead of the Python loop, pysam
   inflates on that many). Bar: ratio >= 1.
+* ``pileup``: a pileup loop over the first references holding reads, at
+  least 5 Mb of columns, summing ``nsegments`` per column; and
+  ``count_coverage`` over the same references (the four arrays summed):
+  the same script on ``fasthts.AlignmentFile`` and ``pysam.AlignmentFile``
+  (``threads=1`` and ``2`` each). Bars: pileup >= 3x, count_coverage >= 5x.
 * ``kmer``: ``Countgraph.consume_seqfile`` against ``fasthts kmer count``'s
   own counting throughput (the CLI reports counting and saving apart), on a
   simulated FASTQ (~100 MB), 4 tables of 1e8. Bar: within 10 %.
@@ -94,6 +99,28 @@ elif job in ("fasthts-iterate", "pysam-iterate"):
         return [n, names, pos, mapq, flag, ops]
     check, m = measure(run)
     m["check"] = check
+elif job.endswith("-pileup") or job.endswith("-coverage"):
+    # The same script on either library: only the module differs.
+    if job.startswith("fasthts"):
+        import fasthts as lib
+    else:
+        import pysam as lib
+    f = lib.AlignmentFile(arg["bam"], threads=arg["threads"])
+    def pileup():
+        columns = depth = 0
+        for contig in arg["contigs"]:
+            for col in f.pileup(contig):
+                columns += 1
+                depth += col.nsegments
+        return [columns, depth]
+    def coverage():
+        total = [0, 0, 0, 0]
+        for contig in arg["contigs"]:
+            for i, a in enumerate(f.count_coverage(contig)):
+                total[i] += int(sum(a))
+        return total
+    check, m = measure(pileup if job.endswith("-pileup") else coverage)
+    m["check"] = check
 elif job == "fasthts-kmer":
     import fasthts
     g = fasthts.Countgraph(arg["k"], arg["x"], arg["n"], True)
@@ -167,6 +194,37 @@ def bench_iterate(bam, region, n):
         report(name, runs[name], base)
     walls = [med(runs[j[0]], "wall") for j in jobs]
     print(f"  => pysam / fasthts wall: {walls[2] / walls[0]:.2f}x (threads=1), {walls[3] / walls[1]:.2f}x (threads=2)", flush=True)
+
+
+def contigs_of(bam, at_least):
+    """The first references holding reads, until `at_least` bases are covered."""
+    import pysam
+
+    out, total = [], 0
+    for s in pysam.AlignmentFile(bam).get_index_statistics():
+        if s.mapped and total < at_least:
+            out.append(s.contig)
+            total += pysam.AlignmentFile(bam).get_reference_length(s.contig)
+    return out, total
+
+
+def bench_pileup(bam, n):
+    contigs, span = contigs_of(bam, 5_000_000)
+    for what in ("pileup", "coverage"):
+        print(f"{what}: {bam} {','.join(contigs)} ({span / 1e6:.2f} Mb), {n} alternating runs", flush=True)
+        jobs = [(f"{lib} {what} threads={t}", f"{lib}-{what}", t) for lib in ("fasthts", "pysam") for t in (1, 2)]
+        runs = {j[0]: [] for j in jobs}
+        for _ in range(n):
+            for name, job, t in jobs:
+                runs[name].append(child(job, bam=bam, contigs=contigs, threads=t))
+        checks = {tuple(r["check"]) for rs in runs.values() for r in rs}
+        assert len(checks) == 1, f"different {what} results: {checks}"
+        print(f"  result: {next(iter(checks))} (the same on both sides)")
+        base = runs[jobs[0][0]]
+        for name, _, _ in jobs:
+            report(name, runs[name], base)
+        walls = [med(runs[j[0]], "wall") for j in jobs]
+        print(f"  => pysam / fasthts wall: {walls[2] / walls[0]:.2f}x (threads=1), {walls[3] / walls[1]:.2f}x (threads=2)", flush=True)
 
 
 def make_fastq(path):
@@ -251,13 +309,16 @@ def main():
     ap.add_argument("--bam", default=default_bam)
     ap.add_argument("--region", default="chr1")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", nargs="*", choices=["columns", "iterate", "kmer", "dask"], default=["columns", "iterate", "kmer", "dask"])
+    ap.add_argument("--only", nargs="*", choices=["columns", "iterate", "pileup", "kmer", "dask"],
+                    default=["columns", "iterate", "pileup", "kmer", "dask"])
     a = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}; fasthts binary {FASTHTS}")
     if "columns" in a.only:
         bench_columns(a.bam, a.region, a.runs)
     if "iterate" in a.only:
         bench_iterate(a.bam, a.region, a.runs)
+    if "pileup" in a.only:
+        bench_pileup(a.bam, a.runs)
     if "kmer" in a.only:
         bench_kmer(a.runs)
     if "dask" in a.only:
