@@ -35,6 +35,7 @@ if _TYPE_CHECKING:
 
 from . import _fasthts
 from ._alignment import AlignedSegment, AlignmentFile, AlignmentHeader, IndexStats
+from ._stats import Stats, stats
 from ._fasthts import (
     Countgraph,
     Error,
@@ -70,6 +71,7 @@ __all__ = [
     "Record",
     "Region",
     "SmallCountgraph",
+    "Stats",
     "depth",
     "flagstat",
     "index",
@@ -77,6 +79,7 @@ __all__ = [
     "seqfile_split",
     "snp_pileup",
     "sort",
+    "stats",
     "__version__",
 ]
 
