@@ -16,7 +16,8 @@ use std::path::PathBuf;
     after_help = "Output: samtools stats 1.16's text, byte for byte, except that the first line names fasthts \
     (\"# This file was produced by samtools stats (fasthts VERSION) and can be plotted using plot-bamstats\": \
     MultiQC and plot-bamstats read it as samtools'). Regions after the file are read through its index. \
-    BGZF blocks are inflated on all threads while one thread counts, so the output is the same at any -@.\n\n\
+    A sorted BAM with an index is counted reference by reference on all threads and the parts summed; other inputs are \
+    counted in one pass while BGZF blocks are inflated on the other threads. The output is the same at any -@.\n\n\
     Examples:\n  fasthts stats in.bam > in.stats\n  fasthts stats -r ref.fa -t targets.txt in.bam\n  \
     fasthts stats -S RG -P out/sample in.bam chr1:1,000,000-2,000,000"
 )]

@@ -34,6 +34,7 @@ mod regions;
 mod segment;
 mod sketches;
 mod source;
+mod stats;
 mod writer;
 
 create_exception!(fasthts, Error, PyException, "Bad input or a failed operation; the message is the one the fasthts CLI prints.");
@@ -230,5 +231,6 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     distributed::register(m)?;
     fasta::register(m)?;
     pileup::register(m)?;
+    stats::register(m)?;
     Ok(())
 }

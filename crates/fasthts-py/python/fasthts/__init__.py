@@ -35,6 +35,7 @@ if _TYPE_CHECKING:
 
 from . import _fasthts
 from ._alignment import AlignedSegment, AlignmentFile, AlignmentHeader, IndexStats
+from ._stats import Stats, stats
 from ._fasthts import (
     Countgraph,
     Error,
@@ -72,6 +73,7 @@ __all__ = [
     "Record",
     "Region",
     "SmallCountgraph",
+    "Stats",
     "depth",
     "flagstat",
     "index",
@@ -81,6 +83,7 @@ __all__ = [
     "snp_pileup",
     "sormadup",
     "sort",
+    "stats",
     "__version__",
 ]
 

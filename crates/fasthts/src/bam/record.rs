@@ -647,7 +647,21 @@ pub(crate) fn aux_elem_size(t: u8) -> Option<usize> {
 impl<'a> Aux<'a> {
     /// The value of the first field tagged `tag`, if present and well formed.
     pub fn find(&self, tag: [u8; 2]) -> Option<AuxValue<'a>> {
-        self.iter().map_while(Result::ok).find(|(t, _)| *t == tag).map(|(_, v)| v)
+        // Fields before the one sought are stepped over, not decoded.
+        let mut rest = self.raw;
+        while !rest.is_empty() {
+            if rest.starts_with(&tag) {
+                return parse_aux(rest).map(|(_, value, _)| value);
+            }
+            rest = &rest[field_len(rest)?..];
+        }
+        None
+    }
+
+    /// The fields' tags in order, their values stepped over undecoded;
+    /// ends at the first malformed field (as `iter` ends with an error).
+    pub fn tags(&self) -> AuxTags<'a> {
+        AuxTags { rest: self.raw }
     }
 
     /// The fields in order; a malformed field ends iteration with an error.
@@ -684,6 +698,42 @@ impl<'a> Iterator for AuxIter<'a> {
             }
         }
     }
+}
+
+/// Iterator over auxiliary fields' tags ([`Aux::tags`]).
+pub struct AuxTags<'a> {
+    rest: &'a [u8],
+}
+
+impl Iterator for AuxTags<'_> {
+    type Item = [u8; 2];
+
+    #[inline]
+    fn next(&mut self) -> Option<[u8; 2]> {
+        let len = field_len(self.rest);
+        let tag = len.map(|_| [self.rest[0], self.rest[1]]);
+        self.rest = len.map_or(&[], |len| &self.rest[len..]);
+        tag
+    }
+}
+
+/// The length of the field `b` starts with (tag, type and value), or
+/// `None` when `parse_aux` would find it malformed (or `b` is empty).
+#[inline]
+fn field_len(b: &[u8]) -> Option<usize> {
+    let t = *b.get(2)?;
+    let body = &b[3..];
+    let len = match t {
+        b'Z' | b'H' => body.iter().position(|&c| c == 0)? + 1,
+        b'B' => {
+            let subtype = *body.first()?;
+            let size = aux_elem_size(subtype).filter(|_| subtype != b'A' && subtype != b'd')?;
+            let count = u32::from_le_bytes(body.get(1..5)?.try_into().ok()?) as usize;
+            5 + count.checked_mul(size)?
+        }
+        _ => aux_elem_size(t)?,
+    };
+    (len <= body.len()).then_some(3 + len)
 }
 
 fn parse_aux(b: &[u8]) -> Option<([u8; 2], AuxValue<'_>, usize)> {
@@ -838,5 +888,32 @@ pub(crate) mod tests {
         let d = encode("r", 0, 0, 10, 60, &[(0, 4)], "ACGT", b"XBBi\xff\xff\xff\x7f");
         let r = RecordRef::new(&d, 1).unwrap();
         assert_eq!(r.aux().iter().next(), Some(Err(MalformedAux)));
+    }
+
+    #[test]
+    fn tags_and_find_step_over_fields_as_iter_decodes_them() {
+        // Every field type, then each way a field can be malformed.
+        let good: &[u8] = b"XAAcXCc\xffXSs\x01\x80XIi\x01\x00\x00\x80Xff\x00\x00\x80\x3fXdd\x00\x00\x00\x00\x00\x00\xf0\x3fXZZab\x00XHH0A\x00XBBs\x02\x00\x00\x00\x01\x00\x02\x00NMC\x05";
+        let bad: [&[u8]; 7] = [
+            b"",
+            b"X",
+            b"XZ",
+            b"XZZab",
+            b"XQQ",
+            b"XBBd\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00",
+            b"XBBi\x02\x00\x00\x00\x01\x00\x00\x00",
+        ];
+        for tail in bad {
+            let raw = [good, tail].concat();
+            let aux = Aux { raw: &raw };
+            let decoded: Vec<[u8; 2]> = aux.iter().map_while(Result::ok).map(|(t, _)| t).collect();
+            assert_eq!(aux.tags().collect::<Vec<_>>(), decoded, "{tail:?}");
+            assert_eq!(decoded.len(), 10);
+            for tag in [*b"XA", *b"XZ", *b"XB", *b"NM", *b"XQ", *b"YY"] {
+                let want = aux.iter().map_while(Result::ok).find(|(t, _)| *t == tag).map(|(_, v)| v);
+                assert_eq!(aux.find(tag), want, "{tail:?} {tag:?}");
+            }
+        }
+        assert_eq!(Aux { raw: good }.find(*b"NM"), Some(AuxValue::Int(5)));
     }
 }

@@ -1,7 +1,9 @@
 //! `stats`: samtools stats 1.16. The whole file (BAM, SAM, bgzipped SAM,
 //! CRAM, a pipe) or the regions after it (through the index) are read in
-//! file order; BGZF blocks are inflated ahead on the pool while one thread
-//! counts (see [`crate::stats`] for why the counting is one pass).
+//! file order; a BAM whose index describes it is counted reference by
+//! reference on the pool and the parts summed, other inputs in one pass
+//! while BGZF blocks are inflated ahead on the pool (see [`crate::stats`]
+//! for when the parts' sum is what one pass gives).
 
 use super::{warn_after_reading, warn_if_cram_truncated, warn_if_truncated, with_threads, Report};
 use crate::bam::{Header, RecordRef};
