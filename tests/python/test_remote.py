@@ -1,0 +1,152 @@
+"""The Python package on http:// URLs (issue 38): AlignmentFile and BamFile
+give on a URL served by nginx on loopback
+(the `nginx` fixture) what they give on the local file, and pysam's
+exception for a URL that is not there."""
+
+import shutil
+
+import pytest
+
+import fasthts
+from conftest import require_module
+
+pysam = require_module("pysam")
+
+
+def records(it):
+    return [r.to_string() for r in it]
+
+
+@pytest.fixture(scope="module")
+def served(nginx, gen_bam):
+    """gen.bam with its .bai beside it on the server, and as a second name
+    whose index is elsewhere (given by index_filename= or ##idx##)."""
+    url = nginx.serve(gen_bam, "gen.bam")
+    nginx.serve(str(gen_bam) + ".bai", "gen.bam.bai")
+    bare = nginx.serve(gen_bam, "bare.bam")
+    return url, bare
+
+
+def regions_of(f):
+    """A few regions of every kind pysam takes (contig, coordinates, a
+    region text, the unplaced records)."""
+    first, last = f.references[0], f.references[-1]
+    return [
+        dict(contig=first),
+        dict(contig=first, start=1000, stop=20000),
+        dict(region=f"{last}:5000-9000"),
+        dict(contig=last, start=0, stop=1),
+        dict(region="*"),
+    ]
+
+
+def test_alignment_file_url_equals_local_file(served, gen_bam):
+    url, _ = served
+    local = fasthts.AlignmentFile(str(gen_bam))
+    remote = fasthts.AlignmentFile(url)
+    assert str(remote.header) == str(local.header)
+    assert remote.references == local.references and remote.lengths == local.lengths
+    assert remote.has_index()
+    assert records(remote.fetch(until_eof=True)) == records(local.fetch(until_eof=True))
+    assert records(remote) == records(local)
+    assert records(remote.fetch()) == records(local.fetch())
+    for kw in regions_of(local):
+        assert records(remote.fetch(**kw)) == records(local.fetch(**kw)), kw
+        assert remote.count(**kw) == local.count(**kw), kw
+    assert (remote.mapped, remote.unmapped) == (local.mapped, local.unmapped)
+    assert remote.get_index_statistics() == local.get_index_statistics()
+    contig = local.references[0]
+    assert remote.count_coverage(contig, 1000, 3000) == local.count_coverage(contig, 1000, 3000)
+    cols = lambda f: [(c.reference_pos, c.nsegments) for c in f.pileup(contig, 1000, 3000)]
+    assert cols(remote) == cols(local)
+
+
+def test_alignment_file_url_equals_pysam_on_the_url(served, tmp_path, monkeypatch):
+    url, _ = served
+    # htslib saves a remote index in the working directory.
+    monkeypatch.chdir(tmp_path)
+    theirs = pysam.AlignmentFile(url)
+    ours = fasthts.AlignmentFile(url)
+    for kw in regions_of(theirs):
+        assert records(ours.fetch(**kw)) == records(theirs.fetch(**kw)), kw
+    # (pysam reads until_eof from where the last read left the file: a
+    # file of its own.)
+    assert records(ours.fetch(until_eof=True)) == records(pysam.AlignmentFile(url).fetch(until_eof=True))
+    assert ours.get_index_statistics() == theirs.get_index_statistics()
+
+
+def test_index_given_as_url_local_file_or_idx(served, gen_bam):
+    url, bare = served
+    local = fasthts.AlignmentFile(str(gen_bam))
+    contig = local.references[0]
+    want = records(local.fetch(contig, 1000, 20000))
+    for f in [
+        fasthts.AlignmentFile(bare, index_filename=url + ".bai"),
+        fasthts.AlignmentFile(bare, filepath_index=str(gen_bam) + ".bai"),
+        fasthts.AlignmentFile(f"{bare}##idx##{url}.bai"),
+    ]:
+        assert f.has_index()
+        assert records(f.fetch(contig, 1000, 20000)) == want
+
+
+def test_url_without_index_as_pysam(served):
+    _, bare = served
+    f = fasthts.AlignmentFile(bare)
+    p = pysam.AlignmentFile(bare)
+    assert f.has_index() is False and p.has_index() is False
+    for kw in [dict(contig=f.references[0]), dict()]:
+        with pytest.raises(ValueError, match="without index"):
+            f.fetch(**kw)
+        with pytest.raises(ValueError, match="index"):
+            p.fetch(**kw)
+    assert records(f.fetch(until_eof=True)) == records(p.fetch(until_eof=True))
+
+
+def test_iterators_alive_together(served, gen_bam):
+    """A second query fetches its ranges while the first iterator still
+    reads the ranges fetched for it."""
+    url, _ = served
+    local = fasthts.AlignmentFile(str(gen_bam))
+    remote = fasthts.AlignmentFile(url)
+    a, b = local.references[0], local.references[-1]
+    first = remote.fetch(a)
+    head = [next(first).to_string() for _ in range(3)]
+    second = records(remote.fetch(b))
+    rest = head + records(first)
+    assert rest == records(local.fetch(a))
+    assert second == records(local.fetch(b))
+
+
+def test_bam_file_url_equals_local_file(served, gen_bam):
+    url, _ = served
+    local = fasthts.BamFile(str(gen_bam))
+    remote = fasthts.BamFile(url)
+    assert remote.references == local.references
+    assert remote.plan(region_bytes=4096) == local.plan(region_bytes=4096)
+    as_bytes = lambda it: [r.raw for r in it]
+    assert as_bytes(remote.fetch()) == as_bytes(local.fetch())
+    for region in local.plan(region_bytes=4096)[:5] + [local.references[0][0]]:
+        assert as_bytes(remote.fetch(region)) == as_bytes(local.fetch(region))
+        assert as_bytes(remote.fetch(region, overlap=True)) == as_bytes(local.fetch(region, overlap=True))
+        want = local.columns(region)
+        got = remote.columns(region)
+        assert sorted(got) == sorted(want)
+        assert all((got[k] == want[k]).all() for k in want)
+    many = lambda f: f.columns_many(local.plan(region_bytes=4096)[:6])
+    assert [sorted((k, v.tolist()) for k, v in d.items()) for d in many(remote)] == [
+        sorted((k, v.tolist()) for k, v in d.items()) for d in many(local)
+    ]
+
+
+@pytest.mark.parametrize("cls", ["AlignmentFile", "BamFile"])
+def test_missing_url_is_file_not_found_naming_it_without_credentials(nginx, cls):
+    url = nginx.url("missing.bam").replace("http://", "http://someone:secret@")
+    shown = nginx.url("missing.bam")
+    with pytest.raises(FileNotFoundError) as e:
+        getattr(fasthts, cls)(url)
+    text = str(e.value)
+    assert shown in text and "secret" not in text and "\n" not in text
+    # pysam raises FileNotFoundError too.
+    with pytest.raises(FileNotFoundError):
+        pysam.AlignmentFile(nginx.url("missing.bam"))
+
