@@ -1,5 +1,5 @@
-"""The Python package on http:// URLs (issue 38): AlignmentFile and BamFile
-give on a URL served by nginx on loopback
+"""The Python package on http:// URLs (issue 38): AlignmentFile, BamFile
+and the k-mer readers give on a URL served by nginx on loopback
 (the `nginx` fixture) what they give on the local file, and pysam's
 exception for a URL that is not there."""
 
@@ -150,3 +150,24 @@ def test_missing_url_is_file_not_found_naming_it_without_credentials(nginx, cls)
     with pytest.raises(FileNotFoundError):
         pysam.AlignmentFile(nginx.url("missing.bam"))
 
+
+def test_kmer_readers_on_urls(nginx, fastq, fastq_gz, fastq_bgzf, tmp_path):
+    """Countgraph.consume_seqfile streams a plain or compressed file from a
+    URL; a plain one's parts (seqfile_split) are fetched alone."""
+    k, x, n = 21, 100003, 4
+    for f in [fastq, fastq_gz, fastq_bgzf]:
+        url = nginx.serve(f, "kmer-" + f.name)
+        local, remote = fasthts.Countgraph(k, x, n), fasthts.Countgraph(k, x, n)
+        assert remote.consume_seqfile(url) == local.consume_seqfile(str(f))
+        assert remote.to_bytes() == local.to_bytes()
+        assert remote.abundance_distribution(url, 1) == local.abundance_distribution(str(f), 1)
+    url = nginx.url("kmer-" + fastq.name)
+    parts = fasthts._fasthts.seqfile_split(url, 4)
+    assert parts == fasthts._fasthts.seqfile_split(str(fastq), 4)
+    whole, pieces = fasthts.Countgraph(k, x, n), fasthts.Countgraph(k, x, n)
+    whole.consume_seqfile(str(fastq))
+    for start, end in parts:
+        pieces.consume_seqfile(url, 1, start, end)
+    assert pieces.to_bytes() == whole.to_bytes()
+    with pytest.raises(OSError, match="kmer-missing.fq"):
+        fasthts.Countgraph(k, x, n).consume_seqfile(nginx.url("kmer-missing.fq"))
