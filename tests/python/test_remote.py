@@ -1,5 +1,5 @@
-"""The Python package on http:// URLs (issue 38): AlignmentFile, BamFile
-and the k-mer readers give on a URL served by nginx on loopback
+"""The Python package on http:// URLs (issue 38): AlignmentFile, BamFile,
+FastaFile and the k-mer readers give on a URL served by nginx on loopback
 (the `nginx` fixture) what they give on the local file, and pysam's
 exception for a URL that is not there."""
 
@@ -149,6 +149,45 @@ def test_missing_url_is_file_not_found_naming_it_without_credentials(nginx, cls)
     # pysam raises FileNotFoundError too.
     with pytest.raises(FileNotFoundError):
         pysam.AlignmentFile(nginx.url("missing.bam"))
+
+
+@pytest.mark.parametrize("which", ["plain", "bgzf"])
+def test_fasta_file_url_equals_local_file_and_pysam(which, nginx, tmp_path, monkeypatch):
+    from test_fasta_file import queries, write_fasta
+    from conftest import write_bgzf
+
+    plain = tmp_path / "ref.fa"
+    write_fasta(plain)
+    path = plain
+    if which == "bgzf":
+        path = tmp_path / "ref.fa.gz"
+        write_bgzf(plain.read_bytes(), path, block=1000)
+    local = fasthts.FastaFile(path)  # writes the .fai (and .gzi) beside it
+    name = f"fasta-{which}-{path.name}"
+    url = nginx.serve(path, name)
+    for suffix in [".fai", ".gzi"] if which == "bgzf" else [".fai"]:
+        nginx.serve(str(path) + suffix, name + suffix)
+    remote = fasthts.FastaFile(url)
+    monkeypatch.chdir(tmp_path)  # htslib saves the remote index here
+    theirs = pysam.FastaFile(url)
+    assert remote.references == local.references == list(theirs.references)
+    assert remote.lengths == local.lengths
+    for q in queries():
+        assert remote.fetch(**q) == local.fetch(**q) == theirs.fetch(**q), q
+    # The index may be given, as a URL or a local file.
+    given = fasthts.FastaFile(url, filepath_index=str(path) + ".fai")
+    assert given.fetch("chr1", 100, 900) == local.fetch("chr1", 100, 900)
+
+
+def test_fasta_file_url_without_its_index(nginx, tmp_path):
+    from test_fasta_file import write_fasta
+
+    p = tmp_path / "bare.fa"
+    write_fasta(p)
+    url = nginx.serve(p, "bare.fa")
+    with pytest.raises(FileNotFoundError) as e:
+        fasthts.FastaFile(url)
+    assert str(e.value).count(url + ".fai") == 1 and "\n" not in str(e.value)
 
 
 def test_kmer_readers_on_urls(nginx, fastq, fastq_gz, fastq_bgzf, tmp_path):
