@@ -186,7 +186,7 @@ class Nginx:
             conf = (
                 f"master_process off;\nerror_log {root}/error.log;\npid {root}/nginx.pid;\n"
                 "events { worker_connections 256; }\n"
-                "http {\n  log_format bytes '$request $status $body_bytes_sent';\n"
+                "http {\n  log_format bytes '$request $status $body_bytes_sent $http_range';\n"
                 f"  access_log {root}/access.log bytes;\n"
                 + "".join(f"  {t}_temp_path {root}/tmp;\n" for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"])
                 + f"  server {{ listen 127.0.0.1:{self.port}; root {self.www}; }}\n}}\n"
@@ -221,7 +221,13 @@ class Nginx:
         """`(status, body bytes)` of each request of `name` logged so far."""
         log = self.root / "access.log"
         lines = log.read_text().splitlines() if log.exists() else []
-        return [(int(s), int(b)) for _, path, _, s, b in (l.split(" ") for l in lines) if path == f"/{name}"]
+        return [(int(s), int(b)) for _, path, _, s, b, _ in (l.split(" ") for l in lines) if path == f"/{name}"]
+
+    def ranges(self, name: str):
+        """The `Range` header of each request of `name` logged so far."""
+        log = self.root / "access.log"
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [r for _, path, _, _, _, r in (l.split(" ") for l in lines) if path == f"/{name}"]
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -302,16 +302,28 @@ impl IndexedFile {
     /// reading the other handle reads it undisturbed. The Python package's
     /// region reads come through here.
     pub fn with_queries_fetched(file: Arc<IndexedFile>, queries: &[(Region, Rule)]) -> Result<Arc<IndexedFile>, Error> {
-        let pieces: Vec<(Region, i64)> = queries.iter().map(|&(r, _)| (r, r.start.max(0))).collect();
-        if !file.is_remote() || pieces.iter().all(|&(scope, from)| file.check_fetched(scope, from).is_ok()) {
+        if !file.is_remote() || queries.iter().all(|&(region, rule)| file.check_query_fetched(region, rule).is_ok()) {
             return Ok(file);
         }
         let mut file = match Arc::try_unwrap(file) {
             Ok(file) => file,
             Err(shared) => shared.remote_copy().expect("a remote file has a copy")?,
         };
-        file.prefetch_pieces(&pieces)?;
+        if let Data::Bam { bam, index } = &mut file.data {
+            let ranges: Vec<(u64, u64)> = queries.iter().filter_map(|&(region, rule)| query_range(bam, index, region, rule)).collect();
+            bam.prefetch(&ranges)?;
+        }
         Ok(Arc::new(file))
+    }
+
+    /// [`IndexedFile::check_fetched`] of what [`IndexedFile::query`] of
+    /// `region` by `rule` reads.
+    fn check_query_fetched(&self, region: Region, rule: Rule) -> Result<(), Error> {
+        let Data::Bam { bam, index } = &self.data else { return Ok(()) };
+        if !bam.is_remote() || query_range(bam, index, region, rule).is_none_or(|(s, e)| bam.is_fetched(s, e)) {
+            return Ok(());
+        }
+        Err(Error::Message("this command cannot read regions of a remote file yet (view and depth -r can)".into()).with_path(bam.path()))
     }
 
     /// A remote BAM's [`BamFile::remote_copy`], with the same index.
@@ -500,7 +512,7 @@ impl IndexedFile {
     /// The records of `region` by `rule`, in file order (the unplaced
     /// records when its reference is -1, whatever the rule).
     pub fn query(&self, region: Region, rule: Rule) -> Result<Records<'_>, Error> {
-        self.check_fetched(region, region.start.max(0))?;
+        self.check_query_fetched(region, rule)?;
         let tid = region.ref_id;
         let region = if tid < 0 { Region::unplaced() } else { region };
         if rule == Rule::StartsIn || tid < 0 {
@@ -580,6 +592,31 @@ fn piece_range(bam: &BamFile, index: &Index, scope: Region, from: i64) -> Option
         (Some(f), chunk) => f.compressed().max(chunk.unwrap_or(0)).saturating_add(past).min(len),
     };
     Some((start.compressed(), end))
+}
+
+/// The compressed bytes a query of `region` by `rule` reads of `bam`,
+/// through [`IndexedFile::query`] or a [`Cursor`]: the span of the pieces
+/// they read ([`piece_range`]: the region's own, for an overlap query also
+/// that of the records starting before its end, from its start), and for
+/// an overlap query also from the first chunk the index gives (a chunk of
+/// a larger bin may start before the linear index's offset) to two of
+/// BGZF's largest blocks past the last one's end.
+fn query_range(bam: &BamFile, index: &Index, region: Region, rule: Rule) -> Option<(u64, u64)> {
+    let beg = region.start.max(0);
+    let scope = if region.ref_id < 0 { Region::unplaced() } else { region };
+    let mut spans = vec![piece_range(bam, index, region, beg), piece_range(bam, index, scope, scope.start.max(0))];
+    if let (Ok(tid), Rule::Overlap) = (usize::try_from(region.ref_id), rule) {
+        spans.push(piece_range(bam, index, overlapping(region.ref_id, region.end), beg));
+        let chunks = index.query(tid, beg, region.end);
+        let first = chunks.iter().map(|c| c.start.compressed()).min();
+        let last = chunks.iter().map(|c| c.end.compressed()).max();
+        if let (Some(first), Some(last)) = (first, last) {
+            let len = bam.bytes().len() as u64;
+            spans.push(Some((first, last.saturating_add(2 * crate::bgzf::MAX_BLOCK_SIZE as u64).min(len))));
+        }
+    }
+    let spans = spans.into_iter().flatten();
+    spans.reduce(|(s, e), (s2, e2)| (s.min(s2), e.max(e2)))
 }
 
 /// The index files htslib looks for beside the remote data file `url`:
