@@ -179,7 +179,9 @@ impl AlignmentFile {
             shown,
             missing_eof,
             cram: options.cram.clone(),
-            first: Mutex::new(Some(input)),
+            // A remote file's stream is not kept for a first whole-file read:
+            // it would go on fetching ahead while only regions are read.
+            first: Mutex::new((!remote).then_some(input)),
             by_region,
             index_loaded: false,
             containers: OnceLock::new(),
