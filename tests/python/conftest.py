@@ -7,7 +7,9 @@ import importlib
 import os
 import random
 import shutil
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,83 @@ def no_reference_lookup():
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+class Nginx:
+    """nginx on a free loopback port serving the directory `www` with byte
+    ranges (as crates/fasthts-cli/tests/cli/remote.rs starts it): one
+    process (`master_process off`: killing a master would leave its
+    workers), stopped by `stop`. Each request is logged with its status and
+    the body bytes sent (`requests`)."""
+
+    def __init__(self, binary: str, root: Path):
+        self.root = root
+        self.www = root / "www"
+        self.www.mkdir(parents=True)
+        (root / "tmp").mkdir()
+        for _attempt in range(5):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.port = s.getsockname()[1]
+            conf = (
+                f"master_process off;\nerror_log {root}/error.log;\npid {root}/nginx.pid;\n"
+                "events { worker_connections 256; }\n"
+                "http {\n  log_format bytes '$request $status $body_bytes_sent $http_range';\n"
+                f"  access_log {root}/access.log bytes;\n"
+                + "".join(f"  {t}_temp_path {root}/tmp;\n" for t in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"])
+                + f"  server {{ listen 127.0.0.1:{self.port}; root {self.www}; }}\n}}\n"
+            )
+            (root / "nginx.conf").write_text(conf)
+            self.process = subprocess.Popen(
+                [binary, "-p", str(root), "-c", str(root / "nginx.conf"), "-g", "daemon off;"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            started = time.monotonic()
+            while time.monotonic() - started < 10 and self.process.poll() is None:
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                    return
+                except OSError:
+                    time.sleep(0.02)
+            # The port was taken meanwhile, or nginx did not start: again.
+            self.stop()
+        log = root / "error.log"
+        raise RuntimeError(f"nginx did not start: {log.read_text() if log.exists() else ''}")
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"
+
+    def serve(self, path, name: str) -> str:
+        """Copies `path` into the served directory as `name`; its URL."""
+        shutil.copy(path, self.www / name)
+        return self.url(name)
+
+    def requests(self, name: str):
+        """`(status, body bytes)` of each request of `name` logged so far."""
+        log = self.root / "access.log"
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [(int(s), int(b)) for _, path, _, s, b, _ in (l.split(" ") for l in lines) if path == f"/{name}"]
+
+    def ranges(self, name: str):
+        """The `Range` header of each request of `name` logged so far."""
+        log = self.root / "access.log"
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [r for _, path, _, _, _, r in (l.split(" ") for l in lines) if path == f"/{name}"]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def nginx(tmp_path_factory):
+    """nginx serving a temporary directory on loopback (`Nginx`), through
+    `require` (CI=true fails without it; scripts/test.sh installs
+    nginx-light)."""
+    found = [p for p in ["/usr/sbin/nginx", "/usr/bin/nginx"] if Path(p).is_file()]
+    require(bool(found), "nginx (Debian package nginx-light)")
+    server = Nginx(found[0], tmp_path_factory.mktemp("nginx"))
+    yield server
+    server.stop()

@@ -91,9 +91,15 @@ pub fn decompress<R: Read + Send + 'static>(mut src: R, threads: usize) -> io::R
     Ok((reader, kind))
 }
 
-/// Opens `path` (`-` for standard input) and [`decompress`]es it. Errors
-/// name `path`.
+/// Opens `path` (`-` for standard input; a URL, [`crate::remote::is_url`],
+/// read from its start as a stream fetched ahead) and [`decompress`]es it.
+/// Errors name `path` (a URL as [`crate::remote::display_url`] shows it).
 pub fn open(path: &Path, threads: usize) -> Result<(Box<dyn Read + Send>, Compression), PathError> {
+    if let Some(url) = path.to_str().filter(|p| crate::remote::is_url(p)) {
+        let object = crate::remote::RemoteObject::open(url).map(std::sync::Arc::new);
+        let opened = object.and_then(|o| decompress(crate::remote::RemoteReader::new(o, 0), threads));
+        return opened.map_err(|e| PathError::new(crate::remote::display_url(url), e));
+    }
     let opened =
         if path.as_os_str() == "-" { decompress(io::stdin(), threads) } else { File::open(path).and_then(|f| decompress(f, threads)) };
     opened.map_err(|e| PathError::new(path, e))

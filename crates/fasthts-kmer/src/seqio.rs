@@ -133,7 +133,12 @@ pub fn open_input(path: &str) -> Result<Box<dyn Read + Send>, SeqError> {
     let name = if path == "/dev/stdin" { "-" } else { path };
     match fasthts_io::compression::open(Path::new(name), threads) {
         Ok((reader, _)) => Ok(reader),
-        Err(e) => Err(err(format!("{path}: {}", e.source))),
+        // `e.path`: a URL shown without credentials.
+        Err(e) => Err(err(format!(
+            "{}: {}",
+            if fasthts_io::remote::is_url(path) { e.path.display().to_string() } else { path.to_string() },
+            e.source
+        ))),
     }
 }
 

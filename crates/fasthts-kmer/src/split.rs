@@ -5,10 +5,12 @@
 use crate::seqio::{SeqError, SeqReader};
 use fasthts_io::bgzf::{BlockHeader, StreamReader, VirtualOffset};
 use fasthts_io::compression::{self, Compression};
+use fasthts_io::remote::{self, RemoteObject, RemoteReader};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Cuts a FASTA/FASTQ file into about `parts` ranges `[(start, end), ...]`
 /// that begin at record starts: byte offsets of a plain file, or BGZF
@@ -16,7 +18,13 @@ use std::path::Path;
 /// record (a cut goes to a line starting `@` whose next-but-one line starts
 /// `+`); FASTA cuts go to a line starting `>`. Other compressed files come
 /// back whole: `[(0, None)]`.
+///
+/// A URL ([`fasthts_io::remote::is_url`]) is cut as a plain file is, by
+/// reading a little at each target (a compressed one comes back whole).
 pub fn split_file(path: &Path, parts: usize) -> std::io::Result<Vec<(u64, Option<u64>)>> {
+    if let Some(url) = path.to_str().filter(|p| remote::is_url(p)) {
+        return split_remote(url, parts);
+    }
     let mut f = File::open(path)?;
     let len = f.metadata()?.len();
     let mut head = Vec::with_capacity(compression::DETECT_BYTES);
@@ -50,12 +58,22 @@ pub fn split_file(path: &Path, parts: usize) -> std::io::Result<Vec<(u64, Option
 }
 
 /// Opens the part `start..end` of `path` (offsets from [`split_file`];
-/// `None` for the file's start or end) as a sequence reader.
+/// `None` for the file's start or end) as a sequence reader; of a URL,
+/// only the part's bytes are fetched.
 pub fn open_part(path: &str, start: Option<u64>, end: Option<u64>) -> Result<SeqReader, SeqError> {
-    let io = |e: std::io::Error| SeqError { msg: format!("{path}: {e}"), empty_sequence: false };
+    let shown = if remote::is_url(path) { remote::display_url(path) } else { path.to_string() };
+    let io = |e: std::io::Error| SeqError { msg: format!("{shown}: {e}"), empty_sequence: false };
     if matches!((start, end), (None | Some(0), None)) {
         // The whole file, compressed or not.
         return SeqReader::open(path);
+    }
+    if remote::is_url(path) {
+        // A part of a plain file (a compressed one is split whole).
+        let object = Arc::new(RemoteObject::open(path).map_err(io)?);
+        let s = start.unwrap_or(0);
+        let e = end.unwrap_or(object.len()).min(object.len());
+        let src = RemoteReader::new(object, s).take(e.saturating_sub(s));
+        return Ok(SeqReader::from_reader(Box::new(BufReader::with_capacity(1 << 20, src)), &shown));
     }
     let s = start.unwrap_or(0);
     let mut f = File::open(path).map_err(io)?;
@@ -72,10 +90,57 @@ pub fn open_part(path: &str, start: Option<u64>, end: Option<u64>) -> Result<Seq
     Ok(SeqReader::from_reader(src, path))
 }
 
+/// [`split_file`] of a URL: a plain file cut at record starts found by
+/// reading from each target; a compressed one whole.
+fn split_remote(url: &str, parts: usize) -> std::io::Result<Vec<(u64, Option<u64>)>> {
+    let object = RemoteObject::open(url)?;
+    let len = object.len();
+    let mut head = vec![0u8; (compression::DETECT_BYTES as u64).min(len) as usize];
+    object.read_range(0, &mut head)?;
+    if parts <= 1 || len == 0 || compression::detect(&head) != Compression::None {
+        return Ok(vec![(0, None)]);
+    }
+    let fasta = head.first() == Some(&b'>');
+    let mut cuts = vec![0u64];
+    for i in 1..parts {
+        let target = len * i as u64 / parts as u64;
+        if target <= *cuts.last().unwrap_or(&0) {
+            continue;
+        }
+        let from = BufReader::with_capacity(1 << 16, Ranges { object: &object, at: target });
+        match record_start_from(from, target, fasta)? {
+            Some(c) if c > *cuts.last().unwrap_or(&0) && c < len => cuts.push(c),
+            _ => {}
+        }
+    }
+    cuts.dedup();
+    Ok(cuts.iter().enumerate().map(|(i, &c)| (c, cuts.get(i + 1).copied().or(Some(len)))).collect())
+}
+
+/// A remote object read from `at` by ranges of 64 KiB, one at a time
+/// (the few lines a cut looks at, not a stream's read-ahead).
+struct Ranges<'a> {
+    object: &'a RemoteObject,
+    at: u64,
+}
+
+impl Read for Ranges<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (buf.len() as u64).min(1 << 16).min(self.object.len().saturating_sub(self.at)) as usize;
+        self.object.read_range(self.at, &mut buf[..n])?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
 /// The first record start at or after the first line start after `pos`.
 fn record_start_after(f: &mut File, pos: u64, fasta: bool) -> std::io::Result<Option<u64>> {
     f.seek(SeekFrom::Start(pos))?;
-    let mut r = BufReader::with_capacity(1 << 16, &mut *f);
+    record_start_from(BufReader::with_capacity(1 << 16, &mut *f), pos, fasta)
+}
+
+/// [`record_start_after`] of the bytes `r` reads from `pos`.
+fn record_start_from(mut r: impl BufRead, pos: u64, fasta: bool) -> std::io::Result<Option<u64>> {
     let mut at = pos;
     let mut line = Vec::new();
     // Skip the rest of the current line (pos may be inside it).

@@ -51,6 +51,15 @@ impl AlignmentReader {
         run_detached(py, |w| if whole { self.file.for_whole_file(w) } else { self.file.for_regions(w) })
     }
 
+    /// The file read by region for `queries`: a remote file's ranges for
+    /// them fetched (`AlignmentFile::for_queries`).
+    fn for_queries(&self, py: Python<'_>, queries: &[(LibRegion, Rule)], whole: bool) -> PyResult<Arc<IndexedFile>> {
+        if !self.random_access() {
+            return Err(PyValueError::new_err("fetching by region is not available for SAM files"));
+        }
+        run_detached(py, |w| self.file.for_queries(queries, whole, w))
+    }
+
     fn iter(&self, source: Source) -> SegmentIter {
         let state = IterState { source: Some(source), batch: Batch::default(), warnings: Vec::new(), ahead: None };
         SegmentIter { state: Mutex::new(state), header: self.header.clone(), threads: self.threads }
@@ -59,7 +68,7 @@ impl AlignmentReader {
     /// The records of `queries`, read through the index (`whole`: of a job
     /// reading every placed record, `AlignmentFile::for_whole_file`).
     fn queries(&self, py: Python<'_>, queries: Vec<(LibRegion, Rule)>, whole: bool) -> PyResult<SegmentIter> {
-        let file = self.for_regions(py, whole)?;
+        let file = self.for_queries(py, &queries, whole)?;
         Ok(self.iter(Source::Indexed(Cursor::new(file, queries))))
     }
 }
@@ -219,13 +228,17 @@ impl AlignmentReader {
             |(tid, start, end): (i32, i64, i64)| if tid < 0 { LibRegion::unplaced() } else { LibRegion { ref_id: tid, start, end } };
         let columns = match regions {
             Some(regions) => {
-                let file = self.for_regions(py, false)?;
-                Columns::indexed(file, vec![regions.into_iter().map(region).collect()], options, truncate)
+                let regions: Vec<LibRegion> = regions.into_iter().map(region).collect();
+                let queries: Vec<_> = regions.iter().map(|&r| (r, Rule::Overlap)).collect();
+                let file = self.for_queries(py, &queries, false)?;
+                Columns::indexed(file, vec![regions], options, truncate)
             }
             None if indexed => {
-                let file = self.for_regions(py, true)?;
-                let whole = |t: i32| vec![LibRegion { ref_id: t, start: 0, end: i64::from(i32::MAX) }];
-                Columns::indexed(file, (0..self.header.references.len() as i32).map(whole).collect(), options, None)
+                let whole = |t: i32| LibRegion { ref_id: t, start: 0, end: i64::from(i32::MAX) };
+                let regions: Vec<LibRegion> = (0..self.header.references.len() as i32).map(whole).collect();
+                let queries: Vec<_> = regions.iter().map(|&r| (r, Rule::Overlap)).collect();
+                let file = self.for_queries(py, &queries, true)?;
+                Columns::indexed(file, regions.into_iter().map(|r| vec![r]).collect(), options, None)
             }
             None => {
                 let records = py.detach(|| self.file.records()).map_err(to_py)?;

@@ -176,10 +176,11 @@ impl BamFile {
         let source = match region {
             None => Source::Whole(run_detached(py, |_| self.file.records())?),
             Some(region) => {
-                let file = run_detached(py, |w| self.file.for_regions(w))?;
                 let rs = region_args(&self.names, region)?;
                 let rule = if overlap { Rule::Overlap } else { Rule::StartsIn };
-                Source::Indexed(Cursor::new(file, rs.into_iter().map(|r| (r, rule))))
+                let queries: Vec<_> = rs.into_iter().map(|r| (r, rule)).collect();
+                let file = run_detached(py, |w| self.file.for_queries(&queries, false, w))?;
+                Source::Indexed(Cursor::new(file, queries))
             }
         };
         Ok(RecordIter { names: self.names.clone(), buf: VecDeque::new(), source: Some(Mutex::new(source)) })
@@ -205,8 +206,8 @@ impl BamFile {
         let piece_bytes = piece_bytes.unwrap_or(pieces::PIECE_BYTES).max(1);
         let cols = match region {
             Some(region) => {
-                let file = run_detached(py, |w| self.file.for_columns(w))?;
                 let rs = region_args(&self.names, region)?;
+                let file = run_detached(py, |w| self.file.for_column_queries(&rs, w))?;
                 run_detached(py, |_| {
                     with_threads(threads, || {
                         let parts = rs.iter().map(|r| columns::region_columns(&file, *r, piece_bytes)).collect::<Result<Vec<_>, _>>()?;
@@ -229,11 +230,11 @@ impl BamFile {
     fn _columns_many<'py>(&self, py: Python<'py>, regions: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         let threads = threads_arg(threads)?;
         self.eof_check(py)?;
-        let file = run_detached(py, |w| self.file.for_columns(w))?;
         let mut rs = Vec::new();
         for r in regions.try_iter()? {
             rs.push(region_arg(&self.names, &r?)?);
         }
+        let file = run_detached(py, |w| self.file.for_column_queries(&rs, w))?;
         let all = run_detached(py, |_| with_threads(threads, || columns::regions_columns(&file, &rs)))?;
         all.into_iter().map(|c| c.into_py(py)).collect()
     }

@@ -27,7 +27,9 @@ fn check_readable(path: &Path) -> PyResult<()> {
             Some(21) => fasthts::Error::IsADirectory,
             _ => e.into(),
         };
-        crate::to_py(e.with_path(path))
+        // A URL is named without credentials.
+        let shown = path.to_str().filter(|p| fasthts_io::remote::is_url(p)).map(fasthts_io::remote::display_url);
+        crate::to_py(e.with_path(shown.as_deref().map_or(path, Path::new)))
     })
 }
 

@@ -55,12 +55,25 @@ pub(crate) fn to_py(e: fasthts::Error) -> PyErr {
 /// The errno of an operating-system error, looking through path wrappers.
 fn io_kind(e: &fasthts::Error) -> Option<i32> {
     match e {
-        fasthts::Error::Io(io) => Some(io.raw_os_error().unwrap_or(5)),
+        fasthts::Error::Io(io) => Some(io.raw_os_error().unwrap_or_else(|| errno_of_kind(io.kind()))),
         // EISDIR: Python raises IsADirectoryError.
         fasthts::Error::IsADirectory => Some(21),
         fasthts::Error::Index(fasthts::index::IndexError::Io { source, .. }) => Some(source.raw_os_error().unwrap_or(5)),
         fasthts::Error::WithPath { source, .. } | fasthts::Error::Described { source, .. } => io_kind(source),
         _ => None,
+    }
+}
+
+/// The errno Python's OSError subclasses are chosen by, for an error made
+/// without one (a remote object's: HTTP 404 is FileNotFoundError, as pysam
+/// raises for a missing URL).
+fn errno_of_kind(kind: std::io::ErrorKind) -> i32 {
+    match kind {
+        std::io::ErrorKind::NotFound => 2,
+        std::io::ErrorKind::PermissionDenied => 13,
+        std::io::ErrorKind::ConnectionRefused => 111,
+        std::io::ErrorKind::TimedOut => 110,
+        _ => 5,
     }
 }
 

@@ -78,6 +78,11 @@ pub struct AlignmentFile {
     /// A regular file (read again from its path for every read after the
     /// first, and by region); else a stream, read once.
     regular: bool,
+    /// A remote object (a URL): read again from its URL for every read
+    /// after the first; a BAM by region when its index was found at open.
+    remote: bool,
+    /// The name messages give the file (a URL without credentials).
+    shown: PathBuf,
     missing_eof: bool,
     cram: CramOptions,
     /// The input opened for the header, handed to the first whole-file
@@ -122,12 +127,25 @@ impl AlignmentFile {
     /// that cannot be read by region is refused. `report` hears of a stale
     /// index (a file without its end-of-file marker is the caller's to
     /// report: [`AlignmentFile::warn_if_truncated`], or pysam's error).
+    ///
+    /// A URL (`http://`, `https://`; [`input::remote_url`]) is read as a
+    /// stream from its start, and a BGZF BAM by region through the index
+    /// given or beside it, which is looked for now (the ranges a query
+    /// reads are fetched when it is made: [`AlignmentFile::for_queries`]).
+    /// `DATA##idx##INDEX` names the index with the data, as htslib reads it.
     pub fn open(path: &Path, options: &OpenOptions, report: &dyn Report) -> Result<AlignmentFile, Error> {
+        if let Some((data, index)) = path.to_str().and_then(|p| p.split_once("##idx##")) {
+            let named = OpenOptions { index: Some(PathBuf::from(index)), ..options.clone() };
+            return Self::open(Path::new(data), &named, report);
+        }
         let peeked = input::peek(path)?;
         let format = peeked.format();
         let regular = peeked.is_regular_file() && path.as_os_str() != "-";
+        let remote = peeked.is_remote();
+        let shown = peeked.path().to_path_buf();
         let missing_eof = format == Format::CompressedSam(Compression::Bgzf) && peeked.ends_with_eof_marker() == Some(false);
-        let by_region = (regular && indexable(format)).then(|| {
+        // Of a remote file, only BGZF BAM is read by region yet.
+        let by_region = ((regular && indexable(format)) || (remote && format == Format::Bam(Compression::Bgzf))).then(|| {
             let without_index = match format {
                 Format::Bam(_) => options.bam_without_index,
                 Format::Cram => options.cram_without_index,
@@ -157,14 +175,25 @@ impl AlignmentFile {
             header: Arc::new(input.header().clone()),
             format,
             regular,
+            remote,
+            shown,
             missing_eof,
             cram: options.cram.clone(),
-            first: Mutex::new(Some(input)),
+            // A remote file's stream is not kept for a first whole-file read:
+            // it would go on fetching ahead while only regions are read.
+            first: Mutex::new((!remote).then_some(input)),
             by_region,
             index_loaded: false,
             containers: OnceLock::new(),
         };
-        if options.index.is_some() || (options.load_found_index_at_open && file.has_index_file()) {
+        if let (true, Some(by_region), Some(url)) = (remote, &file.by_region, input::remote_url(path)) {
+            // Whether a remote file has an index is known only by fetching
+            // it: looked for once, now, and kept.
+            if let Some(indexed) = IndexedFile::open_remote(url, &by_region.options)? {
+                by_region.opened.lock().unwrap_or_else(|p| p.into_inner()).file = Some(Arc::new(indexed));
+                file.index_loaded = true;
+            }
+        } else if options.index.is_some() || (options.load_found_index_at_open && file.has_index_file()) {
             file.for_regions(report)?;
             file.index_loaded = true;
         }
@@ -174,6 +203,17 @@ impl AlignmentFile {
     /// The path the file was opened with (errors name it).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The name messages give the file: its path, or its URL without
+    /// credentials.
+    pub fn shown_path(&self) -> &Path {
+        &self.shown
+    }
+
+    /// Whether the file is a remote object (a URL).
+    pub fn is_remote(&self) -> bool {
+        self.remote
     }
 
     /// The header (a SAM's and a CRAM's as a BAM's), shared.
@@ -217,7 +257,7 @@ impl AlignmentFile {
     /// CLI's warning).
     pub fn warn_if_truncated(&self, report: &dyn Report) {
         if self.missing_eof {
-            report.warning(Warning::MissingEofMarker { path: self.path.clone() });
+            report.warning(Warning::MissingEofMarker { path: self.shown.clone() });
         }
     }
 
@@ -231,6 +271,8 @@ impl AlignmentFile {
     pub fn has_index_file(&self) -> bool {
         match (&self.by_region, self.index_given()) {
             (None, _) => false,
+            // Looked for at open.
+            (Some(_), _) if self.remote => self.index_loaded,
             (Some(_), Some(_)) => true,
             (Some(_), None) if self.is_cram() => cram::region::has_index(&self.path, None),
             (Some(_), None) => matches!(locate_index(&self.path), IndexLocation::Found(_) | IndexLocation::Stale(_)),
@@ -258,7 +300,11 @@ impl AlignmentFile {
             return None;
         }
         Some(match self.format {
-            _ if self.by_region.is_some() => no_index_for_regions(&self.path),
+            _ if self.by_region.is_some() => no_index_for_regions(&self.shown),
+            _ if self.remote => Error::Message(
+                "region queries of a remote file are supported for BAM only yet (bgzipped SAM and CRAM are read whole)".into(),
+            )
+            .with_path(&self.shown),
             Format::Sam | Format::CompressedSam(_) => sam_not_indexable(&self.path),
             _ if !self.regular => Error::Message("a stream is read from its start only".into()).with_path(&self.path),
             // An uncompressed or gzip BAM in a file: `fasthts index`'s words.
@@ -309,6 +355,42 @@ impl AlignmentFile {
         };
         (opened.file, opened.whole) = (Some(file.clone()), true);
         Ok(file)
+    }
+
+    /// The file for `queries` (of a job reading every placed record when
+    /// `whole`, as [`AlignmentFile::for_whole_file`]): a remote file's with
+    /// the ranges they read fetched, once, in parallel
+    /// ([`IndexedFile::with_queries_fetched`]); a local file's as it is.
+    /// Every region read of the Python package comes through here.
+    pub fn for_queries(
+        &self,
+        queries: &[(Region, crate::region::indexed::Rule)],
+        whole: bool,
+        report: &dyn Report,
+    ) -> Result<Arc<IndexedFile>, Error> {
+        let file = if whole { self.for_whole_file(report)? } else { self.for_regions(report)? };
+        if !file.is_remote() {
+            return Ok(file);
+        }
+        drop(file);
+        let (_, mut opened) = self.by_region()?;
+        let held = opened.file.take().expect("the file was opened above and is kept");
+        // A fetch that fails loses the handle fetched into: the next
+        // region read opens the file again.
+        let fetched = IndexedFile::with_queries_fetched(held, queries)?;
+        opened.file = Some(fetched.clone());
+        Ok(fetched)
+    }
+
+    /// The file for reading `regions` as columns: a CRAM file's
+    /// [`AlignmentFile::for_columns`], another's
+    /// [`AlignmentFile::for_queries`] (a remote file's ranges fetched).
+    pub fn for_column_queries(&self, regions: &[Region], report: &dyn Report) -> Result<Arc<IndexedFile>, Error> {
+        if self.is_cram() {
+            return self.for_columns(report);
+        }
+        let queries: Vec<_> = regions.iter().map(|&r| (r, crate::region::indexed::Rule::StartsIn)).collect();
+        self.for_queries(&queries, false, report)
     }
 
     /// As [`AlignmentFile::for_regions`], a CRAM file's records decoded

@@ -503,6 +503,13 @@ impl<'a> RegionReader<'a> {
         if entered {
             reader.first = Some(at);
         }
+        // Resumed past what follows the region (`new` then sets no bound):
+        // still one block at a time, as `new` reads past the bound, so that
+        // a cursor never inflates far beyond the region's last record (nor
+        // reads past the ranges fetched of a remote file).
+        if following.is_some_and(|f| at.compressed() >= f.compressed()) {
+            reader.records.set_soft_limit(at.compressed() + 1);
+        }
         Ok(reader)
     }
 

@@ -125,6 +125,10 @@ pub fn check_readable(path: impl AsRef<Path>) -> io::Result<()> {
     if path.as_os_str() == "-" {
         return Ok(());
     }
+    // A URL opens when the object is there (HTTP 404: NotFound).
+    if let Some(url) = path.to_str().filter(|p| fasthts_io::remote::is_url(p)) {
+        return fasthts_io::remote::RemoteObject::open(url).map(drop);
+    }
     let meta = std::fs::metadata(path)?;
     if meta.is_dir() {
         return Err(io::Error::from_raw_os_error(libc::EISDIR));

@@ -1,9 +1,12 @@
 """fasthts on a dask.distributed cluster.
 
 The same scatter/gather as one machine, with the tasks on the workers of a
-``distributed.Client`` that you pass in. Workers open files **by path**
-(a shared filesystem is assumed): no BAM or read file is ever pickled.
-Results are those of the single-machine functions.
+``distributed.Client`` that you pass in. Workers open files by path (a
+shared filesystem is then assumed) or by ``http://``/``https://`` URL
+(``flagstat`` and ``count_kmers``: the plan is made on the client, each
+task fetches only its ranges, and the workers need no copy of the file):
+no BAM or read file is ever pickled. Results are those of the
+single-machine functions.
 
 >>> from dask.distributed import Client, LocalCluster          # doctest: +SKIP
 >>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
@@ -200,6 +203,10 @@ def count_kmers(
     ``Countgraph.merge``); the bigcount entries can be in another order.
     Note that every task holds a full table: memory is
     ``table_size * n_tables`` bytes per running task.
+
+    ``paths`` may be ``http(s)://`` URLs: a plain file is cut on the client
+    by reading a little at each cut, and each task fetches only its part; a
+    compressed one (BGZF too) is one task, streamed by its worker.
     """
     paths = _path_list(paths, "paths")
     if not paths:

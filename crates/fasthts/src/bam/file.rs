@@ -106,6 +106,20 @@ impl Sparse {
     }
 }
 
+impl Sparse {
+    /// A new map of the same object holding the ranges fetched at its
+    /// start (the header) and at its end (the EOF marker).
+    fn copy_ends(&self) -> std::io::Result<Sparse> {
+        let len = self.map.len() as u64;
+        let mut map = memmap2::MmapOptions::new().len(len as usize).no_reserve_swap().map_anon()?;
+        let filled: Vec<(u64, u64)> = self.filled.iter().copied().filter(|&(s, e)| s == 0 || e == len).collect();
+        for &(s, e) in &filled {
+            map[s as usize..e as usize].copy_from_slice(&self.map[s as usize..e as usize]);
+        }
+        Ok(Sparse { map, object: Arc::clone(&self.object), filled })
+    }
+}
+
 /// `[start, end)` pushed onto `parts` in pieces of at most [`PART_BYTES`].
 fn split_into(parts: &mut Vec<(u64, u64)>, start: u64, end: u64) {
     let mut at = start;
@@ -197,6 +211,23 @@ impl BamFile {
             }
             _ => true,
         }
+    }
+
+    /// Another handle on a remote BAM holding only its header and last
+    /// bytes (copied, not fetched again); its ranges are fetched as this
+    /// one's are ([`BamFile::prefetch`]). `None` for a local file.
+    ///
+    /// What a reader still holds of this file stays as it is: ranges are
+    /// fetched into a handle no reader borrows, never under one.
+    pub fn remote_copy(&self) -> Option<Result<BamFile, Error>> {
+        let Bytes::Remote(sparse) = &self.bytes else { return None };
+        Some(sparse.copy_ends().map_err(|e| Error::from(e).with_path(&self.path)).map(|copy| BamFile {
+            path: self.path.clone(),
+            bytes: Bytes::Remote(Box::new(copy)),
+            header: self.header.clone(),
+            first_record: self.first_record,
+            has_eof_marker: self.has_eof_marker,
+        }))
     }
 
     /// Whether the bytes are a remote object's, fetched as they are needed.

@@ -9,7 +9,8 @@ use super::{
 use crate::bam::BamFile;
 use crate::cram::{self, CramOptions, Fields};
 use crate::flagstat::{self, FlagStat, FlagTally};
-use crate::index::Index;
+use crate::index::{no_index_for_regions, Index};
+use crate::region::indexed::{IndexedFile, IndexedOptions};
 use crate::input::{self, Format, Input};
 use crate::region::{self, Plan, Region, Span};
 use crate::Error;
@@ -119,6 +120,12 @@ pub fn flagstat_plan(path: &Path, options: &FlagstatOptions, report: &dyn Report
     if path.as_os_str() == "-" || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         return Ok(None);
     }
+    if input::remote_url(path).is_some() {
+        return Ok(remote_bam(path)?.and_then(IndexedFile::into_bam).map(|(bam, index)| {
+            warn_if_truncated(&bam, report);
+            region::plan(&bam, &index, Plan::BalancedBytes(options.region_bytes))
+        }));
+    }
     Ok(match input::open(path)? {
         Input::Bam(bam) => {
             warn_if_truncated(&bam, report);
@@ -138,10 +145,22 @@ pub fn flagstat_regions(
     options: &FlagstatOptions,
     report: &dyn Report,
 ) -> Result<(FlagStat, Vec<Span>), Error> {
-    let bam = BamFile::open(path)?;
-    let index = find_index(&bam, report)?.ok_or_else(|| Error::Message("no usable index for a planned flagstat".into()).with_path(path))?;
+    let no_index = || Error::Message("no usable index for a planned flagstat".into()).with_path(path);
+    let (local, remote);
+    let (bam, index) = if input::remote_url(path).is_some() {
+        // Only the ranges of `regions` are fetched.
+        let mut file = remote_bam(path)?.ok_or_else(no_index)?;
+        with_threads(options.threads, || file.prefetch_regions(regions))?;
+        remote = file;
+        remote.bam().ok_or_else(no_index)?
+    } else {
+        let bam = BamFile::open(path)?;
+        let index = find_index(&bam, report)?.ok_or_else(no_index)?;
+        local = (bam, index);
+        (&local.0, &local.1)
+    };
     let parts =
-        with_threads(options.threads, || region::scatter_with_spans(&bam, &index, regions, |_, records| flagstat::count_region(records)))?;
+        with_threads(options.threads, || region::scatter_with_spans(bam, index, regions, |_, records| flagstat::count_region(records)))?;
     let mut total = FlagStat::default();
     let mut spans = Vec::with_capacity(parts.len());
     for (stats, span) in parts {
@@ -162,7 +181,16 @@ pub fn flagstat_gather(
     parts: Result<Vec<(FlagStat, Vec<Span>)>, Error>,
     report: &dyn Report,
 ) -> Result<Option<FlagStat>, Error> {
-    let bam = BamFile::open(path)?;
+    let bam = match input::remote_url(path) {
+        Some(_) => {
+            let (mut bam, _) = remote_bam(path)?.and_then(IndexedFile::into_bam).ok_or_else(|| no_index_for_regions(path))?;
+            // What follows the last region, which the coverage check reads.
+            let last = parts.as_ref().ok().and_then(|p| p.iter().flat_map(|(_, spans)| spans.last()).last().map(|s| s.1.compressed()));
+            bam.prefetch(&[(last.unwrap_or(0), u64::MAX)])?;
+            bam
+        }
+        None => BamFile::open(path)?,
+    };
     let gathered = parts.and_then(|parts| {
         region::check_coverage(&bam, regions.iter().zip(parts.iter().flat_map(|(_, spans)| spans.iter().copied())))?;
         let mut total = FlagStat::default();
@@ -172,6 +200,17 @@ pub fn flagstat_gather(
         Ok(total)
     });
     Ok(indexed_or_sequential(&bam, gathered, report))
+}
+
+/// The remote BGZF BAM at `path` (a URL, or `URL##idx##INDEX`) with its
+/// index; `None` for another format or a BAM without an index (counted
+/// sequentially, as it streams).
+fn remote_bam(path: &Path) -> Result<Option<IndexedFile>, Error> {
+    let data = path.to_str().and_then(|p| p.split_once("##idx##")).map_or(path, |(data, _)| Path::new(data));
+    if input::peek(data)?.format() != Format::Bam(fasthts_io::compression::Compression::Bgzf) {
+        return Ok(None);
+    }
+    IndexedFile::open_url(path, &IndexedOptions::default())
 }
 
 #[cfg(test)]

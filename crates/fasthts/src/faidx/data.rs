@@ -221,6 +221,13 @@ pub(crate) fn read_gzi(bytes: &[u8]) -> Result<Vec<(u64, u64)>, Error> {
 /// Where a fetch reads from: the file's bytes and, for BGZF, its blocks.
 pub(crate) enum Data {
     Plain(Bytes),
+    /// A remote object, read by the ranges a fetch needs (`gzi`: a BGZF
+    /// one's `.gzi`; `id` as for `Bgzf`).
+    Remote {
+        object: std::sync::Arc<fasthts_io::remote::RemoteObject>,
+        gzi: Option<Vec<(u64, u64)>>,
+        id: u64,
+    },
     /// `id` names this opening of the file for [`BlockCache`].
     Bgzf {
         file: Bytes,
@@ -305,6 +312,57 @@ impl Data {
                     uoffset += size;
                 }
                 let _ = uoffset;
+            }
+            Data::Remote { object, gzi: None, .. } => {
+                // Ranges of at least 64 KiB from `at` until enough printable
+                // bytes are read (printable bytes taken range after range
+                // are those taken from the whole).
+                let mut pos = at;
+                while need > 0 && pos < object.len() {
+                    let n = need.saturating_mul(2).max(64 << 10).min(object.len() - pos);
+                    let mut range = vec![0u8; n as usize];
+                    object.read_range(pos, &mut range).map_err(|e| ReadFailure::Damaged(Error::from(e)))?;
+                    take_printable(&range, &mut need, out);
+                    pos += n;
+                }
+            }
+            Data::Remote { object, gzi: Some(gzi), id } => {
+                let i = gzi.partition_point(|&(_, u)| u <= at).saturating_sub(1);
+                let (mut offset, uoffset) = gzi[i];
+                let mut skip = at - uoffset;
+                // Compressed bytes fetched from `window_at`, enough for
+                // several blocks at a time.
+                let (mut window, mut window_at) = (Vec::new(), 0u64);
+                while need > 0 && offset < object.len() {
+                    let in_window = offset.checked_sub(window_at).and_then(|rel| Block::parse(&window, rel).ok());
+                    let b = match in_window {
+                        Some(b) => b,
+                        None => {
+                            let n = (need.saturating_add(skip).max(1 << 18)).min(object.len() - offset);
+                            window.resize(n as usize, 0);
+                            object.read_range(offset, &mut window).map_err(|e| ReadFailure::Damaged(Error::from(e)))?;
+                            window_at = offset;
+                            Block::parse(&window, 0).map_err(|e| ReadFailure::Damaged(e.into()))?
+                        }
+                    };
+                    offset = window_at + b.next_offset();
+                    let size = u64::from(b.uncompressed_size);
+                    if skip >= size {
+                        skip -= size;
+                        continue;
+                    }
+                    let at_file = window_at + b.offset;
+                    if cache.file != *id || cache.offset != at_file {
+                        cache.file = 0;
+                        cache.data.resize(b.uncompressed_size as usize, 0);
+                        DECOMPRESSOR
+                            .with(|d| b.inflate_into(&window, &mut d.borrow_mut(), &mut cache.data))
+                            .map_err(|e| ReadFailure::Damaged(e.into()))?;
+                        (cache.file, cache.offset) = (*id, at_file);
+                    }
+                    take_printable(&cache.data[skip as usize..], &mut need, out);
+                    skip = 0;
+                }
             }
         }
         if need > 0 {

@@ -168,7 +168,14 @@ impl FastaFile {
     /// those that are missing as samtools faidx does (a BGZF file whose
     /// `.gzi` is missing gets both rebuilt). Duplicate names met while
     /// building or reading the index are told to `warn`.
+    ///
+    /// A URL ([`crate::input::remote_url`]) is read by the ranges each fetch
+    /// needs, with the `.fai` (and `.gzi`) beside it or given (URLs or
+    /// local files), which must exist: a remote file is not indexed.
     pub fn open(path: &Path, options: &OpenOptions, warn: &mut dyn FnMut(&DuplicateName)) -> Result<FastaFile, Error> {
+        if let Some(url) = crate::input::remote_url(path) {
+            return Self::open_remote(url, options, warn);
+        }
         let format = options.format.unwrap_or(SequenceFormat::Fasta);
         let fai_path = options.fai_path(path);
         let gzi_path = options.gzi_path(path);
@@ -211,6 +218,30 @@ impl FastaFile {
             None => Data::Plain(bytes),
         };
         Ok(FastaFile { path: path.to_path_buf(), index, data })
+    }
+
+    /// [`FastaFile::open`] of a URL.
+    fn open_remote(url: &str, options: &OpenOptions, warn: &mut dyn FnMut(&DuplicateName)) -> Result<FastaFile, Error> {
+        let format = options.format.unwrap_or(SequenceFormat::Fasta);
+        let (object, shown) = crate::input::open_remote(url)?;
+        let mut head = vec![0u8; object.len().min(fasthts_io::compression::DETECT_BYTES as u64) as usize];
+        object.read_range(0, &mut head).map_err(|e| Error::from(e).with_path(&shown))?;
+        let compression = data::compression_of(&head);
+        if compression == Compression::Gzip {
+            return Err(refuse_gzip(&shown));
+        }
+        let fai_path = options.fai_path(Path::new(url));
+        let fai_text = read_beside(&fai_path)?;
+        let (index, duplicates) = FastaIndex::from_text(&fai_text, format).map_err(|e| e.with_path(shown_path(&fai_path)))?;
+        duplicates.iter().for_each(&mut *warn);
+        let gzi = match compression {
+            Compression::Bgzf => {
+                let gzi_path = options.gzi_path(Path::new(url));
+                Some(data::read_gzi(&read_beside(&gzi_path)?).map_err(|e| e.with_path(shown_path(&gzi_path)))?)
+            }
+            _ => None,
+        };
+        Ok(FastaFile { path: shown, index, data: Data::Remote { object, gzi, id: data::next_file_id() } })
     }
 
     /// The file's path.
@@ -276,6 +307,23 @@ impl FastaFile {
             .map_err(|e| Error::Message(e.to_string()).with_path(&self.path))?;
         Ok(out)
     }
+}
+
+/// The bytes of an index file of a remote FASTA: a URL, fetched whole,
+/// or a local file. Errors name it (a URL without credentials).
+fn read_beside(path: &Path) -> Result<Vec<u8>, Error> {
+    let Some(url) = crate::input::remote_url(path) else {
+        return std::fs::read(path).map_err(|e| Error::from(e).with_path(path));
+    };
+    let (object, shown) = crate::input::open_remote(url)?;
+    let mut bytes = vec![0u8; object.len() as usize];
+    object.read_range(0, &mut bytes).map_err(|e| Error::from(e).with_path(&shown))?;
+    Ok(bytes)
+}
+
+/// `path` as messages show it (a URL without credentials).
+fn shown_path(path: &Path) -> PathBuf {
+    crate::input::remote_url(path).map_or_else(|| path.to_path_buf(), |u| PathBuf::from(fasthts_io::remote::display_url(u)))
 }
 
 fn read_gzi_file(path: &Path) -> Result<Vec<(u64, u64)>, Error> {

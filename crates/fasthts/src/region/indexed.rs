@@ -49,7 +49,7 @@ use crate::sam::Positions;
 use crate::Error;
 use fasthts_io::compression::Compression;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 mod cursor;
 mod mate;
@@ -149,7 +149,7 @@ impl IndexedFile {
             return Self::open(Path::new(data), &named, report);
         }
         if let Some(url) = input::remote_url(path) {
-            return Self::open_remote(url, options);
+            return Self::open_remote(url, options)?.ok_or_else(|| no_index(Path::new(&fasthts_io::remote::display_url(url))));
         }
         let peeked = input::peek(path)?;
         let format = peeked.format();
@@ -211,8 +211,9 @@ impl IndexedFile {
     /// are fetched (the index given, which may be a URL too, else the one
     /// beside it as htslib finds it: `URL.csi`, `URL.bai`, then the same
     /// with the last extension replaced); its records' ranges are fetched
-    /// before they are read ([`IndexedFile::prefetch_pieces`]).
-    fn open_remote(url: &str, options: &IndexedOptions) -> Result<IndexedFile, Error> {
+    /// before they are read ([`IndexedFile::prefetch_pieces`]). `None` when
+    /// no index is given and none lies beside it.
+    pub fn open_remote(url: &str, options: &IndexedOptions) -> Result<Option<IndexedFile>, Error> {
         let (object, path) = input::open_remote(url)?;
         let mut head = vec![0u8; (object.len() as usize).min(format::SNIFF_BYTES)];
         object.read_range(0, &mut head).map_err(|e| Error::from(e).with_path(&path))?;
@@ -237,7 +238,10 @@ impl IndexedFile {
                         break;
                     }
                 }
-                found.ok_or_else(|| no_index(&path))?
+                match found {
+                    Some(found) => found,
+                    None => return Ok(None),
+                }
             }
         };
         let shown = input::remote_url(&index_path).map_or(index_path.clone(), |u| PathBuf::from(fasthts_io::remote::display_url(u)));
@@ -250,7 +254,25 @@ impl IndexedFile {
         // Its offsets lie within the file (the blocks it points at are
         // not fetched to be checked).
         verify_index(&bam, &index, false).map_err(|e| e.with_path(&shown))?;
-        Ok(IndexedFile::new(Data::Bam { bam, index }, false))
+        Ok(Some(IndexedFile::new(Data::Bam { bam, index }, false)))
+    }
+
+    /// [`IndexedFile::open_remote`] of `path`, a URL or `URL##idx##INDEX`
+    /// (the index named with the data, as htslib reads it).
+    pub fn open_url(path: &Path, options: &IndexedOptions) -> Result<Option<IndexedFile>, Error> {
+        let text = path.to_str().unwrap_or_default();
+        match text.split_once("##idx##") {
+            Some((data, index)) => Self::open_remote(data, &IndexedOptions { index: Some(PathBuf::from(index)), ..options.clone() }),
+            None => Self::open_remote(text, options),
+        }
+    }
+
+    /// The BAM and its index (`None` for other formats).
+    pub fn into_bam(self) -> Option<(BamFile, Index)> {
+        match self.data {
+            Data::Bam { bam, index } => Some((bam, index)),
+            _ => None,
+        }
     }
 
     /// Fetches what [`IndexedFile::piece`] of each `(scope, from)` will
@@ -271,6 +293,44 @@ impl IndexedFile {
     pub fn prefetch_regions(&mut self, regions: &[Region]) -> Result<(), Error> {
         let pieces: Vec<(Region, i64)> = regions.iter().map(|r| (*r, r.start.max(0))).collect();
         self.prefetch_pieces(&pieces)
+    }
+
+    /// This file with what `queries` read fetched (a remote file; a local
+    /// one is returned as it is): fetched into this handle when no one else
+    /// holds it, else into a copy holding only the header
+    /// ([`BamFile::remote_copy`]) and the index, so that a cursor still
+    /// reading the other handle reads it undisturbed. The Python package's
+    /// region reads come through here.
+    pub fn with_queries_fetched(file: Arc<IndexedFile>, queries: &[(Region, Rule)]) -> Result<Arc<IndexedFile>, Error> {
+        if !file.is_remote() || queries.iter().all(|&(region, rule)| file.check_query_fetched(region, rule).is_ok()) {
+            return Ok(file);
+        }
+        let mut file = match Arc::try_unwrap(file) {
+            Ok(file) => file,
+            Err(shared) => shared.remote_copy().expect("a remote file has a copy")?,
+        };
+        if let Data::Bam { bam, index } = &mut file.data {
+            let ranges: Vec<(u64, u64)> = queries.iter().filter_map(|&(region, rule)| query_range(bam, index, region, rule)).collect();
+            bam.prefetch(&ranges)?;
+        }
+        Ok(Arc::new(file))
+    }
+
+    /// [`IndexedFile::check_fetched`] of what [`IndexedFile::query`] of
+    /// `region` by `rule` reads.
+    fn check_query_fetched(&self, region: Region, rule: Rule) -> Result<(), Error> {
+        let Data::Bam { bam, index } = &self.data else { return Ok(()) };
+        if !bam.is_remote() || query_range(bam, index, region, rule).is_none_or(|(s, e)| bam.is_fetched(s, e)) {
+            return Ok(());
+        }
+        Err(Error::Message("this command cannot read regions of a remote file yet (view and depth -r can)".into()).with_path(bam.path()))
+    }
+
+    /// A remote BAM's [`BamFile::remote_copy`], with the same index.
+    fn remote_copy(&self) -> Option<Result<IndexedFile, Error>> {
+        let Data::Bam { bam, index } = &self.data else { return None };
+        let copy = bam.remote_copy()?;
+        Some(copy.map(|bam| IndexedFile::new(Data::Bam { bam, index: index.clone() }, self.whole)))
     }
 
     /// Whether the file is a remote object (read by the ranges fetched).
@@ -304,7 +364,9 @@ impl IndexedFile {
     /// CRAM's `.crai`, read by htslib), else the file again with an index
     /// made in memory (what the index lacked is reported).
     pub fn for_whole_file(&self, report: &dyn Report) -> Result<Option<IndexedFile>, Error> {
-        if self.whole {
+        // A remote file's index is taken to describe it, as samtools takes
+        // it (checking it would fetch the file).
+        if self.whole || self.is_remote() {
             return Ok(None);
         }
         let data = match &self.data {
@@ -450,7 +512,7 @@ impl IndexedFile {
     /// The records of `region` by `rule`, in file order (the unplaced
     /// records when its reference is -1, whatever the rule).
     pub fn query(&self, region: Region, rule: Rule) -> Result<Records<'_>, Error> {
-        self.check_fetched(region, region.start.max(0))?;
+        self.check_query_fetched(region, rule)?;
         let tid = region.ref_id;
         let region = if tid < 0 { Region::unplaced() } else { region };
         if rule == Rule::StartsIn || tid < 0 {
@@ -530,6 +592,31 @@ fn piece_range(bam: &BamFile, index: &Index, scope: Region, from: i64) -> Option
         (Some(f), chunk) => f.compressed().max(chunk.unwrap_or(0)).saturating_add(past).min(len),
     };
     Some((start.compressed(), end))
+}
+
+/// The compressed bytes a query of `region` by `rule` reads of `bam`,
+/// through [`IndexedFile::query`] or a [`Cursor`]: the span of the pieces
+/// they read ([`piece_range`]: the region's own, for an overlap query also
+/// that of the records starting before its end, from its start), and for
+/// an overlap query also from the first chunk the index gives (a chunk of
+/// a larger bin may start before the linear index's offset) to two of
+/// BGZF's largest blocks past the last one's end.
+fn query_range(bam: &BamFile, index: &Index, region: Region, rule: Rule) -> Option<(u64, u64)> {
+    let beg = region.start.max(0);
+    let scope = if region.ref_id < 0 { Region::unplaced() } else { region };
+    let mut spans = vec![piece_range(bam, index, region, beg), piece_range(bam, index, scope, scope.start.max(0))];
+    if let (Ok(tid), Rule::Overlap) = (usize::try_from(region.ref_id), rule) {
+        spans.push(piece_range(bam, index, overlapping(region.ref_id, region.end), beg));
+        let chunks = index.query(tid, beg, region.end);
+        let first = chunks.iter().map(|c| c.start.compressed()).min();
+        let last = chunks.iter().map(|c| c.end.compressed()).max();
+        if let (Some(first), Some(last)) = (first, last) {
+            let len = bam.bytes().len() as u64;
+            spans.push(Some((first, last.saturating_add(2 * crate::bgzf::MAX_BLOCK_SIZE as u64).min(len))));
+        }
+    }
+    let spans = spans.into_iter().flatten();
+    spans.reduce(|(s, e), (s2, e2)| (s.min(s2), e.max(e2)))
 }
 
 /// The index files htslib looks for beside the remote data file `url`:
