@@ -91,6 +91,15 @@ enum Target {
     S3(Box<S3Object>),
 }
 
+/// `path` as messages name it: a URL as [`display_url`] shows it (no
+/// credentials), a local path as it is.
+pub fn shown_path(path: &std::path::Path) -> std::path::PathBuf {
+    match path.to_str().filter(|p| is_url(p)) {
+        Some(url) => std::path::PathBuf::from(display_url(url)),
+        None => path.to_path_buf(),
+    }
+}
+
 /// An object behind a URL, of a known length and version.
 pub struct RemoteObject {
     target: Target,

@@ -38,30 +38,37 @@ pub fn split_file(path: &Path, parts: usize) -> std::io::Result<Vec<(u64, Option
         Compression::None => {}
     }
     let fasta = head.first() == Some(&b'>');
+    record_aligned_parts(len, parts, |target| record_start_after(&mut f, target, fasta))
+}
+
+/// `parts` ranges of a plain file of `len` bytes, each `(start, Some(end))`,
+/// cut at the record start `start_after(target)` finds after each even
+/// share (the first at 0; cuts that would repeat or pass the end dropped).
+fn record_aligned_parts(
+    len: u64,
+    parts: usize,
+    mut start_after: impl FnMut(u64) -> std::io::Result<Option<u64>>,
+) -> std::io::Result<Vec<(u64, Option<u64>)>> {
     let mut cuts = vec![0u64];
     for i in 1..parts {
         let target = len * i as u64 / parts as u64;
         if target <= *cuts.last().unwrap_or(&0) {
             continue;
         }
-        match record_start_after(&mut f, target, fasta)? {
+        match start_after(target)? {
             Some(c) if c > *cuts.last().unwrap_or(&0) && c < len => cuts.push(c),
             _ => {}
         }
     }
     cuts.dedup();
-    let mut out = Vec::new();
-    for (i, &c) in cuts.iter().enumerate() {
-        out.push((c, cuts.get(i + 1).copied().or(Some(len))));
-    }
-    Ok(out)
+    Ok(cuts.iter().enumerate().map(|(i, &c)| (c, cuts.get(i + 1).copied().or(Some(len)))).collect())
 }
 
 /// Opens the part `start..end` of `path` (offsets from [`split_file`];
 /// `None` for the file's start or end) as a sequence reader; of a URL,
 /// only the part's bytes are fetched.
 pub fn open_part(path: &str, start: Option<u64>, end: Option<u64>) -> Result<SeqReader, SeqError> {
-    let shown = if remote::is_url(path) { remote::display_url(path) } else { path.to_string() };
+    let shown = remote::shown_path(Path::new(path)).display().to_string();
     let io = |e: std::io::Error| SeqError { msg: format!("{shown}: {e}"), empty_sequence: false };
     if matches!((start, end), (None | Some(0), None)) {
         // The whole file, compressed or not.
@@ -101,20 +108,10 @@ fn split_remote(url: &str, parts: usize) -> std::io::Result<Vec<(u64, Option<u64
         return Ok(vec![(0, None)]);
     }
     let fasta = head.first() == Some(&b'>');
-    let mut cuts = vec![0u64];
-    for i in 1..parts {
-        let target = len * i as u64 / parts as u64;
-        if target <= *cuts.last().unwrap_or(&0) {
-            continue;
-        }
+    record_aligned_parts(len, parts, |target| {
         let from = BufReader::with_capacity(1 << 16, Ranges { object: &object, at: target });
-        match record_start_from(from, target, fasta)? {
-            Some(c) if c > *cuts.last().unwrap_or(&0) && c < len => cuts.push(c),
-            _ => {}
-        }
-    }
-    cuts.dedup();
-    Ok(cuts.iter().enumerate().map(|(i, &c)| (c, cuts.get(i + 1).copied().or(Some(len)))).collect())
+        record_start_from(from, target, fasta)
+    })
 }
 
 /// A remote object read from `at` by ranges of 64 KiB, one at a time

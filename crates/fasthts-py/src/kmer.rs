@@ -28,8 +28,7 @@ fn check_readable(path: &Path) -> PyResult<()> {
             _ => e.into(),
         };
         // A URL is named without credentials.
-        let shown = path.to_str().filter(|p| fasthts_io::remote::is_url(p)).map(fasthts_io::remote::display_url);
-        crate::to_py(e.with_path(shown.as_deref().map_or(path, Path::new)))
+        crate::to_py(e.with_path(&fasthts_io::remote::shown_path(path)))
     })
 }
 
@@ -345,5 +344,5 @@ fn countgraph_from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Countgraph> {
 /// to a line starting `>`. Other compressed files come back whole: `[(0, None)]`.
 #[pyfunction]
 fn seqfile_split(py: Python<'_>, path: FsPath, parts: usize) -> PyResult<Vec<(u64, Option<u64>)>> {
-    py.detach(|| split::split_file(&path, parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&*path)))
+    py.detach(|| split::split_file(&path, parts.max(1))).map_err(|e| crate::to_py(fasthts::Error::from(e).with_path(&fasthts_io::remote::shown_path(&path))))
 }

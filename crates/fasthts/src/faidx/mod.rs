@@ -232,12 +232,12 @@ impl FastaFile {
         }
         let fai_path = options.fai_path(Path::new(url));
         let fai_text = read_beside(&fai_path)?;
-        let (index, duplicates) = FastaIndex::from_text(&fai_text, format).map_err(|e| e.with_path(shown_path(&fai_path)))?;
+        let (index, duplicates) = FastaIndex::from_text(&fai_text, format).map_err(|e| e.with_path(fasthts_io::remote::shown_path(&fai_path)))?;
         duplicates.iter().for_each(&mut *warn);
         let gzi = match compression {
             Compression::Bgzf => {
                 let gzi_path = options.gzi_path(Path::new(url));
-                Some(data::read_gzi(&read_beside(&gzi_path)?).map_err(|e| e.with_path(shown_path(&gzi_path)))?)
+                Some(data::read_gzi(&read_beside(&gzi_path)?).map_err(|e| e.with_path(fasthts_io::remote::shown_path(&gzi_path)))?)
             }
             _ => None,
         };
@@ -319,11 +319,6 @@ fn read_beside(path: &Path) -> Result<Vec<u8>, Error> {
     let mut bytes = vec![0u8; object.len() as usize];
     object.read_range(0, &mut bytes).map_err(|e| Error::from(e).with_path(&shown))?;
     Ok(bytes)
-}
-
-/// `path` as messages show it (a URL without credentials).
-fn shown_path(path: &Path) -> PathBuf {
-    crate::input::remote_url(path).map_or_else(|| path.to_path_buf(), |u| PathBuf::from(fasthts_io::remote::display_url(u)))
 }
 
 fn read_gzi_file(path: &Path) -> Result<Vec<(u64, u64)>, Error> {

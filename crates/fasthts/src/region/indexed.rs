@@ -244,7 +244,7 @@ impl IndexedFile {
                 }
             }
         };
-        let shown = input::remote_url(&index_path).map_or(index_path.clone(), |u| PathBuf::from(fasthts_io::remote::display_url(u)));
+        let shown = fasthts_io::remote::shown_path(&index_path);
         let index = Index::from_bytes(&bytes).map_err(|e| Error::from(e).with_path(&shown))?;
         let (in_index, in_header) = (index.references().len(), bam.header().references.len());
         if in_index != in_header {
