@@ -307,7 +307,8 @@ impl S3Object {
 
     fn bucket(endpoint: &url::Url, style: UrlStyle, name: &str, region: &str) -> io::Result<Bucket> {
         Bucket::new(endpoint.clone(), style, name.to_string(), region.to_string())
-            .map_err(|e| bad(format!("cannot address the bucket {name:?} at {}: {e:?}", crate::remote::display_url(endpoint.as_str()))))
+            // The endpoint's origin: its scheme, host and port, no user part.
+            .map_err(|e| bad(format!("cannot address the bucket {name:?} at {}: {e:?}", endpoint.origin().ascii_serialization())))
     }
 
     /// The URL of a GET of the object: presigned now when there are
