@@ -69,22 +69,26 @@ def run(*args, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in args], check=True, capture_output=True, **kw)
 
 
-@pytest.fixture(scope="session")
-def gen_bam(tmp_path_factory) -> Path:
-    """A generated, sorted, indexed BAM of a few thousand records
-    (scripts/gen-bam.sh; needs samtools)."""
+def generate_bam(out: Path, seed: int, reads: int) -> Path:
+    """A sorted BAM of `reads` records made by scripts/gen-bam.sh (needs
+    samtools), indexed."""
     require_tool("samtools", "samtools")  # scripts/gen-bam.sh needs it
-    d = tmp_path_factory.mktemp("gen")
-    out = d / "gen.bam"
     env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir()))
     tg = target_dir() / "release" / "fasthts-testgen"
     if tg.is_file():
         env["FASTHTS_TESTGEN"] = str(tg)
-    subprocess.run(["bash", str(ROOT / "scripts/gen-bam.sh"), str(out), "--seed", "7", "--reads", "3000"], check=True, env=env)
+    subprocess.run(["bash", str(ROOT / "scripts/gen-bam.sh"), str(out), "--seed", str(seed), "--reads", str(reads)], check=True, env=env)
     import fasthts
 
     fasthts.index(str(out))
     return out
+
+
+@pytest.fixture(scope="session")
+def gen_bam(tmp_path_factory) -> Path:
+    """A generated, sorted, indexed BAM of a few thousand records
+    (scripts/gen-bam.sh; needs samtools)."""
+    return generate_bam(tmp_path_factory.mktemp("gen") / "gen.bam", seed=7, reads=3000)
 
 
 @pytest.fixture(scope="session")

@@ -215,20 +215,9 @@ def test_kmer_readers_on_urls(nginx, fastq, fastq_gz, fastq_bgzf, tmp_path):
 @pytest.fixture(scope="module")
 def larger_bam(tmp_path_factory):
     """A generated BAM of 15 MB (many BGZF blocks per region), indexed."""
-    import os
-    import subprocess
+    from conftest import generate_bam
 
-    from conftest import ROOT, require_tool, target_dir
-
-    require_tool("samtools", "samtools")  # scripts/gen-bam.sh needs it
-    out = tmp_path_factory.mktemp("larger") / "larger.bam"
-    env = dict(os.environ, CARGO_TARGET_DIR=str(target_dir()))
-    tg = target_dir() / "release" / "fasthts-testgen"
-    if tg.is_file():
-        env["FASTHTS_TESTGEN"] = str(tg)
-    subprocess.run(["bash", str(ROOT / "scripts/gen-bam.sh"), str(out), "--seed", "9", "--reads", "60000"], check=True, env=env)
-    fasthts.index(str(out))
-    return out
+    return generate_bam(tmp_path_factory.mktemp("larger") / "larger.bam", seed=9, reads=60000)
 
 
 def test_regions_longer_than_a_batch(nginx, larger_bam):
