@@ -182,13 +182,25 @@ def bench_iterate(bam, region, n):
         ("pysam AlignmentFile threads=1", "pysam-iterate", 1),
         ("pysam AlignmentFile threads=2", "pysam-iterate", 2),
     ]
+    runs, check = alternate_by_threads(jobs, n, "records or attributes", bam=bam, region=region)
+    print(f"  records: {check[0]} (same records and attribute sums on both sides)")
+    report_by_threads(jobs, runs)
+
+
+def alternate_by_threads(jobs, n, what, **arg):
+    """`n` alternating rounds of `jobs` ((name, job, threads) each: fasthts
+    at threads 1 and 2, then pysam at 1 and 2); their results must agree.
+    Returns the runs by name and the one result."""
     runs = {j[0]: [] for j in jobs}
     for _ in range(n):
         for name, job, t in jobs:
-            runs[name].append(child(job, bam=bam, region=region, threads=t))
+            runs[name].append(child(job, threads=t, **arg))
     checks = {tuple(r["check"]) for rs in runs.values() for r in rs}
-    assert len(checks) == 1, f"different records or attributes: {checks}"
-    print(f"  records: {next(iter(checks))[0]} (same records and attribute sums on both sides)")
+    assert len(checks) == 1, f"different {what}: {checks}"
+    return runs, next(iter(checks))
+
+
+def report_by_threads(jobs, runs):
     base = runs[jobs[0][0]]
     for name, _, _ in jobs:
         report(name, runs[name], base)
@@ -213,18 +225,9 @@ def bench_pileup(bam, n):
     for what in ("pileup", "coverage"):
         print(f"{what}: {bam} {','.join(contigs)} ({span / 1e6:.2f} Mb), {n} alternating runs", flush=True)
         jobs = [(f"{lib} {what} threads={t}", f"{lib}-{what}", t) for lib in ("fasthts", "pysam") for t in (1, 2)]
-        runs = {j[0]: [] for j in jobs}
-        for _ in range(n):
-            for name, job, t in jobs:
-                runs[name].append(child(job, bam=bam, contigs=contigs, threads=t))
-        checks = {tuple(r["check"]) for rs in runs.values() for r in rs}
-        assert len(checks) == 1, f"different {what} results: {checks}"
-        print(f"  result: {next(iter(checks))} (the same on both sides)")
-        base = runs[jobs[0][0]]
-        for name, _, _ in jobs:
-            report(name, runs[name], base)
-        walls = [med(runs[j[0]], "wall") for j in jobs]
-        print(f"  => pysam / fasthts wall: {walls[2] / walls[0]:.2f}x (threads=1), {walls[3] / walls[1]:.2f}x (threads=2)", flush=True)
+        runs, check = alternate_by_threads(jobs, n, f"{what} results", bam=bam, contigs=contigs)
+        print(f"  result: {check} (the same on both sides)")
+        report_by_threads(jobs, runs)
 
 
 def make_fastq(path):
