@@ -45,6 +45,10 @@ sormadup: the collated BAM to a marked, sorted BAM against samtools'
 `fixmate -m -u | sort -u | markdup` of it, each at -@ N, records compared.
 --jobs chain: the same samtools chain against fasthts' own three commands
 in the same chain (issue 35's "chain at least 2x samtools' chain").
+--jobs remote: the BAM over HTTP from nginx on loopback (bench/remote.py:
+flagstat of the URL and view -c of 20 random 20 kb regions, bytes fetched
+and times against samtools on the same URL; --rtt-ms N puts the clients
+behind an N ms round trip).
 
 With --cram (issue 21's bars; its reference FASTA with --reference), the
 jobs are on that CRAM instead: `flagstat`, `index` (the .crai, bytes
@@ -64,10 +68,10 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
-def timed(cmd, stdout=subprocess.DEVNULL):
+def timed(cmd, stdout=subprocess.DEVNULL, cwd=None):
     """Runs cmd under /usr/bin/time; returns (wall, cpu, maxrss_kb)."""
     with tempfile.NamedTemporaryFile("r") as t:
-        subprocess.run(["/usr/bin/time", "-o", t.name, "-f", "%e %U %S %M"] + cmd, check=True, stdout=stdout, stderr=subprocess.DEVNULL)
+        subprocess.run(["/usr/bin/time", "-o", t.name, "-f", "%e %U %S %M"] + cmd, check=True, stdout=stdout, stderr=subprocess.DEVNULL, cwd=cwd)
         wall, user, sys_, rss = t.read().split()[-4:]
     return float(wall), float(user) + float(sys_), int(rss)
 
@@ -250,7 +254,8 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "runs"))
-    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat, merge, stats, coverage, fastq, markdup, mosdepth, sormadup, chain; with --cram: flagstat,index,depth,sort]")
+    ap.add_argument("--jobs", help="comma-separated [flagstat,index,sort,inflate; view, view-out, view-filters, depth, cat, merge, stats, coverage, fastq, markdup, mosdepth, sormadup, chain, remote; with --cram: flagstat,index,depth,sort]")
+    ap.add_argument("--rtt-ms", type=float, default=0, help="--jobs remote: the clients' round trip to the server (a network namespace with netem; root)")
     ap.add_argument("--sort-runs", type=int, default=3)
     ap.add_argument("--sort-bam", help="input of the sort jobs [bench/data/300m.shuffled.bam, generated]")
     ap.add_argument("--cram", help="time the CRAM jobs (flagstat, index, sort) on this CRAM instead")
@@ -635,6 +640,10 @@ def main():
             sh(cmd, stderr=subprocess.DEVNULL)
         assert view_digest(out["fasthts"]) == view_digest(out["samtools"]), "fasthts' chain differs from samtools' chain"
         alternate("chain", tools, lambda k: os.remove(out[k]) if os.path.exists(out[k]) else None)
+
+    if "remote" in jobs:
+        import remote
+        remote.remote_jobs(a, fasthts, bam, tmp, report, lines, output, timed)
 
     if a.cram:
         cram_jobs(a, fasthts, tmp, report, lines)
