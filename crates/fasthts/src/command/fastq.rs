@@ -6,6 +6,7 @@
 
 use crate::bam::RecordRef;
 use crate::cram::{CramOptions, Fields};
+use crate::input::Input;
 use crate::output::TempOutput;
 use crate::whole_file::WholeFileCursor;
 use crate::Error;
@@ -176,7 +177,7 @@ struct Sink<'a> {
 }
 
 enum SinkWriter<'a> {
-    Plain(Box<dyn Write + 'a>),
+    Plain(Box<dyn Write + Send + 'a>),
     Bgzf {
         writer: BgzfWriter<std::io::BufWriter<std::fs::File>>,
         /// Bytes in the block being filled (htslib's `block_offset`).
@@ -205,6 +206,10 @@ impl Sink<'_> {
     }
 }
 
+/// The buffer of a plain output: records of a chunk arrive in one write,
+/// which a smaller buffer passes straight through.
+const PLAIN_BUFFER: usize = 64 << 10;
+
 fn is_bgzf_name(path: &Path) -> bool {
     let name = path.as_os_str().as_encoded_bytes();
     (name.len() > 3 && name.ends_with(b".gz"))
@@ -232,12 +237,14 @@ impl<'a> Outputs<'a> {
             let sink = match name {
                 None => Sink {
                     name: None,
-                    writer: SinkWriter::Plain(Box::new(std::io::BufWriter::with_capacity(1 << 20, stdout.take().expect("stdout once")))),
+                    // A chunk's text (~100-200 kB) goes past a buffer this
+                    // size without being copied into it.
+                    writer: SinkWriter::Plain(Box::new(std::io::BufWriter::with_capacity(PLAIN_BUFFER, stdout.take().expect("stdout once")))),
                     temp: None,
                 },
                 Some(path) => {
                     let (temp, file) = TempOutput::create(path)?;
-                    let file = std::io::BufWriter::with_capacity(1 << 20, file);
+                    let file = std::io::BufWriter::with_capacity(PLAIN_BUFFER, file);
                     let writer = if is_bgzf_name(path) {
                         let level = htslib_libdeflate_level(options.compression_level);
                         SinkWriter::Bgzf { writer: BgzfWriter::with_libdeflate_level(file, level), filled: 0 }
@@ -263,6 +270,12 @@ impl<'a> Outputs<'a> {
             options.index2.as_ref().map(|p| by_name(Some(p), &mut sinks)).transpose()?,
         ];
         Ok(Outputs { sinks, reads, singletons, index })
+    }
+
+    /// Whether `sink` takes text as it comes (not cut into BGZF blocks
+    /// record by record).
+    fn is_plain(&self, sink: usize) -> bool {
+        matches!(self.sinks[sink].writer, SinkWriter::Plain(_))
     }
 
     fn write(&mut self, sink: usize, text: &[u8]) -> Result<(), Error> {
@@ -320,13 +333,6 @@ impl Bases<'_> {
             Bases::Codes(c) => c.len(),
         }
     }
-
-    fn code(&self, i: usize) -> u8 {
-        match self {
-            Bases::Packed(p, _) => (p[i / 2] >> (4 * (1 - i % 2))) & 0xf,
-            Bases::Codes(c) => c[i],
-        }
-    }
 }
 
 /// htslib's `fastq_format1`, appended to `out`.
@@ -381,12 +387,11 @@ fn format_read(read: &Read<'_>, options: &FastqOptions, out: &mut Vec<u8>) -> Re
         }
     }
     out.push(b'\n');
-    const FORWARD: &[u8; 16] = b"=ACMGRSVTWYHKDBN";
-    const COMPLEMENT: &[u8; 16] = b"!TGKCYSBAWRDMHVN";
-    if flag & FLAG_REVERSE != 0 {
-        out.extend((0..len).rev().map(|i| COMPLEMENT[read.bases.code(i) as usize]));
-    } else {
-        out.extend((0..len).map(|i| FORWARD[read.bases.code(i) as usize]));
+    let reverse = flag & FLAG_REVERSE != 0;
+    match read.bases {
+        Bases::Packed(packed, _) => push_packed_bases(packed, len, reverse, out),
+        Bases::Codes(codes) if reverse => out.extend(codes.iter().rev().map(|&c| COMPLEMENT[usize::from(c & 0xf)])),
+        Bases::Codes(codes) => out.extend(codes.iter().map(|&c| FORWARD[usize::from(c & 0xf)])),
     }
     if options.format == FastxFormat::Fastq {
         out.extend_from_slice(b"\n+\n");
@@ -403,6 +408,54 @@ fn format_read(read: &Read<'_>, options: &FastqOptions, out: &mut Vec<u8>) -> Re
     }
     out.push(b'\n');
     Ok(())
+}
+
+/// The base of each 4-bit code, and of its complement.
+const FORWARD: &[u8; 16] = b"=ACMGRSVTWYHKDBN";
+const COMPLEMENT: &[u8; 16] = b"!TGKCYSBAWRDMHVN";
+
+/// The two bases of each packed byte (high nibble first), and the two of
+/// its reverse complement (the low nibble's complement first): a byte at
+/// a time instead of a nibble at a time (a tenth of fastq's CPU went to
+/// the nibble loop).
+const FORWARD_PAIRS: [[u8; 2]; 256] = base_pairs(false);
+const REVERSE_PAIRS: [[u8; 2]; 256] = base_pairs(true);
+
+const fn base_pairs(reverse: bool) -> [[u8; 2]; 256] {
+    let mut pairs = [[0u8; 2]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let (high, low) = (b >> 4, b & 0xf);
+        pairs[b] = if reverse { [COMPLEMENT[low], COMPLEMENT[high]] } else { [FORWARD[high], FORWARD[low]] };
+        b += 1;
+    }
+    pairs
+}
+
+/// The `len` bases packed two per byte in `packed`, as text, reverse
+/// complemented when `reverse`, appended to `out`.
+fn push_packed_bases(packed: &[u8], len: usize, reverse: bool, out: &mut Vec<u8>) {
+    let (whole, odd) = (len / 2, len % 2 == 1);
+    let start = out.len();
+    out.resize(start + len, 0);
+    let text = &mut out[start..];
+    if reverse {
+        // The last base (a lone high nibble when `len` is odd) comes first.
+        let (first, rest) = text.split_at_mut(usize::from(odd));
+        if odd {
+            first[0] = COMPLEMENT[usize::from(packed[whole] >> 4)];
+        }
+        for (pair, &b) in rest.chunks_exact_mut(2).zip(packed[..whole].iter().rev()) {
+            pair.copy_from_slice(&REVERSE_PAIRS[usize::from(b)]);
+        }
+    } else {
+        for (pair, &b) in text.chunks_exact_mut(2).zip(&packed[..whole]) {
+            pair.copy_from_slice(&FORWARD_PAIRS[usize::from(b)]);
+        }
+        if odd {
+            text[len - 1] = FORWARD[usize::from(packed[whole] >> 4)];
+        }
+    }
 }
 
 /// The length of the aux field at the start of `aux` (tag, type, value).
@@ -458,7 +511,6 @@ struct Slot {
 
 /// Offsets into a BAM record's bytes (no block size).
 struct Layout {
-    name: std::ops::Range<usize>,
     seq: std::ops::Range<usize>,
     qual: std::ops::Range<usize>,
     aux: usize,
@@ -470,10 +522,10 @@ fn layout(d: &[u8]) -> Layout {
     let l_name = d[8] as usize;
     let n_cigar = u16::from_le_bytes([d[12], d[13]]) as usize;
     let len = i32::from_le_bytes([d[16], d[17], d[18], d[19]]).max(0) as usize;
-    let name = 32..32 + l_name;
-    let seq = name.end + 4 * n_cigar..name.end + 4 * n_cigar + len.div_ceil(2);
+    let name_end = 32 + l_name;
+    let seq = name_end + 4 * n_cigar..name_end + 4 * n_cigar + len.div_ceil(2);
     let qual = seq.end..seq.end + len;
-    Layout { aux: qual.end, name, seq, qual, len }
+    Layout { aux: qual.end, seq, qual, len }
 }
 
 fn record_flag(d: &[u8]) -> u16 {
@@ -482,7 +534,7 @@ fn record_flag(d: &[u8]) -> u16 {
 
 /// The name without its NUL.
 fn record_name(d: &[u8]) -> &[u8] {
-    let n = &d[layout(d).name];
+    let n = &d[32..32 + usize::from(d[8])];
     &n[..n.iter().position(|&c| c == 0).unwrap_or(n.len())]
 }
 
@@ -590,7 +642,11 @@ impl Batch {
         self.jobs
             .par_chunks(CHUNK_JOBS)
             .map(|jobs| {
-                let mut text = Vec::new();
+                // About the records' size (FASTQ text of a plain read is
+                // a little longer than its BAM bytes): grown a few times
+                // per chunk instead of a dozen.
+                let record_bytes = jobs.last().map_or(0, |j| j.record.end) - jobs.first().map_or(0, |j| j.record.start);
+                let mut text = Vec::with_capacity(record_bytes + 32 * jobs.len());
                 let mut ends = Vec::with_capacity(jobs.len());
                 for job in jobs {
                     let bytes = &arena[job.record.clone()];
@@ -623,11 +679,31 @@ impl Batch {
     fn write(&self, formatted: &Formatted, outputs: &mut Outputs<'_>) -> Result<(), Error> {
         let mut job = 0;
         for (text, ends, complete) in formatted {
+            // Consecutive records for the same plain sink go in one write
+            // (a BGZF sink takes each record on its own: it ends a block
+            // before a record that would not fit).
+            let mut run: Option<(usize, usize)> = None;
             let mut start = 0;
             for &end in ends {
-                outputs.write(self.jobs[job].sink, &text[start..end])?;
+                let sink = self.jobs[job].sink;
+                match run {
+                    Some((s, _)) if s == sink => {}
+                    _ => {
+                        if let Some((s, from)) = run.take() {
+                            outputs.write(s, &text[from..start])?;
+                        }
+                        if outputs.is_plain(sink) {
+                            run = Some((sink, start));
+                        } else {
+                            outputs.write(sink, &text[start..end])?;
+                        }
+                    }
+                }
                 start = end;
                 job += 1;
+            }
+            if let Some((s, from)) = run {
+                outputs.write(s, &text[from..start])?;
             }
             if !complete {
                 return Err(Error::Message("malformed aux data".into()));
@@ -733,23 +809,35 @@ pub fn fastq_file(input: &Path, options: &FastqOptions, stdout: &mut (dyn Write 
             fields: Fields::All,
             threads: fasthts_io::pool::thread_count(options.threads),
         };
-        let mut cursor = WholeFileCursor::open(input, &cram)?;
+        let source = crate::input::open_with(input, &cram)?;
         let mut outputs = Outputs::open(options, stdout)?;
         let mut state = Grouping::new(options);
-        let mut failure: Option<Error> = None;
-        loop {
-            let got = cursor.fill(4096, &mut |r| {
-                if failure.is_none() {
-                    if let Err(e) = state.add(r, &mut outputs) {
-                        failure = Some(e);
+        match source {
+            // A mapped BAM: the next batches inflate on the pool while
+            // this thread groups (a cursor inflates each batch on the
+            // thread that asks, which left the grouping thread with 69 %
+            // of the work at -@2).
+            Input::Bam(bam) => {
+                crate::bam::scan(&bam, |r, _| state.add(r, &mut outputs))?;
+            }
+            source => {
+                let mut cursor = WholeFileCursor::new(source, input);
+                let mut failure: Option<Error> = None;
+                loop {
+                    let got = cursor.fill(4096, &mut |r| {
+                        if failure.is_none() {
+                            if let Err(e) = state.add(r, &mut outputs) {
+                                failure = Some(e);
+                            }
+                        }
+                    })?;
+                    if let Some(e) = failure.take() {
+                        return Err(e);
+                    }
+                    if got == 0 {
+                        break;
                     }
                 }
-            })?;
-            if let Some(e) = failure.take() {
-                return Err(e);
-            }
-            if got == 0 {
-                break;
             }
         }
         state.flush(&mut outputs)?;
@@ -901,6 +989,11 @@ impl<'o> Grouping<'o> {
     /// `--index-format`.
     fn write_index(&mut self, b1: Option<usize>, b2: Option<usize>, outputs: &mut Outputs<'_>) -> Result<(), Error> {
         let o = self.options;
+        // Without index files and with the default format (which cannot
+        // fail) nothing comes of it: skip looking for the barcode tag.
+        if outputs.index == [None, None] && o.index_format.is_none() {
+            return Ok(());
+        }
         let aux_of = |s: Option<usize>| s.map(|s| &self.slots[s].data[self.slots[s].layout().aux..]);
         let (a1, a2) = (aux_of(b1), aux_of(b2));
         let Some(bc) = a1.and_then(|a| find_string(a, o.barcode_tag)).or_else(|| a2.and_then(|a| find_string(a, o.barcode_tag))) else {
