@@ -195,7 +195,7 @@ impl SortInput {
         boundaries: &[Vec<u8>],
         cmp: &Comparator,
         to: ShuffleTo<'_>,
-    ) -> Result<Option<(Shuffled, Vec<Vec<u8>>)>, Error> {
+    ) -> Result<Option<ShuffleOutput>, Error> {
         let mut past = FETCH_PAST_SPLIT;
         loop {
             self.fetch_split(split, past)?;
@@ -257,7 +257,7 @@ impl SortInput {
         boundaries: &[Vec<u8>],
         cmp: &Comparator,
         to: ShuffleTo<'_>,
-    ) -> Result<(Shuffled, Vec<Vec<u8>>), Error> {
+    ) -> Result<ShuffleOutput, Error> {
         match self {
             SortInput::Bam(bam) => shuffle_split_to(bam, split, entry, boundaries, cmp, to),
             SortInput::Cram(cram) => cram.shuffle(split, entry, boundaries, cmp, to),
@@ -291,6 +291,10 @@ fn split_targets(bam: &BamFile, pieces: usize) -> Vec<u64> {
 fn sample_targets(split: Split) -> Vec<u64> {
     (0..SAMPLE_PLACES).map(|k| split.start + (split.end - split.start) * k / SAMPLE_PLACES).collect()
 }
+
+/// What a shuffle gives: its report, and with [`ShuffleTo::Memory`] the
+/// parts' buffers (none with files).
+pub type ShuffleOutput = (Shuffled, Vec<Vec<u8>>);
 
 /// Where a shuffle sends each part's records.
 #[derive(Clone, Copy, Debug)]
@@ -387,7 +391,7 @@ impl CramInput {
         boundaries: &[Vec<u8>],
         cmp: &Comparator,
         to: ShuffleTo<'_>,
-    ) -> Result<(Shuffled, Vec<Vec<u8>>), Error> {
+    ) -> Result<ShuffleOutput, Error> {
         if entry != container_offset(split.start) {
             return Err(Error::Message(format!("no CRAM container starts at {entry:?}, the split's start")).with_path(&self.path));
         }
@@ -747,7 +751,7 @@ pub fn shuffle_split_to(
     boundaries: &[Vec<u8>],
     cmp: &Comparator,
     to: ShuffleTo<'_>,
-) -> Result<(Shuffled, Vec<Vec<u8>>), Error> {
+) -> Result<ShuffleOutput, Error> {
     let mut shuffler = Shuffler::create(to)?;
     let entry = at_block_start(bam, entry);
     let mut records = bam.records_from(entry)?;
