@@ -5,6 +5,7 @@ Python.
     python -m fasthts.dask sort --local-workers 4 -n -o by-name.bam in.bam
     python -m fasthts.dask index --scheduler tcp://HOST:8786 sorted.bam
     python -m fasthts.dask sort --local-workers 4 --reference ref.fa -o out.bam in.cram
+    python -m fasthts.dask sort --scheduler tcp://HOST:8786 -o out.bam https://host/in.bam s3://bucket/lane2.bam
 
 Options are samtools sort's and index's (as ``fasthts`` takes them); the
 work is ``fasthts.dask.sort`` and ``fasthts.dask.index``. A progress bar is shown on a terminal.
@@ -23,7 +24,9 @@ from . import Error
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m fasthts.dask",
-        description="fasthts jobs on a dask.distributed cluster (the files must be on a filesystem the workers share).",
+        description="fasthts jobs on a dask.distributed cluster. sort reads local files (on a filesystem the workers share) "
+        "or URLs (http(s)://, s3://, gs://: each task fetches its ranges, and the output is written by this process); "
+        "index reads a local BAM the workers share.",
     )
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser(
@@ -34,11 +37,26 @@ def _parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  python -m fasthts.dask sort --scheduler tcp://head:8786 -o sorted.bam lane1.bam lane2.bam\n"
         "  python -m fasthts.dask sort --local-workers 2 -n -o by-name.bam in.bam\n"
-        "  python -m fasthts.dask sort --local-workers 2 --reference ref.fa -o sorted.bam in.cram",
+        "  python -m fasthts.dask sort --local-workers 2 --reference ref.fa -o sorted.bam in.cram\n"
+        "  python -m fasthts.dask sort --scheduler tcp://head:8786 -o sorted.bam https://host/in.bam\n"
+        "\n"
+        "With a URL input (or --no-shared-filesystem) the workers need no shared filesystem: the shuffle travels\n"
+        "through the cluster's memory (spilled to the workers' local disks by dask) and this process writes the output.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    s.add_argument("inputs", nargs="+", metavar="IN.bam", help="BGZF-compressed BAM or CRAM files, joined in this order")
-    s.add_argument("-o", dest="output", required=True, metavar="FILE", help="output BAM (a path the workers can write; BAM only)")
+    s.add_argument(
+        "inputs", nargs="+", metavar="IN.bam", help="BGZF-compressed BAM or CRAM files, or BAM URLs (http(s)://, s3://, gs://), joined in this order"
+    )
+    s.add_argument(
+        "-o", dest="output", required=True, metavar="FILE", help="output BAM (BAM only; a path the workers can write with a shared filesystem)"
+    )
+    s.add_argument(
+        "--no-shared-filesystem",
+        dest="shared_filesystem",
+        action="store_false",
+        default=None,
+        help="the workers share no filesystem with this process (the default with a URL input)",
+    )
     s.add_argument("--reference", metavar="FASTA", help="reference sequence FASTA of CRAM inputs [as htslib finds it]")
     where = s.add_mutually_exclusive_group(required=True)
     where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running dask scheduler, e.g. tcp://HOST:8786")
@@ -66,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         "  python -m fasthts.dask index --local-workers 2 -c sorted.bam",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    i.add_argument("input", metavar="IN.bam", help="a coordinate-sorted, BGZF-compressed BAM, or a CRAM")
+    i.add_argument("input", metavar="IN.bam", help="a coordinate-sorted, BGZF-compressed BAM, or a CRAM (a local file the workers share)")
     i.add_argument("output", nargs="?", metavar="OUT.index", help="the index [IN.bam.bai, or IN.bam.csi with -c/-m; IN.cram.crai]")
     where = i.add_mutually_exclusive_group(required=True)
     where.add_argument("--scheduler", metavar="ADDRESS", help="address of a running dask scheduler, e.g. tcp://HOST:8786")
@@ -125,6 +143,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 threads=args.threads,
                 progress=False if args.quiet else None,
                 reference=args.reference,
+                shared_filesystem=args.shared_filesystem,
             )
     except (Error, OSError, ValueError, TypeError) as e:
         # OSError's str() starts "[Errno N]": the message is enough.

@@ -2,8 +2,11 @@
 
 The steps are those of ``fasthts::sort::distributed`` (the Rust library's
 module docs explain each); this module only submits them and checks what
-they report. Every file goes to a work directory beside the output (a
-shared filesystem); nothing but small values travels through dask.
+they report. With a shared filesystem every file goes to a work directory
+beside the output and nothing but small values travels through dask;
+without one, the shuffle's chunks and the sorted parts are task results
+that dask moves (worker to worker, then each part to the client, which
+writes the output).
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ def sort(
     progress: Optional[bool] = None,
     timings: Optional[Dict[str, float]] = None,
     reference: Optional[PathLike] = None,
+    shared_filesystem: Optional[bool] = None,
 ) -> int:
     """``fasthts.sort`` on the cluster; returns the number of records.
 
@@ -122,6 +126,22 @@ def sort(
     which is removed on success, error and interruption. Tasks can be
     retried by dask (a lost worker) without changing the output.
 
+    ``inputs`` may be URLs (``http(s)://``, ``s3://``, ``gs://``; BAM
+    only): the plan is made on the client from a few ranges around each
+    cut, and each task fetches only the ranges of its split.
+
+    ``shared_filesystem``: whether the workers and the client share the
+    output's filesystem (default: yes, unless an input is a URL). Without
+    one (``False``), nothing is written on the workers' disks by fasthts:
+    each split's records for each part are a task result held in the
+    cluster's memory (dask spills results to a worker's local directory
+    under memory pressure) and moved by dask to that part's worker; each
+    part is sorted there in memory (its BAM bytes: about a part's
+    compressed size, plus the sort's ``memory``) and sent to the client,
+    which writes the output (and joins the index) part by part. So the
+    cluster holds the whole shuffle (about the input's uncompressed size)
+    at once, and the client one part at a time.
+
     ``write_index``: as ``--write-index`` (``OUTPUT.csi``, or
     ``OUTPUT##idx##INDEX``): each part's index is built on its worker, and
     the client joins them (offsets moved to where the parts lie), byte for
@@ -129,7 +149,8 @@ def sort(
 
     ``timings``: a dict to fill with each stage's wall seconds (``plan``,
     ``sample``, ``shuffle``, ``sort``, ``place``, ``index``) and sizes
-    (``splits``, ``parts``, ``shuffle_bytes``), for benchmarks.
+    (``splits``, ``parts``, ``shuffle_bytes``: the shuffle files' size, with
+    a shared filesystem), for benchmarks.
     """
     clock = _Clock(timings)
     if isinstance(inputs, (str, bytes, os.PathLike)):
@@ -144,7 +165,11 @@ def sort(
         data, index_path, index_csi = _fasthts.dask_sort_index_name(output)
     else:
         data, index_path, index_csi = output, None, False
-    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in paths]
+    # (A URL is opened here: a missing one is one error naming it.)
+    probed = [_fasthts.dask_input_size(p) for p in paths]
+    sizes = [size for _, size in probed]
+    if shared_filesystem is None:
+        shared_filesystem = not any(remote for remote, _ in probed)
     pieces = splits or max(2 * workers, -(-max(sizes) // _SPLIT_BYTES))
     n_parts = parts or max(workers, -(-sum(sizes) // _PART_BYTES))
     ref = None if reference is None else _path(reference, "reference")
@@ -172,6 +197,11 @@ def sort(
         n_parts = len(boundaries) + 1
         clock.mark("sample")
 
+        if not shared_filesystem:
+            return _sort_in_memory(
+                client, submit, futures, plan, paths, header, boundaries, order, n_parts, ref, work, data, index_path, index_csi,
+                (level, memory, threads, program), progress, clock, timings,
+            )
         # Every split's records to its parts' shuffle files.
         def shuffle_files(j: int) -> List[str]:
             return [os.path.join(work, f"split{j:06}.part{p:06}") for p in range(n_parts)]
@@ -240,17 +270,135 @@ def sort(
                     shifts.append(at - start)
                 at += end - start
             segments = [(r[3], shift) for r, shift in zip(client.gather(indexed), shifts)]
-            index_temporary = os.path.join(work, "output.index")
-            _fasthts.dask_index_join(temporary, segments, at << 16, index_temporary, index_csi)
-            os.replace(temporary, os.fspath(data))
-            os.replace(index_temporary, os.fspath(index_path))
+            _commit(temporary, data, index_path, index_csi, segments, at)
             clock.mark("index")
         else:
-            os.replace(temporary, os.fspath(data))
+            _commit(temporary, data, None, False, [], at)
         return records
     finally:
-        client.cancel([f for f in futures if not f.done()])
+        client.cancel([f for f in futures if f is not None and not f.done()])
         _remove_tree(work)
+
+
+def _commit(temporary: str, data: str, index_path: Optional[str], csi: bool, segments: List[Tuple[bytes, int]], end: int) -> None:
+    """Moves the assembled output (ending at byte `end`) into place, and
+    with `index_path` its index, joined from the parts' `segments` (each
+    with the bytes its offsets move by) beside it first."""
+    if index_path is not None:
+        index_temporary = temporary + ".index"
+        _fasthts.dask_index_join(temporary, segments, end << 16, index_temporary, csi)
+        os.replace(temporary, os.fspath(data))
+        os.replace(index_temporary, os.fspath(index_path))
+    else:
+        os.replace(temporary, os.fspath(data))
+
+
+def _shuffle_report(result: Any) -> Any:
+    """The report of an in-memory shuffle task's result (None when no
+    entry could be guessed)."""
+    return None if result is None else result[0]
+
+
+def _shuffle_chunk(result: Any, part: int) -> bytes:
+    """Part `part`'s chunk of an in-memory shuffle task's result."""
+    return result[1][part]
+
+
+def _part_sizes(result: Any) -> Tuple[int, int]:
+    """`(header blocks, body)` lengths of a part sorted in memory."""
+    return len(result[0]), len(result[1])
+
+
+def _sort_in_memory(
+    client: Any,
+    submit: Any,
+    futures: List[Any],
+    plan: Sequence[Tuple[int, int, int]],
+    paths: List[str],
+    header: str,
+    boundaries: List[bytes],
+    order: Any,
+    n_parts: int,
+    ref: Optional[str],
+    work: str,
+    data: str,
+    index_path: Optional[str],
+    index_csi: bool,
+    part_options: Tuple[Any, Any, int, Any],
+    progress: Optional[bool],
+    clock: "_Clock",
+    timings: Optional[Dict[str, float]],
+) -> int:
+    """The shuffle and the parts of ``sort(shared_filesystem=False)``: task
+    results moved by dask, the output written by the client."""
+
+    def shuffle(j: int, entry: Optional[int]) -> Any:
+        i, s, e = plan[j]
+        return submit(_fasthts.dask_sort_shuffle_in_memory, paths[i], header, s, e, entry, boundaries, order, n_parts, ref)
+
+    shuffled = [shuffle(j, None) for j in range(len(plan))]
+    _watch(shuffled, progress, "sort: shuffling")
+    reports = client.gather([submit(_shuffle_report, f) for f in shuffled])
+
+    def rerun(j: int, entry: int) -> Any:
+        shuffled[j] = shuffle(j, entry)
+        return submit(_shuffle_report, shuffled[j]).result()
+
+    used = _chain(plan, paths, reports, lambda r: r[0], lambda r: r[1], rerun)
+    clock.mark("shuffle")
+    if timings is not None:
+        timings.update(splits=len(plan), parts=n_parts)
+    # Each part's chunks picked out where they lie (small tasks on the
+    # shuffle's workers), then moved to the part's task.
+    level, memory, threads, program = part_options
+    index = index_csi if index_path is not None else None
+    sorted_parts = [
+        submit(
+            _fasthts.dask_sort_part_in_memory,
+            header,
+            [submit(_shuffle_chunk, shuffled[j], p) for j in used],
+            order,
+            level,
+            memory,
+            threads,
+            program,
+            ref,
+            index,
+        )
+        for p in range(n_parts)
+    ]
+    # The scheduler keeps what the parts need until they have run; the
+    # client lets go of the shuffle so that it is freed then.
+    del shuffled
+    futures[:] = sorted_parts
+    _watch(sorted_parts, progress, "sort: sorting parts")
+    sizes = client.gather([client.submit(_part_sizes, f, pure=False) for f in sorted_parts])
+    clock.mark("sort")
+
+    # The output: part 0's header blocks, every part's record blocks, EOF;
+    # the parts come to the client one at a time.
+    temporary = os.path.join(work, "output.bam")
+    at = sizes[0][0]
+    records = 0
+    segments: List[Tuple[bytes, int]] = []
+    for p, future in enumerate(sorted_parts):
+        header_blocks, body, count, segment = future.result()
+        if p == 0:
+            _fasthts.dask_sort_create_with(temporary, header_blocks, sum(b for _, b in sizes))
+        if body:
+            _fasthts.dask_sort_place_bytes(body, temporary, at)
+            if segment is not None:
+                segments.append((segment, at - len(header_blocks)))
+        at += len(body)
+        records += count
+        sorted_parts[p] = futures[p] = None  # let the part go (client and cluster)
+        del header_blocks, body, future
+    _fasthts.dask_sort_finish(temporary)
+    clock.mark("place")
+    _commit(temporary, data, index_path, index_csi, segments, at)
+    if index_path is not None:
+        clock.mark("index")
+    return records
 
 
 class _Clock:

@@ -11,7 +11,7 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _RegionLike = Union["Region", str, Tuple[Optional[str], Optional[int], Optional[int]]]
 
 __version__: str
-__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "markdup", "sormadup", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_sort_boundaries", "dask_sort_create", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_place", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle", "_stats_text"]
+__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "markdup", "sormadup", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_input_size", "dask_sort_boundaries", "dask_sort_create", "dask_sort_create_with", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_part_in_memory", "dask_sort_place", "dask_sort_place_bytes", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle", "dask_sort_shuffle_in_memory", "_stats_text"]
 
 class Error(Exception):
     """Bad input or a failed operation; the message is the CLI's."""
@@ -323,6 +323,7 @@ SNP_WALK_EXHAUSTED: Tuple[int, int]
 def snp_pileup_plan(
     vcf: _Path, output: _Path, bams: Sequence[_Path], parts: int, gzip: bool = False, reference: Optional[_Path] = None
 ) -> List[Tuple[int, int, int]]: ...
+def dask_input_size(path: _Path) -> Tuple[bool, int]: ...
 def dask_sort_plan(inputs: Sequence[_Path], output: _Path, pieces: int, reference: Optional[_Path] = None) -> List[Tuple[int, int, int]]: ...
 def dask_sort_sample(
     path: _Path, header: _Path, start: int, end: int, count: int, order: Tuple[bool, Optional[str], bool, bool, int], reference: Optional[_Path] = None
@@ -341,6 +342,30 @@ def dask_sort_shuffle(
     outputs: Sequence[_Path],
     reference: Optional[_Path] = None,
 ) -> Optional[Tuple[int, Optional[int], int]]: ...
+def dask_sort_shuffle_in_memory(
+    path: _Path,
+    header: _Path,
+    start: int,
+    end: int,
+    entry: Optional[int],
+    boundaries: Sequence[bytes],
+    order: Tuple[bool, Optional[str], bool, bool, int],
+    parts: int,
+    reference: Optional[_Path] = None,
+) -> Optional[Tuple[Tuple[int, Optional[int], int], List[bytes]]]: ...
+def dask_sort_part_in_memory(
+    header: _Path,
+    shuffled: Sequence[bytes],
+    order: Tuple[bool, Optional[str], bool, bool, int],
+    level: Optional[int] = None,
+    memory: Union[int, str, None] = None,
+    threads: Optional[int] = None,
+    program: Optional[Tuple[str, str]] = None,
+    reference: Optional[_Path] = None,
+    index: Optional[bool] = None,
+) -> Tuple[bytes, bytes, int, Optional[bytes]]: ...
+def dask_sort_create_with(output: _Path, header_blocks: bytes, body_len: int) -> None: ...
+def dask_sort_place_bytes(body: bytes, output: _Path, at: int) -> None: ...
 def dask_sort_part(
     header: _Path,
     shuffled: Sequence[_Path],

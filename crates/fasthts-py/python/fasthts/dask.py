@@ -2,11 +2,19 @@
 
 The same scatter/gather as one machine, with the tasks on the workers of a
 ``distributed.Client`` that you pass in. Workers open files by path (a
-shared filesystem is then assumed) or by ``http://``/``https://`` URL
-(``flagstat`` and ``count_kmers``: the plan is made on the client, each
-task fetches only its ranges, and the workers need no copy of the file):
-no BAM or read file is ever pickled. Results are those of the
-single-machine functions.
+shared filesystem is then assumed) or by URL (``http(s)://``, ``s3://``,
+``gs://``; the workers need no copy of the file and no shared
+filesystem): no BAM or read file is ever pickled. Results are those of
+the single-machine functions.
+
+With URLs, the plan is made on the client and each task fetches only its
+own byte ranges: ``flagstat`` (regions from the index), ``count_kmers``
+(record-aligned parts of a plain file), ``snp_pileup`` (blocks of VCF
+sites; a block fetches the ranges its regions of the BAMs read, the VCF
+streamed; the client writes the output) and ``sort`` (splits at BGZF
+block starts; without a shared filesystem the shuffle travels through the
+cluster's memory and the client writes the output: see ``sort``).
+``index`` needs a local BAM the workers share.
 
 >>> from dask.distributed import Client, LocalCluster          # doctest: +SKIP
 >>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
@@ -105,11 +113,13 @@ def snp_pileup(
     the same checks and errors first, and the same output bytes. Returns
     the number of rows. ``reference=`` (the FASTA of CRAM inputs, as
     ``fasthts.snp_pileup``'s) must be readable by that path on the workers.
+    ``vcf`` and ``bams`` may be URLs (BAMs with their index beside them):
+    each block fetches only the ranges its regions read.
 
     The VCF's sites are cut into ``tasks`` consecutive blocks (default: 2
     per worker thread; cuts only where the contig changes); each block's
-    pileup runs on a worker, reading the BAMs by path through their
-    indexes. FACETS' output depends on where its walk over the pileup
+    pileup runs on a worker, reading the BAMs by path or URL through their
+    indexes, from its first contig on (contigs before it are not read). FACETS' output depends on where its walk over the pileup
     stands when a block begins (the walk can run past a contig's last site
     into the next contig): every block is first run as if it started the
     file, and a block whose real starting state (the previous block's end

@@ -164,6 +164,15 @@ impl BamFile {
         BamFile::from_bytes(path.as_ref().to_path_buf(), Bytes::Owned(bytes))
     }
 
+    /// The bytes of a BAM held in memory ([`BamFile::from_vec`]), given
+    /// back; `None` for a mapped or remote file.
+    pub fn into_vec(self) -> Option<Vec<u8>> {
+        match self.bytes {
+            Bytes::Owned(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
+
     /// The BAM behind a remote `object`, named `path` in messages: its
     /// header and its last bytes (the EOF marker) are fetched; the ranges
     /// to read are fetched before they are read ([`BamFile::prefetch`]).

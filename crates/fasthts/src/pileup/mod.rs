@@ -192,6 +192,17 @@ impl RecordSource for crate::region::indexed::Records<'_> {
     }
 }
 
+/// The records of a query to the end of a reference, local or fetched as
+/// read ([`crate::region::indexed::IndexedFile::query_onwards`]).
+impl RecordSource for crate::region::indexed::Onwards<'_> {
+    fn advance(&mut self) -> Result<bool, PileupError> {
+        Ok(crate::region::indexed::Onwards::advance(self)?)
+    }
+    fn current(&self) -> RecordRef<'_> {
+        crate::region::indexed::Onwards::current(self)
+    }
+}
+
 /// A multi-file pileup (htslib's `bam_mplp_auto` with FACETS-style read
 /// filtering). See the [module documentation](self).
 ///

@@ -47,9 +47,8 @@ pub use exact::map_contig_exact;
 
 use super::vcf::{VcfReader, VcfSource, VcfSummary};
 use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource};
-use crate::region::indexed::{IndexedFile, Rule};
-use crate::region::Region;
 use crate::bam::RecordRef;
+use crate::region::indexed::IndexedFile;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::ops::Range;
@@ -253,9 +252,9 @@ impl Ctx<'_> {
         let warm_start = (job.start - warmup).max(0);
         let mut sources = Vec::with_capacity(n);
         for input in self.inputs {
-            let region = Region { ref_id: job.tid as i32, start: warm_start, end: i64::MAX };
-            let mut inner = input.query(region, Rule::Overlap)?;
-            inner.expect_end(job.end);
+            // To the reference's end: the region's lookahead column may lie
+            // anywhere after it (a remote file is fetched only as far as read).
+            let inner = input.query_onwards(job.tid as i32, warm_start, job.end)?;
             sources.push(Watch { inner, warm_start, region_start: job.start, filter: self.popts.filter.clone(), violated: None });
         }
         let mut pileup = Pileup::new(sources, &self.popts);
@@ -659,6 +658,16 @@ impl Window<'_, '_> {
             self.run_next()?;
         }
         Ok(())
+    }
+
+    /// Regions of references before `tid` that have not run are not run:
+    /// the walk has passed them.
+    fn skip_references_before(&mut self, tid: usize) {
+        let first = self.jobs.partition_point(|j| j.tid < tid);
+        if self.next_job < first {
+            self.next_job = first;
+            self.done.retain(|&k, _| k >= first);
+        }
     }
 
     /// First covered column at or after `(tid, pos)` in genome order.
@@ -1086,8 +1095,16 @@ impl Walk<'_> {
                 return Ok(true);
             }
         }
-        // The next column after the current one.
+        // The next column after the current one. A walk standing before
+        // the site's reference goes straight to that reference: on the
+        // columns it passes first nothing happens (3a), so their regions
+        // are not read (a block of the dask layer costs what its own
+        // references cost, however many come before them).
         let first = match *state {
+            _ if vt >= 0 && state.is_none_or(|(t, _)| t < vt) => {
+                w.skip_references_before(vt as usize);
+                w.next_covered(vt, 0)?
+            }
             None => w.next_covered(0, 0)?,
             Some((t, p)) => w.next_covered(t, p + 1)?,
         };

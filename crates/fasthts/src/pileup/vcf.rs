@@ -107,8 +107,12 @@ impl Read for SharedCursor {
 }
 
 impl VcfSource {
-    /// The VCF at `path` (`-`: standard input); a stream is read whole now.
+    /// The VCF at `path` (`-`: standard input; a URL, streamed from its
+    /// start by each reader); a stream is read whole now.
     pub fn open(path: &Path) -> Result<VcfSource, PileupError> {
+        if path.to_str().is_some_and(fasthts_io::remote::is_url) {
+            return Ok(VcfSource { path: path.to_path_buf(), held: None });
+        }
         let stream = path.as_os_str() == "-" || !std::fs::metadata(path).map_err(|e| io_err(path, e))?.file_type().is_file();
         let held = if stream {
             let mut bytes = Vec::new();

@@ -52,10 +52,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 mod cursor;
+mod fetching;
 mod mate;
 mod overlap;
 
 pub use cursor::Cursor;
+pub use fetching::{FetchingQuery, Onwards};
 pub use mate::pysam_mate;
 pub use overlap::RegionRecords;
 
@@ -316,6 +318,18 @@ impl IndexedFile {
         Ok(Arc::new(file))
     }
 
+    /// A handle of this remote file of its own (a copy holding only the
+    /// header, [`BamFile::remote_copy`], and the same index) with what
+    /// `queries` read fetched; `None` for a local file. Threads that read
+    /// different parts of one remote file each fetch into their own.
+    pub fn fetched_copy(&self, queries: &[(Region, Rule)]) -> Option<Result<IndexedFile, Error>> {
+        let copy = self.remote_copy()?;
+        Some(copy.and_then(|file| {
+            let fetched = Self::with_queries_fetched(Arc::new(file), queries)?;
+            Ok(Arc::into_inner(fetched).expect("the copy has no other holder"))
+        }))
+    }
+
     /// [`IndexedFile::check_fetched`] of what [`IndexedFile::query`] of
     /// `region` by `rule` reads.
     fn check_query_fetched(&self, region: Region, rule: Rule) -> Result<(), Error> {
@@ -535,6 +549,21 @@ impl IndexedFile {
         let ending_past = matches!(self.data, Data::SamGz { .. }).then_some(beg);
         let wide = matches!(&self.data, Data::SamGz { sam, .. } if sam.positions() == Positions::Wide);
         Ok(Records { inner, ending_past, starting_in: None, wide })
+    }
+
+    /// The records of reference `tid` overlapping `[beg, ..)`, to its end,
+    /// for a reader that will probably stop soon after `likely_end`: a
+    /// local file's [`IndexedFile::query`] with that hint
+    /// ([`Records::expect_end`]), a remote file's fetched in windows as it
+    /// is read ([`FetchingQuery`]: the rest of the reference is not
+    /// fetched).
+    pub fn query_onwards(&self, tid: i32, beg: i64, likely_end: i64) -> Result<Onwards<'_>, Error> {
+        if self.is_remote() {
+            return Ok(Onwards::Remote(FetchingQuery::new(self, tid, beg, likely_end)));
+        }
+        let mut records = self.query(Region { ref_id: tid, start: beg, end: i64::MAX }, Rule::Overlap)?;
+        records.expect_end(likely_end);
+        Ok(Onwards::Local(records))
     }
 
     /// A piece of a larger query: the records starting in `scope`, read

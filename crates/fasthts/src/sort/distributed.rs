@@ -1,6 +1,10 @@
 //! Sorting on many machines: the steps `fasthts.dask.sort` runs as tasks,
 //! each on whichever worker a cluster gives it, with files on a shared
-//! filesystem between them.
+//! filesystem between them, or (no shared filesystem) with the shuffle's
+//! chunks and the sorted parts as bytes the cluster moves
+//! ([`ShuffleTo::Memory`], [`sort_part_in_memory`], [`create_output_with`],
+//! [`place_bytes`]). Inputs may be remote (`http(s)://`, `s3://`, `gs://`):
+//! each task fetches the ranges it reads ([`SortInput::fetch_split`]).
 //!
 //! 1. [`plan_splits`]: each input BAM is cut into splits at BGZF block
 //!    starts, found by their headers (no record is read); a CRAM input
@@ -87,6 +91,22 @@ impl SortInput {
     /// `fasthts sort --reference` does), with one error naming the path for
     /// anything else (a SAM, a stream).
     pub fn open(path: &Path, reference: Option<&Path>) -> Result<SortInput, Error> {
+        if let Some(url) = crate::input::remote_url(path) {
+            // A remote BAM: its header and last bytes fetched now, the
+            // ranges a task reads before it reads them.
+            let (object, shown) = crate::input::open_remote(url)?;
+            let mut head = vec![0u8; (object.len() as usize).min(crate::format::SNIFF_BYTES)];
+            object.read_range(0, &mut head).map_err(|e| Error::from(e).with_path(&shown))?;
+            let format = crate::format::recognise(&head);
+            crate::input::check_supported(format, &shown)?;
+            if format != crate::input::Format::Bam(fasthts_io::compression::Compression::Bgzf) {
+                return Err(Error::Message(
+                    "the distributed sort reads remote BGZF-compressed BAM files only (sort a remote CRAM or SAM on one machine)".into(),
+                )
+                .with_path(&shown));
+            }
+            return Ok(SortInput::Bam(BamFile::open_remote(&shown, object)?));
+        }
         let peeked = crate::input::peek(path)?;
         let format = peeked.format();
         crate::input::check_supported(format, path)?;
@@ -131,11 +151,65 @@ impl SortInput {
     }
 
     /// The input cut into about `pieces` splits of similar compressed size
-    /// ([`plan_splits`] for a BAM; whole containers for a CRAM).
-    pub fn splits(&self, pieces: usize) -> Vec<Split> {
+    /// ([`plan_splits`] for a BAM; whole containers for a CRAM). Of a
+    /// remote BAM, only the bytes where block starts are looked for are
+    /// fetched.
+    pub fn splits(&mut self, pieces: usize) -> Result<Vec<Split>, Error> {
         match self {
-            SortInput::Bam(bam) => plan_splits(bam, pieces),
-            SortInput::Cram(cram) => cram.splits(pieces),
+            SortInput::Bam(bam) => {
+                if bam.is_remote() {
+                    let targets = split_targets(bam, pieces);
+                    bam.prefetch(&targets.iter().map(|&t| (t, t.saturating_add(SEARCH_FETCH))).collect::<Vec<_>>())?;
+                }
+                Ok(plan_splits(bam, pieces))
+            }
+            SortInput::Cram(cram) => Ok(cram.splits(pieces)),
+        }
+    }
+
+    /// Fetches what reading `split` needs of a remote BAM (nothing for a
+    /// local input): its bytes, and `past` bytes after it, where its last
+    /// record may end.
+    pub fn fetch_split(&mut self, split: Split, past: u64) -> Result<(), Error> {
+        match self {
+            SortInput::Bam(bam) if bam.is_remote() => bam.prefetch(&[(split.start, split.end.saturating_add(past))]),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the input is remote and `past` bytes after `split` do not
+    /// reach its end (a record that ran past them can be fetched further).
+    fn can_fetch_past(&self, split: Split, past: u64) -> bool {
+        matches!(self, SortInput::Bam(bam) if bam.is_remote() && split.end.saturating_add(past) < bam.bytes().len() as u64)
+    }
+
+    /// [`SortInput::shuffle_to`] of `split` from `entry` (`None`: guessed,
+    /// [`SortInput::entry`]; `None` is returned when no guess holds),
+    /// fetching the split first when the input is remote: with a margin
+    /// after it, grown (and the split read again) while its last record
+    /// runs past what was fetched.
+    pub fn fetch_and_shuffle(
+        &mut self,
+        split: Split,
+        entry: Option<VirtualOffset>,
+        boundaries: &[Vec<u8>],
+        cmp: &Comparator,
+        to: ShuffleTo<'_>,
+    ) -> Result<Option<ShuffleOutput>, Error> {
+        let mut past = FETCH_PAST_SPLIT;
+        loop {
+            self.fetch_split(split, past)?;
+            let entry = match entry {
+                Some(entry) => entry,
+                None => match self.entry(split)? {
+                    Some(entry) => entry,
+                    None => return Ok(None),
+                },
+            };
+            match self.shuffle_to(split, entry, boundaries, cmp, to) {
+                Err(_) if self.can_fetch_past(split, past) => past = past.saturating_mul(8),
+                done => return done.map(Some),
+            }
         }
     }
 
@@ -148,10 +222,17 @@ impl SortInput {
         }
     }
 
-    /// [`sample_records`] of either kind of input.
-    pub fn sample(&self, split: Split, count: usize, cmp: &Comparator) -> Result<Vec<Vec<u8>>, Error> {
+    /// [`sample_records`] of either kind of input (of a remote BAM, the
+    /// bytes at the places sampled are fetched first).
+    pub fn sample(&mut self, split: Split, count: usize, cmp: &Comparator) -> Result<Vec<Vec<u8>>, Error> {
         match self {
-            SortInput::Bam(bam) => sample_records(bam, split, count, cmp),
+            SortInput::Bam(bam) => {
+                if bam.is_remote() {
+                    let places = sample_targets(split);
+                    bam.prefetch(&places.iter().map(|&t| (t, t.saturating_add(SAMPLE_FETCH))).collect::<Vec<_>>())?;
+                }
+                sample_records(bam, split, count, cmp)
+            }
             SortInput::Cram(cram) => cram.sample(split, count, cmp),
         }
     }
@@ -165,11 +246,65 @@ impl SortInput {
         cmp: &Comparator,
         outputs: &[PathBuf],
     ) -> Result<Shuffled, Error> {
+        self.shuffle_to(split, entry, boundaries, cmp, ShuffleTo::Files(outputs)).map(|(done, _)| done)
+    }
+
+    /// [`shuffle_split_to`] of either kind of input.
+    pub fn shuffle_to(
+        &self,
+        split: Split,
+        entry: VirtualOffset,
+        boundaries: &[Vec<u8>],
+        cmp: &Comparator,
+        to: ShuffleTo<'_>,
+    ) -> Result<ShuffleOutput, Error> {
         match self {
-            SortInput::Bam(bam) => shuffle_split(bam, split, entry, boundaries, cmp, outputs),
-            SortInput::Cram(cram) => cram.shuffle(split, entry, boundaries, cmp, outputs),
+            SortInput::Bam(bam) => shuffle_split_to(bam, split, entry, boundaries, cmp, to),
+            SortInput::Cram(cram) => cram.shuffle(split, entry, boundaries, cmp, to),
         }
     }
+}
+
+/// Bytes fetched at each place a block start is looked for: the search
+/// ([`next_block_start`] looks up to 64 KiB on, then checks the three
+/// blocks after the one it finds).
+const SEARCH_FETCH: u64 = BLOCK_SEARCH + 4 * crate::bgzf::MAX_BLOCK_SIZE as u64;
+
+/// Bytes fetched at each place [`sample_records`] reads from: the block
+/// search, the bytes [`guess_entry`] inflates, and the few records read.
+const SAMPLE_FETCH: u64 = 1 << 20;
+
+/// Bytes fetched past a split's end at first (its last record may run
+/// into the blocks after it); multiplied by 8 while a record runs further.
+const FETCH_PAST_SPLIT: u64 = 4 * crate::bgzf::MAX_BLOCK_SIZE as u64;
+
+/// Where [`plan_splits`] looks for the block starts of `pieces` splits of
+/// `bam`'s records.
+fn split_targets(bam: &BamFile, pieces: usize) -> Vec<u64> {
+    let first = bam.first_record_offset().compressed();
+    let end = records_end(bam);
+    let pieces = pieces.max(1) as u64;
+    (1..pieces).map(|k| first + end.saturating_sub(first) * k / pieces).collect()
+}
+
+/// Where [`sample_records`] looks for block starts in `split`.
+fn sample_targets(split: Split) -> Vec<u64> {
+    (0..SAMPLE_PLACES).map(|k| split.start + (split.end - split.start) * k / SAMPLE_PLACES).collect()
+}
+
+/// What a shuffle gives: its report, and with [`ShuffleTo::Memory`] the
+/// parts' buffers (none with files).
+pub type ShuffleOutput = (Shuffled, Vec<Vec<u8>>);
+
+/// Where a shuffle sends each part's records.
+#[derive(Clone, Copy, Debug)]
+pub enum ShuffleTo<'a> {
+    /// To one file per part (created, or emptied when the task runs
+    /// again), on a filesystem the part's task can read.
+    Files(&'a [PathBuf]),
+    /// To one buffer per part (this many parts), returned: the cluster
+    /// moves them to the part's task.
+    Memory(usize),
 }
 
 /// A CRAM container's byte offset as the virtual offset a split's entry
@@ -255,62 +390,92 @@ impl CramInput {
         entry: VirtualOffset,
         boundaries: &[Vec<u8>],
         cmp: &Comparator,
-        outputs: &[PathBuf],
-    ) -> Result<Shuffled, Error> {
+        to: ShuffleTo<'_>,
+    ) -> Result<ShuffleOutput, Error> {
         if entry != container_offset(split.start) {
             return Err(Error::Message(format!("no CRAM container starts at {entry:?}, the split's start")).with_path(&self.path));
         }
-        let mut shuffler = Shuffler::create(outputs)?;
+        let mut shuffler = Shuffler::create(to)?;
         let records = self.containers_of(split).iter().map(|c| c.records).sum();
         if records > 0 {
             self.read(split.start, records, |r| shuffler.push(r, boundaries, cmp))?;
         }
         let exit = (split.end < self.len).then(|| container_offset(split.end));
-        Ok(Shuffled { entry, exit, records: shuffler.finish()? })
+        let (records, chunks) = shuffler.finish()?;
+        Ok((Shuffled { entry, exit, records }, chunks))
     }
 }
 
-/// Records sent, each in input order, to the shuffle file of the part
-/// that owns it.
+/// Records sent, each in input order, to the shuffle file (or buffer) of
+/// the part that owns it.
 struct Shuffler<'a> {
-    files: Vec<BufWriter<File>>,
+    sinks: Vec<Sink>,
     outputs: &'a [PathBuf],
     scratch: Vec<u8>,
     records: u64,
 }
 
+/// One part's shuffle output.
+enum Sink {
+    File(BufWriter<File>),
+    Memory(Vec<u8>),
+}
+
 impl<'a> Shuffler<'a> {
-    /// Creates (or empties, when a task is run again) one file per part.
-    fn create(outputs: &'a [PathBuf]) -> Result<Shuffler<'a>, Error> {
-        let files = outputs
-            .iter()
-            .map(|p| File::create(p).map(|f| BufWriter::with_capacity(256 << 10, f)).map_err(|e| Error::from(e).with_path(p)))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Shuffler { files, outputs, scratch: Vec::new(), records: 0 })
+    /// Creates (or empties, when a task is run again) one file per part,
+    /// or one buffer.
+    fn create(to: ShuffleTo<'a>) -> Result<Shuffler<'a>, Error> {
+        let (sinks, outputs) = match to {
+            ShuffleTo::Files(outputs) => {
+                let files = outputs
+                    .iter()
+                    .map(|p| {
+                        File::create(p).map(|f| Sink::File(BufWriter::with_capacity(256 << 10, f))).map_err(|e| Error::from(e).with_path(p))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                (files, outputs)
+            }
+            ShuffleTo::Memory(parts) => ((0..parts.max(1)).map(|_| Sink::Memory(Vec::new())).collect(), &[][..]),
+        };
+        Ok(Shuffler { sinks, outputs, scratch: Vec::new(), records: 0 })
     }
 
-    /// Appends `r` (`block_size` and data) to its part's file.
+    /// Appends `r` (`block_size` and data) to its part's file or buffer.
     fn push(&mut self, r: &RecordRef<'_>, boundaries: &[Vec<u8>], cmp: &Comparator) -> Result<(), Error> {
         let p = if boundaries.is_empty() {
             0
         } else {
             part_of(&RecordRef::new_prevalidated(prepare(cmp, r.as_bytes(), &mut self.scratch)), boundaries, cmp)
         };
-        let out = &mut self.files[p];
         let bytes = r.as_bytes();
-        out.write_all(&(bytes.len() as u32).to_le_bytes())
-            .and_then(|()| out.write_all(bytes))
-            .map_err(|e| Error::from(e).with_path(&self.outputs[p]))?;
+        let size = (bytes.len() as u32).to_le_bytes();
+        match &mut self.sinks[p] {
+            Sink::File(out) => {
+                out.write_all(&size).and_then(|()| out.write_all(bytes)).map_err(|e| Error::from(e).with_path(&self.outputs[p]))?
+            }
+            Sink::Memory(buffer) => {
+                buffer.extend_from_slice(&size);
+                buffer.extend_from_slice(bytes);
+            }
+        }
         self.records += 1;
         Ok(())
     }
 
-    /// Flushes and syncs the files; the number of records sent.
-    fn finish(self) -> Result<u64, Error> {
-        for (f, p) in self.files.into_iter().zip(self.outputs) {
-            f.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_data()).map_err(|e| Error::from(e).with_path(p))?;
+    /// Flushes and syncs the files; the number of records sent, and the
+    /// buffers (none for files).
+    fn finish(self) -> Result<(u64, Vec<Vec<u8>>), Error> {
+        let mut buffers = Vec::new();
+        for (k, sink) in self.sinks.into_iter().enumerate() {
+            match sink {
+                Sink::File(f) => {
+                    let p = &self.outputs[k];
+                    f.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_data()).map_err(|e| Error::from(e).with_path(p))?
+                }
+                Sink::Memory(buffer) => buffers.push(buffer),
+            }
         }
-        Ok(self.records)
+        Ok((self.records, buffers))
     }
 }
 
@@ -350,7 +515,7 @@ pub fn plan(
     let mut splits = Vec::new();
     let mut first: Option<Header> = None;
     for (i, path) in inputs.iter().enumerate() {
-        let input = SortInput::open(path, reference)?;
+        let mut input = SortInput::open(path, reference)?;
         if input.missing_eof_marker() {
             report.warning(crate::report::Warning::MissingEofMarker { path: path.clone() });
         }
@@ -365,7 +530,7 @@ pub fn plan(
             }
             Some(_) => {}
         }
-        splits.extend(input.splits(pieces).into_iter().map(|s| (i, s)));
+        splits.extend(input.splits(pieces)?.into_iter().map(|s| (i, s)));
     }
     Ok(splits)
 }
@@ -393,21 +558,28 @@ pub fn next_block_start(file: &[u8], from: u64) -> Option<u64> {
     (from..last).find(|&p| fasthts_io::compression::is_bgzf(&file[p as usize..]) && is_chain(p))
 }
 
+/// Where `bam`'s record blocks end: the EOF marker holds no records.
+fn records_end(bam: &BamFile) -> u64 {
+    let len = bam.bytes().len() as u64;
+    if bam.has_eof_marker() {
+        len - EOF_MARKER.len() as u64
+    } else {
+        len
+    }
+}
+
 /// Cuts `bam` into about `pieces` splits of similar compressed size, at
 /// block starts; the first begins at the block of the first record. An
 /// empty file (header only) has no splits.
 pub fn plan_splits(bam: &BamFile, pieces: usize) -> Vec<Split> {
     let file = bam.bytes();
     let first = bam.first_record_offset().compressed();
-    // The EOF marker holds no records.
-    let end = if bam.has_eof_marker() { file.len() as u64 - EOF_MARKER.len() as u64 } else { file.len() as u64 };
+    let end = records_end(bam);
     if first >= end {
         return Vec::new();
     }
-    let pieces = pieces.max(1) as u64;
     let mut starts = vec![first];
-    for k in 1..pieces {
-        let target = first + (end - first) * k / pieces;
+    for target in split_targets(bam, pieces) {
         if let Some(p) = next_block_start(file, target) {
             if p > *starts.last().expect("not empty") && p < end {
                 starts.push(p);
@@ -494,10 +666,8 @@ const SAMPLE_PLACES: u64 = 8;
 /// sample only balances the parts; it never decides where a record goes
 /// wrongly).
 pub fn sample_records(bam: &BamFile, split: Split, count: usize, cmp: &Comparator) -> Result<Vec<Vec<u8>>, Error> {
-    let mut places: Vec<u64> = (0..SAMPLE_PLACES)
-        .filter_map(|k| next_block_start(bam.bytes(), split.start + (split.end - split.start) * k / SAMPLE_PLACES))
-        .filter(|&s| s < split.end)
-        .collect();
+    let mut places: Vec<u64> =
+        sample_targets(split).into_iter().filter_map(|t| next_block_start(bam.bytes(), t)).filter(|&s| s < split.end).collect();
     places.dedup();
     let per_place = count.div_ceil(places.len().max(1));
     let mut samples = Vec::with_capacity(count);
@@ -569,7 +739,20 @@ pub fn shuffle_split(
     cmp: &Comparator,
     outputs: &[PathBuf],
 ) -> Result<Shuffled, Error> {
-    let mut shuffler = Shuffler::create(outputs)?;
+    shuffle_split_to(bam, split, entry, boundaries, cmp, ShuffleTo::Files(outputs)).map(|(done, _)| done)
+}
+
+/// [`shuffle_split`] to files or to buffers ([`ShuffleTo`]); the buffers
+/// (one per part, each a run of raw records) are returned.
+pub fn shuffle_split_to(
+    bam: &BamFile,
+    split: Split,
+    entry: VirtualOffset,
+    boundaries: &[Vec<u8>],
+    cmp: &Comparator,
+    to: ShuffleTo<'_>,
+) -> Result<ShuffleOutput, Error> {
+    let mut shuffler = Shuffler::create(to)?;
     let entry = at_block_start(bam, entry);
     let mut records = bam.records_from(entry)?;
     records.set_soft_limit(split.end);
@@ -583,7 +766,8 @@ pub fn shuffle_split(
         }
         shuffler.push(&records.current(), boundaries, cmp)?;
     };
-    Ok(Shuffled { entry, exit, records: shuffler.finish()? })
+    let (records, chunks) = shuffler.finish()?;
+    Ok((Shuffled { entry, exit, records }, chunks))
 }
 
 /// The index segment of `split`'s records, from `entry` on (see
@@ -651,7 +835,6 @@ pub struct Part {
 pub fn sort_part(header: &Header, shuffled: &[PathBuf], opts: &SortOptions, output: &Path) -> Result<Part, Error> {
     let n_ref = header.references.len();
     let file = File::create(output).map_err(|e| Error::from(e).with_path(output))?;
-    let opts = SortOptions { index: None, format: super::OutputFormat::Bam, ..opts.clone() };
     let feed = |push: &mut super::Push<'_>| -> Result<(), Error> {
         for path in shuffled {
             let mut run = RunReader::open(path, 1 << 20)?;
@@ -663,16 +846,70 @@ pub fn sort_part(header: &Header, shuffled: &[PathBuf], opts: &SortOptions, outp
         }
         Ok(())
     };
-    let (SortStats { records, .. }, out) = sort_records(header, &opts, BufWriter::with_capacity(1 << 20, file), feed)?;
+    let (records, out) = sort_part_records(header, opts, BufWriter::with_capacity(1 << 20, file), feed)?;
     let file = out.into_inner().map_err(|e| Error::from(e.into_error()).with_path(output))?;
     file.sync_data().map_err(|e| Error::from(e).with_path(output))?;
-    let part = BamFile::open(output)?;
-    let body_start = at_block_start(&part, part.first_record_offset());
+    part_layout(&BamFile::open(output)?, records)
+}
+
+/// [`sort_part`] of shuffle chunks held in memory ([`ShuffleTo::Memory`]'s
+/// buffers, in input order) into a BAM in memory ([`BamFile::from_vec`]:
+/// [`part_index_segment`] reads it, [`BamFile::into_vec`] gives its
+/// bytes), returned with where its records lie. `name` names the part in
+/// messages.
+pub fn sort_part_in_memory(header: &Header, shuffled: &[&[u8]], opts: &SortOptions, name: &Path) -> Result<(Part, BamFile), Error> {
+    let n_ref = header.references.len();
+    let feed = |push: &mut super::Push<'_>| -> Result<(), Error> {
+        for chunk in shuffled {
+            let mut at = 0usize;
+            while at < chunk.len() {
+                let damaged = || Error::Message("damaged shuffle chunk from a worker".into()).with_path(name);
+                let size = chunk.get(at..at + 4).ok_or_else(damaged)?;
+                let size = u32::from_le_bytes(size.try_into().expect("4 bytes")) as usize;
+                let data = chunk.get(at + 4..at + 4 + size).ok_or_else(damaged)?;
+                let r = RecordRef::new(data, n_ref)
+                    .map_err(|defect| Error::Message(format!("invalid record in shuffle chunk: {defect}")).with_path(name))?;
+                push(&r)?;
+                at += 4 + size;
+            }
+        }
+        Ok(())
+    };
+    let (records, bytes) = sort_part_records(header, opts, Vec::new(), feed)?;
+    let part = BamFile::from_vec(name, bytes)?;
+    let layout = part_layout(&part, records)?;
+    Ok((layout, part))
+}
+
+/// The one-machine sort of what `feed` pushes, as a part (BAM, no index).
+fn sort_part_records<W: Write + Send>(
+    header: &Header,
+    opts: &SortOptions,
+    out: W,
+    feed: impl FnOnce(&mut super::Push<'_>) -> Result<(), Error> + Send,
+) -> Result<(u64, W), Error> {
+    let opts = SortOptions { index: None, format: super::OutputFormat::Bam, ..opts.clone() };
+    let (SortStats { records, .. }, out) = sort_records(header, &opts, out, feed)?;
+    Ok((records, out))
+}
+
+/// Where a sorted part's records lie.
+fn part_layout(part: &BamFile, records: u64) -> Result<Part, Error> {
+    let body_start = at_block_start(part, part.first_record_offset());
     if body_start.uncompressed() != 0 || !part.has_eof_marker() {
-        return Err(Error::Message("sorted part does not end its header with a block".into()).with_path(output));
+        return Err(Error::Message("sorted part does not end its header with a block".into()).with_path(part.path()));
     }
     let body_end = part.bytes().len() as u64 - EOF_MARKER.len() as u64;
     Ok(Part { body_start: body_start.compressed().min(body_end), body_end, records })
+}
+
+/// The index segment of a sorted part's records (for
+/// [`join_index`], its offsets shifted to where the part lies in the
+/// output).
+pub fn part_index_segment(part: &BamFile, layout: Part, format: IndexFormat) -> Result<IndexSegment, Error> {
+    let entry = VirtualOffset::new(layout.body_start, 0).expect("a file offset");
+    let split = Split { start: layout.body_start, end: u64::MAX };
+    index_split(part, split, entry, format).map(|(segment, _)| segment)
 }
 
 /// Creates `output` (a temporary name: [`finish_output`] completes it)
@@ -680,16 +917,32 @@ pub fn sort_part(header: &Header, shuffled: &[PathBuf], opts: &SortOptions, outp
 /// `body_len` bytes of parts after them and the EOF block.
 pub fn create_output(output: &Path, header_part: &Path, body_start: u64, body_len: u64) -> Result<(), Error> {
     let mut src = File::open(header_part).map_err(|e| Error::from(e).with_path(header_part))?;
-    let mut out = File::create(output).map_err(|e| Error::from(e).with_path(output))?;
-    let copied = std::io::copy(&mut std::io::Read::take(&mut src, body_start), &mut out).map_err(|e| Error::from(e).with_path(output))?;
-    if copied != body_start {
+    let mut header_blocks = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(&mut src, body_start), &mut header_blocks)
+        .map_err(|e| Error::from(e).with_path(header_part))?;
+    if header_blocks.len() as u64 != body_start {
         return Err(Error::Message("part is shorter than its header".into()).with_path(header_part));
     }
-    let total = body_start + body_len + EOF_MARKER.len() as u64;
+    create_output_with(output, &header_blocks, body_len)
+}
+
+/// [`create_output`] from the header blocks themselves.
+pub fn create_output_with(output: &Path, header_blocks: &[u8], body_len: u64) -> Result<(), Error> {
+    let mut out = File::create(output).map_err(|e| Error::from(e).with_path(output))?;
+    out.write_all(header_blocks).map_err(|e| Error::from(e).with_path(output))?;
+    let total = header_blocks.len() as u64 + body_len + EOF_MARKER.len() as u64;
     out.set_len(total).map_err(|e| Error::from(e).with_path(output))?;
     out.seek(SeekFrom::Start(total - EOF_MARKER.len() as u64)).map_err(|e| Error::from(e).with_path(output))?;
     out.write_all(&EOF_MARKER).map_err(|e| Error::from(e).with_path(output))?;
     Ok(())
+}
+
+/// Writes `bytes` (a part's record blocks) into `output` at offset `at`
+/// ([`finish_output`] syncs them).
+pub fn place_bytes(bytes: &[u8], output: &Path, at: u64) -> Result<(), Error> {
+    use std::os::unix::fs::FileExt;
+    let out = std::fs::OpenOptions::new().write(true).open(output).map_err(|e| Error::from(e).with_path(output))?;
+    out.write_all_at(bytes, at).map_err(|e| Error::from(e).with_path(output))
 }
 
 /// Copies bytes `from..to` of `part` into `output` at offset `at` (the
@@ -879,6 +1132,11 @@ mod tests {
                 let entry = if j == 0 { bam.first_record_offset() } else { exit.expect("records go on") };
                 assert_eq!(guess_entry(&bam, split).unwrap(), Some(entry));
                 let done = shuffle_split(&bam, split, entry, &boundaries, &cmp, &files).unwrap();
+                // In memory: the same runs, the same report.
+                let (in_memory, chunks) = shuffle_split_to(&bam, split, entry, &boundaries, &cmp, ShuffleTo::Memory(4)).unwrap();
+                assert_eq!(in_memory, done);
+                let runs: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+                assert_eq!(chunks, runs);
                 exit = done.exit;
                 read_runs(&files, &mut parts);
             }
@@ -893,6 +1151,37 @@ mod tests {
             };
             assert_parts_partition(&parts, &all, &boundaries, &cmp, "");
             assert!(parts.iter().all(|records| !records.is_empty()));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A part sorted from its chunks in memory is the part sorted from its
+    /// shuffle files, byte for byte, and its index segment is the one
+    /// built from the file.
+    #[test]
+    fn parts_sorted_in_memory_equal_parts_sorted_from_files() {
+        let dir = std::env::temp_dir().join(format!("fasthts-distributed-memory-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bam = records_across_blocks();
+        let cmp = Comparator::new(SortOrder::Coordinate, &bam.header().text);
+        let split = Split { start: bam.first_record_offset().compressed(), end: bam.bytes().len() as u64 };
+        let files: Vec<PathBuf> = (0..2).map(|p| dir.join(format!("p{p}"))).collect();
+        let boundaries = choose_boundaries(sample_records(&bam, split, 100, &cmp).unwrap(), 2, &cmp);
+        let entry = bam.first_record_offset();
+        shuffle_split(&bam, split, entry, &boundaries, &cmp, &files).unwrap();
+        let (_, chunks) = shuffle_split_to(&bam, split, entry, &boundaries, &cmp, ShuffleTo::Memory(2)).unwrap();
+        let opts = SortOptions::bam(SortOrder::Coordinate, 64 << 20, 1, dir.join("tmp"));
+        for p in 0..2 {
+            let output = dir.join(format!("part{p}.bam"));
+            let from_file = sort_part(bam.header(), &files[p..=p], &opts, &output).unwrap();
+            let (in_memory, part) = sort_part_in_memory(bam.header(), &[&chunks[p]], &opts, Path::new("part")).unwrap();
+            assert_eq!(in_memory, from_file);
+            assert!(in_memory.records > 0);
+            let format = IndexFormat::Csi { min_shift: 14, depth: 5 };
+            let segment = part_index_segment(&part, in_memory, format).unwrap().to_bytes();
+            assert_eq!(part.into_vec().unwrap(), std::fs::read(&output).unwrap());
+            let on_disk = BamFile::open(&output).unwrap();
+            assert_eq!(segment, part_index_segment(&on_disk, from_file, format).unwrap().to_bytes());
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -913,7 +1202,7 @@ mod tests {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let input = SortInput::open(&cram, Some(&fasta)).unwrap();
+        let mut input = SortInput::open(&cram, Some(&fasta)).unwrap();
         let all: Vec<Vec<u8>> = {
             let mut reader = CramReader::open(&cram, &CramOptions { reference: Some(fasta.clone()), ..CramOptions::default() }).unwrap();
             let mut v = Vec::new();
@@ -929,7 +1218,7 @@ mod tests {
         let cmp = Comparator::new(SortOrder::Coordinate, &input.header().text);
         let len = std::fs::metadata(&cram).unwrap().len();
         for pieces in [1, 3, 7] {
-            let splits = input.splits(pieces);
+            let splits = input.splits(pieces).unwrap();
             assert_eq!(splits.len(), pieces);
             assert_eq!(splits.last().unwrap().end, len);
             assert!(splits.windows(2).all(|w| w[0].end == w[1].start));
@@ -950,7 +1239,7 @@ mod tests {
             assert_parts_partition(&parts, &all, &boundaries, &cmp, &format!(" ({pieces} pieces)"));
         }
         // A split's first record is its first container's: no other entry is taken.
-        let split = input.splits(3)[1];
+        let split = input.splits(3).unwrap()[1];
         let wrong = VirtualOffset::new(split.start, 1).unwrap();
         assert!(input.shuffle(split, wrong, &[], &cmp, &[dir.path("x")]).is_err());
     }
