@@ -33,6 +33,7 @@
 //! BGZF blocks inflated ahead on the other threads. Either way the bytes
 //! do not depend on the thread count.
 
+pub mod bytes;
 mod coverage;
 pub mod reference;
 pub mod text;
