@@ -8,8 +8,9 @@
 //! options is refused, not summed), then the fields, integers as LEB128
 //! varints (the arrays are mostly zeros: a byte each) and floats as their
 //! bits. Every length is checked against what is left and against the
-//! settings, so a damaged or foreign input fails in words, never panics
-//! nor allocates more than eight times its own size. What only counting
+//! settings, so a damaged or foreign input fails in words and never
+//! panics; beyond the arrays the settings call for, nothing larger than
+//! eight bytes per byte of input is allocated. What only counting
 //! more records needs (the coverage window, the loaded reference, the
 //! targets' progress, `-S`'s groups) is not kept: a decoded [`Stats`] is
 //! summed and printed, not counted into.
@@ -500,7 +501,7 @@ mod tests {
 
     /// small.bam counted with `settings`, as one part.
     fn counted(settings: &StatsSettings) -> Stats {
-        let bam = crate::bam::BamFile::open(&data("small.bam")).unwrap();
+        let bam = crate::bam::BamFile::open(data("small.bam")).unwrap();
         let names: Vec<Vec<u8>> = bam.header().references.iter().map(|r| r.name.as_bytes().to_vec()).collect();
         let mut collector = Collector::new(settings, &names, None, None, None, None);
         crate::bam::scan(&bam, |r, _| {
