@@ -11,7 +11,7 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _RegionLike = Union["Region", str, Tuple[Optional[str], Optional[int], Optional[int]]]
 
 __version__: str
-__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "markdup", "sormadup", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_input_size", "dask_sort_boundaries", "dask_sort_create", "dask_sort_create_with", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_part_in_memory", "dask_sort_place", "dask_sort_place_bytes", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle", "dask_sort_shuffle_in_memory", "_stats_text"]
+__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "markdup", "sormadup", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "stats_plan", "stats_regions", "stats_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_input_size", "dask_sort_boundaries", "dask_sort_create", "dask_sort_create_with", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_part_in_memory", "dask_sort_place", "dask_sort_place_bytes", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle", "dask_sort_shuffle_in_memory", "_stats_text"]
 
 class Error(Exception):
     """Bad input or a failed operation; the message is the CLI's."""
@@ -294,29 +294,10 @@ def snp_pileup(
 def flagstat_plan(path: _Path, region_bytes: Optional[int] = None) -> Optional[List[Region]]: ...
 def flagstat_regions(path: _Path, regions: Sequence[_RegionLike], threads: Optional[int] = None) -> Tuple[FlagStat, List[Tuple[int, int]]]: ...
 def flagstat_gather(path: _Path, regions: Sequence[_RegionLike], parts: Optional[Sequence[Tuple[FlagStat, Sequence[Tuple[int, int]]]]]) -> Optional[FlagStat]: ...
-def _stats_text(
-    path: _Path,
-    regions: Optional[Sequence[str]] = None,
-    *,
-    ref_seq: Optional[_Path] = None,
-    target_regions: Optional[_Path] = None,
-    coverage: Optional[Tuple[int, int, int]] = None,
-    remove_dups: bool = False,
-    required_flag: Union[int, str, None] = None,
-    filtering_flag: Union[int, str, None] = None,
-    gc_depth: Optional[float] = None,
-    insert_size: Optional[int] = None,
-    id: Optional[str] = None,
-    read_length: Optional[int] = None,
-    most_inserts: Optional[float] = None,
-    trim_quality: Optional[int] = None,
-    remove_overlaps: bool = False,
-    sparse: bool = False,
-    cov_threshold: Optional[int] = None,
-    reference: Optional[_Path] = None,
-    index: Optional[_Path] = None,
-    threads: Optional[int] = None,
-) -> Tuple[str, List[str]]: ...
+def _stats_text(path: _Path, regions: Optional[Sequence[str]] = None, **options: Any) -> Tuple[str, List[str]]: ...
+def stats_plan(path: _Path, **options: Any) -> Optional[List[Region]]: ...
+def stats_regions(path: _Path, regions: Sequence[_RegionLike], **options: Any) -> bytes: ...
+def stats_gather(path: _Path, regions: Sequence[_RegionLike], parts: Optional[Sequence[bytes]], **options: Any) -> Optional[Tuple[str, List[str]]]: ...
 def seqfile_split(path: _Path, parts: int) -> List[Tuple[int, Optional[int]]]: ...
 def _countgraph_from_bytes(data: bytes) -> Countgraph: ...
 SNP_WALK_EXHAUSTED: Tuple[int, int]

@@ -8,8 +8,8 @@ filesystem): no BAM or read file is ever pickled. Results are those of
 the single-machine functions.
 
 With URLs, the plan is made on the client and each task fetches only its
-own byte ranges: ``flagstat`` (regions from the index), ``count_kmers``
-(record-aligned parts of a plain file), ``snp_pileup`` (blocks of VCF
+own byte ranges: ``flagstat`` and ``stats`` (regions from the index),
+``count_kmers`` (record-aligned parts of a plain file), ``snp_pileup`` (blocks of VCF
 sites; a block fetches the ranges its regions of the BAMs read, the VCF
 streamed; the client writes the output) and ``sort`` (splits at BGZF
 block starts; without a shared filesystem the shuffle travels through the
@@ -31,11 +31,13 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from . import _fasthts
 from . import Countgraph, FlagStat
 from ._alignment import _path
+from ._stats import Stats
+from ._stats import stats as _stats_one_machine
 from ._dask_sort import _n_threads, _watch, index, sort
 
 # (The names imported above are not part of this module's API: __all__.)
 
-__all__ = ["flagstat", "snp_pileup", "count_kmers", "sort", "index"]
+__all__ = ["flagstat", "stats", "snp_pileup", "count_kmers", "sort", "index"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -98,6 +100,56 @@ def flagstat(
         if stats is not None:
             return stats
     return client.submit(_fasthts.flagstat, path, pure=False).result()
+
+
+def stats(
+    client: Any,
+    path: PathLike,
+    regions: Optional[Sequence[str]] = None,
+    tasks: Optional[int] = None,
+    progress: Optional[bool] = None,
+    **options: Any,
+) -> Stats:
+    """``fasthts.stats(path, regions, **options)`` on the cluster: the same
+    ``Stats`` (its ``text`` the same bytes, so the CLI's), the same errors.
+
+    The library decides how the file is counted, as for ``fasthts.stats``:
+    an indexed BAM (a file or a URL) without ``regions`` is counted
+    reference by reference. Its references (and the unplaced reads) are
+    cut into ``tasks`` runs (default: 2 per worker thread); each run is
+    counted on a worker, which sends back its partial statistics as bytes,
+    and the client adds them in file order and prints them. The sum is
+    used only when it is what one pass over the file gives (reads in
+    order, none of 300 cycles or more, no depth carried from one reference
+    into the next, barcodes in one reference at most) and the parts
+    covered the file exactly; otherwise, and for SAM, CRAM, a BAM without
+    a usable index, ``regions``, or a failed task, ``fasthts.stats`` counts
+    the file in one task on a worker. ``ref_seq`` (``-r``) and
+    ``target_regions`` (``-t``) are read by their paths on the client and
+    on every worker, ``reference`` (a CRAM's FASTA) and ``index`` on the
+    worker of a one-task count. ``threads``: each task's (default 1; the
+    parallelism is the tasks).
+    """
+    path = _path(path)
+    regions = None if regions is None else list(regions)
+    if options.get("coverage") is not None:
+        options["coverage"] = tuple(options["coverage"])
+    plan = None if regions is not None else _fasthts.stats_plan(path, **options)
+    if plan is not None:
+        task_options = dict(options)
+        if task_options.get("threads") is None:
+            task_options["threads"] = 1
+        groups = _chunks(plan, tasks or 2 * _n_threads(client))
+        futures = [client.submit(_fasthts.stats_regions, path, g, pure=False, **task_options) for g in groups]
+        _watch(futures, progress, "stats")
+        try:
+            parts: Optional[List[bytes]] = client.gather(futures)
+        except (_fasthts.Error, OSError):
+            parts = None  # the one-task count reports the file's own errors
+        gathered = _fasthts.stats_gather(path, plan, parts, **options)
+        if gathered is not None:
+            return Stats(*gathered)
+    return client.submit(_stats_one_machine, path, regions, pure=False, **options).result()
 
 
 def snp_pileup(

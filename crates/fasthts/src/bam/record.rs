@@ -658,6 +658,30 @@ impl<'a> Aux<'a> {
         None
     }
 
+    /// [`Aux::find`]`(tag)`, and whether a field that [`Aux::tags`] gives
+    /// has a tag `wanted` accepts: both from one walk over the fields
+    /// (which stops once both are known), for jobs that asked each of
+    /// every record.
+    #[inline]
+    pub fn find_and_any(&self, tag: [u8; 2], wanted: impl Fn([u8; 2]) -> bool) -> (Option<AuxValue<'a>>, bool) {
+        let mut rest = self.raw;
+        let (mut found, mut searching, mut any) = (None, true, false);
+        while !rest.is_empty() {
+            if searching && rest.starts_with(&tag) {
+                found = parse_aux(rest).map(|(_, value, _)| value);
+                searching = false;
+            }
+            // A malformed field ends both `find`'s walk and `tags`.
+            let Some(len) = field_len(rest) else { break };
+            any = any || wanted([rest[0], rest[1]]);
+            if any && !searching {
+                break;
+            }
+            rest = &rest[len..];
+        }
+        (found, any)
+    }
+
     /// The fields' tags in order, their values stepped over undecoded;
     /// ends at the first malformed field (as `iter` ends with an error).
     pub fn tags(&self) -> AuxTags<'a> {
@@ -912,8 +936,16 @@ pub(crate) mod tests {
             for tag in [*b"XA", *b"XZ", *b"XB", *b"NM", *b"XQ", *b"YY"] {
                 let want = aux.iter().map_while(Result::ok).find(|(t, _)| *t == tag).map(|(_, v)| v);
                 assert_eq!(aux.find(tag), want, "{tail:?} {tag:?}");
+                // One walk answers both questions as two would.
+                for wanted in [*b"XA", *b"XB", *b"NM", *b"XQ", *b"YY"] {
+                    let both = aux.find_and_any(tag, |t| t == wanted);
+                    assert_eq!(both, (aux.find(tag), aux.tags().any(|t| t == wanted)), "{tail:?} {tag:?} {wanted:?}");
+                }
             }
         }
+        // A malformed field first: neither walk goes past it.
+        let raw = [&b"XQQ"[..], good].concat();
+        assert_eq!(Aux { raw: &raw }.find_and_any(*b"NM", |t| t == *b"XA"), (None, false));
         assert_eq!(Aux { raw: good }.find(*b"NM"), Some(AuxValue::Int(5)));
     }
 }

@@ -205,7 +205,7 @@ pub fn flagstat_gather(
 /// The remote BGZF BAM at `path` (a URL, or `URL##idx##INDEX`) with its
 /// index; `None` for another format or a BAM without an index (counted
 /// sequentially, as it streams).
-fn remote_bam(path: &Path) -> Result<Option<IndexedFile>, Error> {
+pub(super) fn remote_bam(path: &Path) -> Result<Option<IndexedFile>, Error> {
     let data = path.to_str().and_then(|p| p.split_once("##idx##")).map_or(path, |(data, _)| Path::new(data));
     if input::peek(data)?.format() != Format::Bam(fasthts_io::compression::Compression::Bgzf) {
         return Ok(None);

@@ -59,7 +59,7 @@ pub use quickcheck::{quickcheck, QuickcheckFailure, QuickcheckOptions};
 pub use snp_pileup::{snp_pileup, snp_pileup_block, snp_pileup_plan, write_snp_pileup, SnpPileupFileOptions};
 pub use sormadup::{sormadup_file, SormadupOptions};
 pub use sort::{check_memory_per_thread, parse_tag, sort_file, sort_order, SortFileOptions, MIN_MEMORY_PER_THREAD};
-pub use stats::{stats_to, StatsFailure, StatsNotes, StatsOptions};
+pub use stats::{stats_gather, stats_plan, stats_regions, stats_to, StatsFailure, StatsNotes, StatsOptions};
 pub use view::{view_file, HeaderMode, SkippedRegion, ViewOptions, VIEW_WINDOW_BASES};
 pub use view_arguments::{ViewArguments, ViewRun};
 

@@ -11,10 +11,11 @@ use crate::cram::{CramOptions, Fields};
 use crate::input::{self, Input};
 use crate::output::TempOutput;
 use crate::region::indexed::{IndexedFile, IndexedOptions, Rule};
-use crate::region::{Region, RegionSyntax};
+use crate::region::{self, Plan, Region, RegionSyntax};
+use crate::stats::bytes::{RegionPart, StatsPart};
 use crate::stats::reference::Fasta;
 use crate::stats::text::{write_stats, Preamble};
-use crate::stats::{Collector, Place, StatsError, StatsSettings, Targets};
+use crate::stats::{Collector, PartSummary, Place, StatsError, StatsSettings, Targets};
 use crate::Error;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -98,10 +99,7 @@ fn run(
     let settings = &options.settings;
     let mut notes = StatsNotes::default();
     let cram = CramOptions { reference: options.cram_reference.clone(), fields: Fields::All, ..CramOptions::default() };
-    let fasta = match &settings.reference {
-        Some(fa) => Some(Fasta::open(fa).map_err(Error::Message)?),
-        None => None,
-    };
+    let fasta = open_reference(settings)?;
     // The file is opened once: through its index for regions, else as it comes.
     let mut indexed = None;
     let mut whole = None;
@@ -149,14 +147,7 @@ fn run(
     };
     let split_targets = file_targets.clone();
     let targets = file_targets.or(region_targets.map(|(lists, slots)| Targets::new(lists, &lengths, slots, false)));
-    // samtools allocates a negative number of bins and fails so.
-    let (min, max, step) = settings.coverage;
-    if step <= 0 || crate::stats::coverage_bin_count(min, max, step) <= 0 {
-        return Err(Error::Message("Out of memory".into()));
-    }
-    if options.regions.is_empty() && settings.cov_threshold > 0 && options.targets.is_none() {
-        return Err(Error::InvalidArgument("Coverage percentage calculation requires a list of target regions".into()));
-    }
+    check_counting_options(options)?;
     // A BAM whose index describes it is counted reference by reference in
     // parallel, when the parts' sum is what one pass gives (else in one pass).
     if let Some(Input::Bam(bam)) = &whole {
@@ -231,6 +222,176 @@ fn run(
     Ok(notes)
 }
 
+/// `-r`'s reference, opened (samtools' words when it cannot be).
+fn open_reference(settings: &StatsSettings) -> Result<Option<Fasta>, Error> {
+    match &settings.reference {
+        Some(fa) => Ok(Some(Fasta::open(fa).map_err(Error::Message)?)),
+        None => Ok(None),
+    }
+}
+
+/// The refusals of options that do not depend on the file.
+fn check_counting_options(options: &StatsOptions) -> Result<(), Error> {
+    let settings = &options.settings;
+    // samtools allocates a negative number of bins and fails so.
+    let (min, max, step) = settings.coverage;
+    if step <= 0 || crate::stats::coverage_bin_count(min, max, step) <= 0 {
+        return Err(Error::Message("Out of memory".into()));
+    }
+    if options.regions.is_empty() && settings.cov_threshold > 0 && options.targets.is_none() {
+        return Err(Error::InvalidArgument("Coverage percentage calculation requires a list of target regions".into()));
+    }
+    Ok(())
+}
+
+/// What the parts of a whole file counted on their own share, from its
+/// header and the options (read and checked in the order [`stats_to`]
+/// reads and checks them; `-t`'s messages go to `notes`).
+struct WholeFile {
+    names: Vec<Vec<u8>>,
+    read_groups: Option<Vec<Vec<u8>>>,
+    targets: Option<Targets>,
+}
+
+impl WholeFile {
+    fn new(header: &Header, options: &StatsOptions, notes: &mut StatsNotes) -> Result<WholeFile, Error> {
+        let names: Vec<Vec<u8>> = header.references.iter().map(|r| r.name.as_bytes().to_vec()).collect();
+        let lengths: Vec<u64> = (0..header.references.len()).map(|t| header.reference_len(t)).collect();
+        let read_groups = options.settings.group_id.as_deref().map(|id| read_groups_of(header, id));
+        let targets = match &options.targets {
+            Some(t) => Some(read_targets(t, &names, &lengths, notes)?),
+            None => None,
+        };
+        check_counting_options(options)?;
+        Ok(WholeFile { names, read_groups, targets })
+    }
+
+    fn parts<'a>(&'a self, settings: &'a StatsSettings, fasta: Option<&'a Fasta>) -> Parts<'a> {
+        Parts { settings, names: &self.names, fasta, targets: &self.targets, read_groups: &self.read_groups }
+    }
+}
+
+/// The plan of a stats run in parts on several machines
+/// ([`stats_regions`] on groups of its regions, then [`stats_gather`]):
+/// the references (and the unplaced records) of the indexed BAM at `path`
+/// (a file or a URL), in file order, when [`stats_to`] would count it so:
+/// no regions after the file, no `-S`, and an index that describes the
+/// file. `None` when the file is to be counted in one pass instead (SAM,
+/// CRAM, a pipe, no usable index). The options are checked here as
+/// `stats_to` checks them, with its errors.
+pub fn stats_plan(path: &Path, options: &StatsOptions, report: &dyn Report) -> Result<Option<Vec<Region>>, Error> {
+    // A stream is counted once, as it arrives (and not opened here: a FIFO
+    // would give its data to this look and none to the count).
+    if !options.regions.is_empty()
+        || options.settings.split_tag.is_some()
+        || path.as_os_str() == "-"
+        || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+    {
+        return Ok(None);
+    }
+    with_threads(options.threads, || {
+        open_reference(&options.settings)?;
+        let (bam, index) = if input::remote_url(path).is_some() {
+            match super::flagstat::remote_bam(path)?.and_then(IndexedFile::into_bam) {
+                Some(opened) => opened,
+                None => return Ok(None),
+            }
+        } else {
+            let cram = CramOptions { reference: options.cram_reference.clone(), fields: Fields::All, ..CramOptions::default() };
+            let Input::Bam(bam) = input::open_with(path, &cram)? else { return Ok(None) };
+            warn_if_truncated(&bam, report);
+            let Some(index) = super::covering_index(&bam, report) else { return Ok(None) };
+            (bam, index)
+        };
+        WholeFile::new(bam.header(), options, &mut StatsNotes::default())?;
+        Ok(Some(region::plan(&bam, &index, Plan::Windows(u64::MAX))))
+    })
+}
+
+/// One part of a planned stats run: the statistics of `regions` (whole
+/// references of [`stats_plan`]'s, consecutive) of the BAM at `path`, each
+/// counted on its own on the pool and summed, with what
+/// [`stats_gather`] needs to know the sum exact. Only the ranges of
+/// `regions` are fetched of a URL. `-r`'s and `-t`'s files are read here,
+/// by their paths.
+pub fn stats_regions(path: &Path, regions: &[Region], options: &StatsOptions, report: &dyn Report) -> Result<StatsPart, Error> {
+    with_threads(options.threads, || {
+        let fasta = open_reference(&options.settings)?;
+        let no_index = || Error::Message("no usable index for a planned stats".into()).with_path(path);
+        let (local, remote);
+        let (bam, index) = if input::remote_url(path).is_some() {
+            let mut file = super::flagstat::remote_bam(path)?.ok_or_else(no_index)?;
+            file.prefetch_regions(regions)?;
+            remote = file;
+            remote.bam().ok_or_else(no_index)?
+        } else {
+            let bam = crate::bam::BamFile::open(path)?;
+            let index = super::find_index(&bam, report)?.ok_or_else(no_index)?;
+            local = (bam, index);
+            (&local.0, &local.1)
+        };
+        let whole = WholeFile::new(bam.header(), options, &mut StatsNotes::default())?;
+        Ok(match count_parts(bam, index, regions, &whole.parts(&options.settings, fasta.as_ref()))? {
+            Some((stats, regions)) => StatsPart { stats: Some(stats), regions },
+            None => StatsPart { stats: None, regions: Vec::new() },
+        })
+    })
+}
+
+/// The text of a planned stats run from its plan's `regions` and the
+/// parts ([`stats_regions`] results in plan order; an error if any
+/// failed), written to `out` as [`stats_to`] writes it, with its messages;
+/// `None` (nothing written) when the file is to be counted in one pass
+/// instead, as `stats_to` decides: a part ruled the sum out or failed, the
+/// parts' spans do not cover the file exactly (the index does not describe
+/// it), or their counts would not add up to one pass's.
+pub fn stats_gather(
+    path: &Path,
+    regions: &[Region],
+    parts: Result<Vec<StatsPart>, Error>,
+    options: &StatsOptions,
+    out: &mut dyn Write,
+) -> Result<Option<StatsNotes>, Error> {
+    let bam = match input::remote_url(path) {
+        Some(_) => {
+            let no_index = || crate::index::no_index_for_regions(path);
+            let (mut bam, _) = super::flagstat::remote_bam(path)?.and_then(IndexedFile::into_bam).ok_or_else(no_index)?;
+            // What follows the last region, which the coverage check reads.
+            let last =
+                parts.as_ref().ok().and_then(|p| p.iter().flat_map(|part| part.regions.last()).last().map(|r| r.span.1.compressed()));
+            bam.prefetch(&[(last.unwrap_or(0), u64::MAX)])?;
+            bam
+        }
+        None => crate::bam::BamFile::open(path)?,
+    };
+    let mut notes = StatsNotes::default();
+    WholeFile::new(bam.header(), options, &mut notes)?;
+    let Ok(parts) = parts else { return Ok(None) };
+    let mut all: Option<crate::stats::Stats> = None;
+    let mut counted = Vec::with_capacity(regions.len());
+    for part in parts {
+        let Some(stats) = part.stats else { return Ok(None) };
+        match all.as_mut() {
+            Some(all) => all.merge(&stats),
+            None => all = Some(stats),
+        }
+        counted.extend(part.regions);
+    }
+    let Some(mut all) = all else { return Ok(None) };
+    if counted.len() != regions.len()
+        || region::check_coverage(&bam, regions.iter().zip(counted.iter().map(|part| part.span))).is_err()
+        || !sums_exactly(counted.iter().map(|part| &part.summary))
+    {
+        return Ok(None);
+    }
+    notes.lines.extend(counted.into_iter().flat_map(|part| part.notes));
+    let preamble = Preamble { producer: &options.producer, command_line: &options.command_line, split_tag: None };
+    let mut text = Vec::with_capacity(1 << 16);
+    write_stats(&mut text, &mut all, &options.settings, &preamble)?;
+    out.write_all(&text)?;
+    Ok(Some(notes))
+}
+
 /// What each part of a file counted on its own shares.
 struct Parts<'a> {
     settings: &'a StatsSettings,
@@ -243,25 +404,47 @@ struct Parts<'a> {
 /// The statistics of `bam` counted reference by reference on the pool
 /// (the unplaced records last) and summed, with the parts' messages in
 /// file order; `None` when the sum would not be what one pass over the
-/// file gives ([`crate::stats::PartSummary`]: reads out of order, a read of
-/// 300 cycles or more (this one is ruled out as soon as it is met, the
-/// other parts stopping their counts), a depth carried from one reference
-/// into the next, barcodes in more than one part) or a part failed (one
+/// file gives ([`count_parts`], [`sums_exactly`]) or a part failed (one
 /// pass then reports the first failure as samtools does).
-/// Each part is added to the sum as it ends (sums do not depend on the
-/// order; GC-depth bins keep theirs), so memory holds one part per thread.
 fn by_references(
     bam: &crate::bam::BamFile,
     index: &crate::index::Index,
     parts: &Parts<'_>,
 ) -> Result<Option<(crate::stats::Stats, Vec<String>)>, Error> {
-    use crate::region::{self, Plan};
+    let regions = region::plan(bam, index, Plan::Windows(u64::MAX));
+    // The index did not describe the file after all, or a part ruled the
+    // sum out: one pass.
+    let Ok(Some((all, counted))) = count_parts(bam, index, &regions, parts) else { return Ok(None) };
+    if region::check_coverage(bam, regions.iter().zip(counted.iter().map(|part| part.span))).is_err() {
+        return Ok(None);
+    }
+    if !sums_exactly(counted.iter().map(|part| &part.summary)) {
+        return Ok(None);
+    }
+    let notes = counted.into_iter().flat_map(|part| part.notes).collect();
+    Ok(Some((all, notes)))
+}
+
+/// Counts each of `regions` (whole references of a plan, numbered in file
+/// order for the GC-depth bins) on its own, on the pool, and sums them:
+/// the sum and each region's summary, messages and span, in the order of
+/// `regions`. `None` when a region ruled the sum out as it counted (reads
+/// out of order, a read of 300 cycles or more: this is seen as soon as it
+/// is met, and the other regions stop their counts) or failed; an error
+/// when the file could not be read.
+/// Each region is added to the sum as it ends (sums do not depend on the
+/// order; GC-depth bins keep theirs), so memory holds one region per thread.
+fn count_parts(
+    bam: &crate::bam::BamFile,
+    index: &crate::index::Index,
+    regions: &[Region],
+    parts: &Parts<'_>,
+) -> Result<Option<(crate::stats::Stats, Vec<RegionPart>)>, Error> {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
-    let regions = region::plan(bam, index, Plan::Windows(u64::MAX));
     let sum: Mutex<Option<crate::stats::Stats>> = Mutex::new(None);
     let give_up = AtomicBool::new(false);
-    let counted = region::scatter_with_spans(bam, index, &regions, |region, records| {
+    let counted = region::scatter_with_spans(bam, index, regions, |region, records| {
         let mut collector =
             Collector::new(parts.settings, parts.names, parts.fasta, parts.targets.clone(), None, parts.read_groups.clone());
         // Parts numbered from 1 in file order (the unplaced records last).
@@ -293,33 +476,33 @@ fn by_references(
             }
         }
         Ok(summary.map(|summary| (summary, notes)))
-    });
-    // The index did not describe the file after all, or a part ruled the
-    // sum out: one pass.
-    let Ok(counted) = counted else { return Ok(None) };
+    })?;
     if give_up.into_inner() {
         return Ok(None);
     }
-    if region::check_coverage(bam, regions.iter().zip(counted.iter().map(|(_, span)| *span))).is_err() {
-        return Ok(None);
-    }
-    let mut summaries = Vec::with_capacity(counted.len());
-    for (result, _) in counted {
+    let mut summed = Vec::with_capacity(counted.len());
+    for (result, span) in counted {
         match result {
-            Ok(part) => summaries.push(part),
+            Ok((summary, notes)) => summed.push(RegionPart { summary, notes, span }),
             Err(_) => return Ok(None),
         }
     }
-    let last_seen = summaries.iter().rposition(|(summary, _)| summary.seen);
-    let with_barcodes = summaries.iter().filter(|(summary, _)| summary.barcodes).count();
-    for (i, (summary, _)) in summaries.iter().enumerate() {
+    Ok(sum.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).map(|all| (all, summed)))
+}
+
+/// Whether the sum of parts that each counted a reference (in file order)
+/// is what one pass over the file gives ([`crate::stats::PartSummary`]):
+/// each part's reads in order, barcodes in one part at most, and no part
+/// followed by one that saw records having grown its arrays or left a
+/// depth in its coverage window (samtools carries both into the next
+/// reference).
+fn sums_exactly<'a>(summaries: impl Iterator<Item = &'a PartSummary> + Clone) -> bool {
+    let last_seen = summaries.clone().enumerate().filter(|(_, s)| s.seen).map(|(i, _)| i).last();
+    let with_barcodes = summaries.clone().filter(|summary| summary.barcodes).count();
+    summaries.enumerate().all(|(i, summary)| {
         let followed = last_seen.is_some_and(|last| i < last);
-        if !summary.sorted || with_barcodes > 1 || (followed && (summary.grew || summary.left_depth)) {
-            return Ok(None);
-        }
-    }
-    let notes = summaries.into_iter().flat_map(|(_, notes)| notes).collect();
-    Ok(sum.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).map(|all| (all, notes)))
+        summary.sorted && with_barcodes <= 1 && !(followed && (summary.grew || summary.left_depth))
+    })
 }
 
 /// Calls `f` on every record of `input` in file order, with its positions.

@@ -33,6 +33,7 @@
 //! BGZF blocks inflated ahead on the other threads. Either way the bytes
 //! do not depend on the thread count.
 
+pub mod bytes;
 mod coverage;
 pub mod reference;
 pub mod text;
@@ -846,13 +847,9 @@ impl Stats {
         self.checksum[2] = self.checksum[2].wrapping_add(libdeflater::crc32(&r.qual()[..half]));
     }
 
+    /// Counts the barcode tags of a record that has one of them ([`is_barcode_tag`]).
     fn collect_barcodes(&mut self, r: &RecordRef<'_>, notes: &mut Vec<String>) {
         let aux = r.aux();
-        // Most records have none of the four tags: one pass over the fields tells.
-        let any = aux.tags().any(|tag| matches!(&tag, b"BC" | b"CR" | b"OX" | b"RX"));
-        if !any {
-            return;
-        }
         let name = || String::from_utf8_lossy(r.name()).into_owned();
         for b in &mut self.barcodes {
             let Some(code) = aux_string(&aux, b.tag) else { continue };
@@ -927,8 +924,9 @@ impl Stats {
     }
 
     /// The counts of a primary (or unflagged) read with a sequence:
-    /// samtools' `collect_orig_read_stats`. Returns the read's GC count.
-    fn collect_original(&mut self, r: &RecordRef<'_>, settings: &StatsSettings, notes: &mut Vec<String>) -> u32 {
+    /// samtools' `collect_orig_read_stats`; `barcodes`: the read has a
+    /// barcode tag. Returns the read's GC count.
+    fn collect_original(&mut self, r: &RecordRef<'_>, settings: &StatsSettings, barcodes: bool, notes: &mut Vec<String>) -> u32 {
         let flag = r.flag();
         let seq_len = r.seq_len();
         self.total_len += seq_len as u64;
@@ -977,7 +975,7 @@ impl Stats {
             // Integers, exact in a double: the same sum as samtools' one by one.
             self.sum_qual += quals.iter().map(|&q| u64::from(q)).sum::<u64>() as f64;
         }
-        if order == Order::First {
+        if order == Order::First && barcodes {
             self.collect_barcodes(r, notes);
         }
         if flag & flags::UNMAPPED != 0 {
@@ -1053,7 +1051,8 @@ impl Stats {
         }
         let order = order_of(flag);
         let cigar = r.cigar();
-        let read_len = seq_len + cigar.iter().filter(|(op, _)| *op == CigarOp::HardClip).map(|(_, n)| n as usize).sum::<usize>();
+        let shape = CigarShape::of(cigar);
+        let read_len = seq_len + shape.hard_clipped;
         if read_len >= self.nbases {
             self.grow(read_len);
         }
@@ -1066,6 +1065,17 @@ impl Stats {
             self.max_len_2nd = self.max_len_2nd.max(read_len_i);
         }
         let original = flag & (flags::SECONDARY | flags::SUPPLEMENTARY) == 0;
+        let mapped = flag & flags::UNMAPPED == 0;
+        // One walk over the tags for the barcodes (first fragments) and NM
+        // (mapped reads); most records have no barcode tag.
+        let first_fragment = original && order == Order::First;
+        let aux = r.aux();
+        let (nm, barcodes) = match (mapped, first_fragment) {
+            (true, true) => aux.find_and_any(*b"NM", is_barcode_tag),
+            (true, false) => (aux.find(*b"NM"), false),
+            (false, true) => (None, aux.tags().any(is_barcode_tag)),
+            (false, false) => (None, false),
+        };
         let mut gc_count = 0;
         if original {
             self.read_lengths[read_len] += 1;
@@ -1075,16 +1085,18 @@ impl Stats {
             if order == Order::Last {
                 self.read_lengths_2nd[read_len] += 1;
             }
-            gc_count = self.collect_original(r, settings, notes);
+            gc_count = self.collect_original(r, settings, barcodes, notes);
         }
-        if flag & flags::UNMAPPED != 0 {
+        if !mapped {
             return Ok(());
         }
-        self.count_indels(r, context.names)?;
+        if shape.has_indels {
+            self.count_indels(r, context.names)?;
+        }
         if is_paired_and_mapped(flag) && original {
             self.count_insert(r, settings);
         }
-        if let Some(crate::bam::AuxValue::Int(nm)) = r.aux().find(*b"NM") {
+        if let Some(crate::bam::AuxValue::Int(nm)) = nm {
             self.nmismatches = self.nmismatches.wrapping_add(nm as u64);
         }
         if cigar.is_empty() {
@@ -1124,15 +1136,8 @@ impl Stats {
                 }
             }
         } else {
-            for (op, len) in cigar.iter() {
-                match op {
-                    CigarOp::Match | CigarOp::Insertion | CigarOp::SequenceMatch | CigarOp::SequenceMismatch => {
-                        self.nbases_mapped_cigar = self.nbases_mapped_cigar.wrapping_add(u64::from(len))
-                    }
-                    CigarOp::Deletion => readlen += i64::from(len),
-                    _ => {}
-                }
-            }
+            self.nbases_mapped_cigar = self.nbases_mapped_cigar.wrapping_add(shape.mapped);
+            readlen += shape.deleted;
         }
         let tid = r.ref_id();
         if self.tid == tid && pos < self.pos {
@@ -1211,6 +1216,10 @@ impl Stats {
                     j += 1;
                     p = next;
                 }
+            }
+        } else if let Some(blocks) = shape.blocks() {
+            for &(from, to) in blocks {
+                self.add_coverage(r, pairs, settings, pos + from, pos + to)?;
             }
         } else {
             for (op, len) in cigar.iter() {
@@ -1611,6 +1620,72 @@ impl Stats {
     pub fn finish(&mut self, settings: &StatsSettings) -> Result<(), StatsError> {
         let bins = CoverageBins::new(settings.coverage.0, settings.coverage.1, settings.coverage.2);
         Ok(self.ring.flush(None, &bins, &mut self.cov)?)
+    }
+}
+
+/// The tags of the barcodes stats counts.
+fn is_barcode_tag(tag: [u8; 2]) -> bool {
+    matches!(&tag, b"BC" | b"CR" | b"OX" | b"RX")
+}
+
+/// Aligned blocks of a read kept in [`CigarShape`]: most reads have one
+/// or a few, and a read with more walks its CIGAR again.
+const INLINE_BLOCKS: usize = 8;
+
+/// What the counting of a record reads of its CIGAR, from one walk over it
+/// (it took four, one for each use): the hard-clipped bases (in the read's
+/// length), the bases mapped (`M I = X`) and deleted, whether it has
+/// indels (most reads have none: their walk for the indel counts is
+/// skipped), and its aligned blocks (`M = X`, empty ones too) as reference
+/// offsets from its position.
+struct CigarShape {
+    hard_clipped: usize,
+    mapped: u64,
+    deleted: i64,
+    has_indels: bool,
+    blocks: [(i64, i64); INLINE_BLOCKS],
+    /// All the aligned blocks, kept or not.
+    n_blocks: usize,
+}
+
+impl CigarShape {
+    #[inline]
+    fn of(cigar: crate::bam::Cigar<'_>) -> CigarShape {
+        let mut shape =
+            CigarShape { hard_clipped: 0, mapped: 0, deleted: 0, has_indels: false, blocks: [(0, 0); INLINE_BLOCKS], n_blocks: 0 };
+        let mut at = 0i64;
+        for (op, len) in cigar.iter() {
+            let n = i64::from(len);
+            match op {
+                CigarOp::Match | CigarOp::SequenceMatch | CigarOp::SequenceMismatch => {
+                    shape.mapped += u64::from(len);
+                    if let Some(block) = shape.blocks.get_mut(shape.n_blocks) {
+                        *block = (at, at + n);
+                    }
+                    shape.n_blocks += 1;
+                    at += n;
+                }
+                CigarOp::Insertion => {
+                    shape.mapped += u64::from(len);
+                    shape.has_indels = true;
+                }
+                CigarOp::Deletion => {
+                    shape.deleted += n;
+                    shape.has_indels = true;
+                    at += n;
+                }
+                CigarOp::Skip => at += n,
+                CigarOp::HardClip => shape.hard_clipped += len as usize,
+                _ => {}
+            }
+        }
+        shape
+    }
+
+    /// The aligned blocks in order, when there were few enough to keep.
+    #[inline]
+    fn blocks(&self) -> Option<&[(i64, i64)]> {
+        self.blocks.get(..self.n_blocks)
     }
 }
 
