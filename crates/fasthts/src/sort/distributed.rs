@@ -666,6 +666,12 @@ pub fn sort_part(header: &Header, shuffled: &[PathBuf], opts: &SortOptions, outp
     let (SortStats { records, .. }, out) = sort_records(header, &opts, BufWriter::with_capacity(1 << 20, file), feed)?;
     let file = out.into_inner().map_err(|e| Error::from(e.into_error()).with_path(output))?;
     file.sync_data().map_err(|e| Error::from(e).with_path(output))?;
+    part_layout(output, records)
+}
+
+/// Where the `records` records of the part BAM `output` lie (its header
+/// must end with a block, and an EOF block must end it).
+pub fn part_layout(output: &Path, records: u64) -> Result<Part, Error> {
     let part = BamFile::open(output)?;
     let body_start = at_block_start(&part, part.first_record_offset());
     if body_start.uncompressed() != 0 || !part.has_eof_marker() {
