@@ -6,7 +6,10 @@ shared filesystem is then assumed) or by ``http://``/``https://`` URL
 (``flagstat`` and ``count_kmers``: the plan is made on the client, each
 task fetches only its ranges, and the workers need no copy of the file):
 no BAM or read file is ever pickled. Results are those of the
-single-machine functions.
+single-machine functions: ``sort`` and ``sormadup`` (collate, fixmate -m,
+sort and markdup: duplicates marked per coordinate part, the reads whose
+duplicates may cross into the part before handed over to it) give the
+records of ``fasthts.sort`` and ``fasthts.sormadup``.
 
 >>> from dask.distributed import Client, LocalCluster          # doctest: +SKIP
 >>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
@@ -24,10 +27,11 @@ from . import _fasthts
 from . import Countgraph, FlagStat
 from ._alignment import _path
 from ._dask_sort import _n_threads, _watch, index, sort
+from ._dask_sormadup import sormadup
 
 # (The names imported above are not part of this module's API: __all__.)
 
-__all__ = ["flagstat", "snp_pileup", "count_kmers", "sort", "index"]
+__all__ = ["flagstat", "snp_pileup", "count_kmers", "sort", "index", "sormadup"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
