@@ -3,7 +3,8 @@ the output's records and the statistics equal the one-machine
 `fasthts.sormadup`'s and samtools' chain (collate | fixmate -m | sort |
 markdup), for markdup's and fixmate's options, at part counts from one to
 parts far smaller than a pair's span (duplicate sets straddling part
-boundaries), on dense and sparse generated data with many duplicates;
+boundaries), on dense and sparse generated data with many duplicates,
+collated or (name-grouped input) not;
 refusals name what is refused and leave nothing behind."""
 
 import os
@@ -138,18 +139,30 @@ def test_write_index_level_memory_threads_and_pg_line(client, inputs, tmp_path):
     assert (tmp_path / "out.bam.csi").read_bytes() == (tmp_path / "copy.bam.csi").read_bytes()
 
 
-def test_name_grouped_input_needs_collate(client, inputs, tmp_path):
-    """A name-grouped input (collate's GO:query): refused with the path
-    unless collate=True, which gives the one-machine collate=True records."""
+def test_name_grouped_inputs_keep_their_order(client, inputs, tmp_path):
+    """Name-grouped inputs (samtools collate's GO:query, htslib's blocks;
+    fasthts' SO:queryname, blocks ending inside records): not collated, as
+    on one machine, with splits far smaller than the data (name groups
+    cut by split ends); collate=True collates them as on one machine."""
     grouped = tmp_path / "grouped.bam"
     sh(f"samtools collate --no-PG -o {grouped} {inputs['dense']} {tmp_path}/c")
-    with pytest.raises(fasthts.Error, match="grouped by name.*collate=True") as e:
-        fdask.sormadup(client, grouped, tmp_path / "out.bam")
+    by_name = tmp_path / "by-name.bam"
+    fasthts.sort(inputs["sparse"], by_name, by_name=True, level=1)
+    for bam in (grouped, by_name):
+        for options in ({}, {"fix_remove": True, "remove_duplicates": True}):
+            one = fasthts.sormadup(bam, tmp_path / "one.bam", no_pg=True, **options)
+            want = view(tmp_path / "one.bam")
+            for parts, splits in [(1, 1), (4, 3), (9, 25)]:
+                got = fdask.sormadup(client, bam, tmp_path / "out.bam", no_pg=True, parts=parts, splits=splits, **options)
+                assert view(tmp_path / "out.bam") == want, (bam, options, parts, splits)
+                assert got == one
+        fasthts.sormadup(bam, tmp_path / "one.bam", no_pg=True, collate=True)
+        fdask.sormadup(client, bam, tmp_path / "out.bam", no_pg=True, collate=True, parts=4, splits=3)
+        assert view(tmp_path / "out.bam") == view(tmp_path / "one.bam")
+    with pytest.raises(fasthts.Error, match="grouped by name.*one input only") as e:
+        fdask.sormadup(client, [grouped, grouped], tmp_path / "two.bam")
     assert str(grouped) in str(e.value)
-    assert not (tmp_path / "out.bam").exists()
-    fasthts.sormadup(grouped, tmp_path / "one.bam", no_pg=True, collate=True)
-    fdask.sormadup(client, grouped, tmp_path / "out.bam", no_pg=True, collate=True, parts=4, splits=3)
-    assert view(tmp_path / "out.bam") == view(tmp_path / "one.bam")
+    assert not (tmp_path / "two.bam").exists()
 
 
 def test_refusals_leave_nothing(client, inputs, tmp_path):

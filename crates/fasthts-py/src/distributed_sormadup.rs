@@ -6,11 +6,13 @@
 use crate::markdup::{marking_options, report};
 use crate::ops::memory_arg;
 use crate::run_detached;
+use fasthts::bam::BamFile;
+use fasthts::bgzf::VirtualOffset;
 use fasthts::command::distributed_sormadup as dist;
 use fasthts::command::MarkdupSummary;
 use fasthts::fixmate::FixmateOptions;
 use fasthts::markdup::{MarkdupOptions, MarkdupStats, Reach};
-use fasthts::sort::distributed::{open_input, Split};
+use fasthts::sort::distributed::{guess_entry, open_input, Split};
 use fasthts::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -20,6 +22,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dask_sormadup_plan, m)?)?;
     m.add_function(wrap_pyfunction!(dask_sormadup_collate, m)?)?;
     m.add_function(wrap_pyfunction!(dask_sormadup_fixmate, m)?)?;
+    m.add_function(wrap_pyfunction!(dask_sormadup_fixmate_split, m)?)?;
     m.add_function(wrap_pyfunction!(dask_sormadup_sort, m)?)?;
     m.add_function(wrap_pyfunction!(dask_sormadup_mark, m)?)?;
     m.add_function(wrap_pyfunction!(dask_sormadup_report, m)?)?;
@@ -112,7 +115,8 @@ fn stats_from(v: [u64; 12]) -> MarkdupStats {
 }
 
 /// Checks the inputs, the output and the options; returns the splits
-/// `[(input's position, start, end)]`.
+/// `[(input's position, start, end)]` and whether the records are
+/// collated (else the input is grouped by name and keeps its order).
 #[pyfunction]
 fn dask_sormadup_plan(
     py: Python<'_>,
@@ -121,10 +125,60 @@ fn dask_sormadup_plan(
     pieces: usize,
     collate: bool,
     marking: Marking,
-) -> PyResult<Vec<(usize, u64, u64)>> {
+) -> PyResult<(Vec<(usize, u64, u64)>, bool)> {
     let marking = marking.options()?;
     let planned = run_detached(py, |w| dist::plan(&inputs, &output, pieces, collate, &marking, w))?;
-    Ok(planned.splits.into_iter().map(|(i, s)| (i, s.start, s.end)).collect())
+    Ok((planned.splits.into_iter().map(|(i, s)| (i, s.start, s.end)).collect(), planned.collate))
+}
+
+/// Fixes the name groups of a split of a name-grouped input into the
+/// parts' files (`fix` as [`dask_sormadup_fixmate`]'s); `first`: the
+/// input's first split. Returns `(entry, exit or None, records)`, or
+/// `None` when no entry could be guessed.
+#[pyfunction]
+#[pyo3(signature = (path, start, end, entry, first, fix, boundaries, outputs))]
+#[allow(clippy::too_many_arguments)]
+fn dask_sormadup_fixmate_split(
+    py: Python<'_>,
+    path: PathBuf,
+    start: u64,
+    end: u64,
+    entry: Option<u64>,
+    first: bool,
+    fix: (bool, bool, bool),
+    boundaries: Vec<Vec<u8>>,
+    outputs: Vec<PathBuf>,
+) -> PyResult<Option<(u64, Option<u64>, u64)>> {
+    run_detached(py, |_| {
+        let bam = open_input(&path)?;
+        let split = Split { start, end };
+        let Some(entry) = entry_or_guess(&bam, split, entry)? else { return Ok(None) };
+        check_boundaries(&boundaries, bam.header().references.len())?;
+        let done = dist::fixmate_split(&bam, split, entry, first, fix_options(fix), &boundaries, &outputs)?;
+        Ok(Some((u64::from(done.entry), done.exit.map(u64::from), done.records)))
+    })
+}
+
+/// fixmate's options from `(remove, no_pair_check, template_cigar)`.
+fn fix_options(fix: (bool, bool, bool)) -> FixmateOptions {
+    FixmateOptions { remove_reads: fix.0, proper_pair_check: !fix.1, template_cigar: fix.2, mate_score: true }
+}
+
+/// Where a split's first record is: `entry` (a raw virtual offset) when
+/// the caller knows it, else guessed.
+fn entry_or_guess(bam: &BamFile, split: Split, entry: Option<u64>) -> Result<Option<VirtualOffset>, Error> {
+    match entry {
+        Some(raw) => Ok(Some(VirtualOffset::from(raw))),
+        None => guess_entry(bam, split),
+    }
+}
+
+/// Boundaries come back from workers: checked before comparing.
+fn check_boundaries(boundaries: &[Vec<u8>], n_ref: usize) -> Result<(), Error> {
+    match boundaries.iter().any(|b| fasthts::bam::RecordRef::new(b, n_ref).is_err()) {
+        true => Err(Error::Message("damaged part boundary from a worker".into())),
+        false => Ok(()),
+    }
 }
 
 /// Sends a split's records to their collate buckets' files. `entry`: where
@@ -144,13 +198,7 @@ fn dask_sormadup_collate(
     run_detached(py, |_| {
         let bam = open_input(&path)?;
         let split = Split { start, end };
-        let entry = match entry {
-            Some(raw) => fasthts::bgzf::VirtualOffset::from(raw),
-            None => match fasthts::sort::distributed::guess_entry(&bam, split)? {
-                Some(e) => e,
-                None => return Ok(None),
-            },
-        };
+        let Some(entry) = entry_or_guess(&bam, split, entry)? else { return Ok(None) };
         let done = dist::collate_split(&bam, split, entry, &outputs)?;
         Ok(Some((u64::from(done.entry), done.exit.map(u64::from), done.records)))
     })
@@ -169,15 +217,10 @@ fn dask_sormadup_fixmate(
     boundaries: Vec<Vec<u8>>,
     outputs: Vec<PathBuf>,
 ) -> PyResult<u64> {
-    let fix = FixmateOptions { remove_reads: fix.0, proper_pair_check: !fix.1, template_cigar: fix.2, mate_score: true };
     run_detached(py, |_| {
         let first = open_input(&header)?;
-        let n_ref = first.header().references.len();
-        // Boundaries come back from workers: check them before comparing.
-        if boundaries.iter().any(|b| fasthts::bam::RecordRef::new(b, n_ref).is_err()) {
-            return Err(Error::Message("damaged part boundary from a worker".into()));
-        }
-        dist::fixmate_buckets(first.header(), &buckets, last, fix, &boundaries, &outputs)
+        check_boundaries(&boundaries, first.header().references.len())?;
+        dist::fixmate_buckets(first.header(), &buckets, last, fix_options(fix), &boundaries, &outputs)
     })
 }
 
@@ -213,14 +256,16 @@ fn dask_sormadup_sort(
 type MarkedPart = (u64, u64, u64, Vec<u64>, Vec<String>);
 
 /// Marks part `sorted[0]` (the parts after it in `sorted[1..]`, the
-/// reaches of those before it in `before`) into the BAM `output`; returns
+/// reaches of those before it in `before`) into the BAM `output` (whose
+/// header is the chain's, with collate's edit when `collate`); returns
 /// `(body_start, body_end, records, counts, warnings)`.
 #[pyfunction]
-#[pyo3(signature = (header, sorted, before, first, marking, output, level=None, threads=None, program=None))]
+#[pyo3(signature = (header, collate, sorted, before, first, marking, output, level=None, threads=None, program=None))]
 #[allow(clippy::too_many_arguments)]
 fn dask_sormadup_mark(
     py: Python<'_>,
     header: PathBuf,
+    collate: bool,
     sorted: Vec<PathBuf>,
     before: Vec<Option<ReachValue>>,
     first: bool,
@@ -237,7 +282,7 @@ fn dask_sormadup_mark(
     let before: Vec<Option<Reach>> = before.into_iter().map(|r| r.map(|(tid, end)| Reach { tid, end })).collect();
     let (part, summary) = run_detached(py, |_| {
         let input = open_input(&header)?;
-        let out_header = dist::output_header_of(input.header(), true, &program);
+        let out_header = dist::output_header_of(input.header(), collate, &program);
         let level = level.unwrap_or(fasthts::bgzf::DEFAULT_LEVEL);
         fasthts_io::pool::with_threads(threads, || dist::mark_parts(&out_header, &sorted, &before, first, &marking, level, &output))
     })?;

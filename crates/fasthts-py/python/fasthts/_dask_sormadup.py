@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _fasthts
 from ._alignment import _path
@@ -78,15 +78,18 @@ def sormadup(
     the client), ``no_pg``; ``memory`` (per thread) and ``threads`` apply
     to each task on its worker. Refused, in words: ``mark_supplementary``
     (``-S``: its second pass needs every part's duplicates first), an
-    output that is not BAM, CRAM or SAM inputs, and an input whose header
-    says it is grouped by name unless ``collate=True`` (on one machine such
-    an input keeps its order; the cluster always collates).
+    output that is not BAM, CRAM or SAM inputs, and several inputs whose
+    header says they are grouped by name unless ``collate=True`` (a group
+    could continue from one into the next).
 
     How: each input is cut into ``splits`` at BGZF block starts (as
     ``fasthts.dask.sort``); every split's records go to the files of
     samtools collate's 64 buckets (by the name's hash: a name's records
     meet in one bucket); runs of whole buckets are sorted as collate sorts
-    them and fixed as fixmate -m fixes them, each record sent to the
+    them and fixed as fixmate -m fixes them (an input whose header says it
+    is grouped by name is not collated, as on one machine: each split's
+    name groups are fixed in input order, a group cut by a split's end by
+    the split it starts in), each record sent to the
     coordinate ``part`` that owns it (boundaries from a sample of the
     input, as ``fasthts.dask.sort`` chooses them); every part is sorted;
     then every part is marked from its first record at which markdup may
@@ -139,7 +142,8 @@ def sormadup(
     sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in paths]
     pieces = splits or max(2 * workers, -(-max(sizes) // _SPLIT_BYTES))
     n_parts = parts or max(workers, -(-sum(sizes) // _PART_BYTES))
-    plan: List[Tuple[int, int, int]] = _fasthts.dask_sormadup_plan(paths, data, pieces, bool(collate), marking)
+    planned: Tuple[List[Tuple[int, int, int]], bool] = _fasthts.dask_sormadup_plan(paths, data, pieces, bool(collate), marking)
+    plan, collated = planned
     clock.mark("plan")
     header = paths[0]
     command = f"fasthts.dask.sormadup({paths!r}, {output!r})"
@@ -166,42 +170,10 @@ def sormadup(
         n_parts = len(boundaries) + 1
         clock.mark("sample")
 
-        # Every split's records to the files of their collate buckets.
-        def bucket_files(j: int) -> List[str]:
-            return [os.path.join(work, f"split{j:06}.bucket{b:02}") for b in range(_COLLATE_BUCKETS)]
-
-        def collate_split(j: int, entry: Optional[int]) -> Any:
-            i, s, e = plan[j]
-            return submit(_fasthts.dask_sormadup_collate, paths[i], s, e, entry, bucket_files(j))
-
-        collated = [collate_split(j, None) for j in range(len(plan))]
-        _watch(collated, progress, "sormadup: collating")
-        reports = client.gather(collated)
-        used = _chain(plan, paths, reports, lambda r: r[0], lambda r: r[1], lambda j, entry: collate_split(j, entry).result())
-        clock.mark("collate")
-
-        # Runs of whole buckets collated and fixed, into the parts' files.
-        n_runs = min(_COLLATE_BUCKETS, max(2 * workers, n_parts))
-        runs = [list(range(_COLLATE_BUCKETS * k // n_runs, _COLLATE_BUCKETS * (k + 1) // n_runs)) for k in range(n_runs)]
-
-        def fixed_files(k: int) -> List[str]:
-            return [os.path.join(work, f"run{k:02}.part{p:06}") for p in range(n_parts)]
-
-        fixed = [
-            submit(
-                _fasthts.dask_sormadup_fixmate,
-                header,
-                [[bucket_files(j)[b] for j in used] for b in run],
-                k + 1 == n_runs,
-                fix,
-                boundaries,
-                fixed_files(k),
-            )
-            for k, run in enumerate(runs)
-        ]
-        _watch(fixed, progress, "sormadup: fixmate")
-        client.gather(fixed)
-        clock.mark("fixmate")
+        if collated:
+            n_runs, fixed_files = _collate_and_fix(client, submit, progress, clock, work, paths, plan, fix, boundaries, n_parts, workers)
+        else:
+            n_runs, fixed_files = _fix_groups(client, submit, progress, clock, work, paths, plan, fix, boundaries, n_parts)
 
         # Every part sorted by coordinate.
         sorted_paths = [os.path.join(work, f"part{p:06}.sorted") for p in range(n_parts)]
@@ -220,6 +192,7 @@ def sormadup(
             submit(
                 _fasthts.dask_sormadup_mark,
                 header,
+                collated,
                 sorted_paths[p:],
                 reaches[:p],
                 p == 0,
@@ -244,3 +217,76 @@ def sormadup(
     finally:
         client.cancel([f for f in futures if not f.done()])
         _remove_tree(work)
+
+
+def _collate_and_fix(
+    client: Any, submit: Any, progress: Optional[bool], clock: _Clock, work: str, paths: List[str], plan: List[Tuple[int, int, int]],
+    fix: Tuple[bool, bool, bool], boundaries: List[bytes], n_parts: int, workers: int,
+) -> Tuple[int, Callable[[int], List[str]]]:
+    """Steps 1 and 2: every split's records to the files of their collate
+    buckets, then runs of whole buckets collated and fixed into the parts'
+    files. Returns the number of runs and each run's part files."""
+    header = paths[0]
+
+    # Every split's records to the files of their collate buckets.
+    def bucket_files(j: int) -> List[str]:
+        return [os.path.join(work, f"split{j:06}.bucket{b:02}") for b in range(_COLLATE_BUCKETS)]
+
+    def collate_split(j: int, entry: Optional[int]) -> Any:
+        i, s, e = plan[j]
+        return submit(_fasthts.dask_sormadup_collate, paths[i], s, e, entry, bucket_files(j))
+
+    collated = [collate_split(j, None) for j in range(len(plan))]
+    _watch(collated, progress, "sormadup: collating")
+    reports = client.gather(collated)
+    used = _chain(plan, paths, reports, lambda r: r[0], lambda r: r[1], lambda j, entry: collate_split(j, entry).result())
+    clock.mark("collate")
+
+    # Runs of whole buckets collated and fixed, into the parts' files.
+    n_runs = min(_COLLATE_BUCKETS, max(2 * workers, n_parts))
+    runs = [list(range(_COLLATE_BUCKETS * k // n_runs, _COLLATE_BUCKETS * (k + 1) // n_runs)) for k in range(n_runs)]
+
+    def fixed_files(k: int) -> List[str]:
+        return [os.path.join(work, f"run{k:02}.part{p:06}") for p in range(n_parts)]
+
+    fixed = [
+        submit(
+            _fasthts.dask_sormadup_fixmate,
+            header,
+            [[bucket_files(j)[b] for j in used] for b in run],
+            k + 1 == n_runs,
+            fix,
+            boundaries,
+            fixed_files(k),
+        )
+        for k, run in enumerate(runs)
+    ]
+    _watch(fixed, progress, "sormadup: fixmate")
+    client.gather(fixed)
+    clock.mark("fixmate")
+    return n_runs, fixed_files
+
+
+def _fix_groups(
+    client: Any, submit: Any, progress: Optional[bool], clock: _Clock, work: str, paths: List[str], plan: List[Tuple[int, int, int]],
+    fix: Tuple[bool, bool, bool], boundaries: List[bytes], n_parts: int,
+) -> Tuple[int, Callable[[int], List[str]]]:
+    """For a name-grouped input (one; not collated): every split's name
+    groups fixed in input order into the parts' files (a group cut by a
+    split's end fixed by the split it starts in). Returns the number of
+    splits that hold records and each one's part files."""
+
+    def split_files(j: int) -> List[str]:
+        return [os.path.join(work, f"split{j:06}.part{p:06}") for p in range(n_parts)]
+
+    def fix_split(j: int, entry: Optional[int]) -> Any:
+        i, s, e = plan[j]
+        first = j == 0 or plan[j - 1][0] != i
+        return submit(_fasthts.dask_sormadup_fixmate_split, paths[i], s, e, entry, first, fix, boundaries, split_files(j))
+
+    fixed = [fix_split(j, None) for j in range(len(plan))]
+    _watch(fixed, progress, "sormadup: fixmate")
+    reports = client.gather(fixed)
+    used = _chain(plan, paths, reports, lambda r: r[0], lambda r: r[1], lambda j, entry: fix_split(j, entry).result())
+    clock.mark("fixmate")
+    return len(used), lambda k: split_files(used[k])

@@ -15,6 +15,11 @@
 //!    the coordinate part that owns it. A part's files, taken in bucket
 //!    order, hold its records in the order the one-machine sort receives
 //!    them, so its ties come out the same.
+//!
+//!    An input whose header says it is grouped by name is not collated
+//!    (unless asked), as on one machine: [`fixmate_split`] fixes each
+//!    split's name groups in input order instead of steps 1 and 2, a group
+//!    cut by a split's end fixed by the split it starts in.
 //! 3. [`sort_fixed_part`] on every part: its files sorted by coordinate
 //!    into a file of raw records, with how far its records reach.
 //! 4. [`mark_parts`] on every part: duplicates marked from the part's
@@ -50,9 +55,9 @@ pub struct Planned {
 /// Checks the inputs (BAM files with the same references, read as
 /// `samtools cat` would join them), the output (BAM) and the options, and
 /// cuts each input into about `pieces` splits. Refuses what the cluster
-/// cannot do as the one-machine sormadup does, in words: an input grouped
-/// by name without `always_collate` (one machine keeps its order; the
-/// cluster collates), `-S` (its second pass needs every part's duplicates
+/// cannot do as the one-machine sormadup does, in words: several inputs
+/// grouped by name without `always_collate` (a group could continue from
+/// one into the next), `-S` (its second pass needs every part's duplicates
 /// first), CRAM inputs.
 pub fn plan(
     inputs: &[PathBuf],
@@ -80,9 +85,9 @@ pub fn plan(
         return Err(Error::Message("output format is not compatible with very large references".into()));
     }
     let collate = always_collate || !grouped_by_name(&header.text);
-    if !collate {
+    if !collate && inputs.len() > 1 {
         return Err(Error::Message(
-            "its header says it is grouped by name: fasthts.sormadup keeps that order on one machine, fasthts.dask.sormadup collates; pass collate=True (the records of the chain with collate)".into(),
+            "its header says it is grouped by name: fasthts.dask.sormadup keeps that order for one input only (a name group could continue in the next input); pass collate=True, or join the inputs first".into(),
         )
         .with_path(&inputs[0]));
     }
@@ -136,6 +141,88 @@ fn finish_all(files: Vec<BufWriter<File>>, paths: &[PathBuf]) -> Result<(), Erro
         f.into_inner().map_err(|e| e.into_error()).and_then(|f| f.sync_data()).map_err(|e| Error::from(e).with_path(p))?;
     }
     Ok(())
+}
+
+/// For an input grouped by name, not collated (as the one-machine
+/// sormadup keeps such an input's order): the name groups of `split`,
+/// from `entry` on, fixed as `samtools fixmate -m` fixes them (`fix`,
+/// with `mate_score` on), each fixed record appended to `outputs[p]` of
+/// the coordinate part `p` that owns it (`boundaries`). A group belongs to
+/// the split its first record is in, as far as each task can tell without
+/// the others: a split after the first (`first` false) leaves out the
+/// group its first record is in (the split before reads on through it),
+/// and every split reads on past its end through the group of the next
+/// split's first record. Reports where the split's records began and
+/// where the next split's begin, as [`dist::shuffle_split`] does.
+pub fn fixmate_split(
+    bam: &BamFile,
+    split: Split,
+    entry: VirtualOffset,
+    first: bool,
+    fix: FixmateOptions,
+    boundaries: &[Vec<u8>],
+    outputs: &[PathBuf],
+) -> Result<Shuffled, Error> {
+    let header = bam.header();
+    let cmp = Comparator::new(SortOrder::Coordinate, &header.text);
+    let reference_lens: Vec<i64> = (0..header.references.len()).map(|i| header.reference_len(i) as i64).collect();
+    let mut fixmate = Fixmate::new(FixmateOptions { mate_score: true, ..fix }, reference_lens);
+    let mut files = create_all(outputs)?;
+    let mut encoded = Vec::new();
+    let mut write = |r: &MateRecord| -> Result<(), Error> {
+        encoded.clear();
+        r.append_to(&mut encoded, false)?;
+        let p = dist::part_of(&RecordRef::new_prevalidated(&encoded[4..]), boundaries, &cmp);
+        append(&mut files[p], &encoded[4..], &outputs[p])
+    };
+    let entry = dist::at_block_start(bam, entry);
+    let mut records = bam.records_from(entry)?;
+    records.set_soft_limit(split.end);
+    // The name of the group left to the split before, while skipping it;
+    // the name of the group read on through past the split's end.
+    let mut skipping: Option<Vec<u8>> = None;
+    let mut reading_on: Option<Vec<u8>> = None;
+    let (mut exit, mut count, mut at_end, mut seen) = (None, 0u64, false, false);
+    loop {
+        if !records.advance()? {
+            at_end = true;
+            break;
+        }
+        let start = dist::at_block_start(bam, records.record_start());
+        let r = records.current();
+        if !seen {
+            seen = true;
+            if !first {
+                skipping = Some(r.name().to_vec());
+            }
+        }
+        if exit.is_none() && start.compressed() >= split.end {
+            exit = Some(start);
+            if skipping.is_some() {
+                // The first group runs past the split: the split before's.
+                break;
+            }
+            reading_on = Some(r.name().to_vec());
+        }
+        if reading_on.as_deref().is_some_and(|name| name != r.name()) {
+            break;
+        }
+        if let Some(name) = &skipping {
+            if name.as_slice() == r.name() {
+                continue;
+            }
+            skipping = None;
+        }
+        fixmate.push(r.as_bytes(), false, &mut write)?;
+        count += 1;
+    }
+    // Only the split that reads to the end of the input sees its end.
+    match at_end {
+        true => fixmate.finish(&mut write)?,
+        false => fixmate.end_group(&mut write)?,
+    }
+    finish_all(files, outputs)?;
+    Ok(Shuffled { entry, exit, records: count })
 }
 
 /// The buckets whose files `buckets` are (each bucket's files from every
