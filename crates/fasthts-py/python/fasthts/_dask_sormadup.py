@@ -183,6 +183,7 @@ def sormadup(
         ]
         _watch(sorted_parts, progress, "sormadup: sorting")
         summaries = client.gather(sorted_parts)
+        _remove_files(fixed_files(k) for k in range(n_runs))
         reaches = [reach for _, reach in summaries]
         clock.mark("sort")
 
@@ -263,6 +264,8 @@ def _collate_and_fix(
     ]
     _watch(fixed, progress, "sormadup: fixmate")
     client.gather(fixed)
+    # Read by now (no task runs again past its stage): the disk space back.
+    _remove_files(bucket_files(j) for j in range(len(plan)))
     clock.mark("fixmate")
     return n_runs, fixed_files
 
@@ -290,3 +293,13 @@ def _fix_groups(
     used = _chain(plan, paths, reports, lambda r: r[0], lambda r: r[1], lambda j, entry: fix_split(j, entry).result())
     clock.mark("fixmate")
     return len(used), lambda k: split_files(used[k])
+
+
+def _remove_files(groups: Any) -> None:
+    """Removes the work files of a finished stage (lists of paths)."""
+    for files in groups:
+        for f in files:
+            try:
+                os.remove(f)
+            except FileNotFoundError:
+                pass
