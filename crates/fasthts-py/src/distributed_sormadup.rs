@@ -71,6 +71,9 @@ impl Marking {
     }
 }
 
+/// A split as it travels: `(input's position, start, end)`.
+type SplitValue = (usize, u64, u64);
+
 /// A reach as it travels: `(tid, end)`.
 type ReachValue = (i32, i64);
 
@@ -125,7 +128,7 @@ fn dask_sormadup_plan(
     pieces: usize,
     collate: bool,
     marking: Marking,
-) -> PyResult<(Vec<(usize, u64, u64)>, bool)> {
+) -> PyResult<(Vec<SplitValue>, bool)> {
     let marking = marking.options()?;
     let planned = run_detached(py, |w| dist::plan(&inputs, &output, pieces, collate, &marking, w))?;
     Ok((planned.splits.into_iter().map(|(i, s)| (i, s.start, s.end)).collect(), planned.collate))
