@@ -23,6 +23,7 @@ mod cli;
 mod columns;
 mod depth;
 mod distributed;
+mod distributed_sormadup;
 mod fasta;
 mod kmer;
 mod markdup;
@@ -242,6 +243,7 @@ fn _fasthts(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sketches::register(m)?;
     cli::register(m)?;
     distributed::register(m)?;
+    distributed_sormadup::register(m)?;
     fasta::register(m)?;
     pileup::register(m)?;
     stats::register(m)?;

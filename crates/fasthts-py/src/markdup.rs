@@ -22,7 +22,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// share (named as samtools' long options, or as its usage describes the
 /// short ones).
 #[allow(clippy::too_many_arguments)]
-fn marking_options(
+pub(crate) fn marking_options(
     remove_duplicates: bool,
     max_read_length: i64,
     mark_supplementary: bool,
@@ -63,7 +63,7 @@ fn format_arg(format: Option<&str>) -> PyResult<(Option<OutputFormat>, Option<u3
 /// The run's warnings issued, its statistics written to `stats_file` as
 /// `-f` writes them (`command` in its COMMAND line), and returned as a
 /// dict keyed by samtools' names in lower case (`duplicate_pair`, ...).
-fn report(py: Python<'_>, summary: &MarkdupSummary, stats_file: Option<&Path>, command: &str) -> PyResult<Py<PyDict>> {
+pub(crate) fn report(py: Python<'_>, summary: &MarkdupSummary, stats_file: Option<&Path>, command: &str) -> PyResult<Py<PyDict>> {
     warn_texts(py, &summary.warnings)?;
     if let Some(path) = stats_file {
         let (text, warning) = summary.stats.text(command);

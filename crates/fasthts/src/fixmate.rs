@@ -531,6 +531,22 @@ impl Fixmate {
         Ok(())
     }
 
+    /// The end of a run of whole name groups when more records follow
+    /// elsewhere (the distributed sormadup's bucket groups): a record
+    /// still waiting has no mate, and goes out as the next name's arrival
+    /// would send it ([`Fixmate::finish`] is the end of the input, where
+    /// samtools' `-r` drops even a mapped one).
+    pub fn end_group(&mut self, write: &mut dyn FnMut(&MateRecord) -> Result<(), Error>) -> Result<(), Error> {
+        if self.waiting {
+            self.waiting = false;
+            let pre = &mut self.slots[1 - self.current];
+            if fix_unpaired(pre, &self.options) {
+                write(pre)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The end of the input: a record still waiting has no mate. (samtools
     /// drops it with `-r` even when it is mapped.)
     pub fn finish(&mut self, write: &mut dyn FnMut(&MateRecord) -> Result<(), Error>) -> Result<(), Error> {

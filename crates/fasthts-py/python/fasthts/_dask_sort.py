@@ -239,45 +239,67 @@ def sort(
         records = sum(r for _, _, r in layout)
         clock.mark("sort")
 
-        # The output: part 0's header blocks, every part's record blocks, EOF.
-        temporary = os.path.join(work, "output.bam")
-        body_start0 = layout[0][0]
-        body_len = sum(end - start for start, end, _ in layout)
-        _fasthts.dask_sort_create(temporary, part_paths[0], body_start0, body_len)
-        at = body_start0
-        placed = []
-        for p, (start, end, _) in enumerate(layout):
-            if end > start:
-                placed.append(submit(_fasthts.dask_sort_place, part_paths[p], start, end, temporary, at))
-            at += end - start
-        _watch(placed, progress, "sort: writing")
-        client.gather(placed)
-        _fasthts.dask_sort_finish(temporary)
-        clock.mark("place")
-        if index_path is not None:
-            # Each part's index segment, built on a worker, moved to where
-            # the part lies in the output, and joined.
-            indexed = [
-                submit(_fasthts.dask_index_split, part_paths[p], start, _FILE_END, start << 16, index_csi)
-                for p, (start, end, _) in enumerate(layout)
-                if end > start
-            ]
-            _watch(indexed, progress, "sort: indexing")
-            shifts = []
-            at = body_start0
-            for start, end, _ in layout:
-                if end > start:
-                    shifts.append(at - start)
-                at += end - start
-            segments = [(r[3], shift) for r, shift in zip(client.gather(indexed), shifts)]
-            _commit(temporary, data, index_path, index_csi, segments, at)
-            clock.mark("index")
-        else:
-            _commit(temporary, data, None, False, [], at)
+        _assemble(client, submit, progress, "sort", work, part_paths, layout, data, index_path, index_csi, clock)
         return records
     finally:
         client.cancel([f for f in futures if f is not None and not f.done()])
         _remove_tree(work)
+
+
+def _assemble(
+    client: Any,
+    submit: Any,
+    progress: Optional[bool],
+    label: str,
+    work: str,
+    part_paths: Sequence[str],
+    layout: Sequence[Tuple[int, int, int]],
+    data: Any,
+    index_path: Any,
+    index_csi: bool,
+    clock: "_Clock",
+) -> None:
+    """The output from the part BAMs `part_paths` (in `work`), whose
+    records lie at `layout[p] = (body_start, body_end, records)`: part 0's
+    header blocks, every part's record blocks and the EOF block, copied
+    into place by the workers, renamed to `data`; with `index_path`, each
+    part's index segment built on a worker and joined (also used by
+    ``fasthts.dask.sormadup``)."""
+    # The output: part 0's header blocks, every part's record blocks, EOF.
+    temporary = os.path.join(work, "output.bam")
+    body_start0 = layout[0][0]
+    body_len = sum(end - start for start, end, _ in layout)
+    _fasthts.dask_sort_create(temporary, part_paths[0], body_start0, body_len)
+    at = body_start0
+    placed = []
+    for p, (start, end, _) in enumerate(layout):
+        if end > start:
+            placed.append(submit(_fasthts.dask_sort_place, part_paths[p], start, end, temporary, at))
+        at += end - start
+    _watch(placed, progress, f"{label}: writing")
+    client.gather(placed)
+    _fasthts.dask_sort_finish(temporary)
+    clock.mark("place")
+    if index_path is not None:
+        # Each part's index segment, built on a worker, moved to where
+        # the part lies in the output, and joined.
+        indexed = [
+            submit(_fasthts.dask_index_split, part_paths[p], start, _FILE_END, start << 16, index_csi)
+            for p, (start, end, _) in enumerate(layout)
+            if end > start
+        ]
+        _watch(indexed, progress, f"{label}: indexing")
+        shifts = []
+        at = body_start0
+        for start, end, _ in layout:
+            if end > start:
+                shifts.append(at - start)
+            at += end - start
+        segments = [(r[3], shift) for r, shift in zip(client.gather(indexed), shifts)]
+        _commit(temporary, data, index_path, index_csi, segments, at)
+        clock.mark("index")
+    else:
+        _commit(temporary, data, None, False, [], at)
 
 
 def _commit(temporary: str, data: str, index_path: Optional[str], csi: bool, segments: List[Tuple[bytes, int]], end: int) -> None:

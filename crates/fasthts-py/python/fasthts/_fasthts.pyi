@@ -11,7 +11,7 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _RegionLike = Union["Region", str, Tuple[Optional[str], Optional[int], Optional[int]]]
 
 __version__: str
-__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "markdup", "sormadup", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "stats_plan", "stats_regions", "stats_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_input_size", "dask_sort_boundaries", "dask_sort_create", "dask_sort_create_with", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_part_in_memory", "dask_sort_place", "dask_sort_place_bytes", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle", "dask_sort_shuffle_in_memory", "_stats_text"]
+__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "markdup", "sormadup", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "stats_plan", "stats_regions", "stats_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_input_size", "dask_sort_boundaries", "dask_sort_create", "dask_sort_create_with", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_part_in_memory", "dask_sort_place", "dask_sort_place_bytes", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle", "dask_sormadup_plan", "dask_sormadup_collate", "dask_sormadup_fixmate", "dask_sormadup_fixmate_split", "dask_sormadup_sort", "dask_sormadup_mark", "dask_sormadup_report", "dask_sort_shuffle_in_memory", "_stats_text"]
 
 class Error(Exception):
     """Bad input or a failed operation; the message is the CLI's."""
@@ -359,6 +359,48 @@ def dask_sort_part(
     reference: Optional[_Path] = None,
 ) -> Tuple[int, int, int]: ...
 def dask_sort_create(output: _Path, header_part: _Path, body_start: int, body_len: int) -> None: ...
+def dask_sormadup_plan(
+    inputs: Sequence[_Path], output: _Path, pieces: int, collate: bool, marking: Dict[str, Any]
+) -> Tuple[List[Tuple[int, int, int]], bool]: ...
+def dask_sormadup_collate(
+    path: _Path, start: int, end: int, entry: Optional[int], outputs: Sequence[_Path]
+) -> Optional[Tuple[int, Optional[int], int]]: ...
+def dask_sormadup_fixmate(
+    header: _Path,
+    buckets: Sequence[Sequence[_Path]],
+    last: bool,
+    fix: Tuple[bool, bool, bool],
+    boundaries: Sequence[bytes],
+    outputs: Sequence[_Path],
+) -> int: ...
+def dask_sormadup_fixmate_split(
+    path: _Path,
+    start: int,
+    end: int,
+    entry: Optional[int],
+    first: bool,
+    fix: Tuple[bool, bool, bool],
+    boundaries: Sequence[bytes],
+    outputs: Sequence[_Path],
+) -> Optional[Tuple[int, Optional[int], int]]: ...
+def dask_sormadup_sort(
+    header: _Path, fixed: Sequence[_Path], output: _Path, memory: Union[int, str, None] = None, threads: Optional[int] = None
+) -> Tuple[int, Optional[Tuple[int, int]]]: ...
+def dask_sormadup_mark(
+    header: _Path,
+    collate: bool,
+    sorted: Sequence[_Path],
+    before: Sequence[Optional[Tuple[int, int]]],
+    first: bool,
+    marking: Dict[str, Any],
+    output: _Path,
+    level: Optional[int] = None,
+    threads: Optional[int] = None,
+    program: Optional[Tuple[str, str]] = None,
+) -> Tuple[int, int, int, List[int], List[str]]: ...
+def dask_sormadup_report(
+    counts: Sequence[Sequence[int]], warnings: Sequence[str], command: str, stats_file: Optional[_Path] = None
+) -> Dict[str, int]: ...
 def dask_sort_place(part: _Path, from_: int, to: int, output: _Path, at: int) -> None: ...
 def dask_sort_finish(output: _Path) -> None: ...
 def dask_sort_index_name(output: _Path) -> Tuple[str, str, bool]: ...

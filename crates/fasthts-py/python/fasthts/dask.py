@@ -14,7 +14,10 @@ sites; a block fetches the ranges its regions of the BAMs read, the VCF
 streamed; the client writes the output) and ``sort`` (splits at BGZF
 block starts; without a shared filesystem the shuffle travels through the
 cluster's memory and the client writes the output: see ``sort``).
-``index`` needs a local BAM the workers share.
+``index`` needs a local BAM the workers share, and ``sormadup`` (collate,
+fixmate -m, sort and markdup: duplicates marked per coordinate part, the
+reads whose duplicates may cross into the part before handed over to it;
+records equal to ``fasthts.sormadup``'s) paths every worker can read.
 
 >>> from dask.distributed import Client, LocalCluster          # doctest: +SKIP
 >>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
@@ -34,10 +37,11 @@ from ._alignment import _path
 from ._stats import Stats
 from ._stats import stats as _stats_one_machine
 from ._dask_sort import _n_threads, _watch, index, sort
+from ._dask_sormadup import sormadup
 
 # (The names imported above are not part of this module's API: __all__.)
 
-__all__ = ["flagstat", "stats", "snp_pileup", "count_kmers", "sort", "index"]
+__all__ = ["flagstat", "stats", "snp_pileup", "count_kmers", "sort", "index", "sormadup"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 

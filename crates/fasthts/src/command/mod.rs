@@ -26,6 +26,7 @@ mod cat;
 mod collate;
 mod coverage;
 mod depth;
+pub mod distributed_sormadup;
 mod faidx;
 mod fastq;
 mod fixmate;

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 /// samtools collate's default number of buckets (`-n`): the order of
 /// records that tie in the coordinate sort depends on it.
-const COLLATE_BUCKETS: u32 = 64;
+pub(super) const COLLATE_BUCKETS: u32 = 64;
 
 /// `fasthts sormadup`'s options: each stage's own.
 #[derive(Clone, Debug, Default)]
@@ -52,7 +52,7 @@ pub struct SormadupOptions {
 
 /// Whether the header says the records are grouped by name: `@HD`
 /// `SO:queryname` or `GO:query`.
-fn grouped_by_name(text: &[u8]) -> bool {
+pub(super) fn grouped_by_name(text: &[u8]) -> bool {
     if sort_order_of(text) == Some(b"queryname") {
         return true;
     }
@@ -63,7 +63,7 @@ fn grouped_by_name(text: &[u8]) -> bool {
 /// The header the samtools chain ends with, less its @PG lines: collate's
 /// `@HD` edit (unless skipped), the bare lines fixmate drops, sort's
 /// `SO:coordinate`, and this run's @PG line (`program`).
-fn chain_header(header: &Header, collated: bool, program: &Option<(String, String)>) -> Header {
+pub(super) fn chain_header(header: &Header, collated: bool, program: &Option<(String, String)>) -> Header {
     let collated = match collated {
         true => Header { text: collate_header_text(&header.text), references: header.references.clone() },
         false => header.clone(),

@@ -1157,6 +1157,64 @@ impl Marker {
     }
 }
 
+/// How far the records given to a [`Marker`] so far reach on their
+/// reference: the last record's reference and the largest unclipped end
+/// of the records on it. What decides where a coordinate-sorted stream
+/// may be cut into pieces marked by markers of their own
+/// ([`MarkdupOptions::independent_start`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reach {
+    /// The reference of the last record.
+    pub tid: i32,
+    /// The largest unclipped end (samtools' `unclipped_end`, 1-based) of
+    /// the records on `tid`.
+    pub end: i64,
+}
+
+impl Reach {
+    /// `before` extended by the next record `r` (coordinate order).
+    pub fn extend(before: Option<Reach>, r: &RecordRef<'_>) -> Reach {
+        let end = unclipped_end(r, i64::from(r.pos()));
+        match before {
+            Some(b) if b.tid == r.ref_id() => Reach { tid: b.tid, end: b.end.max(end) },
+            _ => Reach { tid: r.ref_id(), end },
+        }
+    }
+
+    /// The reach of records whose own reaches were `pieces`, in order
+    /// (`None`: a piece without records).
+    pub fn join(pieces: impl IntoIterator<Item = Option<Reach>>) -> Option<Reach> {
+        pieces.into_iter().fold(None, |acc, piece| match (acc, piece) {
+            (Some(a), Some(p)) if a.tid == p.tid => Some(Reach { tid: p.tid, end: a.end.max(p.end) }),
+            (acc, None) => acc,
+            (_, p) => p,
+        })
+    }
+}
+
+impl MarkdupOptions {
+    /// Whether a fresh [`Marker`] started at `r` marks `r` and every record
+    /// after it as one marker given all the records before `r` (which
+    /// reach `before`) would: `r` is on another reference, or unplaced, or
+    /// starts a window length past every earlier record's unclipped end and
+    /// its own unclipped start lies beyond them. Then when `r` arrives
+    /// every earlier read is out of the window (so its duplicate chains are
+    /// checked and it is handed on, its keys leaving the hashes), and none
+    /// of `r`'s keys, whose coordinates are at least its unclipped start,
+    /// can equal an earlier read's, whose are at most that read's
+    /// unclipped end. The marks and counts of the records before `r` are
+    /// likewise those of a marker that ends there (`Marker::finish`).
+    pub fn independent_start(&self, before: Option<Reach>, r: &RecordRef<'_>) -> bool {
+        let Some(before) = before else { return true };
+        if r.ref_id() < 0 || r.ref_id() != before.tid {
+            return true;
+        }
+        let window = if self.max_read_length < 0 { 300 } else { self.max_read_length };
+        let pos = i64::from(r.pos());
+        pos >= before.end.saturating_add(window) && unclipped_start(r, pos) > before.end
+    }
+}
+
 /// samtools' `unclipped_start` of a read at `pos`: 1-based, leading
 /// clips included.
 fn unclipped_start(r: &RecordRef<'_>, pos: i64) -> i64 {

@@ -893,8 +893,9 @@ fn sort_part_records<W: Write + Send>(
     Ok((records, out))
 }
 
-/// Where a sorted part's records lie.
-fn part_layout(part: &BamFile, records: u64) -> Result<Part, Error> {
+/// Where the `records` records of the part BAM `part` lie (its header
+/// must end with a block, and an EOF block must end it).
+pub fn part_layout(part: &BamFile, records: u64) -> Result<Part, Error> {
     let body_start = at_block_start(part, part.first_record_offset());
     if body_start.uncompressed() != 0 || !part.has_eof_marker() {
         return Err(Error::Message("sorted part does not end its header with a block".into()).with_path(part.path()));
