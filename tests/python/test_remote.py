@@ -234,3 +234,78 @@ def test_regions_longer_than_a_batch(nginx, larger_bam):
     for start in range(0, length - width, (length - width) // 25):
         assert remote.count(contig, start, start + width) == local.count(contig, start, start + width), start
     assert records(remote.fetch(contig, start, start + width)) == records(local.fetch(contig, start, start + width))
+
+
+def test_mate_on_url_as_local_file_and_pysam(served, gen_bam, tmp_path, monkeypatch):
+    """mate() on a URL: a region query at the mate's position, each
+    window fetched before it is read; the mates pysam finds on the URL."""
+    url, _ = served
+    monkeypatch.chdir(tmp_path)  # htslib saves a remote index here
+    local, remote, theirs = fasthts.AlignmentFile(str(gen_bam)), fasthts.AlignmentFile(url), pysam.AlignmentFile(url)
+    paired = [r for r in local.fetch(local.references[0]) if r.is_paired and not r.mate_is_unmapped][:40:4]
+    assert paired
+    for read in paired:
+        try:
+            want = theirs.mate(pysam.AlignedSegment.fromstring(read.to_string(), theirs.header)).to_string()
+        except ValueError as e:
+            with pytest.raises(ValueError, match=str(e)):
+                remote.mate(read)
+            continue
+        assert remote.mate(read).to_string() == local.mate(read).to_string() == want, read.query_name
+
+
+def test_open_fetches_the_header_once(nginx, larger_bam):
+    """Opening a URL fetches its first bytes, its end (the EOF marker) and
+    its index, each once, not a stream of its start read ahead (which
+    fetched 8 MB of the bench BAM, then its header again)."""
+    url = nginx.serve(larger_bam, "once.bam")
+    nginx.serve(str(larger_bam) + ".bai", "once.bam.bai")
+    f = fasthts.AlignmentFile(url)
+    assert f.has_index()
+    spans = []
+    for r in nginx.ranges("once.bam"):
+        first, last = r.removeprefix("bytes=").split("-")
+        spans.append((int(first), int(last)))
+    # The first request, for the first byte, tells the length and version.
+    assert spans[0] == (0, 0)
+    spans = sorted(spans[1:])
+    for (a, b), (c, d) in zip(spans, spans[1:]):
+        assert b < c, f"bytes {c}-{min(b, d)} fetched twice: {spans}"
+    fetched = sum(b - a + 1 for a, b in spans)
+    assert fetched <= (64 << 10) + 28, spans
+    contig = f.references[0]
+    assert f.count(contig, 10000, 30000) == fasthts.AlignmentFile(str(larger_bam)).count(contig, 10000, 30000)
+
+
+@pytest.fixture(scope="module")
+def other_formats(tmp_path_factory, gen_bam):
+    """gen.bam as a bgzipped SAM with its CSI, and as CRAM (bases stored,
+    no reference) with its .crai, written and indexed by samtools."""
+    import subprocess
+
+    d = tmp_path_factory.mktemp("formats")
+    sam_gz, cram = d / "gen.sam.gz", d / "gen.cram"
+    subprocess.run(["samtools", "view", "-h", "--output-fmt", "sam.gz", "-o", str(sam_gz), str(gen_bam)], check=True)
+    subprocess.run(["samtools", "index", "-c", str(sam_gz)], check=True)
+    subprocess.run(["samtools", "view", "-C", "--output-fmt-option", "no_ref=1", "-o", str(cram), str(gen_bam)], check=True)
+    subprocess.run(["samtools", "index", str(cram)], check=True)
+    return [(sam_gz, ".csi"), (cram, ".crai")]
+
+
+def test_sam_gz_and_cram_urls_by_region(nginx, other_formats, tmp_path, monkeypatch):
+    """A remote bgzipped SAM and CRAM read by region as the local file (and
+    the CRAM as pysam reads the URL)."""
+    monkeypatch.chdir(tmp_path)  # htslib saves a remote index here
+    for path, suffix in other_formats:
+        url = nginx.serve(path, "formats-" + path.name)
+        nginx.serve(str(path) + suffix, "formats-" + path.name + suffix)
+        local, remote, theirs = fasthts.AlignmentFile(str(path)), fasthts.AlignmentFile(url), pysam.AlignmentFile(url)
+        assert remote.has_index() and str(remote.header) == str(local.header)
+        for kw in regions_of(local):
+            want = records(local.fetch(**kw))
+            assert records(remote.fetch(**kw)) == want, (path.name, kw)
+            # (pysam reads no region of a SAM file, bgzipped or not.)
+            if suffix == ".crai":
+                assert records(theirs.fetch(**kw)) == want, (path.name, kw)
+            assert remote.count(**kw) == len(want)
+        assert records(remote.fetch(until_eof=True)) == records(local.fetch(until_eof=True))

@@ -30,5 +30,6 @@ pub mod output;
 pub mod pool;
 pub mod progress;
 pub mod remote;
+pub mod sparse;
 
 pub use error::{os_message, PathError};

@@ -400,8 +400,11 @@ fn transport_failure(t: &ureq::Transport, url: &str) -> Failure {
 }
 
 /// A remote object read from `start` to its end as a stream, the next
-/// ranges fetched ahead on threads of its own.
+/// ranges fetched ahead on threads of its own, from the first read on (a
+/// reader made and dropped unread fetches nothing).
 pub struct RemoteReader {
+    /// What to read, until the first read starts the fetching.
+    unstarted: Option<(Arc<RemoteObject>, u64)>,
     /// One channel per fetching thread; window `k` comes from `k % n`.
     windows: Vec<Receiver<io::Result<Vec<u8>>>>,
     next: usize,
@@ -425,7 +428,12 @@ fn window(start: u64, len: u64, k: u64) -> Option<(u64, u64)> {
 impl RemoteReader {
     /// Reads `object` from `start`.
     pub fn new(object: Arc<RemoteObject>, start: u64) -> RemoteReader {
-        let windows = (0..IN_FLIGHT)
+        RemoteReader { unstarted: Some((object, start)), windows: Vec::new(), next: 0, current: Vec::new(), at: 0, failed: false }
+    }
+
+    /// Starts the fetching threads.
+    fn start(object: Arc<RemoteObject>, start: u64) -> Vec<Receiver<io::Result<Vec<u8>>>> {
+        (0..IN_FLIGHT)
             .map(|i| {
                 // One window fetched and one waiting, per thread.
                 let (send, receive): (SyncSender<io::Result<Vec<u8>>>, _) = mpsc::sync_channel(1);
@@ -445,8 +453,7 @@ impl RemoteReader {
                 });
                 receive
             })
-            .collect();
-        RemoteReader { windows, next: 0, current: Vec::new(), at: 0, failed: false }
+            .collect()
     }
 }
 
@@ -454,6 +461,9 @@ impl Read for RemoteReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.failed {
             return Err(error(io::ErrorKind::Other, "an earlier read failed".into()));
+        }
+        if let Some((object, start)) = self.unstarted.take() {
+            self.windows = Self::start(object, start);
         }
         while self.at == self.current.len() {
             let channel = &self.windows[self.next % self.windows.len()];

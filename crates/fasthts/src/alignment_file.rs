@@ -143,9 +143,8 @@ impl AlignmentFile {
         let regular = peeked.is_regular_file() && path.as_os_str() != "-";
         let remote = peeked.is_remote();
         let shown = peeked.path().to_path_buf();
-        let missing_eof = format == Format::CompressedSam(Compression::Bgzf) && peeked.ends_with_eof_marker() == Some(false);
-        // Of a remote file, only BGZF BAM is read by region yet.
-        let by_region = ((regular && indexable(format)) || (remote && format == Format::Bam(Compression::Bgzf))).then(|| {
+        // Of a remote file, read by region through its index.
+        let by_region = ((regular || remote) && indexable(format)).then(|| {
             let without_index = match format {
                 Format::Bam(_) => options.bam_without_index,
                 Format::Cram => options.cram_without_index,
@@ -163,37 +162,51 @@ impl AlignmentFile {
                 )),
             });
         }
-        let input = peeked.open_with(&options.cram)?;
-        let missing_eof = missing_eof
-            || match &input {
-                Input::Bam(bam) => !bam.has_eof_marker(),
-                Input::Cram(c) => c.missing_eof_container(),
-                Input::Stream(_) | Input::Sam(_) => false,
-            };
+        // Whether a remote file has an index is known only by fetching it:
+        // looked for once, now, and kept; the header is then the one read
+        // through it (a stream of the file's start would fetch it again,
+        // and more ahead).
+        let remote_indexed = match (&by_region, peeked.remote_object(), input::remote_url(path)) {
+            (Some(by_region), Some((object, head)), Some(url)) => {
+                IndexedFile::open_remote_object(url, Arc::clone(object), head, &shown, &by_region.options)?
+            }
+            _ => None,
+        };
+        let (header, missing_eof, first) = match &remote_indexed {
+            Some(indexed) => (indexed.header().clone(), indexed.missing_eof_marker()?, None),
+            None => {
+                let sam_gz_eof = format == Format::CompressedSam(Compression::Bgzf) && peeked.ends_with_eof_marker() == Some(false);
+                let input = peeked.open_with(&options.cram)?;
+                let missing_eof = sam_gz_eof
+                    || match &input {
+                        Input::Bam(bam) => !bam.has_eof_marker(),
+                        Input::Cram(c) => c.missing_eof_container(),
+                        Input::Stream(_) | Input::Sam(_) => false,
+                    };
+                // A remote file's stream is not kept for a first whole-file
+                // read: it would go on fetching ahead while only regions
+                // are read.
+                (input.header().clone(), missing_eof, (!remote).then_some(input))
+            }
+        };
         let mut file = AlignmentFile {
             path: path.to_path_buf(),
-            header: Arc::new(input.header().clone()),
+            header: Arc::new(header),
             format,
             regular,
             remote,
             shown,
             missing_eof,
             cram: options.cram.clone(),
-            // A remote file's stream is not kept for a first whole-file read:
-            // it would go on fetching ahead while only regions are read.
-            first: Mutex::new((!remote).then_some(input)),
+            first: Mutex::new(first),
             by_region,
             index_loaded: false,
             containers: OnceLock::new(),
         };
-        if let (true, Some(by_region), Some(url)) = (remote, &file.by_region, input::remote_url(path)) {
-            // Whether a remote file has an index is known only by fetching
-            // it: looked for once, now, and kept.
-            if let Some(indexed) = IndexedFile::open_remote(url, &by_region.options)? {
-                by_region.opened.lock().unwrap_or_else(|p| p.into_inner()).file = Some(Arc::new(indexed));
-                file.index_loaded = true;
-            }
-        } else if options.index.is_some() || (options.load_found_index_at_open && file.has_index_file()) {
+        if let (Some(indexed), Some(by_region)) = (remote_indexed, &file.by_region) {
+            by_region.opened.lock().unwrap_or_else(|p| p.into_inner()).file = Some(Arc::new(indexed));
+            file.index_loaded = true;
+        } else if !remote && (options.index.is_some() || (options.load_found_index_at_open && file.has_index_file())) {
             file.for_regions(report)?;
             file.index_loaded = true;
         }

@@ -104,12 +104,14 @@ pub fn open_remote(url: &str) -> Result<(Arc<RemoteObject>, PathBuf), Error> {
     Ok((Arc::new(object), shown))
 }
 
-/// [`peek`] of a URL: the object read as a stream, fetched ahead.
+/// [`peek`] of a URL: its first bytes fetched as one range; the rest read
+/// as a stream, fetched ahead from its first read on (a region query
+/// reads the object by its own ranges, and fetches none of it twice).
 fn peek_remote(url: &str) -> Result<Peeked, Error> {
     let (object, path) = open_remote(url)?;
-    let mut rest: Box<dyn Read + Send> = Box::new(RemoteReader::new(Arc::clone(&object), 0));
-    let mut prefix = Vec::with_capacity(SNIFF_BYTES);
-    (&mut rest).take(SNIFF_BYTES as u64).read_to_end(&mut prefix).map_err(|e| Error::from(e).with_path(&path))?;
+    let mut prefix = vec![0u8; object.len().min(SNIFF_BYTES as u64) as usize];
+    object.read_range(0, &mut prefix).map_err(|e| Error::from(e).with_path(&path))?;
+    let rest: Box<dyn Read + Send> = Box::new(RemoteReader::new(Arc::clone(&object), prefix.len() as u64));
     let format = recognise(&prefix);
     Ok(Peeked { path, format, regular: None, remote: Some(object), prefix, rest })
 }
@@ -129,6 +131,11 @@ impl Peeked {
     /// Whether the input is a remote object (a URL), read as a stream.
     pub fn is_remote(&self) -> bool {
         self.remote.is_some()
+    }
+
+    /// The remote object (a URL) and its first bytes, fetched already.
+    pub fn remote_object(&self) -> Option<(&Arc<RemoteObject>, &[u8])> {
+        self.remote.as_ref().map(|object| (object, &self.prefix[..]))
     }
 
     /// The name messages give the input (a URL without credentials).

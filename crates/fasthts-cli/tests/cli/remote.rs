@@ -21,7 +21,7 @@ fn nginx_binary() -> Option<PathBuf> {
 }
 
 /// nginx serving a directory on a free loopback port, stopped on drop;
-/// it logs each request's line, status and body bytes sent. One process
+/// it logs each request's line, status, body bytes sent and user agent. One process
 /// (`master_process off`): killing a master would leave its workers.
 struct Nginx {
     child: Child,
@@ -39,7 +39,7 @@ impl Nginx {
             let root = dir.0.display().to_string();
             let conf = format!(
                 "master_process off;\nerror_log {root}/error.log;\npid {root}/nginx.pid;\nevents {{ worker_connections 64; }}\n\
-                 http {{\n  log_format bytes '$request $status $body_bytes_sent';\n  access_log {root}/access.log bytes;\n\
+                 http {{\n  log_format bytes '$request $status $body_bytes_sent $http_user_agent';\n  access_log {root}/access.log bytes;\n\
                  client_body_temp_path {root}/tmp;\n  proxy_temp_path {root}/tmp;\n  fastcgi_temp_path {root}/tmp;\n\
                  uwsgi_temp_path {root}/tmp;\n  scgi_temp_path {root}/tmp;\n\
                  server {{ listen 127.0.0.1:{port}; root {root}/www; }}\n}}\n"
@@ -78,12 +78,24 @@ impl Nginx {
         format!("http://127.0.0.1:{}/{name}", self.port)
     }
 
-    /// Body bytes sent for the requests of `name` logged so far, and their number.
-    fn bytes_sent(&self, name: &str) -> (u64, usize) {
+    /// Body bytes sent for the requests of `name` logged so far, and their
+    /// number, to a client whose user agent starts with `agent` (fasthts'
+    /// `ureq/`, samtools' `htslib/`): samtools drops a
+    /// connection before its body is sent, which nginx logs when it
+    /// closes, maybe after the log was cleared for the next command.
+    fn bytes_sent_to(&self, name: &str, agent: &str) -> (u64, usize) {
         let log = std::fs::read_to_string(self.dir.path("access.log")).unwrap_or_default();
         let path = format!(" /{name} ");
-        let lines: Vec<&str> = log.lines().filter(|l| l.contains(&path)).collect();
-        (lines.iter().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum(), lines.len())
+        let mut sent = (0, 0);
+        for line in log.lines().filter(|l| l.contains(&path)) {
+            // `GET /NAME HTTP/1.1 STATUS BYTES AGENT...`
+            let fields: Vec<&str> = line.splitn(6, ' ').collect();
+            if fields.get(5).copied().unwrap_or("").starts_with(agent) {
+                sent.0 += fields[4].parse::<u64>().unwrap();
+                sent.1 += 1;
+            }
+        }
+        sent
     }
 
     /// Forgets the requests logged so far.
@@ -205,9 +217,16 @@ fn regions_match_local_and_samtools() {
             assert!(theirs == local, "depth -r {region}: fasthts and samtools differ on the URL");
         }
     }
-    // (coverage plans its windows by the blocks it reads first: it fails
-    // on the first block not fetched, in one line, reading no zeros.)
-    fails_saying(&["coverage", "-r", "chr2:100-20000", &small], &small, "");
+    // coverage and stats with a region fetch what their queries read.
+    for (command, region) in [("coverage", "chr2:100-20000"), ("coverage", "chr1"), ("stats", "chr1:1000-50000")] {
+        let args = |input: &str| -> Vec<String> {
+            let args: &[&str] = if command == "coverage" { &[command, "-r", region, input] } else { &[command, input, region] };
+            args.iter().map(|a| a.to_string()).collect()
+        };
+        let local = without_version_line(ok(fasthts_output(&args(&data("small.bam").display().to_string())), "local"), command);
+        let remote = without_version_line(ok(fasthts_output(&args(&small)), "remote"), command);
+        assert!(remote == local, "{command} {region}: URL and local file differ");
+    }
     // A CSI beside the data.
     let url = server.url("long_ref.bam");
     let local = ok(fasthts_output(&["view", &data("long_ref.bam").display().to_string(), "ref1"]), "local");
@@ -216,43 +235,185 @@ fn regions_match_local_and_samtools() {
 }
 
 /// A region query fetches the header, the index and its records' ranges,
-/// not the whole file: no more than samtools fetches, give or take 64 kB.
+/// not the whole file: for each of 20 random 20 kb regions of a generated
+/// BAM of about 8 MB, no more than samtools fetches, give or take 64 kB.
 #[test]
 fn region_query_fetches_little() {
     let Some(server) = Nginx::start() else { return };
     let scratch = TempDir::new("remote-bytes");
-    let big = scratch.path("big.bam");
-    write_small_bam_20_times(&big);
+    let sam = scratch.path("big.sam");
+    let args = ["-q", "--seed", "38", "--reads", "30000", "--refs", "2", "--ref-len", "2000000"];
+    std::fs::write(&sam, fasthts_testgen::cli::sam(&args).unwrap()).unwrap();
     let sorted = scratch.path("sorted.bam");
-    ok(fasthts_output(&["sort", "-o", &sorted.display().to_string(), "--write-index", &big.display().to_string()]), "sort");
+    ok(fasthts_output(&["view", "-b", "-o", &sorted.display().to_string(), &sam.display().to_string()]), "view -b");
+    ok(fasthts_output(&["index", &sorted.display().to_string()]), "index");
+    std::fs::remove_file(&sam).unwrap();
     server.serve(&sorted, "big.bam");
-    server.serve(&scratch.path("sorted.bam.csi"), "big.bam.csi");
+    server.serve(&scratch.path("sorted.bam.bai"), "big.bam.bai");
     let len = std::fs::metadata(&sorted).unwrap().len();
     let url = server.url("big.bam");
-    server.clear_log();
-    let ours = ok(fasthts_output(&["view", "-c", &url, "chr1:10000-12000"]), "view -c region");
-    let (ours_bytes, ours_requests) = server.bytes_sent("big.bam");
-    assert!(ours_bytes < len / 2, "{ours_bytes} bytes of {len} fetched in {ours_requests} requests for one region");
-    if have_samtools() {
+    let samtools = have_samtools();
+    let mut rng = fasthts_testgen::rng::Rng::new(38);
+    let (mut ours_total, mut theirs_total) = (0, 0);
+    for _ in 0..20 {
+        // The generator's chr1 and chr2 (3.09 and 2.14 Mb) hold the reads.
+        let (name, length) = if rng.below(2) == 0 { ("chr1", 3_090_000) } else { ("chr2", 2_140_000) };
+        let start = 1 + rng.below(length - 20_000);
+        let region = format!("{name}:{start}-{}", start + 20_000 - 1);
         server.clear_log();
-        let theirs = ok(samtools_in(&scratch.0, &["view", "-c", &url, "chr1:10000-12000"]), "samtools view -c");
-        assert_eq!(ours, theirs);
-        let (theirs_bytes, _) = server.bytes_sent("big.bam");
-        eprintln!("region of {len} bytes: fasthts fetched {ours_bytes} in {ours_requests} requests, samtools {theirs_bytes}");
-        assert!(ours_bytes <= theirs_bytes + 64_000, "fasthts fetched {ours_bytes} bytes, samtools {theirs_bytes}");
+        let ours = ok(fasthts_output(&["view", "-c", &url, &region]), "view -c region");
+        let (ours_bytes, ours_requests) = server.bytes_sent_to("big.bam", "ureq/");
+        assert!(ours_bytes < len / 10, "{region}: {ours_bytes} bytes of {len} fetched in {ours_requests} requests");
+        ours_total += ours_bytes;
+        if samtools {
+            server.clear_log();
+            let theirs = ok(samtools_in(&scratch.0, &["view", "-c", &url, &region]), "samtools view -c");
+            assert_eq!(ours, theirs, "{region}");
+            let (theirs_bytes, _) = server.bytes_sent_to("big.bam", "htslib/");
+            theirs_total += theirs_bytes;
+            assert!(ours_bytes <= theirs_bytes + 64_000, "{region}: fasthts fetched {ours_bytes} bytes, samtools {theirs_bytes}");
+        }
     }
+    eprintln!("20 regions of 20 kb of a {len}-byte BAM: fasthts fetched {ours_total} bytes, samtools {theirs_total}");
+    // Regions at the ends of references, and whole ones: the same records
+    // as the local file.
+    let regions = ["chr1:2000-9000", "chr1:3000000-3090000", "chr2:1-20000", "chr2:100000-100001", "chrM", "chr2", "*"];
+    let local =
+        ok(fasthts_output(&[&["view".to_string(), sorted.display().to_string()][..], &regions.map(String::from)].concat()), "local");
+    let remote = ok(fasthts_output(&[&["view", url.as_str()][..], &regions].concat()), "remote");
+    assert!(remote == local, "regions: URL and local file differ");
     // Dense regions (20 times small.bam's depth): each read to the first
     // record past it, whose block lies past what follows the region by
     // the linear index (a bug once: that block was not fetched).
+    let dense = scratch.path("dense.bam");
+    write_small_bam_20_times(&scratch.path("twenty.bam"));
+    ok(
+        fasthts_output(&["sort", "-o", &dense.display().to_string(), "--write-index", &scratch.path("twenty.bam").display().to_string()]),
+        "sort",
+    );
+    server.serve(&dense, "dense.bam");
+    server.serve(&scratch.path("dense.bam.csi"), "dense.bam.csi");
     let regions = ["chr1:2000-9000", "chr1:150000-170000", "chr2:1-20000", "chr2:100000-100001", "chr1:300000-309000", "chr3", "*"];
-    let local = ok(fasthts_output(&[&["view".to_string(), sorted.display().to_string()][..], &regions.map(String::from)].concat()), "local");
-    let remote = ok(fasthts_output(&[&["view", url.as_str()][..], &regions].concat()), "remote");
+    let local = ok(fasthts_output(&[&["view".to_string(), dense.display().to_string()][..], &regions.map(String::from)].concat()), "local");
+    let remote = ok(fasthts_output(&[&["view", server.url("dense.bam").as_str()][..], &regions].concat()), "remote");
     assert!(remote == local, "dense regions: URL and local file differ");
     // The whole file is fetched once.
     server.clear_log();
     ok(fasthts_output(&["flagstat", &url]), "flagstat");
-    let (whole, _) = server.bytes_sent("big.bam");
+    let (whole, _) = server.bytes_sent_to("big.bam", "ureq/");
     assert!(whole >= len && whole <= len + len / 20, "flagstat fetched {whole} bytes of {len}");
+}
+
+/// `(command, region)` of a region command as fasthts and samtools take
+/// it, on `input`, a CRAM decoded with `fasta`.
+fn region_command(command: &str, region: &str, input: &str, fasta: &Path) -> Vec<String> {
+    let fasta = fasta.display().to_string();
+    let args: Vec<&str> = match command {
+        "view" => vec!["view", "--no-PG", "-T", &fasta, input, region],
+        "view -c" => vec!["view", "-c", "-T", &fasta, input, region],
+        "depth" => vec!["depth", "--reference", &fasta, "-r", region, input],
+        "coverage" => vec!["coverage", "--reference", &fasta, "-r", region, input],
+        "stats" => vec!["stats", "--reference", &fasta, input, region],
+        "idxstats" => vec!["idxstats", input],
+        "flagstat" => vec!["flagstat", input],
+        other => unreachable!("{other}"),
+    };
+    args.into_iter().map(String::from).collect()
+}
+
+/// `samtools stats` names its version and its command line (the input's
+/// path) in its first lines: left out.
+fn without_version_line(bytes: Vec<u8>, command: &str) -> Vec<u8> {
+    if command != "stats" {
+        return bytes;
+    }
+    let text = String::from_utf8(bytes).unwrap();
+    let kept =
+        text.lines().filter(|l| !l.starts_with("# This file was produced by samtools stats") && !l.starts_with("# The command line was:"));
+    kept.map(|l| format!("{l}\n")).collect::<String>().into_bytes()
+}
+
+/// Regions of a remote bgzipped SAM (its CSI beside it) and CRAM (its
+/// `.crai` beside it, or named; decoded with `--reference`): every region
+/// command gives on the URL what it gives on the local file and what
+/// samtools gives on the URL; whole-file reads of them too.
+#[test]
+fn sam_gz_and_cram_regions_match_local_and_samtools() {
+    let Some(server) = Nginx::start() else { return };
+    if !have_samtools() {
+        return;
+    }
+    let scratch = TempDir::new("remote-formats");
+    let fasta = scratch.path("ref.fa");
+    let args = ["-q", "--seed", "38", "--reads", "3000", "--refs", "3", "--ref-len", "60000", "--reference-fasta", fasta.to_str().unwrap()];
+    let sam = scratch.path("reads.sam");
+    let text_bytes = fasthts_testgen::cli::sam(&args).unwrap();
+    std::fs::write(&sam, &text_bytes).unwrap();
+    ok(samtools_in(&scratch.0, &["faidx", fasta.to_str().unwrap()]), "samtools faidx");
+    let cram = scratch.path("x.cram");
+    samtools_cram(&sam, &fasta, &cram, &["seqs_per_slice=100", "slices_per_container=1"]);
+    // The SAM in small BGZF blocks (regions start inside the file), as
+    // samtools indexes it.
+    let sam_gz = scratch.path("x.sam.gz");
+    let mut bgzf = Vec::new();
+    for chunk in text_bytes.chunks(20_000) {
+        let mut block = fasthts::bgzf::compress_all(chunk, 1);
+        block.truncate(block.len() - fasthts::bgzf::EOF_MARKER.len());
+        bgzf.extend_from_slice(&block);
+    }
+    bgzf.extend_from_slice(&fasthts::bgzf::EOF_MARKER);
+    std::fs::write(&sam_gz, &bgzf).unwrap();
+    ok(samtools_in(&scratch.0, &["index", "-c", sam_gz.to_str().unwrap()]), "samtools index");
+    for name in ["x.cram", "x.cram.crai", "x.sam.gz", "x.sam.gz.csi"] {
+        server.serve(&scratch.path(name), name);
+    }
+    server.serve(&cram, "other.cram");
+    let names: Vec<String> = String::from_utf8_lossy(&text_bytes)
+        .lines()
+        .filter_map(|l| l.strip_prefix("@SQ\tSN:").map(|rest| rest.split('\t').next().unwrap().to_string()))
+        .collect();
+    let (first, second) = (&names[0], &names[1]);
+    let regions = [format!("{first}:1000-5000"), format!("{second}:20000-45000"), first.clone(), "*".to_string()];
+    let offline = |mut c: Command| {
+        c.env("REF_PATH", "/nonexistent/%s").env("REF_CACHE", "/nonexistent/%s");
+        run(c)
+    };
+    for name in ["x.sam.gz", "x.cram"] {
+        let url = server.url(name);
+        let local = scratch.path(name).display().to_string();
+        for command in ["view", "view -c", "depth", "coverage", "stats", "idxstats", "flagstat"] {
+            for region in &regions {
+                if (command == "depth" || command == "stats") && region == "*" {
+                    continue;
+                }
+                let what = format!("{command} {name} {region}");
+                let mut c = fasthts();
+                c.args(region_command(command, region, &url, &fasta));
+                let remote = without_version_line(ok(offline(c), &what), command);
+                let mut c = fasthts();
+                c.args(region_command(command, region, &local, &fasta));
+                let here = without_version_line(ok(offline(c), &what), command);
+                assert!(remote == here, "{what}: URL and local file differ");
+                let mut c = Command::new("samtools");
+                c.args(region_command(command, region, &url, &fasta)).current_dir(&scratch.0);
+                let theirs = without_version_line(ok(offline(c), &format!("samtools {what}")), command);
+                assert!(remote == theirs, "{what}: fasthts and samtools differ on the URL");
+                if matches!(command, "idxstats" | "flagstat") {
+                    break;
+                }
+            }
+        }
+    }
+    // The index named: a URL with -X, or ##idx##, for a file without one beside it.
+    let want = ok(fasthts_output(&["view", "-c", cram.to_str().unwrap(), first]), "local");
+    let other = server.url("other.cram");
+    let crai = server.url("x.cram.crai");
+    for input in [vec!["-X".to_string(), other.clone(), crai.clone()], vec![format!("{other}##idx##{crai}")]] {
+        let args: Vec<&str> = [&["view", "-c"][..], &input.iter().map(String::as_str).collect::<Vec<_>>(), &[first.as_str()]].concat();
+        assert_eq!(ok(fasthts_output(&args), &format!("{input:?}")), want, "{input:?}");
+    }
+    // Without an index beside it, a region query is refused as samtools refuses it.
+    fails_saying(&["view", "-c", &other, first], &other, "cannot load index");
 }
 
 // ---- What a network does wrong: a server of this file's own. ----

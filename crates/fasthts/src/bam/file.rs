@@ -4,7 +4,8 @@ use super::{BamError, Header, RecordReader};
 use crate::bgzf::{self, BlockReader, VirtualOffset};
 use crate::Error;
 use fasthts_io::remote::RemoteObject;
-use memmap2::{Mmap, MmapMut};
+use fasthts_io::sparse::SparseCopy;
+use memmap2::Mmap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,101 +34,7 @@ enum Bytes {
     /// A remote object: memory of its length, holding only the ranges
     /// fetched ([`BamFile::prefetch`]); the rest reads as zeros, which no
     /// BGZF block header matches.
-    Remote(Box<Sparse>),
-}
-
-/// The ranges of a remote object fetched so far, in memory of its length
-/// (an anonymous map: pages never written take no memory).
-struct Sparse {
-    map: MmapMut,
-    object: Arc<RemoteObject>,
-    /// Fetched `[start, end)` ranges, sorted, disjoint.
-    filled: Vec<(u64, u64)>,
-}
-
-/// The largest request [`BamFile::prefetch`] makes: a long range is
-/// fetched in parts of this size, in parallel.
-const PART_BYTES: u64 = 4 << 20;
-
-impl Sparse {
-    /// Fetches what `ranges` hold that has not been fetched, on the
-    /// current pool's threads.
-    fn fetch(&mut self, ranges: &[(u64, u64)]) -> std::io::Result<()> {
-        use rayon::prelude::*;
-        let len = self.map.len() as u64;
-        let mut wanted: Vec<(u64, u64)> = ranges.iter().map(|&(s, e)| (s.min(len), e.min(len))).filter(|(s, e)| s < e).collect();
-        wanted.sort_unstable();
-        // What is missing, in parts of at most PART_BYTES.
-        let mut parts = Vec::new();
-        let mut covered_to = 0u64;
-        for (start, end) in wanted {
-            let mut at = start.max(covered_to);
-            covered_to = covered_to.max(end);
-            for &(fs, fe) in &self.filled {
-                if fe <= at || fs >= end {
-                    continue;
-                }
-                if fs > at {
-                    split_into(&mut parts, at, fs);
-                }
-                at = at.max(fe);
-            }
-            if at < end {
-                split_into(&mut parts, at, end);
-            }
-        }
-        if parts.is_empty() {
-            return Ok(());
-        }
-        // Disjoint slices of the map, one per part.
-        let mut slices = Vec::with_capacity(parts.len());
-        let mut rest: &mut [u8] = &mut self.map;
-        let mut rest_at = 0u64;
-        for &(start, end) in &parts {
-            let (_, tail) = std::mem::take(&mut rest).split_at_mut((start - rest_at) as usize);
-            let (part, tail) = tail.split_at_mut((end - start) as usize);
-            slices.push((start, part));
-            rest = tail;
-            rest_at = end;
-        }
-        let object = &self.object;
-        slices.into_par_iter().with_max_len(1).try_for_each(|(start, part)| object.read_range(start, part))?;
-        self.filled.extend(parts);
-        self.filled.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.filled.len());
-        for &(s, e) in &self.filled {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
-        self.filled = merged;
-        Ok(())
-    }
-}
-
-impl Sparse {
-    /// A new map of the same object holding the ranges fetched at its
-    /// start (the header) and at its end (the EOF marker).
-    fn copy_ends(&self) -> std::io::Result<Sparse> {
-        let len = self.map.len() as u64;
-        let mut map = memmap2::MmapOptions::new().len(len as usize).no_reserve_swap().map_anon()?;
-        let filled: Vec<(u64, u64)> = self.filled.iter().copied().filter(|&(s, e)| s == 0 || e == len).collect();
-        for &(s, e) in &filled {
-            map[s as usize..e as usize].copy_from_slice(&self.map[s as usize..e as usize]);
-        }
-        Ok(Sparse { map, object: Arc::clone(&self.object), filled })
-    }
-}
-
-/// `[start, end)` pushed onto `parts` in pieces of at most [`PART_BYTES`].
-fn split_into(parts: &mut Vec<(u64, u64)>, start: u64, end: u64) {
-    let mut at = start;
-    while at < end {
-        let next = (at + PART_BYTES).min(end);
-        parts.push((at, next));
-        at = next;
-    }
+    Remote(Box<SparseCopy>),
 }
 
 impl BamFile {
@@ -173,29 +80,21 @@ impl BamFile {
         }
     }
 
-    /// The BAM behind a remote `object`, named `path` in messages: its
-    /// header and its last bytes (the EOF marker) are fetched; the ranges
-    /// to read are fetched before they are read ([`BamFile::prefetch`]).
-    pub fn open_remote(path: impl AsRef<Path>, object: Arc<RemoteObject>) -> Result<BamFile, Error> {
+    /// The BAM behind a remote `object`, named `path` in messages, whose
+    /// first bytes `known` were fetched already: its header and its last
+    /// bytes (the EOF marker) are fetched; the ranges to read are fetched
+    /// before they are read ([`BamFile::prefetch`]).
+    pub fn open_remote(path: impl AsRef<Path>, object: Arc<RemoteObject>, known: &[u8]) -> Result<BamFile, Error> {
         let path = path.as_ref().to_path_buf();
         let len = object.len();
         if len == 0 {
             return Err(crate::format::check_mappable(crate::format::Format::Empty, &path).unwrap_err());
         }
         let io = |e: std::io::Error| Error::from(e).with_path(&path);
-        let map = memmap2::MmapOptions::new().len(len as usize).no_reserve_swap().map_anon().map_err(io)?;
-        let mut sparse = Sparse { map, object, filled: Vec::new() };
+        let mut sparse = SparseCopy::new(object, known).map_err(io)?;
         let tail = bgzf::EOF_MARKER.len() as u64;
         sparse.fetch(&[(len.saturating_sub(tail), len)]).map_err(io)?;
-        // The header, from a first range grown until it holds it all.
-        let mut prefix = 64u64 << 10;
-        loop {
-            sparse.fetch(&[(0, prefix)]).map_err(io)?;
-            if prefix >= len || read_header(&sparse.map).is_ok() {
-                break;
-            }
-            prefix *= 4;
-        }
+        sparse.fetch_start_until(|bytes| read_header(bytes).is_ok()).map_err(io)?;
         BamFile::from_bytes(path, Bytes::Remote(Box::new(sparse)))
     }
 
@@ -214,10 +113,7 @@ impl BamFile {
     /// remote one, when it was fetched ([`BamFile::prefetch`]).
     pub fn is_fetched(&self, start: u64, end: u64) -> bool {
         match &self.bytes {
-            Bytes::Remote(sparse) => {
-                let end = end.min(sparse.map.len() as u64);
-                start >= end || sparse.filled.iter().any(|&(s, e)| s <= start && end <= e)
-            }
+            Bytes::Remote(sparse) => sparse.is_fetched(start, end),
             _ => true,
         }
     }
@@ -248,7 +144,7 @@ impl BamFile {
         let data: &[u8] = match &bytes {
             Bytes::Mapped(m) => m,
             Bytes::Owned(v) => v,
-            Bytes::Remote(s) => &s.map,
+            Bytes::Remote(s) => s.bytes(),
         };
         let (header, first_record) = match read_header(data) {
             Ok(read) => read,
@@ -285,7 +181,7 @@ impl BamFile {
         match &self.bytes {
             Bytes::Mapped(m) => m,
             Bytes::Owned(v) => v,
-            Bytes::Remote(s) => &s.map,
+            Bytes::Remote(s) => s.bytes(),
         }
     }
 

@@ -140,6 +140,12 @@ pub fn coverage_table(inputs: &[PathBuf], options: &CoverageOptions, report: &dy
                 }
             },
         };
+        if let Scope::Region(tid, beg, end, _) = scope {
+            // A remote file's ranges for the region, fetched together.
+            for file in &mut files {
+                file.prefetch_queries(&[(Region { ref_id: tid, start: beg, end }, Rule::Overlap)])?;
+            }
+        }
         if matches!(scope, Scope::Dot) {
             // Its index found, `.` reads the whole files.
             files.clear();

@@ -173,6 +173,14 @@ fn run(
             stats_error(e, path)
         })
     };
+    if let Some(file) = &mut indexed {
+        // A remote file's ranges for the queries below, fetched together.
+        let queries: Vec<(Region, Rule)> = query
+            .iter()
+            .map(|(tid, intervals)| (Region { ref_id: *tid, start: intervals[0].0, end: intervals[intervals.len() - 1].1 }, Rule::Overlap))
+            .collect();
+        file.prefetch_queries(&queries)?;
+    }
     let read = if let Some(mut input) = whole {
         read_whole(&mut input, path, &mut counted).inspect(|()| warn_after_reading(&mut input, path, report))
     } else if let Some(file) = &indexed {

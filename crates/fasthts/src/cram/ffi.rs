@@ -158,3 +158,48 @@ extern "C" {
     pub fn sam_idx_init(fp: *mut htsFile, h: *mut sam_hdr_t, min_shift: c_int, fnidx: *const c_char) -> c_int;
     pub fn sam_idx_save(fp: *mut htsFile) -> c_int;
 }
+
+// A scheme of fasthts' own through which htslib reads a remote object
+// (`cram::remote`): `hfile_internal.h`'s plug-in interface, exported by
+// libhts for its own plug-ins (htslib 1.16's layouts).
+
+/// The leading fields of `struct hFILE` (hfile.h), which `hfile_init`
+/// allocates at the start of a larger struct of the backend's own.
+#[repr(C)]
+pub struct hFILE_base {
+    pub buffer: *mut c_char,
+    pub begin: *mut c_char,
+    pub end: *mut c_char,
+    pub limit: *mut c_char,
+    pub backend: *const hFILE_backend,
+    pub offset: libc::off_t,
+    /// `at_eof:1, mobile:1, readonly:1`.
+    pub bits: std::ffi::c_uint,
+    pub has_errno: c_int,
+}
+
+/// `struct hFILE_backend`.
+#[repr(C)]
+pub struct hFILE_backend {
+    pub read: unsafe extern "C" fn(fp: *mut hFILE, buffer: *mut c_void, nbytes: usize) -> isize,
+    pub write: unsafe extern "C" fn(fp: *mut hFILE, buffer: *const c_void, nbytes: usize) -> isize,
+    pub seek: unsafe extern "C" fn(fp: *mut hFILE, offset: libc::off_t, whence: c_int) -> libc::off_t,
+    pub flush: unsafe extern "C" fn(fp: *mut hFILE) -> c_int,
+    pub close: unsafe extern "C" fn(fp: *mut hFILE) -> c_int,
+}
+
+/// `struct hFILE_scheme_handler` of priority below 2000 (no `vopen`).
+#[repr(C)]
+pub struct hFILE_scheme_handler {
+    pub open: unsafe extern "C" fn(filename: *const c_char, mode: *const c_char) -> *mut hFILE,
+    pub isremote: unsafe extern "C" fn(filename: *const c_char) -> c_int,
+    pub provider: *const c_char,
+    pub priority: c_int,
+}
+
+#[link(name = "hts")]
+extern "C" {
+    pub fn hfile_init(struct_size: usize, mode: *const c_char, capacity: usize) -> *mut hFILE;
+    pub fn hfile_add_scheme_handler(scheme: *const c_char, handler: *const hFILE_scheme_handler);
+    pub fn hisremote(filename: *const c_char) -> c_int;
+}

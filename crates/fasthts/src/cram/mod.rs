@@ -17,6 +17,7 @@ mod container;
 mod crai;
 mod ffi;
 pub mod region;
+pub mod remote;
 
 pub use region::{CramQuery, QueryPool};
 
@@ -144,7 +145,13 @@ pub(crate) fn quiet_htslib() {
     static ONCE: Once = Once::new();
     // SAFETY: sets a global integer; no other htslib call is in flight
     // while `call_once` runs it.
-    ONCE.call_once(|| unsafe { ffi::hts_set_log_level(ffi::HTS_LOG_OFF) });
+    ONCE.call_once(|| {
+        // SAFETY: as said above.
+        unsafe { ffi::hts_set_log_level(ffi::HTS_LOG_OFF) };
+        // Before any file is opened: htslib's table of schemes is read
+        // unlocked once made (see `remote::add_scheme_handler`).
+        remote::add_scheme_handler();
+    });
 }
 
 /// Keeps glibc's malloc from handing htslib's per-slice buffers back to
@@ -229,8 +236,15 @@ impl CramReader {
         let fp = unsafe { ffi::hts_open(name.as_ptr(), c"r".as_ptr()) };
         // The file was opened once already (its first bytes recognised):
         // what fails here is its content.
-        let Some(fp) = NonNull::new(fp) else { return Err(Error::Message(UNREADABLE.into()).with_path(path)) };
-        CramReader::start(fp, path, options, None, true)
+        let Some(fp) = NonNull::new(fp) else {
+            if let Some(e) = remote::take_last_error() {
+                return Err(Error::from(e).with_path(path));
+            }
+            return Err(Error::Message(UNREADABLE.into()).with_path(path));
+        };
+        // A remote object (`remote::Registered`) is no file to list again.
+        let regular = !remote::is_registered_name(path);
+        CramReader::start(fp, path, options, None, regular)
     }
 
     /// Reads a CRAM stream (a pipe, standard input; the bytes already
@@ -495,6 +509,10 @@ impl CramReader {
     /// An error reading the data, naming the user's path: a stream's own
     /// read error if that is what ended it.
     fn damaged(&mut self, what: &str) -> Error {
+        // A remote file's range that could not be fetched, as it failed.
+        if let Some(e) = remote::take_last_error() {
+            return Error::from(e).with_path(&self.path);
+        }
         if let Some(Err(e)) = self.feeder.take().map(|f| f.join().unwrap_or(Ok(()))) {
             return Error::from(e).with_path(&self.path);
         }

@@ -225,6 +225,23 @@ impl MemoryIndex {
         Ok(MemoryIndex { _file: file, path: index })
     }
 
+    /// An index whose bytes are `bytes` (a remote file's `.crai`,
+    /// fetched; errors name `shown`).
+    pub fn from_bytes(bytes: &[u8], shown: &Path) -> Result<MemoryIndex, Error> {
+        use std::io::Write;
+        // SAFETY: the name is NUL-terminated; the flags are valid.
+        let fd = unsafe { libc::memfd_create(c"fasthts-crai".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(Error::from(std::io::Error::last_os_error()).with_path(shown));
+        }
+        // SAFETY: memfd_create just made it; nobody else owns it.
+        let file = unsafe { OwnedFd::from_raw_fd(fd) };
+        let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let mut writer = std::fs::File::from(file);
+        writer.write_all(bytes).map_err(|e| Error::from(e).with_path(shown))?;
+        Ok(MemoryIndex { _file: OwnedFd::from(writer), path })
+    }
+
     /// The name htslib opens the index by (valid in this process only).
     pub fn path(&self) -> &Path {
         &self.path
@@ -239,8 +256,11 @@ pub struct QueryPool {
     shown: PathBuf,
     options: CramOptions,
     index: Option<PathBuf>,
-    /// The index made in memory, when the file has none (`index` names it).
+    /// The index made in memory, when the file has none, or a remote
+    /// file's, fetched (`index` names it).
     _memory_index: Option<Arc<MemoryIndex>>,
+    /// A remote file: what `path` names, and its version.
+    remote: Option<(Arc<super::remote::Registered>, (u8, u8))>,
     header: Header,
     free: Mutex<Vec<CramQuery>>,
 }
@@ -255,6 +275,7 @@ impl QueryPool {
             options: options.clone(),
             index: index.map(Path::to_path_buf),
             _memory_index: None,
+            remote: None,
             header: first.header().clone(),
             free: Mutex::new(vec![first]),
         }
@@ -275,6 +296,39 @@ impl QueryPool {
         Ok((pool, true))
     }
 
+    /// A pool over the remote CRAM file `object` (its first bytes `head`;
+    /// errors name `shown`) with the `.crai` `index` (its bytes, fetched;
+    /// named `index_shown`): htslib reads the ranges it seeks to through
+    /// fasthts' requests ([`super::remote`]), the index from memory.
+    pub fn open_remote(
+        object: Arc<fasthts_io::remote::RemoteObject>,
+        head: &[u8],
+        shown: &Path,
+        options: &CramOptions,
+        index: &[u8],
+        index_shown: &Path,
+    ) -> Result<QueryPool, Error> {
+        let memory = MemoryIndex::from_bytes(index, index_shown)?;
+        let registered = super::remote::Registered::new(object);
+        let opened = CramQuery::open(registered.name(), options, Some(memory.path())).map_err(|e| match e {
+            Error::WithPath { path, source } if path == memory.path() => source.with_path(index_shown),
+            Error::WithPath { path, source } if path == registered.name() => source.with_path(shown),
+            e => e,
+        })?;
+        let q = opened.ok_or_else(|| Error::Message("the CRAM index fetched has gone".into()).with_path(index_shown))?;
+        let mut pool = QueryPool::new(q.named(shown), registered.name(), options, Some(memory.path()));
+        pool.shown = shown.to_path_buf();
+        pool._memory_index = Some(Arc::new(memory));
+        let version = if head.len() >= 6 && &head[..4] == b"CRAM" { (head[4], head[5]) } else { (0, 0) };
+        pool.remote = Some((Arc::new(registered), version));
+        Ok(pool)
+    }
+
+    /// Whether the file is a remote object, read by the ranges htslib asks for.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
     /// A pool over the same file and index (one made in memory
     /// included), its handles decoding `fields`.
     pub fn with_fields(&self, fields: super::Fields) -> QueryPool {
@@ -284,6 +338,7 @@ impl QueryPool {
             options: CramOptions { fields, ..self.options.clone() },
             index: self.index.clone(),
             _memory_index: self._memory_index.clone(),
+            remote: self.remote.clone(),
             header: self.header.clone(),
             free: Mutex::new(Vec::new()),
         }
@@ -297,6 +352,9 @@ impl QueryPool {
     /// The file's CRAM version `(major, minor)` (`(0, 0)` if it can no
     /// longer be read).
     pub fn version(&self) -> (u8, u8) {
+        if let Some((_, version)) = self.remote {
+            return version;
+        }
         super::version(&self.path).unwrap_or((0, 0))
     }
 
@@ -317,7 +375,11 @@ impl QueryPool {
         match free {
             Some(q) => Ok(q),
             None => {
-                let opened = CramQuery::open(&self.path, &self.options, self.index.as_deref())?;
+                let opened = CramQuery::open(&self.path, &self.options, self.index.as_deref()).map_err(|e| match e {
+                    // A remote file's registered name is not the user's.
+                    Error::WithPath { path, source } if path == self.path => source.with_path(&self.shown),
+                    e => e,
+                })?;
                 let mut q = opened.ok_or_else(|| Error::Message("the CRAM index has gone".into()).with_path(&self.path))?;
                 q.reader.path.clone_from(&self.shown);
                 Ok(q)

@@ -209,32 +209,43 @@ impl IndexedFile {
         Ok(IndexedFile::new(Data::SamGz { sam, index }, whole))
     }
 
-    /// [`IndexedFile::open`] of a URL: a BGZF BAM whose header and index
-    /// are fetched (the index given, which may be a URL too, else the one
-    /// beside it as htslib finds it: `URL.csi`, `URL.bai`, then the same
-    /// with the last extension replaced); its records' ranges are fetched
-    /// before they are read ([`IndexedFile::prefetch_pieces`]). `None` when
-    /// no index is given and none lies beside it.
+    /// [`IndexedFile::open`] of a URL: a BGZF BAM or bgzipped SAM whose
+    /// header and index are fetched, or a CRAM file read by htslib through
+    /// fasthts' requests with its `.crai` fetched (the index given, which
+    /// may be a URL too, else the one beside it as htslib finds it:
+    /// `URL.csi`, `URL.bai`, or `URL.crai`, then the same with the last
+    /// extension replaced); a BAM's or SAM's records' ranges are fetched
+    /// before they are read ([`IndexedFile::prefetch_pieces`]), a CRAM's
+    /// as htslib reads them. `None` when no index is given and none lies
+    /// beside it.
     pub fn open_remote(url: &str, options: &IndexedOptions) -> Result<Option<IndexedFile>, Error> {
-        let (object, path) = input::open_remote(url)?;
-        let mut head = vec![0u8; (object.len() as usize).min(format::SNIFF_BYTES)];
-        object.read_range(0, &mut head).map_err(|e| Error::from(e).with_path(&path))?;
-        match format::recognise(&head) {
-            Format::Bam(Compression::Bgzf) => {}
+        let peeked = input::peek(Path::new(url))?;
+        let (object, head) = peeked.remote_object().expect("a URL is a remote object");
+        Self::open_remote_object(url, Arc::clone(object), head, peeked.path(), options)
+    }
+
+    /// [`IndexedFile::open_remote`] of the object at `url` (named `path`
+    /// in messages), opened, whose first bytes `head` were fetched.
+    pub fn open_remote_object(
+        url: &str,
+        object: Arc<fasthts_io::remote::RemoteObject>,
+        head: &[u8],
+        path: &Path,
+        options: &IndexedOptions,
+    ) -> Result<Option<IndexedFile>, Error> {
+        let format = format::recognise(head);
+        match format {
+            Format::Bam(Compression::Bgzf) | Format::CompressedSam(Compression::Bgzf) | Format::Cram => {}
             other => {
-                format::check_supported(other, &path)?;
-                return Err(Error::Message(
-                    "region queries of a remote file are supported for BAM only yet (bgzipped SAM and CRAM are read whole)".into(),
-                )
-                .with_path(&path));
+                format::check_supported(other, path)?;
+                return Err(not_indexable(other, path));
             }
         }
-        let bam = BamFile::open_remote(&path, object)?;
         let (bytes, index_path) = match &options.index {
             Some(named) => (read_index_file(named, false)?.ok_or_else(|| not_found(named))?, named.clone()),
             None => {
                 let mut found = None;
-                for candidate in remote_index_candidates(url) {
+                for candidate in remote_index_candidates(url, format) {
                     if let Some(bytes) = read_index_file(&candidate, true)? {
                         found = Some((bytes, candidate));
                         break;
@@ -247,16 +258,21 @@ impl IndexedFile {
             }
         };
         let shown = fasthts_io::remote::shown_path(&index_path);
-        let index = Index::from_bytes(&bytes).map_err(|e| Error::from(e).with_path(&shown))?;
-        let (in_index, in_header) = (index.references().len(), bam.header().references.len());
-        if in_index != in_header {
-            let what = format!("{in_index} references in the index, {in_header} in the header of {}", path.display());
-            return Err(Error::IndexMismatch(what).with_path(&shown));
+        if format == Format::Cram {
+            let pool = QueryPool::open_remote(object, head, path, &options.cram, &bytes, &shown)?;
+            return Ok(Some(IndexedFile::new(Data::Cram(pool), false)));
         }
-        // Its offsets lie within the file (the blocks it points at are
-        // not fetched to be checked).
-        verify_index(&bam, &index, false).map_err(|e| e.with_path(&shown))?;
-        Ok(Some(IndexedFile::new(Data::Bam { bam, index }, false)))
+        let index = Index::from_bytes(&bytes).map_err(|e| Error::from(e).with_path(&shown))?;
+        let data = if let Format::CompressedSam(_) = format {
+            let sam = SamGzFile::open_remote(path, object, head)?.with_positions(options.sam_positions);
+            check_remote_index(&sam, &index, &shown)?;
+            Data::SamGz { sam, index }
+        } else {
+            let bam = BamFile::open_remote(path, object, head)?;
+            check_remote_index(&bam, &index, &shown)?;
+            Data::Bam { bam, index }
+        };
+        Ok(Some(IndexedFile::new(data, false)))
     }
 
     /// [`IndexedFile::open_remote`] of `path`, a URL or `URL##idx##INDEX`
@@ -278,16 +294,14 @@ impl IndexedFile {
     }
 
     /// Fetches what [`IndexedFile::piece`] of each `(scope, from)` will
-    /// read of a remote file, in parallel; nothing for a local one. The
-    /// ranges are those the index gives for the pieces, each to the block
-    /// after the one where what follows the piece starts.
+    /// read of a remote BAM or bgzipped SAM, in parallel; nothing for a
+    /// local one (nor a CRAM, whose ranges htslib asks for as it reads).
+    /// The ranges are those the index gives for the pieces, each to the
+    /// block after the one where what follows the piece starts.
     pub fn prefetch_pieces(&mut self, pieces: &[(Region, i64)]) -> Result<(), Error> {
-        let Data::Bam { bam, index } = &mut self.data else { return Ok(()) };
-        if !bam.is_remote() {
-            return Ok(());
-        }
-        let ranges: Vec<(u64, u64)> = pieces.iter().filter_map(|&(scope, from)| piece_range(bam, index, scope, from)).collect();
-        bam.prefetch(&ranges)
+        let Some((file, index)) = self.fetched_by_index() else { return Ok(()) };
+        let ranges: Vec<(u64, u64)> = pieces.iter().filter_map(|&(scope, from)| piece_range(file, index, scope, from)).collect();
+        self.fetch(&ranges)
     }
 
     /// [`IndexedFile::prefetch_pieces`] of whole regions: what their
@@ -304,17 +318,14 @@ impl IndexedFile {
     /// reading the other handle reads it undisturbed. The Python package's
     /// region reads come through here.
     pub fn with_queries_fetched(file: Arc<IndexedFile>, queries: &[(Region, Rule)]) -> Result<Arc<IndexedFile>, Error> {
-        if !file.is_remote() || queries.iter().all(|&(region, rule)| file.check_query_fetched(region, rule).is_ok()) {
+        if file.fetched_by_index().is_none() || queries.iter().all(|&(region, rule)| file.check_query_fetched(region, rule).is_ok()) {
             return Ok(file);
         }
         let mut file = match Arc::try_unwrap(file) {
             Ok(file) => file,
-            Err(shared) => shared.remote_copy().expect("a remote file has a copy")?,
+            Err(shared) => shared.remote_copy().expect("a remote BAM or SAM has a copy")?,
         };
-        if let Data::Bam { bam, index } = &mut file.data {
-            let ranges: Vec<(u64, u64)> = queries.iter().filter_map(|&(region, rule)| query_range(bam, index, region, rule)).collect();
-            bam.prefetch(&ranges)?;
-        }
+        file.prefetch_queries(queries)?;
         Ok(Arc::new(file))
     }
 
@@ -330,36 +341,82 @@ impl IndexedFile {
         }))
     }
 
+    /// Fetches what [`IndexedFile::query`] of each `(region, rule)` reads
+    /// of a remote BAM or bgzipped SAM, in parallel; nothing for a local
+    /// file (nor a CRAM, whose ranges htslib asks for as it reads).
+    pub fn prefetch_queries(&mut self, queries: &[(Region, Rule)]) -> Result<(), Error> {
+        let Some((file, index)) = self.fetched_by_index() else { return Ok(()) };
+        let ranges: Vec<(u64, u64)> = queries.iter().filter_map(|&(region, rule)| query_range(file, index, region, rule)).collect();
+        self.fetch(&ranges)
+    }
+
+    /// A remote BAM or bgzipped SAM (read by the ranges fetched into it
+    /// first) and its index; `None` for any other file.
+    fn fetched_by_index(&self) -> Option<(&dyn Indexed, &Index)> {
+        match &self.data {
+            Data::Bam { bam, index } if bam.is_remote() => Some((bam, index)),
+            Data::SamGz { sam, index } if sam.is_remote() => Some((sam, index)),
+            _ => None,
+        }
+    }
+
+    /// Fetches `ranges` of a remote BAM or bgzipped SAM.
+    fn fetch(&mut self, ranges: &[(u64, u64)]) -> Result<(), Error> {
+        match &mut self.data {
+            Data::Bam { bam, .. } => bam.prefetch(ranges),
+            Data::SamGz { sam, .. } => sam.prefetch(ranges),
+            Data::Cram(_) => Ok(()),
+        }
+    }
+
+    /// Whether `[start, end)` may be read (always, but of a remote BAM or
+    /// bgzipped SAM where it was not fetched).
+    fn is_fetched(&self, start: u64, end: u64) -> bool {
+        match &self.data {
+            Data::Bam { bam, .. } => bam.is_fetched(start, end),
+            Data::SamGz { sam, .. } => sam.is_fetched(start, end),
+            Data::Cram(_) => true,
+        }
+    }
+
     /// [`IndexedFile::check_fetched`] of what [`IndexedFile::query`] of
     /// `region` by `rule` reads.
     fn check_query_fetched(&self, region: Region, rule: Rule) -> Result<(), Error> {
-        let Data::Bam { bam, index } = &self.data else { return Ok(()) };
-        if !bam.is_remote() || query_range(bam, index, region, rule).is_none_or(|(s, e)| bam.is_fetched(s, e)) {
+        let Some((file, index)) = self.fetched_by_index() else { return Ok(()) };
+        if query_range(file, index, region, rule).is_none_or(|(s, e)| self.is_fetched(s, e)) {
             return Ok(());
         }
-        Err(Error::Message("this command cannot read regions of a remote file yet (view and depth -r can)".into()).with_path(bam.path()))
+        Err(not_fetched(self.path()))
     }
 
-    /// A remote BAM's [`BamFile::remote_copy`], with the same index.
+    /// A remote BAM's or SAM's copy holding its header ([`BamFile::remote_copy`]),
+    /// with the same index.
     fn remote_copy(&self) -> Option<Result<IndexedFile, Error>> {
-        let Data::Bam { bam, index } = &self.data else { return None };
-        let copy = bam.remote_copy()?;
-        Some(copy.map(|bam| IndexedFile::new(Data::Bam { bam, index: index.clone() }, self.whole)))
+        let copy = match &self.data {
+            Data::Bam { bam, index } => bam.remote_copy()?.map(|bam| Data::Bam { bam, index: index.clone() }),
+            Data::SamGz { sam, index } => sam.remote_copy()?.map(|sam| Data::SamGz { sam, index: index.clone() }),
+            Data::Cram(_) => return None,
+        };
+        Some(copy.map(|data| IndexedFile::new(data, self.whole)))
     }
 
-    /// Whether the file is a remote object (read by the ranges fetched).
+    /// Whether the file is a remote object (a URL).
     pub fn is_remote(&self) -> bool {
-        matches!(&self.data, Data::Bam { bam, .. } if bam.is_remote())
+        match &self.data {
+            Data::Bam { bam, .. } => bam.is_remote(),
+            Data::SamGz { sam, .. } => sam.is_remote(),
+            Data::Cram(pool) => pool.is_remote(),
+        }
     }
 
     /// A remote file's piece or query that was not fetched first is
     /// refused (only `view` fetches its pieces yet), not read as zeros.
     fn check_fetched(&self, scope: Region, from: i64) -> Result<(), Error> {
-        let Data::Bam { bam, index } = &self.data else { return Ok(()) };
-        if !bam.is_remote() || piece_range(bam, index, scope, from).map_or(true, |(s, e)| bam.is_fetched(s, e)) {
+        let Some((file, index)) = self.fetched_by_index() else { return Ok(()) };
+        if piece_range(file, index, scope, from).is_none_or(|(s, e)| self.is_fetched(s, e)) {
             return Ok(());
         }
-        Err(Error::Message("this command cannot read regions of a remote file yet (view and depth -r can)".into()).with_path(bam.path()))
+        Err(not_fetched(self.path()))
     }
 
     fn open_cram(path: &Path, options: &IndexedOptions) -> Result<IndexedFile, Error> {
@@ -414,6 +471,11 @@ impl IndexedFile {
             return Ok(list);
         }
         let list = match &self.data {
+            Data::Cram(pool) if pool.is_remote() => {
+                return Err(
+                    Error::Message("a remote CRAM file is read by region, not cut into containers, yet".into()).with_path(pool.path())
+                );
+            }
             Data::Cram(pool) => {
                 let path = pool.path();
                 let file = std::fs::File::open(path).map_err(|e| Error::from(e).with_path(path))?;
@@ -542,11 +604,19 @@ impl IndexedFile {
         }
         let (beg, end) = (region.start.max(0), region.end);
         let inner = match &self.data {
-            Data::Bam { bam, index } => Inner::Chunks(RegionRecords::new(bam, index, tid as usize, beg, end)),
+            Data::Bam { bam, index } if !bam.is_remote() => Inner::Chunks(RegionRecords::new(bam, index, tid as usize, beg, end)),
+            // A remote BAM is read from the linear index's offset on, as a
+            // bgzipped SAM: the index's chunks of its larger bins lie far
+            // apart, and fetching what spans them would fetch much more
+            // than what is read (`query_range`).
+            Data::Bam { bam, index } => match super::query_span(bam, index, overlapping(tid, end), beg) {
+                Some((start, following)) => Inner::Bam(RegionReader::new(bam, overlapping(tid, end), start, following)?),
+                None => Inner::Empty,
+            },
             Data::SamGz { sam, index } => Inner::SamGz(SamRegionReader::query(sam, index, overlapping(tid, end), beg)?),
             Data::Cram(pool) => Inner::cram(pool, tid, beg, end)?,
         };
-        let ending_past = matches!(self.data, Data::SamGz { .. }).then_some(beg);
+        let ending_past = (self.is_sam_gz() || matches!(&self.data, Data::Bam { bam, .. } if bam.is_remote())).then_some(beg);
         let wide = matches!(&self.data, Data::SamGz { sam, .. } if sam.positions() == Positions::Wide);
         Ok(Records { inner, ending_past, starting_in: None, wide })
     }
@@ -609,7 +679,7 @@ fn overlapping(tid: i32, end: i64) -> Region {
 /// stops at the first record after them, maybe cut by its block's end:
 /// two of BGZF's largest blocks more), or to the end of the file when
 /// nothing follows.
-fn piece_range(bam: &BamFile, index: &Index, scope: Region, from: i64) -> Option<(u64, u64)> {
+fn piece_range(bam: &dyn Indexed, index: &Index, scope: Region, from: i64) -> Option<(u64, u64)> {
     let len = bam.bytes().len() as u64;
     let past = 2 * crate::bgzf::MAX_BLOCK_SIZE as u64;
     let (start, following) = super::query_span(bam, index, scope, from)?;
@@ -623,44 +693,58 @@ fn piece_range(bam: &BamFile, index: &Index, scope: Region, from: i64) -> Option
     Some((start.compressed(), end))
 }
 
-/// The compressed bytes a query of `region` by `rule` reads of `bam`,
-/// through [`IndexedFile::query`] or a [`Cursor`]: the span of the pieces
-/// they read ([`piece_range`]: the region's own, for an overlap query also
-/// that of the records starting before its end, from its start), and for
-/// an overlap query also from the first chunk the index gives (a chunk of
-/// a larger bin may start before the linear index's offset) to two of
-/// BGZF's largest blocks past the last one's end.
-fn query_range(bam: &BamFile, index: &Index, region: Region, rule: Rule) -> Option<(u64, u64)> {
+/// The compressed bytes a query of `region` by `rule` reads of a remote
+/// `file`, through [`IndexedFile::query`] or a [`Cursor`]: the span of the
+/// piece they read ([`piece_range`]): of the records starting in the
+/// region, or for an overlap query of those starting before its end, read
+/// from the offset of its start.
+fn query_range(file: &dyn Indexed, index: &Index, region: Region, rule: Rule) -> Option<(u64, u64)> {
     let beg = region.start.max(0);
-    let scope = if region.ref_id < 0 { Region::unplaced() } else { region };
-    let mut spans = vec![piece_range(bam, index, region, beg), piece_range(bam, index, scope, scope.start.max(0))];
-    if let (Ok(tid), Rule::Overlap) = (usize::try_from(region.ref_id), rule) {
-        spans.push(piece_range(bam, index, overlapping(region.ref_id, region.end), beg));
-        let chunks = index.query(tid, beg, region.end);
-        let first = chunks.iter().map(|c| c.start.compressed()).min();
-        let last = chunks.iter().map(|c| c.end.compressed()).max();
-        if let (Some(first), Some(last)) = (first, last) {
-            let len = bam.bytes().len() as u64;
-            spans.push(Some((first, last.saturating_add(2 * crate::bgzf::MAX_BLOCK_SIZE as u64).min(len))));
-        }
+    if region.ref_id >= 0 && rule == Rule::Overlap {
+        return piece_range(file, index, overlapping(region.ref_id, region.end), beg);
     }
-    let spans = spans.into_iter().flatten();
-    spans.reduce(|(s, e), (s2, e2)| (s.min(s2), e.max(e2)))
+    let scope = if region.ref_id < 0 { Region::unplaced() } else { region };
+    piece_range(file, index, scope, scope.start.max(0))
 }
 
-/// The index files htslib looks for beside the remote data file `url`:
-/// `URL.csi`, `URL.bai`, and each with the last extension replaced.
-fn remote_index_candidates(url: &str) -> Vec<PathBuf> {
+/// The index files htslib looks for beside the remote data file `url`
+/// of `format`: `URL.csi`, `URL.bai` and each with the last extension
+/// replaced; for CRAM `URL.crai`, and `.cram` replaced by `.crai`.
+fn remote_index_candidates(url: &str, format: Format) -> Vec<PathBuf> {
     let name_start = url.rfind('/').map_or(0, |i| i + 1);
-    let stem = url[name_start..].rfind('.').map(|dot| &url[..name_start + dot]);
+    let dot = url[name_start..].rfind('.').map(|dot| name_start + dot);
+    if format == Format::Cram {
+        let mut candidates = vec![PathBuf::from(format!("{url}.crai"))];
+        if let Some(dot) = dot.filter(|&d| &url[d..] == ".cram") {
+            candidates.push(PathBuf::from(format!("{}.crai", &url[..dot])));
+        }
+        return candidates;
+    }
     let mut candidates = Vec::new();
     for ext in ["csi", "bai"] {
         candidates.push(PathBuf::from(format!("{url}.{ext}")));
-        if let Some(stem) = stem {
-            candidates.push(PathBuf::from(format!("{stem}.{ext}")));
+        if let Some(dot) = dot {
+            candidates.push(PathBuf::from(format!("{}.{ext}", &url[..dot])));
         }
     }
     candidates
+}
+
+/// A remote file's index `index` (named `shown`) made for it: as many
+/// references as its header, its offsets within the file (the blocks it
+/// points at are not fetched to be checked, as samtools does not).
+fn check_remote_index(file: &dyn Indexed, index: &Index, shown: &Path) -> Result<(), Error> {
+    let (in_index, in_header) = (index.references().len(), file.header().references.len());
+    if in_index != in_header {
+        let what = format!("{in_index} references in the index, {in_header} in the header of {}", file.path().display());
+        return Err(Error::IndexMismatch(what).with_path(shown));
+    }
+    verify_index(file, index, false).map_err(|e| e.with_path(shown))
+}
+
+/// The error of a query of a remote file whose ranges were not fetched.
+fn not_fetched(path: &Path) -> Error {
+    Error::Message("this command cannot read regions of a remote file yet (view and depth -r can)".into()).with_path(path)
 }
 
 /// The bytes of the index file `path` (a URL or a local path); `None`

@@ -28,7 +28,10 @@ use crate::index::Index;
 use crate::sam::{encode_record_with, Positions, RefNames};
 use crate::Error;
 use fasthts_io::compression::Compression;
+use fasthts_io::remote::RemoteObject;
+use fasthts_io::sparse::SparseCopy;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A bgzipped SAM file, mapped, with its header read: the records of its
 /// regions are read through an index ([`SamGzFile::region_records`]). (Or
@@ -46,10 +49,12 @@ pub struct SamGzFile {
     positions: Positions,
 }
 
-/// The BGZF bytes: a file's mapping, or text compressed in memory.
+/// The BGZF bytes: a file's mapping, text compressed in memory, or a
+/// remote object's ranges fetched (the rest zeros: [`SamGzFile::prefetch`]).
 enum Stored {
     Mapped(memmap2::Mmap),
     Memory(Vec<u8>),
+    Remote(Box<SparseCopy>),
 }
 
 impl std::ops::Deref for Stored {
@@ -58,6 +63,7 @@ impl std::ops::Deref for Stored {
         match self {
             Stored::Mapped(map) => map,
             Stored::Memory(bytes) => bytes,
+            Stored::Remote(sparse) => sparse.bytes(),
         }
     }
 }
@@ -73,6 +79,58 @@ impl SamGzFile {
         // contract as a mapped BAM (not truncated while read).
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| with_path(e.into()))?;
         Self::from_bgzf(path, Stored::Mapped(map), Compression::Bgzf)
+    }
+
+    /// The bgzipped SAM behind a remote `object`, named `path` in
+    /// messages, whose first bytes `known` were fetched already: its header
+    /// and last bytes (the EOF marker) are fetched; the ranges a region
+    /// reads are fetched before it is read ([`SamGzFile::prefetch`]).
+    pub fn open_remote(path: &Path, object: Arc<RemoteObject>, known: &[u8]) -> Result<SamGzFile, Error> {
+        let io = |e: std::io::Error| Error::from(e).with_path(path);
+        let len = object.len();
+        let mut sparse = SparseCopy::new(object, known).map_err(io)?;
+        sparse.fetch(&[(len.saturating_sub(crate::bgzf::EOF_MARKER.len() as u64), len)]).map_err(io)?;
+        sparse.fetch_start_until(|bytes| crate::sam::BgzfSamReader::new(bytes).is_ok()).map_err(io)?;
+        Self::from_bgzf(path, Stored::Remote(Box::new(sparse)), Compression::Bgzf)
+    }
+
+    /// Fetches the byte ranges `[start, end)` of a remote file not fetched
+    /// yet, in parallel on the current pool (nothing for a local file).
+    pub fn prefetch(&mut self, ranges: &[(u64, u64)]) -> Result<(), Error> {
+        match &mut self.map {
+            Stored::Remote(sparse) => sparse.fetch(ranges).map_err(|e| Error::from(e).with_path(&self.path)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether `[start, end)` may be read: always for a local file; for a
+    /// remote one, when it was fetched ([`SamGzFile::prefetch`]).
+    pub fn is_fetched(&self, start: u64, end: u64) -> bool {
+        match &self.map {
+            Stored::Remote(sparse) => sparse.is_fetched(start, end),
+            _ => true,
+        }
+    }
+
+    /// Whether the bytes are a remote object's, fetched as they are needed.
+    pub fn is_remote(&self) -> bool {
+        matches!(self.map, Stored::Remote(_))
+    }
+
+    /// Another handle on a remote file holding only its header and last
+    /// bytes (copied, not fetched again), as [`crate::bam::BamFile::remote_copy`].
+    /// `None` for a local file.
+    pub fn remote_copy(&self) -> Option<Result<SamGzFile, Error>> {
+        let Stored::Remote(sparse) = &self.map else { return None };
+        Some(sparse.copy_ends().map_err(|e| Error::from(e).with_path(&self.path)).map(|copy| SamGzFile {
+            path: self.path.clone(),
+            map: Stored::Remote(Box::new(copy)),
+            compression: self.compression,
+            header: self.header.clone(),
+            names: self.names.clone(),
+            first_record: self.first_record,
+            positions: self.positions,
+        }))
     }
 
     fn from_bgzf(path: &Path, map: Stored, compression: Compression) -> Result<SamGzFile, Error> {

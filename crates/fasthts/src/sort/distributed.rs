@@ -105,7 +105,7 @@ impl SortInput {
                 )
                 .with_path(&shown));
             }
-            return Ok(SortInput::Bam(BamFile::open_remote(&shown, object)?));
+            return Ok(SortInput::Bam(BamFile::open_remote(&shown, object, &head)?));
         }
         let peeked = crate::input::peek(path)?;
         let format = peeked.format();
