@@ -12,12 +12,11 @@ values travels through dask.
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _fasthts
 from ._alignment import _path
-from ._dask_sort import _PART_BYTES, _SAMPLES_PER_PART, _SPLIT_BYTES, _Clock, _assemble, _chain, _n_threads, _remove_tree, _watch
+from ._dask_sort import _PART_BYTES, _SPLIT_BYTES, _Clock, _assemble, _boundaries, _chain, _n_threads, _remove_tree, _submitter, _watch, _work_directory
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
@@ -149,24 +148,13 @@ def sormadup(
     command = f"fasthts.dask.sormadup({paths!r}, {output!r})"
     program = None if no_pg else (_fasthts.__version__, command)
 
-    directory = os.path.dirname(os.path.abspath(os.fspath(data)))
-    work = tempfile.mkdtemp(prefix=f".{os.path.basename(os.fspath(data))}.fasthts-dask-", dir=directory)
-    futures: List[Any] = []
-
-    def submit(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        f = client.submit(fn, *args, pure=False, **kwargs)
-        futures.append(f)
-        return f
-
+    work = _work_directory(data)
+    submit, futures = _submitter(client)
     try:
         # The coordinate parts' boundaries, from a sample of the input (the
         # records before fixmate: it moves only unmapped reads, to their
         # mates, so the sample still balances the parts).
-        per_split = max(8, _SAMPLES_PER_PART * n_parts // max(1, len(plan)))
-        sampled = [submit(_fasthts.dask_sort_sample, paths[i], header, s, e, per_split, _COORDINATE) for i, s, e in plan]
-        _watch(sampled, progress, "sormadup: sampling")
-        samples = [s for batch in client.gather(sampled) for s in batch]
-        boundaries = _fasthts.dask_sort_boundaries(header, samples, n_parts, _COORDINATE)
+        boundaries = _boundaries(client, submit, progress, "sormadup", plan, paths, header, n_parts, _COORDINATE)
         n_parts = len(boundaries) + 1
         clock.mark("sample")
 

@@ -43,6 +43,39 @@ def _watch(futures: List[Any], progress: Optional[bool], label: str) -> None:
         f.add_done_callback(lambda _f: tick())
 
 
+def _work_directory(data: Any) -> str:
+    """A new directory beside the output `data` for a job's files (the
+    output's file system, which the workers share)."""
+    directory = os.path.dirname(os.path.abspath(os.fspath(data)))
+    return tempfile.mkdtemp(prefix=f".{os.path.basename(os.fspath(data))}.fasthts-dask-", dir=directory)
+
+
+def _submitter(client: Any) -> Tuple[Any, List[Any]]:
+    """`submit(fn, *args)` for tasks that are not pure, and the list of
+    the futures it made (to cancel what is left when the job stops)."""
+    futures: List[Any] = []
+
+    def submit(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        f = client.submit(fn, *args, pure=False, **kwargs)
+        futures.append(f)
+        return f
+
+    return submit, futures
+
+
+def _boundaries(
+    client: Any, submit: Any, progress: Optional[bool], label: str, plan: Sequence[Tuple[int, int, int]], paths: Sequence[str],
+    header: str, n_parts: int, order: Any, ref: Optional[str] = None,
+) -> List[bytes]:
+    """The boundary records of `n_parts` parts in `order`, from a sample
+    of records of every split of `plan`."""
+    per_split = max(8, _SAMPLES_PER_PART * n_parts // max(1, len(plan)))
+    sampled = [submit(_fasthts.dask_sort_sample, paths[i], header, s, e, per_split, order, ref) for i, s, e in plan]
+    _watch(sampled, progress, f"{label}: sampling")
+    samples = [s for batch in client.gather(sampled) for s in batch]
+    return _fasthts.dask_sort_boundaries(header, samples, n_parts, order, ref)
+
+
 def _chain(plan: Sequence[Tuple[int, int, int]], paths: Sequence[str], reports: List[Any], entry_of: Any, exit_of: Any, rerun: Any) -> List[int]:
     """Checks that each split started where the one before it (same input)
     ended, running a split again from there when its first record was
@@ -178,22 +211,10 @@ def sort(
     header = paths[0]
     program = None if no_pg else (_fasthts.__version__, f"fasthts.dask.sort({paths!r}, {output!r})")
 
-    directory = os.path.dirname(os.path.abspath(os.fspath(data)))
-    work = tempfile.mkdtemp(prefix=f".{os.path.basename(os.fspath(data))}.fasthts-dask-", dir=directory)
-    futures: List[Any] = []
-
-    def submit(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        f = client.submit(fn, *args, pure=False, **kwargs)
-        futures.append(f)
-        return f
-
+    work = _work_directory(data)
+    submit, futures = _submitter(client)
     try:
-        # Samples, then the parts' key ranges.
-        per_split = max(8, _SAMPLES_PER_PART * n_parts // max(1, len(plan)))
-        sampled = [submit(_fasthts.dask_sort_sample, paths[i], header, s, e, per_split, order, ref) for i, s, e in plan]
-        _watch(sampled, progress, "sort: sampling")
-        samples = [s for batch in client.gather(sampled) for s in batch]
-        boundaries = _fasthts.dask_sort_boundaries(header, samples, n_parts, order, ref)
+        boundaries = _boundaries(client, submit, progress, "sort", plan, paths, header, n_parts, order, ref)
         n_parts = len(boundaries) + 1
         clock.mark("sample")
 
