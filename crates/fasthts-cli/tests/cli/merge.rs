@@ -325,6 +325,28 @@ fn merges_regions_and_bed_intervals_through_the_indexes() {
 }
 
 #[test]
+fn region_names_as_samtools_reads_them() {
+    // sam_parse_region on the output header: `AN:` aliases, `{name}`,
+    // a start of 0, commas; `.`, `*` and reversed ranges refused.
+    let Some(dir) = with_samtools("merge-region-names") else { return };
+    let sam = dir.path("an.sam");
+    std::fs::write(
+        &sam,
+        "@HD\tVN:1.6\tSO:coordinate\n@SQ\tSN:chr1\tLN:1000\tAN:1,one\n@SQ\tSN:chr2\tLN:1000\tAN:2\n\
+         r1\t0\tchr1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\nr2\t0\tchr2\t20\t60\t4M\t*\t0\t0\tACGT\tIIII\n",
+    )
+    .unwrap();
+    let inputs: Vec<PathBuf> = ["a.bam", "b.bam"].iter().map(|n| dir.path(n)).collect();
+    for bam in &inputs {
+        samtools(&["view", "-b", "-o"], &[bam, &sam]);
+        samtools(&["index"], &[bam]);
+    }
+    for region in ["one", "2", "one:5-15", "{one}", "chr1:0-15", "2:1-30", "chr1:1,0-20", ".", "*", "chr3", "chr1:15-5"] {
+        assert_merges_like_samtools(&dir, &["--no-PG", "-s", "1", "-R", region], &inputs, "2");
+    }
+}
+
+#[test]
 fn output_names_index_and_header_file() {
     let Some(dir) = with_samtools("merge-outputs") else { return };
     let sorted = parts(&dir, &data("small.bam"), 2, &[]);

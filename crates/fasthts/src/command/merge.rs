@@ -17,7 +17,7 @@ use crate::output::{Named, TempOutput};
 use crate::record_output::{CramOutput, OutputFormat, RecordOutput};
 use crate::region::bed::BedFilter;
 use crate::region::indexed::{IndexedFile, IndexedOptions, Records, Rule};
-use crate::region::Region;
+use crate::region::{Region, RegionSyntax};
 use crate::sort::{Comparator, SortOrder};
 use crate::Error;
 use std::io::{self, BufWriter, Write};
@@ -294,15 +294,21 @@ fn merge_in_pool(
         verbatim("[W::bam_merge_core2] No @HD tag found.".into());
     }
     let mut header = merger.finish();
-    let names: Vec<&str> = header.references.iter().map(|r| r.name.as_str()).collect();
-    let region =
-        match &options.region {
-            // samtools' sam_parse_region refuses `*` here too.
-            Some(text) => Some(Region::parse(text, &names).ok().filter(|r| r.ref_id >= 0).ok_or_else(|| {
-                Error::Message(format!("[bam_merge_core2] Badly formatted region or unknown reference name: \"{text}\""))
-            })?),
-            None => None,
-        };
+    let region = match &options.region {
+        // samtools' sam_parse_region: a name or an `AN:` alias of the
+        // output header, `{name}` quoting, `chr:0-15` from the start;
+        // `*` and `.` refused.
+        Some(text) => {
+            let names = crate::sam::RefNames::new(&header);
+            match Region::parse_samtools_with(text, names.len(), |n| names.id(n), RegionSyntax::Query).as_deref() {
+                Some(&[r]) if r.ref_id >= 0 => Some(r),
+                _ => {
+                    return Err(Error::Message(format!("[bam_merge_core2] Badly formatted region or unknown reference name: \"{text}\"")))
+                }
+            }
+        }
+        None => None,
+    };
     let bed = options.bed.as_deref().map(BedFilter::read).transpose()?;
     // 64-bit positions are kept from SAM text to SAM text, as samtools does.
     let wide = matches!(format, OutputFormat::Sam | OutputFormat::SamGz)

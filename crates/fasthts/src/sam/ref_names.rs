@@ -59,6 +59,15 @@ impl RefNames {
         Ok(self.map.get(name))
     }
 
+    /// The id region text gives `name`, as htslib's `sam_hdr_name2tid`
+    /// looks it up: an `SN:` name or an `AN:` alternative; `None` when
+    /// unknown, or when htslib could not parse the header (it then knows
+    /// no name).
+    #[inline]
+    pub fn id(&self, name: &[u8]) -> Option<i32> {
+        self.get(name).ok().flatten()
+    }
+
     /// Replays htslib's `sam_hrecs_parse_lines` + `sam_hrecs_update_hashes`
     /// over the header text (the parser htslib's `bam_name2id` goes
     /// through): alternative names, and the conditions that make it fail.
