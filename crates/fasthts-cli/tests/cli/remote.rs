@@ -414,6 +414,23 @@ fn sam_gz_and_cram_regions_match_local_and_samtools() {
     }
     // Without an index beside it, a region query is refused as samtools refuses it.
     fails_saying(&["view", "-c", &other, first], &other, "cannot load index");
+    // htslib reads the remote CRAM through fasthts' own file handler
+    // (crates/fasthts/src/cram/remote.rs, FFI): under memcheck, with two
+    // threads, the same rows.
+    if require(runs("valgrind", &["--version"]), "valgrind (Debian package valgrind)") {
+        let url = server.url("x.cram");
+        for command in ["view", "depth"] {
+            let mut args = region_command(command, &regions[1], &url, &fasta);
+            args.insert(1, "-@2".into());
+            let mut c = Command::new("valgrind");
+            c.args(["-q", "--error-exitcode=99", "--fair-sched=yes", "--leak-check=no"]).arg(env!("CARGO_BIN_EXE_fasthts")).args(&args);
+            let checked = offline(c);
+            assert_ne!(checked.status.code(), Some(99), "{command} of a CRAM URL: valgrind reports errors:\n{}", text(&checked.stderr));
+            let mut c = fasthts();
+            c.args(&args);
+            assert_eq!(ok(checked, &format!("{command} under valgrind")), ok(offline(c), command), "{command} of a CRAM URL under valgrind");
+        }
+    }
 }
 
 // ---- What a network does wrong: a server of this file's own. ----
