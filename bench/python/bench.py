@@ -3,7 +3,7 @@
 
     python3 bench/python/bench.py [--bam FILE] [--region CONTIG] [--runs N] [--only NAME ...]
 
-Five jobs (each checks that both sides computed the same thing first):
+Six jobs (each checks that both sides computed the same thing first):
 
 * ``columns``: a region's records to numpy arrays (tid, pos, end, flag,
   mapq, len, mate_tid, mate_pos, tlen) with ``BamFile.columns`` (1 and 2
@@ -21,6 +21,13 @@ Five jobs (each checks that both sides computed the same thing first):
   ``count_coverage`` over the same references (the four arrays summed):
   the same script on ``fasthts.AlignmentFile`` and ``pysam.AlignmentFile``
   (``threads=1`` and ``2`` each). Bars: pileup >= 3x, count_coverage >= 5x.
+* ``write``: a region's records with MAPQ >= 20 written to a new BAM
+  (``AlignmentFile(out, mode, template=f, threads=t)``, reading with the
+  same ``threads``), mode ``"wb"`` (compressed as pysam compresses) and
+  ``"wbu"`` (uncompressed: the work apart from compression): the same
+  script on either library, ``threads=1`` and ``2``; the two outputs'
+  records (``samtools view --no-PG``) must be equal. Bar: >= 2x at
+  ``threads=2``.
 * ``kmer``: ``Countgraph.consume_seqfile`` against ``fasthts kmer count``'s
   own counting throughput (the CLI reports counting and saving apart), on a
   simulated FASTQ (~100 MB), 4 tables of 1e8. Bar: within 10 %.
@@ -121,6 +128,23 @@ elif job.endswith("-pileup") or job.endswith("-coverage"):
         return total
     check, m = measure(pileup if job.endswith("-pileup") else coverage)
     m["check"] = check
+elif job in ("fasthts-write", "pysam-write"):
+    # The same script on either library: only the module differs.
+    if job == "fasthts-write":
+        import fasthts as lib
+    else:
+        import pysam as lib
+    def run():
+        kept = 0
+        with lib.AlignmentFile(arg["bam"], threads=arg["threads"]) as f:
+            with lib.AlignmentFile(arg["out"], arg["mode"], template=f, threads=arg["threads"]) as out:
+                for a in f.fetch(arg["region"]):
+                    if a.mapping_quality >= 20:
+                        out.write(a)
+                        kept += 1
+        return [kept]
+    check, m = measure(run)
+    m["check"] = check
 elif job == "fasthts-kmer":
     import fasthts
     g = fasthts.Countgraph(arg["k"], arg["x"], arg["n"], True)
@@ -198,6 +222,34 @@ def alternate_by_threads(jobs, n, what, **arg):
     checks = {tuple(r["check"]) for rs in runs.values() for r in rs}
     assert len(checks) == 1, f"different {what}: {checks}"
     return runs, next(iter(checks))
+
+
+def bench_write(bam, region, n):
+    # "wb" compresses as pysam does (the system zlib, level 6: the same
+    # bytes), "wbu" writes uncompressed BGZF: the rest of the work apart.
+    for mode in ("wb", "wbu"):
+        print(f"write: {bam} region {region}, records with MAPQ >= 20 to a new BAM, mode {mode!r}, {n} alternating runs", flush=True)
+        work = tempfile.mkdtemp(prefix="fasthts-pybench-")
+        outs = {lib: os.path.join(work, f"{lib}.bam") for lib in ("fasthts", "pysam")}
+        jobs = [(f"{lib} read + write threads={t}", f"{lib}-write", t) for lib in ("fasthts", "pysam") for t in (1, 2)]
+        runs = {j[0]: [] for j in jobs}
+        for _ in range(n):
+            for name, job, t in jobs:
+                lib = job.split("-")[0]
+                runs[name].append(child(job, bam=bam, region=region, threads=t, out=outs[lib], mode=mode))
+        checks = {tuple(r["check"]) for rs in runs.values() for r in rs}
+        assert len(checks) == 1, f"different record counts: {checks}"
+        digests = set()
+        for path in outs.values():
+            view = subprocess.run(f"samtools view --no-PG {path} | sha256sum", shell=True, check=True, capture_output=True, text=True)
+            digests.add(view.stdout.split()[0])
+        assert len(digests) == 1, "the two outputs' records differ"
+        same = open(outs["fasthts"], "rb").read() == open(outs["pysam"], "rb").read()
+        print(f"  records written: {next(iter(checks))[0]} (records equal on both sides; files {'byte-identical' if same else 'differ in bytes'})")
+        report_by_threads(jobs, runs)
+        for p in outs.values():
+            os.remove(p)
+        os.rmdir(work)
 
 
 def report_by_threads(jobs, runs):
@@ -312,14 +364,16 @@ def main():
     ap.add_argument("--bam", default=default_bam)
     ap.add_argument("--region", default="chr1")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--only", nargs="*", choices=["columns", "iterate", "pileup", "kmer", "dask"],
-                    default=["columns", "iterate", "pileup", "kmer", "dask"])
+    ap.add_argument("--only", nargs="*", choices=["columns", "iterate", "write", "pileup", "kmer", "dask"],
+                    default=["columns", "iterate", "write", "pileup", "kmer", "dask"])
     a = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()}; fasthts binary {FASTHTS}")
     if "columns" in a.only:
         bench_columns(a.bam, a.region, a.runs)
     if "iterate" in a.only:
         bench_iterate(a.bam, a.region, a.runs)
+    if "write" in a.only:
+        bench_write(a.bam, a.region, a.runs)
     if "pileup" in a.only:
         bench_pileup(a.bam, a.runs)
     if "kmer" in a.only:
