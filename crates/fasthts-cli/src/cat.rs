@@ -56,10 +56,8 @@ pub fn run(args: CatArgs) -> CmdResult {
         let help = cli.find_subcommand_mut("cat").map(|c| c.render_help().to_string()).unwrap_or_default();
         return Err(crate::Failure::new(1, help.trim_end().to_string()).into());
     }
-    let options = CatOptions {
-        header: args.header,
-        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" "))),
-    };
+    let options =
+        CatOptions { header: args.header, program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), crate::command_line())) };
     let output = args.output.unwrap_or_else(|| PathBuf::from("-"));
     command::cat_files(&inputs, &output, &options, &Terminal { command: "cat" })?;
     Ok(())

@@ -149,7 +149,7 @@ pub fn run(args: CollateArgs) -> CmdResult {
         level: Some(level),
         temp_prefix,
         memory: args.memory,
-        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" "))),
+        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), crate::command_line())),
         threads: args.threads,
         reference: args
             .reference

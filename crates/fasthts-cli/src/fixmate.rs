@@ -136,7 +136,7 @@ pub fn run(args: FixmateArgs) -> CmdResult {
         },
         format,
         level,
-        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" "))),
+        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), crate::command_line())),
         threads: args.threads,
         reference: args
             .reference

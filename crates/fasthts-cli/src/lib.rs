@@ -353,6 +353,12 @@ pub fn print_stderr(args: std::fmt::Arguments) {
 /// removing the temporaries in progress. Rust ignores SIGPIPE so that
 /// writes fail with EPIPE instead; this restores the default and raises it.
 pub fn die_of_broken_pipe() -> ! {
+    if IN_PROCESS.load(std::sync::atomic::Ordering::SeqCst) {
+        // A host process is not ended for its command's closed stdout:
+        // unwind to `run_in_process` (`resume_unwind` prints no panic
+        // message), dropping the command's temporaries on the way.
+        std::panic::resume_unwind(Box::new(BrokenPipe));
+    }
     fasthts::output::remove_in_progress();
     // SAFETY: restores the default action of SIGPIPE and raises it in this
     // thread, where it is not blocked: the process ends here.
@@ -387,7 +393,50 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
     // removable by the signal handler until the command has finished. The
     // k-mer library's saves go through the same registry (fasthts-io).
     fasthts::output::hold_committed_outputs();
-    let args: Vec<std::ffi::OsString> = args.into_iter().collect();
+    run_command_line(args.into_iter().collect())
+}
+
+/// Set once [`run_in_process`] has run: the process is a host (the Python
+/// package), not the command line tool.
+static IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// What [`die_of_broken_pipe`] unwinds with in a host process.
+struct BrokenPipe;
+
+/// Runs the command line `args` as [`main`] does, inside a process that
+/// goes on afterwards (the Python package's samtools-style functions, as
+/// pysam runs samtools' `main` in its process): no signal handling and no
+/// allocator limit are installed, and a closed stdout ends the command
+/// with status 141 (a shell's status for SIGPIPE) instead of the process.
+pub fn run_in_process(args: Vec<std::ffi::OsString>) -> ExitCode {
+    IN_PROCESS.store(true, std::sync::atomic::Ordering::SeqCst);
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_command_line(args))) {
+        Ok(code) => code,
+        Err(payload) if payload.is::<BrokenPipe>() => ExitCode::from(128 + libc::SIGPIPE as u8),
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
+/// The command line being run, program name first (lossy UTF-8), as
+/// [`main`] or [`run_in_process`] was given it: not the process's own
+/// arguments, which in a host process are the host's.
+static COMMAND_LINE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// The running command line's words joined by spaces, program name first:
+/// the `CL` of the `@PG` line a command adds, as samtools writes it.
+pub(crate) fn command_line() -> String {
+    COMMAND_LINE.lock().unwrap_or_else(|e| e.into_inner()).join(" ")
+}
+
+/// [`command_line`] without the program's name (`samtools stats` prints
+/// its command line so).
+pub(crate) fn command_line_after_program() -> String {
+    COMMAND_LINE.lock().unwrap_or_else(|e| e.into_inner()).iter().skip(1).cloned().collect::<Vec<_>>().join(" ")
+}
+
+/// [`main`] after its process set-up: parses `args` and runs the command.
+fn run_command_line(args: Vec<std::ffi::OsString>) -> ExitCode {
+    *COMMAND_LINE.lock().unwrap_or_else(|e| e.into_inner()) = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     // The k-mer scripts' command lines are read as khmer's argparse reads them.
     let args = match kmer::argparse::preparse(&Cli::command(), args) {
         Ok(args) => args,

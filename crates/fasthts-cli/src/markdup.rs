@@ -80,7 +80,7 @@ pub fn run(args: MarkdupArgs) -> CmdResult {
         }
         None => (None, None),
     };
-    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let command_line = crate::command_line();
     let options = MarkdupFileOptions {
         marking,
         format,

@@ -185,7 +185,7 @@ pub fn run(args: MergeArgs) -> CmdResult {
         level,
         threads: args.threads,
         write_index: args.write_index,
-        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" "))),
+        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), crate::command_line())),
         header: args.header.clone(),
         rules: HeaderRules { combine_rg: args.combine_rg, combine_pg: args.combine_pg },
         read_groups_from_names: args.read_groups,

@@ -104,7 +104,7 @@ pub fn run(args: SormadupArgs) -> CmdResult {
         }
         None => (None, parse_output_options(extra)?),
     };
-    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let command_line = crate::command_line();
     let sort = SortFileOptions {
         format,
         // -l -1: zlib's default level, as no -l.

@@ -152,7 +152,7 @@ pub fn run(args: SortArgs) -> CmdResult {
         threads: args.threads,
         write_index: args.write_index,
         temp_prefix: args.temp_prefix.clone(),
-        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" "))),
+        program: (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), crate::command_line())),
         max_fan_in: args.fan_in.map(|n| n as usize),
         engine: if args.engine == "rocksdb" { SortEngine::RocksDb } else { SortEngine::Native },
         progress,

@@ -178,7 +178,7 @@ pub fn run(args: StatsArgs) -> CmdResult {
         None
     };
     let regions: Vec<String> = positional.collect();
-    let command_line = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
+    let command_line = crate::command_line_after_program();
     let options = StatsOptions {
         settings,
         targets: args.targets,

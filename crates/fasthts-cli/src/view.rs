@@ -185,7 +185,7 @@ pub struct ViewArgs {
 
 /// `-d`/`-D`: the one tag all of them name (samtools refuses two).
 pub fn run(args: ViewArgs) -> CmdResult {
-    let program = (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), std::env::args().collect::<Vec<_>>().join(" ")));
+    let program = (!args.no_pg).then(|| (env!("CARGO_PKG_VERSION").to_string(), crate::command_line()));
     let arguments = ViewArguments {
         bam: args.bam,
         cram: args.cram,

@@ -33,9 +33,10 @@ if _TYPE_CHECKING:
 # pysam reads records without it (importing it costs a tenth of a second
 # and starts OpenBLAS' threads).
 
-from . import _fasthts
+from . import _fasthts, samtools
 from ._alignment import AlignedSegment, AlignmentFile, AlignmentHeader, IndexStats
 from ._stats import Stats, stats
+from .samtools import SamtoolsError, bam2fq, cat, collate, coverage, faidx, fasta, fastq, fixmate, fqidx, idxstats, merge, quickcheck, view
 from ._fasthts import (
     Countgraph,
     Error,
@@ -73,8 +74,23 @@ __all__ = [
     "Record",
     "Region",
     "SmallCountgraph",
+    "SamtoolsError",
     "Stats",
+    "bam2fq",
+    "cat",
+    "collate",
+    "coverage",
     "depth",
+    "faidx",
+    "fasta",
+    "fastq",
+    "fixmate",
+    "fqidx",
+    "idxstats",
+    "merge",
+    "quickcheck",
+    "samtools",
+    "view",
     "flagstat",
     "index",
     "markdup",
@@ -268,3 +284,40 @@ def scatter(
     with _ThreadPoolExecutor(max_workers=threads or _os.cpu_count() or 1) as pool:
         return list(pool.map(one, regs))
 del annotations  # (the __future__ import binds the name; not part of the API)
+
+
+#: pysam's keywords of its samtools functions (``pysam.utils.PysamDispatcher``).
+_PYSAM_KEYWORDS = frozenset(("catch_stdout", "save_stdout", "split_lines", "raw"))
+
+
+def _or_samtools_form(own: _Callable[..., _Any], paths: int) -> _Callable[..., _Any]:
+    """``own``, a fasthts function whose name pysam gives a samtools
+    command, also taking pysam's form of that name (``fasthts.samtools``):
+    a call is pysam's when it passes one of pysam's keywords, or no keyword
+    and an option (``"-o"``, ``"-@2"``) among its arguments or fewer
+    arguments than the ``paths`` ``own`` needs (``sort(bam)``). A call with
+    nothing but paths is fasthts': ``flagstat(bam)`` is a ``FlagStat``
+    (``str()`` of it is pysam's text), ``stats(bam)`` a ``Stats``,
+    ``depth(bam)`` arrays."""
+    dispatcher = getattr(samtools, own.__name__)
+
+    def call(*args: _Any, **kwargs: _Any) -> _Any:
+        if _PYSAM_KEYWORDS.intersection(kwargs) or (
+            not kwargs and (len(args) < paths or any(isinstance(a, str) and len(a) > 1 and a.startswith("-") for a in args))
+        ):
+            return dispatcher(*args, **kwargs)
+        return own(*args, **kwargs)
+
+    call.__name__ = own.__name__
+    call.__qualname__ = own.__name__
+    call.__doc__ = own.__doc__
+    call.__wrapped__ = own  # type: ignore[attr-defined]
+    return call
+
+
+depth = _or_samtools_form(depth, 1)
+flagstat = _or_samtools_form(flagstat, 1)
+index = _or_samtools_form(index, 1)
+markdup = _or_samtools_form(markdup, 2)
+sort = _or_samtools_form(sort, 2)
+stats = _or_samtools_form(stats, 1)

@@ -11,7 +11,7 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _RegionLike = Union["Region", str, Tuple[Optional[str], Optional[int], Optional[int]]]
 
 __version__: str
-__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "markdup", "sormadup", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "stats_plan", "stats_regions", "stats_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_input_size", "dask_sort_boundaries", "dask_sort_create", "dask_sort_create_with", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_part_in_memory", "dask_sort_place", "dask_sort_place_bytes", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle", "dask_sormadup_plan", "dask_sormadup_collate", "dask_sormadup_fixmate", "dask_sormadup_fixmate_split", "dask_sormadup_sort", "dask_sormadup_mark", "dask_sormadup_report", "dask_sort_shuffle_in_memory", "_stats_text"]
+__all__ = ["Error", "__version__", "BamFile", "FastaFile", "Region", "Record", "RecordIter", "Column", "FlagStat", "flagstat", "index", "sort", "markdup", "sormadup", "snp_pileup", "flagstat_plan", "flagstat_regions", "flagstat_gather", "stats_plan", "stats_regions", "stats_gather", "snp_pileup_plan", "snp_pileup_block", "snp_block_entry_state", "write_csv", "SNP_WALK_EXHAUSTED", "Countgraph", "HLLCounter", "SmallCountgraph", "seqfile_split", "_AlignmentReader", "_AlignmentWriter", "_have_system_zlib", "SegmentIter", "AlignedSegment", "PileupColumn", "PileupRead", "_PileupIter", "_parse_region", "_depth", "_countgraph_from_bytes", "run_cli", "run_cli_redirected", "dask_index_join", "dask_index_plan", "dask_index_split", "dask_input_size", "dask_sort_boundaries", "dask_sort_create", "dask_sort_create_with", "dask_sort_finish", "dask_sort_index_name", "dask_sort_part", "dask_sort_part_in_memory", "dask_sort_place", "dask_sort_place_bytes", "dask_sort_plan", "dask_sort_sample", "dask_sort_shuffle", "dask_sormadup_plan", "dask_sormadup_collate", "dask_sormadup_fixmate", "dask_sormadup_fixmate_split", "dask_sormadup_sort", "dask_sormadup_mark", "dask_sormadup_report", "dask_sort_shuffle_in_memory", "_stats_text"]
 
 class Error(Exception):
     """Bad input or a failed operation; the message is the CLI's."""
@@ -424,6 +424,7 @@ def snp_pileup_block(
 def snp_block_entry_state(state: Optional[Tuple[int, int]], block_tid: int) -> Optional[Tuple[int, int]]: ...
 def write_csv(output: _Path, n_files: int, chunks: Sequence[bytes], gzip: bool) -> None: ...
 def run_cli(argv: Sequence[str]) -> int: ...
+def run_cli_redirected(argv: Sequence[str], stdout_fd: int, stderr_fd: int) -> int: ...
 
 @final
 class AlignedSegment:
