@@ -9,6 +9,7 @@ refusals name what is refused and leave nothing behind."""
 
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -178,3 +179,24 @@ def test_refusals_leave_nothing(client, inputs, tmp_path):
         fdask.sormadup(client, sam, tmp_path / "out.bam")
     assert sam in str(e.value)
     assert os.listdir(tmp_path) == []
+
+
+def test_command_line(inputs, tmp_path):
+    """`python -m fasthts.dask sormadup`: the one-machine records and -f
+    report; -s alone prints the report on stderr; errors in one line."""
+    bam = str(inputs["sparse"])
+    want = fasthts.sormadup(bam, tmp_path / "one.bam", no_pg=True, optical_distance=100, stats_file=tmp_path / "one.txt")
+    out = tmp_path / "out.bam"
+    run = [sys.executable, "-m", "fasthts.dask", "sormadup", "--local-workers", "2", "--no-PG", "-d", "100", "-q", "-o", str(out)]
+    p = subprocess.run([*run, "-f", str(tmp_path / "out.txt"), "--write-index", bam], capture_output=True)
+    assert p.returncode == 0, p.stderr.decode()
+    assert view(out) == view(tmp_path / "one.bam")
+    assert (tmp_path / "out.bam.csi").is_file()
+    assert stats_of((tmp_path / "out.txt").read_text()) == want
+    p = subprocess.run([*run, "-s", bam], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert stats_of(p.stderr) == want
+    assert not [name for name in os.listdir(tempfile.gettempdir()) if name.startswith("fasthts-dask-sormadup-")]
+    p = subprocess.run([*run, str(tmp_path / "missing.bam")], capture_output=True, text=True)
+    assert p.returncode == 1
+    assert p.stderr.endswith(f"python -m fasthts.dask sormadup: {tmp_path / 'missing.bam'}: No such file or directory\n"), p.stderr
