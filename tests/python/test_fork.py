@@ -138,6 +138,7 @@ def _entry_points(golden: Path, fastq: Path, work: Path):
         ("scatter", scatter),
         ("FastaFile", fasta),
         ("Countgraph", countgraph),
+        ("samtools form", lambda: (fasthts.view("-c", str(bam)), fasthts.samtools.idxstats(str(bam)))),
     ]
 
 
