@@ -36,6 +36,8 @@ if _TYPE_CHECKING:
 from . import _fasthts, samtools
 from ._alignment import AlignedSegment, AlignmentFile, AlignmentHeader, IndexStats
 from ._stats import Stats, stats
+from ._pysam_names import *  # noqa: F401,F403 (pysam's constants and helpers)
+from ._pysam_names import __all__ as _pysam_names
 from .samtools import SamtoolsError, bam2fq, cat, collate, coverage, faidx, fasta, fastq, fixmate, fqidx, idxstats, merge, quickcheck, view
 from ._fasthts import (
     Countgraph,
@@ -101,7 +103,14 @@ __all__ = [
     "sort",
     "stats",
     "__version__",
+    # pysam's older names of its classes.
+    "Samfile",
+    "Fastafile",
+    *_pysam_names,
 ]
+
+Samfile = AlignmentFile
+Fastafile = FastaFile
 
 _T = _TypeVar("T")
 _RegionLike = _Union[Region, str, tuple]
