@@ -401,3 +401,46 @@ def test_reading_records_does_not_import_numpy(golden):
     )
     out = subprocess.run([sys.executable, "-c", script, str(golden / "normal.bam")], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"], out
+
+
+def test_open_file_objects_and_descriptors_as_pysam(tmp_path):
+    """pysam reads and writes an open file (an object with fileno(), or a
+    descriptor) through a duplicate of its descriptor: the AlignmentFile
+    works on after the caller closes theirs; closing it leaves theirs."""
+    import io
+    import os
+
+    pysam = require_module("pysam")
+    bam = str(DATA / "small.bam")
+    sam = tmp_path / "small.sam"
+    sam.write_text(pysam.view("-h", bam))
+    for path, mode in [(bam, "rb"), (str(sam), "r")]:
+        want = [r.to_string() for r in pysam.AlignmentFile(path, mode)]
+        with open(path, "rb") as f:
+            by_object = fasthts.AlignmentFile(f, mode)
+            by_descriptor = fasthts.AlignmentFile(f.fileno(), mode)
+            assert by_object.filename == path and by_descriptor.filename == f"<fd:{f.fileno()}>"
+        assert [r.to_string() for r in by_object] == want
+        assert [r.to_string() for r in by_descriptor] == want
+        with open(path, "rb") as f:
+            fasthts.AlignmentFile(f, mode).close()
+            assert not f.closed and len(f.read(4)) == 4
+    out = tmp_path / "out.bam"
+    with open(bam, "rb") as f, open(out, "wb") as o:
+        src = fasthts.AlignmentFile(f)
+        with fasthts.AlignmentFile(o, "wb", template=src) as w:
+            for r in src.fetch(until_eof=True):
+                w.write(r)
+    assert pysam.view("--no-PG", str(out)) == pysam.view("--no-PG", bam)
+    with pytest.raises(NotImplementedError, match="StringIO"):
+        fasthts.AlignmentFile(io.StringIO("@HD\tVN:1.6\n"))
+    with pytest.raises(TypeError, match="filepath_or_object"):
+        fasthts.AlignmentFile(1.5)
+    closed = open(bam, "rb")
+    closed.close()
+    with pytest.raises(ValueError, match="closed file"):
+        fasthts.AlignmentFile(closed)
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError):
+        fasthts.AlignmentFile(os.open(str(tmp_path), os.O_RDONLY))
+    assert len(os.listdir("/proc/self/fd")) == before + 1  # the caller's descriptor, not a duplicate

@@ -10,10 +10,11 @@ region rule: a record belongs to every region its alignment overlaps
 from __future__ import annotations
 
 import collections as _collections
+import io as _io
 import operator as _operator
 import os as _os
 import warnings as _warnings
-from typing import Any as _Any, Dict as _Dict, List as _List, Optional as _Optional
+from typing import Any as _Any, Dict as _Dict, List as _List, Optional as _Optional, Tuple as _Tuple
 
 from . import _fasthts
 
@@ -50,6 +51,29 @@ def _path(p: _Any, what: str = "path") -> str:
     if isinstance(p, (str, bytes)) or hasattr(p, "__fspath__"):
         return _os.fsdecode(_os.fspath(p))
     raise TypeError(f"{what} must be a str, bytes or os.PathLike path, not {type(p).__name__}")
+
+
+def _open_file_path(obj: _Any) -> _Optional[_Tuple[str, int, str]]:
+    """pysam's reading and writing of an already open file, given as a
+    file object (anything with ``fileno()``) or a file descriptor: its
+    descriptor duplicated (the AlignmentFile works on after the caller
+    closes theirs, and closing it leaves theirs open), the path fasthts
+    opens it by (``/dev/fd/N``), and the name pysam gives it (the object's
+    ``name``, else ``<fd:N>``). None for a path argument."""
+    if isinstance(obj, (str, bytes)) or hasattr(obj, "__fspath__"):
+        return None
+    if isinstance(obj, _io.StringIO):
+        raise NotImplementedError("access from StringIO objects not supported")
+    if isinstance(obj, bool) or not (isinstance(obj, int) or hasattr(obj, "fileno")):
+        raise TypeError(f"filepath_or_object must be a str, bytes or os.PathLike path, a file object or a file descriptor, not {type(obj).__name__}")
+    if getattr(obj, "closed", False):
+        raise ValueError("I/O operation on closed file")
+    fd = obj if isinstance(obj, int) else obj.fileno()
+    if hasattr(obj, "flush"):
+        obj.flush()
+    duplicate = _os.dup(fd)
+    name = getattr(obj, "name", None)
+    return f"/dev/fd/{duplicate}", duplicate, str(name) if name is not None else f"<fd:{fd}>"
 
 
 class AlignmentHeader:
@@ -295,16 +319,38 @@ class AlignmentFile:
         self._writer = None
         self._written_format = None
         self._iter = None
+        self._descriptor = None
         mode = mode or "r"
         if not isinstance(mode, str):
             raise TypeError(f"mode must be a str, not {type(mode).__name__}")
-        if mode[0] == "w":
-            self._open_for_writing(
-                filepath_or_object, mode, template, header, reference_names, reference_lengths, text, add_sq_text, threads, reference_filename
-            )
-            return
-        if mode[0] != "r":
+        if mode[0] not in "rw":
             raise AssertionError(f"invalid file opening mode `{mode}`")
+        opened = _open_file_path(filepath_or_object)
+        if opened is not None:
+            filepath_or_object, self._descriptor, shown = opened
+        try:
+            if mode[0] == "w":
+                self._open_for_writing(
+                    filepath_or_object, mode, template, header, reference_names, reference_lengths, text, add_sq_text, threads, reference_filename
+                )
+            else:
+                self._open_for_reading(
+                    filepath_or_object, mode, check_sq, index_filename, filepath_index, require_index, ignore_truncation, threads, reference_filename
+                )
+        except BaseException:
+            self._close_descriptor()
+            raise
+        if opened is not None:
+            self.filename = shown
+
+    def _close_descriptor(self) -> None:
+        descriptor, self._descriptor = getattr(self, "_descriptor", None), None
+        if descriptor is not None:
+            _os.close(descriptor)
+
+    def _open_for_reading(
+        self, filepath_or_object, mode, check_sq, index_filename, filepath_index, require_index, ignore_truncation, threads, reference_filename
+    ) -> None:
         self.filename = _path(filepath_or_object, "filepath_or_object")
         self.mode = mode
         self.threads = threads
@@ -386,8 +432,11 @@ class AlignmentFile:
         self._reader = None
         self._iter = None
         writer, self._writer = getattr(self, "_writer", None), None
-        if writer is not None:
-            writer.close()
+        try:
+            if writer is not None:
+                writer.close()
+        finally:
+            self._close_descriptor()
 
     def __enter__(self) -> "AlignmentFile":
         return self
@@ -396,7 +445,10 @@ class AlignmentFile:
         if exc_type is not None and self._writer is not None:
             # A block that failed leaves no output (the CLI's rule).
             writer, self._writer = self._writer, None
-            writer.abort()
+            try:
+                writer.abort()
+            finally:
+                self._close_descriptor()
         self.close()
         return False
 
