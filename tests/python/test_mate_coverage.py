@@ -158,3 +158,28 @@ def test_count_coverage_equals_pysam_on_test_files(pysam, tmp_path):
             stop = max(ends, default=0) + 5
             for kw in ({"stop": stop}, {"stop": stop, "quality_threshold": 0}, {"stop": stop, "read_callback": "nofilter"}):
                 assert coverage_of(ps.count_coverage, contig, **kw) == coverage_of(fh.count_coverage, contig, **kw), (sam, contig, kw)
+
+
+def test_find_introns_equals_pysam(pysam, tmp_path):
+    """find_introns over a fetch and over a generator filtering one; an
+    unmapped read (position -1) raises pysam's OverflowError."""
+    sam = tmp_path / "spliced.sam"
+    lines = ["@SQ\tSN:chr1\tLN:100000"]
+    for i, (pos, cigar) in enumerate([(100, "10M200N10M"), (105, "5M200N15M"), (300, "3S10M50N5M2D3M1000N4M"), (300, "10M50N5M"), (5000, "20M"), (7000, "4M1I4M10N4M")]):
+        flag = 16 if i % 2 else 0
+        length = sum(int(n) for n, op in zip(*[iter(__import__("re").split(r"([MIDNSHP=X])", cigar)[:-1])] * 2) if op in "MIS=X")
+        lines.append(f"r{i}\t{flag}\tchr1\t{pos}\t60\t{cigar}\t*\t0\t0\t{'A' * length}\t*")
+    sam.write_text("\n".join(lines) + "\n")
+    bam = tmp_path / "spliced.bam"
+    pysam.sort("-o", str(bam), str(sam))
+    pysam.index(str(bam))
+    mine, theirs = fasthts.AlignmentFile(str(bam)), pysam.AlignmentFile(str(bam))
+    want = theirs.find_introns(theirs.fetch("chr1"))
+    assert len(want) == 4 and sum(want.values()) == 6
+    assert mine.find_introns(mine.fetch("chr1")) == want
+    assert mine.find_introns(r for r in mine.fetch() if r.is_reverse) == theirs.find_introns(r for r in theirs.fetch() if r.is_reverse)
+    assert mine.getrname(0) == theirs.getrname(0) == "chr1"
+    unmapped = [r for r in fasthts.AlignmentFile(str(DATA / "small.bam")).fetch(until_eof=True) if r.reference_start < 0][:1]
+    assert unmapped
+    with pytest.raises(OverflowError):
+        mine.find_introns(unmapped)

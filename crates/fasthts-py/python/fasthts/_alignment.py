@@ -522,8 +522,36 @@ class AlignmentFile:
     def get_reference_name(self, tid: int) -> _Optional[str]:
         return self.header.get_reference_name(tid)
 
+    def getrname(self, tid: int) -> _Optional[str]:
+        """pysam's older name of ``get_reference_name``."""
+        return self.get_reference_name(tid)
+
     def get_reference_length(self, reference: str) -> int:
         return self.header.get_reference_length(reference)
+
+    def find_introns(self, read_iterator: _Any) -> "_collections.Counter[_Tuple[int, int]]":
+        """pysam's ``find_introns``: a Counter of ``(start, stop)`` (0-based,
+        stop exclusive) of every ``N`` operation of the reads, with the number
+        of reads having it; ``read_iterator`` is any iterable of reads (a
+        ``fetch``, or a generator filtering one)."""
+        found: "_collections.Counter[_Tuple[int, int]]" = _collections.Counter()
+        for read in read_iterator:
+            position = read.reference_start
+            if position < 0:
+                # pysam keeps the position in an unsigned 32-bit integer.
+                raise OverflowError("can't convert negative value to uint32_t")
+            cigar = read.cigartuples
+            if cigar is None:
+                continue
+            # As pysam: M, D, = and X move along the reference, N is an
+            # intron, the rest (I, S, H, P) do not move.
+            for op, length in cigar:
+                if op in (0, 2, 7, 8):
+                    position += length
+                elif op == 3:
+                    found[(position, position + length)] += 1
+                    position += length
+        return found
 
     def is_valid_tid(self, tid: int) -> bool:
         return self.header.is_valid_tid(tid)
