@@ -444,3 +444,17 @@ def test_open_file_objects_and_descriptors_as_pysam(tmp_path):
     with pytest.raises(OSError):
         fasthts.AlignmentFile(os.open(str(tmp_path), os.O_RDONLY))
     assert len(os.listdir("/proc/self/fd")) == before + 1  # the caller's descriptor, not a duplicate
+
+
+def test_header_dictionary_methods_and_old_names_are_pysams():
+    pysam = require_module("pysam")
+    bam = str(DATA / "small.bam")
+    mine, theirs = fasthts.AlignmentFile(bam), pysam.AlignmentFile(bam)
+    for h, g in [(mine.header, theirs.header), (fasthts.AlignmentHeader.from_dict({"HD": {"VN": "1.6"}}), pysam.AlignmentHeader.from_dict({"HD": {"VN": "1.6"}}))]:
+        assert len(h) == len(g) and bool(h) == bool(g) is True
+        assert h.get("SQ") == g.get("SQ") and h.get("XX", 5) == g.get("XX", 5) == 5
+        assert list(h.iteritems()) == list(g.iteritems())
+        for header in (h, g):
+            with pytest.raises(TypeError, match="item assignment"):
+                header["HD"] = {}
+    assert mine.gettid("chr2") == theirs.gettid("chr2") == 1

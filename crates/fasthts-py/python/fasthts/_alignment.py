@@ -197,6 +197,23 @@ class AlignmentHeader:
     def __contains__(self, key: str) -> bool:
         return key in self.to_dict()
 
+    # pysam's other dictionary methods, kept for older scripts.
+    def get(self, *args: _Any) -> _Any:
+        return self.to_dict().get(*args)
+
+    def iteritems(self):
+        return self.to_dict().items()
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+    def __bool__(self) -> bool:
+        # pysam's: a header object is true (an empty one too), not its length.
+        return True
+
+    def __setitem__(self, key: str, value: _Any) -> None:
+        raise TypeError("AlignmentHeader does not support item assignment (use header.to_dict()")
+
     def get_tid(self, reference: str) -> int:
         """The id of ``reference``; -1 when the file has no such reference."""
         for i, (n, _) in enumerate(self._refs):
@@ -518,6 +535,10 @@ class AlignmentFile:
 
     def get_tid(self, reference: str) -> int:
         return self.header.get_tid(reference)
+
+    def gettid(self, reference: str) -> int:
+        """pysam's older name of ``get_tid``."""
+        return self.get_tid(reference)
 
     def get_reference_name(self, tid: int) -> _Optional[str]:
         return self.header.get_reference_name(tid)
