@@ -32,6 +32,7 @@
 //! # Ok::<(), fasthts::pileup::PileupError>(())
 //! ```
 
+pub mod baq;
 pub mod base_counts;
 pub mod columns;
 pub mod counts;
