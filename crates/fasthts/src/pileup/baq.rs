@@ -43,20 +43,28 @@ pub enum Realigned {
 /// htslib 1.24's `seq_nt16_table` (pysam's): a reference letter's 4-bit
 /// code. Unlike htslib 1.16 (and `sam::encode`), `U` is `T`; the digits
 /// 0-3 are colour-space bases.
+#[inline]
 pub fn nt16_htslib_1_24(c: u8) -> u8 {
-    static TABLE: OnceLock<[u8; 256]> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let mut t = [15u8; 256];
-        for (i, c) in b"=ACMGRSVTWYHKDBN".iter().enumerate() {
-            t[usize::from(*c)] = i as u8;
-            t[usize::from(c.to_ascii_lowercase())] = i as u8;
-        }
-        for (c, v) in [(b'U', 8), (b'u', 8), (b'0', 1), (b'1', 2), (b'2', 4), (b'3', 8)] {
-            t[usize::from(c)] = v;
-        }
-        t
-    })[usize::from(c)]
+    NT16_1_24[usize::from(c)]
 }
+
+static NT16_1_24: [u8; 256] = {
+    let mut t = [15u8; 256];
+    let letters = b"=ACMGRSVTWYHKDBN";
+    let mut i = 0;
+    while i < letters.len() {
+        t[letters[i] as usize] = i as u8;
+        t[letters[i].to_ascii_lowercase() as usize] = i as u8;
+        i += 1;
+    }
+    let more: [(u8, u8); 6] = [(b'U', 8), (b'u', 8), (b'0', 1), (b'1', 2), (b'2', 4), (b'3', 8)];
+    let mut i = 0;
+    while i < more.len() {
+        t[more[i].0 as usize] = more[i].1;
+        i += 1;
+    }
+    t
+};
 
 /// htslib's `seq_nt16_int`: a 4-bit code as 0-3 for A, C, G, T, 4 for
 /// anything else.
@@ -138,6 +146,7 @@ impl Realigner {
     /// `self.reference`, `self.query` and `iqual`: fills `self.state` and
     /// `self.posterior` (one per query base); false when either sequence
     /// is empty (htslib then leaves them untouched).
+    #[inline(never)]
     fn glocal(&mut self, iqual: &[u8], par: HmmParams) -> bool {
         let (l_ref, l_query) = (self.reference.len() as i64, self.query.len() as i64);
         if l_ref == 0 || l_query == 0 {
@@ -224,28 +233,37 @@ impl Realigner {
             let emit = [qli * EM, 1. - qli, 1., 1.];
             let mm = 1. / s[(i - 1) as usize];
             let xm = [mm * m[0], mm * m[3], mm * m[6], EI * mm * m[1], EI * mm * m[4]];
-            let mut xi = i as usize * i_dim + band_col(bw, i, beg) as usize;
-            let mut yi = (i - 1) as usize * i_dim + band_col(bw, i - 1, beg - 1) as usize;
-            // The previous position's match and deletion cells, times
-            // their transitions into a deletion.
-            let mut l_x0 = m[2] * f[xi];
-            let mut l_x2 = m[8] * f[xi + 2];
             let mut sum = 0.;
-            for k in beg..=end {
-                let c = cond(rf[(k - 1) as usize], qyi);
-                let z0 = xm[0] * f[yi];
-                let z1 = xm[1] * f[yi + 1];
-                let z2 = xm[2] * f[yi + 2];
-                let z3 = xm[3] * f[yi + 3];
-                let z4 = xm[4] * f[yi + 4];
-                f[xi] = emit[c] * (z0 + z1 + z2);
-                f[xi + 1] = z3 + z4;
-                f[xi + 2] = l_x0 + l_x2;
-                sum += f[xi] + f[xi + 1] + f[xi + 2];
-                l_x0 = m[2] * f[xi];
-                l_x2 = m[8] * f[xi + 2];
-                xi += 3;
-                yi += 3;
+            if beg <= end {
+                let n = (end - beg + 1) as usize;
+                // Row i's cells of the band, and row i-1's from position
+                // beg-1 on (each cell reads 5 values from there).
+                let (before, row) = f.split_at_mut(i as usize * i_dim);
+                let prev = &before[(i - 1) as usize * i_dim..];
+                let u = band_col(bw, i, beg) as usize;
+                let v = band_col(bw, i - 1, beg - 1) as usize;
+                let xs = &mut row[u..u + 3 * n];
+                let ys = &prev[v..v + 3 * n + 2];
+                // The previous position's match and deletion cells, times
+                // their transitions into a deletion.
+                let mut l_x0 = m[2] * xs[0];
+                let mut l_x2 = m[8] * xs[2];
+                let rs = &rf[(beg - 1) as usize..end as usize];
+                for (j, &r) in rs.iter().enumerate() {
+                    let y = &ys[3 * j..3 * j + 5];
+                    let x = &mut xs[3 * j..3 * j + 3];
+                    let z0 = xm[0] * y[0];
+                    let z1 = xm[1] * y[1];
+                    let z2 = xm[2] * y[2];
+                    let z3 = xm[3] * y[3];
+                    let z4 = xm[4] * y[4];
+                    x[0] = emit[cond(r, qyi)] * (z0 + z1 + z2);
+                    x[1] = z3 + z4;
+                    x[2] = l_x0 + l_x2;
+                    sum += x[0] + x[1] + x[2];
+                    l_x0 = m[2] * x[0];
+                    l_x2 = m[8] * x[2];
+                }
             }
             s[i as usize] = sum;
         }
@@ -283,24 +301,35 @@ impl Realigner {
             let qli1 = f64::from(qual[i as usize]);
             let qyi1 = qy[i as usize];
             let emit = [qli1 * EM, 1. - qli1, 1., 1.];
-            let row = i as usize * i_dim;
-            let next = (i + 1) as usize * i_dim;
-            let xi0 = band_col(bw, i, end);
-            let yi0 = band_col(bw, i + 1, end);
-            let mut xi_5 = b[row + xi0 as usize + 5];
-            let n = 1. / s[i as usize];
-            for k in (beg..=end).rev() {
-                let back = end - k;
-                let xi = row + (xi0 - 3 * back) as usize;
-                let yi = next + (yi0 - 3 * back) as usize;
-                let e = if k >= l_ref { 0. } else { emit[cond(rf[k as usize], qyi1)] * b[yi + 3] };
-                b[xi + 1] = e * m[3] + e4 * b[yi + 1];
-                b[xi] = e * m[0] + e1 * b[yi + 1] + m[2] * xi_5;
-                b[xi + 2] = (e * m[6] + m[8] * xi_5) * y;
-                xi_5 = b[xi + 2];
-                b[xi + 1] *= n;
-                b[xi] *= n;
-                b[xi + 2] *= n;
+            if beg > end {
+                continue;
+            }
+            let n = (end - beg + 1) as usize;
+            let (head, next) = b.split_at_mut((i + 1) as usize * i_dim);
+            let row = &mut head[i as usize * i_dim..];
+            let u = band_col(bw, i, beg) as usize;
+            // The deletion cell after the band's last position, read as
+            // htslib reads it: in the row's unused tail, or the next row's
+            // unused first cells (0 either way).
+            let after = u + 3 * n + 2;
+            let mut xi_5 = if after < i_dim { row[after] } else { next[after - i_dim] };
+            let v = band_col(bw, i + 1, beg) as usize;
+            let xs = &mut row[u..u + 3 * n];
+            // Row i+1 from position beg on (each cell reads 5 values).
+            let ys = &next[v..v + 3 * n + 2];
+            let scale = 1. / s[i as usize];
+            for j in (0..n).rev() {
+                let k = beg + j as i64;
+                let yv = &ys[3 * j..3 * j + 5];
+                let x = &mut xs[3 * j..3 * j + 3];
+                let e = if k >= l_ref { 0. } else { emit[cond(rf[k as usize], qyi1)] * yv[3] };
+                x[1] = e * m[3] + e4 * yv[1];
+                x[0] = e * m[0] + e1 * yv[1] + m[2] * xi_5;
+                x[2] = (e * m[6] + m[8] * xi_5) * y;
+                xi_5 = x[2];
+                x[1] *= scale;
+                x[0] *= scale;
+                x[2] *= scale;
             }
         }
 
@@ -311,20 +340,22 @@ impl Realigner {
             let beg = (i - bw).max(1);
             let end = (i + bw).min(l_ref);
             let mm = 1. / s[i as usize];
-            let row = i as usize * i_dim;
-            let mut u = row + band_col(bw, i, beg) as usize;
             let (mut sum, mut max, mut max_k) = (0., 0., -1i32);
-            for k in beg..=end {
-                let z1 = mm * f[u] * b[u];
-                let z2 = mm * f[u + 1] * b[u + 1];
-                let which = z2 > z1;
-                let zm = if which { z2 } else { z1 };
-                if zm > max {
-                    max = zm;
-                    max_k = ((k - 1) as i32) << 2 | i32::from(which);
+            if beg <= end {
+                let n = (end - beg + 1) as usize;
+                let u = i as usize * i_dim + band_col(bw, i, beg) as usize;
+                let (fs, bs) = (&f[u..u + 3 * n], &b[u..u + 3 * n]);
+                for ((fc, bc), k) in fs.chunks_exact(3).zip(bs.chunks_exact(3)).zip(beg..=end) {
+                    let z1 = mm * fc[0] * bc[0];
+                    let z2 = mm * fc[1] * bc[1];
+                    let which = z2 > z1;
+                    let zm = if which { z2 } else { z1 };
+                    if zm > max {
+                        max = zm;
+                        max_k = ((k - 1) as i32) << 2 | i32::from(which);
+                    }
+                    sum += z1 + z2;
                 }
-                sum += z1 + z2;
-                u += 3;
             }
             max /= sum;
             self.state.push(max_k);
