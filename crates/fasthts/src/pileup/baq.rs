@@ -390,9 +390,7 @@ impl Realigner {
         }
 
         // Existing BQ / ZQ tags: a well-formed one is `Z` of the sequence's length.
-        let well_formed = |rec: &[u8], field: &std::ops::Range<usize>| {
-            rec[field.start + 2] == b'Z' && field.len() - 4 == l_qseq
-        };
+        let well_formed = |rec: &[u8], field: &std::ops::Range<usize>| rec[field.start + 2] == b'Z' && field.len() - 4 == l_qseq;
         let mut bq = find_tag(rec, *b"BQ");
         let fix_bq = matches!(&bq, Some(f) if !redo && !well_formed(rec, f));
         if matches!(find_tag(rec, *b"ZQ"), Some(f) if !well_formed(rec, &f)) {

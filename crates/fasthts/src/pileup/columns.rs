@@ -484,12 +484,34 @@ impl Columns {
     /// without). `truncate`: `(tid, start, stop)` of pysam's region.
     pub fn indexed(file: Arc<IndexedFile>, groups: Vec<Vec<Region>>, options: ColumnOptions, truncate: Option<(i32, i64, i64)>) -> Self {
         let groups = groups.into_iter().map(|g| g.into_iter().map(|r| (r, Rule::Overlap)).collect()).collect();
-        Columns { file: Some(file), groups, whole: None, pileup: None, options, window: truncate, from: (0, 0), done: false, read_ahead_threads: 0, reference: None }
+        Columns {
+            file: Some(file),
+            groups,
+            whole: None,
+            pileup: None,
+            options,
+            window: truncate,
+            from: (0, 0),
+            done: false,
+            read_ahead_threads: 0,
+            reference: None,
+        }
     }
 
     /// Columns of a whole file read in file order, one pileup.
     pub fn whole_file(cursor: WholeFileCursor, options: ColumnOptions) -> Self {
-        Columns { file: None, groups: VecDeque::new(), whole: Some(cursor), pileup: None, options, window: None, from: (0, 0), done: false, read_ahead_threads: 0, reference: None }
+        Columns {
+            file: None,
+            groups: VecDeque::new(),
+            whole: Some(cursor),
+            pileup: None,
+            options,
+            window: None,
+            from: (0, 0),
+            done: false,
+            read_ahead_threads: 0,
+            reference: None,
+        }
     }
 
     /// Reads each query's records past its first batch on `threads`
