@@ -583,7 +583,7 @@ impl Realigner {
                 }
             }
             for i in 0..l_qseq {
-                bq[i] = 64u8.wrapping_add(if qual[i] <= bq[i] { 0 } else { qual[i] - bq[i] });
+                bq[i] = 64u8.wrapping_add(qual[i].saturating_sub(bq[i]));
             }
         }
         if apply {

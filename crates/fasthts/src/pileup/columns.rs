@@ -277,6 +277,14 @@ impl Reference {
     }
 }
 
+/// What [`Columns::with_reference`] was given: the FASTA, the header's
+/// reference names, the options.
+struct ReferenceSetup {
+    fasta: Arc<FastaFile>,
+    names: Arc<Vec<Vec<u8>>>,
+    options: ReferenceOptions,
+}
+
 /// A feed read a batch at a time, the stepper applied.
 struct Stepped {
     supply: Supply,
@@ -472,9 +480,8 @@ pub struct Columns {
     done: bool,
     /// Threads reading a long query's records ahead (0: none).
     read_ahead_threads: usize,
-    /// The `samtools` stepper's reference: the FASTA, the header's
-    /// reference names, the options.
-    reference: Option<(Arc<FastaFile>, Arc<Vec<Vec<u8>>>, ReferenceOptions)>,
+    /// The `samtools` stepper's reference.
+    reference: Option<ReferenceSetup>,
 }
 
 impl Columns {
@@ -532,7 +539,7 @@ impl Columns {
     /// tests. [`Columns::reference_sequence`] gives the sequence.
     pub fn with_reference(mut self, fasta: Arc<FastaFile>, names: Vec<Vec<u8>>, options: ReferenceOptions) -> Self {
         if self.options.stepper == Stepper::Samtools {
-            self.reference = Some((fasta, Arc::new(names), options));
+            self.reference = Some(ReferenceSetup { fasta, names: Arc::new(names), options });
         }
         self
     }
@@ -554,11 +561,11 @@ impl Columns {
             return false;
         };
         // Each pileup starts with no sequence, as each of pysam's iterators.
-        let reference = self.reference.as_ref().map(|(fasta, names, options)| {
+        let reference = self.reference.as_ref().map(|setup| {
             Box::new(Reference {
-                fasta: fasta.clone(),
-                names: names.clone(),
-                options: *options,
+                fasta: setup.fasta.clone(),
+                names: setup.names.clone(),
+                options: setup.options,
                 current: None,
                 realigner: Realigner::new(),
                 record: Vec::new(),
