@@ -21,6 +21,8 @@ pair=(--genome-seed 20 --refs 2 --ref-len 20k)
 # Candidate SNP sites of that genome: every heterozygous SNP plus random
 # positions (a few multi-allelic and indel records, which snp-pileup skips).
 "$gen" -q "${pair[@]}" --reads 0 --sites-vcf sites.vcf --sites 300 >/dev/null
+# That genome as FASTA: the reference of pileup(fastafile=) in docs/python.md.
+"$gen" -q "${pair[@]}" --reads 0 --reference-fasta example.fa >/dev/null
 
 # Reads for the k-mer commands: the primary records of a generated sample
 # (one 20 kb chromosome and a deep chrM, paired 100 bp reads with
@@ -33,4 +35,4 @@ pair=(--genome-seed 20 --refs 2 --ref-len 20k)
         mate = $2 % 2 ? (int($2 / 64) % 2 ? "/1" : "/2") : ""
         print "@" $1 mate "\n" $10 "\n+\n" qual
     }' | gzip -n -9 >reads.fq.gz
-ls -l example.bam example-normal.bam sites.vcf reads.fq.gz
+ls -l example.bam example-normal.bam sites.vcf example.fa reads.fq.gz

@@ -210,12 +210,6 @@ def test_pileup_columns_keep_what_was_read(synth):
         stale[0].pileups
 
 
-def test_pileup_fastafile_is_refused(synth):
-    fh = fasthts.AlignmentFile(str(synth))
-    with pytest.raises(NotImplementedError):
-        fh.pileup("chr1", fastafile=object())
-
-
 def test_pileup_iterator_shared_between_threads(synth):
     """Threads sharing one iterator get each column once (a thread waiting
     for another's batch does not hold the GIL)."""

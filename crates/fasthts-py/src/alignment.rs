@@ -196,8 +196,10 @@ impl AlignmentReader {
     /// pysam's pileup iterators (`fasthts::pileup::columns`): over
     /// `regions` as one pileup (`truncate`: keep the columns of
     /// `(tid, start, stop)`), else over each reference in turn through the
-    /// index when `indexed`, else over the whole file in file order.
-    #[pyo3(signature = (regions, truncate, indexed, stepper, max_depth, ignore_overlaps, flag_filter, flag_require, ignore_orphans, min_mapping_quality, min_base_quality))]
+    /// index when `indexed`, else over the whole file in file order. With
+    /// `fastafile` and the `samtools` stepper, reads are read against it
+    /// (`compute_baq`, `redo_baq`, `adjust_capq_threshold` as pysam's).
+    #[pyo3(signature = (regions, truncate, indexed, stepper, max_depth, ignore_overlaps, flag_filter, flag_require, ignore_orphans, min_mapping_quality, min_base_quality, fastafile=None, compute_baq=true, redo_baq=false, adjust_capq_threshold=0))]
     #[allow(clippy::too_many_arguments)]
     fn pileup(
         &self,
@@ -213,8 +215,12 @@ impl AlignmentReader {
         ignore_orphans: bool,
         min_mapping_quality: i64,
         min_base_quality: i64,
+        fastafile: Option<PyRef<'_, crate::fasta::FastaFile>>,
+        compute_baq: bool,
+        redo_baq: bool,
+        adjust_capq_threshold: i32,
     ) -> PyResult<crate::pileup::PileupIter> {
-        use fasthts::pileup::columns::Columns;
+        use fasthts::pileup::columns::{Columns, ReferenceOptions};
         let options = crate::pileup::column_options(
             stepper,
             max_depth,
@@ -245,7 +251,13 @@ impl AlignmentReader {
                 Columns::whole_file(records, options)
             }
         };
-        Ok(crate::pileup::PileupIter::new(columns.reading_ahead(self.threads), self.header.clone(), min_base_quality))
+        let mut columns = columns.reading_ahead(self.threads);
+        if let Some(fasta) = fastafile {
+            let fasta = fasta.open_file("I/O operation on closed file")?;
+            let names = self.header.references.iter().map(|r| r.name.as_bytes().to_vec()).collect();
+            columns = columns.with_reference(fasta, names, ReferenceOptions { compute_baq, redo_baq, adjust_capq_threshold });
+        }
+        Ok(crate::pileup::PileupIter::new(columns, self.header.clone(), min_base_quality))
     }
 
     /// Per reference `(mapped, unmapped)` as the index records them, and

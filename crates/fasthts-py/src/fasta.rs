@@ -23,7 +23,7 @@ pub struct FastaFile {
 }
 
 impl FastaFile {
-    fn open_file(&self, what: &str) -> PyResult<Arc<Fasta>> {
+    pub(crate) fn open_file(&self, what: &str) -> PyResult<Arc<Fasta>> {
         self.file.read().unwrap_or_else(|p| p.into_inner()).clone().ok_or_else(|| PyValueError::new_err(what.to_string()))
     }
 }

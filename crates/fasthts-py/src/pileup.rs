@@ -6,12 +6,13 @@
 
 use crate::segment::AlignedSegment;
 use fasthts::bam::{flags, Header};
+use fasthts::pileup::baq::nt16_htslib_1_24;
 use fasthts::pileup::base_counts::BaseCounts;
 use fasthts::pileup::columns::{ColumnOptions, ColumnRead, Columns, Stepper};
 use fasthts::pileup::PileupError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -24,6 +25,11 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 fn pileup_err(e: PileupError) -> PyErr {
     match e {
         PileupError::Read(e) => crate::to_py(e),
+        // pysam formats the name's C string as Python bytes.
+        PileupError::MissingReference { name, tid } => Python::attach(|py| {
+            let shown = PyBytes::new(py, &name).repr().map(|r| r.to_string()).unwrap_or_default();
+            PyValueError::new_err(format!("reference sequence for '{shown}' (tid={tid}) not found"))
+        }),
         // pysam: "error during iteration" (htslib prints why).
         e => PyValueError::new_err(format!("error during iteration: {e}")),
     }
@@ -103,11 +109,13 @@ impl PileupIter {
             st.columns = None;
             return Ok(None);
         };
+        let reference = columns.reference_sequence();
         st.seq += 1;
         Ok(Some(PileupColumn {
             tid,
             pos,
             n,
+            reference,
             reads: None,
             iter: slf.clone().unbind(),
             seq: st.seq,
@@ -126,6 +134,9 @@ pub struct PileupColumn {
     tid: i32,
     pos: i64,
     n: usize,
+    /// The sequence pysam's column holds (a `fastafile` with the
+    /// `samtools` stepper): that of the last read the stepper read.
+    reference: Option<Arc<Vec<u8>>>,
     reads: Option<Vec<ColumnRead>>,
     iter: Py<PileupIter>,
     seq: u64,
@@ -242,9 +253,10 @@ impl PileupColumn {
     }
 
     /// The bases (samtools mpileup's marks optional), one per read passing
-    /// the base quality filter; "" when none passes. `mark_matches` needs
-    /// a reference, which this pileup has not: it is ignored (as pysam
-    /// without one) and deleted bases are `N`.
+    /// the base quality filter; "" when none passes. `mark_matches` and
+    /// the deleted bases of `add_indels` need the pileup's reference
+    /// (`fastafile` with the `samtools` stepper): without one, matches are
+    /// not marked and deleted bases are `N`.
     #[pyo3(signature = (mark_matches=false, mark_ends=false, add_indels=false))]
     fn get_query_sequences<'py>(
         &mut self,
@@ -253,7 +265,14 @@ impl PileupColumn {
         mark_ends: bool,
         add_indels: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = mark_matches;
+        // pysam reads the reference unchecked: its NUL past the end.
+        let reference = self.reference.clone();
+        let ref_at = |i: i64| -> u8 {
+            let seq = reference.as_deref().map_or(&[][..], |s| &s[..]);
+            usize::try_from(i).ok().and_then(|i| seq.get(i).copied()).unwrap_or(0)
+        };
+        let mark_matches = mark_matches && reference.is_some();
+        let ref_code = if mark_matches { nt16_htslib_1_24(ref_at(self.pos)) } else { 0 };
         // pysam joins the reads' strings with ':' and splits them there
         // again (a mapping quality of 25 shown after '^' splits too).
         let mut s = Vec::new();
@@ -267,7 +286,11 @@ impl PileupColumn {
                 s.push(if rec.mapq() > 93 { 126 } else { rec.mapq() + 33 });
             }
             if !r.is_del {
-                s.push(strand_mark(NT16[usize::from(r.base_code_at(r.qpos))], reverse));
+                let mut c = NT16[usize::from(r.base_code_at(r.qpos))];
+                if mark_matches && nt16_htslib_1_24(c) == ref_code {
+                    c = b'=';
+                }
+                s.push(strand_mark(c, reverse));
             } else if add_indels {
                 s.push(match (r.is_refskip, reverse) {
                     (true, true) => b'<',
@@ -279,7 +302,13 @@ impl PileupColumn {
                 s.push(if r.indel > 0 { b'+' } else { b'-' });
                 s.extend_from_slice(r.indel.unsigned_abs().to_string().as_bytes());
                 for j in 1..=i64::from(r.indel.unsigned_abs()) {
-                    let c = if r.indel > 0 { NT16[usize::from(r.inserted_base_code(j))] } else { b'N' };
+                    let c = if r.indel > 0 {
+                        NT16[usize::from(r.inserted_base_code(j))]
+                    } else if reference.is_some() {
+                        ref_at(self.pos + j)
+                    } else {
+                        b'N'
+                    };
                     s.push(strand_mark(c, reverse));
                 }
             }

@@ -798,15 +798,27 @@ class AlignmentFile:
         ``flag_filter``, ``flag_require``, ``min_mapping_quality``,
         ``ignore_orphans``), ``"all"`` (``flag_filter`` only),
         ``"nofilter"``. ``min_base_quality`` (13) filters the column's
-        lists, not ``nsegments``. A ``fastafile`` (BAQ, reference marks)
-        is not supported: ``NotImplementedError``. Other keywords are
-        ignored, as pysam ignores them."""
+        lists, not ``nsegments``. ``fastafile`` (a ``fasthts.FastaFile``),
+        with the ``"samtools"`` stepper: each read passing the flag tests
+        is read against its reference's sequence (fetched when the
+        reference changes; one missing from the FASTA ends the iteration
+        with pysam's ``ValueError``): ``compute_baq`` (True) lowers its
+        base qualities by htslib's extended BAQ (adding ``ZQ``; a read
+        carrying ``BQ`` is not realigned unless ``redo_baq``, False),
+        ``adjust_capq_threshold`` (0: off) above 10 caps its mapping
+        quality with htslib's ``sam_cap_mapq`` (a read it refuses is
+        skipped), both before the ``min_mapping_quality`` test; and the
+        columns' ``get_query_sequences`` mark matches and show deleted
+        bases from it. Other keywords are ignored, as pysam ignores
+        them."""
         reader = self._open_reader()
         stepper = kwargs.get("stepper", "samtools")
         if stepper is None:
             stepper = "all"
-        if kwargs.get("fastafile") is not None and stepper == "samtools":
-            raise NotImplementedError("pileup with a fastafile (BAQ, reference bases) is not supported by fasthts")
+        fastafile = kwargs.get("fastafile")
+        if fastafile is not None and not isinstance(fastafile, _fasthts.FastaFile):
+            # pysam's words, its class named as fasthts'.
+            raise TypeError(f"Cannot convert {type(fastafile).__name__} to fasthts.FastaFile")
         has_coord, regions = self._parse_regions(contig, start, stop, region, reference=reference, end=end)
         truncate = None
         if has_coord:
@@ -829,6 +841,10 @@ class AlignmentFile:
             bool(kwargs.get("ignore_orphans", True)),
             int(kwargs.get("min_mapping_quality", 0)),
             int(kwargs.get("min_base_quality", 13)),
+            fastafile,
+            bool(kwargs.get("compute_baq", True)),
+            bool(kwargs.get("redo_baq", False)),
+            int(kwargs.get("adjust_capq_threshold", 0)),
         )
 
     def __iter__(self) -> "AlignmentFile":

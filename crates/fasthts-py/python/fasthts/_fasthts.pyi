@@ -643,6 +643,10 @@ class _AlignmentReader:
         ignore_orphans: bool,
         min_mapping_quality: int,
         min_base_quality: int,
+        fastafile: Optional[FastaFile] = None,
+        compute_baq: bool = True,
+        redo_baq: bool = False,
+        adjust_capq_threshold: int = 0,
     ) -> _PileupIter: ...
 
 @final

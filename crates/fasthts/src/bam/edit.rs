@@ -76,16 +76,25 @@ pub fn smallest_int_type(v: i64) -> Option<u8> {
 /// Removes the first field tagged `tag` (nothing when there is none or the
 /// fields before it are malformed).
 pub fn remove_tag(data: &mut Vec<u8>, tag: [u8; 2]) {
+    if let Some(field) = find_tag(data, tag) {
+        data.drain(field);
+    }
+}
+
+/// Where the first field tagged `tag` lies in the record's bytes (tag,
+/// type and value), as htslib's `bam_aux_get` finds it: `None` when there
+/// is none or the fields before it are malformed.
+pub fn find_tag(data: &[u8], tag: [u8; 2]) -> Option<std::ops::Range<usize>> {
     let r = RecordRef::new_prevalidated(data);
     let mut at = r.aux_start();
     while at + 3 <= data.len() {
-        let Some(len) = field_len(&data[at..]) else { return };
+        let len = field_len(&data[at..])?;
         if data[at..at + 2] == tag {
-            data.drain(at..at + len);
-            return;
+            return Some(at..at + len);
         }
         at += len;
     }
+    None
 }
 
 /// The length of the aux field starting `b`, if well formed.

@@ -12,8 +12,10 @@
 //! - no region, no index ([`Columns::whole_file`]): one pileup over the
 //!   whole file in file order.
 
+use super::baq::{self, Realigner};
 use super::{Pileup, PileupError, PileupOptions, ReadFilter, RecordSource};
-use crate::bam::{flags, RecordRef};
+use crate::bam::{edit, flags, RecordRef};
+use crate::faidx::FastaFile;
 use crate::region::indexed::{Cursor, IndexedFile, Rule};
 use crate::region::Region;
 use crate::whole_file::WholeFileCursor;
@@ -33,7 +35,8 @@ pub enum Stepper {
     /// Every read (htslib still drops unmapped ones).
     NoFilter,
     /// `flag_filter`, `flag_require`, `min_mapping_quality` and
-    /// `ignore_orphans` (no BAQ: that needs a reference).
+    /// `ignore_orphans`; with a reference ([`Columns::with_reference`])
+    /// also BAQ and cap-mapq.
     Samtools,
 }
 
@@ -72,28 +75,32 @@ impl Default for ColumnOptions {
 }
 
 impl ColumnOptions {
-    /// Whether the stepper passes `r` to the pileup.
+    /// Whether the stepper's flag tests pass `r` (the `samtools` stepper
+    /// then reads the reference and adjusts the read before its other
+    /// tests, [`ColumnOptions::keep_adjusted`]).
     #[inline]
-    fn keep(&self, r: &RecordRef<'_>) -> bool {
+    fn keep_flags(&self, r: &RecordRef<'_>) -> bool {
         let flag = u32::from(r.flag());
         match self.stepper {
             Stepper::NoFilter => true,
             Stepper::All => flag & self.flag_filter == 0,
-            Stepper::Samtools => {
-                if flag & self.flag_filter != 0 {
-                    return false;
-                }
-                if self.flag_require != 0 && flag & self.flag_require == 0 {
-                    return false;
-                }
-                if i64::from(r.mapq()) < self.min_mapping_quality {
-                    return false;
-                }
-                let paired = u32::from(flags::PAIRED);
-                let proper = u32::from(flags::PROPER_PAIR);
-                !(self.ignore_orphans && flag & paired != 0 && flag & proper == 0)
-            }
+            Stepper::Samtools => flag & self.flag_filter == 0 && (self.flag_require == 0 || flag & self.flag_require != 0),
         }
+    }
+
+    /// The `samtools` stepper's tests after BAQ and cap-mapq.
+    #[inline]
+    fn keep_adjusted(&self, r: &RecordRef<'_>) -> bool {
+        if self.stepper != Stepper::Samtools {
+            return true;
+        }
+        let flag = u32::from(r.flag());
+        if i64::from(r.mapq()) < self.min_mapping_quality {
+            return false;
+        }
+        let paired = u32::from(flags::PAIRED);
+        let proper = u32::from(flags::PROPER_PAIR);
+        !(self.ignore_orphans && flag & paired != 0 && flag & proper == 0)
     }
 
     fn pileup_options(&self) -> PileupOptions {
@@ -192,6 +199,92 @@ enum Supply {
     Ended,
 }
 
+/// pysam's reference options of the `samtools` stepper (its `pileup`
+/// keywords), applied to each read that passes the stepper's flag tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReferenceOptions {
+    /// Realign the read, lowering its qualities by the BAQ
+    /// (`compute_baq`, pysam's default; extended BAQ as pysam asks htslib).
+    pub compute_baq: bool,
+    /// Realign even a read that carries a `BQ` tag (`redo_baq`).
+    pub redo_baq: bool,
+    /// Cap the mapping quality with htslib's `sam_cap_mapq` at this
+    /// threshold when above 10; a read it refuses is skipped
+    /// (`adjust_capq_threshold`, 0: off).
+    pub adjust_capq_threshold: i32,
+}
+
+impl Default for ReferenceOptions {
+    /// pysam's defaults.
+    fn default() -> Self {
+        ReferenceOptions { compute_baq: true, redo_baq: false, adjust_capq_threshold: 0 }
+    }
+}
+
+/// The reference a `samtools` stepper reads reads against: the FASTA, the
+/// sequence of the last read's reference id, and the scratch space of
+/// adjusting reads.
+struct Reference {
+    fasta: Arc<FastaFile>,
+    names: Arc<Vec<Vec<u8>>>,
+    options: ReferenceOptions,
+    /// `(tid, whole sequence)` of the last fetch.
+    current: Option<(i32, Arc<Vec<u8>>)>,
+    realigner: Realigner,
+    /// The read being adjusted (BAQ, cap-mapq), reused from read to read.
+    record: Vec<u8>,
+}
+
+impl Reference {
+    /// The sequence of reference `tid`, fetched when it is not the last
+    /// one's (pysam: once per change of reference id).
+    fn fetch(&mut self, tid: i32) -> Result<(), PileupError> {
+        if tid < 0 || self.current.as_ref().is_some_and(|(t, _)| *t == tid) {
+            return Ok(());
+        }
+        let name = self.names.get(tid as usize).cloned().unwrap_or_default();
+        match self.fasta.sequence(&name, 0, u64::MAX) {
+            Ok(seq) => {
+                self.current = Some((tid, Arc::new(seq)));
+                Ok(())
+            }
+            // pysam tells every failure of faidx_fetch_seq this way.
+            Err(_) => Err(PileupError::MissingReference { name, tid }),
+        }
+    }
+
+    /// Copies `r` and adjusts the copy as pysam's stepper does; false
+    /// when cap-mapq refuses it.
+    fn adjust(&mut self, r: &RecordRef<'_>) -> Result<bool, PileupError> {
+        self.fetch(r.ref_id())?;
+        self.record.clear();
+        self.record.extend_from_slice(r.as_bytes());
+        let Some((_, seq)) = &self.current else { return Ok(true) };
+        if self.options.compute_baq {
+            let flag = baq::APPLY | baq::EXTEND | if self.options.redo_baq { baq::REDO } else { 0 };
+            self.realigner.realign(&mut self.record, seq, flag);
+        }
+        if self.options.adjust_capq_threshold > 10 {
+            let q = baq::cap_mapq(&self.record, seq, self.options.adjust_capq_threshold);
+            if q < 0 {
+                return Ok(false);
+            }
+            if i32::from(RecordRef::new_prevalidated(&self.record).mapq()) > q {
+                edit::set_mapping_quality(&mut self.record, q as u8);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// What [`Columns::with_reference`] was given: the FASTA, the header's
+/// reference names, the options.
+struct ReferenceSetup {
+    fasta: Arc<FastaFile>,
+    names: Arc<Vec<Vec<u8>>>,
+    options: ReferenceOptions,
+}
+
 /// A feed read a batch at a time, the stepper applied.
 struct Stepped {
     supply: Supply,
@@ -202,11 +295,19 @@ struct Stepped {
     batch: Batch,
     next: usize,
     cur: (usize, usize),
+    /// With a reference: the current read is `reference.record`.
+    reference: Option<Box<Reference>>,
 }
 
 impl Stepped {
-    fn new(feed: Feed, options: ColumnOptions, read_ahead_threads: usize) -> Self {
-        Stepped { supply: Supply::Inline(feed), read_ahead_threads, options, batch: Batch::default(), next: 0, cur: (0, 0) }
+    fn new(feed: Feed, options: ColumnOptions, read_ahead_threads: usize, reference: Option<Box<Reference>>) -> Self {
+        Stepped { supply: Supply::Inline(feed), read_ahead_threads, options, batch: Batch::default(), next: 0, cur: (0, 0), reference }
+    }
+
+    /// The sequence of the reference the last read was checked against
+    /// (pysam's column's `reference_sequence`).
+    fn reference_sequence(&self) -> Option<&Arc<Vec<u8>>> {
+        self.reference.as_ref().and_then(|r| r.current.as_ref()).map(|(_, seq)| seq)
     }
 
     /// The next batch into `self.batch`; false at the end.
@@ -256,7 +357,16 @@ impl RecordSource for Stepped {
             let end = self.batch.ends[self.next];
             self.next += 1;
             let r = RecordRef::new_prevalidated(&self.batch.arena[start..end]);
-            if self.options.keep(&r) {
+            if !self.options.keep_flags(&r) {
+                continue;
+            }
+            if let Some(reference) = self.reference.as_mut() {
+                if reference.adjust(&r)? && self.options.keep_adjusted(&RecordRef::new_prevalidated(&reference.record)) {
+                    return Ok(true);
+                }
+                continue;
+            }
+            if self.options.keep_adjusted(&r) {
                 self.cur = (start, end);
                 return Ok(true);
             }
@@ -264,8 +374,13 @@ impl RecordSource for Stepped {
     }
 
     fn current(&self) -> RecordRef<'_> {
-        // Records were validated when the cursor read them.
-        RecordRef::new_prevalidated(&self.batch.arena[self.cur.0..self.cur.1])
+        // Records were validated when the cursor read them (an adjusted
+        // copy keeps a valid layout: qualities changed, a tag appended
+        // or removed whole).
+        match &self.reference {
+            Some(reference) => RecordRef::new_prevalidated(&reference.record),
+            None => RecordRef::new_prevalidated(&self.batch.arena[self.cur.0..self.cur.1]),
+        }
     }
 }
 
@@ -365,6 +480,8 @@ pub struct Columns {
     done: bool,
     /// Threads reading a long query's records ahead (0: none).
     read_ahead_threads: usize,
+    /// The `samtools` stepper's reference.
+    reference: Option<ReferenceSetup>,
 }
 
 impl Columns {
@@ -374,12 +491,34 @@ impl Columns {
     /// without). `truncate`: `(tid, start, stop)` of pysam's region.
     pub fn indexed(file: Arc<IndexedFile>, groups: Vec<Vec<Region>>, options: ColumnOptions, truncate: Option<(i32, i64, i64)>) -> Self {
         let groups = groups.into_iter().map(|g| g.into_iter().map(|r| (r, Rule::Overlap)).collect()).collect();
-        Columns { file: Some(file), groups, whole: None, pileup: None, options, window: truncate, from: (0, 0), done: false, read_ahead_threads: 0 }
+        Columns {
+            file: Some(file),
+            groups,
+            whole: None,
+            pileup: None,
+            options,
+            window: truncate,
+            from: (0, 0),
+            done: false,
+            read_ahead_threads: 0,
+            reference: None,
+        }
     }
 
     /// Columns of a whole file read in file order, one pileup.
     pub fn whole_file(cursor: WholeFileCursor, options: ColumnOptions) -> Self {
-        Columns { file: None, groups: VecDeque::new(), whole: Some(cursor), pileup: None, options, window: None, from: (0, 0), done: false, read_ahead_threads: 0 }
+        Columns {
+            file: None,
+            groups: VecDeque::new(),
+            whole: Some(cursor),
+            pileup: None,
+            options,
+            window: None,
+            from: (0, 0),
+            done: false,
+            read_ahead_threads: 0,
+            reference: None,
+        }
     }
 
     /// Reads each query's records past its first batch on `threads`
@@ -391,6 +530,27 @@ impl Columns {
         self
     }
 
+    /// Reads each read against `fasta` as pysam's `samtools` stepper does
+    /// given a `fastafile` (no effect with another stepper): the sequence
+    /// of its reference (named as `names`, the header's, says) is fetched
+    /// when the reference id changes, a name the FASTA lacks ending the
+    /// iteration with [`PileupError::MissingReference`]; then BAQ and
+    /// cap-mapq as `options` say, before the mapping-quality and orphan
+    /// tests. [`Columns::reference_sequence`] gives the sequence.
+    pub fn with_reference(mut self, fasta: Arc<FastaFile>, names: Vec<Vec<u8>>, options: ReferenceOptions) -> Self {
+        if self.options.stepper == Stepper::Samtools {
+            self.reference = Some(ReferenceSetup { fasta, names: Arc::new(names), options });
+        }
+        self
+    }
+
+    /// The sequence that pysam's current column holds as its reference:
+    /// that of the last read the stepper checked (which, reading a whole
+    /// file, may already be the next reference's).
+    pub fn reference_sequence(&self) -> Option<Arc<Vec<u8>>> {
+        self.pileup.as_ref().and_then(|p| p.source(0).reference_sequence().cloned())
+    }
+
     /// Starts the next pileup; false when there is none.
     fn start_next(&mut self) -> bool {
         let feed = if let Some(c) = self.whole.take() {
@@ -400,7 +560,18 @@ impl Columns {
         } else {
             return false;
         };
-        let source = Stepped::new(feed, self.options.clone(), self.read_ahead_threads);
+        // Each pileup starts with no sequence, as each of pysam's iterators.
+        let reference = self.reference.as_ref().map(|setup| {
+            Box::new(Reference {
+                fasta: setup.fasta.clone(),
+                names: setup.names.clone(),
+                options: setup.options,
+                current: None,
+                realigner: Realigner::new(),
+                record: Vec::new(),
+            })
+        });
+        let source = Stepped::new(feed, self.options.clone(), self.read_ahead_threads, reference);
         self.pileup = Some(Pileup::new(vec![source], &self.options.pileup_options()).keep_records().overlaps_as_htslib_1_17());
         self.from = match self.window {
             Some((tid, start, _)) => (tid, start.max(0)),

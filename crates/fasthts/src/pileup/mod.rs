@@ -32,6 +32,7 @@
 //! # Ok::<(), fasthts::pileup::PileupError>(())
 //! ```
 
+pub mod baq;
 pub mod base_counts;
 pub mod columns;
 pub mod counts;
@@ -67,6 +68,15 @@ pub enum PileupError {
     /// Reading a file failed.
     #[error(transparent)]
     Read(#[from] crate::Error),
+    /// A reference the pileup reads against is not in the FASTA (pysam's
+    /// words).
+    #[error("reference sequence for '{}' (tid={tid}) not found", String::from_utf8_lossy(name))]
+    MissingReference {
+        /// The reference's name in the alignment file's header.
+        name: Vec<u8>,
+        /// Its id.
+        tid: i32,
+    },
     /// Anything else, described.
     #[error("{0}")]
     Message(String),
@@ -249,6 +259,11 @@ impl<S: RecordSource> Pileup<S> {
     pub fn overlaps_as_htslib_1_17(mut self) -> Self {
         self.files.iter_mut().for_each(|f| f.overlap_catch_up = true);
         self
+    }
+
+    /// The source of file `i`.
+    pub fn source(&self, i: usize) -> &S {
+        &self.sources[i]
     }
 
     /// Number of files.
