@@ -67,7 +67,7 @@ const OWN_MAPPING_FROM: usize = 128 << 10;
 /// instead of leaving fresh pages untouched (stats' 256-row quality
 /// histograms). Measured, `stats -@2` of a 300 MB BAM: 17.1 MB peak
 /// against 14.1 MB with this, CPU the same within noise (BENCHMARKS.md,
-/// "Peak memory").
+/// "Peak memory of the summary commands").
 pub fn give_large_blocks_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt with a documented parameter; no other thread

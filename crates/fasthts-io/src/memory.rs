@@ -10,7 +10,8 @@
 /// to this much of the file mapped behind it, so two readers at 2 MiB held
 /// 4-5 MB of a `stats -@2` or `flagstat -@2` peak of 20-26 MB (samtools':
 /// 5 MB); a call per 256 KiB is a few thousand `madvise` per GB read, which
-/// cost no measurable CPU (BENCHMARKS.md, "Peak memory").
+/// cost no measurable CPU (BENCHMARKS.md, "Peak memory of the summary
+/// commands").
 pub const RELEASE_STEP: u64 = 256 << 10;
 
 /// How far around a faulting address Linux maps file pages that are already
