@@ -427,9 +427,10 @@ pub fn query_span<F: Indexed + ?Sized>(file: &F, index: &Index, scope: Region, f
 
 /// Uncompressed bytes a [`RegionReader`] inflates at a time. Its blocks
 /// are inflated on its own thread, so a batch need not be large enough to
-/// share among threads (the 1 MiB of a pull reader's batches): four blocks
-/// keep it in L2 between inflate and use, and two threads reading regions
-/// hold 0.6 MB of buffers instead of 2.2 MB (`stats -@2`'s peak).
+/// share among threads (the 1 MiB of a pull reader's batches): at four
+/// blocks, two threads reading regions hold 0.6 MB of buffers instead of
+/// 2.2 MB (`stats -@2`'s peak), at the same CPU (BENCHMARKS.md, "Tuning
+/// constants").
 const REGION_BATCH_BYTES: usize = 256 << 10;
 
 /// The records of one region, read in file order.

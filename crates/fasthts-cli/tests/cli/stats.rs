@@ -331,11 +331,11 @@ fn many_references_counted_in_parts_give_one_pass_bytes() {
 
 #[test]
 fn stats_peaks_within_a_few_mb_of_flagstat() {
-    // Issue 34: stats' fixed cost is its histograms, a few per part of the
-    // file (a reference), which are small but for the rows of high
-    // qualities. They once took 8 MB more than flagstat's peak on this
-    // file (quality rows zeroed through, parts' arrays carved from
-    // arenas that keep their pages); now about 2 MB.
+    // Issue 34: what stats holds beyond flagstat is a few histograms per
+    // part of the file (a reference) being counted. They once took 7.7 MB
+    // more than flagstat's peak on this file (each part's arrays carved
+    // from arenas that keep their pages, and zeroed through by calloc);
+    // now about 2.4 MB.
     let Some(dir) = with_samtools("stats-memory") else { return };
     let args = ["--seed", "44", "--reads", "60000", "--refs", "12", "--ref-len", "200k", "--read-len", "100-150"];
     let sam = dir.path("reads.sam");
