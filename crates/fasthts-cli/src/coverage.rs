@@ -101,6 +101,7 @@ fn terminal_columns() -> i64 {
 }
 
 pub fn run(args: CoverageArgs) -> CmdResult {
+    crate::exhaustion::give_large_blocks_back();
     let mut options = CoverageOptions::default();
     // samtools keeps the last of each.
     if let Some(text) = args.exclude_flags.last() {

@@ -92,6 +92,7 @@ fn in_order(text: &str) -> Result<(usize, String), std::convert::Infallible> {
 }
 
 pub fn run(args: DepthArgs) -> CmdResult {
+    crate::exhaustion::give_large_blocks_back();
     let mut options = DepthOptions::default();
     let mut edits: Vec<(usize, bool, &str)> = args.include_flags.iter().map(|(n, t)| (*n, false, t.as_str())).collect();
     edits.extend(args.exclude_flags.iter().map(|(n, t)| (*n, true, t.as_str())));

@@ -38,6 +38,7 @@ pub enum OutputFormat {
 }
 
 pub fn run(args: FlagstatArgs) -> CmdResult {
+    crate::exhaustion::give_large_blocks_back();
     let options = FlagstatOptions { threads: args.threads, ..FlagstatOptions::default() };
     let bar = crate::progress::Bar::start("flagstat", false, crate::progress::Source::Inflated(vec![args.input.clone()]));
     let stats = command::flagstat_path(&args.input, &options, &Terminal { command: "flagstat" })?;

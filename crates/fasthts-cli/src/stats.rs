@@ -106,6 +106,7 @@ fn atof(text: &str) -> f64 {
 }
 
 pub fn run(args: StatsArgs) -> CmdResult {
+    crate::exhaustion::give_large_blocks_back();
     let mut settings = StatsSettings::default();
     if let Some(f) = &args.required_flag {
         settings.require_flags = parse_flags(f)?;

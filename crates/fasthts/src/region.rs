@@ -425,6 +425,14 @@ pub fn query_span<F: Indexed + ?Sized>(file: &F, index: &Index, scope: Region, f
     Some((start, following))
 }
 
+/// Uncompressed bytes a [`RegionReader`] inflates at a time. Its blocks
+/// are inflated on its own thread, so a batch need not be large enough to
+/// share among threads (the 1 MiB of a pull reader's batches): at four
+/// blocks, two threads reading regions hold 0.6 MB of buffers instead of
+/// 2.2 MB (`stats -@2`'s peak), at the same CPU (BENCHMARKS.md, "Tuning
+/// constants").
+const REGION_BATCH_BYTES: usize = 256 << 10;
+
 /// The records of one region, read in file order.
 pub struct RegionReader<'a> {
     records: RecordReader<'a>,
@@ -443,8 +451,10 @@ impl<'a> RegionReader<'a> {
     /// the region starts (see [`following_start`]), if known.
     pub fn new(bam: &'a BamFile, region: Region, start: VirtualOffset, following: Option<VirtualOffset>) -> Result<Self, Error> {
         let mut records = bam.records_from(start)?;
-        // Regions are the unit of parallelism; each is read on one thread.
+        // Regions are the unit of parallelism; each is read on one thread,
+        // in batches no larger than that thread needs to keep busy.
         records.set_parallel(false);
+        records.set_batch_bytes(REGION_BATCH_BYTES);
         // What follows the region bounds its data, give or take a read that
         // straddles the cut: past the block holding it, blocks are loaded one
         // at a time, as htslib reads them, so a region never inflates far

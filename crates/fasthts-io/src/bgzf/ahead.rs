@@ -146,8 +146,7 @@ where
             if release_mapped && walked_to >= released + crate::memory::RELEASE_STEP {
                 // SAFETY: `file` is a read-only file mapping (the caller
                 // says so); every block before `walked_to` has been inflated.
-                unsafe { crate::memory::release_mapped_pages(file, released, walked_to) };
-                released = walked_to;
+                released = unsafe { crate::memory::release_mapped_pages(file, released, walked_to) };
             }
             while !exhausted && spawned - walked < depth {
                 let mut blocks = spare_blocks.pop().unwrap_or_default();

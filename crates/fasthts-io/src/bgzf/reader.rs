@@ -168,6 +168,12 @@ impl<'a> BlockReader<'a> {
         self.parallel = parallel;
     }
 
+    /// Loads about `bytes` uncompressed bytes per refill from now on (see
+    /// [`BlockReader::with_batch_bytes`]).
+    pub fn set_batch_bytes(&mut self, bytes: usize) {
+        self.batch_bytes = bytes.max(1);
+    }
+
     /// Stops loading blocks that start at or after `offset` (a compressed
     /// file offset). Data already loaded stays readable.
     pub fn set_limit(&mut self, offset: u64) {
@@ -275,10 +281,10 @@ impl<'a> BlockReader<'a> {
         if let Some(released) = self.released {
             // Inflated blocks' compressed bytes are never read again.
             if self.next_block >= released + crate::memory::RELEASE_STEP {
-                // SAFETY: `released` is only set by `release_read_pages`,
+                // SAFETY: `released` is set only after `release_read_pages`,
                 // whose caller vouched for a read-only file mapping.
-                unsafe { crate::memory::release_mapped_pages(self.file, released, self.next_block) };
-                self.released = Some(self.next_block);
+                let released = unsafe { crate::memory::release_mapped_pages(self.file, released, self.next_block) };
+                self.released = Some(released);
             }
         }
         let mut start = self.filled as isize;

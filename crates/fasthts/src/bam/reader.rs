@@ -152,6 +152,12 @@ impl<'a> RecordReader<'a> {
         self.blocks.set_parallel(parallel);
     }
 
+    /// Uncompressed bytes inflated per refill (see
+    /// [`BlockReader::set_batch_bytes`]).
+    pub fn set_batch_bytes(&mut self, bytes: usize) {
+        self.blocks.set_batch_bytes(bytes);
+    }
+
     /// Loads blocks from `offset` on one at a time (see
     /// [`BlockReader::set_soft_limit`]).
     pub fn set_soft_limit(&mut self, offset: u64) {

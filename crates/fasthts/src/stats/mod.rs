@@ -290,7 +290,14 @@ impl QualityHistogram {
     fn ensure_value(&mut self, value: usize) {
         if value >= self.values {
             self.values = value + 1;
-            self.counts.resize(self.values * self.cycles, 0);
+            // A fresh zeroed allocation, not `resize`: a large one is pages
+            // the kernel maps on first write, so the rows of qualities never
+            // met cost no memory (a read without qualities, 0xff, asks for
+            // all 256 rows: 614 KB a histogram, where `resize` wrote zeros
+            // through every one).
+            let mut counts = vec![0; self.values * self.cycles];
+            counts[..self.counts.len()].copy_from_slice(&self.counts);
+            self.counts = counts;
         }
     }
 
@@ -390,7 +397,11 @@ impl QualityHistogram {
         }
         for q in 0..other.values {
             for cycle in 0..other.cycles {
-                self.counts[q * self.cycles + cycle] += other.counts[q * other.cycles + cycle];
+                let count = other.counts[q * other.cycles + cycle];
+                // Zeros are not added: rows never written stay unmapped.
+                if count != 0 {
+                    self.counts[q * self.cycles + cycle] += count;
+                }
             }
         }
     }
@@ -1536,7 +1547,8 @@ impl Stats {
             if a.len() < b.len() {
                 a.resize(b.len(), 0);
             }
-            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+            // Zeros are not added: pages never written stay unmapped.
+            a.iter_mut().zip(b).filter(|(_, y)| **y != 0).for_each(|(x, y)| *x += y);
         };
         self.quals_1st.merge(&later.quals_1st);
         self.quals_2nd.merge(&later.quals_2nd);
@@ -1559,7 +1571,7 @@ impl Stats {
         }
         match (&mut self.isize, &later.isize) {
             (InsertSizes::Dense(a), InsertSizes::Dense(b)) => {
-                a.iter_mut().zip(b).for_each(|(x, y)| (0..3).for_each(|k| x[k] += y[k]));
+                a.iter_mut().zip(b).filter(|(_, y)| **y != [0; 3]).for_each(|(x, y)| (0..3).for_each(|k| x[k] += y[k]));
             }
             (InsertSizes::Sparse { counts, max }, InsertSizes::Sparse { counts: b, max: bmax }) => {
                 for (k, v) in b {
