@@ -94,6 +94,25 @@ def test_alignment_file_calls_take_alternative_names_as_pysam(aliased):
     assert ours.get_tid("two") == 1
 
 
+def test_headers_made_in_python_take_alternative_names_as_pysam():
+    pysam = require_module("pysam")
+    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "chr1", "LN": 300, "AN": "1,one"}, {"SN": "chr2", "LN": 200}]}
+    ours, theirs = fasthts.AlignmentHeader.from_dict(header), pysam.AlignmentHeader.from_dict(header)
+    for name in NAMES:
+        assert ours.get_tid(name) == theirs.get_tid(name), name
+    assert ours.copy().get_tid("one") == 0
+    assert fasthts.AlignmentHeader.from_references(["a", "b"], [10, 20]).get_tid("b") == 1
+    # The text keeps AN: (and every field pysam knows), in pysam's order.
+    every = {
+        "HD": {"SS": "a", "GO": "b", "SO": "c", "VN": "1.6"},
+        "SQ": [{**{k: "v" for k in ("AN", "DS", "TP", "AH", "SP", "UR", "M5", "AS", "SN")}, "LN": 5, "XX": "x", "zz": "z"}],
+        "RG": [{k: "v" for k in ("BC", "PM", "PG", "KS", "FO", "PL", "DS", "DT", "PI", "PU", "LB", "SM", "CN", "ID", "zz")}],
+        "PG": [{k: "v" for k in ("CL", "DS", "PP", "VN", "ID", "PN")}],
+    }
+    for made in (header, every):
+        assert str(fasthts.AlignmentHeader.from_dict(made)) == str(pysam.AlignmentHeader.from_dict(made))
+
+
 def test_bam_file_takes_alternative_names(aliased):
     bam = fasthts.BamFile(str(aliased))
     assert [bam.tid(n) for n in ("chr1", "one", "1", "two", "chr3")] == [0, 0, 0, 1, 2]

@@ -31,12 +31,13 @@ _COUNT_ALL_EXCLUDES = 0x4 | 0x100 | 0x200 | 0x400
 # Types of the header fields pysam converts (the rest stay str).
 _HEADER_INT_FIELDS = {("SQ", "LN")}
 _HEADER_RECORDS = ("HD", "SQ", "RG", "PG", "CO")
-# pysam's order of the fields it knows, when it writes a header line from a dict.
+# pysam 0.24's order of the fields it knows (its VALID_HEADER_ORDER), when
+# it writes a header line from a dict; other upper-case fields are left out.
 _HEADER_FIELD_ORDER = {
     "HD": ("VN", "SO", "SS", "GO"),
-    "SQ": ("SN", "LN", "AS", "M5", "UR", "SP", "TP"),
-    "RG": ("ID", "CN", "SM", "LB", "DS", "DT", "FO", "KS", "PG", "PI", "PL", "PM", "PU"),
-    "PG": ("ID", "PN", "CL", "PP", "DS", "VN"),
+    "SQ": ("SN", "LN", "AS", "M5", "UR", "SP", "AH", "TP", "DS", "AN"),
+    "RG": ("ID", "CN", "SM", "LB", "PU", "PI", "DT", "DS", "PL", "FO", "KS", "PG", "PM", "BC"),
+    "PG": ("PN", "ID", "VN", "PP", "DS", "CL"),
 }
 # Write modes: (format, zlib level). pysam takes "wb", "wbu", "wb0", "w",
 # "wh"; "wb1"-"wb9" are htslib's levels, which pysam refuses.
