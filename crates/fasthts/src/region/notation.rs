@@ -55,8 +55,8 @@ impl Region {
             _ => {}
         }
         let (tid, beg, end) = match syntax {
-            RegionSyntax::Query => query(text.as_bytes(), &lookup)?,
-            RegionSyntax::MultiRegion => multi_region(text.as_bytes(), &lookup)?,
+            RegionSyntax::Query => query(text.as_bytes(), lookup)?,
+            RegionSyntax::MultiRegion => multi_region(text.as_bytes(), lookup)?,
         };
         let end = if end == POS_MAX { i64::MAX } else { end };
         let region = match beg {
@@ -464,6 +464,26 @@ mod tests {
                 assert_eq!(ours, htslib(&text, syntax), "{text:?} {syntax:?}");
             }
         }
+    }
+
+    #[test]
+    fn alternative_names_as_sam_hdr_name2tid() {
+        use crate::bam::{Header, Reference};
+        let header = |text: &str| Header {
+            text: text.as_bytes().to_vec(),
+            references: ["chr1", "chr2"].iter().map(|n| Reference { name: n.to_string(), len: 100 }).collect(),
+        };
+        let names = RefNames::new(&header("@SQ\tSN:chr1\tLN:100\tAN:1,one\n@SQ\tSN:chr2\tLN:100\n"));
+        for syntax in [Query, MultiRegion] {
+            assert_eq!(Region::parse_samtools("one:5-9", &names, syntax), one(0, 4, 9), "{syntax:?}");
+            assert_eq!(Region::parse_samtools("1:5-9", &names, syntax), one(0, 4, 9), "{syntax:?}");
+            assert_eq!(Region::parse_samtools("two:5-9", &names, syntax), None, "{syntax:?}");
+        }
+        assert_eq!(Region::parse_samtools("{one}", &names, Query), Some(vec![Region::whole(0)]));
+        // A header htslib's parser refuses (an @SQ without LN:) knows no name.
+        let broken = RefNames::new(&header("@SQ\tSN:chr1\tLN:100\tAN:one\n@SQ\tSN:chr2\n"));
+        assert_eq!(Region::parse_samtools("chr1:5-9", &broken, Query), None);
+        assert_eq!(Region::parse_samtools("*", &broken, Query), Some(vec![Region::unplaced()]));
     }
 
     #[test]
