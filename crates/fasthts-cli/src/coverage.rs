@@ -61,7 +61,7 @@ pub struct CoverageArgs {
     /// Number of bins in histogram [terminal width - 40]
     #[arg(short = 'w', long = "n-bins", value_name = "INT", allow_hyphen_values = true)]
     pub n_bins: Option<String>,
-    /// Show specified region. Format: chr:start-end (needs indexed inputs)
+    /// Show specified region. Format: chr:start-end, chr an @SQ SN: or AN: name (needs indexed inputs)
     #[arg(short = 'r', long = "region", value_name = "REG")]
     pub region: Option<String>,
     /// Reference FASTA of CRAM input [default: as htslib finds it: REF_PATH, REF_CACHE, @SQ UR]

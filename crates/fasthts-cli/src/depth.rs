@@ -22,7 +22,7 @@ pub struct DepthArgs {
     /// Output all positions (including zero depth); -a -a (-aa) also of references without reads
     #[arg(short = 'a', action = ArgAction::Count)]
     pub all: u8,
-    /// Specify a region in chr or chr:from-to syntax (needs indexed BAMs, bgzipped SAMs or CRAMs)
+    /// Specify a region in chr or chr:from-to syntax, chr an @SQ SN: or AN: name (needs indexed BAMs, bgzipped SAMs or CRAMs)
     #[arg(short = 'r', value_name = "REG")]
     pub region: Option<String>,
     /// Use bed FILE for list of regions (positions printed only inside them)

@@ -178,7 +178,7 @@ pub struct ViewArgs {
     /// Accepted for samtools compatibility; fasthts prints the same messages at any level
     #[arg(long = "verbosity", value_name = "INT", hide = true, allow_hyphen_values = true)]
     pub verbosity: Option<String>,
-    /// Input BAM or SAM file (- for standard input), then regions
+    /// Input BAM or SAM file (- for standard input), then regions (chr, chr:from-to; chr an @SQ SN: or AN: name)
     #[arg(value_name = "in.bam [region ...]")]
     pub args: Vec<String>,
 }

@@ -102,6 +102,13 @@ impl AlignmentReader {
         Ok(AlignmentReader { header: file.header().clone(), file, threads })
     }
 
+    /// The file's reference names → ids (`@SQ SN:` names and `AN:`
+    /// alternatives), mapped once per file.
+    #[getter]
+    fn ref_names(&self) -> crate::regions::RefNames {
+        crate::regions::RefNames::of(self.file.ref_names().clone())
+    }
+
     /// Whether the file is CRAM.
     #[getter]
     fn is_cram(&self) -> bool {

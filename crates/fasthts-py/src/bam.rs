@@ -31,6 +31,13 @@ pub(crate) fn reference_names(py: Python<'_>, path: &Path) -> PyResult<Vec<Strin
     run_detached(py, |w| Ok(AlignmentFile::open(path, &OpenOptions::default(), w)?.header().references.iter().map(|r| r.name.clone()).collect()))
 }
 
+/// Region arguments (`regions`, an iterable of them) against the
+/// references of the alignment file at `path` (its one name map).
+pub(crate) fn file_regions(py: Python<'_>, path: &Path, regions: &Bound<'_, PyAny>) -> PyResult<Vec<fasthts::region::Region>> {
+    let names = run_detached(py, |w| Ok(AlignmentFile::open(path, &OpenOptions::default(), w)?.ref_names().clone()))?;
+    regions.try_iter()?.map(|r| region_arg(&names, &r?)).collect()
+}
+
 /// A BAM file, memory-mapped, with its index; a CRAM file, decoded by
 /// htslib; or SAM text, read whole from its start (a bgzipped one by region
 /// through its index). What it is and how it is read are the library's
@@ -143,9 +150,10 @@ impl BamFile {
         self.file.has_index_file()
     }
 
-    /// Reference id of `name`.
+    /// Reference id of `name`: an `@SQ SN:` name or an `AN:` alternative
+    /// (htslib's and pysam's lookup; `KeyError` when unknown).
     fn tid(&self, name: &str) -> PyResult<i32> {
-        self.names.iter().position(|n| n == name).map(|i| i as i32).ok_or_else(|| PyKeyError::new_err(name.to_string()))
+        self.file.ref_names().id(name.as_bytes()).ok_or_else(|| PyKeyError::new_err(name.to_string()))
     }
 
     /// Regions tiling every reference with records, plus the unplaced
@@ -163,7 +171,7 @@ impl BamFile {
 
     /// Parses a region argument into a `Region`.
     fn region(&self, region: &Bound<'_, PyAny>) -> PyResult<Region> {
-        Ok(Region::from_lib(region_arg(&self.names, region)?, &self.names))
+        Ok(Region::from_lib(region_arg(self.file.ref_names(), region)?, &self.names))
     }
 
     /// Iterates the records starting in `region` (all records, in file
@@ -176,7 +184,7 @@ impl BamFile {
         let source = match region {
             None => Source::Whole(run_detached(py, |_| self.file.records())?),
             Some(region) => {
-                let rs = region_args(&self.names, region)?;
+                let rs = region_args(self.file.ref_names(), region)?;
                 let rule = if overlap { Rule::Overlap } else { Rule::StartsIn };
                 let queries: Vec<_> = rs.into_iter().map(|r| (r, rule)).collect();
                 let file = run_detached(py, |w| self.file.for_queries(&queries, false, w))?;
@@ -206,7 +214,7 @@ impl BamFile {
         let piece_bytes = piece_bytes.unwrap_or(pieces::PIECE_BYTES).max(1);
         let cols = match region {
             Some(region) => {
-                let rs = region_args(&self.names, region)?;
+                let rs = region_args(self.file.ref_names(), region)?;
                 let file = run_detached(py, |w| self.file.for_column_queries(&rs, w))?;
                 run_detached(py, |_| {
                     with_threads(threads, || {
@@ -232,7 +240,7 @@ impl BamFile {
         self.eof_check(py)?;
         let mut rs = Vec::new();
         for r in regions.try_iter()? {
-            rs.push(region_arg(&self.names, &r?)?);
+            rs.push(region_arg(self.file.ref_names(), &r?)?);
         }
         let file = run_detached(py, |w| self.file.for_column_queries(&rs, w))?;
         let all = run_detached(py, |_| with_threads(threads, || columns::regions_columns(&file, &rs)))?;

@@ -2,7 +2,7 @@
 //! snp-pileup), and the per-task pieces the dask layer plans, runs and
 //! gathers: each a call of the same `fasthts::command` function as the CLI.
 
-use crate::regions::{region_arg, Region};
+use crate::regions::Region;
 use crate::{paths, run_detached, threads_arg, to_py, FsPath};
 use fasthts::command::{self, FlagstatOptions, IndexOptions, SnpPileupFileOptions, SortFileOptions};
 use fasthts::flagstat::{Counts, FlagStat as LibFlagStat};
@@ -461,7 +461,7 @@ fn flagstat_regions(
     regions: &Bound<'_, PyAny>,
     threads: Option<i64>,
 ) -> PyResult<(FlagStat, Vec<(u64, u64)>)> {
-    let regions = region_args(py, &path, regions)?;
+    let regions = crate::bam::file_regions(py, &path, regions)?;
     let options = FlagstatOptions { threads: threads_arg(threads)?, ..FlagstatOptions::default() };
     let (inner, spans) = run_detached(py, |w| command::flagstat_regions(&path, &regions, &options, w))?;
     Ok((FlagStat { inner }, spans.into_iter().map(|(a, b)| (u64::from(a), u64::from(b))).collect()))
@@ -479,7 +479,7 @@ fn flagstat_gather(
     regions: &Bound<'_, PyAny>,
     parts: Option<Vec<(FlagStat, Vec<(u64, u64)>)>>,
 ) -> PyResult<Option<FlagStat>> {
-    let regions = region_args(py, &path, regions)?;
+    let regions = crate::bam::file_regions(py, &path, regions)?;
     let parts: Result<Vec<(LibFlagStat, Vec<Span>)>, fasthts::Error> = match parts {
         Some(parts) => {
             Ok(parts.into_iter().map(|(s, spans)| (s.inner, spans.into_iter().map(|(a, b)| (a.into(), b.into())).collect())).collect())
@@ -488,10 +488,4 @@ fn flagstat_gather(
     };
     let gathered = run_detached(py, |w| command::flagstat_gather(&path, &regions, parts, w))?;
     Ok(gathered.map(|inner| FlagStat { inner }))
-}
-
-/// Region arguments against the references of the BAM at `path`.
-fn region_args(py: Python<'_>, path: &std::path::Path, regions: &Bound<'_, PyAny>) -> PyResult<Vec<fasthts::region::Region>> {
-    let names = crate::bam::reference_names(py, path)?;
-    regions.try_iter()?.map(|r| region_arg(&names, &r?)).collect()
 }

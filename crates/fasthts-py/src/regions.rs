@@ -2,30 +2,66 @@
 //!
 //! A region string is read as `fasthts view` (and samtools) reads a region
 //! argument (`fasthts::region::Region::parse_query`): `.` is the whole
-//! file, `*` the unplaced records. The file they are read from is the
+//! file, `*` the unplaced records. Names are looked up in the file's one
+//! map (`fasthts::sam::RefNames`: `@SQ SN:` names and `AN:` alternatives,
+//! as htslib and pysam look them up). The file they are read from is the
 //! library's `fasthts::alignment_file::AlignmentFile`.
 
 use crate::to_py;
+use fasthts::bam::{Header, Reference};
 use fasthts::region::{self, Region as LibRegion};
+use fasthts::sam::RefNames as LibRefNames;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use std::sync::Arc;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Region>()?;
-    m.add_function(wrap_pyfunction!(parse_region, m)?)?;
+    m.add_class::<RefNames>()?;
     Ok(())
 }
 
-/// The regions a region string names, as `fasthts view` reads it
-/// (`fasthts::region::Region::parse_query`), each `(tid, start, stop)`,
-/// 0-based half-open, open ends as 0 and the largest position: one, or
-/// for `.` every reference, then the unplaced records (tid -1).
-#[pyfunction]
-#[pyo3(name = "_parse_region")]
-fn parse_region(text: &str, names: Vec<String>) -> PyResult<Vec<(i32, i64, i64)>> {
-    let regions = LibRegion::parse_query(text, &names).map_err(to_py)?;
-    Ok(regions.into_iter().map(|r| (r.ref_id, r.start.max(0), r.end)).collect())
+/// A header's reference names → ids (`fasthts::sam::RefNames`, built
+/// once): an `@SQ SN:` name or an `AN:` alternative of its text, as
+/// htslib's `sam_hdr_name2tid` (pysam's `get_tid`) looks them up. An
+/// `AlignmentFile`'s is its file's; a header made in Python builds one
+/// from its text and names.
+#[pyclass(frozen, module = "fasthts._fasthts", name = "_RefNames")]
+pub struct RefNames {
+    names: Arc<LibRefNames>,
+}
+
+impl RefNames {
+    pub(crate) fn of(names: Arc<LibRefNames>) -> RefNames {
+        RefNames { names }
+    }
+}
+
+#[pymethods]
+impl RefNames {
+    /// The lookup of header `text` (its `@SQ` lines' `AN:` alternatives)
+    /// with `names`, the references in id order.
+    #[new]
+    fn new(text: &str, names: Vec<String>) -> RefNames {
+        let references = names.into_iter().map(|name| Reference { name, len: 0 }).collect();
+        let header = Header { text: text.as_bytes().to_vec(), references };
+        RefNames { names: Arc::new(LibRefNames::new(&header)) }
+    }
+
+    /// The id of reference `name`; -1 when the header has no such name.
+    fn tid(&self, name: &str) -> i32 {
+        self.names.id(name.as_bytes()).unwrap_or(-1)
+    }
+
+    /// The regions a region string names, as `fasthts view` reads it
+    /// (`fasthts::region::Region::parse_query`), each `(tid, start, stop)`,
+    /// 0-based half-open, open ends as 0 and the largest position: one, or
+    /// for `.` every reference, then the unplaced records (tid -1).
+    fn parse_region(&self, text: &str) -> PyResult<Vec<(i32, i64, i64)>> {
+        let regions = LibRegion::parse_query(text, &self.names).map_err(to_py)?;
+        Ok(regions.into_iter().map(|r| (r.ref_id, r.start.max(0), r.end)).collect())
+    }
 }
 
 /// A genomic region: records of reference `ref_id` whose **start** position
@@ -113,7 +149,7 @@ impl Region {
 /// every reference, then the unplaced records), or a tuple or list
 /// `(contig, start, end)` with 0-based half-open bounds (None for open
 /// ends).
-pub(crate) fn region_args(names: &[String], obj: &Bound<'_, PyAny>) -> PyResult<Vec<LibRegion>> {
+pub(crate) fn region_args(names: &LibRefNames, obj: &Bound<'_, PyAny>) -> PyResult<Vec<LibRegion>> {
     if let Ok(s) = obj.extract::<String>() {
         return LibRegion::parse_query(&s, names).map_err(to_py);
     }
@@ -137,7 +173,7 @@ pub(crate) fn region_args(names: &[String], obj: &Bound<'_, PyAny>) -> PyResult<
 
 /// The one region a region argument names (`region_args`); `.`, the
 /// whole file, is no one region.
-pub(crate) fn region_arg(names: &[String], obj: &Bound<'_, PyAny>) -> PyResult<LibRegion> {
+pub(crate) fn region_arg(names: &LibRefNames, obj: &Bound<'_, PyAny>) -> PyResult<LibRegion> {
     match region_args(names, obj)?[..] {
         [one] => Ok(one),
         _ => Err(PyValueError::new_err(

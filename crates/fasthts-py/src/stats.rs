@@ -2,7 +2,7 @@
 //! calls (`fasthts::command::stats_to`); `python/fasthts/_stats.py` reads
 //! its text into tables.
 
-use crate::regions::{region_arg, Region};
+use crate::regions::Region;
 use crate::{run_detached, threads_arg, FsPath};
 use fasthts::command::{self, StatsOptions};
 use fasthts::stats::bytes::StatsPart;
@@ -150,7 +150,7 @@ fn stats_regions<'py>(
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let options = stats_options(&path, None, options)?;
-    let regions = region_list(py, &path, regions)?;
+    let regions = crate::bam::file_regions(py, &path.0, regions)?;
     let bytes = run_detached(py, |w| Ok(command::stats_regions(&path.0, &regions, &options, w)?.to_bytes(&options.settings)))?;
     Ok(PyBytes::new(py, &bytes))
 }
@@ -170,7 +170,7 @@ fn stats_gather(
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Option<(String, Vec<String>)>> {
     let options = stats_options(&path, None, options)?;
-    let regions = region_list(py, &path, regions)?;
+    let regions = crate::bam::file_regions(py, &path.0, regions)?;
     let gathered = run_detached(py, |_| {
         let parts = match parts {
             Some(parts) => Ok(parts
@@ -183,10 +183,4 @@ fn stats_gather(
         Ok(command::stats_gather(&path.0, &regions, parts, &options, &mut text)?.map(|notes| (text, notes.lines)))
     })?;
     Ok(gathered.map(|(text, notes)| (String::from_utf8_lossy(&text).into_owned(), notes)))
-}
-
-/// Region arguments against the references of the file at `path`.
-fn region_list(py: Python<'_>, path: &FsPath, regions: &Bound<'_, PyAny>) -> PyResult<Vec<fasthts::region::Region>> {
-    let names = crate::bam::reference_names(py, &path.0)?;
-    regions.try_iter()?.map(|r| region_arg(&names, &r?)).collect()
 }

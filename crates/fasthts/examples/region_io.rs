@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let bam = BamFile::open(&path)?;
     let index = Index::from_path(format!("{path}.bai"))?;
-    let names: Vec<String> = bam.header().references.iter().map(|r| r.name.clone()).collect();
+    let names = fasthts::sam::RefNames::new(bam.header());
     // Block start offsets, in file order.
     let bytes = bam.bytes();
     let mut starts = Vec::new();

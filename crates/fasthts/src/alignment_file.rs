@@ -29,6 +29,7 @@ use crate::input::{self, Format, Input};
 use crate::region::indexed::{IndexedFile, IndexedOptions, WithoutIndex};
 use crate::region::{self, pieces, Plan, Region};
 use crate::report::{report_sam_warnings, Report, Warning};
+use crate::sam::RefNames;
 use crate::whole_file::WholeFileCursor;
 use crate::Error;
 use fasthts_io::compression::Compression;
@@ -95,6 +96,8 @@ pub struct AlignmentFile {
     index_loaded: bool,
     /// A CRAM file's containers, listed on first use (its plan).
     containers: OnceLock<Vec<Container>>,
+    /// The header's names → ids, mapped on first use.
+    ref_names: OnceLock<Arc<RefNames>>,
 }
 
 /// A file read by region: an [`IndexedFile`] opened as `options` say when
@@ -202,6 +205,7 @@ impl AlignmentFile {
             by_region,
             index_loaded: false,
             containers: OnceLock::new(),
+            ref_names: OnceLock::new(),
         };
         if let (Some(indexed), Some(by_region)) = (remote_indexed, &file.by_region) {
             by_region.opened.lock().unwrap_or_else(|p| p.into_inner()).file = Some(Arc::new(indexed));
@@ -232,6 +236,14 @@ impl AlignmentFile {
     /// The header (a SAM's and a CRAM's as a BAM's), shared.
     pub fn header(&self) -> &Arc<Header> {
         &self.header
+    }
+
+    /// The reference names → ids of the header, as htslib's
+    /// `sam_hdr_name2tid` (pysam's `get_tid`) looks them up: `@SQ SN:`
+    /// names and `AN:` alternatives. Mapped once per file, on first use;
+    /// shared.
+    pub fn ref_names(&self) -> &Arc<RefNames> {
+        self.ref_names.get_or_init(|| Arc::new(RefNames::new(&self.header)))
     }
 
     /// What the file's first bytes showed it to be.

@@ -38,6 +38,7 @@ use crate::bam::{BamError, BamFile, Header, RecordReader, RecordRef};
 use crate::cram::Container;
 use crate::bgzf::VirtualOffset;
 use crate::index::Index;
+use crate::sam::RefNames;
 use crate::Error;
 use rayon::prelude::*;
 use std::fmt;
@@ -80,7 +81,8 @@ impl Region {
     }
 
     /// Parses samtools' region notation against the file's reference
-    /// `names`: `*` (the unplaced records), `CONTIG` (a whole reference),
+    /// `names` (an `@SQ SN:` name or an `AN:` alternative, as htslib looks
+    /// them up): `*` (the unplaced records), `CONTIG` (a whole reference),
     /// `CONTIG:BEG-END` (1-based, inclusive; commas allowed in numbers),
     /// `CONTIG:BEG` (to the end) or `CONTIG:-END`. A name is looked up whole
     /// first, so a reference whose name holds a `:` is found; `{NAME}` and
@@ -94,17 +96,18 @@ impl Region {
     ///
     /// ```
     /// use fasthts::region::Region;
-    /// let names = ["chr1", "chr2"];
+    /// use fasthts::sam::RefNames;
+    /// let names = RefNames::of_names(["chr1", "chr2"]);
     /// assert_eq!(Region::parse("chr2:1,001-2000", &names)?, Region { ref_id: 1, start: 1000, end: 2000 });
     /// assert_eq!(Region::parse("chr1", &names)?, Region::whole(0));
     /// assert_eq!(Region::parse("*", &names)?, Region::unplaced());
     /// assert!(Region::parse("chr3:1-10", &names).is_err());
-    /// let odd = ["HLA:1", "chr1"];
+    /// let odd = RefNames::of_names(["HLA:1", "chr1"]);
     /// assert_eq!(Region::parse("{HLA:1}:1k-2e3", &odd)?, Region { ref_id: 0, start: 999, end: 2000 });
     /// assert_eq!(Region::parse("{chr1}", &odd)?, Region::whole(1));
     /// # Ok::<(), fasthts::Error>(())
     /// ```
-    pub fn parse<N: AsRef<str>>(text: &str, names: &[N]) -> Result<Region, Error> {
+    pub fn parse(text: &str, names: &RefNames) -> Result<Region, Error> {
         if text == "*" {
             return Ok(Region::unplaced());
         }
@@ -116,8 +119,8 @@ impl Region {
                 _ => (name, rest.strip_prefix(':').ok_or_else(invalid)?),
             }
         } else {
-            if let Some(i) = names.iter().position(|n| n.as_ref() == text) {
-                return Ok(Region::whole(i as i32));
+            if let Some(id) = names.id(text.as_bytes()) {
+                return Ok(Region::whole(id));
             }
             text.rsplit_once(':').ok_or_else(|| unknown_reference(text))?
         };
@@ -220,9 +223,10 @@ fn parse_position(t: &str) -> Option<i64> {
     i64::try_from(n).ok()
 }
 
-/// The id of the reference called `name` among `names`.
-pub fn reference_id<N: AsRef<str>>(names: &[N], name: &str) -> Result<i32, Error> {
-    names.iter().position(|n| n.as_ref() == name).map(|i| i as i32).ok_or_else(|| unknown_reference(name))
+/// The id of the reference called `name` (an `@SQ SN:` name or an `AN:`
+/// alternative) among `names`.
+pub fn reference_id(names: &RefNames, name: &str) -> Result<i32, Error> {
+    names.id(name.as_bytes()).ok_or_else(|| unknown_reference(name))
 }
 
 fn unknown_reference(name: &str) -> Error {
@@ -747,7 +751,7 @@ mod tests {
     const NAMES: [&str; 3] = ["chr1", "HLA:1-2", "chr2"];
 
     fn parse(text: &str) -> Result<Region, String> {
-        Region::parse(text, &NAMES).map_err(|e| e.to_string())
+        Region::parse(text, &RefNames::of_names(NAMES)).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -788,7 +792,7 @@ mod tests {
         for bad in ["chr1:10-5", "chr1:0-5", "chr1:x-5", "chr1:5-y"] {
             assert_eq!(parse(bad), invalid(bad), "{bad}");
         }
-        assert!(matches!(Region::parse("chr3", &NAMES), Err(Error::InvalidArgument(_))));
+        assert!(matches!(Region::parse("chr3", &RefNames::of_names(NAMES)), Err(Error::InvalidArgument(_))));
     }
 
     #[test]

@@ -60,7 +60,7 @@ fn fasthts_coverage(args: &[&str], extra: &[&str], inputs: &[&Path]) -> Output {
 /// default windows and in windows of 1,500 bases; returns samtools' output.
 /// Where samtools fails (an unsorted input: it prints what it had counted
 /// when its pileup stopped) fasthts fails too, with one line and no output.
-fn compare(args: &[&str], inputs: &[&Path]) -> Vec<u8> {
+pub(crate) fn compare(args: &[&str], inputs: &[&Path]) -> Vec<u8> {
     let expected = samtools_coverage(args, inputs);
     let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
     for extra in [&["-@", "1"][..], &["-@", "2"], &["-@", "1", "--window-bases", "1500"], &["-@", "2", "--window-bases", "1500"]] {

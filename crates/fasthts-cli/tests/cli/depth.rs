@@ -61,7 +61,7 @@ pub(crate) fn compare(args: &[&str], inputs: &[&Path]) -> usize {
 
 /// [`compare`], without the small windows when `small_windows` is false
 /// (a reference of 2^29 bases would be 400,000 of them).
-fn compare_in(args: &[&str], inputs: &[&Path], small_windows: bool) -> usize {
+pub(crate) fn compare_in(args: &[&str], inputs: &[&Path], small_windows: bool) -> usize {
     let expected = samtools_depth(args, inputs);
     let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
     let runs = [&["-@", "1"][..], &["-@", "2"], &["-@", "1", "--window-bases", "1500"], &["-@", "2", "--window-bases", "1500"]];

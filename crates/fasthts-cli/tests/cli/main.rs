@@ -33,6 +33,7 @@ mod long_cigars;
 mod many_references;
 mod markdup;
 mod merge;
+mod ref_aliases;
 mod mosdepth;
 mod robustness;
 mod remote;

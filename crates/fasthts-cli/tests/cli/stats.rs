@@ -38,7 +38,7 @@ fn fasthts_stats(args: &[&str], dir: Option<&Path>) -> Output {
 
 /// Compares fasthts with samtools on `args` (the input among them) at 1
 /// and 2 threads: the same text and exit status. Returns the text.
-fn compare(args: &[&str]) -> String {
+pub(crate) fn compare(args: &[&str]) -> String {
     let want = samtools_stats(args, None);
     let mut first: Option<String> = None;
     for threads in ["-@1", "-@2"] {

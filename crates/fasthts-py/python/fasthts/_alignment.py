@@ -32,8 +32,8 @@ _COUNT_ALL_EXCLUDES = 0x4 | 0x100 | 0x200 | 0x400
 # Types of the header fields pysam converts (the rest stay str).
 _HEADER_INT_FIELDS = {("SQ", "LN")}
 _HEADER_RECORDS = ("HD", "SQ", "RG", "PG", "CO")
-# pysam's order of the fields it knows, when it writes a header line from a dict.
-# (pysam 0.24's VALID_HEADER_ORDER: PN before ID, CL last, AH/DS/AN and BC known.)
+# pysam 0.24's order of the fields it knows (its VALID_HEADER_ORDER), when
+# it writes a header line from a dict; other upper-case fields are left out.
 _HEADER_FIELD_ORDER = {
     "HD": ("VN", "SO", "SS", "GO"),
     "SQ": ("SN", "LN", "AS", "M5", "UR", "SP", "AH", "TP", "DS", "AN"),
@@ -85,6 +85,8 @@ class AlignmentHeader:
         # The file it was read from: a writer given it writes its bytes as stored.
         self._reader = reader
         self._has_text = True
+        # Reference names -> ids, built on first use (_lookup).
+        self._ref_names = None
 
     @classmethod
     def from_dict(cls, header_dict: _Any) -> "AlignmentHeader":
@@ -115,6 +117,7 @@ class AlignmentHeader:
     def copy(self) -> "AlignmentHeader":
         header = AlignmentHeader(self._raw, self._refs, self._reader)
         header._has_text = self._has_text
+        header._ref_names = self._ref_names
         return header
 
     @property
@@ -214,12 +217,26 @@ class AlignmentHeader:
     def __setitem__(self, key: str, value: _Any) -> None:
         raise TypeError("AlignmentHeader does not support item assignment (use header.to_dict()")
 
+    def _lookup(self) -> _Any:
+        """The reference names -> ids (``@SQ SN:`` names and ``AN:``
+        alternatives, as htslib and pysam look them up): the file's, or one
+        built once from this header's text and names."""
+        if self._ref_names is None:
+            if self._reader is not None:
+                self._ref_names = self._reader.ref_names
+            else:
+                self._ref_names = _fasthts._RefNames(self._raw, [n for n, _ in self._refs])
+        return self._ref_names
+
     def get_tid(self, reference: str) -> int:
-        """The id of ``reference``; -1 when the file has no such reference."""
-        for i, (n, _) in enumerate(self._refs):
-            if n == reference:
-                return i
-        return -1
+        """The id of ``reference`` (an ``@SQ SN:`` name or an ``AN:``
+        alternative of the header text, as pysam); -1 when the file has no
+        such reference."""
+        if isinstance(reference, bytes):
+            reference = reference.decode()
+        if not isinstance(reference, str):
+            return -1
+        return self._lookup().tid(reference)
 
     def get_reference_name(self, tid: int) -> _Optional[str]:
         if tid == -1:
@@ -668,7 +685,7 @@ class AlignmentFile:
             if not isinstance(region, str):
                 raise TypeError(f"region must be a str, not {type(region).__name__}")
             # As `fasthts view` reads a region (the library's one reading).
-            regions = _fasthts._parse_region(region, list(self.references))
+            regions = self.header._lookup().parse_region(region)
             return 1, [(t, max(s, 0), min(e, _MAX_POS)) for t, s, e in regions]
         if tid is not None:
             if not self.is_valid_tid(tid):

@@ -119,14 +119,8 @@ pub fn coverage_table(inputs: &[PathBuf], options: &CoverageOptions, report: &dy
             None => Scope::Whole,
             Some(".") => Scope::Dot,
             Some("*") => Scope::Unplaced,
-            Some(text) => match Region::parse_samtools_with(
-                text,
-                refs.len(),
-                |name| refs.iter().position(|r| r.name.as_bytes() == name).map(|i| i as i32),
-                RegionSyntax::Query,
-            )
-            .as_deref()
-            {
+            // A region is read through the inputs' indexes: `files` holds them.
+            Some(text) => match Region::parse_samtools(text, files[0].ref_names(), RegionSyntax::Query).as_deref() {
                 Some(&[r]) if r.ref_id >= 0 => {
                     let beg = r.start.max(0);
                     let end = if r.end == i64::MAX { lengths[r.ref_id as usize] } else { r.end };

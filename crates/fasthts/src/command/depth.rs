@@ -97,9 +97,7 @@ fn depth_encoded(
         let Inputs { mut files, opened } = open_inputs(inputs, &open, report)?;
         // A remote file's region is fetched before it is read.
         if let (Some(text), true) = (&options.region, files.iter().any(IndexedFile::is_remote)) {
-            let refs = files[0].header().references.clone();
-            let id = |name: &[u8]| refs.iter().position(|r| r.name.as_bytes() == name).map(|i| i as i32);
-            if let Some(regions) = Region::parse_samtools_with(text, refs.len(), id, RegionSyntax::Query) {
+            if let Some(regions) = Region::parse_samtools(text, files[0].ref_names(), RegionSyntax::Query) {
                 for file in &mut files {
                     file.prefetch_regions(&regions)?;
                 }
@@ -112,14 +110,8 @@ fn depth_encoded(
         let region = match &options.region {
             // samtools depth reads -r with sam_itr_querys; `.` (the whole
             // file) gives it no rows, as `*` does.
-            Some(text) => match Region::parse_samtools_with(
-                text,
-                refs.len(),
-                |name| refs.iter().position(|r| r.name.as_bytes() == name).map(|i| i as i32),
-                RegionSyntax::Query,
-            )
-            .as_deref()
-            {
+            // A region is read through the inputs' indexes: `files` holds them.
+            Some(text) => match Region::parse_samtools(text, files[0].ref_names(), RegionSyntax::Query).as_deref() {
                 Some(&[region]) => Some(region),
                 Some(_) => Some(Region::unplaced()),
                 None => return Err(Error::InvalidArgument(format!("cannot parse region {text:?}"))),

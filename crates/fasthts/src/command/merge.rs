@@ -300,7 +300,7 @@ fn merge_in_pool(
         // `*` and `.` refused.
         Some(text) => {
             let names = crate::sam::RefNames::new(&header);
-            match Region::parse_samtools_with(text, names.len(), |n| names.id(n), RegionSyntax::Query).as_deref() {
+            match Region::parse_samtools(text, &names, RegionSyntax::Query).as_deref() {
                 Some(&[r]) if r.ref_id >= 0 => Some(r),
                 _ => {
                     return Err(Error::Message(format!("[bam_merge_core2] Badly formatted region or unknown reference name: \"{text}\"")))

@@ -12,6 +12,7 @@ use crate::input::{self, Input};
 use crate::output::TempOutput;
 use crate::region::indexed::{IndexedFile, IndexedOptions, Rule};
 use crate::region::{self, Plan, Region, RegionSyntax};
+use crate::sam::RefNames;
 use crate::stats::bytes::{RegionPart, StatsPart};
 use crate::stats::reference::Fasta;
 use crate::stats::text::{write_stats, Preamble};
@@ -127,8 +128,13 @@ fn run(
     let names: Vec<Vec<u8>> = header.references.iter().map(|r| r.name.as_bytes().to_vec()).collect();
     let lengths: Vec<u64> = (0..header.references.len()).map(|t| header.reference_len(t)).collect();
     let read_groups = settings.group_id.as_deref().map(|id| read_groups_of(header, id));
+    // -t's and the regions' names are looked up as samtools looks them up
+    // (`bam_name2id`: `@SQ SN:` names and `AN:` alternatives), in the
+    // file's map, built once when first needed.
+    let whole_names = std::cell::OnceCell::new();
+    let ref_names = || indexed.as_ref().map_or_else(|| whole_names.get_or_init(|| RefNames::new(header)), IndexedFile::ref_names);
     let file_targets = match &options.targets {
-        Some(t) => Some(read_targets(t, &names, &lengths, &mut notes)?),
+        Some(t) => Some(read_targets(t, ref_names(), &lengths, &mut notes)?),
         None => None,
     };
     // The regions after the file restrict all reads' statistics when -t
@@ -137,7 +143,7 @@ fn run(
     let region_targets = if options.regions.is_empty() {
         None
     } else {
-        let (by_tid, lists) = parse_regions(&options.regions, &names, &mut notes)?;
+        let (by_tid, lists) = parse_regions(&options.regions, ref_names(), &mut notes)?;
         query = lists;
         if file_targets.is_none() {
             Some(by_tid)
@@ -267,7 +273,7 @@ impl WholeFile {
         let lengths: Vec<u64> = (0..header.references.len()).map(|t| header.reference_len(t)).collect();
         let read_groups = options.settings.group_id.as_deref().map(|id| read_groups_of(header, id));
         let targets = match &options.targets {
-            Some(t) => Some(read_targets(t, &names, &lengths, notes)?),
+            Some(t) => Some(read_targets(t, &RefNames::new(header), &lengths, notes)?),
             None => None,
         };
         check_counting_options(options)?;
@@ -553,7 +559,7 @@ fn read_groups_of(header: &Header, id: &str) -> Vec<Vec<u8>> {
 
 /// Reads `-t`'s file as samtools' `init_regions`: `name from to` per line
 /// (`#` lines skipped), names not in the header warned about once.
-fn read_targets(path: &Path, names: &[Vec<u8>], lengths: &[u64], notes: &mut StatsNotes) -> Result<Targets, Error> {
+fn read_targets(path: &Path, names: &RefNames, lengths: &[u64], notes: &mut StatsNotes) -> Result<Targets, Error> {
     let text = std::fs::read(path).map_err(|e| Error::Message(fasthts_io::os_message(&e)).with_path(path))?;
     let mut by_tid: Vec<Vec<(i64, i64)>> = Vec::new();
     let (mut slots, mut longest) = (0usize, 0usize);
@@ -572,7 +578,7 @@ fn read_targets(path: &Path, names: &[Vec<u8>], lengths: &[u64], notes: &mut Sta
             return Err(Error::Message(format!("Could not parse the file: {} [{shown}]", path.display())));
         };
         let name = &line[..space];
-        let Some(tid) = names.iter().position(|n| n.as_slice() == name) else {
+        let Some(tid) = names.id(name).and_then(|t| usize::try_from(t).ok()) else {
             if !warned {
                 notes.lines.push(format!(
                     "Warning: Some sequences not present in the BAM, e.g. \"{}\". This message is printed only once.",
@@ -648,7 +654,7 @@ fn scan_two_longs(s: &[u8]) -> Option<(i64, i64)> {
 #[allow(clippy::type_complexity)]
 fn parse_regions(
     texts: &[String],
-    names: &[Vec<u8>],
+    names: &RefNames,
     notes: &mut StatsNotes,
 ) -> Result<((Vec<Vec<(i64, i64)>>, usize), Vec<(i32, Vec<(i64, i64)>)>), Error> {
     let mut by_tid: std::collections::BTreeMap<i32, Vec<(i64, i64)>> = std::collections::BTreeMap::new();
@@ -658,8 +664,7 @@ fn parse_regions(
             placeless = 1;
             continue;
         }
-        let lookup = |name: &[u8]| names.iter().position(|n| n.as_slice() == name).map(|i| i as i32);
-        match Region::parse_samtools_with(text, names.len(), lookup, RegionSyntax::Query).as_deref() {
+        match Region::parse_samtools(text, names, RegionSyntax::Query).as_deref() {
             Some(&[r]) if r.ref_id >= 0 => by_tid.entry(r.ref_id).or_default().push((r.start.max(0), r.end)),
             _ => notes.lines.push(format!("[W::hts_reglist_create] Region '{text}' specifies an unknown reference name. Continue anyway")),
         }

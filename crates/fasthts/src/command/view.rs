@@ -12,6 +12,7 @@ use crate::output::{Named, TempOutput};
 use crate::record_output::{CramOutput, OutputFormat, RecordOutput};
 use crate::region::indexed::{IndexedFile, IndexedOptions};
 use crate::region::{self, BedFilter, Region, RegionSyntax};
+use crate::sam::RefNames;
 use crate::sort::{add_missing_sq_lines, add_pg_line};
 use crate::view::{merge_intervals, Selection, TagEdit, WidePositions};
 use crate::Error;
@@ -315,7 +316,7 @@ pub fn view_file(
         let planned = match &regions_of {
             Some(file) => {
                 let references = copied.as_deref().unwrap_or(&file.header().references);
-                Some(plan_pieces(&file.header().references, file.index(), options, references, skipped)?)
+                Some(plan_pieces(&file.header().references, file.index(), options, references, file.ref_names(), skipped)?)
             }
             None => None,
         };
@@ -707,12 +708,15 @@ fn region_pieces(
 type Intervals = Vec<(i32, Vec<(i64, i64)>)>;
 
 /// The pieces of the regions, in output order, and with `-M` the merged
-/// intervals they read.
+/// intervals they read. Region and (with `-M`) BED names are looked up in
+/// `ref_names` (`@SQ SN:` names and `AN:` alternatives): samtools resolves
+/// both with htslib's `bam_name2id`.
 fn plan_pieces(
     references: &[crate::bam::Reference],
     index: Option<&Index>,
     options: &ViewOptions,
     names: &[Reference],
+    ref_names: &RefNames,
     skipped: &(dyn Fn(SkippedRegion) + Sync),
 ) -> Result<(Vec<Piece>, Intervals), Error> {
     let ref_len = |tid: i32| usize::try_from(tid).ok().and_then(|t| references.get(t)).map_or(0, |r| i64::from(r.len));
@@ -722,15 +726,8 @@ fn plan_pieces(
     // BED file does not name.
     let intersect = options.multi_region && options.bed_regions.is_some() && !options.regions.is_empty();
     let syntax = if options.multi_region { RegionSyntax::MultiRegion } else { RegionSyntax::Query };
-    // Names looked up in a map when there are many regions: a scan of
-    // 600,000 names per region would make a long region list quadratic.
-    let table = (options.regions.len() > 1).then(|| crate::names::NameTable::of(names.iter().map(|r| r.name.as_bytes())));
-    let lookup = |name: &[u8]| match &table {
-        Some(table) => table.get(name),
-        None => names.iter().position(|r| r.name.as_bytes() == name).map(|i| i as i32),
-    };
     for text in &options.regions {
-        match Region::parse_samtools_with(text, names.len(), lookup, syntax) {
+        match Region::parse_samtools(text, ref_names, syntax) {
             Some(regions) => parsed.extend(regions),
             None if intersect => {}
             None => skipped(SkippedRegion(text.clone())),
@@ -741,16 +738,19 @@ fn plan_pieces(
         let mut list: Vec<(i32, i64, i64)> = Vec::new();
         match &options.bed_regions {
             Some(bed) if intersect => {
+                let named = bed_ids(bed, ref_names);
                 for (tid, regions) in merge_intervals(parsed.iter().map(|r| (r.ref_id, r.start, r.end)).collect()) {
-                    let Ok(t) = usize::try_from(tid) else { continue };
-                    let targets = bed.intervals(&names[t].name);
-                    let points = bed.points(&names[t].name);
-                    for (beg, end) in regions {
-                        let from = targets.partition_point(|&(_, e)| e <= beg);
-                        list.extend(targets[from..].iter().take_while(|&&(b, _)| b < end).map(|&(b, e)| (tid, b.max(beg), e.min(end))));
-                        // bed_filter keeps a zero-length interval strictly inside.
-                        let from = points.partition_point(|&p| p <= beg);
-                        list.extend(points[from..].iter().take_while(|&&p| p < end).map(|&p| (tid, p, p)));
+                    let from = named.partition_point(|(t, _)| *t < tid);
+                    for (_, name) in named[from..].iter().take_while(|(t, _)| *t == tid) {
+                        let targets = bed.intervals(name);
+                        let points = bed.points(name);
+                        for &(beg, end) in &regions {
+                            let from = targets.partition_point(|&(_, e)| e <= beg);
+                            list.extend(targets[from..].iter().take_while(|&&(b, _)| b < end).map(|&(b, e)| (tid, b.max(beg), e.min(end))));
+                            // bed_filter keeps a zero-length interval strictly inside.
+                            let from = points.partition_point(|&p| p <= beg);
+                            list.extend(points[from..].iter().take_while(|&&p| p < end).map(|&p| (tid, p, p)));
+                        }
                     }
                 }
                 if list.is_empty() {
@@ -758,10 +758,9 @@ fn plan_pieces(
                 }
             }
             Some(bed) => {
-                for (tid, reference) in names.iter().enumerate() {
-                    let name = &reference.name;
-                    list.extend(bed.intervals(name).iter().map(|&(b, e)| (tid as i32, b, e)));
-                    list.extend(bed.points(name).iter().map(|&p| (tid as i32, p, p)));
+                for (tid, name) in bed_ids(bed, ref_names) {
+                    list.extend(bed.intervals(name).iter().map(|&(b, e)| (tid, b, e)));
+                    list.extend(bed.points(name).iter().map(|&p| (tid, p, p)));
                 }
             }
             None => list.extend(parsed.iter().map(|r| (r.ref_id, r.start, r.end))),
@@ -780,6 +779,14 @@ fn plan_pieces(
         region_pieces(index, r.ref_id, ref_len(r.ref_id), i64::MIN, r.start, r.end, options.window_bases, &mut pieces);
     }
     Ok((pieces, Vec::new()))
+}
+
+/// The BED file's names with the ids `ref_names` gives them, by id: an
+/// unknown name is left out, as htslib's region list leaves it.
+fn bed_ids<'b>(bed: &'b BedFilter, ref_names: &RefNames) -> Vec<(i32, &'b str)> {
+    let mut named: Vec<(i32, &str)> = bed.names().into_iter().filter_map(|n| Some((ref_names.id(n.as_bytes())?, n))).collect();
+    named.sort_unstable();
+    named
 }
 
 /// htslib's multi-region iterator over a BAI or CSI (not a CRAI) cannot

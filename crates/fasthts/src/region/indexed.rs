@@ -45,7 +45,7 @@ use crate::report::Report;
 use crate::index::{Index, IndexFormat};
 use crate::format::{self, Format};
 use crate::input;
-use crate::sam::Positions;
+use crate::sam::{Positions, RefNames};
 use crate::Error;
 use fasthts_io::compression::Compression;
 use std::path::{Path, PathBuf};
@@ -114,6 +114,8 @@ pub struct IndexedFile {
     whole: bool,
     /// A CRAM file's containers, listed on first use.
     containers: OnceLock<Vec<Container>>,
+    /// The header's names → ids, mapped on first use.
+    ref_names: OnceLock<RefNames>,
 }
 
 enum Data {
@@ -196,7 +198,7 @@ impl IndexedFile {
     }
 
     fn new(data: Data, whole: bool) -> IndexedFile {
-        IndexedFile { data, whole, containers: OnceLock::new() }
+        IndexedFile { data, whole, containers: OnceLock::new(), ref_names: OnceLock::new() }
     }
 
     /// A mapped bgzipped SAM with its index, found as [`IndexedFile::open`]
@@ -502,6 +504,14 @@ impl IndexedFile {
             Data::SamGz { sam, .. } => Indexed::header(sam),
             Data::Cram(pool) => pool.header(),
         }
+    }
+
+    /// The reference names → ids of the header, as htslib's
+    /// `sam_hdr_name2tid` looks them up (`@SQ SN:` names and `AN:`
+    /// alternatives): what region text, BED and contig names are resolved
+    /// with. Mapped once per file, on first use.
+    pub fn ref_names(&self) -> &RefNames {
+        self.ref_names.get_or_init(|| RefNames::new(self.header()))
     }
 
     /// The BAI or CSI index (`None` for CRAM, read by htslib through its

@@ -14,6 +14,7 @@
 //! reading that names what is wrong, for other callers.
 
 use super::Region;
+use crate::sam::RefNames;
 
 /// Which of samtools' readings a region's text gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,14 +28,17 @@ pub enum RegionSyntax {
 
 impl Region {
     /// The regions `text` names, read as samtools 1.16 reads it (`syntax`)
-    /// against the file's reference `names`: one region, or for `.` (the
-    /// whole file) every reference whole, then the unplaced records. None
-    /// where samtools says the text "specifies an invalid region or unknown
-    /// reference" and goes on without it.
+    /// against the file's reference `names` (looked up as htslib's
+    /// `sam_hdr_name2tid` does: an `@SQ SN:` name or an `AN:` alternative,
+    /// none when htslib cannot parse the header): one region, or for `.`
+    /// (the whole file) every reference whole, then the unplaced records.
+    /// None where samtools says the text "specifies an invalid region or
+    /// unknown reference" and goes on without it.
     ///
     /// ```
     /// use fasthts::region::{Region, RegionSyntax::{MultiRegion, Query}};
-    /// let names = ["chr1", "chr2"];
+    /// use fasthts::sam::RefNames;
+    /// let names = RefNames::of_names(["chr1", "chr2"]);
     /// let one = |r| Some(vec![r]);
     /// assert_eq!(Region::parse_samtools("chr2:1,001-2k", &names, Query), one(Region { ref_id: 1, start: 1000, end: 2000 }));
     /// // An end of 0 is the reference's end; with -M the text is no region.
@@ -43,9 +47,23 @@ impl Region {
     /// assert_eq!(Region::parse_samtools("chr2:100-200x", &names, MultiRegion), one(Region { ref_id: 1, start: 99, end: 200 }));
     /// assert_eq!(Region::parse_samtools("chr2:100-200x", &names, Query), None);
     /// ```
-    pub fn parse_samtools<N: AsRef<str>>(text: &str, names: &[N], syntax: RegionSyntax) -> Option<Vec<Region>> {
-        let lookup = |name: &[u8]| names.iter().position(|n| n.as_ref().as_bytes() == name).map(|i| i as i32);
-        Region::parse_samtools_with(text, names.len(), lookup, syntax)
+    pub fn parse_samtools(text: &str, names: &RefNames, syntax: RegionSyntax) -> Option<Vec<Region>> {
+        let lookup = |name: &[u8]| names.id(name);
+        match text {
+            "." => return Some((0..names.len() as i32).map(Region::whole).chain([Region::unplaced()]).collect()),
+            "*" => return Some(vec![Region::unplaced()]),
+            _ => {}
+        }
+        let (tid, beg, end) = match syntax {
+            RegionSyntax::Query => query(text.as_bytes(), lookup)?,
+            RegionSyntax::MultiRegion => multi_region(text.as_bytes(), lookup)?,
+        };
+        let end = if end == POS_MAX { i64::MAX } else { end };
+        let region = match beg {
+            None => Region { ref_id: tid, start: i64::MIN, end },
+            Some(beg) => Region { ref_id: tid, start: beg.max(0), end },
+        };
+        Some(vec![region])
     }
 
     /// One region argument, as `samtools view FILE REGION` and `depth -r`
@@ -57,7 +75,8 @@ impl Region {
     ///
     /// ```
     /// use fasthts::region::Region;
-    /// let names = ["chr1", "chr:1"];
+    /// use fasthts::sam::RefNames;
+    /// let names = RefNames::of_names(["chr1", "chr:1"]);
     /// assert_eq!(Region::parse_query("chr1:0-5", &names)?, [Region { ref_id: 0, start: 0, end: 5 }]);
     /// assert_eq!(Region::parse_query("{chr:1}:5-9", &names)?, [Region { ref_id: 1, start: 4, end: 9 }]);
     /// assert_eq!(Region::parse_query(".", &names)?.len(), 3);
@@ -65,36 +84,9 @@ impl Region {
     /// assert_eq!(e.to_string(), r#"region "chr1:10-5" specifies an invalid region or unknown reference"#);
     /// # Ok::<(), fasthts::Error>(())
     /// ```
-    pub fn parse_query<N: AsRef<str>>(text: &str, names: &[N]) -> Result<Vec<Region>, crate::Error> {
+    pub fn parse_query(text: &str, names: &RefNames) -> Result<Vec<Region>, crate::Error> {
         Region::parse_samtools(text, names, RegionSyntax::Query)
             .ok_or_else(|| crate::Error::InvalidArgument(format!("region \"{text}\" specifies an invalid region or unknown reference")))
-    }
-
-    /// As [`Region::parse_samtools`] against `n_refs` references whose
-    /// names `lookup` finds (the first of a repeated name): a caller
-    /// reading many regions against a header of many references looks
-    /// them up in a map built once, not by a scan of the names each.
-    pub fn parse_samtools_with(
-        text: &str,
-        n_refs: usize,
-        lookup: impl Fn(&[u8]) -> Option<i32>,
-        syntax: RegionSyntax,
-    ) -> Option<Vec<Region>> {
-        match text {
-            "." => return Some((0..n_refs as i32).map(Region::whole).chain([Region::unplaced()]).collect()),
-            "*" => return Some(vec![Region::unplaced()]),
-            _ => {}
-        }
-        let (tid, beg, end) = match syntax {
-            RegionSyntax::Query => query(text.as_bytes(), &lookup)?,
-            RegionSyntax::MultiRegion => multi_region(text.as_bytes(), &lookup)?,
-        };
-        let end = if end == POS_MAX { i64::MAX } else { end };
-        let region = match beg {
-            None => Region { ref_id: tid, start: i64::MIN, end },
-            Some(beg) => Region { ref_id: tid, start: beg.max(0), end },
-        };
-        Some(vec![region])
     }
 }
 
@@ -298,12 +290,16 @@ mod tests {
         Some(vec![Region { ref_id, start, end }])
     }
 
+    fn names() -> RefNames {
+        RefNames::of_names(NAMES)
+    }
+
     fn query(text: &str) -> Option<Vec<Region>> {
-        Region::parse_samtools(text, &NAMES, Query)
+        Region::parse_samtools(text, &names(), Query)
     }
 
     fn multi(text: &str) -> Option<Vec<Region>> {
-        Region::parse_samtools(text, &NAMES, MultiRegion)
+        Region::parse_samtools(text, &names(), MultiRegion)
     }
 
     #[test]
@@ -352,6 +348,7 @@ mod tests {
 
     /// htslib's own parsers, linked (libhts, as for CRAM).
     mod htslib {
+        use crate::sam::RefNames;
         use std::ffi::{c_char, c_int, c_void, CStr};
 
         #[link(name = "hts")]
@@ -368,12 +365,13 @@ mod tests {
             pub fn hts_parse_reg(s: *const c_char, beg: *mut c_int, end: *mut c_int) -> *const c_char;
         }
 
-        /// `getid` over a `&[&str]` of names.
+        /// `getid` over a [`RefNames`].
         pub unsafe extern "C" fn getid(hdr: *mut c_void, name: *const c_char) -> c_int {
-            // SAFETY: `hdr` is the `&[&str]` the caller passed; `name` is a C string.
-            let names = unsafe { &*(hdr as *const &[&str]) };
+            // SAFETY: `hdr` is the `RefNames` the caller passed, alive for
+            // the call; `name` is a C string.
+            let names = unsafe { &*(hdr as *const RefNames) };
             let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-            names.iter().position(|n| n.as_bytes() == name).map_or(-1, |i| i as c_int)
+            names.id(name).unwrap_or(-1)
         }
     }
 
@@ -381,11 +379,11 @@ mod tests {
     /// either syntax (what view and depth then query).
     fn htslib(text: &str, syntax: RegionSyntax) -> Option<(i32, i64, i64)> {
         let c = std::ffi::CString::new(text).unwrap();
-        let mut names: &[&str] = &NAMES;
+        let names = names();
         match syntax {
             Query => {
                 let (mut tid, mut beg, mut end) = (0, 0i64, 0i64);
-                let hdr = (&mut names as *mut &[&str]).cast();
+                let hdr = (&names as *const RefNames).cast_mut().cast();
                 // SAFETY: valid pointers for the call; HTS_PARSE_THOUSANDS_SEP = 1.
                 let q = unsafe { htslib::hts_parse_region(c.as_ptr(), &mut tid, &mut beg, &mut end, htslib::getid, hdr, 1) };
                 (!q.is_null()).then_some((tid, beg.max(0), if end == POS_MAX { i64::MAX } else { end }))
@@ -399,8 +397,7 @@ mod tests {
                 } else {
                     (&text[..q as usize - c.as_ptr() as usize], i64::from(beg), i64::from(end))
                 };
-                let tid = names.iter().position(|n| *n == name)? as i32;
-                Some((tid, beg, end))
+                Some((names.id(name.as_bytes())?, beg, end))
             }
         }
     }
@@ -441,6 +438,7 @@ mod tests {
             "10-5",
             "-0",
         ];
+        let names = names();
         let mut rng = fasthts_testgen::rng::Rng::new(0x5eed);
         let mut pick = |n: usize| rng.below(n as u64) as usize;
         for _ in 0..200_000 {
@@ -459,13 +457,33 @@ mod tests {
                 continue;
             }
             for syntax in [Query, MultiRegion] {
-                let ours = Region::parse_samtools(&text, &NAMES, syntax).map(|r| {
+                let ours = Region::parse_samtools(&text, &names, syntax).map(|r| {
                     assert_eq!(r.len(), 1, "{text:?}");
                     (r[0].ref_id, r[0].start.max(0), r[0].end)
                 });
                 assert_eq!(ours, htslib(&text, syntax), "{text:?} {syntax:?}");
             }
         }
+    }
+
+    #[test]
+    fn alternative_names_as_sam_hdr_name2tid() {
+        use crate::bam::{Header, Reference};
+        let header = |text: &str| Header {
+            text: text.as_bytes().to_vec(),
+            references: ["chr1", "chr2"].iter().map(|n| Reference { name: n.to_string(), len: 100 }).collect(),
+        };
+        let names = RefNames::new(&header("@SQ\tSN:chr1\tLN:100\tAN:1,one\n@SQ\tSN:chr2\tLN:100\n"));
+        for syntax in [Query, MultiRegion] {
+            assert_eq!(Region::parse_samtools("one:5-9", &names, syntax), one(0, 4, 9), "{syntax:?}");
+            assert_eq!(Region::parse_samtools("1:5-9", &names, syntax), one(0, 4, 9), "{syntax:?}");
+            assert_eq!(Region::parse_samtools("two:5-9", &names, syntax), None, "{syntax:?}");
+        }
+        assert_eq!(Region::parse_samtools("{one}", &names, Query), Some(vec![Region::whole(0)]));
+        // A header htslib's parser refuses (an @SQ without LN:) knows no name.
+        let broken = RefNames::new(&header("@SQ\tSN:chr1\tLN:100\tAN:one\n@SQ\tSN:chr2\n"));
+        assert_eq!(Region::parse_samtools("chr1:5-9", &broken, Query), None);
+        assert_eq!(Region::parse_samtools("*", &broken, Query), Some(vec![Region::unplaced()]));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //!
 //! let sam = SamGzFile::open("in.sam.gz")?;
 //! let index = Index::from_path("in.sam.gz.csi")?;
-//! let region = Region::parse("chr1:1,001-2,000", &sam.reference_names())?;
+//! let region = Region::parse("chr1:1,001-2,000", sam.ref_names())?;
 //! // The records starting in the region (a caller wanting those that
 //! // overlap it reads from `Region { start: i64::MIN, .. }` and checks ends).
 //! let mut records = sam.region_records(&index, region)?;
@@ -193,7 +193,13 @@ impl SamGzFile {
         Self::open(path).map(Some)
     }
 
-    /// The reference names, in header order (for [`Region::parse`]).
+    /// The reference names → ids, as htslib looks them up (for
+    /// [`Region::parse`]).
+    pub fn ref_names(&self) -> &RefNames {
+        &self.names
+    }
+
+    /// The reference names, in header order.
     pub fn reference_names(&self) -> Vec<String> {
         self.header.references.iter().map(|r| r.name.clone()).collect()
     }

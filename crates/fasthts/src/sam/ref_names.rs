@@ -23,6 +23,24 @@ impl RefNames {
         RefNames::with_table(header, NameTable::of(header.references.iter().map(|r| r.name.as_bytes())))
     }
 
+    /// The lookup of a list of reference names in id order, without header
+    /// text (so without `AN:` alternatives): a header of `@SQ` names only,
+    /// or a short list in an example.
+    ///
+    /// ```
+    /// use fasthts::sam::RefNames;
+    /// let names = RefNames::of_names(["chr1", "chr2"]);
+    /// assert_eq!((names.id(b"chr2"), names.id(b"chr3"), names.len()), (Some(1), None, 2));
+    /// ```
+    pub fn of_names<I>(names: I) -> RefNames
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        let names: Vec<I::Item> = names.into_iter().collect();
+        RefNames { map: NameTable::of(names.iter().map(AsRef::as_ref)), n_ref: names.len(), broken: None }
+    }
+
     /// As [`RefNames::new`], given `header`'s reference names already
     /// mapped to their ids (a repeated name to its first).
     pub(crate) fn with_table(header: &Header, map: NameTable) -> RefNames {
