@@ -4,7 +4,7 @@
 
 use crate::to_py;
 use fasthts::bam::{flags, AuxValue, CigarOp, Header, RecordRef};
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyOverflowError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyNotImplementedError, PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyList, PyTuple};
@@ -92,6 +92,59 @@ fn tag_key(tag: &str) -> PyResult<[u8; 2]> {
     }
 }
 
+/// A Python number as Cython converts it to a C integer for pysam's
+/// setters: an int (bool too) as it is, a float truncated; anything else
+/// TypeError.
+fn c_integer(v: &Bound<'_, PyAny>) -> PyResult<i128> {
+    if v.is_instance_of::<pyo3::types::PyFloat>() {
+        return v.call_method0("__int__")?.extract();
+    }
+    if !v.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(PyTypeError::new_err("an integer is required"));
+    }
+    v.extract()
+}
+
+/// `c_integer` in the C type `c_name`, with Cython's OverflowError messages.
+fn c_value<T: TryFrom<i128>>(v: &Bound<'_, PyAny>, c_name: &str) -> PyResult<T> {
+    let n = c_integer(v)?;
+    T::try_from(n).map_err(|_| {
+        PyOverflowError::new_err(match n {
+            n if n < 0 && c_name.starts_with('u') => format!("can't convert negative value to {c_name}"),
+            n if n < 0 => format!("value too small to convert to {c_name}"),
+            _ => format!("value too large to convert to {c_name}"),
+        })
+    })
+}
+
+/// The header of segments made without one (pysam's `header=None`):
+/// compared by address, so a header with no references stays a header.
+fn no_header() -> &'static Arc<Header> {
+    static NONE: std::sync::OnceLock<Arc<Header>> = std::sync::OnceLock::new();
+    NONE.get_or_init(|| Arc::new(Header { text: Vec::new(), references: Vec::new() }))
+}
+
+/// The library header of a `fasthts.AlignmentHeader` (the file's own when
+/// it was read from one).
+fn header_of(header: &Bound<'_, PyAny>) -> PyResult<Arc<Header>> {
+    let (Ok(refs), Ok(raw)) = (header.getattr("_refs"), header.getattr("_raw")) else {
+        return Err(PyTypeError::new_err(format!(
+            "Argument 'header' has incorrect type (expected fasthts.AlignmentHeader, got {})",
+            header.get_type().name()?
+        )));
+    };
+    if let Ok(reader) = header.getattr("_reader") {
+        if let Ok(reader) = reader.cast::<crate::alignment::AlignmentReader>() {
+            return Ok(reader.get().header().clone());
+        }
+    }
+    let references: Vec<(String, u32)> = refs.extract()?;
+    Ok(Arc::new(Header {
+        text: raw.extract::<String>()?.into_bytes(),
+        references: references.into_iter().map(|(name, len)| fasthts::bam::Reference { name, len }).collect(),
+    }))
+}
+
 impl AlignedSegment {
     /// A segment of a record's bytes (validated when read).
     pub(crate) fn from_bytes(data: Box<[u8]>, header: Arc<Header>) -> Self {
@@ -110,8 +163,79 @@ impl AlignedSegment {
         RecordRef::new_prevalidated(&self.data)
     }
 
-    fn name_of(&self, tid: i32) -> Option<String> {
-        usize::try_from(tid).ok().and_then(|i| self.header.references.get(i)).map(|r| r.name.clone())
+    fn has_header(&self) -> bool {
+        !Arc::ptr_eq(&self.header, no_header())
+    }
+
+    /// The name of reference `tid` (None for -1), as pysam's getters:
+    /// ValueError without a header (`what`: the attribute).
+    fn name_of(&self, tid: i32, what: &str) -> PyResult<Option<String>> {
+        if tid == -1 {
+            return Ok(None);
+        }
+        if !self.has_header() {
+            return Err(PyValueError::new_err(format!("{what} unknown if no header associated with record")));
+        }
+        Ok(usize::try_from(tid).ok().and_then(|i| self.header.references.get(i)).map(|r| r.name.clone()))
+    }
+
+    /// A reference id to set, checked against the header as pysam checks it.
+    fn checked_tid(&self, tid: &Bound<'_, PyAny>) -> PyResult<i32> {
+        let tid: i32 = c_value(tid, "int")?;
+        if tid != -1 && self.has_header() && !(0..self.header.references.len() as i64).contains(&i64::from(tid)) {
+            return Err(PyValueError::new_err(format!("reference id {tid} does not exist in header")));
+        }
+        Ok(tid)
+    }
+
+    /// The id of the reference named `name`, as pysam's name setters find
+    /// it: None or "*" → -1; `mate_of`: "=" → that id.
+    fn tid_of_name(&self, name: &Bound<'_, PyAny>, what: &str, mate_of: Option<i32>) -> PyResult<i32> {
+        if name.is_none() || name.eq("*")? {
+            return Ok(-1);
+        }
+        if let (Some(tid), true) = (mate_of, name.eq("=")?) {
+            return Ok(tid);
+        }
+        if !self.has_header() {
+            return Err(PyValueError::new_err(format!("{what} can not be set if no header associated with record")));
+        }
+        let text = if let Ok(b) = name.cast::<pyo3::types::PyBytes>() {
+            String::from_utf8_lossy(b.as_bytes()).into_owned()
+        } else {
+            name.extract::<String>().map_err(|_| PyTypeError::new_err("Argument must be string, bytes or unicode."))?
+        };
+        match self.header.references.iter().position(|r| r.name == text) {
+            Some(tid) => Ok(tid as i32),
+            None => Err(PyValueError::new_err(format!("reference {text} does not exist in header"))),
+        }
+    }
+
+    fn set_flag_bits(&mut self, bits: u16, on: bool) {
+        fasthts::bam::edit::set_flag_bits(&mut self.data, bits, on);
+    }
+
+    /// pysam's flag setters: the value as a C uint16, any non-zero sets.
+    fn set_flag_from(&mut self, bits: u16, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let v: u16 = c_value(value, "uint16_t")?;
+        self.set_flag_bits(bits, v != 0);
+        Ok(())
+    }
+
+    fn set_cigar_words(&mut self, words: &[u32]) -> PyResult<()> {
+        let mut edited = Vec::new();
+        fasthts::bam::edit::with_cigar(&self.data, words, &mut edited).map_err(to_py)?;
+        self.replace_data(edited);
+        Ok(())
+    }
+
+    fn set_quals(&mut self, quals: Option<&[u8]>) -> PyResult<()> {
+        fasthts::bam::edit::set_qualities(&mut self.data, quals).map_err(to_py)
+    }
+
+    /// Replaces the record's data with an edit's result.
+    fn replace_data(&mut self, edited: Vec<u8>) {
+        self.data = edited.into_boxed_slice();
     }
 
     /// Whether the CIGAR was taken from the `CG` tag (htslib then drops the
@@ -207,9 +331,32 @@ impl AlignedSegment {
 
 #[pymethods]
 impl AlignedSegment {
+    /// pysam's `AlignedSegment(header=None)`: no name, CIGAR, sequence or
+    /// tags, reference ids and positions -1.
+    #[new]
+    #[pyo3(signature = (header=None))]
+    fn new(header: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let header = match header {
+            Some(h) if !h.is_none() => header_of(h)?,
+            _ => no_header().clone(),
+        };
+        Ok(AlignedSegment { data: Box::new(fasthts::bam::edit::empty_record()), header })
+    }
+
+    /// An independent copy (sharing the header), as pysam's.
+    fn __copy__(&self) -> Self {
+        AlignedSegment { data: self.data.clone(), header: self.header.clone() }
+    }
+
+    /// As `__copy__` (pysam's deep copy shares the header too).
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> Self {
+        self.__copy__()
+    }
+
+    /// None when the record has no name (a new segment's).
     #[getter]
-    fn query_name(&self) -> String {
-        String::from_utf8_lossy(self.r().name()).into_owned()
+    fn query_name(&self) -> Option<String> {
+        (self.data[8] != 0).then(|| String::from_utf8_lossy(self.r().name()).into_owned())
     }
     /// pysam's setter: None or "" leaves the name as it is.
     #[setter(query_name)]
@@ -232,15 +379,36 @@ impl AlignedSegment {
     fn reference_id(&self) -> i32 {
         self.r().ref_id()
     }
+    /// pysam's: -1 or an id of the header (ValueError otherwise).
+    #[setter(reference_id)]
+    fn set_reference_id(&mut self, tid: &Bound<'_, PyAny>) -> PyResult<()> {
+        let tid = self.checked_tid(tid)?;
+        fasthts::bam::edit::set_reference_id(&mut self.data, tid);
+        Ok(())
+    }
     /// None when the record has no reference.
     #[getter]
-    fn reference_name(&self) -> Option<String> {
-        self.name_of(self.r().ref_id())
+    fn reference_name(&self) -> PyResult<Option<String>> {
+        self.name_of(self.r().ref_id(), "reference_name")
+    }
+    /// A name of the header; None or "*": no reference.
+    #[setter(reference_name)]
+    fn set_reference_name(&mut self, name: &Bound<'_, PyAny>) -> PyResult<()> {
+        let tid = self.tid_of_name(name, "reference_name", None)?;
+        fasthts::bam::edit::set_reference_id(&mut self.data, tid);
+        Ok(())
     }
     /// 0-based leftmost position (-1 when unset).
     #[getter]
     fn reference_start(&self) -> i32 {
         self.r().pos()
+    }
+    /// Recomputes the bin, as pysam (BAM's positions are 32-bit: larger
+    /// ones raise OverflowError here, where pysam fails when writing).
+    #[setter(reference_start)]
+    fn set_reference_start(&mut self, pos: &Bound<'_, PyAny>) -> PyResult<()> {
+        fasthts::bam::edit::set_position(&mut self.data, c_value(pos, "int32_t")?);
+        Ok(())
     }
     /// One past the last aligned base (None when unmapped or without a CIGAR).
     #[getter]
@@ -263,11 +431,24 @@ impl AlignedSegment {
     fn bin(&self) -> u16 {
         self.r().bin()
     }
+    #[setter(bin)]
+    fn set_bin(&mut self, bin: &Bound<'_, PyAny>) -> PyResult<()> {
+        fasthts::bam::edit::set_bin(&mut self.data, c_value(bin, "uint16_t")?);
+        Ok(())
+    }
     /// None without a CIGAR.
     #[getter]
     fn cigarstring(&self) -> Option<String> {
         let c = self.r().cigar();
         (!c.is_empty()).then(|| c.iter().map(|(op, len)| format!("{len}{}", op.letter() as char)).collect())
+    }
+    /// pysam's: every `<length><op>` in the text; None, "" or "*" clears.
+    #[setter(cigarstring)]
+    fn set_cigarstring(&mut self, cigar: Option<&str>) -> PyResult<()> {
+        let mut words = Vec::new();
+        fasthts::bam::edit::cigar_words_of_text(cigar.unwrap_or("").as_bytes(), &mut words)
+            .map_err(|e| PyOverflowError::new_err(e.to_string()))?;
+        self.set_cigar_words(&words)
     }
     /// `[(op, length), ...]` (M=0 I=1 D=2 N=3 S=4 H=5 P=6 '='=7 X=8 B=9);
     /// None without a CIGAR.
@@ -276,20 +457,88 @@ impl AlignedSegment {
         let c = self.r().cigar();
         (!c.is_empty()).then(|| c.iter().map(|(op, len)| (op.code(), len)).collect())
     }
+    /// `[(op, length), ...]` (any iterable of pairs); None or empty clears.
+    /// Each word is pysam's `length << 4 | op` as a C uint32.
+    #[setter(cigartuples)]
+    fn set_cigartuples(&mut self, values: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut words = Vec::new();
+        if !values.is_none() {
+            for item in values.try_iter()? {
+                let pair: Vec<Bound<'_, PyAny>> = item?.try_iter()?.collect::<PyResult<_>>()?;
+                let [op, len] = &pair[..] else {
+                    return Err(PyValueError::new_err(format!("expected 2 values to unpack, got {}", pair.len())));
+                };
+                words.push(c_value(&len.lshift(4)?.bitor(op)?, "uint32_t")?);
+            }
+        }
+        self.set_cigar_words(&words)
+    }
     /// None when absent.
     #[getter]
     fn query_sequence(&self) -> Option<String> {
         self.sequence(0, usize::MAX)
+    }
+    /// pysam's: the qualities become absent; None, "" or "*" clears both.
+    #[setter(query_sequence)]
+    fn set_query_sequence(&mut self, seq: &Bound<'_, PyAny>) -> PyResult<()> {
+        let bases: Vec<u8> = if seq.is_none() {
+            Vec::new()
+        } else if let Ok(b) = seq.cast::<pyo3::types::PyBytes>() {
+            b.as_bytes().to_vec()
+        } else if let Ok(text) = seq.extract::<String>() {
+            // pysam takes as many bytes of the UTF-8 text as it has characters.
+            let mut bytes = text.clone().into_bytes();
+            bytes.truncate(text.chars().count());
+            if text == "*" { Vec::new() } else { bytes }
+        } else {
+            return Err(PyTypeError::new_err("Argument must be string, bytes or unicode."));
+        };
+        let mut edited = Vec::new();
+        fasthts::bam::edit::with_sequence(&self.data, &bases, &mut edited);
+        self.replace_data(edited);
+        Ok(())
     }
     /// `array.array('B')` of phred values; None when absent.
     #[getter]
     fn query_qualities<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.quals().map(|q| py_array(py, "B", q)).transpose()
     }
+    /// pysam's: phred values (any iterable of ints, as many as bases) or
+    /// SAM text; None or empty makes them absent.
+    #[setter(query_qualities)]
+    fn set_query_qualities(&mut self, quals: &Bound<'_, PyAny>) -> PyResult<()> {
+        if quals.is_instance_of::<pyo3::types::PyString>() {
+            return self.set_query_qualities_str(quals);
+        }
+        let n = if quals.is_none() { 0 } else { quals.len()? };
+        if n == 0 {
+            return self.set_quals(None);
+        }
+        if n != self.r().seq_len() {
+            return self.set_quals(Some(&vec![0; n]));
+        }
+        let values: Vec<u8> = quals.try_iter()?.map(|q| c_value(&q?, "uint8_t")).collect::<PyResult<_>>()?;
+        self.set_quals(Some(&values))
+    }
     /// Qualities as SAM text (phred + 33); None when absent.
     #[getter]
     fn query_qualities_str(&self) -> Option<String> {
         self.quals().map(|q| q.iter().map(|&v| (v.saturating_add(33)) as char).collect())
+    }
+    /// pysam's: SAM text (ASCII, phred + 33, as many as bases); None, ""
+    /// or "*" makes them absent.
+    #[setter(query_qualities_str)]
+    fn set_query_qualities_str(&mut self, quals: &Bound<'_, PyAny>) -> PyResult<()> {
+        let n = if quals.is_none() { 0 } else { quals.len()? };
+        if n == 0 || quals.eq("*")? {
+            return self.set_quals(None);
+        }
+        if n != self.r().seq_len() {
+            return self.set_quals(Some(&vec![0; n]));
+        }
+        let text = quals.call_method1("encode", ("ascii",))?;
+        let values: Vec<u8> = text.extract::<Vec<u8>>()?.iter().map(|c| c.wrapping_sub(33)).collect();
+        self.set_quals(Some(&values))
     }
     #[getter]
     fn query_length(&self) -> usize {
@@ -320,81 +569,177 @@ impl AlignedSegment {
     fn next_reference_id(&self) -> i32 {
         self.r().mate_ref_id()
     }
+    #[setter(next_reference_id)]
+    fn set_next_reference_id(&mut self, tid: &Bound<'_, PyAny>) -> PyResult<()> {
+        let tid = self.checked_tid(tid)?;
+        fasthts::bam::edit::set_mate_reference_id(&mut self.data, tid);
+        Ok(())
+    }
     #[getter]
-    fn next_reference_name(&self) -> Option<String> {
-        self.name_of(self.r().mate_ref_id())
+    fn next_reference_name(&self) -> PyResult<Option<String>> {
+        self.name_of(self.r().mate_ref_id(), "next_reference_name")
+    }
+    /// A name of the header, "=" (the record's own reference); None or "*":
+    /// none.
+    #[setter(next_reference_name)]
+    fn set_next_reference_name(&mut self, name: &Bound<'_, PyAny>) -> PyResult<()> {
+        let tid = self.tid_of_name(name, "next_reference_name", Some(self.r().ref_id()))?;
+        fasthts::bam::edit::set_mate_reference_id(&mut self.data, tid);
+        Ok(())
     }
     #[getter]
     fn next_reference_start(&self) -> i32 {
         self.r().mate_pos()
     }
+    #[setter(next_reference_start)]
+    fn set_next_reference_start(&mut self, pos: &Bound<'_, PyAny>) -> PyResult<()> {
+        fasthts::bam::edit::set_mate_position(&mut self.data, c_value(pos, "int32_t")?);
+        Ok(())
+    }
     #[getter]
     fn template_length(&self) -> i32 {
         self.r().template_len()
+    }
+    #[setter(template_length)]
+    fn set_template_length(&mut self, tlen: &Bound<'_, PyAny>) -> PyResult<()> {
+        fasthts::bam::edit::set_template_length(&mut self.data, c_value(tlen, "int32_t")?);
+        Ok(())
     }
     #[getter]
     fn is_paired(&self) -> bool {
         self.has_flag(flags::PAIRED)
     }
+    #[setter(is_paired)]
+    fn set_is_paired(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::PAIRED, value)
+    }
     #[getter]
     fn is_proper_pair(&self) -> bool {
         self.has_flag(flags::PROPER_PAIR)
+    }
+    #[setter(is_proper_pair)]
+    fn set_is_proper_pair(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::PROPER_PAIR, value)
     }
     #[getter]
     fn is_unmapped(&self) -> bool {
         self.has_flag(flags::UNMAPPED)
     }
+    #[setter(is_unmapped)]
+    fn set_is_unmapped(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::UNMAPPED, value)
+    }
     #[getter]
     fn is_mapped(&self) -> bool {
         !self.has_flag(flags::UNMAPPED)
+    }
+    /// pysam's: clears the bit when `value` is true (any object).
+    #[setter(is_mapped)]
+    fn set_is_mapped(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_bits(flags::UNMAPPED, !value.is_truthy()?);
+        Ok(())
     }
     #[getter]
     fn mate_is_unmapped(&self) -> bool {
         self.has_flag(flags::MATE_UNMAPPED)
     }
+    #[setter(mate_is_unmapped)]
+    fn set_mate_is_unmapped(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::MATE_UNMAPPED, value)
+    }
     #[getter]
     fn mate_is_mapped(&self) -> bool {
         !self.has_flag(flags::MATE_UNMAPPED)
+    }
+    /// pysam's: clears the bit when `value` is true (any object).
+    #[setter(mate_is_mapped)]
+    fn set_mate_is_mapped(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_bits(flags::MATE_UNMAPPED, !value.is_truthy()?);
+        Ok(())
     }
     #[getter]
     fn is_reverse(&self) -> bool {
         self.has_flag(flags::REVERSE)
     }
+    #[setter(is_reverse)]
+    fn set_is_reverse(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::REVERSE, value)
+    }
     #[getter]
     fn is_forward(&self) -> bool {
         !self.has_flag(flags::REVERSE)
+    }
+    /// pysam's: clears the bit when `value` is true (any object).
+    #[setter(is_forward)]
+    fn set_is_forward(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_bits(flags::REVERSE, !value.is_truthy()?);
+        Ok(())
     }
     #[getter]
     fn mate_is_reverse(&self) -> bool {
         self.has_flag(flags::MATE_REVERSE)
     }
+    #[setter(mate_is_reverse)]
+    fn set_mate_is_reverse(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::MATE_REVERSE, value)
+    }
     #[getter]
     fn mate_is_forward(&self) -> bool {
         !self.has_flag(flags::MATE_REVERSE)
+    }
+    /// pysam's: clears the bit when `value` is true (any object).
+    #[setter(mate_is_forward)]
+    fn set_mate_is_forward(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_bits(flags::MATE_REVERSE, !value.is_truthy()?);
+        Ok(())
     }
     #[getter]
     fn is_read1(&self) -> bool {
         self.has_flag(flags::READ1)
     }
+    #[setter(is_read1)]
+    fn set_is_read1(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::READ1, value)
+    }
     #[getter]
     fn is_read2(&self) -> bool {
         self.has_flag(flags::READ2)
+    }
+    #[setter(is_read2)]
+    fn set_is_read2(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::READ2, value)
     }
     #[getter]
     fn is_secondary(&self) -> bool {
         self.has_flag(flags::SECONDARY)
     }
+    #[setter(is_secondary)]
+    fn set_is_secondary(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::SECONDARY, value)
+    }
     #[getter]
     fn is_qcfail(&self) -> bool {
         self.has_flag(flags::QC_FAIL)
+    }
+    #[setter(is_qcfail)]
+    fn set_is_qcfail(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::QC_FAIL, value)
     }
     #[getter]
     fn is_duplicate(&self) -> bool {
         self.has_flag(flags::DUPLICATE)
     }
+    #[setter(is_duplicate)]
+    fn set_is_duplicate(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::DUPLICATE, value)
+    }
     #[getter]
     fn is_supplementary(&self) -> bool {
         self.has_flag(flags::SUPPLEMENTARY)
+    }
+    #[setter(is_supplementary)]
+    fn set_is_supplementary(&mut self, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_flag_from(flags::SUPPLEMENTARY, value)
     }
 
     /// pysam's `set_tag`: `value` None removes the tag; without
@@ -718,14 +1063,29 @@ impl AlignedSegment {
         py_array(py, "B", &rev).map(Some)
     }
 
-    /// The record as a SAM line (without the line end), as samtools view prints it.
+    /// The record as a SAM line (without the line end), as samtools view
+    /// prints it; as pysam, NotImplementedError without a header and
+    /// ValueError for a record without a name.
     fn to_string(&self) -> PyResult<String> {
+        if !self.has_header() {
+            return Err(PyNotImplementedError::new_err("todo"));
+        }
+        if self.data[8] == 0 {
+            return Err(PyValueError::new_err("sam_format failed"));
+        }
         let mut out = Vec::new();
         fasthts::sam::format_record(&self.r(), &self.header.references, &mut out).map_err(to_py)?;
         if out.last() == Some(&b'\n') {
             out.pop();
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// pysam's deprecated name of `to_string` (`htsfile` ignored).
+    #[pyo3(signature = (htsfile=None))]
+    fn tostring(&self, htsfile: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
+        let _ = htsfile;
+        self.to_string()
     }
 
     fn __str__(&self) -> PyResult<String> {
