@@ -85,6 +85,116 @@ fn tag_type(aux: &[u8], tag: [u8; 2], with_subtype: bool) -> String {
     String::new()
 }
 
+/// Appends the field `key` = `value` (not None) to `data`, typed as
+/// pysam's `set_tag` and `set_tags` type it (see `set_tag`); a list with a
+/// `value_type` is an array of that subtype for `set_tags`
+/// (`typed_arrays`), not for `set_tag`.
+fn append_python_tag(
+    py: Python<'_>,
+    data: &mut Vec<u8>,
+    key: [u8; 2],
+    value: &Bound<'_, PyAny>,
+    value_type: Option<&str>,
+    typed_arrays: bool,
+) -> PyResult<()> {
+    use fasthts::bam::edit::{append_tag, smallest_int_type, TagValue};
+    if value_type.is_none() || typed_arrays {
+        if let Some((subtype, count, elements)) = array_tag(py, value, value_type)? {
+            return append_tag(data, key, TagValue::Array(subtype, count, &elements)).map_err(to_py);
+        }
+    }
+    let text: Vec<u8>;
+    let typed = match value_type.map(|t| t.as_bytes()) {
+        None if value.is_instance_of::<pyo3::types::PyBool>() || value.is_instance_of::<pyo3::types::PyInt>() => {
+            let v: i64 = value.extract()?;
+            let t = smallest_int_type(v).ok_or_else(|| PyOverflowError::new_err(format!("integer {v} does not fit a 32-bit tag")))?;
+            TagValue::Int(v, t)
+        }
+        None if value.is_instance_of::<pyo3::types::PyFloat>() => TagValue::Float(value.extract::<f64>()? as f32),
+        None | Some(b"Z" | b"H") if value.is_instance_of::<pyo3::types::PyString>() || value.is_instance_of::<pyo3::types::PyBytes>() => {
+            text = value.extract::<String>().map(String::into_bytes).or_else(|_| value.extract::<Vec<u8>>())?;
+            TagValue::Text(&text, value_type.map_or(b'Z', |t| t.as_bytes()[0]))
+        }
+        Some([t @ (b'c' | b'C' | b's' | b'S' | b'i' | b'I')]) => TagValue::Int(value.extract()?, *t),
+        Some(b"f") => TagValue::Float(value.extract::<f64>()? as f32),
+        Some(b"d") => TagValue::Double(value.extract()?),
+        Some(b"A" | b"a") => {
+            let c: String = value.extract()?;
+            TagValue::Char(*c.as_bytes().first().ok_or_else(|| PyValueError::new_err("an 'A' tag needs one character"))?)
+        }
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "can't guess type or invalid type code specified: {} {}",
+                value.str()?,
+                value_type.unwrap_or("None")
+            )))
+        }
+    };
+    append_tag(data, key, typed).map_err(|e| PyOverflowError::new_err(e.to_string()))
+}
+
+/// `value` as pysam stores an array.array, list or tuple in a `B` tag:
+/// `(subtype, count, elements)`, None for other values. An array keeps its
+/// elements' bytes (typecodes `bBhHiIf` only); a list's subtype is
+/// `value_type`, else from its smallest and largest element (a float: `f`;
+/// ints: `fasthts::bam::edit::smallest_array_type`), its elements packed
+/// by Python's `struct`, as pysam packs them (struct.error when one does
+/// not fit).
+fn array_tag(py: Python<'_>, value: &Bound<'_, PyAny>, value_type: Option<&str>) -> PyResult<Option<(u8, u32, Vec<u8>)>> {
+    const PYTHON_CODES: &[u8] = b"bBhHiIf";
+    const BAM_CODES: &[u8] = b"cCsSiIf";
+    let struct_code = |subtype: u8| -> PyResult<char> {
+        let formats: &[(u8, char)] = &[(b'c', 'b'), (b'C', 'B'), (b's', 'h'), (b'S', 'H'), (b'i', 'i'), (b'I', 'I'), (b'f', 'f'), (b'd', 'd'), (b'A', 'c')];
+        formats.iter().find(|(t, _)| *t == subtype).map(|&(_, c)| c).ok_or_else(|| PyValueError::new_err(format!("invalid value type '{}'", subtype as char)))
+    };
+    let given = value_type.and_then(|t| t.bytes().next());
+    let array_type = ARRAY_TYPE.get_or_try_init(py, || py.import("array")?.getattr("array").map(Bound::unbind))?;
+    if value.is_instance(array_type.bind(py))? {
+        let typecode: String = value.getattr("typecode")?.extract()?;
+        let subtype = match given {
+            Some(t) => t,
+            None => match PYTHON_CODES.iter().position(|&c| typecode.as_bytes() == [c]) {
+                Some(i) => BAM_CODES[i],
+                None => return Err(PyValueError::new_err(format!("unsupported type code '{typecode}'"))),
+            },
+        };
+        struct_code(subtype)?;
+        let elements: Vec<u8> = value.call_method0("tobytes")?.extract()?;
+        return Ok(Some((subtype, value.len()? as u32, elements)));
+    }
+    if !value.is_exact_instance_of::<PyList>() && !value.is_exact_instance_of::<PyTuple>() {
+        return Ok(None);
+    }
+    let subtype = match given {
+        Some(t) => t,
+        None => {
+            let builtins = py.import("builtins")?;
+            let (min, max) = (builtins.call_method1("min", (value,))?, builtins.call_method1("max", (value,))?);
+            if min.is_exact_instance_of::<pyo3::types::PyFloat>() {
+                b'f'
+            } else if min.is_exact_instance_of::<pyo3::types::PyInt>() {
+                let (lo, hi) = (min.extract::<i64>().unwrap_or(i64::MIN), max.extract::<i64>().unwrap_or(i64::MAX));
+                fasthts::bam::edit::smallest_array_type(lo, hi).ok_or_else(|| {
+                    PyValueError::new_err(if lo < 0 {
+                        "at least one signed integer out of range of BAM/SAM specification"
+                    } else {
+                        "at least one integer out of range of BAM/SAM specification"
+                    })
+                })?
+            } else {
+                let text = if min.is_instance_of::<pyo3::types::PyBytes>() { min } else { min.call_method1("encode", ("ascii",))? };
+                if text.len()? == 1 { b'A' } else { b'Z' }
+            }
+        }
+    };
+    let n = value.len()?;
+    let format = format!("<{n}{}", struct_code(subtype)?);
+    let mut args = vec![format.into_pyobject(py)?.into_any()];
+    args.extend(value.try_iter()?.collect::<PyResult<Vec<_>>>()?);
+    let packed = py.import("struct")?.call_method1("pack", PyTuple::new(py, args)?)?;
+    Ok(Some((subtype, n as u32, packed.extract()?)))
+}
+
 fn tag_key(tag: &str) -> PyResult<[u8; 2]> {
     match tag.as_bytes() {
         &[a, b] => Ok([a, b]),
@@ -744,11 +854,12 @@ impl AlignedSegment {
 
     /// pysam's `set_tag`: `value` None removes the tag; without
     /// `value_type`, an int is stored in the smallest type holding it, a
-    /// float as `f`, a str or bytes as `Z`; `replace=False` keeps a field
-    /// already there. Arrays (`B`) are not settable yet.
+    /// float as `f`, a str or bytes as `Z`, an array.array, list or tuple
+    /// as a `B` array (see `array_tag`); `replace=False` keeps a field
+    /// already there.
     #[pyo3(signature = (tag, value, value_type=None, replace=true))]
-    fn set_tag(&mut self, tag: &str, value: &Bound<'_, PyAny>, value_type: Option<&str>, replace: bool) -> PyResult<()> {
-        use fasthts::bam::edit::{append_tag, remove_tag, smallest_int_type, TagValue};
+    fn set_tag(&mut self, py: Python<'_>, tag: &str, value: &Bound<'_, PyAny>, value_type: Option<&str>, replace: bool) -> PyResult<()> {
+        use fasthts::bam::edit::remove_tag;
         if tag.len() != 2 {
             return Err(PyValueError::new_err(format!("Invalid tag: {tag}")));
         }
@@ -757,42 +868,53 @@ impl AlignedSegment {
         if replace {
             remove_tag(&mut data, key);
         }
-        if value.is_none() {
-            self.data = data.into_boxed_slice();
-            return Ok(());
+        if !value.is_none() {
+            if let Some(t) = value_type.filter(|t| t.len() != 1 || !"aAsSIcCZidfH".contains(*t)) {
+                return Err(PyValueError::new_err(format!("can't guess type or invalid type code specified: {} {t}", value.str()?)));
+            }
+            append_python_tag(py, &mut data, key, value, value_type, false)?;
         }
-        let text: Vec<u8>;
-        let typed = match value_type.map(|t| t.as_bytes()) {
-            None if value.is_instance_of::<pyo3::types::PyBool>() || value.is_instance_of::<pyo3::types::PyInt>() => {
-                let v: i64 = value.extract()?;
-                let t = smallest_int_type(v).ok_or_else(|| PyOverflowError::new_err(format!("integer {v} does not fit a 32-bit tag")))?;
-                TagValue::Int(v, t)
-            }
-            None if value.is_instance_of::<pyo3::types::PyFloat>() => TagValue::Float(value.extract::<f64>()? as f32),
-            None | Some(b"Z" | b"H")
-                if value.is_instance_of::<pyo3::types::PyString>() || value.is_instance_of::<pyo3::types::PyBytes>() =>
-            {
-                text = value.extract::<String>().map(String::into_bytes).or_else(|_| value.extract::<Vec<u8>>())?;
-                TagValue::Text(&text, value_type.map_or(b'Z', |t| t.as_bytes()[0]))
-            }
-            Some([t @ (b'c' | b'C' | b's' | b'S' | b'i' | b'I')]) => TagValue::Int(value.extract()?, *t),
-            Some(b"f") => TagValue::Float(value.extract::<f64>()? as f32),
-            Some(b"d") => TagValue::Double(value.extract()?),
-            Some(b"A" | b"a") => {
-                let c: String = value.extract()?;
-                TagValue::Char(*c.as_bytes().first().ok_or_else(|| PyValueError::new_err("an 'A' tag needs one character"))?)
-            }
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "can't guess type or invalid type code specified: {} {}",
-                    value.str()?,
-                    value_type.unwrap_or("None")
-                )))
-            }
-        };
-        append_tag(&mut data, key, typed).map_err(|e| PyOverflowError::new_err(e.to_string()))?;
         self.data = data.into_boxed_slice();
         Ok(())
+    }
+
+    /// pysam's `set_tags`: the record's tags become `tags`, `(tag, value)`
+    /// or `(tag, value, value_type)` each, typed as `set_tag` types them
+    /// (`value_type` also gives a list's array subtype); None or empty
+    /// removes them all. Nothing changes when one cannot be stored.
+    fn set_tags(&mut self, py: Python<'_>, tags: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut fields = Vec::new();
+        if !tags.is_none() {
+            for item in tags.try_iter()? {
+                let item = item?;
+                let parts: Vec<Bound<'_, PyAny>> = item.try_iter()?.collect::<PyResult<_>>()?;
+                let (tag, value, value_type) = match &parts[..] {
+                    [tag, value] => (tag, value, None),
+                    [tag, value, t] => (tag, value, (!t.is_none()).then(|| t.extract::<String>()).transpose()?),
+                    _ => return Err(PyValueError::new_err(format!("malformatted tag: {}", item.str()?))),
+                };
+                let tag = match tag.cast::<pyo3::types::PyBytes>() {
+                    Ok(b) => String::from_utf8_lossy(b.as_bytes()).into_owned(),
+                    Err(_) => tag.extract::<String>()?,
+                };
+                let value_type = value_type.as_deref().and_then(|t| t.get(..1));
+                append_python_tag(py, &mut fields, tag_key(&tag)?, value, value_type, true)?;
+            }
+        }
+        let mut data = self.data.to_vec();
+        fasthts::bam::edit::replace_tags(&mut data, &fields);
+        self.data = data.into_boxed_slice();
+        Ok(())
+    }
+
+    /// pysam's deprecated `tags`: `get_tags()`.
+    #[getter(tags)]
+    fn tags_property<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.get_tags(py, false)
+    }
+    #[setter(tags)]
+    fn set_tags_property(&mut self, py: Python<'_>, tags: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_tags(py, tags)
     }
 
     fn has_tag(&self, tag: &str) -> PyResult<bool> {
@@ -1081,6 +1203,59 @@ impl AlignedSegment {
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
+    /// pysam's `fromstring`: the record of the SAM line `sam`, as htslib
+    /// parses it against `header` (ValueError when it cannot).
+    #[classmethod]
+    fn fromstring(_cls: &Bound<'_, pyo3::types::PyType>, sam: &str, header: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let header = if header.is_none() { no_header().clone() } else { header_of(header)? };
+        let refs = fasthts::sam::RefNames::new(&header);
+        let mut record = Vec::with_capacity(sam.len() + 36);
+        fasthts::sam::encode_record(sam.trim_end_matches(['\n', '\r']).as_bytes(), &refs, &mut record)
+            .map_err(|e| PyValueError::new_err(format!("parsing SAM record string failed ({e})")))?;
+        record.drain(..4);
+        Ok(AlignedSegment { data: record.into_boxed_slice(), header })
+    }
+
+    /// pysam's `to_dict`: the SAM fields as text under pysam's names, the
+    /// tags as a list of their SAM text.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
+        let line = self.to_string()?;
+        let mut fields = line.split('\t');
+        let out = pyo3::types::PyDict::new(py);
+        for key in &SAM_FIELD_NAMES[..11] {
+            out.set_item(key, fields.next().unwrap_or(""))?;
+        }
+        out.set_item(SAM_FIELD_NAMES[11], fields.collect::<Vec<_>>())?;
+        Ok(out)
+    }
+
+    /// pysam's `from_dict`: the record of `to_dict`'s fields (`tags` may be
+    /// missing).
+    #[classmethod]
+    fn from_dict(cls: &Bound<'_, pyo3::types::PyType>, sam_dict: &Bound<'_, PyAny>, header: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut fields: Vec<String> = Vec::with_capacity(12);
+        for key in &SAM_FIELD_NAMES[..11] {
+            fields.push(sam_dict.get_item(key)?.extract()?);
+        }
+        let tags: Vec<String> = match sam_dict.call_method1("get", (SAM_FIELD_NAMES[11],))? {
+            t if t.is_none() => Vec::new(),
+            t => t.extract()?,
+        };
+        let line = fields.join("\t") + "\t" + &tags.join("\t");
+        Self::fromstring(cls, &line, header)
+    }
+
+    /// pysam's `compare`: -1, 0 or 1 as this record's htslib form (its
+    /// `bam1_core_t`, then its data's length and bytes) sorts before, equal
+    /// to or after `other`'s (None: -1). pysam returns `memcmp`'s value,
+    /// of the same sign.
+    fn compare(&self, other: Option<PyRef<'_, AlignedSegment>>) -> i32 {
+        let Some(other) = other else { return -1 };
+        let (a, b) = (in_memory_form(&self.r()), in_memory_form(&other.r()));
+        let order = a.0.cmp(&b.0).then(a.1.len().cmp(&b.1.len())).then_with(|| a.1.cmp(&b.1));
+        order as i32
+    }
+
     /// pysam's deprecated name of `to_string` (`htsfile` ignored).
     #[pyo3(signature = (htsfile=None))]
     fn tostring(&self, htsfile: Option<&Bound<'_, PyAny>>) -> PyResult<String> {
@@ -1106,6 +1281,37 @@ impl AlignedSegment {
         self.data.hash(&mut h);
         h.finish()
     }
+}
+
+/// pysam's names of the SAM fields in `to_dict`.
+const SAM_FIELD_NAMES: [&str; 12] =
+    ["name", "flag", "ref_name", "ref_pos", "map_quality", "cigar", "next_ref_name", "next_ref_pos", "length", "seq", "qual", "tags"];
+
+/// A record as htslib holds it in memory, what pysam's `compare` compares:
+/// its `bam1_core_t` (48 bytes, little-endian, in field order) and its data,
+/// the name padded with NULs to a multiple of 4 bytes.
+fn in_memory_form(r: &RecordRef<'_>) -> ([u8; 48], Vec<u8>) {
+    let data = r.as_bytes();
+    let l_name = usize::from(data[8]);
+    let extra_nul = if l_name % 4 == 0 { 0 } else { 4 - l_name % 4 };
+    let mut core = [0u8; 48];
+    core[0..8].copy_from_slice(&i64::from(r.pos()).to_le_bytes());
+    core[8..12].copy_from_slice(&r.ref_id().to_le_bytes());
+    core[12..14].copy_from_slice(&r.bin().to_le_bytes());
+    core[14] = r.mapq();
+    core[15] = extra_nul as u8;
+    core[16..18].copy_from_slice(&r.flag().to_le_bytes());
+    core[18..20].copy_from_slice(&((l_name + extra_nul) as u16).to_le_bytes());
+    core[20..24].copy_from_slice(&u32::from(r.n_cigar_op()).to_le_bytes());
+    core[24..28].copy_from_slice(&(r.seq_len() as i32).to_le_bytes());
+    core[28..32].copy_from_slice(&r.mate_ref_id().to_le_bytes());
+    core[32..40].copy_from_slice(&i64::from(r.mate_pos()).to_le_bytes());
+    core[40..48].copy_from_slice(&i64::from(r.template_len()).to_le_bytes());
+    let mut memory = Vec::with_capacity(data.len() - 32 + extra_nul);
+    memory.extend_from_slice(&data[32..32 + l_name]);
+    memory.resize(l_name + extra_nul, 0);
+    memory.extend_from_slice(&data[32 + l_name..]);
+    (core, memory)
 }
 
 /// The complement htslib's reverse complement uses (IUPAC codes too).

@@ -262,6 +262,8 @@ pub enum TagValue<'a> {
     Char(u8),
     /// `Z` or `H` (the type) text, without NUL.
     Text(&'a [u8], u8),
+    /// A `B` array: its subtype, element count and elements as stored.
+    Array(u8, u32, &'a [u8]),
 }
 
 /// The smallest integer type holding `v`, as pysam picks it when no type
@@ -309,6 +311,48 @@ fn field_len(b: &[u8]) -> Option<usize> {
     (3 + len <= b.len()).then_some(3 + len)
 }
 
+/// The subtype of a `B` array of integers from `min` to `max`, as pysam
+/// picks it for a list: `c`, `s` or `i` when `min` is negative (`i` also
+/// when only one bound fits it, as pysam's test reads), else `C`, `S`,
+/// `I` by `max`; None when no type holds them.
+pub fn smallest_array_type(min: i64, max: i64) -> Option<u8> {
+    let fits = |lo: i64, hi: i64| min >= lo && max <= hi;
+    Some(if min < 0 {
+        if fits(i8::MIN.into(), i8::MAX.into()) {
+            b'c'
+        } else if fits(i16::MIN.into(), i16::MAX.into()) {
+            b's'
+        } else if min >= i32::MIN.into() || max <= i32::MAX.into() {
+            b'i'
+        } else {
+            return None;
+        }
+    } else {
+        match max {
+            0..=0xff => b'C',
+            0x100..=0xffff => b'S',
+            0x1_0000..=0xffff_ffff => b'I',
+            _ => return None,
+        }
+    })
+}
+
+/// Replaces the record's tags with the fields `fields` (encoded as BAM
+/// stores them), as pysam's `set_tags`. A CIGAR held in the `CG` tag stays
+/// (at the end, where htslib writes it): it is the alignment's, not a tag.
+pub fn replace_tags(data: &mut Vec<u8>, fields: &[u8]) {
+    let r = RecordRef::new_prevalidated(data);
+    let aux_start = r.aux_start();
+    let cg_field = r.cigar_tag_field().map(|f| aux_start + f.start..aux_start + f.end);
+    let mut tail = Vec::with_capacity(fields.len() + cg_field.as_ref().map_or(0, |f| f.len()));
+    tail.extend_from_slice(fields);
+    if let Some(cg) = cg_field {
+        tail.extend_from_slice(&data[cg]);
+    }
+    data.truncate(aux_start);
+    data.extend_from_slice(&tail);
+}
+
 /// Appends the field `tag` with `value` at the end of the record; an
 /// integer that its type cannot hold is refused.
 pub fn append_tag(data: &mut Vec<u8>, tag: [u8; 2], value: TagValue<'_>) -> Result<(), Error> {
@@ -344,6 +388,16 @@ pub fn append_tag(data: &mut Vec<u8>, tag: [u8; 2], value: TagValue<'_>) -> Resu
             data.push(t);
             data.extend_from_slice(text);
             data.push(0);
+        }
+        TagValue::Array(subtype, count, elements) => {
+            let size = aux_elem_size(subtype).filter(|&size| size * count as usize == elements.len());
+            if size.is_none() {
+                data.truncate(data.len() - 2);
+                return Err(Error::InvalidArgument(format!("invalid array of {count} elements of type '{}'", subtype as char)));
+            }
+            data.extend_from_slice(&[b'B', subtype]);
+            data.extend_from_slice(&count.to_le_bytes());
+            data.extend_from_slice(elements);
         }
     }
     Ok(())
@@ -411,6 +465,24 @@ mod tests {
         let mut back = Vec::new();
         with_cigar(&out, &[3 << 4], &mut back).unwrap();
         assert_eq!(back, { let mut d = encode("r", 0, 0, 0, 30, &[(0, 3)], "", b""); set_bin(&mut d, 4681); d });
+    }
+
+    #[test]
+    fn array_types_are_pysams() {
+        let got: Vec<_> = [(1, 3), (-1, 200), (-200, 40000), (0, 70000), (-1 << 33, 5), (0, 1 << 33)]
+            .iter()
+            .map(|&(lo, hi)| smallest_array_type(lo, hi))
+            .collect();
+        assert_eq!(got, [Some(b'C'), Some(b's'), Some(b'i'), Some(b'I'), Some(b'i'), None]);
+    }
+
+    #[test]
+    fn tags_are_replaced_and_arrays_appended() {
+        let mut data = encode("r", 0, 0, 0, 30, &[(0, 1)], "A", b"NMC\x01XAZx\0");
+        replace_tags(&mut data, b"RGZa\0");
+        append_tag(&mut data, *b"XB", TagValue::Array(b's', 2, &[1, 0, 2, 0])).unwrap();
+        assert!(append_tag(&mut data, *b"XC", TagValue::Array(b'i', 2, &[1, 0])).is_err());
+        assert_eq!(RecordRef::new_prevalidated(&data).aux_bytes(), b"RGZa\0XBBs\x02\0\0\0\x01\0\x02\0");
     }
 
     #[test]
