@@ -144,8 +144,13 @@ fn array_tag(py: Python<'_>, value: &Bound<'_, PyAny>, value_type: Option<&str>)
     const PYTHON_CODES: &[u8] = b"bBhHiIf";
     const BAM_CODES: &[u8] = b"cCsSiIf";
     let struct_code = |subtype: u8| -> PyResult<char> {
-        let formats: &[(u8, char)] = &[(b'c', 'b'), (b'C', 'B'), (b's', 'h'), (b'S', 'H'), (b'i', 'i'), (b'I', 'I'), (b'f', 'f'), (b'd', 'd'), (b'A', 'c')];
-        formats.iter().find(|(t, _)| *t == subtype).map(|&(_, c)| c).ok_or_else(|| PyValueError::new_err(format!("invalid value type '{}'", subtype as char)))
+        let formats: &[(u8, char)] =
+            &[(b'c', 'b'), (b'C', 'B'), (b's', 'h'), (b'S', 'H'), (b'i', 'i'), (b'I', 'I'), (b'f', 'f'), (b'd', 'd'), (b'A', 'c')];
+        formats
+            .iter()
+            .find(|(t, _)| *t == subtype)
+            .map(|&(_, c)| c)
+            .ok_or_else(|| PyValueError::new_err(format!("invalid value type '{}'", subtype as char)))
     };
     let given = value_type.and_then(|t| t.bytes().next());
     let array_type = ARRAY_TYPE.get_or_try_init(py, || py.import("array")?.getattr("array").map(Bound::unbind))?;
@@ -183,7 +188,11 @@ fn array_tag(py: Python<'_>, value: &Bound<'_, PyAny>, value_type: Option<&str>)
                 })?
             } else {
                 let text = if min.is_instance_of::<pyo3::types::PyBytes>() { min } else { min.call_method1("encode", ("ascii",))? };
-                if text.len()? == 1 { b'A' } else { b'Z' }
+                if text.len()? == 1 {
+                    b'A'
+                } else {
+                    b'Z'
+                }
             }
         }
     };
@@ -599,7 +608,11 @@ impl AlignedSegment {
             // pysam takes as many bytes of the UTF-8 text as it has characters.
             let mut bytes = text.clone().into_bytes();
             bytes.truncate(text.chars().count());
-            if text == "*" { Vec::new() } else { bytes }
+            if text == "*" {
+                Vec::new()
+            } else {
+                bytes
+            }
         } else {
             return Err(PyTypeError::new_err("Argument must be string, bytes or unicode."));
         };
@@ -625,6 +638,8 @@ impl AlignedSegment {
             return self.set_quals(None);
         }
         if n != self.r().seq_len() {
+            // Checked before the values are converted, as pysam: the
+            // library's length-mismatch error.
             return self.set_quals(Some(&vec![0; n]));
         }
         let values: Vec<u8> = quals.try_iter()?.map(|q| c_value(&q?, "uint8_t")).collect::<PyResult<_>>()?;
@@ -644,6 +659,8 @@ impl AlignedSegment {
             return self.set_quals(None);
         }
         if n != self.r().seq_len() {
+            // Checked before the values are converted, as pysam: the
+            // library's length-mismatch error.
             return self.set_quals(Some(&vec![0; n]));
         }
         let text = quals.call_method1("encode", ("ascii",))?;

@@ -464,7 +464,11 @@ mod tests {
         assert_eq!((r.n_cigar_op(), r.cigar().len(), r.end_pos()), (2, 70000, 70000));
         let mut back = Vec::new();
         with_cigar(&out, &[3 << 4], &mut back).unwrap();
-        assert_eq!(back, { let mut d = encode("r", 0, 0, 0, 30, &[(0, 3)], "", b""); set_bin(&mut d, 4681); d });
+        assert_eq!(back, {
+            let mut d = encode("r", 0, 0, 0, 30, &[(0, 3)], "", b"");
+            set_bin(&mut d, 4681);
+            d
+        });
     }
 
     #[test]
