@@ -179,6 +179,10 @@ def test_a_segment_without_header_behaves_as_pysams():
             r.reference_name
         with pytest.raises(NotImplementedError):
             r.to_string()
+        r.query_sequence = "ACGT"
+        r.set_tag("NM", 1)
+        assert str(r) == "None\t0\t#7\t0\t0\tNone\t*\t0\t0\tACGT\tNone\t[('NM', 1)]"
+        assert repr(r)
         with pytest.raises(TypeError):
             lib.AlignedSegment("header")
 

@@ -1280,12 +1280,43 @@ impl AlignedSegment {
         self.to_string()
     }
 
-    fn __str__(&self) -> PyResult<String> {
-        self.to_string()
+    /// The SAM line; for a record without a header or name (which have
+    /// none), pysam's approximate line (`#<id>` for a reference, the
+    /// qualities and tags as Python shows them).
+    fn __str__(&self, py: Python<'_>) -> PyResult<String> {
+        if self.has_header() && self.data[8] != 0 {
+            return self.to_string();
+        }
+        let r = self.r();
+        let reference = |tid: i32| match self.name_of(tid, "") {
+            Ok(Some(name)) => name,
+            Ok(None) => "*".to_string(),
+            Err(_) => format!("#{tid}"),
+        };
+        let show = |v: Option<String>| v.unwrap_or_else(|| "None".to_string());
+        let quals = match self.query_qualities(py)? {
+            Some(q) => q.str()?.to_string(),
+            None => "None".to_string(),
+        };
+        Ok([
+            show(self.query_name()),
+            r.flag().to_string(),
+            reference(r.ref_id()),
+            (i64::from(r.pos()) + 1).to_string(),
+            r.mapq().to_string(),
+            show(self.cigarstring()),
+            reference(r.mate_ref_id()),
+            (i64::from(r.mate_pos()) + 1).to_string(),
+            r.template_len().to_string(),
+            show(self.query_sequence()),
+            quals,
+            self.get_tags(py, false)?.str()?.to_string(),
+        ]
+        .join("\t"))
     }
 
-    fn __repr__(&self) -> PyResult<String> {
-        Ok(format!("<fasthts.AlignedSegment {}>", self.to_string()?.split('\t').take(6).collect::<Vec<_>>().join("\t")))
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("<fasthts.AlignedSegment {}>", self.__str__(py)?.split('\t').take(6).collect::<Vec<_>>().join("\t")))
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
