@@ -1319,6 +1319,173 @@ impl AlignedSegment {
         Ok(format!("<fasthts.AlignedSegment {}>", self.__str__(py)?.split('\t').take(6).collect::<Vec<_>>().join("\t")))
     }
 
+    // pysam's deprecated names, still in pysam 0.24 and in older scripts:
+    // each is the attribute it names (pysam's own aliases).
+    #[getter]
+    fn qname(&self) -> Option<String> {
+        self.query_name()
+    }
+    #[setter]
+    fn set_qname(&mut self, name: Option<&str>) -> PyResult<()> {
+        self.set_query_name(name)
+    }
+    #[getter]
+    fn tid(&self) -> i32 {
+        self.reference_id()
+    }
+    #[setter]
+    fn set_tid(&mut self, tid: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_reference_id(tid)
+    }
+    #[getter]
+    fn rname(&self) -> i32 {
+        self.reference_id()
+    }
+    #[setter]
+    fn set_rname(&mut self, tid: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_reference_id(tid)
+    }
+    #[getter]
+    fn pos(&self) -> i32 {
+        self.reference_start()
+    }
+    #[setter]
+    fn set_pos(&mut self, pos: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_reference_start(pos)
+    }
+    #[getter]
+    fn mapq(&self) -> u8 {
+        self.mapping_quality()
+    }
+    #[setter]
+    fn set_mapq(&mut self, mapq: u8) {
+        self.set_mapping_quality(mapq)
+    }
+    #[getter]
+    fn rnext(&self) -> i32 {
+        self.next_reference_id()
+    }
+    #[setter]
+    fn set_rnext(&mut self, tid: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_next_reference_id(tid)
+    }
+    #[getter]
+    fn mrnm(&self) -> i32 {
+        self.next_reference_id()
+    }
+    #[setter]
+    fn set_mrnm(&mut self, tid: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_next_reference_id(tid)
+    }
+    #[getter]
+    fn pnext(&self) -> i32 {
+        self.next_reference_start()
+    }
+    #[setter]
+    fn set_pnext(&mut self, pos: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_next_reference_start(pos)
+    }
+    #[getter]
+    fn mpos(&self) -> i32 {
+        self.next_reference_start()
+    }
+    #[setter]
+    fn set_mpos(&mut self, pos: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_next_reference_start(pos)
+    }
+    /// pysam's `cigar`: `cigartuples`, an empty list where that is None.
+    #[getter]
+    fn cigar(&self) -> Vec<(u8, u32)> {
+        self.cigartuples().unwrap_or_default()
+    }
+    #[setter]
+    fn set_cigar(&mut self, values: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_cigartuples(values)
+    }
+    #[getter]
+    fn tlen(&self) -> i32 {
+        self.template_length()
+    }
+    #[setter]
+    fn set_tlen(&mut self, tlen: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_template_length(tlen)
+    }
+    #[getter]
+    fn isize(&self) -> i32 {
+        self.template_length()
+    }
+    #[setter]
+    fn set_isize(&mut self, tlen: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_template_length(tlen)
+    }
+    #[getter]
+    fn seq(&self) -> Option<String> {
+        self.query_sequence()
+    }
+    #[setter]
+    fn set_seq(&mut self, seq: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_query_sequence(seq)
+    }
+    /// pysam's `qual`: `query_qualities_str`.
+    #[getter]
+    fn qual(&self) -> Option<String> {
+        self.query_qualities_str()
+    }
+    #[setter]
+    fn set_qual(&mut self, quals: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.set_query_qualities_str(quals)
+    }
+    #[getter]
+    fn alen(&self) -> Option<i64> {
+        self.reference_length()
+    }
+    #[getter]
+    fn aend(&self) -> Option<i64> {
+        self.reference_end()
+    }
+    #[getter]
+    fn rlen(&self) -> usize {
+        self.query_length()
+    }
+    #[getter]
+    fn query(&self) -> Option<String> {
+        self.query_alignment_sequence()
+    }
+    #[getter]
+    fn qstart(&self) -> usize {
+        self.query_alignment_start()
+    }
+    #[getter]
+    fn qend(&self) -> usize {
+        self.query_alignment_end()
+    }
+    #[getter]
+    fn qlen(&self) -> usize {
+        self.query_alignment_length()
+    }
+    // (Named apart: pyo3 names a getter's wrapper after `get_` and the
+    // attribute, which get_blocks and get_aligned_pairs already are.)
+    #[getter(blocks)]
+    fn blocks_alias(&self) -> Vec<(u32, u32)> {
+        self.get_blocks()
+    }
+    #[getter(aligned_pairs)]
+    fn aligned_pairs_alias<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.get_aligned_pairs(py, false, false, false)
+    }
+    #[getter]
+    fn inferred_length(&self) -> Option<i64> {
+        self.infer_query_length(false)
+    }
+    #[getter]
+    fn positions(&self) -> Vec<Option<u32>> {
+        self.get_reference_positions(false)
+    }
+    /// pysam's `opt`: `get_tag(tag)`.
+    fn opt<'py>(&self, py: Python<'py>, tag: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.get_tag(py, tag, false)
+    }
+
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other.cast::<AlignedSegment>().is_ok_and(|o| o.try_borrow().is_ok_and(|o| o.data == self.data))
     }
