@@ -144,3 +144,56 @@ fn split_into(parts: &mut Vec<(u64, u64)>, start: u64, end: u64) {
         at = next;
     }
 }
+
+/// One byte range at a time of a remote object, in memory of the object's
+/// length, at its place there (an anonymous map: only the range's pages
+/// take memory), so that readers of whole files read it by its offsets
+/// unchanged. Fetching the next range gives the last one's pages back:
+/// a thread reading a large object part by part holds one part.
+pub struct PartBuffer {
+    map: MmapMut,
+    object: Arc<RemoteObject>,
+    /// The `[start, end)` held.
+    held: Option<(u64, u64)>,
+}
+
+impl PartBuffer {
+    /// Memory for parts of `object` (none of it fetched yet).
+    pub fn new(object: Arc<RemoteObject>) -> io::Result<PartBuffer> {
+        // At least a page: a map of no length is refused.
+        let len = object.len().max(1) as usize;
+        let map = memmap2::MmapOptions::new().len(len).no_reserve_swap().map_anon()?;
+        Ok(PartBuffer { map, object, held: None })
+    }
+
+    /// Fetches `[start, end)` (clipped to the object) in one request, the
+    /// range held before given back.
+    pub fn fetch(&mut self, start: u64, end: u64) -> io::Result<()> {
+        self.release();
+        let end = end.min(self.object.len());
+        let start = start.min(end);
+        // Held before it is filled: a fetch that fails part way through
+        // is given back too.
+        self.held = Some((start, end));
+        self.object.read_range(start, &mut self.map[start as usize..end as usize])
+    }
+
+    /// The object's bytes: the range fetched last, zeros elsewhere.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map[..self.object.len() as usize]
+    }
+
+    /// Gives the pages of the range held back to the system.
+    fn release(&mut self) {
+        let Some((start, end)) = self.held.take() else { return };
+        if end > start {
+            // SAFETY: the map is this buffer's own private anonymous memory,
+            // borrowed by no one (`&mut self`); MADV_DONTNEED makes the range
+            // read as zeros, which is what an unfetched range holds (memmap2
+            // widens it to whole pages: their other bytes are unfetched
+            // too, one range being held at a time). A failure leaves the
+            // pages in place, which is harmless.
+            let _ = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start as usize, (end - start) as usize) };
+        }
+    }
+}

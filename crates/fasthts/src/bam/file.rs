@@ -135,6 +135,14 @@ impl BamFile {
         }))
     }
 
+    /// The remote object behind a remote BAM; `None` for a local one.
+    pub fn remote_object(&self) -> Option<&Arc<RemoteObject>> {
+        match &self.bytes {
+            Bytes::Remote(sparse) => Some(sparse.object()),
+            _ => None,
+        }
+    }
+
     /// Whether the bytes are a remote object's, fetched as they are needed.
     pub fn is_remote(&self) -> bool {
         matches!(self.bytes, Bytes::Remote(_))
