@@ -45,6 +45,11 @@ impl SparseCopy {
         &self.object
     }
 
+    /// How many of the object's first bytes have been fetched (its header).
+    pub fn fetched_prefix(&self) -> u64 {
+        self.filled.first().filter(|&&(s, _)| s == 0).map_or(0, |&(_, e)| e)
+    }
+
     /// Whether `[start, end)` has been fetched.
     pub fn is_fetched(&self, start: u64, end: u64) -> bool {
         let end = end.min(self.map.len() as u64);
@@ -167,15 +172,21 @@ impl PartBuffer {
     }
 
     /// Fetches `[start, end)` (clipped to the object) in one request, the
-    /// range held before given back.
-    pub fn fetch(&mut self, start: u64, end: u64) -> io::Result<()> {
+    /// range held before given back; what of it lies in `known`, the
+    /// object's first bytes fetched already (its header), is copied from
+    /// there instead.
+    pub fn fetch(&mut self, start: u64, end: u64, known: &[u8]) -> io::Result<()> {
         self.release();
         let end = end.min(self.object.len());
         let start = start.min(end);
         // Held before it is filled: a fetch that fails part way through
         // is given back too.
         self.held = Some((start, end));
-        self.object.read_range(start, &mut self.map[start as usize..end as usize])
+        let copied = (known.len() as u64).clamp(start, end);
+        if copied > start {
+            self.map[start as usize..copied as usize].copy_from_slice(&known[start as usize..copied as usize]);
+        }
+        self.object.read_range(copied, &mut self.map[copied as usize..end as usize])
     }
 
     /// The object's bytes: the range fetched last, zeros elsewhere.

@@ -118,6 +118,8 @@ where
     let fetch_failed = |e: std::io::Error| Error::from(e).with_path(path);
     let len = bam.bytes().len() as u64;
     let n_ref = bam.header().references.len();
+    // The header's bytes, fetched already: not fetched again.
+    let known = &bam.bytes()[..bam.fetched_prefix() as usize];
     let parts = parts(bam, index, part_bytes);
     let claimed = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
@@ -142,7 +144,7 @@ where
         };
         let Some(mut current) = claim() else { return };
         let (start, end) = parts[current].range(len);
-        let mut fetched = buffers[0].fetch(start, end);
+        let mut fetched = buffers[0].fetch(start, end, known);
         loop {
             let following = claim();
             let (reading, fetching) = buffers.split_at_mut(1);
@@ -150,7 +152,7 @@ where
                 let handle = following.map(|k| {
                     let (start, end) = parts[k].range(len);
                     let buffer = &mut fetching[0];
-                    threads.spawn(move || buffer.fetch(start, end))
+                    threads.spawn(move || buffer.fetch(start, end, known))
                 });
                 let read = match fetched {
                     Ok(()) => Ok(read_part(reading[0].bytes(), parts[current], n_ref, &work).map_err(|e| e.with_path(path))),
