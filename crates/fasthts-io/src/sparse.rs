@@ -150,61 +150,43 @@ fn split_into(parts: &mut Vec<(u64, u64)>, start: u64, end: u64) {
     }
 }
 
-/// One byte range at a time of a remote object, in memory of the object's
-/// length, at its place there (an anonymous map: only the range's pages
-/// take memory), so that readers of whole files read it by its offsets
-/// unchanged. Fetching the next range gives the last one's pages back:
-/// a thread reading a large object part by part holds one part.
+/// One byte range at a time of a remote object, in a buffer reused for
+/// the next range (fresh pages for each range were measured to cost a
+/// third of a core in page faults): a thread reading a large object part
+/// by part holds one part.
 pub struct PartBuffer {
-    map: MmapMut,
+    buf: Vec<u8>,
     object: Arc<RemoteObject>,
-    /// The `[start, end)` held.
-    held: Option<(u64, u64)>,
+    /// Where in the object the range held starts.
+    start: u64,
 }
 
 impl PartBuffer {
-    /// Memory for parts of `object` (none of it fetched yet).
-    pub fn new(object: Arc<RemoteObject>) -> io::Result<PartBuffer> {
-        // At least a page: a map of no length is refused.
-        let len = object.len().max(1) as usize;
-        let map = memmap2::MmapOptions::new().len(len).no_reserve_swap().map_anon()?;
-        Ok(PartBuffer { map, object, held: None })
+    /// A buffer for parts of `object` (none of it fetched yet).
+    pub fn new(object: Arc<RemoteObject>) -> PartBuffer {
+        PartBuffer { buf: Vec::new(), object, start: 0 }
     }
 
-    /// Fetches `[start, end)` (clipped to the object) in one request, the
-    /// range held before given back; what of it lies in `known`, the
+    /// Fetches `[start, end)` (clipped to the object) in one request, in
+    /// place of the range held before; what of it lies in `known`, the
     /// object's first bytes fetched already (its header), is copied from
     /// there instead.
     pub fn fetch(&mut self, start: u64, end: u64, known: &[u8]) -> io::Result<()> {
-        self.release();
         let end = end.min(self.object.len());
         let start = start.min(end);
-        // Held before it is filled: a fetch that fails part way through
-        // is given back too.
-        self.held = Some((start, end));
+        self.start = start;
+        // Overwritten whole below: only growth is zeroed.
+        self.buf.resize((end - start) as usize, 0);
         let copied = (known.len() as u64).clamp(start, end);
+        let (head, rest) = self.buf.split_at_mut((copied - start) as usize);
         if copied > start {
-            self.map[start as usize..copied as usize].copy_from_slice(&known[start as usize..copied as usize]);
+            head.copy_from_slice(&known[start as usize..copied as usize]);
         }
-        self.object.read_range(copied, &mut self.map[copied as usize..end as usize])
+        self.object.read_range(copied, rest)
     }
 
-    /// The object's bytes: the range fetched last, zeros elsewhere.
-    pub fn bytes(&self) -> &[u8] {
-        &self.map[..self.object.len() as usize]
-    }
-
-    /// Gives the pages of the range held back to the system.
-    fn release(&mut self) {
-        let Some((start, end)) = self.held.take() else { return };
-        if end > start {
-            // SAFETY: the map is this buffer's own private anonymous memory,
-            // borrowed by no one (`&mut self`); MADV_DONTNEED makes the range
-            // read as zeros, which is what an unfetched range holds (memmap2
-            // widens it to whole pages: their other bytes are unfetched
-            // too, one range being held at a time). A failure leaves the
-            // pages in place, which is harmless.
-            let _ = unsafe { self.map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start as usize, (end - start) as usize) };
-        }
+    /// The range fetched last, and where in the object it starts.
+    pub fn bytes(&self) -> (&[u8], u64) {
+        (&self.buf, self.start)
     }
 }

@@ -2,11 +2,11 @@
 //! cut at record starts the index gives (its checkpoints, the references'
 //! spans, where the unplaced records begin), on the current pool. Each
 //! part's byte range is fetched by the thread that inflates it, in one
-//! request, into memory of that thread's given back when it fetches a
-//! later part (the next part it claimed is fetched while it reads one):
-//! the threads fetch concurrently, memory stays two parts per thread, and
-//! each byte is fetched once but at a cut inside a block, where
-//! that block is fetched by both parts.
+//! request, into a buffer of that thread's reused for a later part (the
+//! next part it claimed is fetched while it reads one): the threads fetch
+//! concurrently, memory stays two parts per thread, and each byte is
+//! fetched once but at a cut inside a block, where that block is fetched
+//! by both parts.
 
 use crate::bam::{BamError, BamFile, RecordReader, RecordRef};
 use crate::bgzf::{BlockReader, VirtualOffset, MAX_BLOCK_SIZE};
@@ -137,11 +137,7 @@ where
     // next it claimed is fetched, into a buffer of its own, on a thread of
     // its own: the network's wait hides behind the inflating.
     let worker = || {
-        let buffers = (0..2).map(|_| PartBuffer::new(Arc::clone(object))).collect::<Result<Vec<_>, _>>();
-        let mut buffers = match buffers {
-            Ok(b) => b,
-            Err(e) => return store(claim().unwrap_or(0), Err(fetch_failed(e))),
-        };
+        let mut buffers = [PartBuffer::new(Arc::clone(object)), PartBuffer::new(Arc::clone(object))];
         let Some(mut current) = claim() else { return };
         let (start, end) = parts[current].range(len);
         let mut fetched = buffers[0].fetch(start, end, known);
@@ -155,7 +151,10 @@ where
                     threads.spawn(move || buffer.fetch(start, end, known))
                 });
                 let read = match fetched {
-                    Ok(()) => Ok(read_part(reading[0].bytes(), parts[current], n_ref, &work).map_err(|e| e.with_path(path))),
+                    Ok(()) => {
+                        let (data, base) = reading[0].bytes();
+                        Ok(read_part(data, base, parts[current], n_ref, &work).map_err(|e| e.with_path(path)))
+                    }
                     Err(e) => Err(fetch_failed(e)),
                 };
                 store(current, read);
@@ -180,9 +179,22 @@ where
     Ok(read.into_iter().collect())
 }
 
-/// `work` over the records of `part` of `data` (the file's bytes, the
-/// part's fetched).
-fn read_part<T>(data: &[u8], part: Part, n_ref: usize, work: &impl Fn(&mut PartRecords<'_>) -> Result<T, BamError>) -> Result<T, Error> {
+/// `work` over the records of `part` of `data`, the part's bytes, from
+/// `base` in the file (offsets read are of `data`, not of the file: a
+/// reading error is reported by the stream's reading instead).
+fn read_part<T>(
+    data: &[u8],
+    base: u64,
+    part: Part,
+    n_ref: usize,
+    work: &impl Fn(&mut PartRecords<'_>) -> Result<T, BamError>,
+) -> Result<T, Error> {
+    let in_data = |v: VirtualOffset| {
+        v.compressed().checked_sub(base).and_then(|c| VirtualOffset::new(c, v.uncompressed())).ok_or(BamError::from(
+            crate::bgzf::BgzfError::Corrupt { offset: v.compressed(), reason: "a part's offset lies before its bytes" },
+        ))
+    };
+    let part = Part { start: in_data(part.start)?, stop: part.stop.map(in_data).transpose()? };
     let mut blocks = BlockReader::new(data, part.start).map_err(BamError::from)?;
     // Parts are the unit of parallelism; each is read on one thread.
     blocks.set_parallel(false);
@@ -285,7 +297,7 @@ mod tests {
         let first = local.first_record_offset();
         let n_ref = local.header().references.len();
         let inside = VirtualOffset::new(first.compressed(), first.uncompressed() + 1).unwrap();
-        let read = read_part(local.bytes(), Part { start: first, stop: Some(inside) }, n_ref, &count);
+        let read = read_part(local.bytes(), 0, Part { start: first, stop: Some(inside) }, n_ref, &count);
         assert!(matches!(read, Err(Error::IndexMismatch(_))), "{:?}", read.map(|_| ()));
         // The same part to a record start reads.
         let second = {
@@ -293,7 +305,7 @@ mod tests {
             records.advance().unwrap();
             records.record_end()
         };
-        let read = read_part(local.bytes(), Part { start: first, stop: Some(second) }, n_ref, &count).unwrap();
+        let read = read_part(local.bytes(), 0, Part { start: first, stop: Some(second) }, n_ref, &count).unwrap();
         assert_eq!(read.0[0].total + read.0[1].total, 1);
     }
 
