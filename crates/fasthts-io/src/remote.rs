@@ -21,7 +21,7 @@ use crate::object_store::{self, S3Object};
 use std::borrow::Cow;
 use std::io::{self, Read};
 use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The largest range fetched ahead by [`RemoteReader`].
@@ -409,9 +409,16 @@ pub struct RemoteReader {
     windows: Vec<Receiver<io::Result<Vec<u8>>>>,
     next: usize,
     current: Vec<u8>,
+    /// Windows read, given back to the fetching threads to fill again: a
+    /// fresh 16 MiB buffer per window would cost its page faults each time.
+    spare: SpareWindows,
     at: usize,
     failed: bool,
 }
+
+/// Window buffers read and not yet filled again, shared by a
+/// [`RemoteReader`] and its fetching threads.
+type SpareWindows = Arc<Mutex<Vec<Vec<u8>>>>;
 
 /// The `k`th window of a read from `start` of an object of `len` bytes:
 /// 256 KiB, doubling up to [`WINDOW_BYTES`].
@@ -428,20 +435,33 @@ fn window(start: u64, len: u64, k: u64) -> Option<(u64, u64)> {
 impl RemoteReader {
     /// Reads `object` from `start`.
     pub fn new(object: Arc<RemoteObject>, start: u64) -> RemoteReader {
-        RemoteReader { unstarted: Some((object, start)), windows: Vec::new(), next: 0, current: Vec::new(), at: 0, failed: false }
+        RemoteReader {
+            unstarted: Some((object, start)),
+            windows: Vec::new(),
+            next: 0,
+            current: Vec::new(),
+            at: 0,
+            failed: false,
+            spare: SpareWindows::default(),
+        }
     }
 
-    /// Starts the fetching threads.
-    fn start(object: Arc<RemoteObject>, start: u64) -> Vec<Receiver<io::Result<Vec<u8>>>> {
+    /// Starts the fetching threads, which fill buffers from `spare` when
+    /// it has one.
+    fn start(object: Arc<RemoteObject>, start: u64, spare: &SpareWindows) -> Vec<Receiver<io::Result<Vec<u8>>>> {
         (0..IN_FLIGHT)
             .map(|i| {
                 // One window fetched and one waiting, per thread.
                 let (send, receive): (SyncSender<io::Result<Vec<u8>>>, _) = mpsc::sync_channel(1);
                 let object = Arc::clone(&object);
+                let spare = Arc::clone(spare);
                 std::thread::spawn(move || {
                     let mut k = i;
                     while let Some((offset, size)) = window(start, object.len(), k) {
-                        let mut buf = vec![0u8; size as usize];
+                        let reused = spare.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                        let mut buf = reused.unwrap_or_default();
+                        // Overwritten whole by the fetch: only growth is zeroed.
+                        buf.resize(size as usize, 0);
                         let got = object.read_range(offset, &mut buf).map(|()| buf);
                         let failed = got.is_err();
                         // The reader gone: stop.
@@ -463,7 +483,7 @@ impl Read for RemoteReader {
             return Err(error(io::ErrorKind::Other, "an earlier read failed".into()));
         }
         if let Some((object, start)) = self.unstarted.take() {
-            self.windows = Self::start(object, start);
+            self.windows = Self::start(object, start, &self.spare);
         }
         while self.at == self.current.len() {
             let channel = &self.windows[self.next % self.windows.len()];
@@ -475,7 +495,10 @@ impl Read for RemoteReader {
                     return Err(e);
                 }
                 Ok(Ok(window)) => {
-                    self.current = window;
+                    let read = std::mem::replace(&mut self.current, window);
+                    if read.capacity() > 0 {
+                        self.spare.lock().unwrap_or_else(|e| e.into_inner()).push(read);
+                    }
                     self.at = 0;
                     self.next += 1;
                 }

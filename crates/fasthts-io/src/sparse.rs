@@ -45,6 +45,11 @@ impl SparseCopy {
         &self.object
     }
 
+    /// How many of the object's first bytes have been fetched (its header).
+    pub fn fetched_prefix(&self) -> u64 {
+        self.filled.first().filter(|&&(s, _)| s == 0).map_or(0, |&(_, e)| e)
+    }
+
     /// Whether `[start, end)` has been fetched.
     pub fn is_fetched(&self, start: u64, end: u64) -> bool {
         let end = end.min(self.map.len() as u64);
@@ -142,5 +147,46 @@ fn split_into(parts: &mut Vec<(u64, u64)>, start: u64, end: u64) {
         let next = (at + PART_BYTES).min(end);
         parts.push((at, next));
         at = next;
+    }
+}
+
+/// One byte range at a time of a remote object, in a buffer reused for
+/// the next range (fresh pages for each range were measured to cost a
+/// third of a core in page faults): a thread reading a large object part
+/// by part holds one part.
+pub struct PartBuffer {
+    buf: Vec<u8>,
+    object: Arc<RemoteObject>,
+    /// Where in the object the range held starts.
+    start: u64,
+}
+
+impl PartBuffer {
+    /// A buffer for parts of `object` (none of it fetched yet).
+    pub fn new(object: Arc<RemoteObject>) -> PartBuffer {
+        PartBuffer { buf: Vec::new(), object, start: 0 }
+    }
+
+    /// Fetches `[start, end)` (clipped to the object) in one request, in
+    /// place of the range held before; what of it lies in `known`, the
+    /// object's first bytes fetched already (its header), is copied from
+    /// there instead.
+    pub fn fetch(&mut self, start: u64, end: u64, known: &[u8]) -> io::Result<()> {
+        let end = end.min(self.object.len());
+        let start = start.min(end);
+        self.start = start;
+        // Overwritten whole below: only growth is zeroed.
+        self.buf.resize((end - start) as usize, 0);
+        let copied = (known.len() as u64).clamp(start, end);
+        let (head, rest) = self.buf.split_at_mut((copied - start) as usize);
+        if copied > start {
+            head.copy_from_slice(&known[start as usize..copied as usize]);
+        }
+        self.object.read_range(copied, rest)
+    }
+
+    /// The range fetched last, and where in the object it starts.
+    pub fn bytes(&self) -> (&[u8], u64) {
+        (&self.buf, self.start)
     }
 }

@@ -49,6 +49,7 @@ pub mod bed;
 pub mod indexed;
 pub mod notation;
 pub mod pieces;
+pub mod remote_parts;
 pub mod sam;
 
 /// The files read through an index, at their home beside it.

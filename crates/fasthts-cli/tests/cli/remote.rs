@@ -589,6 +589,34 @@ fn an_object_changed_while_read_is_an_error() {
     fails_saying(&["view", "-c", &url, "chr1"], &url, "changed while it was read");
 }
 
+/// A whole-file flagstat of an indexed URL reads it by parts of the file
+/// (fetched by the threads that count them): the local file's output on
+/// one thread and two, the file fetched once (5 % over at most); and an
+/// object changed after its header and index were read (while the parts
+/// are fetched) is an error, not a stream read of the new version.
+#[test]
+fn indexed_url_read_whole_by_parts() {
+    let Some(server) = Nginx::start() else { return };
+    for (name, index) in [("small.bam", "small.bam.bai"), ("long_ref.bam", "long_ref.bam.csi")] {
+        server.serve(&data(name), name);
+        server.serve(&data(index), index);
+        let len = std::fs::metadata(data(name)).unwrap().len();
+        let local = ok(fasthts_output(&["flagstat", &data(name).display().to_string()]), "local flagstat");
+        for threads in ["1", "2"] {
+            server.clear_log();
+            let remote = ok(fasthts_output(&["flagstat", "-@", threads, &server.url(name)]), "flagstat of the URL");
+            assert!(remote == local, "{name} -@{threads}: URL and local file differ");
+            let (sent, requests) = server.bytes_sent_to(name, "ureq/");
+            assert!(sent >= len - 28 && sent <= len + len / 20, "{name} -@{threads}: {sent} bytes of {len} in {requests} requests");
+        }
+    }
+    // Requests 0-2 of /x.bam: its length, its first 64 KiB (the header),
+    // its EOF marker; then the part.
+    let (url, count) = fault_server(|n| if n < 3 { Answer::Range } else { Answer::OtherVersion });
+    fails_saying(&["flagstat", &url], &url, "the object changed while it was read (ETag differs)");
+    assert_eq!(count.load(Ordering::SeqCst), 4, "the part was fetched");
+}
+
 #[test]
 fn no_credentials_in_messages() {
     let (url, _) = fault_server(|_| Answer::Status(404));

@@ -203,6 +203,14 @@ impl<'a> BlockReader<'a> {
         }
     }
 
+    /// How many unread loaded bytes lie before `v`: `Some` when the block
+    /// holding `v` is loaded and `v` is at or past the cursor, `None` when
+    /// it is not loaded (yet, or any more).
+    pub fn available_before(&self, v: VirtualOffset) -> Option<usize> {
+        let p = self.map.position_of(v)?;
+        (self.pos..=self.filled).contains(&p).then(|| p - self.pos)
+    }
+
     /// The unread bytes currently loaded.
     #[inline]
     pub fn available(&self) -> &[u8] {

@@ -135,6 +135,23 @@ impl BamFile {
         }))
     }
 
+    /// The remote object behind a remote BAM; `None` for a local one.
+    pub fn remote_object(&self) -> Option<&Arc<RemoteObject>> {
+        match &self.bytes {
+            Bytes::Remote(sparse) => Some(sparse.object()),
+            _ => None,
+        }
+    }
+
+    /// How many of a remote BAM's first bytes have been fetched (its header
+    /// at least); the whole file for a local one.
+    pub fn fetched_prefix(&self) -> u64 {
+        match &self.bytes {
+            Bytes::Remote(sparse) => sparse.fetched_prefix(),
+            _ => self.bytes().len() as u64,
+        }
+    }
+
     /// Whether the bytes are a remote object's, fetched as they are needed.
     pub fn is_remote(&self) -> bool {
         matches!(self.bytes, Bytes::Remote(_))

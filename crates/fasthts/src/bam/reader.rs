@@ -101,6 +101,48 @@ impl<'a> RecordReader<'a> {
         }
     }
 
+    /// Calls `visit` on each record from the cursor on that starts before
+    /// `stop`, walking loaded data in place as [`RecordReader::walk`] does,
+    /// and leaves the cursor at `stop`. True when the records end exactly
+    /// at `stop`; false when the data ends before it or a record runs
+    /// across it (`stop` is no record start: an index that does not
+    /// describe the file).
+    pub fn walk_until(&mut self, stop: VirtualOffset, mut visit: impl FnMut(&RecordRef<'_>)) -> Result<bool, BamError> {
+        loop {
+            self.blocks.consume(self.pending);
+            self.pending = 0;
+            let bound = self.blocks.available_before(stop);
+            if bound == Some(0) {
+                return Ok(true);
+            }
+            if bound.is_none() && self.blocks.virtual_offset() > stop {
+                return Ok(false);
+            }
+            let loaded = self.blocks.available();
+            let end = bound.unwrap_or(loaded.len());
+            let mut at = 0;
+            while at < end {
+                let Some(Ok(record)) = loaded_record_at(loaded, at).map(|data| RecordRef::new(data, self.n_ref)) else { break };
+                visit(&record);
+                at += 4 + record.as_bytes().len();
+            }
+            self.blocks.consume(at);
+            if bound.is_some() && at >= end {
+                return Ok(at == end);
+            }
+            // A record running past the loaded data, or a bad one: loaded
+            // or reported by `advance`.
+            if !self.advance()? {
+                return Ok(self.record_start() == stop);
+            }
+            if self.record_start() >= stop {
+                self.pending = 0;
+                return Ok(self.record_start() == stop);
+            }
+            visit(&self.current());
+        }
+    }
+
     /// The record [`RecordReader::advance`] moved to.
     ///
     /// # Panics

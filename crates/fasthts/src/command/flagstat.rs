@@ -41,13 +41,26 @@ impl Default for FlagstatOptions {
 /// ([`super::find_index`]) is counted region by region in parallel, and
 /// sequentially if that fails ([`super::by_index_or_sequentially`]);
 /// other input sequentially, a stream (a pipe, standard input) as it
-/// arrives, inflated ahead on the other threads. A CRAM file is counted
-/// in parts of whole containers on all threads, decoding only the fields
-/// flagstat needs (no reference is read).
+/// arrives, inflated ahead on the other threads. A URL of a BAM with an
+/// index is counted in parts of the file, each fetched by the thread that
+/// counts it ([`super::remote_by_parts`]); without one, as a stream. A
+/// CRAM file is counted in parts of whole containers on all threads,
+/// decoding only the fields flagstat needs (no reference is read).
 pub fn flagstat_path(path: &Path, options: &FlagstatOptions, report: &dyn Report) -> Result<FlagStat, Error> {
     let threads = Some(fasthts_io::pool::thread_count_for(options.threads, fasthts_io::pool::blocks_in_file(path)));
     let required = CramOptions { fields: Fields::Flagstat, ..CramOptions::default() };
     with_threads(threads, || {
+        // An indexed BAM behind a URL: fetched and counted by parts.
+        let by_parts = super::remote_by_parts(path, report, |records| {
+            let mut tally = FlagTally::default();
+            records.for_each_record(|r| tally.add(r))?;
+            Ok(tally.stats())
+        })?;
+        if let Some(parts) = by_parts {
+            let mut total = FlagStat::default();
+            parts.iter().for_each(|p| total.merge(p));
+            return Ok(total);
+        }
         let peeked = input::peek(path)?;
         if peeked.format() == Format::Cram && peeked.is_regular_file() && path.as_os_str() != "-" {
             super::warn_if_cram_truncated(&cram::CramReader::open(path, &required)?, report);
@@ -204,13 +217,21 @@ pub fn flagstat_gather(
 
 /// The remote BGZF BAM at `path` (a URL, or `URL##idx##INDEX`) with its
 /// index; `None` for another format or a BAM without an index (counted
-/// sequentially, as it streams).
+/// sequentially, as it streams). The object is opened once: every range
+/// read of it is of the version first seen.
 pub(super) fn remote_bam(path: &Path) -> Result<Option<IndexedFile>, Error> {
-    let data = path.to_str().and_then(|p| p.split_once("##idx##")).map_or(path, |(data, _)| Path::new(data));
-    if input::peek(data)?.format() != Format::Bam(fasthts_io::compression::Compression::Bgzf) {
+    let text = path.to_str().unwrap_or_default();
+    let (data, index) = match text.split_once("##idx##") {
+        Some((data, index)) => (data, Some(std::path::PathBuf::from(index))),
+        None => (text, None),
+    };
+    let peeked = input::peek(Path::new(data))?;
+    if peeked.format() != Format::Bam(fasthts_io::compression::Compression::Bgzf) {
         return Ok(None);
     }
-    IndexedFile::open_url(path, &IndexedOptions::default())
+    let Some((object, head)) = peeked.remote_object() else { return Ok(None) };
+    let options = IndexedOptions { index, ..IndexedOptions::default() };
+    IndexedFile::open_remote_object(data, std::sync::Arc::clone(object), head, peeked.path(), &options)
 }
 
 #[cfg(test)]

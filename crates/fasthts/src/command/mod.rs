@@ -78,7 +78,6 @@ use crate::Error;
 use fasthts_io::pool::{thread_count, with_threads};
 use std::path::Path;
 
-/// Warns, as htslib does, when a BAM lacks its EOF marker.
 /// Where a written BAM or CRAM goes and, with `--write-index`, its index:
 /// samtools sort's and merge's one rule. The data goes to the part of
 /// `output` before `##idx##` and the index after it, else beside the data
@@ -121,6 +120,32 @@ pub(crate) fn output_with_index(
     Ok(OutputWithIndex { data, index_path, format: index })
 }
 
+/// Runs a whole-file job of the BAM at `path` by parts of the file
+/// ([`crate::region::remote_parts::scatter`], on the current pool) when it
+/// is a URL of a BGZF BAM with an index: the results in file order. `None`
+/// when it is to be read as a stream instead: not a URL, not such a BAM,
+/// or reading by parts failed with what the stream's reading reports (an
+/// index that does not describe the file is reported first, as flagstat
+/// reports a local one). A failed fetch is an error.
+fn remote_by_parts<T, F>(path: &Path, report: &dyn Report, work: F) -> Result<Option<Vec<T>>, Error>
+where
+    T: Send,
+    F: Fn(&mut crate::region::remote_parts::PartRecords<'_>) -> Result<T, crate::bam::BamError> + Sync,
+{
+    use crate::region::remote_parts;
+    if crate::input::remote_url(path).is_none() {
+        return Ok(None);
+    }
+    let Some((bam, index)) = flagstat::remote_bam(path)?.and_then(crate::region::indexed::IndexedFile::into_bam) else { return Ok(None) };
+    let read = remote_parts::scatter(&bam, &index, remote_parts::PART_BYTES, work)?;
+    let parts = indexed_or_sequential(&bam, read, report);
+    if parts.is_some() {
+        warn_if_truncated(&bam, report);
+    }
+    Ok(parts)
+}
+
+/// Warns, as htslib does, when a BAM lacks its EOF marker.
 fn warn_if_truncated(bam: &BamFile, report: &dyn Report) {
     if !bam.has_eof_marker() {
         report.warning(Warning::MissingEofMarker { path: bam.path().to_path_buf() });
