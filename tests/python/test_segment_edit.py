@@ -324,3 +324,33 @@ def test_compare_orders_as_pysams():
     edited = copy.copy(ours[5])
     edited.mapping_quality += 1
     assert edited.compare(ours[5]) == 1 and ours[5].compare(edited) == -1
+
+
+DEPRECATED_NAMES = [
+    "qname", "tid", "rname", "pos", "mapq", "rnext", "mrnm", "pnext", "mpos", "cigar", "tlen", "isize", "seq", "qual",
+    "alen", "aend", "rlen", "query", "qstart", "qend", "qlen", "blocks", "aligned_pairs", "inferred_length", "positions",
+]
+
+
+def test_deprecated_names_read_and_set_as_pysams(tmp_path):
+    """pysam 0.24's older attribute names: read as pysam reads them on every
+    record, and set through (an old script's edits write pysam's bytes)."""
+    mine = list(fasthts.AlignmentFile(str(DATA / "small.bam")).fetch(until_eof=True))
+    theirs = list(pysam.AlignmentFile(str(DATA / "small.bam")).fetch(until_eof=True))
+    for name in DEPRECATED_NAMES:
+        assert [getattr(r, name) for r in mine] == [getattr(r, name) for r in theirs], name
+    assert [r.opt("RG") for r in mine if r.has_tag("RG")] == [r.opt("RG") for r in theirs if r.has_tag("RG")]
+
+    def edit(lib, i, r):
+        if i % 3 == 0:
+            r.qname = f"old{i}"
+            r.mapq = i % 60
+            r.isize = -i
+        if i % 5 == 0 and not r.is_unmapped:
+            r.pos = r.pos + 7
+            r.mpos = r.pnext + 1
+        if i % 7 == 0 and r.seq:
+            r.seq = r.seq[::-1]
+            r.qual = "I" * len(r.seq)
+
+    assert_same_edits(tmp_path, edit)
