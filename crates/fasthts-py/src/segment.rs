@@ -243,8 +243,15 @@ fn no_header() -> &'static Arc<Header> {
     NONE.get_or_init(|| Arc::new(Header { text: Vec::new(), references: Vec::new() }))
 }
 
-/// The library header of a `fasthts.AlignmentHeader` (the file's own when
-/// it was read from one).
+/// A library header kept on the `fasthts.AlignmentHeader` it was built
+/// from (as `_library_header`): segments made against one header share it,
+/// built once (a header's text and references do not change).
+#[pyclass(module = "fasthts._fasthts", frozen)]
+struct LibraryHeader(Arc<Header>);
+
+/// The library header of a `fasthts.AlignmentHeader`, from its text and
+/// references (read from them, not from the file it came from: this
+/// module does not reach into `crate::alignment`, which uses it).
 fn header_of(header: &Bound<'_, PyAny>) -> PyResult<Arc<Header>> {
     let (Ok(refs), Ok(raw)) = (header.getattr("_refs"), header.getattr("_raw")) else {
         return Err(PyTypeError::new_err(format!(
@@ -252,16 +259,19 @@ fn header_of(header: &Bound<'_, PyAny>) -> PyResult<Arc<Header>> {
             header.get_type().name()?
         )));
     };
-    if let Ok(reader) = header.getattr("_reader") {
-        if let Ok(reader) = reader.cast::<crate::alignment::AlignmentReader>() {
-            return Ok(reader.get().header().clone());
+    if let Ok(kept) = header.getattr("_library_header") {
+        if let Ok(kept) = kept.cast::<LibraryHeader>() {
+            return Ok(kept.get().0.clone());
         }
     }
     let references: Vec<(String, u32)> = refs.extract()?;
-    Ok(Arc::new(Header {
+    let built = Arc::new(Header {
         text: raw.extract::<String>()?.into_bytes(),
         references: references.into_iter().map(|(name, len)| fasthts::bam::Reference { name, len }).collect(),
-    }))
+    });
+    // A header object that takes no attributes just builds it again.
+    let _ = header.setattr("_library_header", LibraryHeader(built.clone()));
+    Ok(built)
 }
 
 impl AlignedSegment {
