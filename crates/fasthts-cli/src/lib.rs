@@ -369,6 +369,21 @@ pub fn die_of_broken_pipe() -> ! {
     }
 }
 
+/// True when `e` or an error it wraps is the system's ENOMEM (a mapping or
+/// a thread refused under a memory limit): reported as the allocator's
+/// exhaustion is, "out of memory".
+fn is_out_of_memory(e: &(dyn std::error::Error + 'static)) -> bool {
+    let enomem = |e: &io::Error| e.raw_os_error() == Some(libc::ENOMEM) || e.kind() == io::ErrorKind::OutOfMemory;
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if e.downcast_ref::<io::Error>().is_some_and(enomem) || e.downcast_ref::<fasthts_io::PathError>().is_some_and(|e| enomem(&e.source)) {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
 /// True when `e` or an error it wraps is a write to a closed pipe.
 fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(e);
@@ -470,6 +485,10 @@ fn run_command_line(args: Vec<std::ffi::OsString>) -> ExitCode {
             }
             match e.downcast_ref::<Failure>() {
                 Some(failure) => failure.report(),
+                None if is_out_of_memory(&*e) => {
+                    eprintln!("fasthts {name}: out of memory: {e}");
+                    ExitCode::FAILURE
+                }
                 None => {
                     eprintln!("fasthts {name}: {e}");
                     ExitCode::FAILURE
