@@ -120,8 +120,9 @@ def test_wrong_argument_types_raise_type_error(golden, fastq):
         fasthts.dask.count_kmers(None, [str(fastq), 5], 21, 1000, 2)
     with pytest.raises(TypeError):
         fasthts.BamFile(5)
+    # (An int is a file descriptor, as in pysam: test_alignment_file.)
     with pytest.raises(TypeError, match="filepath_or_object"):
-        fasthts.AlignmentFile(5)
+        fasthts.AlignmentFile(5.5)
     with pytest.raises(TypeError):
         fasthts.flagstat(["a.bam"])
 
